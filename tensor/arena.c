@@ -1,0 +1,206 @@
+/*
+ * arena.c - the step arena: every STEP tensor, saved buffer and tape node lives here.
+ * See arena.h for the idea. Not thread-safe: ops run on the main thread only.
+ */
+#include <string.h>
+
+#include "arena.h"
+#include "error.h"
+
+#define MAX_BLOCKS 64
+#define MAX_DEPTH 64
+#define HOST_ALIGN 64
+#define DEVICE_ALIGN 256
+#define FIRST_BLOCK_BYTES ((size_t)1 << 20)
+
+typedef struct block {
+    char *base;
+    size_t size;
+} block;
+
+typedef struct arena {
+    block blocks[MAX_BLOCKS];
+    int nblocks;
+    int current;      /* index of the block being filled; -1 before the first allocation */
+    size_t used;      /* bytes used in blocks[current] */
+} arena;
+
+typedef struct mark {
+    int current;
+    size_t used;
+} mark;
+
+typedef struct frame {
+    uint64_t id;
+    mark marks[SNN_NUM_DEVICES];
+    struct snn_node *tape_head;
+} frame;
+
+static arena arenas[SNN_NUM_DEVICES] = {{.current = -1}, {.current = -1}};
+static frame frames[MAX_DEPTH];
+static int depth;
+static uint64_t next_id = 1;
+
+struct snn_node *snn_tape_head;
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+static int replace_block(arena *a, int i, size_t size, snn_device device)
+{
+    void *p = snn_alloc(size, device);
+    if (!p) return 0;
+    if (a->blocks[i].base) snn_free(a->blocks[i].base, a->blocks[i].size, device);
+    a->blocks[i].base = p;
+    a->blocks[i].size = size;
+    return 1;
+}
+
+void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
+{
+    if (depth == 0)
+        return snn_error_null(SNN_ERR_STATE,
+                              "%s: no step is open; hint: wrap forward, backward and update in "
+                              "snn_step_begin() ... snn_step_end()", fn);
+    arena *a = &arenas[device];
+    size_t need = align_up(bytes ? bytes : 1, device == SNN_CPU ? HOST_ALIGN : DEVICE_ALIGN);
+    if (a->current >= 0 && a->used + need <= a->blocks[a->current].size) {
+        void *p = a->blocks[a->current].base + a->used;
+        a->used += need;
+        return p;
+    }
+    /* Move on to the next block, growing or adding one if it is too small. */
+    int next = a->current + 1;
+    size_t last = a->current >= 0 ? a->blocks[a->current].size : FIRST_BLOCK_BYTES / 2;
+    size_t size = need > 2 * last ? need : 2 * last;
+    if (next < a->nblocks && a->blocks[next].size < need) {
+        if (!replace_block(a, next, size, device)) goto out_of_memory;
+    } else if (next == a->nblocks) {
+        if (next == MAX_BLOCKS) goto out_of_memory;
+        a->blocks[next].base = NULL;
+        if (!replace_block(a, next, size, device)) goto out_of_memory;
+        a->nblocks++;
+    }
+    a->current = next;
+    a->used = need;
+    return a->blocks[next].base;
+
+out_of_memory:
+    return snn_error_null(SNN_ERR_MEMORY,
+                          "%s: out of %s memory (asked for %zu bytes; the step arena holds %zu "
+                          "bytes, %zu live in all)", fn, snn_device_name(device), bytes,
+                          snn_arena_reserved_bytes(device), snn_live_bytes(device));
+}
+
+snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device)
+{
+    char buf[96];
+    if (shape.ndim < 0 || shape.ndim > SNN_MAX_DIMS)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad shape (expected 0 to %d dims, got %d)",
+                              fn, SNN_MAX_DIMS, shape.ndim);
+    for (int d = 0; d < shape.ndim; d++)
+        if (shape.dim[d] < 0)
+            return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad shape %s (negative size in dim %d)",
+                                  fn, snn_shape_str(shape, buf, sizeof buf), d);
+    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->shape = shape;
+    t->numel = snn_shape_numel(shape);
+    t->device = device;
+    t->lifetime = SNN_STEP;
+    t->data = snn_step_alloc(fn, (size_t)t->numel * sizeof(float), device);
+    return t->data ? t : NULL;
+}
+
+snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape)
+{
+    SNN_ASSERT(snn_shape_numel(shape) == base->numel);
+    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->data = base->data;
+    t->shape = shape;
+    t->numel = base->numel;
+    t->device = base->device;
+    t->lifetime = SNN_STEP;
+    t->base = base->base ? base->base : base;
+    return t;
+}
+
+snn_status snn_step_begin(void)
+{
+    if (depth == MAX_DEPTH)
+        return snn_error(SNN_ERR_STATE, "snn_step_begin: steps nested deeper than %d; hint: a "
+                         "loop is missing its snn_step_end()", MAX_DEPTH);
+    frame *f = &frames[depth++];
+    f->id = next_id++;
+    for (int d = 0; d < SNN_NUM_DEVICES; d++) {
+        f->marks[d].current = arenas[d].current;
+        f->marks[d].used = arenas[d].used;
+    }
+    f->tape_head = snn_tape_head;
+    return SNN_OK;
+}
+
+/* After the outermost step: merge a multi-block arena into one block of the total size. */
+static void coalesce(arena *a, snn_device device)
+{
+    if (a->nblocks <= 1) return;
+    size_t total = 0;
+    for (int i = 0; i < a->nblocks; i++) total += a->blocks[i].size;
+    for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, device);
+    a->nblocks = 0;
+    void *p = snn_alloc(total, device);
+    if (p) { /* on failure the arena simply starts empty again */
+        a->blocks[0].base = p;
+        a->blocks[0].size = total;
+        a->nblocks = 1;
+    }
+}
+
+void snn_step_end(void)
+{
+    SNN_ASSERT(depth > 0 && "snn_step_end() without snn_step_begin()");
+    frame *f = &frames[--depth];
+    for (int d = 0; d < SNN_NUM_DEVICES; d++) {
+        arenas[d].current = f->marks[d].current;
+        arenas[d].used = f->marks[d].used;
+        if (depth == 0) {
+            /* Device work queued in this step may still read arena memory that the next step
+             * will overwrite; the single stream orders that, so no synchronisation is needed. */
+            coalesce(&arenas[d], (snn_device)d);
+            arenas[d].current = -1;
+            arenas[d].used = 0;
+        }
+    }
+    snn_tape_head = f->tape_head;
+}
+
+int snn_step_depth(void) { return depth; }
+uint64_t snn_step_id(void) { return depth ? frames[depth - 1].id : 0; }
+
+bool snn_step_is_open(uint64_t id)
+{
+    for (int i = 0; i < depth; i++)
+        if (frames[i].id == id) return true;
+    return false;
+}
+
+size_t snn_arena_reserved_bytes(snn_device device)
+{
+    size_t total = 0;
+    for (int i = 0; i < arenas[device].nblocks; i++) total += arenas[device].blocks[i].size;
+    return total;
+}
+
+void snn_arena_release_all(void)
+{
+    SNN_ASSERT(depth == 0 && "snn_shutdown() with a step still open");
+    for (int d = 0; d < SNN_NUM_DEVICES; d++) {
+        arena *a = &arenas[d];
+        for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, (snn_device)d);
+        a->nblocks = 0;
+        a->current = -1;
+        a->used = 0;
+    }
+}

@@ -1,0 +1,89 @@
+/*
+ * backend_cpu.c - the CPU kernel table. Host memory needs no device calls: "device" memory on
+ * the CPU is plain 64-byte aligned host memory and copies are memcpy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_cpu.h"
+
+/* SCAFFOLD(parallel work): weak until every kernel file has landed; removed before merge. */
+#pragma weak snn_fill_cpu
+#pragma weak snn_axpy_cpu
+#pragma weak snn_unary_forward_cpu
+#pragma weak snn_unary_backward_cpu
+#pragma weak snn_binary_forward_cpu
+#pragma weak snn_binary_backward_cpu
+#pragma weak snn_sum_dim_cpu
+#pragma weak snn_expand_dim_cpu
+#pragma weak snn_gemm_cpu
+#pragma weak snn_bias_forward_cpu
+#pragma weak snn_bias_backward_cpu
+#pragma weak snn_conv2d_workspace_bytes_cpu
+#pragma weak snn_conv2d_forward_cpu
+#pragma weak snn_conv2d_backward_cpu
+#pragma weak snn_max_pool2d_forward_cpu
+#pragma weak snn_max_pool2d_backward_cpu
+#pragma weak snn_avg_pool2d_forward_cpu
+#pragma weak snn_avg_pool2d_backward_cpu
+#pragma weak snn_batchnorm_forward_train_cpu
+#pragma weak snn_batchnorm_forward_eval_cpu
+#pragma weak snn_batchnorm_backward_cpu
+#pragma weak snn_log_softmax_forward_cpu
+#pragma weak snn_log_softmax_backward_cpu
+#pragma weak snn_nll_forward_cpu
+#pragma weak snn_nll_backward_cpu
+#pragma weak snn_one_hot_cpu
+#pragma weak snn_argmax_rows_cpu
+#pragma weak snn_dropout_mask_cpu
+#pragma weak snn_sgd_update_cpu
+#pragma weak snn_adam_update_cpu
+#pragma weak snn_sumsq_and_finite_cpu
+
+static void *cpu_alloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+static void cpu_free(void *p) { free(p); }
+static void cpu_copy(void *dst, const void *src, size_t bytes, snn_copy_kind kind)
+{
+    (void)kind;
+    memcpy(dst, src, bytes);
+}
+static void cpu_synchronize(void) {}
+
+const snn_kernels snn_kernels_cpu = {
+    .name = "cpu",
+    .device_alloc = cpu_alloc,
+    .device_free = cpu_free,
+    .copy = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .fill = snn_fill_cpu,
+    .axpy = snn_axpy_cpu,
+    .unary_forward = snn_unary_forward_cpu,
+    .unary_backward = snn_unary_backward_cpu,
+    .binary_forward = snn_binary_forward_cpu,
+    .binary_backward = snn_binary_backward_cpu,
+    .sum_dim = snn_sum_dim_cpu,
+    .expand_dim = snn_expand_dim_cpu,
+    .gemm = snn_gemm_cpu,
+    .bias_forward = snn_bias_forward_cpu,
+    .bias_backward = snn_bias_backward_cpu,
+    .conv2d_workspace_bytes = snn_conv2d_workspace_bytes_cpu,
+    .conv2d_forward = snn_conv2d_forward_cpu,
+    .conv2d_backward = snn_conv2d_backward_cpu,
+    .max_pool2d_forward = snn_max_pool2d_forward_cpu,
+    .max_pool2d_backward = snn_max_pool2d_backward_cpu,
+    .avg_pool2d_forward = snn_avg_pool2d_forward_cpu,
+    .avg_pool2d_backward = snn_avg_pool2d_backward_cpu,
+    .batchnorm_forward_train = snn_batchnorm_forward_train_cpu,
+    .batchnorm_forward_eval = snn_batchnorm_forward_eval_cpu,
+    .batchnorm_backward = snn_batchnorm_backward_cpu,
+    .log_softmax_forward = snn_log_softmax_forward_cpu,
+    .log_softmax_backward = snn_log_softmax_backward_cpu,
+    .nll_forward = snn_nll_forward_cpu,
+    .nll_backward = snn_nll_backward_cpu,
+    .one_hot = snn_one_hot_cpu,
+    .argmax_rows = snn_argmax_rows_cpu,
+    .dropout_mask = snn_dropout_mask_cpu,
+    .sgd_update = snn_sgd_update_cpu,
+    .adam_update = snn_adam_update_cpu,
+    .sumsq_and_finite = snn_sumsq_and_finite_cpu,
+};

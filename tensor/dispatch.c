@@ -1,0 +1,53 @@
+/*
+ * dispatch.c - picks the kernel table of a device. The one place in tensor/ that knows whether
+ * this build has CUDA (STYLE.md 2): everything else asks snn_kernels_for().
+ */
+#include <string.h>
+
+#include "arena.h"
+#include "error.h"
+#include "kernels.h"
+
+const snn_kernels *snn_kernels_for(snn_device device)
+{
+    switch (device) {
+    case SNN_CPU: return &snn_kernels_cpu;
+#ifdef SNN_WITH_CUDA
+    case SNN_CUDA: return snn_cuda_device_count() > 0 ? &snn_kernels_cuda : NULL;
+#else
+    case SNN_CUDA: return NULL;
+#endif
+    }
+    return NULL;
+}
+
+const snn_kernels *snn_kernels_or_error(const char *fn, snn_device device)
+{
+    const snn_kernels *k = snn_kernels_for(device);
+    if (k) return k;
+    if (device == SNN_CUDA && snn_cuda_compiled())
+        return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: no CUDA device is visible; hint: run on a "
+                              "machine with an NVIDIA GPU or use --device cpu", fn);
+    return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: this build has no %s backend; hint: "
+                          "configure with -DSNN_CUDA=ON on a machine with nvcc", fn,
+                          snn_device_name(device));
+}
+
+bool snn_cuda_compiled(void)
+{
+#ifdef SNN_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool snn_cuda_available(void) { return snn_kernels_for(SNN_CUDA) != NULL; }
+
+void snn_shutdown(void)
+{
+    snn_arena_release_all();
+#ifdef SNN_WITH_CUDA
+    snn_cuda_shutdown();
+#endif
+}

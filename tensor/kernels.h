@@ -1,0 +1,244 @@
+/*
+ * kernels.h - the backend interface: one table of kernels per device (internal header).
+ *
+ * Every op in snn.c is a pair of layers:
+ *   autograd/fn_<op>.c  checks arguments, allocates outputs in the step arena, calls a kernel
+ *                       from this table, and records a tape node whose backward calls the
+ *                       matching backward kernel;
+ *   tensor/<op>.c       the CPU kernels (the reference: plain loops first, then blocked/OpenMP);
+ *   tensor/<op>.cu      the CUDA kernels with the same signatures, in the same order.
+ *
+ * Kernel conventions (STYLE.md 5):
+ *   - raw pointers to device memory of the table's device, dims as plain integers;
+ *   - argument order: outputs, saved-for-backward, inputs, parameters, dims;
+ *   - forward kernels overwrite their outputs; backward kernels ACCUMULATE (+=) into their
+ *     gradient outputs, and a NULL gradient output means "not needed, skip it";
+ *   - scalars that come from the device (a loss gradient) are passed as device pointers, so
+ *     that no kernel forces a host synchronisation;
+ *   - kernels never allocate: scratch memory comes in as a `workspace` argument.
+ *
+ * A NULL entry means the backend lacks that kernel; snn_kernels_for() callers turn that into
+ * SNN_ERR_UNSUPPORTED naming the op and the device.
+ */
+#ifndef SNN_KERNELS_H
+#define SNN_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise ------------------------------------------------------------------------ */
+
+typedef enum snn_unary_op {
+    SNN_UNARY_NEG,        /* y = -x */
+    SNN_UNARY_EXP,        /* y = exp(x) */
+    SNN_UNARY_LOG,        /* y = log(x) */
+    SNN_UNARY_RELU,       /* y = max(x, 0) */
+    SNN_UNARY_SIGMOID,    /* y = 1 / (1 + exp(-x)) */
+    SNN_UNARY_SCALE,      /* y = param * x */
+    SNN_UNARY_ADD_SCALAR, /* y = x + param */
+    SNN_UNARY_SQUARE,     /* y = x * x */
+    SNN_UNARY_HEAVISIDE,  /* y = x >= 0 ? 1 : 0 (no gradient; the surrogate op lives in neurons/) */
+    SNN_UNARY_COUNT
+} snn_unary_op;
+
+typedef enum snn_binary_op {
+    SNN_BINARY_ADD, /* y = a + b */
+    SNN_BINARY_SUB, /* y = a - b */
+    SNN_BINARY_MUL, /* y = a * b */
+    SNN_BINARY_DIV, /* y = a / b */
+    SNN_BINARY_COUNT
+} snn_binary_op;
+
+/* Numpy broadcasting of two tensors to one output shape. Dims are right-aligned and padded to
+ * out.ndim; stride_a[d] is 0 where a is broadcast along d (likewise b). */
+typedef struct snn_broadcast {
+    snn_shape out;
+    int64_t stride_a[SNN_MAX_DIMS];
+    int64_t stride_b[SNN_MAX_DIMS];
+    int64_t numel;      /* of out */
+    int64_t numel_a, numel_b;
+    bool same_shape;    /* a, b and out all have the same shape: a flat loop suffices */
+} snn_broadcast;
+
+/* ---- convolution and pooling ------------------------------------------------------------ */
+
+typedef struct snn_conv2d_dims {
+    int N, C_in, H, W;        /* input (N, C_in, H, W) */
+    int C_out, KH, KW;        /* weight (C_out, C_in, KH, KW) */
+    int stride, pad;          /* same in both spatial dims */
+    int H_out, W_out;         /* (H + 2 pad - KH) / stride + 1, likewise W */
+} snn_conv2d_dims;
+
+typedef struct snn_pool2d_dims {
+    int N, C, H, W;           /* input (N, C, H, W) */
+    int K, stride, pad;       /* square window */
+    int H_out, W_out;
+} snn_pool2d_dims;
+
+/* ---- optimizers --------------------------------------------------------------------------- */
+
+typedef struct snn_sgd_params {
+    float lr, momentum, dampening, weight_decay;
+    bool nesterov;
+    bool first_step;          /* momentum buffer is initialised to the gradient on the first step */
+} snn_sgd_params;
+
+typedef struct snn_adam_params {
+    float lr, beta1, beta2, eps, weight_decay;
+    bool decoupled;           /* AdamW: p -= lr * wd * p, instead of adding wd * p to the grad */
+    float bias_correction1;   /* 1 - beta1^t */
+    float bias_correction2;   /* 1 - beta2^t */
+} snn_adam_params;
+
+typedef enum snn_copy_kind {
+    SNN_COPY_HOST_TO_DEVICE,
+    SNN_COPY_DEVICE_TO_HOST,
+    SNN_COPY_DEVICE_TO_DEVICE,
+} snn_copy_kind;
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+typedef struct snn_kernels {
+    const char *name; /* "cpu", "cuda" */
+
+    /* memory (bytes); device_alloc returns NULL on failure. copy is ordered on the stream. */
+    void *(*device_alloc)(size_t bytes);
+    void (*device_free)(void *p);
+    void (*copy)(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
+    void (*synchronize)(void);
+
+    /* out[i] = value */
+    void (*fill)(float *out, float value, int64_t n);
+    /* y[i] += alpha * x[i] (gradient accumulation) */
+    void (*axpy)(float *y, float alpha, const float *x, int64_t n);
+
+    /* out = op(x); `param` is used by SCALE and ADD_SCALAR */
+    void (*unary_forward)(snn_unary_op op, float *out, const float *x, float param, int64_t n);
+    /* dx += dout * op'(x); `out` is op(x) (EXP, SIGMOID, RELU may use it instead of x) */
+    void (*unary_backward)(snn_unary_op op, float *dx, const float *dout, const float *x,
+                           const float *out, float param, int64_t n);
+    /* out = a op b with broadcasting */
+    void (*binary_forward)(snn_binary_op op, float *out, const float *a, const float *b,
+                           const snn_broadcast *bc);
+    /* da += reduce(dout * d(a op b)/da) over broadcast dims; likewise db; NULL skips */
+    void (*binary_backward)(snn_binary_op op, float *da, float *db, const float *dout,
+                            const float *a, const float *b, const snn_broadcast *bc);
+
+    /* x viewed as (outer, dim, inner): out[o, i] = scale * sum_d x[o, d, i] (overwrites) */
+    void (*sum_dim)(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
+                    float scale);
+    /* out[o, d, i] (+)= scale * x[o, i]: the forward of expand/repeat (accumulate = false) and
+     * the backward of sum_dim (accumulate = true) */
+    void (*expand_dim)(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
+                       float scale, bool accumulate);
+
+    /* Row-major C = alpha * op(A) op(B) + beta * C, op(A) (M, K), op(B) (K, N), C (M, N).
+     * trans_a: A is stored (K, M); trans_b: B is stored (N, K). beta = 0 ignores C's content. */
+    void (*gemm)(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    /* out (outer, C, inner) += bias[c] (conv: inner = H*W; linear: inner = 1) */
+    void (*bias_forward)(float *out, const float *bias, int64_t outer, int64_t channels,
+                         int64_t inner);
+    /* dbias[c] += sum over outer, inner of dout */
+    void (*bias_backward)(float *dbias, const float *dout, int64_t outer, int64_t channels,
+                          int64_t inner);
+
+    /* conv2d (cross-correlation, as PyTorch). bias may be NULL. workspace has
+     * conv2d_workspace_bytes(d) bytes. */
+    size_t (*conv2d_workspace_bytes)(const snn_conv2d_dims *d);
+    void (*conv2d_forward)(float *out, const float *x, const float *weight, const float *bias,
+                           const snn_conv2d_dims *d, float *workspace);
+    void (*conv2d_backward)(float *dx, float *dweight, float *dbias, const float *dout,
+                            const float *x, const float *weight, const snn_conv2d_dims *d,
+                            float *workspace);
+
+    /* max-pool: argmax holds, per output, the flat index h*W + w of the chosen input in its
+     * (n, c) plane; padding never wins (it is -inf) */
+    void (*max_pool2d_forward)(float *out, int32_t *argmax, const float *x,
+                               const snn_pool2d_dims *d);
+    void (*max_pool2d_backward)(float *dx, const float *dout, const int32_t *argmax,
+                                const snn_pool2d_dims *d);
+    /* avg-pool, padding counted in the divisor (PyTorch's count_include_pad = True) */
+    void (*avg_pool2d_forward)(float *out, const float *x, const snn_pool2d_dims *d);
+    void (*avg_pool2d_backward)(float *dx, const float *dout, const snn_pool2d_dims *d);
+
+    /* batch-norm over (N, C, HW), training: batch statistics (biased variance for the output,
+     * unbiased for the running update), running <- (1 - momentum) running + momentum batch */
+    void (*batchnorm_forward_train)(float *out, float *save_mean, float *save_invstd,
+                                    float *running_mean, float *running_var, const float *x,
+                                    const float *gamma, const float *beta, int N, int C, int HW,
+                                    float momentum, float eps);
+    /* eval: out = gamma (x - running_mean) / sqrt(running_var + eps) + beta */
+    void (*batchnorm_forward_eval)(float *out, const float *x, const float *gamma,
+                                   const float *beta, const float *running_mean,
+                                   const float *running_var, int N, int C, int HW, float eps);
+    /* training-mode backward through the batch statistics; NULL outputs are skipped */
+    void (*batchnorm_backward)(float *dx, float *dgamma, float *dbeta, const float *dout,
+                               const float *x, const float *gamma, const float *save_mean,
+                               const float *save_invstd, int N, int C, int HW);
+
+    /* rows of x (N, C): out = log_softmax(x) */
+    void (*log_softmax_forward)(float *out, const float *x, int N, int C);
+    /* dx += dout - exp(out) * sum_c dout */
+    void (*log_softmax_backward)(float *dx, const float *dout, const float *out, int N, int C);
+    /* loss[0] = -scale * sum_n logp[n, labels[n]]   (labels hold class indices as floats) */
+    void (*nll_forward)(float *loss, const float *logp, const float *labels, int N, int C,
+                        float scale);
+    /* dlogp[n, labels[n]] += -scale * dloss[0] */
+    void (*nll_backward)(float *dlogp, const float *dloss, const float *labels, int N, int C,
+                         float scale);
+    /* out (N, C) = one-hot of labels */
+    void (*one_hot)(float *out, const float *labels, int N, int C);
+    /* out[n] = index of the largest x[n, :] (first on ties), as a float */
+    void (*argmax_rows)(float *out, const float *x, int N, int C);
+
+    /* mask[i] = (hash(seed, i) uniform >= p) / (1 - p): the same mask on every device */
+    void (*dropout_mask)(float *mask, int64_t n, float p, uint64_t seed);
+
+    /* optimizer updates; velocity / m, v are the optimizer's state (same size as p) */
+    void (*sgd_update)(float *p, float *velocity, const float *grad, int64_t n,
+                       const snn_sgd_params *hp);
+    void (*adam_update)(float *p, float *m, float *v, const float *grad, int64_t n,
+                        const snn_adam_params *hp);
+    /* out[0] = sum of squares (for gradient norms); out[1] = 1 if any x is NaN/inf else 0 */
+    void (*sumsq_and_finite)(float *out, const float *x, int64_t n);
+} snn_kernels;
+
+/* The table for a device, or NULL when this build has no such backend. */
+const snn_kernels *snn_kernels_for(snn_device device);
+/* Like snn_kernels_for, but stores "<fn>: no <device> backend in this build" when NULL. */
+const snn_kernels *snn_kernels_or_error(const char *fn, snn_device device);
+
+/* The CPU and CUDA tables (tensor/backend_cpu.c, tensor/backend_cuda.cu). */
+extern const snn_kernels snn_kernels_cpu;
+#ifdef SNN_WITH_CUDA
+extern const snn_kernels snn_kernels_cuda;
+int snn_cuda_device_count(void);  /* 0 when the driver or a GPU is missing (tensor/cuda_context.cu) */
+void snn_cuda_shutdown(void);     /* releases the stream, cuBLAS handle and device scratch */
+#endif
+
+/* 64-bit mixing hash (splitmix64 finaliser), shared by CPU and CUDA so that random masks
+ * agree bit for bit across devices. u = (hash >> 40) * 2^-24 is uniform in [0, 1). */
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+static inline uint64_t snn_hash64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SNN_KERNELS_H */
