@@ -64,6 +64,9 @@ snn_node *snn_tape_record(const char *op, snn_backward_fn backward, snn_tensor *
  * first use (OWNED grad for an OWNED tensor, STEP grad otherwise); NULL when t is NULL or does
  * not require grad. Views share their base's gradient layout, so a view gets its own buffer. */
 float *snn_grad_for(snn_tensor *t);
+/* For backward functions that allocate scratch: report that it could not be had; snn_backward
+ * then returns SNN_ERR_MEMORY naming the node. */
+void snn_backward_out_of_memory(void);
 
 /* Runs backward from a 1-element `loss` (seeded with 1). SNN_ERR_ARGUMENT if loss is not a
  * scalar or does not require grad. Call once per step. */

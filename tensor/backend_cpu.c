@@ -8,17 +8,7 @@
 #include "kernels_cpu.h"
 
 /* SCAFFOLD(parallel work): weak until every kernel file has landed; removed before merge. */
-#pragma weak snn_fill_cpu
-#pragma weak snn_axpy_cpu
-#pragma weak snn_unary_forward_cpu
-#pragma weak snn_unary_backward_cpu
-#pragma weak snn_binary_forward_cpu
-#pragma weak snn_binary_backward_cpu
-#pragma weak snn_sum_dim_cpu
-#pragma weak snn_expand_dim_cpu
 #pragma weak snn_gemm_cpu
-#pragma weak snn_bias_forward_cpu
-#pragma weak snn_bias_backward_cpu
 #pragma weak snn_conv2d_workspace_bytes_cpu
 #pragma weak snn_conv2d_forward_cpu
 #pragma weak snn_conv2d_backward_cpu
@@ -34,11 +24,9 @@
 #pragma weak snn_nll_forward_cpu
 #pragma weak snn_nll_backward_cpu
 #pragma weak snn_one_hot_cpu
-#pragma weak snn_argmax_rows_cpu
 #pragma weak snn_dropout_mask_cpu
 #pragma weak snn_sgd_update_cpu
 #pragma weak snn_adam_update_cpu
-#pragma weak snn_sumsq_and_finite_cpu
 
 static void *cpu_alloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 static void cpu_free(void *p) { free(p); }

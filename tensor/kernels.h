@@ -216,6 +216,15 @@ const snn_kernels *snn_kernels_for(snn_device device);
 /* Like snn_kernels_for, but stores "<fn>: no <device> backend in this build" when NULL. */
 const snn_kernels *snn_kernels_or_error(const char *fn, snn_device device);
 
+/* In an op: return NULL with "fn: the cuda backend has no kernel 'entry'" when an entry is
+ * missing, so a partial backend is a clear error, never a call through NULL. */
+#define SNN_REQUIRE_KERNEL(k, fn, entry)                                                      \
+    do {                                                                                      \
+        if (!(k)->entry)                                                                      \
+            return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: the %s backend has no kernel '%s'", \
+                                  fn, (k)->name, #entry);                                      \
+    } while (0)
+
 /* The CPU and CUDA tables (tensor/backend_cpu.c, tensor/backend_cuda.cu). */
 extern const snn_kernels snn_kernels_cpu;
 #ifdef SNN_WITH_CUDA

@@ -62,7 +62,7 @@ static inline double test_worst_ratio(const float *got, const float *want, long 
     for (long i = 0; i < n; i++) {
         double r = fabs((double)got[i] - (double)want[i]) / (atol + rtol * fabs((double)want[i]));
         if (!(r <= worst)) { /* catches NaN */
-            worst = isnan(r) ? INFINITY : r;
+            worst = isnan(r) ? (double)INFINITY : r;
             if (where) *where = i;
         }
     }

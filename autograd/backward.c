@@ -1,0 +1,59 @@
+/*
+ * backward.c - reverse-mode differentiation over the tape.
+ *
+ * Ops are recorded in execution order, so the tape read newest-first is a valid reverse
+ * topological order: when a node is reached, every consumer of its output has already added
+ * its share to out->grad. A node whose output received no gradient (not on the loss's path)
+ * is skipped.
+ */
+#include "autograd.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+#include "tensor/kernels.h"
+
+int snn_backward_take_failure(void); /* tape.c */
+
+static snn_status run_tape(const char *fn)
+{
+    snn_backward_take_failure();
+    for (snn_node *node = snn_tape_head; node; node = node->prev) {
+        if (!node->out->grad) continue;
+        node->backward(node);
+        if (snn_backward_take_failure())
+            return snn_error(SNN_ERR_MEMORY, "%s: out of memory for gradients in the backward of "
+                             "'%s' (%s)", fn, node->op, snn_last_error());
+    }
+    return SNN_OK;
+}
+
+snn_status snn_backward(snn_tensor *loss)
+{
+    const char *fn = "snn_backward";
+    if (snn_check_tensor(fn, "loss", loss)) return snn_last_status();
+    char buf[96];
+    if (loss->numel != 1)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'loss' (expected 1 element, got shape "
+                         "%s); hint: reduce it with snn_mean_all or use snn_backward_from", fn,
+                         snn_shape_str(loss->shape, buf, sizeof buf));
+    if (!loss->requires_grad)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'loss' (it does not require grad); "
+                         "hint: no parameter reached it, or it was computed in no-grad mode", fn);
+    float *g = snn_grad_for(loss);
+    if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of memory for the seed gradient", fn);
+    snn_kernels_for(loss->device)->fill(g, 1.0f, 1);
+    return run_tape(fn);
+}
+
+snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed)
+{
+    const char *fn = "snn_backward_from";
+    if (snn_check_same_shape(fn, "out", out, "seed", seed) ||
+        snn_check_same_device(fn, "out", out, "seed", seed))
+        return snn_last_status();
+    if (!out->requires_grad)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'out' (it does not require grad)", fn);
+    float *g = snn_grad_for(out);
+    if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of memory for the seed gradient", fn);
+    snn_kernels_for(out->device)->axpy(g, 1.0f, seed->data, seed->numel);
+    return run_tape(fn);
+}

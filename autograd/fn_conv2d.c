@@ -1,0 +1,77 @@
+/*
+ * fn_conv2d.c - 2-D convolution (cross-correlation, as PyTorch's conv2d) as one tape node.
+ *
+ *   y[n, o, i, j] = b[o] + sum_{c, u, v} w[o, c, u, v] x[n, c, i*s - p + u, j*s - p + v]
+ *
+ * Forward and backward are the device's fused kernels (im2col + GEMM); the workspace they need
+ * comes from the step arena. A 5-D (T, N, C, H, W) input is one batch of T*N images.
+ */
+#include "autograd.h"
+#include "image_layout.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+#include "tensor/kernels.h"
+
+typedef struct conv_saved {
+    snn_conv2d_dims dims;
+} conv_saved;
+
+static void conv2d_backward(snn_node *node)
+{
+    conv_saved *s = node->saved;
+    snn_tensor *x = node->inputs[0], *w = node->inputs[1], *b = node->inputs[2], *y = node->out;
+    const snn_kernels *k = snn_kernels_for(y->device);
+    float *dx = snn_grad_for(x), *dw = snn_grad_for(w), *db = snn_grad_for(b);
+    if (!dx && !dw && !db) return;
+    float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(&s->dims),
+                                      y->device);
+    if (!workspace) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    k->conv2d_backward(dx, dw, db, y->grad->data, x->data, w->data, &s->dims, workspace);
+}
+
+snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
+{
+    const char *fn = "snn_conv2d";
+    image_layout l;
+    if (image_layout_read(fn, "input", x, &l) ||
+        snn_check_rank(fn, "weight", w, 4, "(C_out, C_in, KH, KW)") ||
+        snn_check_same_device(fn, "input", x, "weight", w) ||
+        snn_check_dim(fn, "weight", w, 1, l.C, "C_in (input channels)"))
+        return NULL;
+    int C_out = (int)w->shape.dim[0];
+    if (b && (snn_check_rank(fn, "bias", b, 1, "(C_out)") ||
+              snn_check_same_device(fn, "input", x, "bias", b) ||
+              snn_check_dim(fn, "bias", b, 0, C_out, "C_out")))
+        return NULL;
+    if (stride < 1 || pad < 0)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected stride >= 1 and "
+                              "pad >= 0, got stride %d, pad %d)", fn, stride < 1 ? "stride" : "pad",
+                              stride, pad);
+    snn_conv2d_dims d = {l.N, l.C, l.H, l.W, C_out, (int)w->shape.dim[2], (int)w->shape.dim[3],
+                         stride, pad, 0, 0};
+    d.H_out = (l.H + 2 * pad - d.KH) / stride + 1;
+    d.W_out = (l.W + 2 * pad - d.KW) / stride + 1;
+    if (l.H + 2 * pad < d.KH || l.W + 2 * pad < d.KW)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'weight' (kernel %dx%d is larger "
+                              "than the padded input %dx%d)", fn, d.KH, d.KW, l.H + 2 * pad,
+                              l.W + 2 * pad);
+    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
+    if (!k) return NULL;
+    SNN_REQUIRE_KERNEL(k, fn, conv2d_workspace_bytes);
+    SNN_REQUIRE_KERNEL(k, fn, conv2d_forward);
+    SNN_REQUIRE_KERNEL(k, fn, conv2d_backward);
+    snn_tensor *y = snn_step_tensor(fn, image_layout_shape(&l, C_out, d.H_out, d.W_out), x->device);
+    float *workspace = y ? snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device) : NULL;
+    if (!workspace) return NULL;
+    k->conv2d_forward(y->data, x->data, w->data, b ? b->data : NULL, &d, workspace);
+    snn_tensor *inputs[3] = {x, w, b};
+    if (snn_should_record(3, inputs)) {
+        snn_node *node = snn_tape_record(fn, conv2d_backward, y, 3, inputs, sizeof(conv_saved));
+        if (!node) return NULL;
+        ((conv_saved *)node->saved)->dims = d;
+    }
+    return y;
+}

@@ -1,0 +1,103 @@
+/*
+ * tape.c - recording: the tape of nodes, grad mode, and gradient buffers.
+ *
+ * The tape is a singly linked list, newest node first, whose head (snn_tape_head) the step
+ * arena saves at snn_step_begin() and restores at snn_step_end(): nodes live in the arena, so
+ * closing a step drops them with the activations they point to.
+ */
+#include <string.h>
+
+#include "autograd.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+#include "tensor/kernels.h"
+
+static int no_grad_depth;
+
+void snn_no_grad_begin(void) { no_grad_depth++; }
+
+void snn_no_grad_end(void)
+{
+    SNN_ASSERT(no_grad_depth > 0 && "snn_no_grad_end() without snn_no_grad_begin()");
+    no_grad_depth--;
+}
+
+bool snn_grad_enabled(void) { return no_grad_depth == 0; }
+
+bool snn_should_record(int n_inputs, snn_tensor *const *inputs)
+{
+    if (no_grad_depth > 0) return false;
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+snn_node *snn_tape_record(const char *op, snn_backward_fn backward, snn_tensor *out, int n_inputs,
+                          snn_tensor *const *inputs, size_t saved_bytes)
+{
+    SNN_ASSERT(n_inputs >= 0 && n_inputs <= SNN_MAX_NODE_INPUTS);
+    snn_node *node = snn_step_alloc(op, sizeof *node, SNN_CPU);
+    if (!node) return NULL;
+    memset(node, 0, sizeof *node);
+    if (saved_bytes) {
+        node->saved = snn_step_alloc(op, saved_bytes, SNN_CPU);
+        if (!node->saved) return NULL;
+        memset(node->saved, 0, saved_bytes);
+    }
+    node->op = op;
+    node->backward = backward;
+    node->out = out;
+    node->n_inputs = n_inputs;
+    for (int i = 0; i < n_inputs; i++) node->inputs[i] = inputs[i];
+    node->prev = snn_tape_head;
+    snn_tape_head = node;
+    out->requires_grad = true;
+    out->grad_fn = node;
+    return node;
+}
+
+/* Set when a gradient buffer could not be allocated during backward; snn_backward reports it. */
+static int backward_failed;
+
+void snn_backward_out_of_memory(void) { backward_failed = 1; }
+
+/* Returns and clears the failure flag (backward.c). */
+int snn_backward_take_failure(void);
+int snn_backward_take_failure(void)
+{
+    int failed = backward_failed;
+    backward_failed = 0;
+    return failed;
+}
+
+float *snn_grad_for(snn_tensor *t)
+{
+    if (!t || !t->requires_grad) return NULL;
+    if (!t->grad) {
+        if (t->lifetime == SNN_OWNED) {
+            snn_tensor_grad(t);
+        } else {
+            t->grad = snn_zeros(t->shape, t->device);
+        }
+        if (!t->grad) {
+            backward_failed = 1;
+            return NULL;
+        }
+    }
+    return t->grad->data;
+}
+
+void snn_tape_print(FILE *out)
+{
+    char buf[96];
+    int index = 0;
+    for (snn_node *node = snn_tape_head; node; node = node->prev, index++) {
+        fprintf(out, "#%-4d %-16s -> %s", index, node->op,
+                snn_shape_str(node->out->shape, buf, sizeof buf));
+        for (int i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i])
+                fprintf(out, "  in%d %s%s", i, snn_shape_str(node->inputs[i]->shape, buf, sizeof buf),
+                        node->inputs[i]->requires_grad ? "*" : "");
+        fputc('\n', out);
+    }
+}
