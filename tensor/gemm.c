@@ -1,0 +1,518 @@
+/*
+ * gemm.c - single-precision matrix multiply on the CPU: the plain triple loop (the reference)
+ * and a cache-blocked, register-tiled, OpenMP-threaded SGEMM (the hot path of CPU training:
+ * every conv and linear layer ends up here).
+ *
+ * Both compute, row-major,
+ *
+ *     C (M, N) = alpha * op(A) (M, K) * op(B) (K, N) + beta * C (M, N)
+ *
+ * where op(A) = A stored (M, K) with row stride lda, or A^T with A stored (K, M) when trans_a;
+ * likewise op(B) is B stored (K, N), or B^T with B stored (N, K) when trans_b. beta == 0 means
+ * C is write-only: its old content (NaN included) is never read.
+ *
+ * Test: tests/test_gemm.c (fast vs naive on many shapes).  Bench: bench/bench_gemm.c.
+ *
+ * How the fast path works (the scheme of Goto & van de Geijn, "Anatomy of high-performance
+ * matrix multiplication", ACM TOMS 2008, as used by BLIS):
+ *
+ *   for jc in N, step NC                          a panel of columns of C and B
+ *     for pc in K, step KC                        a slice of the sum
+ *       pack op(B)[pc:pc+KC, jc:jc+NC] -> Bp      (KC, NC) in NR-wide micro-panels; ~L3
+ *       for ic in M, step MC
+ *         pack op(A)[ic:ic+MC, pc:pc+KC] -> Ap    (MC, KC) in MR-tall micro-panels; ~L2
+ *         for jr in NC, step NR
+ *           for ir in MC, step MR
+ *             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= Ap panel (MR, KC) * Bp panel (KC, NR)
+ *
+ * Packing copies each block once into a contiguous, aligned buffer laid out in exactly the order
+ * the micro-kernel reads it, so the inner loop streams unit-stride memory whatever the
+ * transposes and leading dimensions were, and blocks past the matrix edge are zero-padded so
+ * that the micro-kernel always computes a full tile.
+ *
+ * Memory traffic: the micro-kernel does MR*NR FMAs per (MR + NR) floats loaded, i.e. 384 FMAs
+ * per 44 floats for the AVX-512 tile below. A is packed ceil(N / NC) times and B once per thread
+ * that shares its columns; C is read and written ceil(K / KC) times. For large problems all of
+ * this is O(MK + KN + MN) against O(MNK) arithmetic, which is why the kernel can run near the
+ * FMA units' peak.
+ *
+ * Threads: C is cut into a grid of rectangles, one per thread, aligned to the tile sizes; each
+ * thread runs the serial algorithm on its rectangle with its own packing buffers. No thread
+ * writes another's part of C and every element of C is summed in the same order whatever the
+ * thread count, so results are bitwise identical for 1, 2 or 64 threads.
+ *
+ * Packing buffers: one per thread, allocated with snn_alloc on first use, grown when needed,
+ * and kept between calls (a training step calls the SGEMM hundreds of times); see
+ * snn_gemm_release_cpu. Without -march=native (no AVX2) a portable C micro-kernel is used.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <omp.h>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "error.h"
+#include "gemm.h"
+#include "kernels_cpu.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * The reference: one dot product per element of C, summed in k order.
+ * ------------------------------------------------------------------------------------------- */
+
+void snn_gemm_naive_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                        int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            for (int k = 0; k < K; k++) {
+                float a = trans_a ? A[(int64_t)k * lda + i] : A[(int64_t)i * lda + k];
+                float b = trans_b ? B[(int64_t)j * ldb + k] : B[(int64_t)k * ldb + j];
+                sum += a * b;
+            }
+            float *c = &C[(int64_t)i * ldc + j];
+            *c = beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tile and block sizes.
+ *
+ * MR x NR is the register tile of C the micro-kernel keeps in vector registers for the whole
+ * KC-long sum. It must (1) fit the register file with room for the B row and an A broadcast,
+ * (2) hold enough independent accumulators to cover the FMA latency (4 cycles x 2 pipes = 8 in
+ * flight on Zen 4 and Skylake-X), and (3) load as little as possible per FMA.
+ *
+ * The block sizes fit the caches of the CPU we tuned on (AMD EPYC Zen 4: 32 KiB L1d, 1 MiB L2
+ * per core, shared L3): KC * NR * 4 B (one B micro-panel, reused by every A micro-panel of the
+ * block) stays in L1, MC * KC * 4 B (the packed A block) in L2, KC * NC * 4 B (the packed B
+ * panel) in L3. They can be overridden with -DSNN_GEMM_MC=... for tuning.
+ * ------------------------------------------------------------------------------------------- */
+
+#if defined(__AVX512F__)
+/* 12 x 32: 12 rows x 2 zmm = 24 accumulators + 2 B vectors + 1 broadcast = 27 of 32 zmm.
+ * Per k step: 2 loads of B, 12 broadcasts of A (folded into the FMA as {1to16} operands),
+ * 24 FMAs: the FMA units, not the loads, are the limit. */
+#define MR 12
+#define NR 32
+#elif defined(__AVX2__) && defined(__FMA__)
+/* 6 x 16: 6 rows x 2 ymm = 12 accumulators + 2 B vectors + 1 broadcast = 15 of 16 ymm. */
+#define MR 6
+#define NR 16
+#else
+/* Portable: a 4 x 16 tile in plain C that any compiler can keep in (vector) registers. */
+#define MR 4
+#define NR 16
+#endif
+
+#ifndef SNN_GEMM_KC
+#define SNN_GEMM_KC 256
+#endif
+#ifndef SNN_GEMM_MC
+#define SNN_GEMM_MC (MR * 12)
+#endif
+#ifndef SNN_GEMM_NC
+#define SNN_GEMM_NC (NR * 64)
+#endif
+#define KC SNN_GEMM_KC
+#define MC SNN_GEMM_MC /* a multiple of MR */
+#define NC SNN_GEMM_NC /* a multiple of NR */
+
+/* Problems below this many multiply-adds skip packing (its fixed cost would dominate), and below
+ * SMALL_PARALLEL_FMAS the threads are not worth waking. */
+#define SMALL_FMAS (32 * 32 * 32)
+#define PARALLEL_FMAS (96 * 96 * 96)
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Micro-kernels. All compute acc (MR, NR) = sum_p a[p, 0:MR]^T b[p, 0:NR] over kc steps, where
+ *   a: (kc, MR) a packed A micro-panel (MR consecutive rows of op(A) per k step),
+ *   b: (kc, NR) a packed B micro-panel (NR consecutive columns of op(B) per k step),
+ * then store C (MR, NR) (row stride ldc) = alpha * acc + beta * C, never reading C when
+ * beta == 0. Both panels are 64-byte aligned.
+ * ------------------------------------------------------------------------------------------- */
+
+#if defined(__AVX512F__)
+
+static void micro_kernel(int kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, int ldc, float alpha, float beta)
+{
+    __m512 acc0[MR], acc1[MR]; /* row r of the tile: columns 0-15 and 16-31 */
+    for (int r = 0; r < MR; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
+
+    for (int p = 0; p < kc; p++) {
+        __m512 b0 = _mm512_load_ps(b);
+        __m512 b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            __m512 ar = _mm512_set1_ps(a[r]);
+            acc0[r] = _mm512_fmadd_ps(ar, b0, acc0[r]);
+            acc1[r] = _mm512_fmadd_ps(ar, b1, acc1[r]);
+        }
+        a += MR;
+        b += NR;
+    }
+
+    __m512 valpha = _mm512_set1_ps(alpha);
+    if (beta == 0.0f) {
+        for (int r = 0; r < MR; r++) {
+            _mm512_storeu_ps(c + (int64_t)r * ldc, _mm512_mul_ps(valpha, acc0[r]));
+            _mm512_storeu_ps(c + (int64_t)r * ldc + 16, _mm512_mul_ps(valpha, acc1[r]));
+        }
+    } else {
+        __m512 vbeta = _mm512_set1_ps(beta);
+        for (int r = 0; r < MR; r++) {
+            float *cr = c + (int64_t)r * ldc;
+            __m512 c0 = _mm512_mul_ps(vbeta, _mm512_loadu_ps(cr));
+            __m512 c1 = _mm512_mul_ps(vbeta, _mm512_loadu_ps(cr + 16));
+            _mm512_storeu_ps(cr, _mm512_fmadd_ps(valpha, acc0[r], c0));
+            _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(valpha, acc1[r], c1));
+        }
+    }
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+static void micro_kernel(int kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, int ldc, float alpha, float beta)
+{
+    __m256 acc0[MR], acc1[MR]; /* row r of the tile: columns 0-7 and 8-15 */
+    for (int r = 0; r < MR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+
+    for (int p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_load_ps(b);
+        __m256 b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            __m256 ar = _mm256_broadcast_ss(a + r);
+            acc0[r] = _mm256_fmadd_ps(ar, b0, acc0[r]);
+            acc1[r] = _mm256_fmadd_ps(ar, b1, acc1[r]);
+        }
+        a += MR;
+        b += NR;
+    }
+
+    __m256 valpha = _mm256_set1_ps(alpha);
+    if (beta == 0.0f) {
+        for (int r = 0; r < MR; r++) {
+            _mm256_storeu_ps(c + (int64_t)r * ldc, _mm256_mul_ps(valpha, acc0[r]));
+            _mm256_storeu_ps(c + (int64_t)r * ldc + 8, _mm256_mul_ps(valpha, acc1[r]));
+        }
+    } else {
+        __m256 vbeta = _mm256_set1_ps(beta);
+        for (int r = 0; r < MR; r++) {
+            float *cr = c + (int64_t)r * ldc;
+            __m256 c0 = _mm256_mul_ps(vbeta, _mm256_loadu_ps(cr));
+            __m256 c1 = _mm256_mul_ps(vbeta, _mm256_loadu_ps(cr + 8));
+            _mm256_storeu_ps(cr, _mm256_fmadd_ps(valpha, acc0[r], c0));
+            _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(valpha, acc1[r], c1));
+        }
+    }
+}
+
+#else
+
+static void micro_kernel(int kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, int ldc, float alpha, float beta)
+{
+    float acc[MR][NR] = {{0.0f}};
+    for (int p = 0; p < kc; p++) {
+        for (int r = 0; r < MR; r++) {
+            float ar = a[r];
+            for (int j = 0; j < NR; j++) acc[r][j] += ar * b[j];
+        }
+        a += MR;
+        b += NR;
+    }
+    for (int r = 0; r < MR; r++) {
+        float *cr = c + (int64_t)r * ldc;
+        for (int j = 0; j < NR; j++)
+            cr[j] = beta == 0.0f ? alpha * acc[r][j] : alpha * acc[r][j] + beta * cr[j];
+    }
+}
+
+#endif
+
+/* A tile that sticks out of C (mr < MR or nr < NR): the existing mr x nr part of C is copied
+ * into a full scratch tile, the micro-kernel updates the scratch tile, and that part is copied
+ * back. Same instructions as a full tile, so the result does not depend on where tile edges
+ * fall (and so not on the thread count, which moves them). */
+static void edge_kernel(int kc, const float *a, const float *b, float *c, int ldc, int mr,
+                        int nr, float alpha, float beta)
+{
+    _Alignas(64) float tile[MR * NR]; /* (MR, NR) */
+    if (beta != 0.0f) {
+        memset(tile, 0, sizeof tile); /* the lanes past the edge are read, scaled, dropped */
+        for (int r = 0; r < mr; r++) memcpy(tile + r * NR, c + (int64_t)r * ldc, (size_t)nr * sizeof *c);
+    }
+    micro_kernel(kc, a, b, tile, NR, alpha, beta);
+    for (int r = 0; r < mr; r++) memcpy(c + (int64_t)r * ldc, tile + r * NR, (size_t)nr * sizeof *c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Packing.
+ * ------------------------------------------------------------------------------------------- */
+
+/* op(A)[i0 : i0+mc, p0 : p0+kc] -> dst as ceil(mc / MR) micro-panels, each (kc, MR): for every
+ * k step the MR values of one column of op(A), rows past mc padded with zeros. */
+static void pack_a(bool trans_a, const float *A, int lda, int i0, int p0, int mc, int kc,
+                   float *restrict dst)
+{
+    for (int ir = 0; ir < mc; ir += MR) {
+        int mr = min_int(MR, mc - ir);
+        if (!trans_a) {
+            /* A is (M, K): row i of op(A) is contiguous, so read MR rows side by side. */
+            const float *src = A + (int64_t)(i0 + ir) * lda + p0;
+            for (int p = 0; p < kc; p++) {
+                for (int r = 0; r < mr; r++) dst[p * MR + r] = src[(int64_t)r * lda + p];
+                for (int r = mr; r < MR; r++) dst[p * MR + r] = 0.0f;
+            }
+        } else {
+            /* A is (K, M): the MR values of one k step are contiguous. */
+            for (int p = 0; p < kc; p++) {
+                const float *src = A + (int64_t)(p0 + p) * lda + i0 + ir;
+                for (int r = 0; r < mr; r++) dst[p * MR + r] = src[r];
+                for (int r = mr; r < MR; r++) dst[p * MR + r] = 0.0f;
+            }
+        }
+        dst += (int64_t)MR * kc;
+    }
+}
+
+/* op(B)[p0 : p0+kc, j0 : j0+nc] -> dst as ceil(nc / NR) micro-panels, each (kc, NR): for every
+ * k step NR consecutive values of one row of op(B), columns past nc padded with zeros. */
+static void pack_b(bool trans_b, const float *B, int ldb, int p0, int j0, int kc, int nc,
+                   float *restrict dst)
+{
+    for (int jr = 0; jr < nc; jr += NR) {
+        int nr = min_int(NR, nc - jr);
+        if (!trans_b) {
+            /* B is (K, N): one k step of the panel is a contiguous run of a row. */
+            for (int p = 0; p < kc; p++) {
+                const float *src = B + (int64_t)(p0 + p) * ldb + j0 + jr;
+                for (int j = 0; j < nr; j++) dst[p * NR + j] = src[j];
+                for (int j = nr; j < NR; j++) dst[p * NR + j] = 0.0f;
+            }
+        } else {
+            /* B is (N, K): column j of op(B) is row j of B; read each row once, unit stride. */
+            for (int j = 0; j < nr; j++) {
+                const float *src = B + (int64_t)(j0 + jr + j) * ldb + p0;
+                for (int p = 0; p < kc; p++) dst[p * NR + j] = src[p];
+            }
+            for (int j = nr; j < NR; j++)
+                for (int p = 0; p < kc; p++) dst[p * NR + j] = 0.0f;
+        }
+        dst += (int64_t)NR * kc;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-thread packing buffers.
+ *
+ * Each thread that ever runs the blocked path owns one slot of a static table, found through a
+ * thread-local pointer; its buffer is allocated with snn_alloc on first use and kept. The table
+ * (not the thread) owns the memory, so snn_gemm_release_cpu can free every buffer at shutdown;
+ * the slot itself survives and its thread simply allocates again on its next call.
+ * ------------------------------------------------------------------------------------------- */
+
+#define PACK_FLOATS ((size_t)MC * KC + (size_t)KC * NC) /* Ap (MC, KC) + Bp (KC, NC) */
+#define MAX_SLOTS 256
+
+typedef struct pack_slot {
+    float *buffer; /* PACK_FLOATS floats, or NULL */
+} pack_slot;
+
+static pack_slot slots[MAX_SLOTS];
+static atomic_int slots_used;
+static _Thread_local pack_slot *my_slot;
+
+/* The calling thread's packing buffer, or NULL when memory (or the slot table) ran out. */
+static float *pack_buffer(void)
+{
+    if (!my_slot) {
+        int index = atomic_fetch_add(&slots_used, 1);
+        if (index >= MAX_SLOTS) return NULL;
+        my_slot = &slots[index];
+    }
+    if (!my_slot->buffer) my_slot->buffer = snn_alloc(PACK_FLOATS * sizeof(float), SNN_CPU);
+    return my_slot->buffer;
+}
+
+void snn_gemm_release_cpu(void)
+{
+    int used = min_int(atomic_load(&slots_used), MAX_SLOTS);
+    for (int s = 0; s < used; s++) {
+        snn_free(slots[s].buffer, PACK_FLOATS * sizeof(float), SNN_CPU);
+        slots[s].buffer = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Drivers.
+ * ------------------------------------------------------------------------------------------- */
+
+/* C = beta * C, where beta == 0 writes zeros without reading C. */
+static void scale_c(int M, int N, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        float *c = C + (int64_t)i * ldc;
+        if (beta == 0.0f) {
+            memset(c, 0, (size_t)N * sizeof *c);
+        } else if (beta != 1.0f) {
+            for (int j = 0; j < N; j++) c[j] *= beta;
+        }
+    }
+}
+
+/* The unpacked path for small problems and the fallback when no buffer can be had: rows of C
+ * are built in place, with the k loop outside the j loop so that the j loop vectorises. */
+static void gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                       int ldc)
+{
+    scale_c(M, N, beta, C, ldc);
+    for (int i = 0; i < M; i++) {
+        float *restrict c = C + (int64_t)i * ldc;
+        for (int k = 0; k < K; k++) {
+            float a = alpha * (trans_a ? A[(int64_t)k * lda + i] : A[(int64_t)i * lda + k]);
+            if (!trans_b) {
+                const float *restrict b = B + (int64_t)k * ldb;
+                for (int j = 0; j < N; j++) c[j] += a * b[j];
+            } else {
+                for (int j = 0; j < N; j++) c[j] += a * B[(int64_t)j * ldb + k];
+            }
+        }
+    }
+}
+
+/* The blocked algorithm of the file header on the rectangle rows [m0, m1) x cols [n0, n1) of C,
+ * run by the calling thread with its own buffer `pack` (PACK_FLOATS floats). */
+static void gemm_blocked(bool trans_a, bool trans_b, int m0, int m1, int n0, int n1, int K,
+                         float alpha, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc, float *pack)
+{
+    float *a_pack = pack;                    /* (MC, KC) as MR-tall micro-panels */
+    float *b_pack = pack + (size_t)MC * KC;  /* (KC, NC) as NR-wide micro-panels */
+
+    for (int jc = n0; jc < n1; jc += NC) {
+        int nc = min_int(NC, n1 - jc);
+        for (int pc = 0; pc < K; pc += KC) {
+            int kc = min_int(KC, K - pc);
+            /* The first slice of the sum applies the caller's beta; later ones accumulate. */
+            float beta_here = pc == 0 ? beta : 1.0f;
+            pack_b(trans_b, B, ldb, pc, jc, kc, nc, b_pack);
+            for (int ic = m0; ic < m1; ic += MC) {
+                int mc = min_int(MC, m1 - ic);
+                pack_a(trans_a, A, lda, ic, pc, mc, kc, a_pack);
+                for (int jr = 0; jr < nc; jr += NR) {
+                    int nr = min_int(NR, nc - jr);
+                    const float *b_panel = b_pack + (size_t)jr * kc;
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        int mr = min_int(MR, mc - ir);
+                        const float *a_panel = a_pack + (size_t)ir * kc;
+                        float *c = C + (int64_t)(ic + ir) * ldc + jc + jr;
+                        if (mr == MR && nr == NR)
+                            micro_kernel(kc, a_panel, b_panel, c, ldc, alpha, beta_here);
+                        else
+                            edge_kernel(kc, a_panel, b_panel, c, ldc, mr, nr, alpha, beta_here);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Serial entry: handles the degenerate cases, then small or blocked. */
+static void gemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float beta,
+                            float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    float *pack = (int64_t)M * N * K < SMALL_FMAS ? NULL : pack_buffer();
+    if (!pack) {
+        gemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    gemm_blocked(trans_a, trans_b, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
+}
+
+void snn_gemm_serial_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                         int ldc)
+{
+    gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Splits `tiles` tiles into `parts` contiguous runs; run `index` is [*begin, *end). */
+static void split_range(int tiles, int parts, int index, int *begin, int *end)
+{
+    int base = tiles / parts, extra = tiles % parts;
+    *begin = index * base + min_int(index, extra);
+    *end = *begin + base + (index < extra ? 1 : 0);
+}
+
+void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (threads <= 1 || (int64_t)M * N * K < PARALLEL_FMAS || K <= 0 || alpha == 0.0f) {
+        gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+
+    /* Thread grid rows x cols over the MR x NR tiles of C: pick the factorisation of the
+     * thread count whose largest rectangle holds the fewest tiles (ties: fewer rows, so that
+     * each thread packs less of B twice). */
+    int m_tiles = (M + MR - 1) / MR, n_tiles = (N + NR - 1) / NR;
+    int grid_rows = 1, grid_cols = 1;
+    int64_t best = INT64_MAX;
+    for (int rows = 1; rows <= threads; rows++) {
+        if (threads % rows) continue;
+        int cols = threads / rows;
+        if (rows > m_tiles || cols > n_tiles) continue;
+        int64_t work = (int64_t)((m_tiles + rows - 1) / rows) * ((n_tiles + cols - 1) / cols);
+        if (work < best) {
+            best = work;
+            grid_rows = rows;
+            grid_cols = cols;
+        }
+    }
+    threads = grid_rows * grid_cols;
+    if (threads == 1) {
+        gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num();
+        int row_begin, row_end, col_begin, col_end;
+        split_range(m_tiles, grid_rows, t / grid_cols, &row_begin, &row_end);
+        split_range(n_tiles, grid_cols, t % grid_cols, &col_begin, &col_end);
+        int m0 = row_begin * MR, m1 = min_int(row_end * MR, M);
+        int n0 = col_begin * NR, n1 = min_int(col_end * NR, N);
+        if (m0 < m1 && n0 < n1) {
+            float *pack = pack_buffer();
+            float *c = C + (int64_t)m0 * ldc + n0;
+            const float *a = trans_a ? A + m0 : A + (int64_t)m0 * lda;
+            const float *b = trans_b ? B + (int64_t)n0 * ldb : B + n0;
+            if (pack)
+                gemm_blocked(trans_a, trans_b, 0, m1 - m0, 0, n1 - n0, K, alpha, a, lda, b, ldb,
+                             beta, c, ldc, pack);
+            else
+                gemm_small(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
+                           c, ldc);
+        }
+    }
+}
