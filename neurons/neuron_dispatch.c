@@ -1,0 +1,45 @@
+/*
+ * neuron_dispatch.c - the neuron kernel tables, one per device, and the one place in neurons/
+ * that knows whether this build has CUDA (STYLE.md 2).
+ *
+ * Adding the CUDA port: write neurons/neuron_kernels.cu defining `snn_neuron_kernels_cuda`
+ * (declared in neuron_kernels.h under SNN_WITH_CUDA) and uncomment the marked line below.
+ */
+#include "neuron_cpu.h"
+#include "tensor/error.h"
+
+const snn_neuron_kernels snn_neuron_kernels_cpu = {
+    .name = "cpu",
+    .lif_forward = snn_lif_forward_cpu,
+    .lif_backward = snn_lif_backward_cpu,
+    .stbif_forward = snn_stbif_forward_cpu,
+    .stbif_backward = snn_stbif_backward_cpu,
+    .heaviside_forward = snn_heaviside_forward_cpu,
+    .heaviside_backward = snn_heaviside_backward_cpu,
+};
+
+const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device)
+{
+    switch (device) {
+    case SNN_CPU: return &snn_neuron_kernels_cpu;
+    case SNN_CUDA:
+#ifdef SNN_WITH_CUDA
+        /* CUDA port: uncomment once neurons/neuron_kernels.cu exists. */
+        /* if (snn_cuda_available()) return &snn_neuron_kernels_cuda; */
+#endif
+        return NULL;
+    }
+    return NULL;
+}
+
+const snn_neuron_kernels *snn_neuron_kernels_or_error(const char *fn, snn_device device)
+{
+    const snn_neuron_kernels *k = snn_neuron_kernels_for(device);
+    if (k) return k;
+    if (device == SNN_CUDA && snn_cuda_compiled() && !snn_cuda_available())
+        return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: no CUDA device is visible; hint: run on "
+                              "a machine with an NVIDIA GPU or use --device cpu", fn);
+    return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: no %s neuron kernels in this build; hint: "
+                          "move the tensors to the cpu with snn_to_device", fn,
+                          snn_device_name(device));
+}

@@ -1,0 +1,115 @@
+/*
+ * neuron_kernels.h - the neuron kernel table: one struct of function pointers per device
+ * (internal). The autograd layer (neuron_op.c, single_step.c, heaviside.c) checks arguments,
+ * allocates, and calls these; the kernels see only raw device pointers, dims and a params struct,
+ * so the CUDA port (neurons/<name>.cu, same signatures, same order) is line for line.
+ *
+ * Conventions (as tensor/kernels.h):
+ *   - argument order: outputs, saved-for-backward, inputs, parameters, dims;
+ *   - forward kernels overwrite their outputs; backward kernels ACCUMULATE (+=) into gradient
+ *     outputs, and a NULL pointer means "not needed / absent";
+ *   - device scalars (PLIF's w, its gradient dw) stay device pointers: no host sync.
+ *
+ * Layout: every tensor is viewed as (T, M) with M = N * C * plane elements per time step,
+ * channel c of sample n owning the `plane` contiguous elements starting at (n * C + c) * plane.
+ * Activity is (T, N * C): activity[t * N*C + n*C + c] = number of nonzero outputs of that plane.
+ */
+#ifndef SNN_NEURON_KERNELS_H
+#define SNN_NEURON_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "neurons.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct snn_neuron_dims {
+    int64_t T;      /* time steps (1 for the single-step API) */
+    int64_t N;      /* batch */
+    int64_t C;      /* channels (dim 2 of a (T, N, C, ...) input; 1 for (T, N)) */
+    int64_t plane;  /* elements per (n, c): H * W, or 1 */
+} snn_neuron_dims;
+
+/* Elements per time step: N * C * plane. */
+static inline int64_t snn_neuron_dims_step(const snn_neuron_dims *d) { return d->N * d->C * d->plane; }
+
+/* Everything a kernel needs to know about the neuron, flattened from snn_neuron_config. */
+typedef struct snn_neuron_params {
+    snn_neuron_kind kind;
+    float v_th;                  /* IF/LIF/PLIF threshold */
+    float v_reset;               /* hard-reset target and V[0]; 0 for soft reset */
+    bool soft_reset;
+    bool detach_reset;
+    snn_surrogate_kind surrogate;
+    float alpha;                 /* surrogate sharpness (ST-BIF: already alpha / theta) */
+    float tau;                   /* LIF time constant (PLIF reads sigmoid(w) instead) */
+    bool decay_input;
+    float theta;                 /* ST-BIF threshold; V[0] = theta / 2 */
+    float a_min, a_max;          /* ST-BIF bounds of the spike count A (integers, kept as floats) */
+} snn_neuron_params;
+
+/* Forward over T steps for every element.
+ *   spike   (T, M)  out: S (IF/LIF/PLIF) or theta * S (ST-BIF)
+ *   h_seq   (T, M)  out, saved for backward: H[t]; NULL in no-grad mode
+ *   v_last  (M)     out: V after the last step, or NULL; may alias v_init
+ *   a_last  (M)     out: ST-BIF's A after the last step, or NULL; may alias a_init
+ *   activity (T, N*C) out: spike counts per plane, or NULL
+ *   x       (T, M)  in
+ *   v_init  (M)     in: V before step 0, or NULL for V_reset (theta/2 for ST-BIF)
+ *   a_init  (M)     in: ST-BIF's A before step 0, or NULL for 0
+ *   w       [1]     in: PLIF's parameter (1/tau = sigmoid(w[0])), NULL for other kinds */
+typedef void (*snn_neuron_forward_fn)(float *spike, float *h_seq, float *v_last, float *a_last,
+                                      float *activity, const float *x, const float *v_init,
+                                      const float *a_init, const float *w,
+                                      const snn_neuron_params *p, const snn_neuron_dims *d);
+
+/* BPTT backward (accumulates):
+ *   dx      (T, M)  += dL/dX, or NULL
+ *   dv_init (M)     += dL/dV_init, or NULL
+ *   dw      [1]     += dL/dw (PLIF), or NULL
+ *   dspike  (T, M)  dL/d(output), or NULL (no gradient reached the spikes)
+ *   dv_last (M)     dL/dV_last, or NULL
+ *   h_seq, spike, x, v_init, a_init, w: as given to / made by the forward */
+typedef void (*snn_neuron_backward_fn)(float *dx, float *dv_init, float *dw, const float *dspike,
+                                       const float *dv_last, const float *h_seq,
+                                       const float *spike, const float *x, const float *v_init,
+                                       const float *a_init, const float *w,
+                                       const snn_neuron_params *p, const snn_neuron_dims *d);
+
+typedef struct snn_neuron_kernels {
+    const char *name; /* "cpu", "cuda" */
+    /* IF, LIF and PLIF: one fused kernel, the kind selects the charge equation (lif.c) */
+    snn_neuron_forward_fn lif_forward;
+    snn_neuron_backward_fn lif_backward;
+    /* ST-BIF (stbif.c) */
+    snn_neuron_forward_fn stbif_forward;
+    snn_neuron_backward_fn stbif_backward;
+    /* out[i] = x[i] >= 0 ? 1 : 0 (heaviside.c) */
+    void (*heaviside_forward)(float *out, const float *x, int64_t n);
+    /* dx[i] += dout[i] * g'(x[i]) */
+    void (*heaviside_backward)(float *dx, const float *dout, const float *x,
+                               snn_surrogate_kind kind, float alpha, int64_t n);
+} snn_neuron_kernels;
+
+/* The table of a device, or NULL when this build or machine has none (neuron_dispatch.c). */
+const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device);
+/* Same, storing "<fn>: ... no <device> neuron kernels" when NULL. */
+const snn_neuron_kernels *snn_neuron_kernels_or_error(const char *fn, snn_device device);
+
+extern const snn_neuron_kernels snn_neuron_kernels_cpu;
+#ifdef SNN_WITH_CUDA
+/* neurons/neuron_kernels.cu defines it once the CUDA port lands (see neuron_dispatch.c). */
+extern const snn_neuron_kernels snn_neuron_kernels_cuda;
+#endif
+
+/* The kernel params for a config (checked already); shared by every op in neurons/. */
+snn_neuron_params snn_neuron_params_from(const snn_neuron_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SNN_NEURON_KERNELS_H */

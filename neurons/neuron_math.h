@@ -1,0 +1,118 @@
+/*
+ * neuron_math.h - one time step of one neuron element, forward and backward, as inline
+ * functions shared by the CPU kernels (lif.c, stbif.c) and the CUDA kernels (internal).
+ * The kernels are loops around these; the equations live here once (DESIGN.md section 4).
+ *
+ * IF / LIF / ParametricLIF, per element (k = 1/tau, or sigmoid(w) for PLIF):
+ *   charge   IF          H = V + X
+ *            LIF         H = V + (X - (V - V_reset)) / tau        decay_input
+ *                        H = V - (V - V_reset) / tau + X          no decay_input
+ *            PLIF        the same with "* k" for "/ tau"
+ *   fire     S = Heaviside(H - V_th)  (1 when H >= V_th)
+ *   reset    hard V = H (1 - S) + V_reset S      soft V = H - V_th S   (V_reset = 0 when soft)
+ * Backward of one step, with G_S = dL/dS[t] and G_V = dL/dV[t] (carried back from t + 1):
+ *   g = g'(H - V_th)
+ *   dV/dH = (1 - S) + (V_reset - H) g   hard      (1 - S when detach_reset)
+ *           1 - V_th g                  soft      (1 when detach_reset)
+ *   G_H = G_S g + G_V dV/dH
+ *   G_X = G_H dH/dX,   dH/dX = k with decay_input (IF, or no decay_input: 1)
+ *   G_V[t-1] = G_H dH/dV,   dH/dV = 1 - k (IF: 1)
+ *   PLIF: dL/dk += G_H dH/dk,   dH/dk = X - (V[t-1] - V_reset)  (no decay_input: -(V[t-1] - V_reset))
+ *
+ * ST-BIF (SpikeZIP-TF), with A the spikes emitted so far:
+ *   H = V + X
+ *   S = +1 if H >= theta and A < A_max;  -1 if H < 0 and A > A_min;  else 0
+ *   V = H - theta S,  A = A + S,  output Y = theta S
+ * Backward: the two gates (A < A_max, A > A_min) are constants; each threshold gets a sigmoid
+ * surrogate of slope alpha / theta:
+ *   dS/dH = [A < A_max] g'(H - theta) + [A > A_min] g'(H)
+ *   dV/dH = 1 - theta dS/dH   (1 with detach_reset),   G_H = G_Y theta dS/dH + G_V dV/dH
+ *   G_X = G_H,  G_V[t-1] = G_H
+ */
+#ifndef SNN_NEURON_MATH_H
+#define SNN_NEURON_MATH_H
+
+#include "neuron_kernels.h"
+#include "surrogate.h"
+
+/* ---- IF / LIF / PLIF ---------------------------------------------------------------------- */
+
+/* The decay factor k = 1/tau (LIF) or sigmoid(w) (PLIF); IF ignores it. */
+SNN_HD static inline float snn_lif_decay(const snn_neuron_params *p, const float *w)
+{
+    return p->kind == SNN_NEURON_PLIF ? snn_sigmoidf(w[0]) : 1.0f / p->tau;
+}
+
+SNN_HD static inline float snn_lif_charge(const snn_neuron_params *p, float k, float v, float x)
+{
+    const float vr = p->v_reset;
+    switch (p->kind) {
+    case SNN_NEURON_LIF:
+        return p->decay_input ? v + (x - (v - vr)) / p->tau : v - (v - vr) / p->tau + x;
+    case SNN_NEURON_PLIF:
+        return p->decay_input ? v + (x - (v - vr)) * k : v - (v - vr) * k + x;
+    default: /* IF */
+        return v + x;
+    }
+}
+
+SNN_HD static inline float snn_lif_fire(const snn_neuron_params *p, float h)
+{
+    return h >= p->v_th ? 1.0f : 0.0f; /* Heaviside(H - V_th) with Heaviside(0) = 1 */
+}
+
+SNN_HD static inline float snn_lif_reset(const snn_neuron_params *p, float h, float s)
+{
+    return p->soft_reset ? h - p->v_th * s : h * (1.0f - s) + p->v_reset * s;
+}
+
+/* dH/dX and dH/dV of the charge equation. */
+SNN_HD static inline float snn_lif_dh_dx(const snn_neuron_params *p, float k)
+{
+    return (p->kind != SNN_NEURON_IF && p->decay_input) ? k : 1.0f;
+}
+
+SNN_HD static inline float snn_lif_dh_dv(const snn_neuron_params *p, float k)
+{
+    return p->kind == SNN_NEURON_IF ? 1.0f : 1.0f - k;
+}
+
+/* dH/dk for PLIF, given X[t] and V[t-1]. */
+SNN_HD static inline float snn_lif_dh_dk(const snn_neuron_params *p, float x, float v_prev)
+{
+    return p->decay_input ? x - (v_prev - p->v_reset) : -(v_prev - p->v_reset);
+}
+
+/* One backward step: returns G_H from G_S (gs), G_V (gv) and the saved H. */
+SNN_HD static inline float snn_lif_grad_h(const snn_neuron_params *p, float h, float gs, float gv)
+{
+    const float s = snn_lif_fire(p, h);
+    const float g = snn_surrogate_grad_inline(p->surrogate, p->alpha, h - p->v_th);
+    float dv_dh;
+    if (p->soft_reset) dv_dh = p->detach_reset ? 1.0f : 1.0f - p->v_th * g;
+    else dv_dh = p->detach_reset ? 1.0f - s : (1.0f - s) + (p->v_reset - h) * g;
+    return gs * g + gv * dv_dh;
+}
+
+/* ---- ST-BIF ------------------------------------------------------------------------------- */
+
+SNN_HD static inline float snn_stbif_fire(const snn_neuron_params *p, float h, float a)
+{
+    if (h >= p->theta && a < p->a_max) return 1.0f;
+    if (h < 0.0f && a > p->a_min) return -1.0f;
+    return 0.0f;
+}
+
+/* One backward step: G_H from G_Y (gy, the gradient of the output theta S), G_V, H and the
+ * spike count before this step. */
+SNN_HD static inline float snn_stbif_grad_h(const snn_neuron_params *p, float h, float a_prev,
+                                            float gy, float gv)
+{
+    float ds_dh = 0.0f;
+    if (a_prev < p->a_max) ds_dh += snn_surrogate_grad_inline(p->surrogate, p->alpha, h - p->theta);
+    if (a_prev > p->a_min) ds_dh += snn_surrogate_grad_inline(p->surrogate, p->alpha, h);
+    const float dv_dh = p->detach_reset ? 1.0f : 1.0f - p->theta * ds_dh;
+    return gy * p->theta * ds_dh + gv * dv_dh;
+}
+
+#endif /* SNN_NEURON_MATH_H */

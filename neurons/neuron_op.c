@@ -1,0 +1,157 @@
+/*
+ * neuron_op.c - the multi-step neuron op: argument checks, allocation, dispatch to the kernel
+ * table, the tape record, and the backward that runs the fused BPTT kernel.
+ *
+ *   x (T, N, ...)  --[ one node: fused forward over all T ]-->  spikes (T, N, ...)
+ *
+ * What the node keeps (grad mode only; no-grad mode allocates nothing beyond the spikes):
+ *   H (T, N, ...)  the membrane after charging, 4 bytes per element per step
+ * and pointers to tensors the graph holds anyway (x, w, the spikes). Everything is a STEP
+ * tensor, gone at snn_step_end().
+ */
+#include <math.h>
+
+#include "neuron_op.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+
+typedef struct neuron_saved {
+    snn_neuron_params params;
+    snn_neuron_dims dims;
+    bool out_is_v;       /* single-step API: the node's output is V, not the spikes */
+    snn_tensor *h_seq;   /* (T, M) H[t] */
+    snn_tensor *spike;   /* (T, M) the forward's output spikes (ST-BIF rebuilds A from them) */
+    snn_tensor *a_init;  /* (M) ST-BIF's A before the run, or NULL */
+} neuron_saved;
+
+const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
+                                                const snn_neuron_config *cfg, snn_tensor *w)
+{
+    if (snn_neuron_config_check(fn, cfg) != SNN_OK) return NULL;
+    if (snn_check_tensor(fn, "x", x)) return NULL;
+    if (cfg->kind == SNN_NEURON_PLIF) {
+        if (!w)
+            return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected PLIF's "
+                                  "1-element parameter, got NULL); hint: make it with "
+                                  "snn_plif_param_new(tau0, device)", fn);
+        if (w->numel != 1)
+            return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected 1 element, "
+                                  "got %lld)", fn, (long long)w->numel);
+        if (snn_check_same_device(fn, "x", x, "w", w)) return NULL;
+    } else if (w) {
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected NULL for a %s "
+                              "neuron, got a tensor); hint: only plif learns a parameter", fn,
+                              snn_neuron_kind_name(cfg->kind));
+    }
+    return snn_neuron_kernels_or_error(fn, x->device);
+}
+
+snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neuron_kind kind)
+{
+    return kind == SNN_NEURON_STBIF ? k->stbif_forward : k->lif_forward;
+}
+
+/* BPTT through the whole run: one kernel call. */
+static void neuron_backward(snn_node *node)
+{
+    const neuron_saved *sv = node->saved;
+    snn_tensor *x = node->inputs[0], *w = node->inputs[1], *v_init = node->inputs[2];
+    if (!node->out->grad) return;
+    float *dx = snn_grad_for(x), *dw = snn_grad_for(w), *dv_init = snn_grad_for(v_init);
+    if (!dx && !dw && !dv_init) return;
+    const snn_neuron_kernels *k = snn_neuron_kernels_for(x->device);
+    SNN_ASSERT(k);
+    snn_neuron_backward_fn backward =
+        sv->params.kind == SNN_NEURON_STBIF ? k->stbif_backward : k->lif_backward;
+    SNN_ASSERT(backward);
+    const float *g = node->out->grad->data;
+    backward(dx, dv_init, dw, sv->out_is_v ? NULL : g, sv->out_is_v ? g : NULL,
+             sv->h_seq->data, sv->spike->data, x->data, v_init ? v_init->data : NULL,
+             sv->a_init ? sv->a_init->data : NULL, w ? w->data : NULL, &sv->params, &sv->dims);
+}
+
+snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_tensor *w,
+                            snn_tensor *v_init, snn_tensor *a_init, snn_tensor *h_seq,
+                            snn_tensor *spike, const snn_neuron_params *p,
+                            const snn_neuron_dims *d)
+{
+    snn_tensor *inputs[3] = {x, w, v_init};
+    snn_node *node = snn_tape_record(out_is_v ? "neuron_step_v" : "neuron", neuron_backward, out,
+                                     3, inputs, sizeof(neuron_saved));
+    if (!node) return NULL;
+    neuron_saved *sv = node->saved;
+    sv->params = *p;
+    sv->dims = *d;
+    sv->out_is_v = out_is_v;
+    sv->h_seq = h_seq;
+    sv->spike = spike;
+    sv->a_init = a_init;
+    return node;
+}
+
+snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                 snn_tensor **activity)
+{
+    const char *fn = "snn_neuron_multistep";
+    if (activity) *activity = NULL;
+    const snn_neuron_kernels *k = snn_neuron_check_args(fn, x, cfg, w);
+    if (!k) return NULL;
+    if (x->shape.ndim < 2) {
+        char buf[96];
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (T, N, ...) with "
+                              "at least 2 dims, got %s); hint: a single time step goes to "
+                              "snn_neuron_step", fn, snn_shape_str(x->shape, buf, sizeof buf));
+    }
+    snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], 1, 1};
+    if (x->shape.ndim >= 3) d.C = x->shape.dim[2];
+    for (int i = 3; i < x->shape.ndim; i++) d.plane *= x->shape.dim[i];
+    const snn_neuron_params p = snn_neuron_params_from(cfg);
+
+    snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device); /* (T, N, ...) */
+    if (!spike) return NULL;
+    snn_tensor *act = NULL;                                       /* (T*N, C) */
+    if (activity) {
+        act = snn_step_tensor(fn, SNN_SHAPE(d.T * d.N, d.C), x->device);
+        if (!act) return NULL;
+    }
+    snn_tensor *inputs[2] = {x, w};
+    const bool record = snn_should_record(2, inputs);
+    snn_tensor *h_seq = NULL;                                     /* (T, N, ...) */
+    if (record) {
+        h_seq = snn_step_tensor(fn, x->shape, x->device);
+        if (!h_seq) return NULL;
+    }
+    snn_neuron_forward_fn forward = snn_neuron_forward_of(k, cfg->kind);
+    if (x->numel > 0)
+        forward(spike->data, h_seq ? h_seq->data : NULL, NULL, NULL, act ? act->data : NULL,
+                x->data, NULL, NULL, w ? w->data : NULL, &p, &d);
+    if (record && !snn_neuron_record(spike, false, x, w, NULL, NULL, h_seq, spike, &p, &d))
+        return NULL;
+    if (activity) *activity = act;
+    return spike;
+}
+
+float snn_activity_rate(const snn_tensor *activity, int64_t input_numel)
+{
+    const char *fn = "snn_activity_rate";
+    if (snn_check_tensor(fn, "activity", activity)) return NAN;
+    if (input_numel <= 0) {
+        snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'input_numel' (expected > 0, got %lld)", fn,
+                  (long long)input_numel);
+        return NAN;
+    }
+    size_t bytes = (size_t)activity->numel * sizeof(float);
+    float *host = snn_alloc(bytes ? bytes : 1, SNN_CPU);
+    if (!host) {
+        snn_error(SNN_ERR_MEMORY, "%s: out of host memory for %zu bytes", fn, bytes);
+        return NAN;
+    }
+    float rate = NAN;
+    if (snn_tensor_copy_to_host(activity, host) == SNN_OK) {
+        double total = 0.0;
+        for (int64_t i = 0; i < activity->numel; i++) total += (double)host[i];
+        rate = (float)(total / (double)input_numel);
+    }
+    snn_free(host, bytes ? bytes : 1, SNN_CPU);
+    return rate;
+}

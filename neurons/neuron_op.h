@@ -1,0 +1,29 @@
+/*
+ * neuron_op.h - what the multi-step op (neuron_op.c) shares with the single-step op
+ * (single_step.c): argument checks and the tape node with its BPTT backward (internal).
+ */
+#ifndef SNN_NEURON_OP_H
+#define SNN_NEURON_OP_H
+
+#include "autograd/autograd.h"
+#include "neuron_kernels.h"
+
+/* Checks cfg, that x is a tensor on a device with neuron kernels, and that w is PLIF's
+ * 1-element parameter on x's device (or NULL for the other kinds). Returns the kernel table,
+ * or NULL with a message naming fn. */
+const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
+                                                const snn_neuron_config *cfg, snn_tensor *w);
+
+/* The forward and backward kernels of a kind. */
+snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neuron_kind kind);
+
+/* Records the node of one neuron run on the tape: inputs x, w, v_init (each may be NULL or not
+ * require grad); `out` is either the spikes (out_is_v false) or the V after the last step
+ * (out_is_v true, single-step API). h_seq and spike come from the forward; a_init is ST-BIF's
+ * state before the run (not differentiable). NULL on out-of-memory (message set). */
+snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_tensor *w,
+                            snn_tensor *v_init, snn_tensor *a_init, snn_tensor *h_seq,
+                            snn_tensor *spike, const snn_neuron_params *p,
+                            const snn_neuron_dims *d);
+
+#endif /* SNN_NEURON_OP_H */

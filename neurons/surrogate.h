@@ -1,0 +1,78 @@
+/*
+ * surrogate.h - the surrogate gradient functions as inline math, shared by the CPU kernels
+ * (neurons/<name>.c) and the CUDA kernels (neurons/<name>.cu) so both compute the same numbers (internal).
+ *
+ * A spike is S = Heaviside(x) with x = H - V_th. Its true derivative is a Dirac delta: zero
+ * almost everywhere, which would stop every gradient. Surrogate-gradient training (Neftci,
+ * Mostafa & Zenke 2019, https://arxiv.org/abs/1901.09948) keeps the exact step in the forward
+ * pass and uses the slope g'(x) of a smooth step g in the backward pass:
+ *
+ *   Sigmoid  g(x) = sigmoid(alpha x)                     g'(x) = alpha s (1 - s), s = g(x)
+ *   ATan     g(x) = arctan(pi/2 alpha x) / pi + 1/2      g'(x) = (alpha/2) / (1 + (pi/2 alpha x)^2)
+ *            (Fang et al. 2021, https://arxiv.org/abs/2007.05785)
+ *   PiecewiseQuadratic (Esser et al. 2016)
+ *            g(x) = 0                          x < -1/alpha
+ *                   -alpha^2/2 x|x| + alpha x + 1/2   |x| <= 1/alpha
+ *                   1                          x > 1/alpha
+ *            g'(x) = max(0, alpha - alpha^2 |x|)   (a triangle of area 1)
+ *
+ * Each g' integrates to 1 over the real line, like the delta it stands for.
+ */
+#ifndef SNN_SURROGATE_H
+#define SNN_SURROGATE_H
+
+#include <math.h>
+
+#include "neurons.h"
+
+#if defined(__CUDACC__)
+#define SNN_HD __host__ __device__
+#else
+#define SNN_HD
+#endif
+
+#define SNN_PI_F 3.14159265358979323846f
+
+SNN_HD static inline float snn_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* g(x) */
+SNN_HD static inline float snn_surrogate_g_inline(snn_surrogate_kind kind, float alpha, float x)
+{
+    switch (kind) {
+    case SNN_SURROGATE_SIGMOID:
+        return snn_sigmoidf(alpha * x);
+    case SNN_SURROGATE_ATAN:
+        return atanf(0.5f * SNN_PI_F * alpha * x) / SNN_PI_F + 0.5f;
+    case SNN_SURROGATE_PIECEWISE_QUADRATIC: {
+        float inv = 1.0f / alpha;
+        if (x < -inv) return 0.0f;
+        if (x > inv) return 1.0f;
+        return -0.5f * alpha * alpha * x * fabsf(x) + alpha * x + 0.5f;
+    }
+    default:
+        return 0.0f;
+    }
+}
+
+/* g'(x): what backward uses in place of dHeaviside/dx */
+SNN_HD static inline float snn_surrogate_grad_inline(snn_surrogate_kind kind, float alpha, float x)
+{
+    switch (kind) {
+    case SNN_SURROGATE_SIGMOID: {
+        float s = snn_sigmoidf(alpha * x);
+        return alpha * s * (1.0f - s);
+    }
+    case SNN_SURROGATE_ATAN: {
+        float u = 0.5f * SNN_PI_F * alpha * x;
+        return 0.5f * alpha / (1.0f + u * u);
+    }
+    case SNN_SURROGATE_PIECEWISE_QUADRATIC: {
+        float d = alpha - alpha * alpha * fabsf(x);
+        return d > 0.0f ? d : 0.0f;
+    }
+    default:
+        return 0.0f;
+    }
+}
+
+#endif /* SNN_SURROGATE_H */

@@ -1,0 +1,116 @@
+/*
+ * test_neurons_surrogate.c - the surrogate gradient functions (neurons/surrogate.h):
+ *   - defaults (Sigmoid 4, ATan 2, PiecewiseQuadratic 1), names and parsing;
+ *   - g'(x) against its closed form, written here again in double;
+ *   - g'(x) against central finite differences of g (g is smooth away from PWQ's kinks);
+ *   - g is a step: g(0) = 1/2, g -> 0 and 1 far out, and g' integrates to g(L) - g(-L).
+ * Run: ctest -R neurons_surrogate
+ */
+#include <math.h>
+#include <string.h>
+
+#include "neurons/neurons.h"
+#include "test.h"
+
+static const double pi = 3.14159265358979323846;
+
+/* The closed forms of DESIGN.md section 4, in double. */
+static double closed_grad(snn_surrogate s, double x)
+{
+    double a = s.alpha;
+    switch (s.kind) {
+    case SNN_SURROGATE_SIGMOID: {
+        double sg = 1.0 / (1.0 + exp(-a * x));
+        return a * sg * (1.0 - sg);
+    }
+    case SNN_SURROGATE_ATAN: {
+        double u = pi / 2.0 * a * x;
+        return (a / 2.0) / (1.0 + u * u);
+    }
+    default: {
+        double d = a - a * a * fabs(x);
+        return d > 0.0 ? d : 0.0;
+    }
+    }
+}
+
+static void test_defaults_and_names(void)
+{
+    CHECK(snn_surrogate_default(SNN_SURROGATE_SIGMOID).alpha == 4.0f);
+    CHECK(snn_surrogate_default(SNN_SURROGATE_ATAN).alpha == 2.0f);
+    CHECK(snn_surrogate_default(SNN_SURROGATE_PIECEWISE_QUADRATIC).alpha == 1.0f);
+    for (int k = 0; k < SNN_SURROGATE_COUNT; k++) {
+        snn_surrogate s;
+        CHECK_OK(snn_surrogate_parse(snn_surrogate_name((snn_surrogate_kind)k), &s));
+        CHECK(s.kind == (snn_surrogate_kind)k);
+    }
+    snn_surrogate s;
+    CHECK_OK(snn_surrogate_parse("pwq", &s));
+    CHECK(s.kind == SNN_SURROGATE_PIECEWISE_QUADRATIC);
+    CHECK(snn_surrogate_parse("relu", &s) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "relu") != NULL);
+    snn_clear_error();
+}
+
+static void test_grad_closed_form(void)
+{
+    const float alphas[] = {0.5f, 1.0f, 2.0f, 4.0f, 10.0f};
+    for (int k = 0; k < SNN_SURROGATE_COUNT; k++)
+        for (int ia = 0; ia < 5; ia++) {
+            snn_surrogate s = {(snn_surrogate_kind)k, alphas[ia]};
+            for (int i = -400; i <= 400; i++) {
+                float x = (float)i * 0.01f;
+                CHECK_CLOSE(snn_surrogate_grad(s, x), closed_grad(s, (double)x), 1e-6, 1e-5);
+            }
+        }
+    /* the peaks: sigmoid alpha/4, atan alpha/2, pwq alpha */
+    CHECK_CLOSE(snn_surrogate_grad(snn_surrogate_default(SNN_SURROGATE_SIGMOID), 0.0f), 1.0, 0, 1e-7);
+    CHECK_CLOSE(snn_surrogate_grad(snn_surrogate_default(SNN_SURROGATE_ATAN), 0.0f), 1.0, 0, 1e-7);
+    CHECK_CLOSE(snn_surrogate_grad(snn_surrogate_default(SNN_SURROGATE_PIECEWISE_QUADRATIC), 0.0f),
+                1.0, 0, 1e-7);
+}
+
+static void test_grad_finite_differences(void)
+{
+    const float eps = 1e-3f;
+    for (int k = 0; k < SNN_SURROGATE_COUNT; k++) {
+        snn_surrogate s = snn_surrogate_default((snn_surrogate_kind)k);
+        double worst = 0.0;
+        for (int i = -300; i <= 300; i++) {
+            float x = (float)i * 0.01f + 0.005f; /* off the PWQ kinks at 0 and +-1 */
+            double numeric = ((double)snn_surrogate_g(s, x + eps) -
+                              (double)snn_surrogate_g(s, x - eps)) / (2.0 * (double)eps);
+            double err = fabs(numeric - (double)snn_surrogate_grad(s, x));
+            if (err > worst) worst = err;
+        }
+        /* float g, eps 1e-3: rounding ~ 6e-8 / 2e-3 = 3e-5, truncation ~ eps^2 g''' / 6 */
+        CHECK(worst < 2e-4);
+    }
+}
+
+static void test_g_is_a_step(void)
+{
+    for (int k = 0; k < SNN_SURROGATE_COUNT; k++) {
+        snn_surrogate s = snn_surrogate_default((snn_surrogate_kind)k);
+        CHECK_CLOSE(snn_surrogate_g(s, 0.0f), 0.5, 1e-7, 0);
+        CHECK(snn_surrogate_g(s, -100.0f) < 0.01f);
+        CHECK(snn_surrogate_g(s, 100.0f) > 0.99f);
+        /* trapezoid integral of g' over [-L, L] equals g(L) - g(-L) */
+        const double L = 20.0, h = 1e-3;
+        double integral = 0.0;
+        for (double x = -L; x < L; x += h)
+            integral += 0.5 * h * ((double)snn_surrogate_grad(s, (float)x) +
+                                   (double)snn_surrogate_grad(s, (float)(x + h)));
+        double want = (double)snn_surrogate_g(s, (float)L) - (double)snn_surrogate_g(s, (float)-L);
+        CHECK_CLOSE(integral, want, 1e-4, 0);
+    }
+}
+
+int main(void)
+{
+    RUN(test_defaults_and_names);
+    RUN(test_grad_closed_form);
+    RUN(test_grad_finite_differences);
+    RUN(test_g_is_a_step);
+    return test_finish();
+}
