@@ -1,0 +1,52 @@
+/*
+ * layer_conv.c - the Conv2d layer: owns weight (C_out, C_in, K, K) and an optional bias (C_out),
+ * and calls snn_conv2d. Initialised as PyTorch's default: U(-b, b), b = 1 / sqrt(C_in K K).
+ */
+#include <math.h>
+
+#include "nn.h"
+#include "nn_internal.h"
+#include "tensor/error.h"
+
+static snn_tensor *conv_forward(snn_module *m, snn_tensor *x)
+{
+    snn_conv_impl *c = m->impl;
+    return snn_conv2d(x, m->params[0].tensor, c->bias ? m->params[1].tensor : NULL, c->stride, c->pad);
+}
+
+static void conv_free(snn_module *m) { snn_free(m->impl, sizeof(snn_conv_impl), SNN_CPU); }
+
+const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, conv_free, NULL};
+
+snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int stride, int pad,
+                           bool bias, snn_rng *rng)
+{
+    if (in_channels < 1 || out_channels < 1 || kernel < 1 || stride < 1 || pad < 0 || !rng)
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_conv2d_new: bad arguments (in %d, out %d, "
+                              "kernel %d, stride %d, pad %d, rng %s)", in_channels, out_channels,
+                              kernel, stride, pad, rng ? "set" : "NULL");
+    snn_conv_impl *c = snn_alloc(sizeof *c, SNN_CPU);
+    if (!c) return snn_error_null(SNN_ERR_MEMORY, "snn_conv2d_new: out of host memory");
+    *c = (snn_conv_impl){in_channels, out_channels, kernel, stride, pad, bias};
+    snn_module *m = snn_module_new(&snn_conv2d_ops, c);
+    if (!m) {
+        snn_free(c, sizeof *c, SNN_CPU);
+        return NULL;
+    }
+    float bound = 1.0f / sqrtf((float)(in_channels * kernel * kernel));
+    snn_tensor *w = snn_tensor_new(SNN_SHAPE(out_channels, in_channels, kernel, kernel), SNN_CPU);
+    snn_tensor *b = bias ? snn_tensor_new(SNN_SHAPE(out_channels), SNN_CPU) : NULL;
+    if (!w || (bias && !b)) {
+        snn_tensor_free(w);
+        snn_tensor_free(b);
+        snn_module_free(m);
+        return NULL;
+    }
+    snn_tensor_uniform_(w, rng, -bound, bound);
+    snn_module_add_param(m, "weight", w, true);
+    if (b) {
+        snn_tensor_uniform_(b, rng, -bound, bound);
+        snn_module_add_param(m, "bias", b, true);
+    }
+    return m;
+}

@@ -1,0 +1,68 @@
+/*
+ * layer_misc.c - the small layers that only route data: Flatten, Dropout and the Sequential
+ * container (children run in the order they were added).
+ */
+#include "nn.h"
+#include "nn_internal.h"
+#include "tensor/error.h"
+#include "tensor/kernels.h"
+
+/* ---- Flatten ------------------------------------------------------------------------------ */
+
+static snn_tensor *flatten_forward(snn_module *m, snn_tensor *x)
+{
+    snn_flatten_impl *f = m->impl;
+    return snn_flatten(x, f->start, f->end);
+}
+
+static void flatten_free(snn_module *m) { snn_free(m->impl, sizeof(snn_flatten_impl), SNN_CPU); }
+
+const snn_module_ops snn_flatten_ops = {"Flatten", flatten_forward, flatten_free, NULL};
+
+snn_module *snn_flatten_new(int start, int end)
+{
+    snn_flatten_impl *f = snn_alloc(sizeof *f, SNN_CPU);
+    if (!f) return snn_error_null(SNN_ERR_MEMORY, "snn_flatten_new: out of host memory");
+    *f = (snn_flatten_impl){start, end};
+    snn_module *m = snn_module_new(&snn_flatten_ops, f);
+    if (!m) snn_free(f, sizeof *f, SNN_CPU);
+    return m;
+}
+
+/* ---- Dropout ------------------------------------------------------------------------------ */
+
+static snn_tensor *dropout_forward(snn_module *m, snn_tensor *x)
+{
+    snn_dropout_impl *d = m->impl;
+    if (m->training) d->seed = snn_hash64(d->seed); /* a fresh, reproducible mask per call */
+    return snn_dropout(x, d->p, m->training, d->seed);
+}
+
+static void dropout_free(snn_module *m) { snn_free(m->impl, sizeof(snn_dropout_impl), SNN_CPU); }
+
+const snn_module_ops snn_dropout_ops = {"Dropout", dropout_forward, dropout_free, NULL};
+
+snn_module *snn_dropout_new(float p, uint64_t seed)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_dropout_new: bad argument 'p' (expected "
+                              "0 <= p < 1, got %g)", (double)p);
+    snn_dropout_impl *d = snn_alloc(sizeof *d, SNN_CPU);
+    if (!d) return snn_error_null(SNN_ERR_MEMORY, "snn_dropout_new: out of host memory");
+    *d = (snn_dropout_impl){p, seed};
+    snn_module *m = snn_module_new(&snn_dropout_ops, d);
+    if (!m) snn_free(d, sizeof *d, SNN_CPU);
+    return m;
+}
+
+/* ---- Sequential --------------------------------------------------------------------------- */
+
+static snn_tensor *sequential_forward(snn_module *m, snn_tensor *x)
+{
+    for (int i = 0; i < m->n_children && x; i++) x = snn_module_forward(m->children[i], x);
+    return x;
+}
+
+const snn_module_ops snn_sequential_ops = {"Sequential", sequential_forward, NULL, NULL};
+
+snn_module *snn_sequential_new(void) { return snn_module_new(&snn_sequential_ops, NULL); }

@@ -1,0 +1,65 @@
+/*
+ * layer_neuron.c - a layer of spiking neurons over (T, N, ...): multi-step, one fused node.
+ *
+ * It keeps the last forward's activity (spike counts per (t, n, c) plane, written by the neuron
+ * kernel itself) so that firing rates can be reported without an extra pass. ParametricLIF owns
+ * its learned w (one scalar per layer, as SpikingJelly's ParametricLIFNode).
+ */
+#include "nn.h"
+#include "nn_internal.h"
+#include "tensor/error.h"
+
+static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
+{
+    snn_neuron_layer_impl *n = m->impl;
+    snn_tensor *w = n->config.kind == SNN_NEURON_PLIF ? m->params[0].tensor : NULL;
+    snn_tensor *activity = NULL;
+    snn_tensor *spikes = snn_neuron_multistep(x, &n->config, w, &activity);
+    n->last_spikes = spikes;
+    n->last_activity = activity;
+    n->last_step = snn_step_id();
+    return spikes;
+}
+
+static void neuron_free(snn_module *m) { snn_free(m->impl, sizeof(snn_neuron_layer_impl), SNN_CPU); }
+
+const snn_module_ops snn_neuron_layer_ops = {"NeuronLayer", neuron_forward, neuron_free, NULL};
+
+snn_module *snn_neuron_layer_new(const snn_neuron_config *config)
+{
+    if (!config)
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_neuron_layer_new: bad argument 'config' (got NULL)");
+    if (snn_neuron_config_check("snn_neuron_layer_new", config) != SNN_OK) return NULL;
+    snn_neuron_layer_impl *n = snn_alloc(sizeof *n, SNN_CPU);
+    if (!n) return snn_error_null(SNN_ERR_MEMORY, "snn_neuron_layer_new: out of host memory");
+    *n = (snn_neuron_layer_impl){.config = *config};
+    snn_module *m = snn_module_new(&snn_neuron_layer_ops, n);
+    if (!m) {
+        snn_free(n, sizeof *n, SNN_CPU);
+        return NULL;
+    }
+    if (config->kind == SNN_NEURON_PLIF) {
+        snn_tensor *w = snn_plif_param_new(config->tau, SNN_CPU);
+        if (!w) {
+            snn_module_free(m);
+            return NULL;
+        }
+        snn_module_add_param(m, "w", w, true);
+    }
+    return m;
+}
+
+float snn_neuron_layer_firing_rate(snn_module *m)
+{
+    if (!m || m->ops != &snn_neuron_layer_ops) return -1.0f;
+    snn_neuron_layer_impl *n = m->impl;
+    if (!n->last_activity || !snn_step_is_open(n->last_step)) return -1.0f;
+    return snn_activity_rate(n->last_activity, n->last_spikes->numel);
+}
+
+snn_tensor *snn_neuron_layer_last_spikes(snn_module *m)
+{
+    if (!m || m->ops != &snn_neuron_layer_ops) return NULL;
+    snn_neuron_layer_impl *n = m->impl;
+    return snn_step_is_open(n->last_step) ? n->last_spikes : NULL;
+}

@@ -1,0 +1,151 @@
+/*
+ * model.c - model configurations, names, the builder entry point and the shared pieces of
+ * every model's forward: input encoding over T and the readout (mean over T).
+ */
+#include <string.h>
+
+#include "model_internal.h"
+#include "tensor/error.h"
+
+snn_model_config snn_model_config_default(snn_model_kind kind)
+{
+    snn_model_config c = {0};
+    c.kind = kind;
+    c.time_steps = 4;
+    c.encoding = SNN_ENCODING_DIRECT;
+    c.neuron = snn_neuron_config_default(SNN_NEURON_LIF);
+    c.neuron.surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    if (kind == SNN_MODEL_SPIKING_CNN) {
+        c.in_channels = 1, c.height = 28, c.width = 28, c.classes = 10;
+        c.width_base = 32, c.hidden = 128;
+    } else {
+        c.in_channels = 3, c.height = 32, c.width = 32, c.classes = 10;
+        c.width_base = 64;
+    }
+    return c;
+}
+
+const char *snn_model_kind_name(snn_model_kind kind)
+{
+    switch (kind) {
+    case SNN_MODEL_SPIKING_CNN: return "cnn";
+    case SNN_MODEL_RESNET18: return "resnet18";
+    case SNN_MODEL_SEW_RESNET18: return "sew-resnet18";
+    }
+    return "unknown";
+}
+
+snn_status snn_model_kind_parse(const char *name, snn_model_kind *out)
+{
+    for (int k = SNN_MODEL_SPIKING_CNN; k <= SNN_MODEL_SEW_RESNET18; k++) {
+        if (name && strcmp(name, snn_model_kind_name((snn_model_kind)k)) == 0) {
+            *out = (snn_model_kind)k;
+            return SNN_OK;
+        }
+    }
+    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18 or sew-resnet18)",
+                     name ? name : "(null)");
+}
+
+static snn_status check_config(const snn_model_config *c)
+{
+    const char *fn = "snn_model_new";
+    if (c->in_channels < 1 || c->height < 1 || c->width < 1 || c->classes < 2)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (input %dx%dx%d, %d classes)", fn,
+                         c->in_channels, c->height, c->width, c->classes);
+    if (c->time_steps < 1 || c->time_steps > 1024)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'time_steps' (expected 1..1024, got %d)",
+                         fn, c->time_steps);
+    if (c->width_base < 1)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected >= 1, got %d)",
+                         fn, c->width_base);
+    if (c->kind == SNN_MODEL_SPIKING_CNN && (c->height % 4 || c->width % 4 || c->hidden < 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNN needs height and width "
+                         "divisible by 4 and hidden >= 1, got %dx%d, hidden %d)", fn, c->height,
+                         c->width, c->hidden);
+    if (c->kind != SNN_MODEL_SPIKING_CNN && (c->height < 8 || c->width < 8))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
+                         "least 8x8, got %dx%d)", fn, c->height, c->width);
+    return snn_neuron_config_check(fn, &c->neuron);
+}
+
+snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
+{
+    if (!config || !rng)
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad argument '%s' (got NULL)",
+                              config ? "rng" : "config");
+    if (check_config(config) != SNN_OK) return NULL;
+    switch (config->kind) {
+    case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_new(config, rng);
+    case SNN_MODEL_RESNET18:
+    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_new(config, rng);
+    }
+    return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
+}
+
+/* Depth-first search for neuron layers, recording dotted names into `names_storage`. */
+static int find_neurons(snn_module *m, const char *prefix, snn_module **layers, char (*names)[96],
+                        int at, int max)
+{
+    for (int i = 0; i < m->n_children; i++) {
+        snn_module *c = m->children[i];
+        char name[96];
+        snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", c->name);
+        if (c->ops == &snn_neuron_layer_ops) {
+            if (at < max) {
+                layers[at] = c;
+                snprintf(names[at], sizeof names[at], "%s", name);
+            }
+            at++;
+        }
+        at = find_neurons(c, name, layers, names, at, max);
+    }
+    return at;
+}
+
+int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max)
+{
+    static char storage[256][96];
+    if (max > 256) max = 256;
+    int n = find_neurons(model, "", layers, storage, 0, max);
+    for (int i = 0; i < n && i < max; i++) names[i] = storage[i];
+    return n < max ? n : max;
+}
+
+/* ---- shared forward pieces ---------------------------------------------------------------- */
+
+snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed)
+{
+    /* Poisson: each pixel (in [0, 1]) fires at each step with probability equal to its value.
+     * Drawn on the host from a counter-based hash, so it is reproducible on any device. */
+    const char *fn = "snn_model_encode";
+    int T = c->time_steps;
+    snn_shape shape = {.ndim = x->shape.ndim + 1};
+    shape.dim[0] = T;
+    for (int d = 0; d < x->shape.ndim; d++) shape.dim[d + 1] = x->shape.dim[d];
+    size_t bytes = (size_t)x->numel * sizeof(float);
+    float *pixels = snn_alloc(bytes, SNN_CPU);
+    float *spikes = snn_alloc(bytes * (size_t)T, SNN_CPU);
+    snn_tensor *out = NULL;
+    if (pixels && spikes && snn_tensor_copy_to_host(x, pixels) == SNN_OK) {
+        *seed = snn_hash64(*seed);
+        for (int t = 0; t < T; t++)
+            for (int64_t i = 0; i < x->numel; i++) {
+                uint64_t h = snn_hash64(*seed + (uint64_t)(t * x->numel + i));
+                float u = (float)(h >> 40) * 0x1.0p-24f;
+                spikes[t * x->numel + i] = u < pixels[i] ? 1.0f : 0.0f;
+            }
+        out = snn_from_host(shape, spikes, x->device);
+    } else if (!pixels || !spikes) {
+        snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
+    }
+    snn_free(pixels, bytes, SNN_CPU);
+    snn_free(spikes, bytes * (size_t)T, SNN_CPU);
+    return out;
+}
+
+snn_tensor *snn_model_readout(snn_tensor *y)
+{
+    /* (T, N, classes) -> (N, classes): the mean over time */
+    return snn_mean(y, 0, false);
+}

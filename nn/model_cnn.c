@@ -1,0 +1,94 @@
+/*
+ * model_cnn.c - the spiking CNN for 28x28 images (Fashion-MNIST, MNIST).
+ *
+ *   x (N, 1, 28, 28)
+ *   conv1 3x3 (1 -> W) -> bn1 -> [repeat over T] -> sn1 -> maxpool 2     (T, N, W, 14, 14)
+ *   conv2 3x3 (W -> W) -> bn2 -> sn2 -> maxpool 2                        (T, N, W, 7, 7)
+ *   flatten -> fc1 (W*7*7 -> hidden) -> sn3 -> fc2 (hidden -> classes)   (T, N, classes)
+ *   [-> sn4 when spiking_readout]  -> mean over T                        (N, classes)
+ *
+ * Direct encoding: the image is the same at every step, so conv1 and bn1 run once on N images
+ * and their output is repeated over T; the first neuron layer is the encoder. In training mode
+ * this equals running them on T*N copies (the batch statistics of identical copies are the
+ * statistics of one copy) at 1/T of the cost.
+ */
+#include "model_internal.h"
+#include "tensor/error.h"
+
+static snn_tensor *cnn_forward(snn_module *m, snn_tensor *x)
+{
+    snn_model_impl *impl = m->impl;
+    const snn_model_config *c = &impl->config;
+    if (x && (x->shape.ndim != 4 || x->shape.dim[1] != c->in_channels ||
+              x->shape.dim[2] != c->height || x->shape.dim[3] != c->width)) {
+        char buf[96];
+        return snn_error_null(SNN_ERR_ARGUMENT, "SpikingCNN: bad argument 'x' (expected (N, %d, "
+                              "%d, %d), got %s)", c->in_channels, c->height, c->width,
+                              snn_shape_str(x->shape, buf, sizeof buf));
+    }
+    snn_module **ch = m->children; /* conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten fc1 sn3 fc2 [sn4] */
+    snn_tensor *h;
+    if (c->encoding == SNN_ENCODING_DIRECT) {
+        h = snn_module_forward(ch[1], snn_module_forward(ch[0], x));
+        h = snn_repeat_time(h, c->time_steps);
+    } else {
+        h = snn_model_encode(c, x, &impl->encode_seed);
+        h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
+    }
+    for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
+    return h ? snn_model_readout(h) : NULL;
+}
+
+static void model_free(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }
+
+static const snn_module_ops cnn_ops = {"SpikingCNN", cnn_forward, model_free, NULL};
+
+const snn_model_config *snn_model_config_of(const snn_module *model)
+{
+    if (!model || (model->ops != &cnn_ops && model->ops != &snn_resnet_model_ops)) return NULL;
+    return &((const snn_model_impl *)model->impl)->config;
+}
+
+uint64_t snn_model_rng_state(const snn_module *model)
+{
+    return snn_model_config_of(model) ? ((const snn_model_impl *)model->impl)->encode_seed : 0;
+}
+
+void snn_model_set_rng_state(snn_module *model, uint64_t state)
+{
+    if (snn_model_config_of(model)) ((snn_model_impl *)model->impl)->encode_seed = state;
+}
+
+snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
+{
+    snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
+    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
+    *impl = (snn_model_impl){*c, c->seed};
+    snn_module *m = snn_module_new(&cnn_ops, impl);
+    if (!m) {
+        snn_free(impl, sizeof *impl, SNN_CPU);
+        return NULL;
+    }
+    int W = c->width_base, flat = W * (c->height / 4) * (c->width / 4);
+    /* bias-free convs: the batch-norm that follows has its own shift */
+    snn_status s = SNN_OK;
+    if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(c->in_channels, W, 3, 1, 1, false, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(W));
+    if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK) s = snn_module_add(m, "pool1", snn_max_pool2d_new(2, 2));
+    if (s == SNN_OK) s = snn_module_add(m, "conv2", snn_conv2d_new(W, W, 3, 1, 1, false, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(W));
+    if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK) s = snn_module_add(m, "pool2", snn_max_pool2d_new(2, 2));
+    if (s == SNN_OK) s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
+    if (s == SNN_OK) s = snn_module_add(m, "fc1", snn_linear_new(flat, c->hidden, true, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "sn3", snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK) s = snn_module_add(m, "fc2", snn_linear_new(c->hidden, c->classes, true, rng));
+    if (s == SNN_OK && c->spiking_readout)
+        s = snn_module_add(m, "sn4", snn_neuron_layer_new(&c->neuron));
+    if (s != SNN_OK) {
+        snn_module_free(m);
+        return NULL;
+    }
+    return m;
+}

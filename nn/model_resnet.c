@@ -1,0 +1,138 @@
+/*
+ * model_resnet.c - spiking ResNet-18 and SEW-ResNet-18 with the CIFAR stem.
+ *
+ *   stem:   conv 3x3 (C_in -> 64w) -> bn -> [repeat over T] -> sn        (no max-pool)
+ *   layer1: 2 blocks, 64w channels;  layer2: 128w, stride 2;  layer3: 256w, stride 2;
+ *   layer4: 512w, stride 2;  global average pool -> flatten -> fc -> mean over T
+ *
+ * Basic block of the spiking ResNet (SpikingJelly's spiking_resnet: the neuron sits where the
+ * ReLU was, after the residual addition):
+ *   out = sn2( bn2(conv2( sn1(bn1(conv1(x))) )) + shortcut(x) ),  shortcut = bn(conv1x1) or x
+ * SEW block (Fang et al., "Deep Residual Learning in Spiking Neural Networks", 2021), ADD:
+ *   out = sn2(bn2(conv2( sn1(bn1(conv1(x))) ))) + shortcut(x),  shortcut = sn(bn(conv1x1)) or x
+ * so a SEW block passes spikes (integers) around the residual path. Blocks are composed from
+ * primitive ops: no hand-written backward.
+ * Direct encoding: the stem conv and bn run once on N images, then repeat over T (see
+ * model_cnn.c for why that is exact).
+ */
+#include "model_internal.h"
+#include "tensor/error.h"
+
+typedef struct block_impl {
+    bool sew;
+} block_impl;
+
+/* children: conv1 bn1 sn1 conv2 bn2 sn2 [downsample] */
+static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
+{
+    block_impl *b = m->impl;
+    snn_module **ch = m->children;
+    snn_tensor *h = snn_module_forward(ch[2], snn_module_forward(ch[1], snn_module_forward(ch[0], x)));
+    h = snn_module_forward(ch[4], snn_module_forward(ch[3], h));
+    snn_tensor *shortcut = m->n_children > 6 ? snn_module_forward(ch[6], x) : x;
+    if (b->sew) return snn_add(snn_module_forward(ch[5], h), shortcut);
+    return snn_module_forward(ch[5], snn_add(h, shortcut));
+}
+
+static void block_free(snn_module *m) { snn_free(m->impl, sizeof(block_impl), SNN_CPU); }
+
+static const snn_module_ops block_ops = {"BasicBlock", block_forward, block_free, NULL};
+
+static snn_module *block_new(int in, int out, int stride, bool sew, const snn_neuron_config *neuron,
+                             snn_rng *rng)
+{
+    block_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
+    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
+    impl->sew = sew;
+    snn_module *m = snn_module_new(&block_ops, impl);
+    if (!m) {
+        snn_free(impl, sizeof *impl, SNN_CPU);
+        return NULL;
+    }
+    snn_status s = SNN_OK;
+    if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(in, out, 3, stride, 1, false, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(out));
+    if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(neuron));
+    if (s == SNN_OK) s = snn_module_add(m, "conv2", snn_conv2d_new(out, out, 3, 1, 1, false, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(out));
+    if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(neuron));
+    if (s == SNN_OK && (stride != 1 || in != out)) {
+        snn_module *down = snn_sequential_new();
+        if (!down) s = snn_last_status();
+        if (s == SNN_OK) s = snn_module_add(down, "0", snn_conv2d_new(in, out, 1, stride, 0, false, rng));
+        if (s == SNN_OK) s = snn_module_add(down, "1", snn_batchnorm2d_new(out));
+        if (s == SNN_OK && sew) s = snn_module_add(down, "2", snn_neuron_layer_new(neuron));
+        if (s == SNN_OK) s = snn_module_add(m, "downsample", down);
+        else snn_module_free(down);
+    }
+    if (s != SNN_OK) {
+        snn_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* children: conv1 bn1 sn1 layer1..layer4 avgpool flatten fc */
+static snn_tensor *resnet_forward(snn_module *m, snn_tensor *x)
+{
+    snn_model_impl *impl = m->impl;
+    const snn_model_config *c = &impl->config;
+    if (x && (x->shape.ndim != 4 || x->shape.dim[1] != c->in_channels)) {
+        char buf[96];
+        return snn_error_null(SNN_ERR_ARGUMENT, "ResNet: bad argument 'x' (expected (N, %d, H, W), "
+                              "got %s)", c->in_channels, snn_shape_str(x->shape, buf, sizeof buf));
+    }
+    snn_module **ch = m->children;
+    snn_tensor *h;
+    if (c->encoding == SNN_ENCODING_DIRECT) {
+        h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
+    } else {
+        h = snn_model_encode(c, x, &impl->encode_seed);
+        h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
+    }
+    for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
+    return h ? snn_model_readout(h) : NULL;
+}
+
+static void model_free(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }
+
+const snn_module_ops snn_resnet_model_ops = {"SpikingResNet18", resnet_forward, model_free, NULL};
+
+snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
+{
+    snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
+    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
+    *impl = (snn_model_impl){*c, c->seed};
+    snn_module *m = snn_module_new(&snn_resnet_model_ops, impl);
+    if (!m) {
+        snn_free(impl, sizeof *impl, SNN_CPU);
+        return NULL;
+    }
+    bool sew = c->kind == SNN_MODEL_SEW_RESNET18;
+    int w = c->width_base;
+    snn_status s = SNN_OK;
+    if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(c->in_channels, w, 3, 1, 1, false, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(w));
+    if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(&c->neuron));
+    int in = w;
+    for (int layer = 0; layer < 4 && s == SNN_OK; layer++) {
+        int out = w << layer, stride = layer ? 2 : 1;
+        snn_module *seq = snn_sequential_new();
+        if (!seq) s = snn_last_status();
+        if (s == SNN_OK) s = snn_module_add(seq, "0", block_new(in, out, stride, sew, &c->neuron, rng));
+        if (s == SNN_OK) s = snn_module_add(seq, "1", block_new(out, out, 1, sew, &c->neuron, rng));
+        char name[16];
+        snprintf(name, sizeof name, "layer%d", layer + 1);
+        if (s == SNN_OK) s = snn_module_add(m, name, seq);
+        else snn_module_free(seq);
+        in = out;
+    }
+    if (s == SNN_OK) s = snn_module_add(m, "avgpool", snn_adaptive_avg_pool_new());
+    if (s == SNN_OK) s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
+    if (s == SNN_OK) s = snn_module_add(m, "fc", snn_linear_new(in, c->classes, true, rng));
+    if (s != SNN_OK) {
+        snn_module_free(m);
+        return NULL;
+    }
+    return m;
+}

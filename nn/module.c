@@ -1,0 +1,226 @@
+/*
+ * module.c - the module tree: parameters, children, modes, devices, and the named list of
+ * everything a model owns.
+ *
+ * A module is a small struct with an ops table (its kind), a few named OWNED tensors and an
+ * array of children. Layers are leaves; Sequential, residual blocks and models are inner nodes.
+ * Walking the tree depth first, in the order children were added, gives every parameter a
+ * stable dotted name ("layer1.0.conv1.weight"): optimizers and checkpoints rely on that order.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "nn.h"
+#include "tensor/error.h"
+
+snn_module *snn_module_new(const snn_module_ops *ops, void *impl)
+{
+    snn_module *m = snn_alloc(sizeof *m, SNN_CPU);
+    if (!m) return snn_error_null(SNN_ERR_MEMORY, "snn_module_new: out of host memory (%s)", ops->kind);
+    memset(m, 0, sizeof *m);
+    m->ops = ops;
+    m->impl = impl;
+    m->training = true;
+    return m;
+}
+
+void snn_module_free(snn_module *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n_children; i++) snn_module_free(m->children[i]);
+    snn_free(m->children, (size_t)m->cap_children * sizeof *m->children, SNN_CPU);
+    for (int i = 0; i < m->n_params; i++) snn_tensor_free(m->params[i].tensor);
+    if (m->ops->free_impl) m->ops->free_impl(m);
+    snn_free(m, sizeof *m, SNN_CPU);
+}
+
+snn_status snn_module_add_param(snn_module *m, const char *name, snn_tensor *t, bool trainable)
+{
+    SNN_ASSERT(m && t && t->lifetime == SNN_OWNED);
+    SNN_ASSERT(m->n_params < SNN_MODULE_MAX_PARAMS && strlen(name) < sizeof m->params[0].name);
+    snn_param *p = &m->params[m->n_params++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->tensor = t;
+    p->trainable = trainable;
+    t->requires_grad = trainable;
+    return SNN_OK;
+}
+
+snn_status snn_module_add(snn_module *parent, const char *name, snn_module *child)
+{
+    if (!parent || !child) {
+        snn_module_free(child);
+        if (!snn_error_pending())
+            snn_error(SNN_ERR_ARGUMENT, "snn_module_add: bad argument '%s' (got NULL)",
+                      parent ? "child" : "parent");
+        return snn_last_status();
+    }
+    if (strlen(name) >= sizeof child->name) {
+        snn_module_free(child);
+        return snn_error(SNN_ERR_ARGUMENT, "snn_module_add: bad argument 'name' ('%s' is longer "
+                         "than %zu characters)", name, sizeof child->name - 1);
+    }
+    if (parent->n_children == parent->cap_children) {
+        int cap = parent->cap_children ? 2 * parent->cap_children : 4;
+        snn_module **grown = snn_alloc((size_t)cap * sizeof *grown, SNN_CPU);
+        if (!grown) {
+            snn_module_free(child);
+            return snn_error(SNN_ERR_MEMORY, "snn_module_add: out of host memory");
+        }
+        if (parent->n_children)
+            memcpy(grown, parent->children, (size_t)parent->n_children * sizeof *grown);
+        snn_free(parent->children, (size_t)parent->cap_children * sizeof *grown, SNN_CPU);
+        parent->children = grown;
+        parent->cap_children = cap;
+    }
+    snprintf(child->name, sizeof child->name, "%s", name);
+    child->training = parent->training;
+    parent->children[parent->n_children++] = child;
+    return SNN_OK;
+}
+
+snn_module *snn_module_child(snn_module *m, const char *name)
+{
+    for (int i = 0; m && i < m->n_children; i++)
+        if (strcmp(m->children[i]->name, name) == 0) return m->children[i];
+    return NULL;
+}
+
+snn_tensor *snn_module_forward(snn_module *m, snn_tensor *x)
+{
+    if (!m) return snn_error_null(SNN_ERR_ARGUMENT, "snn_module_forward: bad argument 'module' (got NULL)");
+    if (!x) {
+        if (!snn_error_pending())
+            snn_error(SNN_ERR_ARGUMENT, "snn_module_forward(%s): bad argument 'x' (got NULL)", m->ops->kind);
+        return NULL;
+    }
+    return m->ops->forward(m, x);
+}
+
+void snn_module_train(snn_module *m, bool training)
+{
+    if (!m) return;
+    m->training = training;
+    for (int i = 0; i < m->n_children; i++) snn_module_train(m->children[i], training);
+}
+
+void snn_module_zero_grad(snn_module *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].tensor->grad) snn_tensor_fill(m->params[i].tensor->grad, 0.0f);
+    for (int i = 0; i < m->n_children; i++) snn_module_zero_grad(m->children[i]);
+}
+
+void snn_module_reset_state(snn_module *m)
+{
+    if (!m) return;
+    if (m->ops->reset_state) m->ops->reset_state(m);
+    for (int i = 0; i < m->n_children; i++) snn_module_reset_state(m->children[i]);
+}
+
+snn_status snn_module_to(snn_module *m, snn_device device)
+{
+    if (!m) return SNN_OK;
+    for (int i = 0; i < m->n_params; i++) {
+        snn_tensor *old = m->params[i].tensor;
+        if (old->device == device) continue;
+        snn_tensor *moved = snn_tensor_new(old->shape, device);
+        if (!moved) return snn_last_status();
+        snn_status s = snn_tensor_copy(moved, old);
+        if (s != SNN_OK) {
+            snn_tensor_free(moved);
+            return s;
+        }
+        moved->requires_grad = old->requires_grad;
+        moved->name = old->name;
+        m->params[i].tensor = moved;
+        snn_tensor_free(old);
+    }
+    for (int i = 0; i < m->n_children; i++) {
+        snn_status s = snn_module_to(m->children[i], device);
+        if (s != SNN_OK) return s;
+    }
+    return SNN_OK;
+}
+
+/* ---- the named list ----------------------------------------------------------------------- */
+
+static int count_params(const snn_module *m)
+{
+    int n = m->n_params;
+    for (int i = 0; i < m->n_children; i++) n += count_params(m->children[i]);
+    return n;
+}
+
+static int collect(snn_module *m, const char *prefix, snn_named_param *items, int at)
+{
+    for (int i = 0; i < m->n_params; i++) {
+        snn_named_param *p = &items[at++];
+        snprintf(p->name, sizeof p->name, "%s%s", prefix, m->params[i].name);
+        p->tensor = m->params[i].tensor;
+        p->trainable = m->params[i].trainable;
+    }
+    for (int i = 0; i < m->n_children; i++) {
+        char child_prefix[128];
+        snprintf(child_prefix, sizeof child_prefix, "%s%s.", prefix, m->children[i]->name);
+        at = collect(m->children[i], child_prefix, items, at);
+    }
+    return at;
+}
+
+snn_status snn_module_parameters(snn_module *m, snn_param_list *out)
+{
+    out->items = NULL;
+    out->count = 0;
+    if (!m) return snn_error(SNN_ERR_ARGUMENT, "snn_module_parameters: bad argument 'module' (got NULL)");
+    int n = count_params(m);
+    if (n == 0) return SNN_OK;
+    out->items = snn_alloc((size_t)n * sizeof *out->items, SNN_CPU);
+    if (!out->items) return snn_error(SNN_ERR_MEMORY, "snn_module_parameters: out of host memory");
+    out->count = collect(m, "", out->items, 0);
+    SNN_ASSERT(out->count == n);
+    return SNN_OK;
+}
+
+void snn_param_list_free(snn_param_list *list)
+{
+    if (!list) return;
+    snn_free(list->items, (size_t)list->count * sizeof *list->items, SNN_CPU);
+    list->items = NULL;
+    list->count = 0;
+}
+
+int64_t snn_module_num_parameters(snn_module *m)
+{
+    snn_param_list list;
+    if (snn_module_parameters(m, &list) != SNN_OK) return 0;
+    int64_t total = 0;
+    for (int i = 0; i < list.count; i++)
+        if (list.items[i].trainable) total += list.items[i].tensor->numel;
+    snn_param_list_free(&list);
+    return total;
+}
+
+static void print_tree(snn_module *m, FILE *out, int depth)
+{
+    int64_t own = 0;
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].trainable) own += m->params[i].tensor->numel;
+    fprintf(out, "%*s%s%s%s", 2 * depth, "", m->name[0] ? m->name : "", m->name[0] ? ": " : "",
+            m->ops->kind);
+    for (int i = 0; i < m->n_params; i++) {
+        char buf[64];
+        fprintf(out, " %s%s", m->params[i].name,
+                snn_shape_str(m->params[i].tensor->shape, buf, sizeof buf));
+    }
+    if (own) fprintf(out, "  (%lld params)", (long long)own);
+    fputc('\n', out);
+    for (int i = 0; i < m->n_children; i++) print_tree(m->children[i], out, depth + 1);
+}
+
+void snn_module_print(snn_module *m, FILE *out)
+{
+    if (m) print_tree(m, out, 0);
+    if (m) fprintf(out, "total trainable parameters: %lld\n", (long long)snn_module_num_parameters(m));
+}

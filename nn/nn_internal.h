@@ -1,0 +1,52 @@
+/*
+ * nn_internal.h - the kind-specific state of nn's layers, shared inside nn/ (model builders and
+ * the sparse pass look into it), and the ops tables that identify each kind.
+ */
+#ifndef SNN_NN_INTERNAL_H
+#define SNN_NN_INTERNAL_H
+
+#include "nn.h"
+
+typedef struct snn_conv_impl {
+    int in_channels, out_channels, kernel, stride, pad;
+    bool bias;
+} snn_conv_impl;
+
+typedef struct snn_batchnorm_impl {
+    float momentum, eps;
+} snn_batchnorm_impl;
+
+typedef struct snn_pool_impl {
+    int kernel, stride;
+} snn_pool_impl;
+
+typedef struct snn_flatten_impl {
+    int start, end;
+} snn_flatten_impl;
+
+typedef struct snn_dropout_impl {
+    float p;
+    uint64_t seed;            /* advanced on every training forward: a new mask each call */
+} snn_dropout_impl;
+
+typedef struct snn_neuron_layer_impl {
+    snn_neuron_config config;
+    /* the last forward's output and activity (STEP tensors of that step) */
+    snn_tensor *last_spikes, *last_activity;
+    uint64_t last_step;       /* snn_step_id() of that forward; stale once the step closes */
+    double spikes_sum;        /* running totals for the firing rate across steps */
+    double elements_sum;
+} snn_neuron_layer_impl;
+
+extern const snn_module_ops snn_conv2d_ops;
+extern const snn_module_ops snn_batchnorm2d_ops;
+extern const snn_module_ops snn_linear_ops;
+extern const snn_module_ops snn_max_pool2d_ops;
+extern const snn_module_ops snn_avg_pool2d_ops;
+extern const snn_module_ops snn_adaptive_avg_pool_ops;
+extern const snn_module_ops snn_flatten_ops;
+extern const snn_module_ops snn_dropout_ops;
+extern const snn_module_ops snn_sequential_ops;
+extern const snn_module_ops snn_neuron_layer_ops;
+
+#endif /* SNN_NN_INTERNAL_H */
