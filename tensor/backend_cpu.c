@@ -7,27 +7,6 @@
 
 #include "kernels_cpu.h"
 
-/* SCAFFOLD(parallel work): weak until every kernel file has landed; removed before merge. */
-#pragma weak snn_gemm_cpu
-#pragma weak snn_conv2d_workspace_bytes_cpu
-#pragma weak snn_conv2d_forward_cpu
-#pragma weak snn_conv2d_backward_cpu
-#pragma weak snn_max_pool2d_forward_cpu
-#pragma weak snn_max_pool2d_backward_cpu
-#pragma weak snn_avg_pool2d_forward_cpu
-#pragma weak snn_avg_pool2d_backward_cpu
-#pragma weak snn_batchnorm_forward_train_cpu
-#pragma weak snn_batchnorm_forward_eval_cpu
-#pragma weak snn_batchnorm_backward_cpu
-#pragma weak snn_log_softmax_forward_cpu
-#pragma weak snn_log_softmax_backward_cpu
-#pragma weak snn_nll_forward_cpu
-#pragma weak snn_nll_backward_cpu
-#pragma weak snn_one_hot_cpu
-#pragma weak snn_dropout_mask_cpu
-#pragma weak snn_sgd_update_cpu
-#pragma weak snn_adam_update_cpu
-
 static void *cpu_alloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 static void cpu_free(void *p) { free(p); }
 static void cpu_copy(void *dst, const void *src, size_t bytes, snn_copy_kind kind)
