@@ -27,8 +27,8 @@ typedef struct neuron_saved {
 const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
                                                 const snn_neuron_config *cfg, snn_tensor *w)
 {
+    if (snn_check_tensor(fn, "x", x)) return NULL; /* first: keeps an earlier op's message */
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return NULL;
-    if (snn_check_tensor(fn, "x", x)) return NULL;
     if (cfg->kind == SNN_NEURON_PLIF) {
         if (!w)
             return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected PLIF's "
