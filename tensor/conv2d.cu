@@ -1,0 +1,234 @@
+/*
+ * conv2d.cu - 2-D convolution on the GPU: an own im2col kernel + cuBLAS SGEMM over chunks of
+ * images in one reused workspace. Must match tensor/conv2d.c (snn_conv2d_*_cpu), whose header
+ * derives the math; in short (cross-correlation, as PyTorch; CK = C_in KH KW, P = H_out W_out):
+ *
+ *   out[n, co, oh, ow] = bias[co] + sum_{ci, kh, kw} weight[co, ci, kh, kw] x[n, ci, ih, iw]
+ *   col_n[(ci, kh, kw), (oh, ow)] = x[n, ci, oh stride - pad + kh, ow stride - pad + kw] (or 0)
+ *   forward   out_n (C_out, P) = weight (C_out, CK) x col_n (CK, P)
+ *   backward  dweight (C_out, CK) += sum_n dout_n (C_out, P) x col_n^T (P, CK)
+ *             dcol_n (CK, P) = weight^T (CK, C_out) x dout_n (C_out, P),  dx_n += col2im(dcol_n)
+ *             dbias[co] += sum_{n, p} dout[n, co, p]
+ *
+ * Images are taken G at a time (G from the workspace budget, see make_plan), and every chunk
+ * reuses the same workspace, so memory stays bounded whatever the batch:
+ *
+ *   forward:  im2col writes the chunk's columns image by image, col (G, CK, P), and ONE strided
+ *             batched SGEMM computes all G products straight into out (the weight is shared:
+ *             stride 0). The bias is added once at the end over all of out.
+ *   backward: dweight is a sum over images, so the chunk is laid out as one wide matrix with
+ *             the images side by side: col (CK, G*P) and doutT (C_out, G*P) (a transpose of
+ *             dout's (G, C_out, P)). Then one SGEMM adds doutT col^T into dweight (K = G*P, so
+ *             the 4x4 outputs of late ResNet layers still make a fat GEMM), and one SGEMM
+ *             computes dcol = weight^T doutT into the col buffer (no longer needed), from which
+ *             the col2im kernel gathers dx: one thread per input element sums the dcol entries
+ *             that im2col copied it to, so no two threads write one address (no atomics).
+ *
+ * 1x1 convolutions with stride 1 and no padding skip im2col where they can: x_n (C_in, H W)
+ * already is col_n, so the forward multiplies it directly and dx_n += weight^T dout_n is a
+ * batched SGEMM into dx. (dweight still needs x side by side, which the im2col kernel does as a
+ * plain transpose.)
+ *
+ * Memory traffic per image: im2col writes CK P floats (KH KW times the input for stride 1) and
+ * the SGEMMs read them; the SGEMMs do C_out CK P FMAs forward and twice that backward.
+ */
+#include "cuda_common.cuh"
+#include "error.h"
+#include "kernels_cuda.h"
+
+/* Workspace budget: 64 MiB of columns per chunk is enough for cuBLAS to reach full speed on
+ * every ResNet-18 layer (G >= 25 images of 32x32 for the widest im2col). */
+#define CONV_WORKSPACE_BUDGET ((int64_t)64 << 20)
+/* cuBLAS runs a strided batch over the grid's z dimension: stay within its limit. */
+#define CONV_MAX_CHUNK 65535
+
+typedef struct conv_plan {
+    int64_t CK;      /* C_in KH KW: rows of col */
+    int64_t P;       /* H_out W_out: columns of col per image */
+    int G;           /* images per chunk */
+    bool direct;     /* 1x1, stride 1, pad 0: x_n is col_n */
+    size_t floats;   /* workspace: col (CK, G P) + doutT (C_out, G P) */
+} conv_plan;
+
+/* A pure function of the dims, so that the workspace size and both passes agree. */
+static conv_plan make_plan(const snn_conv2d_dims *d)
+{
+    conv_plan plan;
+    plan.CK = (int64_t)d->C_in * d->KH * d->KW;
+    plan.P = (int64_t)d->H_out * d->W_out;
+    plan.direct = d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0;
+    const int64_t per_image = (plan.CK + d->C_out) * plan.P; /* floats */
+    int64_t G = CONV_WORKSPACE_BUDGET / (int64_t)sizeof(float) / (per_image > 0 ? per_image : 1);
+    if (G > d->N) G = d->N;
+    if (G > CONV_MAX_CHUNK) G = CONV_MAX_CHUNK;
+    if (G < 1) G = 1;
+    plan.G = (int)G;
+    plan.floats = (size_t)(G * per_image);
+    return plan;
+}
+
+extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
+{
+    return make_plan(d).floats * sizeof(float);
+}
+
+/* The two column layouts of a chunk of g images. */
+enum col_layout {
+    COL_PER_IMAGE, /* (g, CK, P): image j's col_j is a (CK, P) block; the forward's batch */
+    COL_SIDE_BY_SIDE /* (CK, g, P) = (CK, g*P): images side by side; the backward's matrix */
+};
+
+/* col = im2col of the g images at x (g, C_in, H, W), one thread per col entry, in the order of
+ * `layout` so that writes are coalesced. Padding reads as 0.
+ * Traffic: 4 B written per col entry, x read through the cache (each input feeds up to
+ * KH KW entries).  CPU: the im2col of conv2d.c. */
+static __global__ void conv2d_im2col_kernel(float *col, const float *x, snn_conv2d_dims d, int g,
+                                            int64_t CK, int64_t P, col_layout layout)
+{
+    SNN_GRID_STRIDE_LOOP(idx, CK * g * P) {
+        const int64_t p = idx % P, t = idx / P;
+        int64_t j, r;
+        if (layout == COL_SIDE_BY_SIDE) {
+            j = t % g;
+            r = t / g;
+        } else {
+            r = t % CK;
+            j = t / CK;
+        }
+        const int kw = (int)(r % d.KW);
+        const int kh = (int)((r / d.KW) % d.KH);
+        const int ci = (int)(r / ((int64_t)d.KW * d.KH));
+        const int oh = (int)(p / d.W_out), ow = (int)(p % d.W_out);
+        const int ih = oh * d.stride - d.pad + kh, iw = ow * d.stride - d.pad + kw;
+        float v = 0.0f;
+        if (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W)
+            v = x[((j * d.C_in + ci) * d.H + ih) * (int64_t)d.W + iw];
+        col[idx] = v;
+    }
+}
+
+/* doutT (C_out, g*P) = dout (g, C_out, P) with the image axis moved inside.
+ * Traffic: 4 B read + 4 B written per element, both coalesced along p. */
+static __global__ void conv2d_transpose_dout_kernel(float *doutT, const float *dout, int C_out,
+                                                    int g, int64_t P)
+{
+    SNN_GRID_STRIDE_LOOP(idx, (int64_t)C_out * g * P) {
+        const int64_t p = idx % P, t = idx / P;
+        const int64_t j = t % g, co = t / g;
+        doutT[idx] = dout[(j * C_out + co) * P + p];
+    }
+}
+
+/* dx (g, C_in, H, W) += col2im(dcol), dcol laid out (CK, g, P): one thread per input element
+ * gathers every (kh, kw) whose window put it at output (oh, ow) =
+ * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
+ * the output. Traffic: up to KH KW dcol reads + one read-modify-write of dx per input.
+ * CPU: the col2im of conv2d.c. */
+static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, snn_conv2d_dims d, int g,
+                                            int64_t P)
+{
+    const int64_t row_stride = (int64_t)g * P; /* between consecutive rows (ci, kh, kw) of dcol */
+    SNN_GRID_STRIDE_LOOP(idx, (int64_t)g * d.C_in * d.H * d.W) {
+        const int iw = (int)(idx % d.W);
+        const int ih = (int)((idx / d.W) % d.H);
+        const int64_t t = idx / ((int64_t)d.W * d.H);
+        const int ci = (int)(t % d.C_in);
+        const int64_t j = t / d.C_in;
+        float acc = 0.0f;
+        for (int kh = 0; kh < d.KH; kh++) {
+            const int oh_s = ih + d.pad - kh; /* = oh * stride */
+            if (oh_s < 0 || oh_s % d.stride != 0) continue;
+            const int oh = oh_s / d.stride;
+            if (oh >= d.H_out) continue;
+            for (int kw = 0; kw < d.KW; kw++) {
+                const int ow_s = iw + d.pad - kw;
+                if (ow_s < 0 || ow_s % d.stride != 0) continue;
+                const int ow = ow_s / d.stride;
+                if (ow >= d.W_out) continue;
+                const int64_t r = ((int64_t)ci * d.KH + kh) * d.KW + kw;
+                acc += dcol[r * row_stride + j * P + (int64_t)oh * d.W_out + ow];
+            }
+        }
+        dx[idx] += acc;
+    }
+}
+
+extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight,
+                                        const float *bias, const snn_conv2d_dims *d,
+                                        float *workspace)
+{
+    if (d->N <= 0 || d->C_out <= 0) return;
+    const conv_plan plan = make_plan(d);
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;      /* floats per input image */
+    const int64_t out_image = (int64_t)d->C_out * plan.P;        /* floats per output image */
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
+        const float *xg = x + n0 * x_image;                       // (g, C_in, H, W)
+        const float *cols = xg;                                   // (g, CK, P)
+        if (!plan.direct) {
+            const int64_t entries = plan.CK * g * plan.P;
+            SNN_CUDA_LAUNCH(conv2d_im2col_kernel, snn_cuda_grid(entries, SNN_CUDA_BLOCK),
+                            SNN_CUDA_BLOCK, 0, workspace, xg, *d, g, plan.CK, plan.P,
+                            COL_PER_IMAGE);
+            cols = workspace;
+        }
+        /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
+        snn_gemm_strided_batched_cuda(false, false, d->C_out, (int)plan.P, (int)plan.CK, 1.0f,
+                                      weight, (int)plan.CK, 0, cols, (int)plan.P,
+                                      plan.CK * plan.P, 0.0f, out + n0 * out_image, (int)plan.P,
+                                      out_image, g);
+    }
+    if (bias) snn_bias_forward_cuda(out, bias, d->N, d->C_out, plan.P);
+}
+
+extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias,
+                                         const float *dout, const float *x, const float *weight,
+                                         const snn_conv2d_dims *d, float *workspace)
+{
+    if (d->N <= 0 || d->C_out <= 0) return;
+    const conv_plan plan = make_plan(d);
+    if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, plan.P);
+    if (!dx && !dweight) return;
+
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
+    const int64_t out_image = (int64_t)d->C_out * plan.P;
+    float *col = workspace;                                   // (CK, G*P), then dcol
+    float *doutT = workspace + plan.CK * plan.G * plan.P;     // (C_out, G*P)
+    const bool need_doutT = dweight || (dx && !plan.direct);
+
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
+        const int wide = (int)(g * plan.P);                   /* columns of the chunk matrix */
+        const float *xg = x + n0 * x_image;                   // (g, C_in, H, W)
+        const float *doutg = dout + n0 * out_image;           // (g, C_out, P)
+        float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
+
+        if (need_doutT)
+            SNN_CUDA_LAUNCH(conv2d_transpose_dout_kernel,
+                            snn_cuda_grid((int64_t)d->C_out * wide, SNN_CUDA_BLOCK),
+                            SNN_CUDA_BLOCK, 0, doutT, doutg, d->C_out, g, plan.P);
+        if (dweight) {
+            /* dweight (C_out, CK) += doutT (C_out, g P) x col^T (g P, CK) */
+            SNN_CUDA_LAUNCH(conv2d_im2col_kernel,
+                            snn_cuda_grid(plan.CK * wide, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, col,
+                            xg, *d, g, plan.CK, plan.P, COL_SIDE_BY_SIDE);
+            snn_gemm_cuda(false, true, d->C_out, (int)plan.CK, wide, 1.0f, doutT, wide, col, wide,
+                          1.0f, dweight, (int)plan.CK);
+        }
+        if (!dx) continue;
+        if (plan.direct) {
+            /* dx_j (C_in, P) += weight^T (C_in, C_out) x dout_j (C_out, P), g at once */
+            snn_gemm_strided_batched_cuda(true, false, d->C_in, (int)plan.P, d->C_out, 1.0f,
+                                          weight, d->C_in, 0, doutg, (int)plan.P, out_image, 1.0f,
+                                          dxg, (int)plan.P, x_image, g);
+        } else {
+            /* dcol (CK, g P) = weight^T (CK, C_out) x doutT (C_out, g P), into col's buffer
+             * (the dweight SGEMM that read col is queued before it on the same stream) */
+            snn_gemm_cuda(true, false, (int)plan.CK, wide, d->C_out, 1.0f, weight, (int)plan.CK,
+                          doutT, wide, 0.0f, col, wide);
+            SNN_CUDA_LAUNCH(conv2d_col2im_kernel,
+                            snn_cuda_grid((int64_t)g * x_image, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
+                            dxg, col, *d, g, plan.P);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+/*
+ * cuda_common.cuh - what every .cu file of snn.c shares (internal; CUDA sources only).
+ *
+ *   SNN_CUDA_CHECK(call)     a CUDA runtime call that must succeed: on failure prints the call,
+ *                            file:line and cudaGetErrorString, then aborts (STYLE.md 11);
+ *   SNN_CUBLAS_CHECK(call)   the same for cuBLAS, with cublasGetStatusString;
+ *   SNN_CUDA_LAUNCH(k, grid, block, shmem, args...)
+ *                            launches kernel k on the one stream, then checks cudaGetLastError()
+ *                            so that a bad launch is reported at the launch that made it;
+ *   snn_cuda_stream()        the single stream every kernel, copy and cuBLAS call is queued on;
+ *   snn_cuda_blas()          the cuBLAS handle bound to that stream (fp32, or TF32 when chosen);
+ *   snn_cuda_scratch(bytes)  device scratch for the second pass of reductions (partial sums);
+ *   snn_cuda_grid(n, block)  a grid size for a grid-stride loop over n items;
+ *   snn_block_sum(v)         a deterministic block-wide sum (fixed tree: same bits every run).
+ *
+ * All state lives in tensor/cuda_context.cu and is created on first use. Kernels index with
+ * int64_t wherever an element count can pass 2^31 (a (T*N, C, H, W) activation easily does).
+ */
+#ifndef SNN_CUDA_COMMON_CUH
+#define SNN_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+extern "C" {
+
+/* Prints "snn.c: CUDA error: <what> failed at file:line: <message>" and aborts. */
+[[noreturn]] void snn_cuda_fail(const char *what, const char *file, int line,
+                                const char *message);
+
+cudaStream_t snn_cuda_stream(void);
+cublasHandle_t snn_cuda_blas(void);
+/* Number of streaming multiprocessors of the current device (sizes grids). */
+int snn_cuda_sm_count(void);
+/* A device buffer of at least `bytes` (at most SNN_CUDA_SCRATCH_BYTES), owned by the context.
+ * Every user runs on the one stream, so consecutive kernels can reuse it without a sync. */
+void *snn_cuda_scratch(size_t bytes);
+
+} /* extern "C" */
+
+/* Capacity of the reduction scratch: reductions size their partial sums to fit it. */
+#define SNN_CUDA_SCRATCH_BYTES ((size_t)8 << 20)
+
+#define SNN_CUDA_CHECK(call)                                                                 \
+    do {                                                                                     \
+        cudaError_t snn_err_ = (call);                                                       \
+        if (snn_err_ != cudaSuccess)                                                         \
+            snn_cuda_fail(#call, __FILE__, __LINE__, cudaGetErrorString(snn_err_));          \
+    } while (0)
+
+#define SNN_CUBLAS_CHECK(call)                                                               \
+    do {                                                                                     \
+        cublasStatus_t snn_st_ = (call);                                                     \
+        if (snn_st_ != CUBLAS_STATUS_SUCCESS)                                                \
+            snn_cuda_fail(#call, __FILE__, __LINE__, cublasGetStatusString(snn_st_));        \
+    } while (0)
+
+/* Launch on the one stream and check the launch (bad configuration, missing kernel image).
+ * Asynchronous faults inside the kernel surface at the next checked call that synchronises. */
+#define SNN_CUDA_LAUNCH(kernel, grid, block, shmem, ...)                                     \
+    do {                                                                                     \
+        kernel<<<(grid), (block), (shmem), snn_cuda_stream()>>>(__VA_ARGS__);                \
+        cudaError_t snn_err_ = cudaGetLastError();                                           \
+        if (snn_err_ != cudaSuccess)                                                         \
+            snn_cuda_fail("launch of " #kernel, __FILE__, __LINE__,                          \
+                          cudaGetErrorString(snn_err_));                                     \
+    } while (0)
+
+/* Threads per block for the flat elementwise kernels. */
+#define SNN_CUDA_BLOCK 256
+
+/* Blocks for a grid-stride loop over n items: enough to fill every SM (16 blocks of 256 threads
+ * is more than an SM holds at once), no more, so that each thread does a few items. n > 0. */
+static inline unsigned snn_cuda_grid(int64_t n, int block)
+{
+    int64_t blocks = (n + block - 1) / block;
+    int64_t cap = (int64_t)snn_cuda_sm_count() * 16;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+/* for (i = this thread's first item; i < n; i += all threads) with 64-bit indices */
+#define SNN_GRID_STRIDE_LOOP(i, n)                                                           \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                \
+         i += (int64_t)blockDim.x * gridDim.x)
+
+/* Sum over a warp; the result is valid in lane 0. */
+template <typename T>
+static __device__ __forceinline__ T snn_warp_sum(T v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+/* Sum of v over the block, returned to every thread. Every thread of the block must call it
+ * (it synchronises); blockDim.x is a multiple of 32, at most 1024. The tree (lanes, then warps)
+ * is fixed, so the result is deterministic. Safe to call several times in a row. */
+template <typename T>
+static __device__ T snn_block_sum(T v)
+{
+    __shared__ T warp_sums[32];
+    __shared__ T total;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = (int)(blockDim.x >> 5);
+    v = snn_warp_sum(v);
+    __syncthreads(); /* the previous call's readers of warp_sums / total are done */
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? warp_sums[lane] : T(0);
+        v = snn_warp_sum(v);
+        if (lane == 0) total = v;
+    }
+    __syncthreads();
+    return total;
+}
+
+#endif /* SNN_CUDA_COMMON_CUH */

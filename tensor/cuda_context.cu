@@ -1,0 +1,136 @@
+/*
+ * cuda_context.cu - the CUDA backend's process-wide state: the one stream, the cuBLAS handle,
+ * the reduction scratch, and the error reporting every .cu file uses (see cuda_common.cuh).
+ *
+ * Why one stream: every op of a training step is queued in program order on it, so kernels
+ * never need events between them, scratch buffers can be reused by the next kernel without a
+ * sync, and the host only waits where it reads a value back (copy device-to-host, synchronize).
+ * The stream is non-blocking, so it never serialises against the legacy default stream that
+ * other libraries might use.
+ *
+ * Everything is created lazily on first use (a program that never touches the GPU pays
+ * nothing) and released by snn_cuda_shutdown(), after which first use creates it again.
+ * Creation is guarded by a mutex: the data loader's thread may ask for the device count.
+ */
+#include <atomic>
+#include <mutex>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda.h"
+#include "cuda_common.cuh"
+#include "error.h"
+
+static std::mutex context_mutex;
+static std::atomic<bool> context_ready{false};
+static cudaStream_t context_stream;
+static cublasHandle_t context_blas;
+static int context_sm_count;
+static std::atomic<bool> use_tf32{false};
+static void *scratch;          /* SNN_CUDA_SCRATCH_BYTES on the device, from snn_alloc */
+
+extern "C" void snn_cuda_fail(const char *what, const char *file, int line, const char *message)
+{
+    fprintf(stderr, "snn.c: CUDA error: %s failed at %s:%d: %s\n", what, file, line, message);
+    fflush(stderr);
+    abort();
+}
+
+extern "C" int snn_cuda_device_count(void)
+{
+    /* Asked on every dispatch, so it is queried once (C++11 makes this initialisation
+     * thread-safe). A missing driver is "no device", not an error. */
+    static const int count = [] {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess) {
+            (void)cudaGetLastError(); /* clear it: it is not sticky, but keep the slate clean */
+            n = 0;
+        }
+        return n;
+    }();
+    return count;
+}
+
+static void apply_math_mode(void)
+{
+    /* CUBLAS_DEFAULT_MATH computes fp32 GEMMs in full fp32; TF32 must be asked for. */
+    SNN_CUBLAS_CHECK(cublasSetMathMode(context_blas, use_tf32.load() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                     : CUBLAS_DEFAULT_MATH));
+}
+
+static void context_init(void)
+{
+    std::lock_guard<std::mutex> lock(context_mutex);
+    if (context_ready.load()) return;
+    if (snn_cuda_device_count() <= 0)
+        snn_cuda_fail("snn_cuda_context_init", __FILE__, __LINE__, "no CUDA device is visible");
+    int device = 0;
+    SNN_CUDA_CHECK(cudaGetDevice(&device));
+    SNN_CUDA_CHECK(cudaDeviceGetAttribute(&context_sm_count, cudaDevAttrMultiProcessorCount,
+                                          device));
+    SNN_CUDA_CHECK(cudaStreamCreateWithFlags(&context_stream, cudaStreamNonBlocking));
+    SNN_CUBLAS_CHECK(cublasCreate(&context_blas));
+    SNN_CUBLAS_CHECK(cublasSetStream(context_blas, context_stream));
+    /* alpha and beta are host floats in every call */
+    SNN_CUBLAS_CHECK(cublasSetPointerMode(context_blas, CUBLAS_POINTER_MODE_HOST));
+    apply_math_mode();
+    context_ready.store(true);
+}
+
+extern "C" cudaStream_t snn_cuda_stream(void)
+{
+    if (!context_ready.load()) context_init();
+    return context_stream;
+}
+
+extern "C" cublasHandle_t snn_cuda_blas(void)
+{
+    if (!context_ready.load()) context_init();
+    return context_blas;
+}
+
+extern "C" int snn_cuda_sm_count(void)
+{
+    if (!context_ready.load()) context_init();
+    return context_sm_count;
+}
+
+extern "C" void *snn_cuda_scratch(size_t bytes)
+{
+    SNN_ASSERT(bytes <= SNN_CUDA_SCRATCH_BYTES);
+    if (!context_ready.load()) context_init();
+    if (!scratch) {
+        /* Through snn_alloc so that the bytes are counted; taken once, kept until shutdown. */
+        scratch = snn_alloc(SNN_CUDA_SCRATCH_BYTES, SNN_CUDA);
+        if (!scratch)
+            snn_cuda_fail("snn_cuda_scratch", __FILE__, __LINE__,
+                          "cannot allocate the 8 MiB reduction scratch (device memory full?)");
+    }
+    return scratch;
+}
+
+extern "C" void snn_cuda_set_tf32(bool on)
+{
+    use_tf32.store(on);
+    std::lock_guard<std::mutex> lock(context_mutex);
+    if (context_ready.load()) apply_math_mode();
+}
+
+extern "C" bool snn_cuda_tf32(void) { return use_tf32.load(); }
+
+extern "C" void snn_cuda_shutdown(void)
+{
+    /* Safe to call when nothing was created (the CPU-only path of snn_shutdown). */
+    if (!context_ready.load()) return;
+    SNN_CUDA_CHECK(cudaStreamSynchronize(context_stream));
+    if (scratch) {
+        snn_free(scratch, SNN_CUDA_SCRATCH_BYTES, SNN_CUDA);
+        scratch = NULL;
+    }
+    std::lock_guard<std::mutex> lock(context_mutex);
+    SNN_CUBLAS_CHECK(cublasDestroy(context_blas));
+    SNN_CUDA_CHECK(cudaStreamDestroy(context_stream));
+    context_blas = NULL;
+    context_stream = NULL;
+    context_ready.store(false);
+}

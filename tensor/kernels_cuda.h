@@ -1,0 +1,111 @@
+/*
+ * kernels_cuda.h - the CUDA launchers that make up snn_kernels_cuda (internal header).
+ *
+ * Each launcher has exactly the signature of its table entry in kernels.h, where its semantics
+ * are specified, and must agree with the CPU function of the same name with _cpu in place of
+ * _cuda (tests/test_cuda_kernels.c checks every one). Pointers are device pointers; every
+ * launcher queues its work on the one stream (cuda_common.cuh) and returns without waiting.
+ * The file that defines each group is named above it.
+ */
+#ifndef SNN_KERNELS_CUDA_H
+#define SNN_KERNELS_CUDA_H
+
+#include "kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* backend_cuda.cu: memory */
+void *snn_device_alloc_cuda(size_t bytes);
+void snn_device_free_cuda(void *p);
+void snn_copy_cuda(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
+void snn_synchronize_cuda(void);
+
+/* elementwise.cu */
+void snn_fill_cuda(float *out, float value, int64_t n);
+void snn_axpy_cuda(float *y, float alpha, const float *x, int64_t n);
+void snn_unary_forward_cuda(snn_unary_op op, float *out, const float *x, float param,
+                            int64_t n);
+void snn_unary_backward_cuda(snn_unary_op op, float *dx, const float *dout, const float *x,
+                             const float *out, float param, int64_t n);
+void snn_binary_forward_cuda(snn_binary_op op, float *out, const float *a, const float *b,
+                             const snn_broadcast *bc);
+void snn_binary_backward_cuda(snn_binary_op op, float *da, float *db, const float *dout,
+                              const float *a, const float *b, const snn_broadcast *bc);
+
+/* reduce.cu */
+void snn_sum_dim_cuda(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
+                      float scale);
+void snn_expand_dim_cuda(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
+                         float scale, bool accumulate);
+void snn_sumsq_and_finite_cuda(float *out, const float *x, int64_t n);
+void snn_argmax_rows_cuda(float *out, const float *x, int N, int C);
+
+/* gemm.cu */
+void snn_gemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                   int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* `batch` independent row-major GEMMs C_i = alpha op(A_i) op(B_i) + beta C_i, where
+ * X_i = X + i * stride_x (a stride of 0 shares one matrix across the batch). conv2d uses it. */
+void snn_gemm_strided_batched_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                                   const float *A, int lda, int64_t stride_a, const float *B,
+                                   int ldb, int64_t stride_b, float beta, float *C, int ldc,
+                                   int64_t stride_c, int batch);
+
+/* bias.cu */
+void snn_bias_forward_cuda(float *out, const float *bias, int64_t outer, int64_t channels,
+                           int64_t inner);
+void snn_bias_backward_cuda(float *dbias, const float *dout, int64_t outer, int64_t channels,
+                            int64_t inner);
+
+/* conv2d.cu */
+size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d);
+void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight, const float *bias,
+                             const snn_conv2d_dims *d, float *workspace);
+void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const float *dout,
+                              const float *x, const float *weight, const snn_conv2d_dims *d,
+                              float *workspace);
+
+/* pool2d.cu */
+void snn_max_pool2d_forward_cuda(float *out, int32_t *argmax, const float *x,
+                                 const snn_pool2d_dims *d);
+void snn_max_pool2d_backward_cuda(float *dx, const float *dout, const int32_t *argmax,
+                                  const snn_pool2d_dims *d);
+void snn_avg_pool2d_forward_cuda(float *out, const float *x, const snn_pool2d_dims *d);
+void snn_avg_pool2d_backward_cuda(float *dx, const float *dout, const snn_pool2d_dims *d);
+
+/* batchnorm.cu */
+void snn_batchnorm_forward_train_cuda(float *out, float *save_mean, float *save_invstd,
+                                      float *running_mean, float *running_var, const float *x,
+                                      const float *gamma, const float *beta, int N, int C,
+                                      int HW, float momentum, float eps);
+void snn_batchnorm_forward_eval_cuda(float *out, const float *x, const float *gamma,
+                                     const float *beta, const float *running_mean,
+                                     const float *running_var, int N, int C, int HW, float eps);
+void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                 const float *x, const float *gamma, const float *save_mean,
+                                 const float *save_invstd, int N, int C, int HW);
+
+/* loss.cu */
+void snn_log_softmax_forward_cuda(float *out, const float *x, int N, int C);
+void snn_log_softmax_backward_cuda(float *dx, const float *dout, const float *out, int N, int C);
+void snn_nll_forward_cuda(float *loss, const float *logp, const float *labels, int N, int C,
+                          float scale);
+void snn_nll_backward_cuda(float *dlogp, const float *dloss, const float *labels, int N, int C,
+                           float scale);
+void snn_one_hot_cuda(float *out, const float *labels, int N, int C);
+
+/* dropout.cu */
+void snn_dropout_mask_cuda(float *mask, int64_t n, float p, uint64_t seed);
+
+/* optim.cu */
+void snn_sgd_update_cuda(float *p, float *velocity, const float *grad, int64_t n,
+                         const snn_sgd_params *hp);
+void snn_adam_update_cuda(float *p, float *m, float *v, const float *grad, int64_t n,
+                          const snn_adam_params *hp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SNN_KERNELS_CUDA_H */
