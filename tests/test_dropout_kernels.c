@@ -43,6 +43,18 @@ static void test_matches_recipe(void)
     ffree(mask, BIG);
 }
 
+/* The comparison is u >= p: an element whose u equals p exactly is kept. Take p = u of
+ * element 5 (a multiple of 2^-24, exact in float), then element 5 must survive. */
+static void test_boundary_is_kept(void)
+{
+    const uint64_t seed = 77;
+    uint64_t key = seed * 0xD1B54A32D192ED03ull + 5 * 0x9E3779B97F4A7C15ull;
+    const float p = (float)(snn_hash64(key) >> 40) / 16777216.0f;
+    float mask[8];
+    snn_dropout_mask_cpu(mask, 8, p, seed);
+    CHECK(mask[5] == 1.0f / (1.0f - p));
+}
+
 /* Same seed, same mask; the mask of a short tensor is the prefix of a long one's (element i
  * depends on (seed, i) only); 1 thread and all threads agree. */
 static void test_deterministic(void)
@@ -119,6 +131,7 @@ static void test_seeds_independent(void)
 int main(void)
 {
     RUN(test_matches_recipe);
+    RUN(test_boundary_is_kept);
     RUN(test_deterministic);
     RUN(test_values_and_keep_fraction);
     RUN(test_edge_probabilities);
