@@ -1,0 +1,877 @@
+/*
+ * test_cuda_kernels.c - every entry of the CUDA kernel table (the tensor/ .cu files) against
+ * the CPU reference (the tensor/ .c files) on random inputs: the parity test of DESIGN.md
+ * section 8.
+ *
+ * For each entry the same host inputs go to snn_kernels_cpu and, copied to the GPU, to the
+ * CUDA table reached through snn_kernels_for(SNN_CUDA) (so this file compiles in a build
+ * without CUDA too); the results are compared:
+ *   - elementwise results:  |got - want| <= ATOL + RTOL |want| per element (1e-6, 1e-5);
+ *   - GEMM and conv2d, whose sums run over K = 10^2..10^4 terms in different orders:
+ *     ||got - want|| / ||want|| < 1e-5 (fp32), < 2e-3 with TF32 tensor cores;
+ *   - exact (bit for bit): copies, fill, the dropout mask, argmax (max-pool and rows),
+ *     one-hot, max-pool values.
+ * Backward kernels accumulate: their gradient outputs are pre-filled with the same random
+ * values on both sides, and every NULL gradient output is exercised. Shapes include odd sizes,
+ * padding and strides, sizes that span several blocks, chunks and segments, and one-scalar
+ * reductions over 4M elements (the multi-block paths).
+ *
+ * Without a GPU the test exits 77, which ctest reports as skipped (never as passed).
+ * Run on the GPU machine: ctest -R cuda_kernels --output-on-failure
+ * (and compute-sanitizer --tool memcheck build/bin/test_cuda_kernels).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "tensor/cuda.h"
+#include "tensor/kernels.h"
+#include "test.h"
+
+#define ATOL 1e-6
+#define RTOL 1e-5
+#define NORM_TOL 1e-5
+#define TF32_NORM_TOL 2e-3
+
+static const snn_kernels *cpu; /* the reference */
+static const snn_kernels *gpu; /* under test */
+static snn_rng rng;
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory: every buffer of a test is recorded and released by release_all() at its end, so
+ * test_finish() can prove that nothing leaks on either device.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct alloc_record {
+    void *p;
+    size_t bytes;
+    snn_device device;
+} alloc_record;
+
+static alloc_record records[256];
+static int nrecords;
+
+static void *tracked_alloc(size_t bytes, snn_device device)
+{
+    if (bytes == 0) bytes = 1;
+    void *p = snn_alloc(bytes, device);
+    if (!p || nrecords == (int)(sizeof records / sizeof records[0])) {
+        fprintf(stderr, "test_cuda_kernels: cannot allocate %zu bytes on %s\n", bytes,
+                snn_device_name(device));
+        exit(EXIT_FAILURE);
+    }
+    records[nrecords++] = (alloc_record){p, bytes, device};
+    return p;
+}
+
+static void release_all(void)
+{
+    for (int i = nrecords - 1; i >= 0; i--)
+        snn_free(records[i].p, records[i].bytes, records[i].device);
+    nrecords = 0;
+}
+
+static float *host_floats(size_t n) { return tracked_alloc(n * sizeof(float), SNN_CPU); }
+static float *dev_floats(size_t n) { return tracked_alloc(n * sizeof(float), SNN_CUDA); }
+
+static void upload(void *dev, const void *host, size_t bytes)
+{
+    gpu->copy(dev, host, bytes, SNN_COPY_HOST_TO_DEVICE);
+}
+
+static void download(void *host, const void *dev, size_t bytes)
+{
+    gpu->copy(host, dev, bytes, SNN_COPY_DEVICE_TO_HOST);
+}
+
+/* host buffer of uniform values in [lo, hi) */
+static float *random_host(size_t n, float lo, float hi)
+{
+    float *h = host_floats(n);
+    for (size_t i = 0; i < n; i++) h[i] = lo + (hi - lo) * snn_rng_uniform(&rng);
+    return h;
+}
+
+/* host buffer of small whole numbers in [0, levels): many exact ties */
+static float *integer_host(size_t n, int levels)
+{
+    float *h = host_floats(n);
+    for (size_t i = 0; i < n; i++) h[i] = (float)snn_rng_below(&rng, (uint64_t)levels);
+    return h;
+}
+
+static float *dev_copy(const float *h, size_t n)
+{
+    float *d = dev_floats(n);
+    upload(d, h, n * sizeof *h);
+    return d;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Comparisons: the GPU buffer is downloaded and compared with the CPU's result. `what` names
+ * the case in the failure message.
+ * ------------------------------------------------------------------------------------------- */
+
+static void expect_close(const char *what, const float *got_dev, const float *want, size_t n,
+                         double atol, double rtol)
+{
+    float *got = host_floats(n);
+    download(got, got_dev, n * sizeof *got);
+    long where = 0;
+    double worst = test_worst_ratio(got, want, (long)n, atol, rtol, &where);
+    test_checks++;
+    if (!(worst <= 1.0)) {
+        test_failures++;
+        fprintf(stderr, "FAIL %s: [%ld] cuda %.9g vs cpu %.9g (worst |diff| / (%g + %g |ref|) = %.3g)\n",
+                what, where, (double)got[where], (double)want[where], atol, rtol, worst);
+    }
+}
+
+static void expect_norm(const char *what, const float *got_dev, const float *want, size_t n,
+                        double tol)
+{
+    float *got = host_floats(n);
+    download(got, got_dev, n * sizeof *got);
+    double diff = 0.0, ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)got[i] - (double)want[i];
+        diff += e * e;
+        ref += (double)want[i] * (double)want[i];
+    }
+    double rel = sqrt(diff) / (sqrt(ref) > 0.0 ? sqrt(ref) : 1.0);
+    test_checks++;
+    if (!(rel < tol)) {
+        test_failures++;
+        fprintf(stderr, "FAIL %s: ||cuda - cpu|| / ||cpu|| = %.3g (limit %.1g)\n", what, rel, tol);
+    }
+}
+
+static void expect_exact(const char *what, const void *got_dev, const void *want, size_t bytes)
+{
+    void *got = tracked_alloc(bytes, SNN_CPU);
+    download(got, got_dev, bytes);
+    test_checks++;
+    if (memcmp(got, want, bytes) != 0) {
+        test_failures++;
+        const unsigned char *g = got, *w = want;
+        size_t at = 0;
+        while (at < bytes && g[at] == w[at]) at++;
+        fprintf(stderr, "FAIL %s: not bit-identical (first difference at byte %zu of %zu)\n", what,
+                at, bytes);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The table, memory, fill, axpy
+ * ------------------------------------------------------------------------------------------- */
+
+static void test_table_complete(void)
+{
+#define HAS(entry) CHECK(gpu->entry != NULL)
+    CHECK(gpu->name && strcmp(gpu->name, "cuda") == 0);
+    HAS(device_alloc); HAS(device_free); HAS(copy); HAS(synchronize);
+    HAS(fill); HAS(axpy); HAS(unary_forward); HAS(unary_backward);
+    HAS(binary_forward); HAS(binary_backward); HAS(sum_dim); HAS(expand_dim); HAS(gemm);
+    HAS(bias_forward); HAS(bias_backward); HAS(conv2d_workspace_bytes); HAS(conv2d_forward);
+    HAS(conv2d_backward); HAS(max_pool2d_forward); HAS(max_pool2d_backward);
+    HAS(avg_pool2d_forward); HAS(avg_pool2d_backward); HAS(batchnorm_forward_train);
+    HAS(batchnorm_forward_eval); HAS(batchnorm_backward); HAS(log_softmax_forward);
+    HAS(log_softmax_backward); HAS(nll_forward); HAS(nll_backward); HAS(one_hot);
+    HAS(argmax_rows); HAS(dropout_mask); HAS(sgd_update); HAS(adam_update);
+    HAS(sumsq_and_finite);
+#undef HAS
+}
+
+static void test_copy_and_fill(void)
+{
+    const size_t n = 1000003;
+    float *h = random_host(n, -1.0f, 1.0f);
+    float *d1 = dev_copy(h, n);
+    float *d2 = dev_floats(n);
+    gpu->copy(d2, d1, n * sizeof *h, SNN_COPY_DEVICE_TO_DEVICE);
+    expect_exact("copy host -> device -> device -> host", d2, h, n * sizeof *h);
+
+    float *want = host_floats(n);
+    cpu->fill(want, -2.5f, (int64_t)n);
+    gpu->fill(d2, -2.5f, (int64_t)n);
+    expect_exact("fill", d2, want, n * sizeof *want);
+    gpu->synchronize();
+    release_all();
+}
+
+static void test_axpy(void)
+{
+    const size_t n = (1u << 20) + 3;
+    float *x = random_host(n, -1.0f, 1.0f), *y = random_host(n, -1.0f, 1.0f);
+    float *dx = dev_copy(x, n), *dy = dev_copy(y, n);
+    cpu->axpy(y, 0.37f, x, (int64_t)n);
+    gpu->axpy(dy, 0.37f, dx, (int64_t)n);
+    expect_close("axpy", dy, y, n, ATOL, RTOL);
+    release_all();
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Unary and binary ops
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *unary_names[SNN_UNARY_COUNT] = {
+    "neg", "exp", "log", "relu", "sigmoid", "scale", "add_scalar", "square", "heaviside"};
+
+static void test_unary(void)
+{
+    const size_t n = 100003;
+    char what[96];
+    for (int op = 0; op < SNN_UNARY_COUNT; op++) {
+        const float lo = op == SNN_UNARY_LOG ? 0.05f : -4.0f;
+        float *x = random_host(n, lo, 4.0f);
+        x[0] = 0.0f; /* relu and heaviside at their kink */
+        if (op == SNN_UNARY_LOG) x[0] = 1.0f;
+        float *out = host_floats(n);
+        float *dx_x = dev_copy(x, n), *d_out = dev_floats(n);
+        cpu->unary_forward((snn_unary_op)op, out, x, 0.75f, (int64_t)n);
+        gpu->unary_forward((snn_unary_op)op, d_out, dx_x, 0.75f, (int64_t)n);
+        snprintf(what, sizeof what, "unary_forward %s", unary_names[op]);
+        expect_close(what, d_out, out, n, ATOL, RTOL);
+
+        /* backward: both sides get the CPU's `out`, and the same pre-filled dx */
+        float *dout = random_host(n, -1.0f, 1.0f);
+        float *dx = random_host(n, -1.0f, 1.0f);
+        float *d_dout = dev_copy(dout, n), *d_dx = dev_copy(dx, n), *d_out_cpu = dev_copy(out, n);
+        cpu->unary_backward((snn_unary_op)op, dx, dout, x, out, 0.75f, (int64_t)n);
+        gpu->unary_backward((snn_unary_op)op, d_dx, d_dout, dx_x, d_out_cpu, 0.75f, (int64_t)n);
+        snprintf(what, sizeof what, "unary_backward %s", unary_names[op]);
+        expect_close(what, d_dx, dx, n, ATOL, RTOL);
+        release_all();
+    }
+}
+
+/* The broadcast of a op b, built as autograd/fn_elementwise.c builds it. */
+static snn_broadcast make_broadcast(snn_shape a, snn_shape b)
+{
+    snn_broadcast bc;
+    memset(&bc, 0, sizeof bc);
+    const int ndim = a.ndim > b.ndim ? a.ndim : b.ndim;
+    bc.out.ndim = ndim;
+    int64_t stride_a = 1, stride_b = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        const int da = d - (ndim - a.ndim), db = d - (ndim - b.ndim);
+        const int64_t sa = da >= 0 ? a.dim[da] : 1, sb = db >= 0 ? b.dim[db] : 1;
+        bc.out.dim[d] = sa > sb ? sa : sb;
+        bc.stride_a[d] = sa == 1 ? 0 : stride_a;
+        bc.stride_b[d] = sb == 1 ? 0 : stride_b;
+        stride_a *= sa;
+        stride_b *= sb;
+    }
+    bc.numel = snn_shape_numel(bc.out);
+    bc.numel_a = snn_shape_numel(a);
+    bc.numel_b = snn_shape_numel(b);
+    bc.same_shape = snn_shape_equal(a, b);
+    return bc;
+}
+
+static const char *binary_names[SNN_BINARY_COUNT] = {"add", "sub", "mul", "div"};
+
+static void binary_case(snn_binary_op op, snn_shape sa, snn_shape sb, int skip)
+{
+    char what[256], bufa[64], bufb[64];
+    snn_shape_str(sa, bufa, sizeof bufa);
+    snn_shape_str(sb, bufb, sizeof bufb);
+    const snn_broadcast bc = make_broadcast(sa, sb);
+    const size_t na = (size_t)bc.numel_a, nb = (size_t)bc.numel_b, n = (size_t)bc.numel;
+    float *a = random_host(na, -2.0f, 2.0f);
+    float *b = random_host(nb, 0.5f, 2.0f); /* away from 0: DIV stays tame */
+    float *out = host_floats(n);
+    float *d_a = dev_copy(a, na), *d_b = dev_copy(b, nb), *d_out = dev_floats(n);
+    cpu->binary_forward(op, out, a, b, &bc);
+    gpu->binary_forward(op, d_out, d_a, d_b, &bc);
+    snprintf(what, sizeof what, "binary_forward %s %s %s", binary_names[op], bufa, bufb);
+    expect_close(what, d_out, out, n, ATOL, RTOL);
+
+    /* skip: 0 both gradients, 1 da NULL, 2 db NULL */
+    float *dout = random_host(n, -1.0f, 1.0f);
+    float *da = random_host(na, -1.0f, 1.0f), *db = random_host(nb, -1.0f, 1.0f);
+    float *d_dout = dev_copy(dout, n), *d_da = dev_copy(da, na), *d_db = dev_copy(db, nb);
+    cpu->binary_backward(op, skip == 1 ? NULL : da, skip == 2 ? NULL : db, dout, a, b, &bc);
+    gpu->binary_backward(op, skip == 1 ? NULL : d_da, skip == 2 ? NULL : d_db, d_dout, d_a, d_b,
+                         &bc);
+    /* the CPU adds one float term at a time, the GPU sums in double first: allow the CPU's
+     * rounding over the longest sum (terms of size ~2, up to ~10^4 of them) */
+    const double atol = 1e-5 * (double)(n / (na < nb ? na : nb));
+    snprintf(what, sizeof what, "binary_backward %s %s %s da%s", binary_names[op], bufa, bufb,
+             skip == 1 ? " (NULL)" : "");
+    expect_close(what, d_da, da, na, atol > ATOL ? atol : ATOL, RTOL);
+    snprintf(what, sizeof what, "binary_backward %s %s %s db%s", binary_names[op], bufa, bufb,
+             skip == 2 ? " (NULL)" : "");
+    expect_close(what, d_db, db, nb, atol > ATOL ? atol : ATOL, RTOL);
+    release_all();
+}
+
+static void test_binary(void)
+{
+    for (int op = 0; op < SNN_BINARY_COUNT; op++) {
+        binary_case((snn_binary_op)op, SNN_SHAPE(1000, 37), SNN_SHAPE(1000, 37), 0);
+        binary_case((snn_binary_op)op, SNN_SHAPE(4, 3, 5, 6), SNN_SHAPE(3, 1, 1), 0);
+        binary_case((snn_binary_op)op, SNN_SHAPE(1, 5, 1), SNN_SHAPE(4, 1, 6), 0);
+        binary_case((snn_binary_op)op, SNN_SHAPE(7), SNN_SHAPE(3, 2, 7), 0);
+        /* a bias-like operand summed over 32*16*16 = 8192 terms: the block-per-element path */
+        binary_case((snn_binary_op)op, SNN_SHAPE(32, 24, 16, 16), SNN_SHAPE(24, 1, 1), 0);
+    }
+    binary_case(SNN_BINARY_MUL, SNN_SHAPE(4, 3, 5, 6), SNN_SHAPE(3, 1, 1), 1);
+    binary_case(SNN_BINARY_DIV, SNN_SHAPE(4, 3, 5, 6), SNN_SHAPE(3, 1, 1), 2);
+    binary_case(SNN_BINARY_SUB, SNN_SHAPE(100, 10), SNN_SHAPE(100, 10), 1);
+    binary_case(SNN_BINARY_DIV, SNN_SHAPE(100, 10), SNN_SHAPE(100, 10), 2);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reductions
+ * ------------------------------------------------------------------------------------------- */
+
+static void sum_dim_case(int64_t outer, int64_t dim, int64_t inner, float scale)
+{
+    char what[128];
+    const size_t n = (size_t)(outer * dim * inner), m = (size_t)(outer * inner);
+    float *x = random_host(n, -1.0f, 1.0f);
+    float *out = host_floats(m);
+    float *d_x = dev_copy(x, n), *d_out = dev_floats(m);
+    cpu->sum_dim(out, x, outer, dim, inner, scale);
+    gpu->sum_dim(d_out, d_x, outer, dim, inner, scale);
+    snprintf(what, sizeof what, "sum_dim (%lld, %lld, %lld)", (long long)outer, (long long)dim,
+             (long long)inner);
+    /* both sum in double: they differ by float rounding of the result only */
+    expect_close(what, d_out, out, m, ATOL, RTOL);
+
+    /* expand_dim back, overwriting and accumulating */
+    float *y = random_host(n, -1.0f, 1.0f);
+    float *d_y = dev_copy(y, n);
+    cpu->expand_dim(y, out, outer, dim, inner, 0.5f, true);
+    float *d_out_cpu = dev_copy(out, m);
+    gpu->expand_dim(d_y, d_out_cpu, outer, dim, inner, 0.5f, true);
+    snprintf(what, sizeof what, "expand_dim accumulate (%lld, %lld, %lld)", (long long)outer,
+             (long long)dim, (long long)inner);
+    expect_close(what, d_y, y, n, ATOL, RTOL);
+    cpu->expand_dim(y, out, outer, dim, inner, -2.0f, false);
+    gpu->expand_dim(d_y, d_out_cpu, outer, dim, inner, -2.0f, false);
+    snprintf(what, sizeof what, "expand_dim overwrite (%lld, %lld, %lld)", (long long)outer,
+             (long long)dim, (long long)inner);
+    expect_exact(what, d_y, y, n * sizeof *y);
+    release_all();
+}
+
+static void test_sum_dim(void)
+{
+    sum_dim_case(1, (1 << 22) + 17, 1, 0.25f);  /* one scalar from 4M values: row segments */
+    sum_dim_case(37, 1000, 1, 1.0f);            /* rows */
+    sum_dim_case(1000, 7, 1, 1.0f);             /* short rows: one thread each */
+    sum_dim_case(3, 100000, 5, 0.5f);           /* narrow columns: dim split in segments */
+    sum_dim_case(16, 33, 64, 1.0f / 33.0f);     /* a mean over a middle axis */
+    sum_dim_case(1, 1, 1000, 2.0f);             /* dim 1 */
+}
+
+static void test_sumsq_and_finite(void)
+{
+    const size_t sizes[] = {1, 1000, (1u << 22) + 5};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t n = sizes[s];
+        float *x = random_host(n, -1.0f, 1.0f);
+        float want[2], got[2];
+        float *d_x = dev_copy(x, n), *d_out = dev_floats(2);
+        cpu->sumsq_and_finite(want, x, (int64_t)n);
+        gpu->sumsq_and_finite(d_out, d_x, (int64_t)n);
+        download(got, d_out, sizeof got);
+        CHECK_CLOSE(got[0], want[0], ATOL, RTOL);
+        CHECK(got[1] == 0.0f && want[1] == 0.0f);
+
+        x[n / 2] = INFINITY;
+        upload(d_x + n / 2, x + n / 2, sizeof *x);
+        gpu->sumsq_and_finite(d_out, d_x, (int64_t)n);
+        download(got, d_out, sizeof got);
+        CHECK(got[1] == 1.0f);
+        x[n / 2] = NAN;
+        upload(d_x + n / 2, x + n / 2, sizeof *x);
+        gpu->sumsq_and_finite(d_out, d_x, (int64_t)n);
+        download(got, d_out, sizeof got);
+        CHECK(got[1] == 1.0f);
+        release_all();
+    }
+}
+
+static void test_argmax_rows(void)
+{
+    const int shapes[][2] = {{100, 10}, {33, 1000}, {5, 1}, {4096, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int N = shapes[s][0], C = shapes[s][1];
+        const size_t n = (size_t)N * C;
+        /* few levels: many rows have tied maxima, and the first must win */
+        float *x = integer_host(n, 4);
+        float *want = host_floats((size_t)N);
+        float *d_x = dev_copy(x, n), *d_out = dev_floats((size_t)N);
+        cpu->argmax_rows(want, x, N, C);
+        gpu->argmax_rows(d_out, d_x, N, C);
+        expect_exact("argmax_rows (ties)", d_out, want, (size_t)N * sizeof *want);
+        release_all();
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * GEMM
+ * ------------------------------------------------------------------------------------------- */
+
+static void gemm_case(bool ta, bool tb, int M, int N, int K, float alpha, float beta, int pad,
+                      double tol)
+{
+    char what[128];
+    /* stored shapes: A (M, K) or (K, M); B (K, N) or (N, K); leading dims padded by `pad` */
+    const int a_rows = ta ? K : M, a_cols = ta ? M : K;
+    const int b_rows = tb ? N : K, b_cols = tb ? K : N;
+    const int lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
+    const size_t na = (size_t)a_rows * lda, nb = (size_t)b_rows * ldb, nc = (size_t)M * ldc;
+    float *A = random_host(na, -1.0f, 1.0f), *B = random_host(nb, -1.0f, 1.0f);
+    float *C = random_host(nc, -1.0f, 1.0f);
+    float *d_A = dev_copy(A, na), *d_B = dev_copy(B, nb), *d_C = dev_copy(C, nc);
+    if (beta == 0.0f) {
+        /* beta = 0 must ignore C: give the GPU NaN there, the CPU its random values */
+        float *nan_c = host_floats(nc);
+        for (size_t i = 0; i < nc; i++) nan_c[i] = NAN;
+        upload(d_C, nan_c, nc * sizeof *nan_c);
+    }
+    cpu->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gpu->gemm(ta, tb, M, N, K, alpha, d_A, lda, d_B, ldb, beta, d_C, ldc);
+    if (beta == 0.0f && pad > 0) {
+        /* the padding columns of C are not part of the product: compare only M x N */
+        float *got = host_floats(nc);
+        download(got, d_C, nc * sizeof *got);
+        for (int i = 0; i < M; i++)
+            for (int j = N; j < ldc; j++) got[(size_t)i * ldc + j] = C[(size_t)i * ldc + j];
+        upload(d_C, got, nc * sizeof *got);
+    }
+    snprintf(what, sizeof what, "gemm %c%c M=%d N=%d K=%d alpha=%g beta=%g ld+%d", ta ? 'T' : 'N',
+             tb ? 'T' : 'N', M, N, K, (double)alpha, (double)beta, pad);
+    expect_norm(what, d_C, C, nc, tol);
+    release_all();
+}
+
+static void test_gemm(void)
+{
+    for (int t = 0; t < 4; t++) {
+        const bool ta = t & 1, tb = (t >> 1) & 1;
+        gemm_case(ta, tb, 37, 53, 71, 1.0f, 0.0f, 0, NORM_TOL);
+        gemm_case(ta, tb, 64, 33, 129, 0.5f, 0.75f, 3, NORM_TOL);
+        gemm_case(ta, tb, 1, 300, 17, -1.0f, 1.0f, 0, NORM_TOL);
+        gemm_case(ta, tb, 128, 10, 784, 1.0f, 0.0f, 5, NORM_TOL);
+    }
+    gemm_case(false, true, 64, 64, 20000, 1.0f, 1.0f, 0, NORM_TOL); /* long K (a dweight) */
+#ifdef SNN_WITH_CUDA
+    /* TF32 tensor cores: 10-bit mantissa inputs, fp32 accumulation */
+    snn_cuda_set_tf32(true);
+    CHECK(snn_cuda_tf32());
+    gemm_case(false, false, 256, 256, 256, 1.0f, 0.0f, 0, TF32_NORM_TOL);
+    gemm_case(true, true, 130, 70, 500, 1.0f, 1.0f, 2, TF32_NORM_TOL);
+    snn_cuda_set_tf32(false);
+#endif
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Bias
+ * ------------------------------------------------------------------------------------------- */
+
+static void bias_case(int64_t outer, int64_t channels, int64_t inner)
+{
+    char what[128];
+    const size_t n = (size_t)(outer * channels * inner), c = (size_t)channels;
+    float *out = random_host(n, -1.0f, 1.0f), *bias = random_host(c, -1.0f, 1.0f);
+    float *d_out = dev_copy(out, n), *d_bias = dev_copy(bias, c);
+    cpu->bias_forward(out, bias, outer, channels, inner);
+    gpu->bias_forward(d_out, d_bias, outer, channels, inner);
+    snprintf(what, sizeof what, "bias_forward (%lld, %lld, %lld)", (long long)outer,
+             (long long)channels, (long long)inner);
+    expect_exact(what, d_out, out, n * sizeof *out);
+
+    float *dout = random_host(n, -1.0f, 1.0f), *dbias = random_host(c, -1.0f, 1.0f);
+    float *d_dout = dev_copy(dout, n), *d_dbias = dev_copy(dbias, c);
+    cpu->bias_backward(dbias, dout, outer, channels, inner);
+    gpu->bias_backward(d_dbias, d_dout, outer, channels, inner);
+    snprintf(what, sizeof what, "bias_backward (%lld, %lld, %lld)", (long long)outer,
+             (long long)channels, (long long)inner);
+    expect_close(what, d_dbias, dbias, c, ATOL, RTOL);
+    release_all();
+}
+
+static void test_bias(void)
+{
+    bias_case(8, 64, 196);     /* conv */
+    bias_case(128, 10, 1);     /* linear */
+    bias_case(3, 5000, 1);     /* wide linear: one thread per channel */
+    bias_case(2, 3, 100000);   /* few channels: segments */
+    bias_case(5, 7, 9);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * conv2d
+ * ------------------------------------------------------------------------------------------- */
+
+static snn_conv2d_dims conv_dims(int N, int C_in, int H, int W, int C_out, int KH, int KW,
+                                 int stride, int pad)
+{
+    snn_conv2d_dims d = {N, C_in, H, W, C_out, KH, KW, stride, pad, 0, 0};
+    d.H_out = (H + 2 * pad - KH) / stride + 1;
+    d.W_out = (W + 2 * pad - KW) / stride + 1;
+    return d;
+}
+
+/* skip: bit 0 drops dx, bit 1 dweight, bit 2 dbias */
+static void conv_case(snn_conv2d_dims d, bool with_bias, int skip)
+{
+    char what[200], dims[128];
+    snprintf(dims, sizeof dims, "N=%d Cin=%d %dx%d Cout=%d k=%dx%d s=%d p=%d%s skip=%d", d.N,
+             d.C_in, d.H, d.W, d.C_out, d.KH, d.KW, d.stride, d.pad, with_bias ? " bias" : "",
+             skip);
+    const size_t nx = (size_t)d.N * d.C_in * d.H * d.W;
+    const size_t nw = (size_t)d.C_out * d.C_in * d.KH * d.KW;
+    const size_t nout = (size_t)d.N * d.C_out * d.H_out * d.W_out;
+    const size_t nb = (size_t)d.C_out;
+    float *x = random_host(nx, -1.0f, 1.0f), *w = random_host(nw, -1.0f, 1.0f);
+    float *bias = random_host(nb, -1.0f, 1.0f), *out = host_floats(nout);
+    const size_t ws_cpu = cpu->conv2d_workspace_bytes(&d);
+    const size_t ws_gpu = gpu->conv2d_workspace_bytes(&d);
+    float *w_cpu = tracked_alloc(ws_cpu, SNN_CPU);
+    float *w_gpu = tracked_alloc(ws_gpu, SNN_CUDA);
+    float *d_x = dev_copy(x, nx), *d_w = dev_copy(w, nw), *d_bias = dev_copy(bias, nb);
+    float *d_out = dev_floats(nout);
+
+    cpu->conv2d_forward(out, x, w, with_bias ? bias : NULL, &d, w_cpu);
+    gpu->conv2d_forward(d_out, d_x, d_w, with_bias ? d_bias : NULL, &d, w_gpu);
+    snprintf(what, sizeof what, "conv2d_forward %s", dims);
+    expect_norm(what, d_out, out, nout, NORM_TOL);
+
+    float *dout = random_host(nout, -1.0f, 1.0f);
+    float *dx = random_host(nx, -1.0f, 1.0f), *dw = random_host(nw, -1.0f, 1.0f);
+    float *db = random_host(nb, -1.0f, 1.0f);
+    float *d_dout = dev_copy(dout, nout), *d_dx = dev_copy(dx, nx), *d_dw = dev_copy(dw, nw);
+    float *d_db = dev_copy(db, nb);
+    cpu->conv2d_backward(skip & 1 ? NULL : dx, skip & 2 ? NULL : dw, skip & 4 ? NULL : db, dout,
+                         x, w, &d, w_cpu);
+    gpu->conv2d_backward(skip & 1 ? NULL : d_dx, skip & 2 ? NULL : d_dw, skip & 4 ? NULL : d_db,
+                         d_dout, d_x, d_w, &d, w_gpu);
+    snprintf(what, sizeof what, "conv2d_backward dx %s", dims);
+    expect_norm(what, d_dx, dx, nx, NORM_TOL);
+    snprintf(what, sizeof what, "conv2d_backward dweight %s", dims);
+    expect_norm(what, d_dw, dw, nw, NORM_TOL);
+    snprintf(what, sizeof what, "conv2d_backward dbias %s", dims);
+    expect_close(what, d_db, db, nb, 1e-5, RTOL);
+    release_all();
+}
+
+static void test_conv2d(void)
+{
+    conv_case(conv_dims(5, 3, 11, 11, 8, 3, 3, 1, 1), true, 0);
+    conv_case(conv_dims(4, 16, 8, 8, 32, 1, 1, 1, 0), false, 0);  /* 1x1: no im2col */
+    conv_case(conv_dims(4, 16, 8, 8, 32, 1, 1, 1, 0), true, 2);   /* 1x1, dweight NULL */
+    conv_case(conv_dims(3, 8, 9, 7, 12, 3, 3, 2, 1), true, 0);    /* stride 2, non-square */
+    conv_case(conv_dims(4, 8, 8, 8, 16, 1, 1, 2, 0), false, 0);   /* ResNet downsample */
+    conv_case(conv_dims(2, 4, 10, 10, 6, 5, 5, 1, 2), true, 0);   /* 5x5 */
+    conv_case(conv_dims(3, 4, 6, 5, 5, 3, 1, 1, 1), true, 0);     /* 3x1 kernel */
+    conv_case(conv_dims(2, 6, 7, 7, 4, 3, 3, 3, 2), true, 0);     /* stride 3 > pad */
+    for (int skip = 1; skip < 8; skip++)                           /* every NULL combination */
+        conv_case(conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, skip);
+    /* ResNet-18 layer-1 shape: the workspace holds 25 images, so 30 make two chunks */
+    conv_case(conv_dims(30, 64, 32, 32, 64, 3, 3, 1, 1), true, 0);
+    /* late layer: 4x4 outputs, many images side by side in one SGEMM */
+    conv_case(conv_dims(40, 64, 8, 8, 128, 3, 3, 2, 1), true, 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pooling
+ * ------------------------------------------------------------------------------------------- */
+
+static snn_pool2d_dims pool_dims(int N, int C, int H, int W, int K, int stride, int pad)
+{
+    snn_pool2d_dims d = {N, C, H, W, K, stride, pad, 0, 0};
+    d.H_out = (H + 2 * pad - K) / stride + 1;
+    d.W_out = (W + 2 * pad - K) / stride + 1;
+    return d;
+}
+
+static void pool_case(snn_pool2d_dims d)
+{
+    char what[160], dims[96];
+    snprintf(dims, sizeof dims, "N=%d C=%d %dx%d K=%d s=%d p=%d", d.N, d.C, d.H, d.W, d.K,
+             d.stride, d.pad);
+    const size_t nx = (size_t)d.N * d.C * d.H * d.W;
+    const size_t nout = (size_t)d.N * d.C * d.H_out * d.W_out;
+
+    /* max: integer inputs make ties, so the first-in-scan-order rule is tested */
+    float *x = integer_host(nx, 5), *out = host_floats(nout);
+    int32_t *argmax = tracked_alloc(nout * sizeof *argmax, SNN_CPU);
+    float *d_x = dev_copy(x, nx), *d_out = dev_floats(nout);
+    int32_t *d_argmax = tracked_alloc(nout * sizeof *argmax, SNN_CUDA);
+    cpu->max_pool2d_forward(out, argmax, x, &d);
+    gpu->max_pool2d_forward(d_out, d_argmax, d_x, &d);
+    snprintf(what, sizeof what, "max_pool2d_forward out %s", dims);
+    expect_exact(what, d_out, out, nout * sizeof *out);
+    snprintf(what, sizeof what, "max_pool2d_forward argmax %s", dims);
+    expect_exact(what, d_argmax, argmax, nout * sizeof *argmax);
+
+    float *dout = random_host(nout, -1.0f, 1.0f), *dx = random_host(nx, -1.0f, 1.0f);
+    float *d_dout = dev_copy(dout, nout), *d_dx = dev_copy(dx, nx);
+    cpu->max_pool2d_backward(dx, dout, argmax, &d);
+    gpu->max_pool2d_backward(d_dx, d_dout, d_argmax, &d);
+    snprintf(what, sizeof what, "max_pool2d_backward %s", dims);
+    expect_close(what, d_dx, dx, nx, ATOL, RTOL);
+
+    /* average */
+    float *xa = random_host(nx, -1.0f, 1.0f);
+    float *d_xa = dev_copy(xa, nx);
+    cpu->avg_pool2d_forward(out, xa, &d);
+    gpu->avg_pool2d_forward(d_out, d_xa, &d);
+    snprintf(what, sizeof what, "avg_pool2d_forward %s", dims);
+    expect_close(what, d_out, out, nout, ATOL, RTOL);
+    float *dxa = random_host(nx, -1.0f, 1.0f);
+    float *d_dxa = dev_copy(dxa, nx);
+    cpu->avg_pool2d_backward(dxa, dout, &d);
+    gpu->avg_pool2d_backward(d_dxa, d_dout, &d);
+    snprintf(what, sizeof what, "avg_pool2d_backward %s", dims);
+    expect_close(what, d_dxa, dxa, nx, ATOL, RTOL);
+    release_all();
+}
+
+static void test_pool2d(void)
+{
+    pool_case(pool_dims(4, 3, 8, 8, 2, 2, 0));
+    pool_case(pool_dims(2, 5, 9, 7, 3, 2, 1));   /* overlapping windows with padding */
+    pool_case(pool_dims(3, 2, 7, 9, 3, 1, 1));   /* stride 1 */
+    pool_case(pool_dims(64, 32, 28, 28, 2, 2, 0));
+    pool_case(pool_dims(2, 2, 5, 5, 4, 3, 2));   /* windows that see mostly padding */
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Batch-norm
+ * ------------------------------------------------------------------------------------------- */
+
+static void batchnorm_case(int N, int C, int HW, bool affine, bool running, int skip)
+{
+    char what[160], dims[96];
+    snprintf(dims, sizeof dims, "N=%d C=%d HW=%d%s%s skip=%d", N, C, HW,
+             affine ? " affine" : "", running ? " running" : "", skip);
+    const size_t n = (size_t)N * C * HW, c = (size_t)C;
+    float *x = random_host(n, -1.0f, 3.0f); /* mean away from 0 */
+    float *gamma = random_host(c, 0.5f, 1.5f), *beta = random_host(c, -0.5f, 0.5f);
+    float *rmean = random_host(c, -0.1f, 0.1f), *rvar = random_host(c, 0.5f, 1.5f);
+    float *out = host_floats(n), *mean = host_floats(c), *invstd = host_floats(c);
+    float *d_x = dev_copy(x, n), *d_gamma = dev_copy(gamma, c), *d_beta = dev_copy(beta, c);
+    float *d_rmean = dev_copy(rmean, c), *d_rvar = dev_copy(rvar, c);
+    float *d_out = dev_floats(n), *d_mean = dev_floats(c), *d_invstd = dev_floats(c);
+
+    cpu->batchnorm_forward_train(out, mean, invstd, running ? rmean : NULL, running ? rvar : NULL,
+                                 x, affine ? gamma : NULL, affine ? beta : NULL, N, C, HW, 0.1f,
+                                 1e-5f);
+    gpu->batchnorm_forward_train(d_out, d_mean, d_invstd, running ? d_rmean : NULL,
+                                 running ? d_rvar : NULL, d_x, affine ? d_gamma : NULL,
+                                 affine ? d_beta : NULL, N, C, HW, 0.1f, 1e-5f);
+    snprintf(what, sizeof what, "batchnorm_forward_train out %s", dims);
+    expect_close(what, d_out, out, n, 1e-5, RTOL);
+    snprintf(what, sizeof what, "batchnorm_forward_train save_mean %s", dims);
+    expect_close(what, d_mean, mean, c, ATOL, RTOL);
+    snprintf(what, sizeof what, "batchnorm_forward_train save_invstd %s", dims);
+    expect_close(what, d_invstd, invstd, c, ATOL, RTOL);
+    snprintf(what, sizeof what, "batchnorm_forward_train running_mean %s", dims);
+    expect_close(what, d_rmean, rmean, c, ATOL, RTOL);
+    snprintf(what, sizeof what, "batchnorm_forward_train running_var %s", dims);
+    expect_close(what, d_rvar, rvar, c, ATOL, RTOL);
+
+    /* eval, with the updated running statistics */
+    cpu->batchnorm_forward_eval(out, x, affine ? gamma : NULL, affine ? beta : NULL, rmean, rvar,
+                                N, C, HW, 1e-5f);
+    gpu->batchnorm_forward_eval(d_out, d_x, affine ? d_gamma : NULL, affine ? d_beta : NULL,
+                                d_rmean, d_rvar, N, C, HW, 1e-5f);
+    snprintf(what, sizeof what, "batchnorm_forward_eval %s", dims);
+    expect_close(what, d_out, out, n, 1e-5, RTOL);
+
+    /* backward from the CPU's saved statistics on both sides; skip: bit 0 dx, 1 dgamma, 2 dbeta */
+    float *d_mean_cpu = dev_copy(mean, c), *d_invstd_cpu = dev_copy(invstd, c);
+    float *dout = random_host(n, -1.0f, 1.0f), *dx = random_host(n, -1.0f, 1.0f);
+    float *dgamma = random_host(c, -1.0f, 1.0f), *dbeta = random_host(c, -1.0f, 1.0f);
+    float *d_dout = dev_copy(dout, n), *d_dx = dev_copy(dx, n);
+    float *d_dgamma = dev_copy(dgamma, c), *d_dbeta = dev_copy(dbeta, c);
+    cpu->batchnorm_backward(skip & 1 ? NULL : dx, skip & 2 ? NULL : dgamma, skip & 4 ? NULL : dbeta,
+                            dout, x, affine ? gamma : NULL, mean, invstd, N, C, HW);
+    gpu->batchnorm_backward(skip & 1 ? NULL : d_dx, skip & 2 ? NULL : d_dgamma,
+                            skip & 4 ? NULL : d_dbeta, d_dout, d_x, affine ? d_gamma : NULL,
+                            d_mean_cpu, d_invstd_cpu, N, C, HW);
+    snprintf(what, sizeof what, "batchnorm_backward dx %s", dims);
+    expect_close(what, d_dx, dx, n, 1e-5, RTOL);
+    snprintf(what, sizeof what, "batchnorm_backward dgamma %s", dims);
+    expect_close(what, d_dgamma, dgamma, c, 1e-5, RTOL);
+    snprintf(what, sizeof what, "batchnorm_backward dbeta %s", dims);
+    expect_close(what, d_dbeta, dbeta, c, 1e-5, RTOL);
+    release_all();
+}
+
+static void test_batchnorm(void)
+{
+    batchnorm_case(8, 16, 49, true, true, 0);
+    batchnorm_case(64, 3, 1024, true, true, 0);   /* few channels, long sums */
+    batchnorm_case(128, 10, 1, true, true, 0);    /* BatchNorm1d */
+    batchnorm_case(4, 300, 7, false, false, 0);   /* no affine, no running statistics */
+    batchnorm_case(1, 5, 1, true, true, 0);       /* M = 1: no Bessel correction */
+    for (int skip = 1; skip < 8; skip++) batchnorm_case(6, 8, 25, true, true, skip);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Losses
+ * ------------------------------------------------------------------------------------------- */
+
+static void loss_case(int N, int C)
+{
+    char what[128];
+    const size_t n = (size_t)N * C;
+    float *x = random_host(n, -5.0f, 5.0f), *out = host_floats(n);
+    float *labels = integer_host((size_t)N, C);
+    float *d_x = dev_copy(x, n), *d_out = dev_floats(n), *d_labels = dev_copy(labels, (size_t)N);
+    cpu->log_softmax_forward(out, x, N, C);
+    gpu->log_softmax_forward(d_out, d_x, N, C);
+    snprintf(what, sizeof what, "log_softmax_forward N=%d C=%d", N, C);
+    expect_close(what, d_out, out, n, ATOL, RTOL);
+
+    float *dout = random_host(n, -1.0f, 1.0f), *dx = random_host(n, -1.0f, 1.0f);
+    float *d_dout = dev_copy(dout, n), *d_dx = dev_copy(dx, n), *d_out_cpu = dev_copy(out, n);
+    cpu->log_softmax_backward(dx, dout, out, N, C);
+    gpu->log_softmax_backward(d_dx, d_dout, d_out_cpu, N, C);
+    snprintf(what, sizeof what, "log_softmax_backward N=%d C=%d", N, C);
+    expect_close(what, d_dx, dx, n, 1e-5, RTOL);
+
+    float loss = 0.0f, dloss = 0.7f;
+    float *d_loss = dev_floats(1), *d_dloss = dev_copy(&dloss, 1);
+    const float scale = 1.0f / (float)N;
+    cpu->nll_forward(&loss, out, labels, N, C, scale);
+    gpu->nll_forward(d_loss, d_out_cpu, d_labels, N, C, scale);
+    snprintf(what, sizeof what, "nll_forward N=%d C=%d", N, C);
+    expect_close(what, d_loss, &loss, 1, ATOL, RTOL);
+
+    float *dlogp = random_host(n, -1.0f, 1.0f);
+    float *d_dlogp = dev_copy(dlogp, n);
+    cpu->nll_backward(dlogp, &dloss, labels, N, C, scale);
+    gpu->nll_backward(d_dlogp, d_dloss, d_labels, N, C, scale);
+    snprintf(what, sizeof what, "nll_backward N=%d C=%d", N, C);
+    expect_close(what, d_dlogp, dlogp, n, ATOL, RTOL);
+
+    float *onehot = host_floats(n);
+    cpu->one_hot(onehot, labels, N, C);
+    gpu->one_hot(d_out, d_labels, N, C);
+    snprintf(what, sizeof what, "one_hot N=%d C=%d", N, C);
+    expect_exact(what, d_out, onehot, n * sizeof *onehot);
+    release_all();
+}
+
+static void test_losses(void)
+{
+    loss_case(64, 10);
+    loss_case(7, 1000);
+    loss_case(1000, 3);
+    loss_case(1, 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Dropout and optimizers
+ * ------------------------------------------------------------------------------------------- */
+
+static void test_dropout_mask(void)
+{
+    const size_t n = 1000003;
+    const float ps[] = {0.0f, 0.1f, 0.5f, 0.9f, 1.0f};
+    const uint64_t seeds[] = {0, 1, 12345678901ull};
+    char what[96];
+    float *want = host_floats(n), *d_mask = dev_floats(n);
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+            cpu->dropout_mask(want, (int64_t)n, ps[i], seeds[s]);
+            gpu->dropout_mask(d_mask, (int64_t)n, ps[i], seeds[s]);
+            snprintf(what, sizeof what, "dropout_mask p=%g seed=%llu", (double)ps[i],
+                     (unsigned long long)seeds[s]);
+            expect_exact(what, d_mask, want, n * sizeof *want);
+        }
+    }
+    release_all();
+}
+
+static void sgd_case(float momentum, float dampening, bool nesterov, bool first, float wd)
+{
+    char what[128];
+    const size_t n = 100003;
+    float *p = random_host(n, -1.0f, 1.0f), *g = random_host(n, -1.0f, 1.0f);
+    float *vel = random_host(n, -0.1f, 0.1f);
+    float *d_p = dev_copy(p, n), *d_g = dev_copy(g, n), *d_vel = dev_copy(vel, n);
+    const snn_sgd_params hp = {0.05f, momentum, dampening, wd, nesterov, first};
+    const bool has_buf = momentum != 0.0f; /* velocity may be NULL without momentum */
+    cpu->sgd_update(p, has_buf ? vel : NULL, g, (int64_t)n, &hp);
+    gpu->sgd_update(d_p, has_buf ? d_vel : NULL, d_g, (int64_t)n, &hp);
+    snprintf(what, sizeof what, "sgd_update p mom=%g damp=%g nesterov=%d first=%d wd=%g",
+             (double)momentum, (double)dampening, nesterov, first, (double)wd);
+    expect_close(what, d_p, p, n, ATOL, RTOL);
+    snprintf(what, sizeof what, "sgd_update velocity mom=%g damp=%g nesterov=%d first=%d",
+             (double)momentum, (double)dampening, nesterov, first);
+    expect_close(what, d_vel, vel, n, ATOL, RTOL);
+    release_all();
+}
+
+static void adam_case(bool decoupled, float wd, int t)
+{
+    char what[96];
+    const size_t n = 100003;
+    float *p = random_host(n, -1.0f, 1.0f), *g = random_host(n, -1.0f, 1.0f);
+    float *m = random_host(n, -0.1f, 0.1f), *v = random_host(n, 0.0f, 0.01f);
+    float *d_p = dev_copy(p, n), *d_g = dev_copy(g, n), *d_m = dev_copy(m, n), *d_v = dev_copy(v, n);
+    snn_adam_params hp = {1e-3f, 0.9f, 0.999f, 1e-8f, wd, decoupled, 0.0f, 0.0f};
+    hp.bias_correction1 = 1.0f - powf(hp.beta1, (float)t);
+    hp.bias_correction2 = 1.0f - powf(hp.beta2, (float)t);
+    cpu->adam_update(p, m, v, g, (int64_t)n, &hp);
+    gpu->adam_update(d_p, d_m, d_v, d_g, (int64_t)n, &hp);
+    snprintf(what, sizeof what, "adam_update p decoupled=%d wd=%g t=%d", decoupled, (double)wd, t);
+    expect_close(what, d_p, p, n, ATOL, RTOL);
+    snprintf(what, sizeof what, "adam_update m decoupled=%d t=%d", decoupled, t);
+    expect_close(what, d_m, m, n, ATOL, RTOL);
+    snprintf(what, sizeof what, "adam_update v decoupled=%d t=%d", decoupled, t);
+    expect_close(what, d_v, v, n, ATOL, RTOL);
+    release_all();
+}
+
+static void test_optimizers(void)
+{
+    sgd_case(0.0f, 0.0f, false, false, 0.0f);
+    sgd_case(0.0f, 0.0f, false, false, 5e-4f);
+    sgd_case(0.9f, 0.0f, false, true, 5e-4f);
+    sgd_case(0.9f, 0.0f, false, false, 5e-4f);
+    sgd_case(0.9f, 0.1f, false, false, 0.0f);
+    sgd_case(0.9f, 0.0f, true, false, 1e-4f);
+    adam_case(false, 0.0f, 1);
+    adam_case(false, 1e-2f, 3);
+    adam_case(true, 1e-2f, 100);
+}
+
+int main(void)
+{
+    test_require_cuda();
+    cpu = snn_kernels_for(SNN_CPU);
+    gpu = snn_kernels_for(SNN_CUDA);
+    if (!cpu || !gpu) {
+        fprintf(stderr, "no kernel table: %s\n", snn_last_error());
+        return EXIT_FAILURE;
+    }
+    snn_rng_seed(&rng, 20261122);
+    RUN(test_table_complete);
+    RUN(test_copy_and_fill);
+    RUN(test_axpy);
+    RUN(test_unary);
+    RUN(test_binary);
+    RUN(test_sum_dim);
+    RUN(test_sumsq_and_finite);
+    RUN(test_argmax_rows);
+    RUN(test_gemm);
+    RUN(test_bias);
+    RUN(test_conv2d);
+    RUN(test_pool2d);
+    RUN(test_batchnorm);
+    RUN(test_losses);
+    RUN(test_dropout_mask);
+    RUN(test_optimizers);
+    return test_finish();
+}
