@@ -11,60 +11,158 @@
  *   backward        dbeta += sum dout,  dgamma += sum dout xhat,  xhat = (x - mean) invstd
  *                   dx += gamma invstd (dout - sum dout / M - xhat sum dout xhat / M)
  *
- * Kernels: the training forward is one statistics kernel (one block per channel: a block sum
- * of x, then a block sum of (x - mean)^2 over the same values, which the second time come from
- * L2; double accumulators, as the CPU's two-pass double sums) and one normalise kernel. The
- * backward is one reduction kernel (sum dout and sum dout (x - mean) per channel, which also
- * writes dbeta, dgamma and the two coefficients dx needs) and one elementwise kernel.
+ * Kernels. Training forward: one statistics kernel, then one normalise kernel. Backward: one
+ * reduction kernel (sum dout and sum dout (x - mean) per channel; it also writes dbeta, dgamma
+ * and the two per-channel coefficients dx needs), then one elementwise kernel.
+ *
+ * The reductions: a channel's values are N runs of HW contiguous floats (plane stride C HW),
+ * walked as one flat index m = n HW + i so that reads are coalesced whenever HW >= 32. One
+ * block per channel would leave most of the GPU idle (64 channels on 132 SMs, each SM with too
+ * few loads in flight to cover memory latency), so a channel is cut into S segments of m, one
+ * block each, with S chosen to give ~8 blocks per SM. Each block reduces its segment with a
+ * block sum in double; when S > 1 a finish kernel (one thread per channel) combines the
+ * segments in index order. Everything is deterministic.
+ *
+ * The variance keeps the CPU's two-pass accuracy without a second sweep over the whole
+ * channel: each block computes its segment's mean and M2 = sum (x - segment mean)^2 (the second
+ * pass re-reads the segment, from L2), and segments are merged with Chan et al.'s update
+ * (T. Chan, G. Golub, R. LeVeque, 1979):
+ *     delta = mean_b - mean_a,  n = n_a + n_b,  mean = mean_a + delta n_b / n,
+ *     M2 = M2_a + M2_b + delta^2 n_a n_b / n
+ * which never subtracts two large sums, so |mean| >> std costs no accuracy.
+ *
  * gamma / beta may be NULL (affine = False), running statistics may be NULL, NULL gradient
  * outputs are skipped, as on the CPU.
- *
- * A channel's values are N runs of HW contiguous floats (plane stride C * HW): the block walks
- * them as one flat index m = n * HW + i, so reads are coalesced whenever HW >= 32.
  */
 #include "cuda_common.cuh"
 #include "error.h"
 #include "kernels_cuda.h"
 
-#define BN_BLOCK 512
+#define BN_BLOCK 256
 
-/* Offset of value m = (n, i) of channel c in the (N, C, HW) tensor. */
-static __device__ __forceinline__ int64_t bn_offset(int64_t m, int HW, int C, int c)
+/* How a channel's M values are cut into segments (a pure function of the shape). */
+typedef struct bn_plan {
+    int64_t M;         /* values per channel */
+    int64_t segments;  /* S: blocks per channel */
+    int64_t seg_len;   /* ceil(M / S) values per segment (the last may be shorter or empty) */
+} bn_plan;
+
+static bn_plan make_bn_plan(int N, int C, int HW)
 {
-    const int64_t n = m / HW, i = m - n * HW;
-    return (n * C + c) * HW + i;
+    bn_plan plan;
+    plan.M = (int64_t)N * HW;
+    const int64_t want_blocks = (int64_t)snn_cuda_sm_count() * 8;
+    int64_t S = (want_blocks + C - 1) / C;
+    const int64_t by_len = (plan.M + 4095) / 4096; /* a segment keeps >= ~4096 values */
+    if (S > by_len) S = by_len;
+    if (S < 1) S = 1;
+    plan.segments = S;
+    plan.seg_len = (plan.M + S - 1) / S;
+    return plan;
 }
 
-/* One block per channel: save_mean, save_invstd and the running statistics.
- * Traffic: x read twice per element (8 B, the second pass mostly from L2); O(C) written.
- * CPU: passes 1 and 2 of snn_batchnorm_forward_train_cpu. */
-static __global__ void batchnorm_stats_kernel(float *save_mean, float *save_invstd,
-                                              float *running_mean, float *running_var,
-                                              const float *x, int N, int C, int HW,
-                                              float momentum, float eps)
-{
-    const int64_t M = (int64_t)N * HW;
-    for (int c = blockIdx.x; c < C; c += gridDim.x) {
-        double sum = 0.0;
-        for (int64_t m = threadIdx.x; m < M; m += blockDim.x) sum += (double)x[bn_offset(m, HW, C, c)];
-        const double mean = snn_block_sum(sum) / (double)M;
-        double sq = 0.0;
-        for (int64_t m = threadIdx.x; m < M; m += blockDim.x) {
-            const double dev = (double)x[bn_offset(m, HW, C, c)] - mean;
-            sq += dev * dev;
+/* Walks the values m in [begin, end) of channel c with a stride of blockDim.x, tracking
+ * (n, i) = (m / HW, m % HW) incrementally: one division at the start, none per step. */
+struct bn_walk {
+    int64_t m, n, i, dn, di;
+    __device__ bn_walk(int64_t begin, int HW)
+    {
+        m = begin + threadIdx.x;
+        n = snn_divmod(m, HW, &i);
+        dn = snn_divmod(blockDim.x, HW, &di);
+    }
+    __device__ int64_t offset(int64_t C, int64_t c, int64_t HW) const { return (n * C + c) * HW + i; }
+    __device__ void next(int HW)
+    {
+        m += blockDim.x;
+        n += dn;
+        i += di;
+        if (i >= HW) {
+            i -= HW;
+            n++;
         }
-        sq = snn_block_sum(sq);
+    }
+};
+
+/* The per-channel tail of the training forward, from the channel's mean and M2. */
+static __device__ void bn_finish_channel(int c, double mean, double M2, int64_t M,
+                                         float *save_mean, float *save_invstd,
+                                         float *running_mean, float *running_var, float momentum,
+                                         float eps)
+{
+    const double var = M2 / (double)M;
+    save_mean[c] = (float)mean;
+    save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+    if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
+    if (running_var) {
+        /* Bessel's correction; a single value per channel has no spread to correct */
+        const double unbiased = M > 1 ? M2 / (double)(M - 1) : var;
+        running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
+    }
+}
+
+/* Block b = (c, s): mean and M2 of segment s of channel c, in double (two passes over the
+ * segment; the second mostly from L2). With one segment it finishes the channel itself, else
+ * partial[2 b] = mean, partial[2 b + 1] = M2.
+ * Traffic: 8 B read per value (4 B from DRAM).  CPU: passes 1-2 of
+ * snn_batchnorm_forward_train_cpu. */
+static __global__ void batchnorm_stats_kernel(double *partial, float *save_mean,
+                                              float *save_invstd, float *running_mean,
+                                              float *running_var, const float *x, int C, int HW,
+                                              bn_plan plan, float momentum, float eps)
+{
+    for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
+        const int c = (int)(b / plan.segments);
+        const int64_t s = b % plan.segments;
+        const int64_t begin = s * plan.seg_len;
+        const int64_t end = begin + plan.seg_len < plan.M ? begin + plan.seg_len : plan.M;
+        const int64_t count = end > begin ? end - begin : 0;
+
+        double sum = 0.0;
+        for (bn_walk w(begin, HW); w.m < end; w.next(HW)) sum += (double)x[w.offset(C, c, HW)];
+        sum = snn_block_sum(sum);
+        const double mean = count > 0 ? sum / (double)count : 0.0;
+        double m2 = 0.0;
+        for (bn_walk w(begin, HW); w.m < end; w.next(HW)) {
+            const double dev = (double)x[w.offset(C, c, HW)] - mean;
+            m2 += dev * dev;
+        }
+        m2 = snn_block_sum(m2);
         if (threadIdx.x == 0) {
-            const double var = sq / (double)M;
-            save_mean[c] = (float)mean;
-            save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
-            if (running_mean)
-                running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
-            if (running_var) {
-                const double unbiased = M > 1 ? sq / (double)(M - 1) : var;
-                running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
+            if (plan.segments == 1)
+                bn_finish_channel(c, mean, m2, plan.M, save_mean, save_invstd, running_mean,
+                                  running_var, momentum, eps);
+            else {
+                partial[2 * b] = mean;
+                partial[2 * b + 1] = m2;
             }
         }
+    }
+}
+
+/* One thread per channel merges its segments in index order (Chan's update, file comment). */
+static __global__ void batchnorm_stats_finish_kernel(const double *partial, float *save_mean,
+                                                     float *save_invstd, float *running_mean,
+                                                     float *running_var, int C, bn_plan plan,
+                                                     float momentum, float eps)
+{
+    SNN_GRID_STRIDE_LOOP(c, C) {
+        double n_a = 0.0, mean = 0.0, M2 = 0.0;
+        for (int64_t s = 0; s < plan.segments; s++) {
+            const int64_t begin = s * plan.seg_len;
+            const int64_t end = begin + plan.seg_len < plan.M ? begin + plan.seg_len : plan.M;
+            if (end <= begin) continue;
+            const double n_b = (double)(end - begin);
+            const double mean_b = partial[2 * (c * plan.segments + s)];
+            const double M2_b = partial[2 * (c * plan.segments + s) + 1];
+            const double n = n_a + n_b;
+            const double delta = mean_b - mean;
+            mean += delta * (n_b / n);
+            M2 += M2_b + delta * delta * (n_a * n_b / n);
+            n_a = n;
+        }
+        bn_finish_channel((int)c, mean, M2, plan.M, save_mean, save_invstd, running_mean,
+                          running_var, momentum, eps);
     }
 }
 
@@ -76,7 +174,8 @@ static __global__ void batchnorm_normalise_kernel(float *out, const float *x, co
                                                   const float *beta, int C, int HW, int64_t n)
 {
     SNN_GRID_STRIDE_LOOP(k, n) {
-        const int c = (int)((k / HW) % C);
+        int64_t i, c;
+        snn_divmod(snn_divmod(k, HW, &i), C, &c); /* k = (n C + c) HW + i */
         const float scale = (gamma ? gamma[c] : 1.0f) * invstd[c];
         const float shift = beta ? beta[c] : 0.0f;
         out[k] = (x[k] - mean[c]) * scale + shift;
@@ -91,9 +190,19 @@ extern "C" void snn_batchnorm_forward_train_cuda(float *out, float *save_mean, f
 {
     const int64_t n = (int64_t)N * C * HW;
     if (n <= 0) return;
-    const int cap = snn_cuda_sm_count() * 4;
-    SNN_CUDA_LAUNCH(batchnorm_stats_kernel, (unsigned)(C < cap ? C : cap), BN_BLOCK, 0, save_mean,
-                    save_invstd, running_mean, running_var, x, N, C, HW, momentum, eps);
+    const bn_plan plan = make_bn_plan(N, C, HW);
+    const int64_t blocks = C * plan.segments;
+    double *partial = NULL;
+    if (plan.segments > 1)
+        partial = (double *)snn_cuda_scratch((size_t)(2 * blocks) * sizeof(double));
+    const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
+    SNN_CUDA_LAUNCH(batchnorm_stats_kernel, (unsigned)(blocks < cap ? blocks : cap), BN_BLOCK, 0,
+                    partial, save_mean, save_invstd, running_mean, running_var, x, C, HW, plan,
+                    momentum, eps);
+    if (plan.segments > 1)
+        SNN_CUDA_LAUNCH(batchnorm_stats_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
+                        partial, save_mean, save_invstd, running_mean, running_var, C, plan,
+                        momentum, eps);
     SNN_CUDA_LAUNCH(batchnorm_normalise_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK,
                     0, out, x, save_mean, save_invstd, gamma, beta, C, HW, n);
 }
@@ -106,7 +215,8 @@ static __global__ void batchnorm_eval_kernel(float *out, const float *x, const f
                                              int64_t n)
 {
     SNN_GRID_STRIDE_LOOP(k, n) {
-        const int c = (int)((k / HW) % C);
+        int64_t i, c;
+        snn_divmod(snn_divmod(k, HW, &i), C, &c);
         const float scale = (gamma ? gamma[c] : 1.0f) / sqrtf(running_var[c] + eps);
         const float shift = beta ? beta[c] : 0.0f;
         out[k] = (x[k] - running_mean[c]) * scale + shift;
@@ -124,22 +234,41 @@ extern "C" void snn_batchnorm_forward_eval_cuda(float *out, const float *x, cons
                     x, gamma, beta, running_mean, running_var, C, HW, eps, n);
 }
 
-/* One block per channel: sum dout and sum dout (x - mean) in double; dbeta[c] += sum dout,
- * dgamma[c] += invstd sum dout (x - mean); coef[c] = mean(dout), coef[C + c] =
- * invstd^2 mean(dout (x - mean)), the two numbers the dx kernel needs.
- * Traffic: 8 B read per element.  CPU: pass 1 of snn_batchnorm_backward_cpu. */
-static __global__ void batchnorm_backward_reduce_kernel(float *dgamma, float *dbeta, float *coef,
+/* The per-channel tail of the backward reduction: gradients of gamma and beta, and
+ * coef[c] = mean(dout), coef[C + c] = invstd^2 mean(dout (x - mean)) for the dx kernel. */
+static __device__ void bn_backward_finish_channel(int c, double sum_dy, double sum_dy_dev,
+                                                  int64_t M, int C, const float *save_invstd,
+                                                  float *dgamma, float *dbeta, float *coef)
+{
+    const float invstd = save_invstd[c];
+    const double sum_dy_xhat = sum_dy_dev * (double)invstd;
+    if (dbeta) dbeta[c] += (float)sum_dy;
+    if (dgamma) dgamma[c] += (float)sum_dy_xhat;
+    if (coef) {
+        coef[c] = (float)(sum_dy / (double)M);
+        coef[C + c] = (float)(sum_dy_xhat / (double)M * (double)invstd);
+    }
+}
+
+/* Block b = (c, s): sum dout and sum dout (x - mean) over segment s of channel c, in double.
+ * With one segment it finishes the channel, else partial[2 b], partial[2 b + 1] = the sums.
+ * Traffic: 8 B read per value.  CPU: pass 1 of snn_batchnorm_backward_cpu. */
+static __global__ void batchnorm_backward_reduce_kernel(double *partial, float *dgamma,
+                                                        float *dbeta, float *coef,
                                                         const float *dout, const float *x,
                                                         const float *save_mean,
-                                                        const float *save_invstd, int N, int C,
-                                                        int HW)
+                                                        const float *save_invstd, int C, int HW,
+                                                        bn_plan plan)
 {
-    const int64_t M = (int64_t)N * HW;
-    for (int c = blockIdx.x; c < C; c += gridDim.x) {
+    for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
+        const int c = (int)(b / plan.segments);
+        const int64_t s = b % plan.segments;
+        const int64_t begin = s * plan.seg_len;
+        const int64_t end = begin + plan.seg_len < plan.M ? begin + plan.seg_len : plan.M;
         const double mean = (double)save_mean[c];
         double sum_dy = 0.0, sum_dy_dev = 0.0;
-        for (int64_t m = threadIdx.x; m < M; m += blockDim.x) {
-            const int64_t at = bn_offset(m, HW, C, c);
+        for (bn_walk w(begin, HW); w.m < end; w.next(HW)) {
+            const int64_t at = w.offset(C, c, HW);
             const double dy = (double)dout[at];
             sum_dy += dy;
             sum_dy_dev += dy * ((double)x[at] - mean);
@@ -147,15 +276,31 @@ static __global__ void batchnorm_backward_reduce_kernel(float *dgamma, float *db
         sum_dy = snn_block_sum(sum_dy);
         sum_dy_dev = snn_block_sum(sum_dy_dev);
         if (threadIdx.x == 0) {
-            const float invstd = save_invstd[c];
-            const double sum_dy_xhat = sum_dy_dev * (double)invstd;
-            if (dbeta) dbeta[c] += (float)sum_dy;
-            if (dgamma) dgamma[c] += (float)sum_dy_xhat;
-            if (coef) {
-                coef[c] = (float)(sum_dy / (double)M);
-                coef[C + c] = (float)(sum_dy_xhat / (double)M * (double)invstd);
+            if (plan.segments == 1)
+                bn_backward_finish_channel(c, sum_dy, sum_dy_dev, plan.M, C, save_invstd, dgamma,
+                                           dbeta, coef);
+            else {
+                partial[2 * b] = sum_dy;
+                partial[2 * b + 1] = sum_dy_dev;
             }
         }
+    }
+}
+
+/* One thread per channel adds its segments' sums in index order and finishes the channel. */
+static __global__ void batchnorm_backward_finish_kernel(const double *partial, float *dgamma,
+                                                        float *dbeta, float *coef,
+                                                        const float *save_invstd, int C,
+                                                        bn_plan plan)
+{
+    SNN_GRID_STRIDE_LOOP(c, C) {
+        double sum_dy = 0.0, sum_dy_dev = 0.0;
+        for (int64_t s = 0; s < plan.segments; s++) {
+            sum_dy += partial[2 * (c * plan.segments + s)];
+            sum_dy_dev += partial[2 * (c * plan.segments + s) + 1];
+        }
+        bn_backward_finish_channel((int)c, sum_dy, sum_dy_dev, plan.M, C, save_invstd, dgamma,
+                                   dbeta, coef);
     }
 }
 
@@ -168,7 +313,8 @@ static __global__ void batchnorm_backward_dx_kernel(float *dx, const float *dout
                                                     int C, int HW, int64_t n)
 {
     SNN_GRID_STRIDE_LOOP(k, n) {
-        const int c = (int)((k / HW) % C);
+        int64_t i, c;
+        snn_divmod(snn_divmod(k, HW, &i), C, &c);
         const float a = (gamma ? gamma[c] : 1.0f) * save_invstd[c];
         dx[k] += a * (dout[k] - coef[c] - (x[k] - save_mean[c]) * coef[C + c]);
     }
@@ -181,10 +327,26 @@ extern "C" void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbe
 {
     const int64_t n = (int64_t)N * C * HW;
     if (n <= 0 || (!dx && !dgamma && !dbeta)) return;
-    float *coef = dx ? (float *)snn_cuda_scratch((size_t)2 * (size_t)C * sizeof(float)) : NULL;
-    const int cap = snn_cuda_sm_count() * 4;
-    SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel, (unsigned)(C < cap ? C : cap), BN_BLOCK, 0,
-                    dgamma, dbeta, coef, dout, x, save_mean, save_invstd, N, C, HW);
+    const bn_plan plan = make_bn_plan(N, C, HW);
+    const int64_t blocks = C * plan.segments;
+
+    /* scratch: coef (2 C floats, only when dx is wanted), then the partial sums (2 doubles per
+     * block, only with several segments) at the next 256-byte boundary */
+    const size_t coef_bytes = dx ? ((size_t)2 * (size_t)C * sizeof(float) + 255) / 256 * 256 : 0;
+    const size_t partial_bytes = plan.segments > 1 ? (size_t)(2 * blocks) * sizeof(double) : 0;
+    char *scratch = NULL;
+    if (coef_bytes + partial_bytes > 0)
+        scratch = (char *)snn_cuda_scratch(coef_bytes + partial_bytes);
+    float *coef = dx ? (float *)scratch : NULL;
+    double *partial = plan.segments > 1 ? (double *)(scratch + coef_bytes) : NULL;
+
+    const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
+    SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel, (unsigned)(blocks < cap ? blocks : cap),
+                    BN_BLOCK, 0, partial, dgamma, dbeta, coef, dout, x, save_mean, save_invstd,
+                    C, HW, plan);
+    if (plan.segments > 1)
+        SNN_CUDA_LAUNCH(batchnorm_backward_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
+                        partial, dgamma, dbeta, coef, save_invstd, C, plan);
     if (dx)
         SNN_CUDA_LAUNCH(batchnorm_backward_dx_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK),
                         SNN_CUDA_BLOCK, 0, dx, dout, x, gamma, save_mean, save_invstd, coef, C, HW,

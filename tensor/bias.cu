@@ -25,7 +25,11 @@
 static __global__ void bias_forward_kernel(float *out, const float *bias, int64_t outer,
                                            int64_t channels, int64_t inner)
 {
-    SNN_GRID_STRIDE_LOOP(k, outer * channels * inner) out[k] += bias[(k / inner) % channels];
+    SNN_GRID_STRIDE_LOOP(k, outer * channels * inner) {
+        int64_t i, c;
+        snn_divmod(snn_divmod(k, inner, &i), channels, &c); /* k = (o C + c) inner + i */
+        out[k] += bias[c];
+    }
 }
 
 extern "C" void snn_bias_forward_cuda(float *out, const float *bias, int64_t outer,
@@ -52,7 +56,8 @@ static __global__ void bias_backward_plane_kernel(float *dbias, double *partial,
         const int64_t end = begin + seg_len < per_channel ? begin + seg_len : per_channel;
         double acc = 0.0;
         for (int64_t m = begin + threadIdx.x; m < end; m += blockDim.x) {
-            const int64_t o = m / inner, i = m - o * inner;
+            int64_t i;
+            const int64_t o = snn_divmod(m, inner, &i);
             acc += (double)dout[(o * channels + c) * inner + i];
         }
         acc = snn_block_sum(acc);

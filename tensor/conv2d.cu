@@ -86,20 +86,13 @@ static __global__ void conv2d_im2col_kernel(float *col, const float *x, snn_conv
                                             int64_t CK, int64_t P, col_layout layout)
 {
     SNN_GRID_STRIDE_LOOP(idx, CK * g * P) {
-        const int64_t p = idx % P, t = idx / P;
-        int64_t j, r;
-        if (layout == COL_SIDE_BY_SIDE) {
-            j = t % g;
-            r = t / g;
-        } else {
-            r = t % CK;
-            j = t / CK;
-        }
-        const int kw = (int)(r % d.KW);
-        const int kh = (int)((r / d.KW) % d.KH);
-        const int ci = (int)(r / ((int64_t)d.KW * d.KH));
-        const int oh = (int)(p / d.W_out), ow = (int)(p % d.W_out);
-        const int ih = oh * d.stride - d.pad + kh, iw = ow * d.stride - d.pad + kw;
+        int64_t p, j, r, kw, kh, ow;
+        const int64_t t = snn_divmod(idx, P, &p);
+        if (layout == COL_SIDE_BY_SIDE) r = snn_divmod(t, g, &j);
+        else j = snn_divmod(t, CK, &r);
+        const int64_t ci = snn_divmod(snn_divmod(r, d.KW, &kw), d.KH, &kh);
+        const int64_t oh = snn_divmod(p, d.W_out, &ow);
+        const int ih = (int)(oh * d.stride - d.pad + kh), iw = (int)(ow * d.stride - d.pad + kw);
         float v = 0.0f;
         if (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W)
             v = x[((j * d.C_in + ci) * d.H + ih) * (int64_t)d.W + iw];
@@ -113,8 +106,8 @@ static __global__ void conv2d_transpose_dout_kernel(float *doutT, const float *d
                                                     int g, int64_t P)
 {
     SNN_GRID_STRIDE_LOOP(idx, (int64_t)C_out * g * P) {
-        const int64_t p = idx % P, t = idx / P;
-        const int64_t j = t % g, co = t / g;
+        int64_t p, j;
+        const int64_t co = snn_divmod(snn_divmod(idx, P, &p), g, &j);
         doutT[idx] = dout[(j * C_out + co) * P + p];
     }
 }
@@ -129,11 +122,10 @@ static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, snn_co
 {
     const int64_t row_stride = (int64_t)g * P; /* between consecutive rows (ci, kh, kw) of dcol */
     SNN_GRID_STRIDE_LOOP(idx, (int64_t)g * d.C_in * d.H * d.W) {
-        const int iw = (int)(idx % d.W);
-        const int ih = (int)((idx / d.W) % d.H);
-        const int64_t t = idx / ((int64_t)d.W * d.H);
-        const int ci = (int)(t % d.C_in);
-        const int64_t j = t / d.C_in;
+        int64_t iw64, ih64, ci64;
+        const int64_t j = snn_divmod(snn_divmod(snn_divmod(idx, d.W, &iw64), d.H, &ih64), d.C_in,
+                                     &ci64);
+        const int iw = (int)iw64, ih = (int)ih64, ci = (int)ci64;
         float acc = 0.0f;
         for (int kh = 0; kh < d.KH; kh++) {
             const int oh_s = ih + d.pad - kh; /* = oh * stride */

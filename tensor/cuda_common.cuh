@@ -86,6 +86,22 @@ static inline unsigned snn_cuda_grid(int64_t n, int block)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                \
          i += (int64_t)blockDim.x * gridDim.x)
 
+/* q = a / b and *r = a % b for a >= 0, b > 0. A 64-bit division is a long software routine on
+ * the GPU, a 32-bit one a few instructions, and indices nearly always fit in 32 bits: this
+ * takes the short path when they do, so index arithmetic stays cheap next to the memory
+ * traffic in elementwise kernels without giving up 64-bit sizes. */
+static __device__ __forceinline__ int64_t snn_divmod(int64_t a, int64_t b, int64_t *r)
+{
+    if (((uint64_t)a | (uint64_t)b) >> 32 == 0) {
+        const uint32_t q = (uint32_t)a / (uint32_t)b;
+        *r = (int64_t)((uint32_t)a - q * (uint32_t)b);
+        return (int64_t)q;
+    }
+    const int64_t q = a / b;
+    *r = a - q * b;
+    return q;
+}
+
 /* Sum over a warp; the result is valid in lane 0. */
 template <typename T>
 static __device__ __forceinline__ T snn_warp_sum(T v)

@@ -16,6 +16,8 @@
  * snn_cuda_set_tf32(true) (cuda_context.cu). Work: 2 M N K flops; traffic at least
  * 4 (M K + K N + M N) bytes (plus M N more when beta != 0).
  */
+#include <stdio.h>
+
 #include "cuda_common.cuh"
 #include "error.h"
 #include "kernels_cuda.h"
@@ -33,6 +35,18 @@ static __global__ void gemm_scale_kernel(float *C, int ldc, int M, int N, float 
     }
 }
 
+/* A failed cuBLAS call names the shapes, so the failing layer can be found. */
+static void check_blas(cublasStatus_t status, const char *call, int line, bool trans_a,
+                       bool trans_b, int M, int N, int K, int lda, int ldb, int ldc, int batch)
+{
+    if (status == CUBLAS_STATUS_SUCCESS) return;
+    char message[256];
+    snprintf(message, sizeof message,
+             "%s (row-major trans_a=%d trans_b=%d M=%d N=%d K=%d lda=%d ldb=%d ldc=%d batch=%d)",
+             cublasGetStatusString(status), trans_a, trans_b, M, N, K, lda, ldb, ldc, batch);
+    snn_cuda_fail(call, __FILE__, line, message);
+}
+
 extern "C" void snn_gemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                               const float *A, int lda, const float *B, int ldb, float beta,
                               float *C, int ldc)
@@ -43,8 +57,10 @@ extern "C" void snn_gemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, f
                         SNN_CUDA_BLOCK, 0, C, ldc, M, N, beta);
         return;
     }
-    SNN_CUBLAS_CHECK(cublasSgemm(snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a), N, M, K,
-                                 &alpha, B, ldb, A, lda, &beta, C, ldc));
+    /* C^T (N x M) = op(B)^T op(A)^T: B first, A second (file comment) */
+    const cublasStatus_t status = cublasSgemm(snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a),
+                                              N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
+    check_blas(status, "cublasSgemm", __LINE__, trans_a, trans_b, M, N, K, lda, ldb, ldc, 1);
 }
 
 extern "C" void snn_gemm_strided_batched_cuda(bool trans_a, bool trans_b, int M, int N, int K,
@@ -55,8 +71,10 @@ extern "C" void snn_gemm_strided_batched_cuda(bool trans_a, bool trans_b, int M,
 {
     if (M <= 0 || N <= 0 || batch <= 0) return;
     SNN_ASSERT(K > 0); /* conv2d, the only caller, always has C_in KH KW >= 1 */
-    SNN_CUBLAS_CHECK(cublasSgemmStridedBatched(snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a),
-                                               N, M, K, &alpha, B, ldb, (long long)stride_b, A,
-                                               lda, (long long)stride_a, &beta, C, ldc,
-                                               (long long)stride_c, batch));
+    const cublasStatus_t status = cublasSgemmStridedBatched(
+        snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a), N, M, K, &alpha, B, ldb,
+        (long long)stride_b, A, lda, (long long)stride_a, &beta, C, ldc, (long long)stride_c,
+        batch);
+    check_blas(status, "cublasSgemmStridedBatched", __LINE__, trans_a, trans_b, M, N, K, lda, ldb,
+               ldc, batch);
 }

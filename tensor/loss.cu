@@ -126,7 +126,8 @@ extern "C" void snn_nll_backward_cuda(float *dlogp, const float *dloss, const fl
 static __global__ void one_hot_kernel(float *out, const float *labels, int N, int C)
 {
     SNN_GRID_STRIDE_LOOP(k, (int64_t)N * C) {
-        const int64_t n = k / C, c = k - n * C;
+        int64_t c;
+        const int64_t n = snn_divmod(k, C, &c);
         out[k] = c == (int64_t)(int)labels[n] ? 1.0f : 0.0f;
     }
 }

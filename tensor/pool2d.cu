@@ -36,9 +36,9 @@ static __global__ void max_pool2d_forward_kernel(float *out, int32_t *argmax, co
 {
     const int64_t out_plane = (int64_t)d.H_out * d.W_out;
     SNN_GRID_STRIDE_LOOP(k, (int64_t)d.N * d.C * out_plane) {
-        const int64_t plane = k / out_plane;
-        const int o = (int)(k - plane * out_plane);
-        const int oh = o / d.W_out, ow = o - oh * d.W_out;
+        int64_t o;
+        const int64_t plane = snn_divmod(k, out_plane, &o);
+        const int oh = (int)o / d.W_out, ow = (int)o - oh * d.W_out;
         const float *xp = x + plane * d.H * d.W;   // (H, W)
         const int h0 = oh * d.stride - d.pad, w0 = ow * d.stride - d.pad;
         float best = -INFINITY;
@@ -79,8 +79,9 @@ static __global__ void max_pool2d_backward_kernel(float *dx, const float *dout,
     const int64_t in_plane = (int64_t)d.H * d.W;
     const int64_t out_plane = (int64_t)d.H_out * d.W_out;
     SNN_GRID_STRIDE_LOOP(k, (int64_t)d.N * d.C * in_plane) {
-        const int64_t plane = k / in_plane;
-        const int at = (int)(k - plane * in_plane);
+        int64_t at64;
+        const int64_t plane = snn_divmod(k, in_plane, &at64);
+        const int at = (int)at64;
         const int ih = at / d.W, iw = at - ih * d.W;
         const float *dop = dout + plane * out_plane;        // (H_out, W_out)
         const int32_t *ap = argmax + plane * out_plane;     // (H_out, W_out)
@@ -127,9 +128,9 @@ static __global__ void avg_pool2d_forward_kernel(float *out, const float *x, snn
 {
     const int64_t out_plane = (int64_t)d.H_out * d.W_out;
     SNN_GRID_STRIDE_LOOP(k, (int64_t)d.N * d.C * out_plane) {
-        const int64_t plane = k / out_plane;
-        const int o = (int)(k - plane * out_plane);
-        const int oh = o / d.W_out, ow = o - oh * d.W_out;
+        int64_t o;
+        const int64_t plane = snn_divmod(k, out_plane, &o);
+        const int oh = (int)o / d.W_out, ow = (int)o - oh * d.W_out;
         const float *xp = x + plane * d.H * d.W;   // (H, W)
         const int h0 = oh * d.stride - d.pad, w0 = ow * d.stride - d.pad;
         const int kh_lo = h0 < 0 ? -h0 : 0, kh_hi = h0 + d.K > d.H ? d.H - h0 : d.K;
@@ -156,8 +157,9 @@ static __global__ void avg_pool2d_backward_kernel(float *dx, const float *dout, 
     const int64_t in_plane = (int64_t)d.H * d.W;
     const int64_t out_plane = (int64_t)d.H_out * d.W_out;
     SNN_GRID_STRIDE_LOOP(k, (int64_t)d.N * d.C * in_plane) {
-        const int64_t plane = k / in_plane;
-        const int at = (int)(k - plane * in_plane);
+        int64_t at64;
+        const int64_t plane = snn_divmod(k, in_plane, &at64);
+        const int at = (int)at64;
         const int ih = at / d.W, iw = at - ih * d.W;
         const float *dop = dout + plane * out_plane;   // (H_out, W_out)
         int oh0, oh1, ow0, ow1;

@@ -147,8 +147,8 @@ static __global__ void expand_dim_kernel(float *out, const float *x, int64_t out
                                          int64_t inner, float scale, bool accumulate)
 {
     SNN_GRID_STRIDE_LOOP(k, outer * dim * inner) {
-        const int64_t i = k % inner;
-        const int64_t o = k / (inner * dim);
+        int64_t i, d;
+        const int64_t o = snn_divmod(snn_divmod(k, inner, &i), dim, &d);
         const float v = scale * x[o * inner + i];
         if (accumulate) out[k] += v;
         else out[k] = v;
