@@ -234,7 +234,13 @@ static snn_status check_metadata(const char *fn, const char *json, size_t *begin
     char what[96];
     snprintf(what, sizeof what, "%s: argument 'metadata_json'", fn);
     snn_json_doc doc;
-    if (snn_json_parse(&doc, json, strlen(json), what) != SNN_OK) return snn_last_status();
+    if (snn_json_parse(&doc, json, strlen(json), what) != SNN_OK) {
+        if (snn_last_status() != SNN_ERR_FORMAT) return snn_last_status();
+        /* bad JSON handed in by the caller is a bad argument, not a bad file */
+        char message[512];
+        snprintf(message, sizeof message, "%s", snn_last_error());
+        return snn_error(SNN_ERR_ARGUMENT, "%s", message);
+    }
     const snn_json_node *root = snn_json_root(&doc);
     snn_status status = SNN_OK;
     if (root->type != SNN_JSON_OBJECT) {
@@ -291,17 +297,26 @@ static snn_status build_header(const char *fn, const snn_param_list *tensors,
     return SNN_OK;
 }
 
-/* The directory holding `path` ("." when it has no slash), fsynced so the rename is durable. */
-static snn_status sync_directory(const char *fn, const char *path)
+/* The directory holding `path` ("." when it has no slash; "/" for "/file") into an
+ * snn_alloc'd string of *size bytes; made before the rename so that nothing can fail after it
+ * but the sync itself. */
+static char *directory_of(const char *path, size_t *size)
 {
     const char *slash = strrchr(path, '/');
     size_t n = slash ? (size_t)(slash - path) : 1;
-    if (slash && n == 0) n = 1; /* "/file" lives in "/" */
+    if (slash && n == 0) n = 1;
     char *dir = snn_alloc(n + 1, SNN_CPU);
-    if (!dir) return snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
+    if (!dir) return NULL;
     if (slash) memcpy(dir, path, n);
     else dir[0] = '.';
     dir[n] = '\0';
+    *size = n + 1;
+    return dir;
+}
+
+/* fsyncs the directory so that the rename itself survives a power loss. */
+static snn_status sync_directory(const char *fn, const char *path, const char *dir)
+{
     snn_status status = SNN_OK;
     int fd = open(dir, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL)) {
@@ -310,7 +325,6 @@ static snn_status sync_directory(const char *fn, const char *path)
                            dir, strerror(errno));
     }
     if (fd >= 0) close(fd);
-    snn_free(dir, n + 1, SNN_CPU);
     return status;
 }
 
@@ -362,11 +376,12 @@ snn_status snn_safetensors_save(const char *path, const snn_param_list *tensors,
             scratch_bytes = bytes;
     }
     buffer header = {0};
-    size_t tmp_size = strlen(path) + 32;
+    size_t tmp_size = strlen(path) + 32, dir_size = 0;
     char *tmp = snn_alloc(tmp_size, SNN_CPU);
+    char *dir = directory_of(path, &dir_size);
     float *scratch = scratch_bytes ? snn_alloc(scratch_bytes, SNN_CPU) : NULL;
     snn_status status = SNN_OK;
-    if (!tmp || (scratch_bytes && !scratch))
+    if (!tmp || !dir || (scratch_bytes && !scratch))
         status = snn_error(SNN_ERR_MEMORY, "%s: out of host memory saving '%s'", fn, path);
     if (status == SNN_OK)
         status = build_header(fn, tensors, metadata_json, meta_begin, meta_end, &header);
@@ -392,11 +407,12 @@ snn_status snn_safetensors_save(const char *path, const snn_param_list *tensors,
                                "failed (%s); the previous '%s' is unchanged", fn, path, failed_at,
                                tmp, strerror(saved_errno), path);
         } else {
-            status = sync_directory(fn, path);
+            status = sync_directory(fn, path, dir);
         }
     }
     buffer_free(&header);
     snn_free(scratch, scratch_bytes, SNN_CPU);
+    snn_free(dir, dir_size, SNN_CPU);
     snn_free(tmp, tmp_size, SNN_CPU);
     return status;
 }
@@ -587,6 +603,7 @@ static snn_status read_header(load_state *st)
         st->metadata = m;
         n_entries--;
     }
+    st->n_entries = n_entries; /* before allocating: load_state_free frees by this count */
     if (n_entries > 0) {
         st->entries = snn_alloc((size_t)n_entries * sizeof *st->entries, SNN_CPU);
         st->by_name = snn_alloc((size_t)n_entries * sizeof *st->by_name, SNN_CPU);
@@ -595,7 +612,6 @@ static snn_status read_header(load_state *st)
             return snn_error(SNN_ERR_MEMORY, "%s: out of host memory for the %d entries of '%s'",
                              load_fn, n_entries, st->path);
     }
-    st->n_entries = n_entries;
     int i = 0;
     for (const snn_json_node *m = snn_json_first(&st->doc, root); m; m = snn_json_next(&st->doc, m)) {
         if (m == st->metadata) continue;
