@@ -1,0 +1,29 @@
+# snn.c: the two commands of the quick start, on a fresh Debian machine.
+#
+#   make train    # installs what is missing, builds, trains the spiking CNN on Fashion-MNIST
+#   make test     # installs what is missing, builds, runs every test (ctest)
+#
+# Extra arguments: make train ARGS="--epochs 2 --T 2"; make test CMAKE_FLAGS="-DSNN_CUDA=OFF".
+# The build itself is CMake (see CMakeLists.txt); this file only strings the steps together.
+BUILD ?= build
+CMAKE_FLAGS ?=
+ARGS ?=
+JOBS ?= $(shell nproc)
+
+.PHONY: deps build train test clean
+
+deps:
+	@tools/install_deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+train: build
+	$(BUILD)/bin/snn-train $(ARGS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,181 @@
+#define _DEFAULT_SOURCE /* mkdtemp */
+/*
+ * test_train.c - snn-train end to end, as a user runs it:
+ *   - a short CPU run of the spiking CNN on the real Fashion-MNIST must pass a stated accuracy;
+ *   - resuming from a checkpoint continues bit-exactly (the final checkpoints are identical
+ *     byte for byte);
+ *   - a loss that turns NaN or infinite stops training with a message and leaves the last good
+ *     checkpoint as it was;
+ *   - bad flags are clear errors; --help works.
+ * Skipped (exit 77) when Fashion-MNIST is not installed (Debian package dataset-fashion-mnist).
+ * Run: ctest --test-dir build -R '^train$' --output-on-failure
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "snn.h"
+#include "test.h"
+
+#define TRAIN SNN_BIN_DIR "/snn-train"
+#define EVAL SNN_BIN_DIR "/snn-eval"
+
+static char tmp[256];
+
+/* Runs a shell command, capturing its output in tmp/out.txt; returns the exit status. */
+static int run(const char *fmt, const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, fmt, args);
+    char full[2400];
+    snprintf(full, sizeof full, "%s > %s/out.txt 2>&1", cmd, tmp);
+    int status = system(full);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int output_contains(const char *needle)
+{
+    char path[300], buf[65536];
+    snprintf(path, sizeof path, "%s/out.txt", tmp);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (!strstr(buf, needle)) {
+        fprintf(stderr, "  output does not contain '%s'; it was:\n%s\n", needle, buf);
+        return 0;
+    }
+    return 1;
+}
+
+/* The test accuracy in the last line of a metrics.csv. */
+static double last_test_accuracy(const char *dir)
+{
+    char path[300], line[8192], last[8192] = "";
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) memcpy(last, line, sizeof last);
+    fclose(f);
+    double v[5] = {0};
+    char *p = last;
+    for (int i = 0; i < 5; i++) {
+        v[i] = strtod(p, &p);
+        if (*p == ',') p++;
+    }
+    return v[4];
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb) same = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+static void test_short_run_learns(void)
+{
+    /* ~200 steps of batch 64 at T = 2 on 12,800 images; 2,000 test images */
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/short", tmp);
+    char args[512];
+    snprintf(args, sizeof args, "--epochs 1 --T 2 --batch-size 64 --limit-train 12800 "
+             "--limit-test 2000 --threads 2 --out %s", dir);
+    CHECK(run(TRAIN " %s", args) == 0);
+    double acc = last_test_accuracy(dir);
+    fprintf(stderr, "  test accuracy after one short epoch: %.4f (needs >= 0.75)\n", acc);
+    CHECK(acc >= 0.75);
+    char files[4][32] = {"metrics.json", "loss.svg", "accuracy.svg", "raster.svg"};
+    for (int i = 0; i < 4; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        CHECK(access(path, R_OK) == 0);
+    }
+    /* snn-eval reads the checkpoint back and agrees on the accuracy */
+    snprintf(args, sizeof args, "--checkpoint %s/checkpoint.safetensors --limit-test 2000", dir);
+    CHECK(run(EVAL " %s", args) == 0);
+    char expect[64];
+    snprintf(expect, sizeof expect, "accuracy    %.2f%%", 100.0 * acc);
+    CHECK(output_contains(expect));
+    CHECK(output_contains("confusion matrix"));
+}
+
+static void test_resume_is_bit_exact(void)
+{
+    const char *common = "--T 2 --batch-size 32 --limit-train 640 --limit-test 128 --threads 2";
+    char args[1024], a[300], b[300];
+    snprintf(a, sizeof a, "%s/straight", tmp);
+    snprintf(b, sizeof b, "%s/resumed", tmp);
+    snprintf(args, sizeof args, "%s --epochs 2 --out %s", common, a);
+    CHECK(run(TRAIN " %s", args) == 0);
+    snprintf(args, sizeof args, "%s --epochs 1 --out %s", common, b);
+    CHECK(run(TRAIN " %s", args) == 0);
+    snprintf(args, sizeof args, "%s --epochs 2 --out %s --resume %s/checkpoint.safetensors", common, b, b);
+    CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("resumed from"));
+    char ca[600], cb[600];
+    snprintf(ca, sizeof ca, "%s/checkpoint.safetensors", a);
+    snprintf(cb, sizeof cb, "%s/checkpoint.safetensors", b);
+    CHECK(same_file(ca, cb));
+}
+
+static void test_divergence_keeps_last_checkpoint(void)
+{
+    const char *common = "--T 2 --batch-size 32 --limit-train 320 --limit-test 64 --threads 2";
+    char args[1024], dir[300], ckpt[400], copy[400];
+    snprintf(dir, sizeof dir, "%s/diverge", tmp);
+    snprintf(args, sizeof args, "%s --epochs 1 --out %s", common, dir);
+    CHECK(run(TRAIN " %s", args) == 0);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", dir);
+    snprintf(copy, sizeof copy, "%s/before.safetensors", tmp);
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "cp %s %s", ckpt, copy);
+    CHECK(system(cmd) == 0);
+    /* an absurd learning rate with plain SGD drives the loss to infinity within a few steps */
+    snprintf(args, sizeof args, "%s --epochs 3 --optimizer sgd --lr 1e30 --schedule constant --out %s "
+             "--resume %s", common, dir, ckpt);
+    CHECK(run(TRAIN " %s", args) == 3);
+    CHECK(output_contains("the loss became"));
+    CHECK(same_file(ckpt, copy));
+}
+
+static void test_bad_flags(void)
+{
+    CHECK(run(TRAIN " %s", "--help") == 0 && output_contains("--batch-size"));
+    CHECK(run(TRAIN " %s", "--epochs many") == 2 && output_contains("'--epochs' expects an integer"));
+    CHECK(run(TRAIN " %s", "--bogus") == 2 && output_contains("unknown option '--bogus'"));
+    CHECK(run(TRAIN " %s", "--model vgg") == 1 && output_contains("vgg"));
+    CHECK(run(TRAIN " %s", "--dataset fashion-mnist --data /nonexistent") == 1 &&
+          output_contains("/nonexistent"));
+    CHECK(run(EVAL " %s", "--checkpoint /nonexistent.safetensors") == 1 &&
+          output_contains("/nonexistent.safetensors"));
+}
+
+int main(void)
+{
+    if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0 &&
+        !getenv("SNN_DATA_DIR")) {
+        fprintf(stderr, "skipped: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)\n");
+        return 77;
+    }
+    snprintf(tmp, sizeof tmp, "/tmp/snn_test_train_XXXXXX");
+    if (!mkdtemp(tmp)) return 1;
+    RUN(test_bad_flags);
+    RUN(test_short_run_learns);
+    RUN(test_resume_is_bit_exact);
+    RUN(test_divergence_keeps_last_checkpoint);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (test_failures == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    return test_finish();
+}
