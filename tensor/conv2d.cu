@@ -32,6 +32,8 @@
  * Memory traffic per image: im2col writes CK P floats (KH KW times the input for stride 1) and
  * the SGEMMs read them; the SGEMMs do C_out CK P FMAs forward and twice that backward.
  */
+#include <stdint.h>
+
 #include "cuda_common.cuh"
 #include "error.h"
 #include "kernels_cuda.h"
@@ -47,7 +49,8 @@ typedef struct conv_plan {
     int64_t P;       /* H_out W_out: columns of col per image */
     int G;           /* images per chunk */
     bool direct;     /* 1x1, stride 1, pad 0: x_n is col_n */
-    size_t floats;   /* workspace: col (CK, G P) + doutT (C_out, G P) */
+    int64_t col_floats; /* col (CK, G P), rounded up to 64 floats so doutT starts 256-B aligned */
+    size_t floats;   /* workspace: col + doutT (C_out, G P) */
 } conv_plan;
 
 /* A pure function of the dims, so that the workspace size and both passes agree. */
@@ -62,8 +65,14 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
     if (G > d->N) G = d->N;
     if (G > CONV_MAX_CHUNK) G = CONV_MAX_CHUNK;
     if (G < 1) G = 1;
+    /* indices inside one chunk must fit in int (cuBLAS dims, 32-bit fast paths) */
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
+    const int64_t largest = per_image > x_image ? per_image : x_image;
+    if (largest > 0 && G > (int64_t)INT32_MAX / largest) G = (int64_t)INT32_MAX / largest;
+    if (G < 1) G = 1;
     plan.G = (int)G;
-    plan.floats = (size_t)(G * per_image);
+    plan.col_floats = (plan.CK * G * plan.P + 63) / 64 * 64;
+    plan.floats = (size_t)(plan.col_floats + (int64_t)d->C_out * G * plan.P);
     return plan;
 }
 
@@ -185,7 +194,7 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
     const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
     const int64_t out_image = (int64_t)d->C_out * plan.P;
     float *col = workspace;                                   // (CK, G*P), then dcol
-    float *doutT = workspace + plan.CK * plan.G * plan.P;     // (C_out, G*P)
+    float *doutT = workspace + plan.col_floats;               // (C_out, G*P)
     const bool need_doutT = dweight || (dx && !plan.direct);
 
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {

@@ -5,8 +5,9 @@
  * Why one stream: every op of a training step is queued in program order on it, so kernels
  * never need events between them, scratch buffers can be reused by the next kernel without a
  * sync, and the host only waits where it reads a value back (copy device-to-host, synchronize).
- * The stream is non-blocking, so it never serialises against the legacy default stream that
- * other libraries might use.
+ * It is an ordinary (blocking) stream: work queued on the legacy default stream, by a
+ * cudaMemcpy somewhere or by another library, waits for it and is waited for, so a stray call
+ * that forgets snn_cuda_stream() is slow rather than racy.
  *
  * Everything is created lazily on first use (a program that never touches the GPU pays
  * nothing) and released by snn_cuda_shutdown(), after which first use creates it again.
@@ -68,7 +69,7 @@ static void context_init(void)
     SNN_CUDA_CHECK(cudaGetDevice(&device));
     SNN_CUDA_CHECK(cudaDeviceGetAttribute(&context_sm_count, cudaDevAttrMultiProcessorCount,
                                           device));
-    SNN_CUDA_CHECK(cudaStreamCreateWithFlags(&context_stream, cudaStreamNonBlocking));
+    SNN_CUDA_CHECK(cudaStreamCreateWithFlags(&context_stream, cudaStreamDefault));
     SNN_CUBLAS_CHECK(cublasCreate(&context_blas));
     SNN_CUBLAS_CHECK(cublasSetStream(context_blas, context_stream));
     /* alpha and beta are host floats in every call */

@@ -713,6 +713,8 @@ static void test_batchnorm(void)
     batchnorm_case(128, 10, 1, true, true, 0);    /* BatchNorm1d */
     batchnorm_case(4, 300, 7, false, false, 0);   /* no affine, no running statistics */
     batchnorm_case(1, 5, 1, true, true, 0);       /* M = 1: no Bessel correction */
+    batchnorm_case(4096, 4, 3, true, true, 0);    /* segments walking planes shorter than a block */
+    batchnorm_case(20000, 2, 1, true, true, 0);   /* segments with HW = 1 */
     for (int skip = 1; skip < 8; skip++) batchnorm_case(6, 8, 25, true, true, skip);
 }
 
