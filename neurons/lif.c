@@ -20,9 +20,12 @@
 
 void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_last,
                          float *activity, const float *x, const float *v_init,
-                         const float *a_init, const float *w, const snn_neuron_params *p,
+                         const float *a_init, const float *w, const snn_neuron_params *params,
                          const snn_neuron_dims *d)
 {
+    /* A local copy: the compiler then knows that stores through the float pointers cannot
+     * change the params, so it keeps them in registers and hoists the branches on them. */
+    const snn_neuron_params local = *params, *p = &local;
     (void)a_last;
     (void)a_init;
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
@@ -66,8 +69,10 @@ void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_las
 void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dspike,
                           const float *dv_last, const float *h_seq, const float *spike,
                           const float *x, const float *v_init, const float *a_init,
-                          const float *w, const snn_neuron_params *p, const snn_neuron_dims *d)
+                          const float *w, const snn_neuron_params *params,
+                          const snn_neuron_dims *d)
 {
+    const snn_neuron_params local = *params, *p = &local; /* see the forward */
     (void)spike;
     (void)a_init;
     const int64_t T = d->T, M = snn_neuron_dims_step(d);

@@ -27,9 +27,12 @@ static inline float sign_of(float y) { return y > 0.0f ? 1.0f : (y < 0.0f ? -1.0
 
 void snn_stbif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_last,
                            float *activity, const float *x, const float *v_init,
-                           const float *a_init, const float *w, const snn_neuron_params *p,
+                           const float *a_init, const float *w, const snn_neuron_params *params,
                            const snn_neuron_dims *d)
 {
+    /* A local copy: the compiler then knows that stores through the float pointers cannot
+     * change the params, so it keeps them in registers and hoists the branches on them. */
+    const snn_neuron_params local = *params, *p = &local;
     (void)w;
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     const snn_neuron_split split = snn_neuron_split_make(d);
@@ -77,9 +80,10 @@ void snn_stbif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_l
 void snn_stbif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dspike,
                             const float *dv_last, const float *h_seq, const float *spike,
                             const float *x, const float *v_init, const float *a_init,
-                            const float *w, const snn_neuron_params *p,
+                            const float *w, const snn_neuron_params *params,
                             const snn_neuron_dims *d)
 {
+    const snn_neuron_params local = *params, *p = &local; /* see the forward */
     (void)dw;
     (void)x;
     (void)v_init;
