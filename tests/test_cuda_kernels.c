@@ -573,7 +573,7 @@ static void test_conv2d(void)
     conv_case(conv_dims(2, 6, 7, 7, 4, 3, 3, 3, 2), true, 0);     /* stride 3 > pad */
     for (int skip = 1; skip < 8; skip++)                           /* every NULL combination */
         conv_case(conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, skip);
-    /* ResNet-18 layer-1 shape: the workspace holds 25 images, so 30 make two chunks */
+    /* ResNet-18 layer-1 shape: a chunk holds 12 images, so 30 make three, the last one short */
     conv_case(conv_dims(30, 64, 32, 32, 64, 3, 3, 1, 1), true, 0);
     /* late layer: 4x4 outputs, many images side by side in one SGEMM */
     conv_case(conv_dims(40, 64, 8, 8, 128, 3, 3, 2, 1), true, 0);
