@@ -622,7 +622,8 @@ static snn_status read_header(load_state *st)
     SNN_ASSERT(i == n_entries);
 
     /* the entries must tile the data section: no gap, no overlap, nothing left over */
-    qsort(st->by_offset, (size_t)n_entries, sizeof *st->by_offset, compare_by_offset);
+    if (n_entries > 1)
+        qsort(st->by_offset, (size_t)n_entries, sizeof *st->by_offset, compare_by_offset);
     uint64_t at = 0;
     const entry *prev = NULL;
     for (i = 0; i < n_entries; i++) {
@@ -642,7 +643,7 @@ static snn_status read_header(load_state *st)
         return bad(st, "the tensors cover %llu bytes but the data section holds %llu: the file "
                    "has trailing bytes", (unsigned long long)at,
                    (unsigned long long)st->data_size);
-    qsort(st->by_name, (size_t)n_entries, sizeof *st->by_name, compare_by_name);
+    if (n_entries > 1) qsort(st->by_name, (size_t)n_entries, sizeof *st->by_name, compare_by_name);
     return SNN_OK;
 }
 

@@ -116,9 +116,10 @@ static snn_optimizer *optimizer_new(const char *fn, snn_module *m, snn_optimizer
         if (n_states >= 1) opt->state0[i] = snn_tensor_new(p->shape, p->device);
         if (n_states >= 2) opt->state1[i] = snn_tensor_new(p->shape, p->device);
         if ((n_states >= 1 && !opt->state0[i]) || (n_states >= 2 && !opt->state1[i])) {
+            snn_error(SNN_ERR_MEMORY, "%s: out of %s memory for the state of '%s'", fn,
+                      snn_device_name(p->device), opt->params[i].name);
             optimizer_release(opt);
-            return snn_error_null(SNN_ERR_MEMORY, "%s: out of %s memory for the state of '%s'",
-                                  fn, snn_device_name(p->device), opt->params[i].name);
+            return NULL;
         }
     }
     return opt;

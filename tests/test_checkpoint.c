@@ -207,6 +207,17 @@ static void test_round_trip(void)
     CHECK(meta && strcmp(meta, "{\"format\": \"pt\"}") == 0);
     snn_free(meta, meta_len + 1, SNN_CPU);
 
+    /* \u escapes in names, a surrogate pair included, decode to UTF-8 */
+    write_raw(path, "{\"\\ud83d\\ude00\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                    "\"caf\\u00e9\\/\\t\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[24,40]}}",
+              data, sizeof data, -1);
+    snn_named_param unicode[2] = {named("\xf0\x9f\x98\x80", a2), named("caf\xc3\xa9/\t", b2)};
+    snn_param_list unicode_list = {unicode, 2};
+    fill(a2, -1.0f);
+    fill(b2, -1.0f);
+    CHECK_OK(snn_safetensors_load(path, &unicode_list, false, NULL, NULL));
+    CHECK(a2->data[1] == 1.0f && b2->data[0] == 6.0f);
+
     snn_tensor_free(a);
     snn_tensor_free(b);
     snn_tensor_free(a2);
