@@ -112,9 +112,10 @@ void snn_gemm_naive_cpu(bool trans_a, bool trans_b, int M, int N, int K, float a
 #define MR 6
 #define NR 16
 #else
-/* Portable: a 4 x 16 tile in plain C that any compiler can keep in (vector) registers. */
+/* Portable: a 4 x 8 tile in plain C. With SSE2 only (16 registers of 4 floats) its 8 vector
+ * accumulators stay in registers; 4 x 16 would need all 16 and spills, 6x slower. */
 #define MR 4
-#define NR 16
+#define NR 8
 #endif
 
 #ifndef SNN_GEMM_KC
