@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "gemm.h"
 #include "error.h"
 #include "kernels.h"
 
@@ -47,6 +48,7 @@ bool snn_cuda_available(void) { return snn_kernels_for(SNN_CUDA) != NULL; }
 void snn_shutdown(void)
 {
     snn_arena_release_all();
+    snn_gemm_release_cpu();
 #ifdef SNN_WITH_CUDA
     snn_cuda_shutdown();
 #endif
