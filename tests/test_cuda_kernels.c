@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "tensor/cuda.h"
+#include "tensor/gemm.h"
 #include "tensor/kernels.h"
 #include "test.h"
 
@@ -575,6 +576,8 @@ static void test_conv2d(void)
         conv_case(conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, skip);
     /* ResNet-18 layer-1 shape: a chunk holds 12 images, so 30 make three, the last one short */
     conv_case(conv_dims(30, 64, 32, 32, 64, 3, 3, 1, 1), true, 0);
+    /* 1x1 in two chunks (128 images per chunk) */
+    conv_case(conv_dims(200, 128, 16, 16, 128, 1, 1, 1, 0), true, 0);
     /* late layer: 4x4 outputs, many images side by side in one SGEMM */
     conv_case(conv_dims(40, 64, 8, 8, 128, 3, 3, 2, 1), true, 0);
 }
@@ -875,5 +878,6 @@ int main(void)
     RUN(test_losses);
     RUN(test_dropout_mask);
     RUN(test_optimizers);
+    snn_gemm_release_cpu(); /* the CPU SGEMM's packing buffers, until snn_shutdown() does it */
     return test_finish();
 }
