@@ -328,7 +328,7 @@ static snn_status sync_directory(const char *fn, const char *path, const char *d
     return status;
 }
 
-/* Writes the header and data into the open temp file and syncs it; -1 with errno on failure. */
+/* Writes the length, header and data into the open temp file; -1 with errno on failure. */
 static int write_file(int fd, const buffer *header, const snn_param_list *tensors,
                       float *scratch, bool little_endian)
 {
@@ -351,7 +351,7 @@ static int write_file(int fd, const buffer *header, const snn_param_list *tensor
         }
         if (write_all(fd, host, bytes)) return -1;
     }
-    return fsync(fd);
+    return 0;
 }
 
 snn_status snn_safetensors_save(const char *path, const snn_param_list *tensors,
@@ -392,6 +392,7 @@ snn_status snn_safetensors_save(const char *path, const snn_param_list *tensors,
         const char *failed_at = NULL;
         if (fd < 0) failed_at = "creating";
         else if (write_file(fd, &header, tensors, scratch, little_endian)) failed_at = "writing";
+        else if (fsync(fd) != 0) failed_at = "syncing"; /* data on disk before any name points at it */
         int saved_errno = errno;
         if (fd >= 0 && close(fd) != 0 && !failed_at) {
             failed_at = "closing";
@@ -404,7 +405,7 @@ snn_status snn_safetensors_save(const char *path, const snn_param_list *tensors,
         if (failed_at) {
             if (fd >= 0) unlink(tmp);
             status = snn_error(SNN_ERR_IO, "%s: cannot save '%s': %s the temporary file '%s' "
-                               "failed (%s); the previous '%s' is unchanged", fn, path, failed_at,
+                               "failed (%s); '%s' is unchanged", fn, path, failed_at,
                                tmp, strerror(saved_errno), path);
         } else {
             status = sync_directory(fn, path, dir);
