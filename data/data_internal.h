@@ -55,6 +55,8 @@ snn_status snn_stream_read_alloc(snn_stream *s, uint64_t n, uint8_t **out, const
 snn_status snn_stream_read_all(snn_stream *s, uint64_t limit, uint8_t **out, uint64_t *size,
                                uint64_t *capacity);
 snn_status snn_stream_skip(snn_stream *s, uint64_t n, const char *what);
+/* Reads and drops the rest (so that a gzip trailer's CRC-32 and length get checked). */
+snn_status snn_stream_drain(snn_stream *s);
 /* SNN_OK when the data has ended; SNN_ERR_FORMAT naming `what` when bytes remain. */
 snn_status snn_stream_expect_end(snn_stream *s, const char *what);
 

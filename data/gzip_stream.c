@@ -333,6 +333,17 @@ snn_status snn_stream_skip(snn_stream *s, uint64_t n, const char *what)
     return SNN_OK;
 }
 
+snn_status snn_stream_drain(snn_stream *s)
+{
+    uint8_t scratch[4096];
+    size_t got;
+    do {
+        snn_status st = snn_stream_read(s, scratch, sizeof scratch, &got);
+        if (st != SNN_OK) return st;
+    } while (got == sizeof scratch);
+    return SNN_OK;
+}
+
 snn_status snn_stream_expect_end(snn_stream *s, const char *what)
 {
     uint8_t extra[256];
