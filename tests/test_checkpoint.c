@@ -364,6 +364,22 @@ static void test_bad_files(void)
     CHECK(strstr(snn_last_error(), dir) != NULL);
     CHECK(all_equal(a, 777.0f) && all_equal(b, 777.0f));
 
+    /* a header of a million values: refused by the node limit, not by running out of memory */
+    size_t big_len = 2400000;
+    char *big = snn_alloc(big_len + 1, SNN_CPU);
+    memcpy(big, "{\"a\":[", 6);
+    size_t at = 6;
+    while (at + 4 < big_len) {
+        memcpy(big + at, "0,", 2);
+        at += 2;
+    }
+    memcpy(big + at, "0]}", 4);
+    write_raw(path, big, data, 0, -1);
+    snn_free(big, big_len + 1, SNN_CPU);
+    CHECK(snn_safetensors_load(path, &list, false, NULL, NULL) == SNN_ERR_FORMAT);
+    CHECK(strstr(snn_last_error(), "too many values") && strstr(snn_last_error(), path));
+    CHECK(all_equal(a, 777.0f) && all_equal(b, 777.0f));
+
     /* bad arguments */
     CHECK(snn_safetensors_load(NULL, &list, false, NULL, NULL) == SNN_ERR_ARGUMENT);
     CHECK(snn_safetensors_load(path, NULL, false, NULL, NULL) == SNN_ERR_ARGUMENT);
