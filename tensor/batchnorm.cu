@@ -71,7 +71,10 @@ struct bn_walk {
         n = snn_divmod(m, HW, &i);
         dn = snn_divmod(blockDim.x, HW, &di);
     }
-    __device__ int64_t offset(int64_t C, int64_t c, int64_t HW) const { return (n * C + c) * HW + i; }
+    __device__ int64_t offset(int64_t C, int64_t c, int64_t HW) const
+    {
+        return (n * C + c) * HW + i;
+    }
     __device__ void next(int HW)
     {
         m += blockDim.x;
@@ -93,7 +96,8 @@ static __device__ void bn_finish_channel(int c, double mean, double M2, int64_t 
     const double var = M2 / (double)M;
     save_mean[c] = (float)mean;
     save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
-    if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
+    if (running_mean)
+        running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
     if (running_var) {
         /* Bessel's correction; a single value per channel has no spread to correct */
         const double unbiased = M > 1 ? M2 / (double)(M - 1) : var;
@@ -106,10 +110,11 @@ static __device__ void bn_finish_channel(int c, double mean, double M2, int64_t 
  * partial[2 b] = mean, partial[2 b + 1] = M2.
  * Traffic: 8 B read per value (4 B from DRAM).  CPU: passes 1-2 of
  * snn_batchnorm_forward_train_cpu. */
-static __global__ void batchnorm_stats_kernel(double *partial, float *save_mean,
-                                              float *save_invstd, float *running_mean,
-                                              float *running_var, const float *x, int C, int HW,
-                                              bn_plan plan, float momentum, float eps)
+static __global__ void batchnorm_forward_stats_kernel(double *partial, float *save_mean,
+                                                      float *save_invstd, float *running_mean,
+                                                      float *running_var, const float *x, int C,
+                                                      int HW, bn_plan plan, float momentum,
+                                                      float eps)
 {
     for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
         const int c = (int)(b / plan.segments);
@@ -141,10 +146,10 @@ static __global__ void batchnorm_stats_kernel(double *partial, float *save_mean,
 }
 
 /* One thread per channel merges its segments in index order (Chan's update, file comment). */
-static __global__ void batchnorm_stats_finish_kernel(const double *partial, float *save_mean,
-                                                     float *save_invstd, float *running_mean,
-                                                     float *running_var, int C, bn_plan plan,
-                                                     float momentum, float eps)
+static __global__ void
+batchnorm_forward_stats_finish_kernel(const double *partial, float *save_mean, float *save_invstd,
+                                      float *running_mean, float *running_var, int C, bn_plan plan,
+                                      float momentum, float eps)
 {
     SNN_GRID_STRIDE_LOOP(c, C) {
         double n_a = 0.0, mean = 0.0, M2 = 0.0;
@@ -169,9 +174,10 @@ static __global__ void batchnorm_stats_finish_kernel(const double *partial, floa
 /* out = (x - mean[c]) (gamma[c] invstd[c]) + beta[c] with the batch statistics just saved,
  * one thread per element.  Traffic: 4 B read + 4 B written (plus O(C) from cache).
  * CPU: pass 3 of snn_batchnorm_forward_train_cpu. */
-static __global__ void batchnorm_normalise_kernel(float *out, const float *x, const float *mean,
-                                                  const float *invstd, const float *gamma,
-                                                  const float *beta, int C, int HW, int64_t n)
+static __global__ void batchnorm_forward_normalise_kernel(float *out, const float *x,
+                                                          const float *mean, const float *invstd,
+                                                          const float *gamma, const float *beta,
+                                                          int C, int HW, int64_t n)
 {
     SNN_GRID_STRIDE_LOOP(k, n) {
         int64_t i, c;
@@ -196,23 +202,23 @@ extern "C" void snn_batchnorm_forward_train_cuda(float *out, float *save_mean, f
     if (plan.segments > 1)
         partial = (double *)snn_cuda_scratch((size_t)(2 * blocks) * sizeof(double));
     const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
-    SNN_CUDA_LAUNCH(batchnorm_stats_kernel, (unsigned)(blocks < cap ? blocks : cap), BN_BLOCK, 0,
-                    partial, save_mean, save_invstd, running_mean, running_var, x, C, HW, plan,
-                    momentum, eps);
+    SNN_CUDA_LAUNCH(batchnorm_forward_stats_kernel, (unsigned)(blocks < cap ? blocks : cap),
+                    BN_BLOCK, 0, partial, save_mean, save_invstd, running_mean, running_var, x, C,
+                    HW, plan, momentum, eps);
     if (plan.segments > 1)
-        SNN_CUDA_LAUNCH(batchnorm_stats_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
-                        partial, save_mean, save_invstd, running_mean, running_var, C, plan,
+        SNN_CUDA_LAUNCH(batchnorm_forward_stats_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK,
+                        0, partial, save_mean, save_invstd, running_mean, running_var, C, plan,
                         momentum, eps);
-    SNN_CUDA_LAUNCH(batchnorm_normalise_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK,
-                    0, out, x, save_mean, save_invstd, gamma, beta, C, HW, n);
+    SNN_CUDA_LAUNCH(batchnorm_forward_normalise_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, out, x, save_mean, save_invstd, gamma, beta, C, HW, n);
 }
 
 /* out = (x - running_mean[c]) (gamma[c] / sqrt(running_var[c] + eps)) + beta[c].
  * Traffic: 4 B read + 4 B written.  CPU: snn_batchnorm_forward_eval_cpu. */
-static __global__ void batchnorm_eval_kernel(float *out, const float *x, const float *gamma,
-                                             const float *beta, const float *running_mean,
-                                             const float *running_var, int C, int HW, float eps,
-                                             int64_t n)
+static __global__ void batchnorm_forward_eval_kernel(float *out, const float *x, const float *gamma,
+                                                     const float *beta, const float *running_mean,
+                                                     const float *running_var, int C, int HW,
+                                                     float eps, int64_t n)
 {
     SNN_GRID_STRIDE_LOOP(k, n) {
         int64_t i, c;
@@ -230,8 +236,8 @@ extern "C" void snn_batchnorm_forward_eval_cuda(float *out, const float *x, cons
 {
     const int64_t n = (int64_t)N * C * HW;
     if (n <= 0) return;
-    SNN_CUDA_LAUNCH(batchnorm_eval_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, out,
-                    x, gamma, beta, running_mean, running_var, C, HW, eps, n);
+    SNN_CUDA_LAUNCH(batchnorm_forward_eval_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK,
+                    0, out, x, gamma, beta, running_mean, running_var, C, HW, eps, n);
 }
 
 /* The per-channel tail of the backward reduction: gradients of gamma and beta, and
@@ -253,12 +259,10 @@ static __device__ void bn_backward_finish_channel(int c, double sum_dy, double s
 /* Block b = (c, s): sum dout and sum dout (x - mean) over segment s of channel c, in double.
  * With one segment it finishes the channel, else partial[2 b], partial[2 b + 1] = the sums.
  * Traffic: 8 B read per value.  CPU: pass 1 of snn_batchnorm_backward_cpu. */
-static __global__ void batchnorm_backward_reduce_kernel(double *partial, float *dgamma,
-                                                        float *dbeta, float *coef,
-                                                        const float *dout, const float *x,
-                                                        const float *save_mean,
-                                                        const float *save_invstd, int C, int HW,
-                                                        bn_plan plan)
+static __global__ void
+batchnorm_backward_reduce_kernel(double *partial, float *dgamma, float *dbeta, float *coef,
+                                 const float *dout, const float *x, const float *save_mean,
+                                 const float *save_invstd, int C, int HW, bn_plan plan)
 {
     for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
         const int c = (int)(b / plan.segments);

@@ -113,8 +113,8 @@ static __global__ void conv2d_im2col_kernel(float *col, const float *x, snn_conv
 
 /* doutT (C_out, g*P) = dout (g, C_out, P) with the image axis moved inside.
  * Traffic: 4 B read + 4 B written per element, both coalesced along p. */
-static __global__ void conv2d_transpose_dout_kernel(float *doutT, const float *dout, int C_out,
-                                                    int g, int64_t P)
+static __global__ void conv2d_backward_transpose_kernel(float *doutT, const float *dout, int C_out,
+                                                        int g, int64_t P)
 {
     SNN_GRID_STRIDE_LOOP(idx, (int64_t)C_out * g * P) {
         int64_t p, j;
@@ -128,8 +128,8 @@ static __global__ void conv2d_transpose_dout_kernel(float *doutT, const float *d
  * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
  * the output. Traffic: up to KH KW dcol reads + one read-modify-write of dx per input.
  * CPU: the col2im of conv2d.c. */
-static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, snn_conv2d_dims d, int g,
-                                            int64_t P)
+static __global__ void conv2d_backward_col2im_kernel(float *dx, const float *dcol,
+                                                     snn_conv2d_dims d, int g, int64_t P)
 {
     const int64_t row_stride = (int64_t)g * P; /* between consecutive rows (ci, kh, kw) of dcol */
     SNN_GRID_STRIDE_LOOP(idx, (int64_t)g * d.C_in * d.H * d.W) {
@@ -207,7 +207,7 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
         float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
 
         if (need_doutT)
-            SNN_CUDA_LAUNCH(conv2d_transpose_dout_kernel,
+            SNN_CUDA_LAUNCH(conv2d_backward_transpose_kernel,
                             snn_cuda_grid((int64_t)d->C_out * wide, SNN_CUDA_BLOCK),
                             SNN_CUDA_BLOCK, 0, doutT, doutg, d->C_out, g, plan.P);
         if (dweight) {
@@ -229,7 +229,7 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
              * (the dweight SGEMM that read col is queued before it on the same stream) */
             snn_gemm_cuda(true, false, (int)plan.CK, wide, d->C_out, 1.0f, weight, (int)plan.CK,
                           doutT, wide, 0.0f, col, wide);
-            SNN_CUDA_LAUNCH(conv2d_col2im_kernel,
+            SNN_CUDA_LAUNCH(conv2d_backward_col2im_kernel,
                             snn_cuda_grid((int64_t)g * x_image, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
                             dxg, col, *d, g, plan.P);
         }

@@ -17,8 +17,8 @@
 #include "kernels_cuda.h"
 
 /* mask[i] = u(base + i) >= p ? scale : 0.  CPU: snn_dropout_mask_cpu. */
-static __global__ void dropout_mask_kernel(float *mask, int64_t n, float p, uint64_t base,
-                                           float scale)
+static __global__ void dropout_mask_forward_kernel(float *mask, int64_t n, float p, uint64_t base,
+                                                   float scale)
 {
     SNN_GRID_STRIDE_LOOP(i, n) {
         const float u = (float)(snn_hash64(base + (uint64_t)i) >> 40) * 0x1.0p-24f;
@@ -31,6 +31,6 @@ extern "C" void snn_dropout_mask_cuda(float *mask, int64_t n, float p, uint64_t 
     if (n <= 0) return;
     const uint64_t base = seed * 0xD1B54A32D192ED03ull;
     const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    SNN_CUDA_LAUNCH(dropout_mask_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, mask,
-                    n, p, base, scale);
+    SNN_CUDA_LAUNCH(dropout_mask_forward_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK,
+                    0, mask, n, p, base, scale);
 }

@@ -144,7 +144,7 @@ static __device__ __forceinline__ void binary_slopes(snn_binary_op op, float a, 
 }
 
 /* out[i] = a[i] op b[i] for same shapes.  Traffic: 8 B read, 4 B written. */
-static __global__ void binary_same_forward_kernel(snn_binary_op op, float *out, const float *a,
+static __global__ void binary_forward_same_kernel(snn_binary_op op, float *out, const float *a,
                                                   const float *b, int64_t n)
 {
     SNN_GRID_STRIDE_LOOP(i, n) out[i] = binary_value(op, a[i], b[i]);
@@ -153,9 +153,8 @@ static __global__ void binary_same_forward_kernel(snn_binary_op op, float *out, 
 /* out[i] = a[ia(i)] op b[ib(i)] with broadcast offsets.  Traffic: 4 B written per output; a
  * and b are read through the cache (a broadcast operand is re-read, mostly from L1/L2).
  * CPU: snn_binary_forward_cpu. */
-static __global__ void binary_broadcast_forward_kernel(snn_binary_op op, float *out,
-                                                       const float *a, const float *b,
-                                                       snn_broadcast bc)
+static __global__ void binary_forward_broadcast_kernel(snn_binary_op op, float *out, const float *a,
+                                                       const float *b, snn_broadcast bc)
 {
     SNN_GRID_STRIDE_LOOP(i, bc.numel) {
         int64_t rest = i, ia = 0, ib = 0;
@@ -176,15 +175,15 @@ extern "C" void snn_binary_forward_cuda(snn_binary_op op, float *out, const floa
     if (n <= 0) return;
     const unsigned grid = snn_cuda_grid(n, SNN_CUDA_BLOCK);
     if (bc->same_shape)
-        SNN_CUDA_LAUNCH(binary_same_forward_kernel, grid, SNN_CUDA_BLOCK, 0, op, out, a, b, n);
+        SNN_CUDA_LAUNCH(binary_forward_same_kernel, grid, SNN_CUDA_BLOCK, 0, op, out, a, b, n);
     else
-        SNN_CUDA_LAUNCH(binary_broadcast_forward_kernel, grid, SNN_CUDA_BLOCK, 0, op, out, a, b,
+        SNN_CUDA_LAUNCH(binary_forward_broadcast_kernel, grid, SNN_CUDA_BLOCK, 0, op, out, a, b,
                         *bc);
 }
 
 /* da[i] += dout[i] d/da, db[i] += dout[i] d/db for same shapes (NULL skips).
  * Traffic: 12 B read + 4-8 B read-modify-write per element.  CPU: snn_binary_backward_cpu. */
-static __global__ void binary_same_backward_kernel(snn_binary_op op, float *da, float *db,
+static __global__ void binary_backward_same_kernel(snn_binary_op op, float *da, float *db,
                                                    const float *dout, const float *a,
                                                    const float *b, int64_t n)
 {
@@ -240,9 +239,9 @@ static __device__ __forceinline__ double gather_term(snn_binary_op op, const bro
 
 /* One thread per element j of t: t[j] += sum_r term(j, r). For short sums (R small).
  * Traffic: R dout reads (plus a, b through the cache) and one read-modify-write per j. */
-static __global__ void broadcast_gather_thread_kernel(snn_binary_op op, float *dt,
-                                                      const float *dout, const float *a,
-                                                      const float *b, broadcast_gather g)
+static __global__ void binary_backward_gather_thread_kernel(snn_binary_op op, float *dt,
+                                                            const float *dout, const float *a,
+                                                            const float *b, broadcast_gather g)
 {
     SNN_GRID_STRIDE_LOOP(j, g.numel_t) {
         double acc = 0.0;
@@ -253,9 +252,9 @@ static __global__ void broadcast_gather_thread_kernel(snn_binary_op op, float *d
 
 /* One block per element j of t, its threads striding over r and meeting in a block sum. For
  * long sums (a bias-like operand stretched over a whole batch). Same traffic as above. */
-static __global__ void broadcast_gather_block_kernel(snn_binary_op op, float *dt,
-                                                     const float *dout, const float *a,
-                                                     const float *b, broadcast_gather g)
+static __global__ void binary_backward_gather_block_kernel(snn_binary_op op, float *dt,
+                                                           const float *dout, const float *a,
+                                                           const float *b, broadcast_gather g)
 {
     for (int64_t j = blockIdx.x; j < g.numel_t; j += gridDim.x) {
         double acc = 0.0;
@@ -287,10 +286,11 @@ static void broadcast_backward_one(snn_binary_op op, float *dt, int which, const
     if (g.terms >= 512) {
         const int64_t cap = (int64_t)snn_cuda_sm_count() * 8;
         const unsigned grid = (unsigned)(g.numel_t < cap ? g.numel_t : cap);
-        SNN_CUDA_LAUNCH(broadcast_gather_block_kernel, grid, 256, 0, op, dt, dout, a, b, g);
+        SNN_CUDA_LAUNCH(binary_backward_gather_block_kernel, grid, 256, 0, op, dt, dout, a, b, g);
     } else {
-        SNN_CUDA_LAUNCH(broadcast_gather_thread_kernel, snn_cuda_grid(g.numel_t, SNN_CUDA_BLOCK),
-                        SNN_CUDA_BLOCK, 0, op, dt, dout, a, b, g);
+        SNN_CUDA_LAUNCH(binary_backward_gather_thread_kernel,
+                        snn_cuda_grid(g.numel_t, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, op, dt, dout,
+                        a, b, g);
     }
 }
 
@@ -300,7 +300,7 @@ extern "C" void snn_binary_backward_cuda(snn_binary_op op, float *da, float *db,
 {
     if (bc->numel <= 0 || (!da && !db)) return;
     if (bc->same_shape) {
-        SNN_CUDA_LAUNCH(binary_same_backward_kernel, snn_cuda_grid(bc->numel, SNN_CUDA_BLOCK),
+        SNN_CUDA_LAUNCH(binary_backward_same_kernel, snn_cuda_grid(bc->numel, SNN_CUDA_BLOCK),
                         SNN_CUDA_BLOCK, 0, op, da, db, dout, a, b, bc->numel);
         return;
     }

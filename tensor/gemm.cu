@@ -27,7 +27,7 @@ static cublasOperation_t blas_op(bool trans) { return trans ? CUBLAS_OP_T : CUBL
 /* K = 0: the product is empty, C = beta C (0 when beta = 0, whatever C held). cuBLAS would
  * reject the zero leading dimensions such a call may carry, so it never sees it.
  * Traffic: 4-8 B per element of C. */
-static __global__ void gemm_scale_kernel(float *C, int ldc, int M, int N, float beta)
+static __global__ void gemm_empty_k_kernel(float *C, int ldc, int M, int N, float beta)
 {
     SNN_GRID_STRIDE_LOOP(k, (int64_t)M * N) {
         float *c = C + (k / N) * ldc + k % N;
@@ -53,7 +53,7 @@ extern "C" void snn_gemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, f
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
-        SNN_CUDA_LAUNCH(gemm_scale_kernel, snn_cuda_grid((int64_t)M * N, SNN_CUDA_BLOCK),
+        SNN_CUDA_LAUNCH(gemm_empty_k_kernel, snn_cuda_grid((int64_t)M * N, SNN_CUDA_BLOCK),
                         SNN_CUDA_BLOCK, 0, C, ldc, M, N, beta);
         return;
     }

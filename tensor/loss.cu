@@ -19,7 +19,8 @@
 
 static __device__ __forceinline__ float warp_max_all(float v)
 {
-    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
     return v;
 }
 
@@ -123,7 +124,7 @@ extern "C" void snn_nll_backward_cuda(float *dlogp, const float *dloss, const fl
 
 /* out[n, c] = c == label[n] ? 1 : 0.  Traffic: 4 B written per element.
  * CPU: snn_one_hot_cpu. */
-static __global__ void one_hot_kernel(float *out, const float *labels, int N, int C)
+static __global__ void one_hot_forward_kernel(float *out, const float *labels, int N, int C)
 {
     SNN_GRID_STRIDE_LOOP(k, (int64_t)N * C) {
         int64_t c;
@@ -136,6 +137,6 @@ extern "C" void snn_one_hot_cuda(float *out, const float *labels, int N, int C)
 {
     const int64_t n = (int64_t)N * C;
     if (n <= 0) return;
-    SNN_CUDA_LAUNCH(one_hot_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, out,
-                    labels, N, C);
+    SNN_CUDA_LAUNCH(one_hot_forward_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
+                    out, labels, N, C);
 }

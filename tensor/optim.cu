@@ -20,14 +20,14 @@
 #include "kernels_cuda.h"
 
 /* p -= lr (grad + wd p), no state.  CPU: snn_sgd_update_cpu with momentum = 0. */
-static __global__ void sgd_plain_update_kernel(float *p, const float *grad, int64_t n, float lr,
+static __global__ void sgd_update_plain_kernel(float *p, const float *grad, int64_t n, float lr,
                                                float wd)
 {
     SNN_GRID_STRIDE_LOOP(i, n) p[i] -= lr * (grad[i] + wd * p[i]);
 }
 
 /* Momentum SGD, see the file comment.  CPU: snn_sgd_update_cpu. */
-static __global__ void sgd_momentum_update_kernel(float *p, float *velocity, const float *grad,
+static __global__ void sgd_update_momentum_kernel(float *p, float *velocity, const float *grad,
                                                   int64_t n, float lr, float wd, float mu,
                                                   float keep, bool first, bool nesterov)
 {
@@ -45,11 +45,11 @@ extern "C" void snn_sgd_update_cuda(float *p, float *velocity, const float *grad
     if (n <= 0) return;
     const unsigned grid = snn_cuda_grid(n, SNN_CUDA_BLOCK);
     if (hp->momentum == 0.0f) {
-        SNN_CUDA_LAUNCH(sgd_plain_update_kernel, grid, SNN_CUDA_BLOCK, 0, p, grad, n, hp->lr,
+        SNN_CUDA_LAUNCH(sgd_update_plain_kernel, grid, SNN_CUDA_BLOCK, 0, p, grad, n, hp->lr,
                         hp->weight_decay);
         return;
     }
-    SNN_CUDA_LAUNCH(sgd_momentum_update_kernel, grid, SNN_CUDA_BLOCK, 0, p, velocity, grad, n,
+    SNN_CUDA_LAUNCH(sgd_update_momentum_kernel, grid, SNN_CUDA_BLOCK, 0, p, velocity, grad, n,
                     hp->lr, hp->weight_decay, hp->momentum, 1.0f - hp->dampening, hp->first_step,
                     hp->nesterov);
 }

@@ -25,11 +25,11 @@ static __host__ __device__ int64_t ceil_div(int64_t a, int64_t b) { return (a + 
 /* ---- sum_dim --------------------------------------------------------------------------------- */
 
 /* Block b reduces segment s = b % S of row o = b / S of x (outer, dim) in double.
- * out[o] = scale * sum when S == 1, else partial[b] = sum (finished by sum_partials_kernel).
+ * out[o] = scale * sum when S == 1, else partial[b] = sum (finished by sum_dim_finish_kernel).
  * Traffic: 4 B read per element; 4-8 B written per block.  CPU: snn_sum_dim_cpu (inner = 1). */
-static __global__ void row_segment_sum_kernel(float *out, double *partial, const float *x,
-                                              int64_t outer, int64_t dim, int64_t segments,
-                                              float scale)
+static __global__ void sum_dim_rows_kernel(float *out, double *partial, const float *x,
+                                           int64_t outer, int64_t dim, int64_t segments,
+                                           float scale)
 {
     const int64_t seg_len = ceil_div(dim, segments);
     for (int64_t b = blockIdx.x; b < outer * segments; b += gridDim.x) {
@@ -50,9 +50,9 @@ static __global__ void row_segment_sum_kernel(float *out, double *partial, const
 /* Thread k = (s, o, i) (i fastest) sums x[o, d, i] over segment s of d in double.
  * out[o, i] = scale * sum when S == 1, else partial[k] = sum.
  * Traffic: 4 B read per element, coalesced along i; 4-8 B written per thread. */
-static __global__ void strided_segment_sum_kernel(float *out, double *partial, const float *x,
-                                                  int64_t outer, int64_t dim, int64_t inner,
-                                                  int64_t segments, float scale)
+static __global__ void sum_dim_columns_kernel(float *out, double *partial, const float *x,
+                                              int64_t outer, int64_t dim, int64_t inner,
+                                              int64_t segments, float scale)
 {
     const int64_t seg_len = ceil_div(dim, segments);
     SNN_GRID_STRIDE_LOOP(k, segments * outer * inner) {
@@ -71,9 +71,9 @@ static __global__ void strided_segment_sum_kernel(float *out, double *partial, c
 
 /* out[j] = scale * sum_s partial[s * stride_s + j * stride_j], s in index order.
  * Traffic: S doubles read per output, 4 B written. */
-static __global__ void sum_partials_kernel(float *out, const double *partial, int64_t count,
-                                           int64_t segments, int64_t stride_s, int64_t stride_j,
-                                           float scale)
+static __global__ void sum_dim_finish_kernel(float *out, const double *partial, int64_t count,
+                                             int64_t segments, int64_t stride_s, int64_t stride_j,
+                                             float scale)
 {
     SNN_GRID_STRIDE_LOOP(j, count) {
         double acc = 0.0;
@@ -105,15 +105,15 @@ extern "C" void snn_sum_dim_cuda(float *out, const float *x, int64_t outer, int6
             if (segments * outer > max_partials) segments = max_partials / outer;
             if (segments < 1) segments = 1;
         }
-        double *partial = segments > 1
-                              ? (double *)snn_cuda_scratch((size_t)(segments * outer) * sizeof(double))
-                              : NULL;
+        double *partial =
+            segments > 1 ? (double *)snn_cuda_scratch((size_t)(segments * outer) * sizeof(double))
+                         : NULL;
         const int64_t blocks = outer * segments;
         const unsigned grid = (unsigned)(blocks < (int64_t)sms * 32 ? blocks : (int64_t)sms * 32);
-        SNN_CUDA_LAUNCH(row_segment_sum_kernel, grid, REDUCE_BLOCK, 0, out, partial, x, outer, dim,
+        SNN_CUDA_LAUNCH(sum_dim_rows_kernel, grid, REDUCE_BLOCK, 0, out, partial, x, outer, dim,
                         segments, scale);
         if (segments > 1)
-            SNN_CUDA_LAUNCH(sum_partials_kernel, snn_cuda_grid(outer, REDUCE_BLOCK), REDUCE_BLOCK,
+            SNN_CUDA_LAUNCH(sum_dim_finish_kernel, snn_cuda_grid(outer, REDUCE_BLOCK), REDUCE_BLOCK,
                             0, out, partial, outer, segments, 1, segments, scale);
         return;
     }
@@ -131,10 +131,10 @@ extern "C" void snn_sum_dim_cuda(float *out, const float *x, int64_t outer, int6
     double *partial =
         segments > 1 ? (double *)snn_cuda_scratch((size_t)(segments * count) * sizeof(double))
                      : NULL;
-    SNN_CUDA_LAUNCH(strided_segment_sum_kernel, snn_cuda_grid(segments * count, REDUCE_BLOCK),
+    SNN_CUDA_LAUNCH(sum_dim_columns_kernel, snn_cuda_grid(segments * count, REDUCE_BLOCK),
                     REDUCE_BLOCK, 0, out, partial, x, outer, dim, inner, segments, scale);
     if (segments > 1)
-        SNN_CUDA_LAUNCH(sum_partials_kernel, snn_cuda_grid(count, REDUCE_BLOCK), REDUCE_BLOCK, 0,
+        SNN_CUDA_LAUNCH(sum_dim_finish_kernel, snn_cuda_grid(count, REDUCE_BLOCK), REDUCE_BLOCK, 0,
                         out, partial, count, segments, count, 1, scale);
 }
 
@@ -143,8 +143,9 @@ extern "C" void snn_sum_dim_cuda(float *out, const float *x, int64_t outer, int6
 /* out[o, d, i] (+)= scale x[o, i], one thread per out element.
  * Traffic: 4 B written (8 B read-modify-write when accumulating) per out element, x read
  * through the cache.  CPU: snn_expand_dim_cpu. */
-static __global__ void expand_dim_kernel(float *out, const float *x, int64_t outer, int64_t dim,
-                                         int64_t inner, float scale, bool accumulate)
+static __global__ void expand_dim_forward_kernel(float *out, const float *x, int64_t outer,
+                                                 int64_t dim, int64_t inner, float scale,
+                                                 bool accumulate)
 {
     SNN_GRID_STRIDE_LOOP(k, outer * dim * inner) {
         int64_t i, d;
@@ -160,15 +161,15 @@ extern "C" void snn_expand_dim_cuda(float *out, const float *x, int64_t outer, i
 {
     const int64_t n = outer * dim * inner;
     if (n <= 0) return;
-    SNN_CUDA_LAUNCH(expand_dim_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, out,
-                    x, outer, dim, inner, scale, accumulate);
+    SNN_CUDA_LAUNCH(expand_dim_forward_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
+                    out, x, outer, dim, inner, scale, accumulate);
 }
 
 /* ---- sum of squares and finiteness ---------------------------------------------------------- */
 
 /* Pass 1: block b sums x^2 (double) and counts non-finite values over a grid-stride share;
  * partial[b] = sum, partial[blocks + b] = count.  Traffic: 4 B read per element. */
-static __global__ void sumsq_partial_kernel(double *partial, const float *x, int64_t n)
+static __global__ void sumsq_and_finite_partial_kernel(double *partial, const float *x, int64_t n)
 {
     double sumsq = 0.0, bad = 0.0;
     SNN_GRID_STRIDE_LOOP(i, n) {
@@ -186,7 +187,7 @@ static __global__ void sumsq_partial_kernel(double *partial, const float *x, int
 
 /* Pass 2, one block: out[0] = sum of the partial sums, out[1] = 1 if any count > 0.
  * CPU: snn_sumsq_and_finite_cpu. */
-static __global__ void sumsq_finish_kernel(float *out, const double *partial, int blocks)
+static __global__ void sumsq_and_finite_finish_kernel(float *out, const double *partial, int blocks)
 {
     double sumsq = 0.0, bad = 0.0;
     for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
@@ -208,8 +209,9 @@ extern "C" void snn_sumsq_and_finite_cuda(float *out, const float *x, int64_t n)
     const int64_t cap = (int64_t)snn_cuda_sm_count() * 4;
     if (blocks > cap) blocks = cap;
     double *partial = (double *)snn_cuda_scratch((size_t)(2 * blocks) * sizeof(double));
-    SNN_CUDA_LAUNCH(sumsq_partial_kernel, (unsigned)blocks, REDUCE_BLOCK, 0, partial, x, n);
-    SNN_CUDA_LAUNCH(sumsq_finish_kernel, 1, REDUCE_BLOCK, 0, out, partial, (int)blocks);
+    SNN_CUDA_LAUNCH(sumsq_and_finite_partial_kernel, (unsigned)blocks, REDUCE_BLOCK, 0, partial, x,
+                    n);
+    SNN_CUDA_LAUNCH(sumsq_and_finite_finish_kernel, 1, REDUCE_BLOCK, 0, out, partial, (int)blocks);
 }
 
 /* ---- argmax over rows ------------------------------------------------------------------------ */

@@ -123,7 +123,8 @@ static void expect_close(const char *what, const float *got_dev, const float *wa
     test_checks++;
     if (!(worst <= 1.0)) {
         test_failures++;
-        fprintf(stderr, "FAIL %s: [%ld] cuda %.9g vs cpu %.9g (worst |diff| / (%g + %g |ref|) = %.3g)\n",
+        fprintf(stderr,
+                "FAIL %s: [%ld] cuda %.9g vs cpu %.9g (worst |diff| / (%g + %g |ref|) = %.3g)\n",
                 what, where, (double)got[where], (double)want[where], atol, rtol, worst);
     }
 }
@@ -824,7 +825,8 @@ static void adam_case(bool decoupled, float wd, int t)
     const size_t n = 100003;
     float *p = random_host(n, -1.0f, 1.0f), *g = random_host(n, -1.0f, 1.0f);
     float *m = random_host(n, -0.1f, 0.1f), *v = random_host(n, 0.0f, 0.01f);
-    float *d_p = dev_copy(p, n), *d_g = dev_copy(g, n), *d_m = dev_copy(m, n), *d_v = dev_copy(v, n);
+    float *d_p = dev_copy(p, n), *d_g = dev_copy(g, n), *d_m = dev_copy(m, n),
+          *d_v = dev_copy(v, n);
     snn_adam_params hp = {1e-3f, 0.9f, 0.999f, 1e-8f, wd, decoupled, 0.0f, 0.0f};
     hp.bias_correction1 = 1.0f - powf(hp.beta1, (float)t);
     hp.bias_correction2 = 1.0f - powf(hp.beta2, (float)t);
