@@ -155,17 +155,24 @@ snn_status snn_checkpoint_read_metadata(const char *path, snn_metadata *out)
 
 snn_status snn_checkpoint_load(const char *path, snn_module *model, snn_optimizer *opt)
 {
+    /* Everything that can fail is checked before a tensor is touched: the metadata first (the
+     * optimizer's step count must be there when its state is loaded), then the whole file. */
+    long long steps = 0;
+    if (opt) {
+        snn_metadata meta;
+        if (snn_checkpoint_read_metadata(path, &meta) != SNN_OK) return snn_last_status();
+        const char *value = snn_metadata_get(&meta, "snn.optimizer.steps");
+        char *end = NULL;
+        if (value) steps = strtoll(value, &end, 10);
+        if (!value || *end || steps < 0)
+            return snn_error(SNN_ERR_FORMAT, "%s: no valid 'snn.optimizer.steps' in the metadata; "
+                             "hint: this checkpoint holds no optimizer state", path);
+    }
     snn_param_list all;
     snn_status s = gather(model, opt, &all);
     if (s == SNN_OK) s = snn_safetensors_load(path, &all, opt == NULL, NULL, NULL);
     snn_param_list_free(&all);
-    if (s != SNN_OK || !opt) return s;
-    snn_metadata meta;
-    s = snn_checkpoint_read_metadata(path, &meta);
-    const char *steps = s == SNN_OK ? snn_metadata_get(&meta, "snn.optimizer.steps") : NULL;
-    if (s == SNN_OK && !steps)
-        return snn_error(SNN_ERR_FORMAT, "%s: no 'snn.optimizer.steps' in the metadata", path);
-    if (s == SNN_OK) snn_optimizer_set_steps(opt, strtoll(steps, NULL, 10));
+    if (s == SNN_OK && opt) snn_optimizer_set_steps(opt, steps);
     return s;
 }
 

@@ -186,6 +186,7 @@ typedef enum snn_optimizer_kind { SNN_OPT_SGD, SNN_OPT_ADAM, SNN_OPT_ADAMW } snn
 
 typedef struct snn_optimizer snn_optimizer;
 
+/* Make the optimizer after snn_module_to(): moving a module replaces its parameter tensors. */
 snn_optimizer *snn_sgd_new(snn_module *m, float lr, float momentum, float weight_decay,
                            bool nesterov);
 snn_optimizer *snn_adam_new(snn_module *m, float lr, float weight_decay, bool decoupled);
