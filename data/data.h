@@ -33,7 +33,7 @@
  * Where the files are looked for (first match wins):
  *   1. the `path` argument of snn_dataset_load, when not NULL (a folder, or for CIFAR also the
  *      .tar.gz file itself);
- *   2. else $SNN_DATA_DIR/<name>, then $SNN_DATA_DIR itself, when SNN_DATA_DIR is set;
+ *   2. else, when SNN_DATA_DIR is set: $SNN_DATA_DIR/<name> if that exists, else $SNN_DATA_DIR;
  *   3. else the default folder: /usr/share/datasets/<name> (fashion-mnist comes from the Debian
  *      package dataset-fashion-mnist; mnist from the same layout).
  * <name> is "fashion-mnist", "mnist", "cifar10" or "cifar100". In a folder the IDX files are
