@@ -30,6 +30,9 @@ extern "C" {
 /* Prints "snn.c: CUDA error: <what> failed at file:line: <message>" and aborts. */
 [[noreturn]] void snn_cuda_fail(const char *what, const char *file, int line,
                                 const char *message);
+/* The same for a kernel launch, adding the launch configuration to the message. */
+[[noreturn]] void snn_cuda_launch_fail(const char *kernel, const char *file, int line,
+                                       cudaError_t error, unsigned grid, unsigned block);
 
 cudaStream_t snn_cuda_stream(void);
 cublasHandle_t snn_cuda_blas(void);
@@ -62,11 +65,11 @@ void *snn_cuda_scratch(size_t bytes);
  * Asynchronous faults inside the kernel surface at the next checked call that synchronises. */
 #define SNN_CUDA_LAUNCH(kernel, grid, block, shmem, ...)                                     \
     do {                                                                                     \
-        kernel<<<(grid), (block), (shmem), snn_cuda_stream()>>>(__VA_ARGS__);                \
+        const unsigned snn_grid_ = (grid), snn_block_ = (block);                            \
+        kernel<<<snn_grid_, snn_block_, (shmem), snn_cuda_stream()>>>(__VA_ARGS__);          \
         cudaError_t snn_err_ = cudaGetLastError();                                           \
         if (snn_err_ != cudaSuccess)                                                         \
-            snn_cuda_fail("launch of " #kernel, __FILE__, __LINE__,                          \
-                          cudaGetErrorString(snn_err_));                                     \
+            snn_cuda_launch_fail(#kernel, __FILE__, __LINE__, snn_err_, snn_grid_, snn_block_); \
     } while (0)
 
 /* Threads per block for the flat elementwise kernels. */

@@ -37,6 +37,17 @@ extern "C" void snn_cuda_fail(const char *what, const char *file, int line, cons
     abort();
 }
 
+extern "C" void snn_cuda_launch_fail(const char *kernel, const char *file, int line,
+                                     cudaError_t error, unsigned grid, unsigned block)
+{
+    char message[256];
+    snprintf(message, sizeof message, "%s (grid %u blocks of %u threads)",
+             cudaGetErrorString(error), grid, block);
+    char what[160];
+    snprintf(what, sizeof what, "launch of %s", kernel);
+    snn_cuda_fail(what, file, line, message);
+}
+
 extern "C" int snn_cuda_device_count(void)
 {
     /* Asked on every dispatch, so it is queried once (C++11 makes this initialisation
