@@ -15,6 +15,9 @@ endif()
 
 function(snn_target_warnings target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C>:${SNN_C_WARNINGS}>)
+  # errno is never read after a math call; without this GCC keeps scalar sqrtf calls in
+  # vectorisable loops (Adam: 3x slower). It changes no result, unlike -ffast-math.
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C>:-fno-math-errno>)
   if(SNN_NATIVE)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C>:-march=native>)
   endif()
