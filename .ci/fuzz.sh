@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# .ci/fuzz.sh - builds the libFuzzer targets of data/ (fuzz/fuzz_{idx,tar,cifar}.c) with clang,
+# writes a small seed corpus, and runs each target for a bounded time. Exits non-zero when a
+# target crashes, trips ASan/UBSan, leaks (the targets check snn_live_bytes) or fails to build.
+#
+#   .ci/fuzz.sh                       # 20 s per target, build in build-fuzz/
+#   SNN_FUZZ_SECONDS=300 .ci/fuzz.sh  # longer
+#
+# Crash inputs are kept as build-fuzz/artifacts/<target>-crash-*; replay one with
+#   build-fuzz/bin/fuzz_idx build-fuzz/artifacts/fuzz_idx-crash-...
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${SNN_FUZZ_BUILD:-$root/build-fuzz}
+seconds=${SNN_FUZZ_SECONDS:-20}
+targets=(fuzz_idx fuzz_tar fuzz_cifar)
+
+command -v clang >/dev/null || { echo "fuzz.sh: clang not found" >&2; exit 2; }
+
+# 1. Build: snn_tensor through CMake with clang; the targets through CMake when the top-level
+#    CMakeLists adds fuzz/, else directly with clang against the built snn_tensor.
+cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSNN_CUDA=OFF -DSNN_FUZZ=ON -DSNN_BUILD_TESTS=OFF -DSNN_NATIVE=OFF >/dev/null
+cmake --build "$build" --target snn_tensor -j2 >/dev/null 2>&1 ||
+  { echo "fuzz.sh: building snn_tensor with clang failed" >&2; exit 2; }
+mkdir -p "$build/bin"
+if cmake --build "$build" --target help | grep -q fuzz_idx; then
+  cmake --build "$build" --target "${targets[@]}" -j2 >/dev/null
+else
+  for t in "${targets[@]}"; do
+    clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+          -fno-omit-frame-pointer -I"$root" -I"$root/data" "$root/fuzz/$t.c" "$root"/data/*.c \
+          "$build/lib/libsnn_tensor.a" -fopenmp -lz -lpthread -lm -o "$build/bin/$t"
+  done
+fi
+
+# 2. Seeds: valid inputs of each format, plain and gzip, written with standard tools.
+seeds="$build/seeds"
+rm -rf "$seeds" && mkdir -p "$seeds"/{fuzz_idx,fuzz_tar,fuzz_cifar}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+printf '\x00\x00\x08\x01\x00\x00\x00\x04\x01\x02\x09\x00' > "$seeds/fuzz_idx/labels"
+{ printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x02'; head -c 12 /dev/urandom; } \
+  > "$seeds/fuzz_idx/images"
+gzip -c "$seeds/fuzz_idx/labels" > "$seeds/fuzz_idx/labels.gz"
+gzip -c "$seeds/fuzz_idx/images" > "$seeds/fuzz_idx/images.gz"
+
+# A CIFAR-10 and a CIFAR-100 layout with one record per batch file.
+mkdir -p "$work/c10/cifar-10-batches-bin" "$work/c100/cifar-100-binary"
+for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+  { printf '\x03'; head -c 3072 /dev/zero; } > "$work/c10/cifar-10-batches-bin/$f.bin"
+done
+echo airplane > "$work/c10/cifar-10-batches-bin/batches.meta.txt"
+for f in train test; do
+  { printf '\x05\x2a'; head -c 3072 /dev/zero; } > "$work/c100/cifar-100-binary/$f.bin"
+done
+tar -C "$work/c10" --format=ustar -cf "$work/c10.tar" cifar-10-batches-bin
+tar -C "$work/c100" --format=gnu -cf "$work/c100.tar" cifar-100-binary
+gzip -c "$work/c10.tar" > "$work/c10.tar.gz"
+gzip -c "$work/c100.tar" > "$work/c100.tar.gz"
+cp "$work/c10.tar" "$work/c10.tar.gz" "$work/c100.tar.gz" "$seeds/fuzz_tar/"
+{ printf '\x00'; cat "$work/c10.tar.gz"; } > "$seeds/fuzz_cifar/c10-train"
+{ printf '\x04'; cat "$work/c10.tar"; } > "$seeds/fuzz_cifar/c10-test"
+{ printf '\x01'; cat "$work/c100.tar.gz"; } > "$seeds/fuzz_cifar/c100-fine"
+{ printf '\x06'; cat "$work/c100.tar.gz"; } > "$seeds/fuzz_cifar/c100-coarse"
+{ printf '\x03'; cat "$work/c10/cifar-10-batches-bin/test_batch.bin"; } > "$seeds/fuzz_cifar/records"
+
+# 3. Run each target for a bounded time; the corpus grows in build-fuzz/corpus/<target>.
+mkdir -p "$build/artifacts"
+status=0
+for t in "${targets[@]}"; do
+  corpus="$build/corpus/$t"
+  mkdir -p "$corpus"
+  echo "fuzz.sh: $t for ${seconds}s"
+  if ! "$build/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
+        "$corpus" "$seeds/$t" > "$build/$t.log" 2>&1; then
+    echo "fuzz.sh: $t FAILED; tail of $build/$t.log:" >&2
+    tail -n 40 "$build/$t.log" >&2
+    status=1
+  else
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/$t.log" | grep -o '[0-9]*$' || true)
+    echo "fuzz.sh: $t ok, ${runs:-?} inputs, no crash"
+  fi
+done
+exit $status
