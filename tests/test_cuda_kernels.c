@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "tensor/cuda.h"
-#include "tensor/gemm.h"
 #include "tensor/kernels.h"
 #include "test.h"
 
@@ -880,6 +879,5 @@ int main(void)
     RUN(test_losses);
     RUN(test_dropout_mask);
     RUN(test_optimizers);
-    snn_gemm_release_cpu(); /* the CPU SGEMM's packing buffers, until snn_shutdown() does it */
     return test_finish();
 }
