@@ -224,7 +224,7 @@ snn_loader *snn_loader_new(const snn_dataset *ds, const snn_loader_config *confi
     if (!ok) {
         snn_loader_free(l);
         return snn_error_null(SNN_ERR_MEMORY, "snn_loader_new: out of memory for batches of %d",
-                              l->cfg.batch_size);
+                              config->batch_size);
     }
     if (l->cfg.prefetch) {
         pthread_mutex_init(&l->mutex, NULL);
@@ -287,6 +287,10 @@ snn_status snn_loader_seek(snn_loader *l, int64_t epoch, int64_t batch)
 
 bool snn_loader_next(snn_loader *l, snn_batch *out)
 {
+    if (!l || !out) {
+        snn_error(SNN_ERR_ARGUMENT, "snn_loader_next: bad argument (got NULL)");
+        return false;
+    }
     memset(out, 0, sizeof *out);
     if (l->batch >= l->batches) {
         l->epoch++;
