@@ -131,9 +131,10 @@ void snn_gemm_naive_cpu(bool trans_a, bool trans_b, int M, int N, int K, float a
 #define MC SNN_GEMM_MC /* a multiple of MR */
 #define NC SNN_GEMM_NC /* a multiple of NR */
 
-/* Problems below this many multiply-adds skip packing (its fixed cost would dominate), and below
- * SMALL_PARALLEL_FMAS the threads are not worth waking. */
-#define SMALL_FMAS (32 * 32 * 32)
+/* Problems below SMALL_FMAS multiply-adds skip packing (measured: packing into the kept buffer
+ * wins from about 8x8x8 up), and below PARALLEL_FMAS (~1.8 MFLOP, ~10 us of work) waking the
+ * threads is not worth it. */
+#define SMALL_FMAS (8 * 8 * 8)
 #define PARALLEL_FMAS (96 * 96 * 96)
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -383,25 +384,55 @@ static void scale_c(int M, int N, float beta, float *C, int ldc)
     }
 }
 
-/* The unpacked path for small problems and the fallback when no buffer can be had: rows of C
- * are built in place, with the k loop outside the j loop so that the j loop vectorises. */
+/* sum_k a[k * a_stride] * b[k] with 16 running partial sums (a vector register's worth, so the
+ * compiler can keep them in one; the order is fixed, so the result is reproducible). */
+static float dot(int K, const float *a, int64_t a_stride, const float *restrict b)
+{
+    float part[16] = {0.0f};
+    int k = 0;
+    for (; k + 16 <= K; k += 16)
+        for (int l = 0; l < 16; l++) part[l] += a[(k + l) * a_stride] * b[k + l];
+    for (; k < K; k++) part[0] += a[k * a_stride] * b[k];
+    float sum = 0.0f;
+    for (int l = 0; l < 16; l++) sum += part[l];
+    return sum;
+}
+
+/* The unpacked path, for tiny problems, for one or two rows of C (a vector times a matrix:
+ * each element of B is used once or twice, so packing it buys nothing), and as the fallback
+ * when no packing buffer can be had. Without trans_b, rows of C are built in place with the k
+ * loop outside the j loop, so the j loop streams rows of B and vectorises; with trans_b, each
+ * element is a dot product of two contiguous rows (when A is not transposed). */
 static void gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc)
 {
-    scale_c(M, N, beta, C, ldc);
     for (int i = 0; i < M; i++) {
         float *restrict c = C + (int64_t)i * ldc;
-        for (int k = 0; k < K; k++) {
-            float a = alpha * (trans_a ? A[(int64_t)k * lda + i] : A[(int64_t)i * lda + k]);
-            if (!trans_b) {
-                const float *restrict b = B + (int64_t)k * ldb;
-                for (int j = 0; j < N; j++) c[j] += a * b[j];
-            } else {
-                for (int j = 0; j < N; j++) c[j] += a * B[(int64_t)j * ldb + k];
+        /* row i of op(A): element k at a_row[k * a_stride] */
+        const float *a_row = trans_a ? A + i : A + (int64_t)i * lda;
+        int64_t a_stride = trans_a ? lda : 1;
+        if (trans_b) {
+            for (int j = 0; j < N; j++) {
+                float sum = alpha * dot(K, a_row, a_stride, B + (int64_t)j * ldb);
+                c[j] = beta == 0.0f ? sum : sum + beta * c[j];
             }
+            continue;
+        }
+        scale_c(1, N, beta, c, ldc);
+        for (int k = 0; k < K; k++) {
+            float a = alpha * a_row[k * a_stride];
+            const float *restrict b = B + (int64_t)k * ldb;
+            for (int j = 0; j < N; j++) c[j] += a * b[j];
         }
     }
+}
+
+/* Which path a problem takes; a function of the shape alone, so that the threaded and the
+ * serial entry points sum every element in the same order. */
+static bool use_small(int M, int N, int K)
+{
+    return (int64_t)M * N * K < SMALL_FMAS || M <= 2;
 }
 
 /* The blocked algorithm of the file header on the rectangle rows [m0, m1) x cols [n0, n1) of C,
@@ -455,7 +486,7 @@ static void gemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, flo
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    float *pack = (int64_t)M * N * K < SMALL_FMAS ? NULL : pack_buffer();
+    float *pack = use_small(M, N, K) ? NULL : pack_buffer();
     if (!pack) {
         gemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -482,7 +513,8 @@ void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                   int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (threads <= 1 || (int64_t)M * N * K < PARALLEL_FMAS || K <= 0 || alpha == 0.0f) {
+    if (threads <= 1 || (int64_t)M * N * K < PARALLEL_FMAS || use_small(M, N, K) || K <= 0 ||
+        alpha == 0.0f) {
         gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
