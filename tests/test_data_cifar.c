@@ -33,18 +33,25 @@ static void tar_put(tarbuf *t, const void *p, size_t n)
     t->size += n;
 }
 
-/* One member; gnu: GNU magic "ustar  \0" instead of POSIX "ustar\0" "00". */
+/* One member. style 0: POSIX magic "ustar\0" "00"; 1: GNU magic "ustar  \0"; 2: POSIX with the
+ * folder part of the path in the prefix field (offset 345), as tar does for long paths. */
 static void tar_add(tarbuf *t, const char *name, const void *data, size_t n, char type, int gnu)
 {
     unsigned char h[512] = {0};
-    memcpy(h, name, strlen(name));
+    const char *slash = strrchr(name, '/');
+    if (gnu == 2 && slash && slash[1]) {
+        memcpy(h + 345, name, (size_t)(slash - name));
+        memcpy(h, slash + 1, strlen(slash + 1));
+    } else {
+        memcpy(h, name, strlen(name));
+    }
     snprintf((char *)h + 100, 8, "%07o", 0644);
     snprintf((char *)h + 108, 8, "%07o", 1000);
     snprintf((char *)h + 116, 8, "%07o", 1000);
     snprintf((char *)h + 124, 12, "%011o", (unsigned)n);
     snprintf((char *)h + 136, 12, "%011o", 1234567u);
     h[156] = (unsigned char)type;
-    if (gnu) memcpy(h + 257, "ustar  ", 8);
+    if (gnu == 1) memcpy(h + 257, "ustar  ", 8);
     else memcpy(h + 257, "ustar\0" "00", 8);
     memset(h + 148, ' ', 8);
     unsigned sum = 0;
@@ -142,7 +149,7 @@ static void build_cifar10_tar(tarbuf *t, int gnu)
 
 static void test_cifar10_archive(void)
 {
-    for (int gnu = 0; gnu < 2; gnu++) {
+    for (int gnu = 0; gnu < 3; gnu++) {
         char dir[64], path[1024];
         tmp_dir_make(dir);
         tarbuf t;
@@ -532,6 +539,34 @@ static void test_allocation_failures(void)
         CHECK(snn_live_bytes(SNN_CPU) == live);
     }
     CHECK(failures >= 8);
+
+    /* The writer too: every failure is SNN_ERR_MEMORY, frees all and leaves no file behind. */
+    snn_dataset train, test;
+    CHECK_OK(snn_dataset_load("cifar10", dir, SNN_SPLIT_TRAIN, &train));
+    CHECK_OK(snn_dataset_load("cifar10", dir, SNN_SPLIT_TEST, &test));
+    tmp_path(path, dir, "out.tar.gz");
+    failures = 0;
+    for (uint64_t k = 1; k < 100; k++) {
+        size_t live = snn_live_bytes(SNN_CPU);
+        snn_alloc_fail_after(k);
+        snn_status st = snn_dataset_write_cifar10(path, &train, &test, NULL);
+        snn_alloc_fail_after(0);
+        if (st == SNN_OK) break;
+        failures++;
+        CHECK(st == SNN_ERR_MEMORY);
+        CHECK(snn_live_bytes(SNN_CPU) == live);
+        CHECK(access(path, F_OK) != 0);
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        CHECK(access(tmp, F_OK) != 0);
+    }
+    CHECK(failures >= 3);
+    snn_dataset back;
+    CHECK_OK(snn_dataset_load("cifar10", path, SNN_SPLIT_TRAIN, &back));
+    check_cifar10_train(&back);
+    snn_dataset_free(&back);
+    snn_dataset_free(&train);
+    snn_dataset_free(&test);
     tmp_dir_remove(dir);
 }
 
