@@ -1,0 +1,130 @@
+/*
+ * sparse.h - sparse execution of trained spiking nets: the pass that swaps every spike-fed
+ * Conv2d for a SparseConv2d, and the sparse conv kernels it runs (DESIGN.md section 6).
+ *
+ * Why it works. A conv fed by spikes multiplies its weights by inputs in {0, 1}, and in trained
+ * nets most inputs are 0: 2-6.5 % fire, and for one image at one step a whole input channel is
+ * silent 36-81 % of the time. So per (t, n) image the conv only needs the channels that fired:
+ *
+ *   y[o, p] = sum_{c in active(t, n)} sum_{kh, kw} w[o, c, kh, kw] x[c, p + (kh, kw)]
+ *
+ * which is the dense GEMM over K' = KH * KW * |active| rows instead of KH * KW * C_in. The
+ * neuron kernel already counts spikes per (t, n, c) plane as it writes them (its "activity",
+ * neurons.h), so the list of active channels costs one read of a (T*N, C) table, no scan.
+ *
+ *     snn_module *net = snn_checkpoint_load_model(path, SNN_CPU, NULL);
+ *     snn_tensor *calib[8] = {...};                 // (N, C, H, W) images on the model's device
+ *     snn_sparse_report report;
+ *     snn_sparsify(net, calib, 8, NULL, &report);   // swaps, calibrates, prints the table
+ *     snn_no_grad_begin(); ... snn_module_forward(net, x) ... snn_no_grad_end();
+ *
+ * Exactness: see docs/sparse.md. On the CPU the sparse kernels sum the surviving terms in the
+ * same order and in the same K slices as the dense im2col + SGEMM path, so for {0, 1} inputs
+ * the sparse output equals the dense output bit for bit.
+ *
+ * CUDA: this build has no CUDA sparse kernel yet; a SparseConv2d on the GPU runs the dense conv
+ * (the decision table says "dense (cuda)").
+ */
+#ifndef SNN_SPARSE_H
+#define SNN_SPARSE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "nn/nn.h"
+#include "tensor/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a SparseConv2d runs. */
+typedef enum snn_sparse_path {
+    SNN_SPARSE_AUTO = 0,   /* options only: decide by the calibration timings */
+    SNN_SPARSE_DENSE,      /* the dense conv (snn_conv2d), as before the swap */
+    SNN_SPARSE_GEMM,       /* channel-compacted im2col + GEMM over the active channels */
+    SNN_SPARSE_EVENT,      /* event-driven: one weight column (C_out contiguous) per spike */
+} snn_sparse_path;
+
+const char *snn_sparse_path_name(snn_sparse_path path);   /* "dense", "gemm", "event" */
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernels (CPU). Weights are prepared once into wt (C_in * KH * KW, C_out): row k = (c, kh, kw)
+ * holds w[:, c, kh, kw], so one channel's KH*KW rows are contiguous and each row is C_out wide.
+ * ------------------------------------------------------------------------------------------- */
+
+/* wt (C_in*KH*KW, C_out) <- w (C_out, C_in, KH, KW), host memory. */
+void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, int KH, int KW);
+
+/* y (N, C_out, H_out, W_out) = conv(x (N, C_in, H, W), w) + bias over the active channels only.
+ * activity: (N, C_in) per-plane spike counts (a channel is active where its count is nonzero),
+ * or NULL to find the active channels by scanning x. bias may be NULL. path: GEMM or EVENT.
+ * Inputs must be zero in the planes the activity marks silent. SNN_ERR_MEMORY if the scratch
+ * cannot be had. Threads: one image per OpenMP task. */
+snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
+                                 const snn_conv2d_dims *d, const float *activity,
+                                 snn_sparse_path path);
+
+/* ---------------------------------------------------------------------------------------------
+ * The pass
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct snn_sparse_options {
+    double max_ratio;          /* go sparse only where sparse ms < max_ratio * dense ms (0.8) */
+    snn_sparse_path force;     /* AUTO: decide by timing; GEMM/EVENT/DENSE: that path everywhere */
+    bool allow_event;          /* consider the event-driven kernel too (true) */
+    FILE *log;                 /* where the decision table goes (stdout); NULL-able via quiet */
+    bool quiet;                /* print nothing */
+} snn_sparse_options;
+
+snn_sparse_options snn_sparse_options_default(void);
+
+#define SNN_SPARSE_MAX_LAYERS 48
+
+/* What calibration measured for one swapped conv (times are per calibration batch, ms). */
+typedef struct snn_sparse_layer_report {
+    char name[128];            /* "layer1.0.conv1": the module path, unchanged by the swap */
+    char source[128];          /* the neuron layer whose activity it reads: "layer1.0.sn1" */
+    int C_in, C_out, kernel, stride, H, W;   /* input plane H x W */
+    double firing_rate;        /* nonzero inputs / inputs */
+    double silent_planes;      /* fraction of (image, channel) planes with no spike */
+    int active_p95;            /* 95th percentile of active channels per image */
+    double dense_ms, gemm_ms, event_ms;      /* mean over calibration batches; 0 if not timed */
+    double max_abs_diff;       /* max |sparse - dense| over calibration, both sparse kernels */
+    snn_sparse_path path;      /* chosen */
+    long long sparse_calls, fallbacks;      /* after calibration: batches run sparse, fell back */
+} snn_sparse_layer_report;
+
+typedef struct snn_sparse_report {
+    int count;                             /* swapped convs */
+    snn_sparse_layer_report layers[SNN_SPARSE_MAX_LAYERS];
+    int convs_seen;                        /* every Conv2d node in the calibration forward */
+    int residual_sum_fed;                  /* fed by a residual sum (SEW): left dense */
+} snn_sparse_report;
+
+/* Finds every Conv2d fed by spikes (one calibration forward with a tape, walked from the output:
+ * conv <- max-pool / flatten / reshape / views / eval dropout <- neuron layer), swaps each for a
+ * SparseConv2d holding the same weight tensor under the same name, then runs the batches
+ * (n_batches >= 1; 8 or more recommended) without a tape to time dense and sparse on the real
+ * tensors and pick each layer's path. The model is put in eval mode. Must be called in grad
+ * mode (it opens and closes its own steps; batches may be OWNED tensors or STEP tensors of an
+ * enclosing step). report may be NULL. Calling it again re-calibrates the swapped layers. */
+snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_batches,
+                        const snn_sparse_options *options, snn_sparse_report *report);
+
+/* Fills report from the model's SparseConv2d modules (counters since calibration included). */
+void snn_sparse_collect(snn_module *model, snn_sparse_report *report);
+/* Prints the per-layer table of a report. */
+void snn_sparse_print_report(const snn_sparse_report *report, FILE *out);
+/* Sets every SparseConv2d of the model to `path` (GEMM, EVENT or DENSE); returns how many. */
+int snn_sparse_set_path(snn_module *model, snn_sparse_path path);
+/* Re-reads the weights of every SparseConv2d (after a checkpoint load into a sparsified model). */
+snn_status snn_sparse_refresh_weights(snn_module *model);
+/* True for a SparseConv2d module. */
+bool snn_is_sparse_conv(const snn_module *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SNN_SPARSE_H */

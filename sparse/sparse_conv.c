@@ -1,0 +1,338 @@
+/*
+ * sparse_conv.c - the CPU sparse conv kernels: channel-compacted GEMM and event-driven.
+ *
+ * Both compute, per image n (one (t, n) plane stack), for the active channels A(n) only:
+ *
+ *   y[n, o, p] = bias[o] + sum_{c in A(n), kh, kw} w[o, c, kh, kw] x[n, c, p*s - pad + (kh, kw)]
+ *
+ * Weights come prepared as wt (C_in*KH*KW, C_out): row k = (c*KH + kh)*KW + kw holds w[:, c, kh,
+ * kw], C_out contiguous. Each image's result is built transposed, yT (P, C_out) with P = H_out *
+ * W_out, so the innermost loops run over C_out, and is transposed into y at the end.
+ *
+ * GEMM path. im2col over the active channels only: col (K', P) with K' = KH*KW*|A| rows, in
+ * ascending k. Then yT (P, C_out) += col^T (P, K') x wt[rows of A] (K', C_out), by an 8 x 32
+ * register tile (AVX-512: 16 accumulators) that broadcasts col[k', p] and streams a wt row.
+ * Work: C_out * K' * P multiply-adds instead of C_out * K * P; traffic: col K' * P floats
+ * written and read, wt rows of the active channels read once per 8 output positions.
+ *
+ * Event path. For each spike x[n, c, iy, ix] != 0 and each tap (kh, kw) that lands on an output
+ * (oy, ox) = ((iy + pad - kh) / s, (ix + pad - kw) / s), add x * wt[(c, kh, kw), :] to yT[oy*W_out
+ * + ox, :]. Work: spikes * KH*KW * C_out adds, independent of the silent inputs; it wins when the
+ * active channels themselves are sparse (very low firing rates).
+ *
+ * Exactness (why sparse == dense bit for bit on {0, 1} inputs). A term w * 0 adds exactly +-0
+ * to a partial sum that is never -0, so dropping it changes nothing, PROVIDED the remaining
+ * terms are summed in the same grouping. The dense path (conv2d.c + gemm.c) sums each output in
+ * ascending k but in K slices: the blocked SGEMM cuts K = C_in*KH*KW into k_slices = ceil(K /
+ * 512) equal slices, sums each slice from zero in a register (one FMA per k) and adds it to the
+ * output; a product below 32^3 multiply-adds takes the unpacked path, one slice. Both sparse
+ * kernels keep exactly that: terms in ascending k within a slice, a fresh partial sum per slice,
+ * added to yT in slice order. Since x is 0 or 1, x * w is exact, so FMA or multiply-then-add give
+ * the same partial sums. The slice rule copies gemm.c's constants (SNN_GEMM_KC = 512, 32^3);
+ * tests/test_sparse.c checks the equality bitwise, so a retuned SGEMM shows up there.
+ * For inputs other than 0/1 (ST-BIF's +-theta) the products are rounded and the result agrees
+ * with dense only to float rounding.
+ *
+ * Threads: images are independent; each OpenMP thread takes whole images with its own slice of
+ * one scratch allocation: col (K, P), yT (P, C_out), a slice partial (P, C_out), the list of
+ * active channels.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include <omp.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "sparse.h"
+#include "tensor/error.h"
+
+/* The dense SGEMM's K-slicing, mirrored (tensor/gemm.c: KC, SMALL_FMAS). */
+#define DENSE_KC 512
+#define DENSE_SMALL_FMAS (32 * 32 * 32)
+/* conv2d.c takes images in groups so that a group's SGEMM is at least 256 columns wide. */
+#define DENSE_GROUP_COLUMNS 256
+
+const char *snn_sparse_path_name(snn_sparse_path path)
+{
+    switch (path) {
+    case SNN_SPARSE_AUTO: return "auto";
+    case SNN_SPARSE_DENSE: return "dense";
+    case SNN_SPARSE_GEMM: return "gemm";
+    case SNN_SPARSE_EVENT: return "event";
+    }
+    return "?";
+}
+
+void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, int KH, int KW)
+{
+    const int64_t K = (int64_t)C_in * KH * KW;
+    for (int o = 0; o < C_out; o++)
+        for (int64_t k = 0; k < K; k++) wt[k * C_out + o] = w[(int64_t)o * K + k];
+}
+
+/* The length of the dense path's K slices for image n: conv2d.c groups G images, the group of
+ * image n has `count` images, and its SGEMM is (C_out, count*P, K). */
+static int64_t dense_slice(const snn_conv2d_dims *d, int n)
+{
+    const int64_t K = (int64_t)d->C_in * d->KH * d->KW, P = (int64_t)d->H_out * d->W_out;
+    int64_t G = P >= DENSE_GROUP_COLUMNS / 2 ? 1 : (DENSE_GROUP_COLUMNS + P - 1) / P;
+    if (G > d->N) G = d->N > 0 ? d->N : 1;
+    int64_t n0 = n / G * G, count = d->N - n0 < G ? d->N - n0 : G;
+    if ((int64_t)d->C_out * count * P * K < DENSE_SMALL_FMAS) return K;
+    int64_t slices = (K + DENSE_KC - 1) / DENSE_KC;
+    return (K + slices - 1) / slices;
+}
+
+/* Active channels of image n: from its activity row, or by scanning its planes. */
+static int active_channels(const float *x, const float *activity, const snn_conv2d_dims *d, int n,
+                           int *list)
+{
+    int count = 0;
+    const int64_t plane = (int64_t)d->H * d->W;
+    for (int c = 0; c < d->C_in; c++) {
+        bool on;
+        if (activity) {
+            on = activity[(int64_t)n * d->C_in + c] != 0.0f;
+        } else {
+            const float *xp = x + ((int64_t)n * d->C_in + c) * plane;
+            on = false;
+            for (int64_t i = 0; i < plane && !on; i++) on = xp[i] != 0.0f;
+        }
+        if (on) list[count++] = c;
+    }
+    return count;
+}
+
+/* The outputs ow in [*lo, *hi) read a real input column for tap kw; the rest read padding. */
+static void valid_range(int W, int W_out, int stride, int pad, int kw, int *lo, int *hi)
+{
+    int first = pad - kw;
+    *lo = first > 0 ? (first + stride - 1) / stride : 0;
+    int last = W - 1 + pad - kw;
+    *hi = last < 0 ? 0 : last / stride + 1;
+    if (*hi > W_out) *hi = W_out;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* col (n_active*KH*KW, P) <- im2col of the active channels of one image xn (C_in, H, W). */
+static void im2col_active(float *col, const float *xn, const int *list, int n_active,
+                          const snn_conv2d_dims *d)
+{
+    const int64_t P = (int64_t)d->H_out * d->W_out;
+    for (int a = 0; a < n_active; a++) {
+        const float *plane = xn + (int64_t)list[a] * d->H * d->W;  /* (H, W) */
+        for (int kh = 0; kh < d->KH; kh++) {
+            for (int kw = 0; kw < d->KW; kw++) {
+                float *row = col + ((int64_t)(a * d->KH + kh) * d->KW + kw) * P;  /* (P) */
+                int lo, hi;
+                valid_range(d->W, d->W_out, d->stride, d->pad, kw, &lo, &hi);
+                for (int oh = 0; oh < d->H_out; oh++) {
+                    float *dst = row + (int64_t)oh * d->W_out;
+                    int ih = oh * d->stride - d->pad + kh;
+                    if (ih < 0 || ih >= d->H) {
+                        memset(dst, 0, (size_t)d->W_out * sizeof *dst);
+                        continue;
+                    }
+                    const float *src = plane + (int64_t)ih * d->W - d->pad + kw;
+                    for (int ow = 0; ow < lo; ow++) dst[ow] = 0.0f;
+                    for (int ow = lo; ow < hi; ow++) dst[ow] = src[(int64_t)ow * d->stride];
+                    for (int ow = hi; ow < d->W_out; ow++) dst[ow] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+#define TILE_P 8    /* output positions per tile */
+#define TILE_O 32   /* output channels per tile */
+
+/* yT[p0 : p0+mp, o0 : o0+mo] += sum over the col rows r0..r1 (ascending) of
+ * col[r, p] * wt[krow[r], o], the partial sum started from zero. */
+static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, int64_t P,
+                      const float *restrict wt, const int64_t *restrict krow, int64_t r0,
+                      int64_t r1, int64_t p0, int mp, int o0, int mo)
+{
+#if defined(__AVX512F__)
+    if (mp == TILE_P && mo == TILE_O) {
+        __m512 acc0[TILE_P], acc1[TILE_P];
+        for (int i = 0; i < TILE_P; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
+        for (int64_t r = r0; r < r1; r++) {
+            const float *wr = wt + krow[r] * C_out + o0;
+            const float *cr = col + r * P + p0;
+            __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + 16);
+#pragma GCC unroll 8
+            for (int i = 0; i < TILE_P; i++) {
+                __m512 c = _mm512_set1_ps(cr[i]);
+                acc0[i] = _mm512_fmadd_ps(c, w0, acc0[i]);
+                acc1[i] = _mm512_fmadd_ps(c, w1, acc1[i]);
+            }
+        }
+        for (int i = 0; i < TILE_P; i++) {
+            float *yr = yT + (p0 + i) * C_out + o0;
+            _mm512_storeu_ps(yr, _mm512_add_ps(_mm512_loadu_ps(yr), acc0[i]));
+            _mm512_storeu_ps(yr + 16, _mm512_add_ps(_mm512_loadu_ps(yr + 16), acc1[i]));
+        }
+        return;
+    }
+#endif
+    float acc[TILE_P][TILE_O];
+    for (int i = 0; i < mp; i++)
+        for (int j = 0; j < mo; j++) acc[i][j] = 0.0f;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *wr = wt + krow[r] * C_out + o0;
+        const float *cr = col + r * P + p0;
+        for (int i = 0; i < mp; i++) {
+            float c = cr[i];
+            for (int j = 0; j < mo; j++) acc[i][j] += c * wr[j];
+        }
+    }
+    for (int i = 0; i < mp; i++) {
+        float *yr = yT + (p0 + i) * C_out + o0;
+        for (int j = 0; j < mo; j++) yr[j] += acc[i][j];
+    }
+}
+
+/* Scratch of one worker, carved out of one allocation. */
+typedef struct worker {
+    float *col;      /* (K, P) */
+    float *yT;       /* (P, C_out) */
+    float *part;     /* (P, C_out): a slice's partial sums (event path) */
+    int *list;       /* (C_in) active channels */
+    int64_t *krow;   /* (K) wt row of each col row */
+} worker;
+
+static size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* yT (P, C_out) of image n by the GEMM path. */
+static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_conv2d_dims *d,
+                       int n_active, int64_t slice)
+{
+    const int64_t P = (int64_t)d->H_out * d->W_out;
+    const int KK = d->KH * d->KW;
+    const int64_t rows = (int64_t)n_active * KK;
+    im2col_active(wk->col, xn, wk->list, n_active, d);
+    for (int a = 0; a < n_active; a++)
+        for (int t = 0; t < KK; t++) wk->krow[(int64_t)a * KK + t] = (int64_t)wk->list[a] * KK + t;
+    /* the col rows of each dense K slice form one contiguous run [r0, r1) */
+    for (int64_t r0 = 0; r0 < rows;) {
+        int64_t s = wk->krow[r0] / slice, r1 = r0;
+        while (r1 < rows && wk->krow[r1] / slice == s) r1++;
+        for (int64_t p0 = 0; p0 < P; p0 += TILE_P) {
+            int mp = P - p0 < TILE_P ? (int)(P - p0) : TILE_P;
+            for (int o0 = 0; o0 < d->C_out; o0 += TILE_O) {
+                int mo = d->C_out - o0 < TILE_O ? d->C_out - o0 : TILE_O;
+                gemm_tile(wk->yT, d->C_out, wk->col, P, wt, wk->krow, r0, r1, p0, mp, o0, mo);
+            }
+        }
+        r0 = r1;
+    }
+}
+
+/* part (P, C_out) += the events of channel c whose tap index t = kh*KW + kw is in [t0, t1). */
+static void channel_events(float *restrict part, const float *plane, const float *wt, int c,
+                           int t0, int t1, const snn_conv2d_dims *d)
+{
+    const int C_out = d->C_out, KK = d->KH * d->KW, s = d->stride;
+    for (int iy = 0; iy < d->H; iy++) {
+        const float *xr = plane + (int64_t)iy * d->W;
+        for (int ix = 0; ix < d->W; ix++) {
+            const float v = xr[ix];
+            if (v == 0.0f) continue;
+            for (int t = t0; t < t1; t++) {
+                int kh = t / d->KW, kw = t % d->KW;
+                int ny = iy + d->pad - kh, nx = ix + d->pad - kw;   /* = oy * s, ox * s */
+                if (ny < 0 || nx < 0 || ny % s || nx % s) continue;
+                int oy = ny / s, ox = nx / s;
+                if (oy >= d->H_out || ox >= d->W_out) continue;
+                float *restrict o = part + ((int64_t)oy * d->W_out + ox) * C_out;
+                const float *restrict w = wt + ((int64_t)c * KK + t) * C_out;
+                for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+            }
+        }
+    }
+}
+
+/* yT (P, C_out) of image n by the event path. For one output, the loops above meet its terms in
+ * ascending (c, kh, kw) - c outer, then iy (ascending kh), then ix (ascending kw) - which is the
+ * dense k order; a slice's partial sum is built in `part` from zero and added to yT. */
+static void image_events(worker *wk, const float *xn, const float *wt, const snn_conv2d_dims *d,
+                         int n_active, int64_t slice)
+{
+    const int64_t P = (int64_t)d->H_out * d->W_out;
+    const int KK = d->KH * d->KW;
+    const int64_t K = (int64_t)d->C_in * KK;
+    const size_t bytes = (size_t)(P * d->C_out) * sizeof(float);
+    const bool one_slice = slice >= K;
+    float *part = one_slice ? wk->yT : wk->part; /* one slice: its partial is the result */
+    int a = 0;
+    for (int64_t k0 = 0; k0 < K && a < n_active; k0 += slice) {
+        int64_t k1 = k0 + slice < K ? k0 + slice : K;
+        if (!one_slice) memset(part, 0, bytes);
+        bool any = false;
+        while (a < n_active && (int64_t)wk->list[a] * KK < k1) {
+            int c = wk->list[a];
+            int64_t c0 = (int64_t)c * KK;
+            int t0 = c0 < k0 ? (int)(k0 - c0) : 0;
+            int t1 = c0 + KK > k1 ? (int)(k1 - c0) : KK;
+            channel_events(part, xn + (int64_t)c * d->H * d->W, wt, c, t0, t1, d);
+            any = true;
+            if (c0 + KK > k1) break;   /* the channel goes on in the next slice */
+            a++;
+        }
+        if (!one_slice && any)
+            for (int64_t i = 0; i < P * d->C_out; i++) wk->yT[i] += part[i];
+    }
+}
+
+snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
+                                 const snn_conv2d_dims *d, const float *activity,
+                                 snn_sparse_path path)
+{
+    SNN_ASSERT(path == SNN_SPARSE_GEMM || path == SNN_SPARSE_EVENT);
+    if (d->N <= 0) return SNN_OK;
+    const int64_t P = (int64_t)d->H_out * d->W_out, K = (int64_t)d->C_in * d->KH * d->KW;
+    const size_t col_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)(K * P) * sizeof(float)) : 0;
+    const size_t y_bytes = round_up((size_t)(P * d->C_out) * sizeof(float));
+    const size_t part_bytes = path == SNN_SPARSE_EVENT ? y_bytes : 0;
+    const size_t list_bytes = round_up((size_t)d->C_in * sizeof(int));
+    const size_t krow_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)K * sizeof(int64_t)) : 0;
+    const size_t per_worker = col_bytes + y_bytes + part_bytes + list_bytes + krow_bytes;
+    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (threads > d->N) threads = d->N;
+    if (threads < 1) threads = 1;
+    const size_t total = per_worker * (size_t)threads;
+    char *scratch = snn_alloc(total, SNN_CPU);
+    if (!scratch)
+        return snn_error(SNN_ERR_MEMORY, "snn_sparse_conv2d_cpu: out of host memory (%zu bytes of "
+                         "scratch)", total);
+
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int n = 0; n < d->N; n++) {
+        char *base = scratch + per_worker * (size_t)omp_get_thread_num();
+        worker wk = {(float *)base, (float *)(base + col_bytes),
+                     (float *)(base + col_bytes + y_bytes),
+                     (int *)(base + col_bytes + y_bytes + part_bytes),
+                     (int64_t *)(base + col_bytes + y_bytes + part_bytes + list_bytes)};
+        const float *xn = x + (int64_t)n * d->C_in * d->H * d->W;      /* (C_in, H, W) */
+        int n_active = active_channels(x, activity, d, n, wk.list);
+        int64_t slice = dense_slice(d, n);
+        memset(wk.yT, 0, (size_t)(P * d->C_out) * sizeof(float));
+        if (n_active > 0) {
+            if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice);
+            else image_events(&wk, xn, wt, d, n_active, slice);
+        }
+        /* y_n (C_out, P) = yT^T (+ bias, added last as the dense path does) */
+        float *yn = y + (int64_t)n * d->C_out * P;
+        for (int o = 0; o < d->C_out; o++) {
+            float *yo = yn + (int64_t)o * P;
+            for (int64_t p = 0; p < P; p++) yo[p] = wk.yT[p * d->C_out + o];
+            if (bias)
+                for (int64_t p = 0; p < P; p++) yo[p] += bias[o];
+        }
+    }
+    snn_free(scratch, total, SNN_CPU);
+    return SNN_OK;
+}

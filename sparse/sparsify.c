@@ -1,0 +1,605 @@
+/*
+ * sparsify.c - the SparseConv2d module and snn_sparsify: find spike-fed convs on the tape, swap
+ * them, calibrate, decide.
+ *
+ * Finding. One forward of the first calibration batch in grad mode records the tape (the
+ * parameters require grad, so every conv and neuron records a node). From the output, every node
+ * is visited once; for a "snn_conv2d" node whose weight (inputs[1]) is a Conv2d module's weight,
+ * its input is followed back through ops that keep a silent channel silent: "snn_max_pool2d",
+ * "snn_flatten", "snn_reshape", a view without a node (detach: its base), eval dropout (which
+ * returns its input, so it leaves no trace). The walk succeeds at a "neuron" node whose output is
+ * some neuron layer's last spikes: that layer's activity (T*N, C) is the conv's channel mask.
+ * Anything else stops it: the image (no node) - so the stem conv never qualifies - and "snn_add",
+ * the SEW residual sum of two spike tensors, which is not binary: those convs stay dense (their
+ * mask would be the union of both operands' activities; not done here).
+ *
+ * Swapping. The Conv2d at that place of the tree is replaced by a SparseConv2d of the same name
+ * that takes over the OWNED weight (and bias) tensors, so parameter names, checkpoints and
+ * optimizers see the same tensors, and points at its source neuron layer.
+ *
+ * Forward of a SparseConv2d. Dense (snn_conv2d, as before) when a tape is being recorded (the
+ * sparse path has no backward), on CUDA (no CUDA sparse kernel in this build), when the source's
+ * activity is not from this step or does not match the input, or when the layer chose dense.
+ * Otherwise the batch's active channels are counted from the activity (T*N*C floats, cheap) and
+ * a batch denser than calibrated - mean active channels per image above the calibrated 95th
+ * percentile - falls back to dense; else the sparse kernel runs.
+ *
+ * Calibration: every batch runs without a tape; each SparseConv2d runs dense (its output is
+ * what the next layer sees), then times the GEMM and event kernels on the same tensors, and
+ * records firing rate, silent planes, the active-channel histogram and max |sparse - dense|.
+ * A layer goes sparse where its best sparse time < max_ratio (0.8) x dense time.
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "nn/nn_internal.h"
+#include "sparse.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+
+typedef struct sparse_impl {
+    snn_conv_impl conv;          /* geometry, as the Conv2d had it */
+    snn_module *source;          /* the neuron layer whose activity masks the input */
+    float *wt;                   /* (C_in*K*K, C_out) prepared weights, host */
+    size_t wt_floats;
+    snn_sparse_path path;
+    bool calibrating;
+    int active_limit;            /* mean active channels per image above this: dense */
+    /* calibration statistics */
+    int64_t *hist;               /* (C_in + 1): images with that many active channels */
+    double nonzero, inputs, silent, planes;
+    double dense_s, gemm_s, event_s;
+    int batches, H, W;
+    double max_diff;
+    long long sparse_calls, fallbacks;
+    char name[128], source_name[128];
+} sparse_impl;
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The activity of the source for this step, when it matches x (T*N images of C_in channels). */
+static const snn_tensor *source_activity(const sparse_impl *s, const snn_tensor *x, int images)
+{
+    const snn_neuron_layer_impl *n = s->source->impl;
+    if (!n->last_activity || n->last_step != snn_step_id() || !snn_step_is_open(n->last_step))
+        return NULL;
+    const snn_tensor *a = n->last_activity;
+    if (a->device != x->device || a->shape.ndim != 2 || a->shape.dim[0] != images ||
+        a->shape.dim[1] != s->conv.in_channels)
+        return NULL;
+    return a;
+}
+
+/* Conv dims of x for this layer; false when x is not (N, C, H, W) or (T, N, C, H, W). */
+static bool conv_dims(const sparse_impl *s, const snn_tensor *x, snn_conv2d_dims *d, snn_shape *out)
+{
+    int nd = x->shape.ndim;
+    if ((nd != 4 && nd != 5) || x->shape.dim[nd - 3] != s->conv.in_channels) return false;
+    int64_t images = nd == 5 ? x->shape.dim[0] * x->shape.dim[1] : x->shape.dim[0];
+    *d = (snn_conv2d_dims){(int)images, s->conv.in_channels, (int)x->shape.dim[nd - 2],
+                           (int)x->shape.dim[nd - 1], s->conv.out_channels, s->conv.kernel,
+                           s->conv.kernel, s->conv.stride, s->conv.pad, 0, 0};
+    if (d->H + 2 * d->pad < d->KH || d->W + 2 * d->pad < d->KW) return false;
+    d->H_out = (d->H + 2 * d->pad - d->KH) / d->stride + 1;
+    d->W_out = (d->W + 2 * d->pad - d->KW) / d->stride + 1;
+    *out = x->shape;
+    out->dim[nd - 3] = d->C_out;
+    out->dim[nd - 2] = d->H_out;
+    out->dim[nd - 1] = d->W_out;
+    return true;
+}
+
+/* Runs one sparse kernel into a new step tensor; NULL on failure (message set). */
+static snn_tensor *run_sparse(const sparse_impl *s, snn_module *m, snn_tensor *x,
+                              const snn_conv2d_dims *d, snn_shape shape, const snn_tensor *act,
+                              snn_sparse_path path)
+{
+    snn_tensor *y = snn_step_tensor("SparseConv2d", shape, SNN_CPU);
+    if (!y) return NULL;
+    const float *bias = s->conv.bias ? m->params[1].tensor->data : NULL;
+    if (snn_sparse_conv2d_cpu(y->data, x->data, s->wt, bias, d, act->data, path) != SNN_OK)
+        return NULL;
+    return y;
+}
+
+static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_conv2d_dims *d,
+                      snn_shape shape, const snn_tensor *act, snn_tensor *dense, double dense_s)
+{
+    const float *a = act->data;
+    for (int n = 0; n < d->N; n++) {
+        int on = 0;
+        for (int c = 0; c < d->C_in; c++) on += a[(int64_t)n * d->C_in + c] != 0.0f;
+        s->hist[on]++;
+        s->silent += d->C_in - on;
+    }
+    s->planes += (double)d->N * d->C_in;
+    for (int64_t i = 0; i < x->numel; i++) s->nonzero += x->data[i] != 0.0f;
+    s->inputs += (double)x->numel;
+    s->dense_s += dense_s;
+    s->H = d->H;
+    s->W = d->W;
+    s->batches++;
+    for (int k = 0; k < 2; k++) {
+        snn_sparse_path path = k ? SNN_SPARSE_EVENT : SNN_SPARSE_GEMM;
+        double t0 = seconds_now();
+        snn_tensor *y = run_sparse(s, m, x, d, shape, act, path);
+        double t = seconds_now() - t0;
+        if (!y) {
+            snn_clear_error();
+            t = INFINITY;
+        } else {
+            for (int64_t i = 0; i < y->numel; i++) {
+                double diff = fabs((double)y->data[i] - (double)dense->data[i]);
+                if (!(diff <= s->max_diff)) s->max_diff = diff;  /* NaN propagates */
+            }
+        }
+        if (k) s->event_s += t;
+        else s->gemm_s += t;
+    }
+}
+
+static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
+{
+    sparse_impl *s = m->impl;
+    snn_tensor *w = m->params[0].tensor, *b = s->conv.bias ? m->params[1].tensor : NULL;
+    snn_tensor *inputs[3] = {x, w, b};
+    snn_conv2d_dims d;
+    snn_shape shape;
+    const snn_tensor *act = NULL;
+    bool sparse_ok = x && x->device == SNN_CPU && !snn_should_record(3, inputs) &&
+                     conv_dims(s, x, &d, &shape) && s->wt &&
+                     (act = source_activity(s, x, d.N)) != NULL;
+    if (!sparse_ok || (s->path == SNN_SPARSE_DENSE && !s->calibrating))
+        return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+    if (s->calibrating) {
+        double t0 = seconds_now();
+        snn_tensor *y = snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+        double t = seconds_now() - t0;
+        if (y) calibrate(s, m, x, &d, shape, act, y, t);
+        return y;
+    }
+    /* a batch denser than calibrated goes dense */
+    int64_t active = 0;
+    for (int64_t i = 0; i < act->numel; i++) active += act->data[i] != 0.0f;
+    if (active > (int64_t)s->active_limit * d.N) {
+        s->fallbacks++;
+        return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+    }
+    s->sparse_calls++;
+    return run_sparse(s, m, x, &d, shape, act, s->path);
+}
+
+static void sparse_free(snn_module *m)
+{
+    sparse_impl *s = m->impl;
+    snn_free(s->wt, s->wt_floats * sizeof(float), SNN_CPU);
+    snn_free(s->hist, (size_t)(s->conv.in_channels + 1) * sizeof *s->hist, SNN_CPU);
+    snn_free(s, sizeof *s, SNN_CPU);
+}
+
+static const snn_module_ops sparse_conv_ops = {"SparseConv2d", sparse_forward, sparse_free, NULL};
+
+bool snn_is_sparse_conv(const snn_module *m) { return m && m->ops == &sparse_conv_ops; }
+
+/* wt <- the module's weight, copied to the host when it lives on the GPU. */
+static snn_status prepare(sparse_impl *s, snn_module *m)
+{
+    const snn_tensor *w = m->params[0].tensor;
+    size_t bytes = (size_t)w->numel * sizeof(float);
+    float *host = snn_alloc(bytes, SNN_CPU);
+    if (!host) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
+    snn_status st = snn_tensor_copy_to_host(w, host);
+    if (st == SNN_OK)
+        snn_sparse_prepare_weights(s->wt, host, s->conv.out_channels, s->conv.in_channels,
+                                   s->conv.kernel, s->conv.kernel);
+    snn_free(host, bytes, SNN_CPU);
+    return st;
+}
+
+snn_status snn_sparse_refresh_weights(snn_module *model)
+{
+    if (!model) return SNN_OK;
+    if (snn_is_sparse_conv(model)) {
+        snn_status st = prepare(model->impl, model);
+        if (st != SNN_OK) return st;
+    }
+    for (int i = 0; i < model->n_children; i++) {
+        snn_status st = snn_sparse_refresh_weights(model->children[i]);
+        if (st != SNN_OK) return st;
+    }
+    return SNN_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The module tree: every module with its parent, index and dotted path.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tree_entry {
+    snn_module *m, *parent;
+    int index;
+    char path[128];
+} tree_entry;
+
+typedef struct tree {
+    tree_entry *items;
+    int count, cap;
+} tree;
+
+static snn_status tree_add(tree *t, snn_module *m, snn_module *parent, int index, const char *prefix)
+{
+    if (t->count == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        tree_entry *grown = snn_alloc((size_t)cap * sizeof *grown, SNN_CPU);
+        if (!grown) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
+        if (t->count) memcpy(grown, t->items, (size_t)t->count * sizeof *grown);
+        snn_free(t->items, (size_t)t->cap * sizeof *grown, SNN_CPU);
+        t->items = grown;
+        t->cap = cap;
+    }
+    tree_entry *e = &t->items[t->count++];
+    *e = (tree_entry){m, parent, index, ""};
+    if (parent) snprintf(e->path, sizeof e->path, "%s%s%s", prefix, *prefix ? "." : "", m->name);
+    char here[128];
+    snprintf(here, sizeof here, "%s", e->path);
+    for (int i = 0; i < m->n_children; i++) {
+        snn_status st = tree_add(t, m->children[i], m, i, here);
+        if (st != SNN_OK) return st;
+    }
+    return SNN_OK;
+}
+
+static void tree_free(tree *t) { snn_free(t->items, (size_t)t->cap * sizeof *t->items, SNN_CPU); }
+
+/* ---------------------------------------------------------------------------------------------
+ * The tape walk
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct found {
+    int conv;      /* tree index of the Conv2d */
+    int source;    /* tree index of the neuron layer */
+} found;
+
+enum { TRACE_NONE = -1, TRACE_SUM = -2 };
+
+/* Follows x back to the neuron layer that produced it; its tree index, or TRACE_*. */
+static int trace_source(const tree *t, snn_tensor *x)
+{
+    for (int hops = 0; x && hops < 64; hops++) {
+        snn_node *node = x->grad_fn;
+        if (!node) {
+            if (x->base) { x = x->base; continue; }   /* a view recorded without a node */
+            return TRACE_NONE;
+        }
+        if (!strcmp(node->op, "snn_max_pool2d") || !strcmp(node->op, "snn_flatten") ||
+            !strcmp(node->op, "snn_reshape")) {
+            x = node->inputs[0];
+            continue;
+        }
+        if (!strcmp(node->op, "neuron")) {
+            for (int i = 0; i < t->count; i++) {
+                snn_module *m = t->items[i].m;
+                if (m->ops == &snn_neuron_layer_ops &&
+                    ((snn_neuron_layer_impl *)m->impl)->last_spikes == node->out)
+                    return i;
+            }
+            return TRACE_NONE;
+        }
+        if (!strcmp(node->op, "snn_add")) return TRACE_SUM;
+        return TRACE_NONE;
+    }
+    return TRACE_NONE;
+}
+
+typedef struct walk {
+    snn_node **seen;
+    int count, cap;
+} walk;
+
+static bool walk_visit(walk *w, snn_node *node)
+{
+    for (int i = 0; i < w->count; i++)
+        if (w->seen[i] == node) return false;
+    if (w->count == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 256;
+        snn_node **grown = snn_alloc((size_t)cap * sizeof *grown, SNN_CPU);
+        if (!grown) return false;
+        if (w->count) memcpy(grown, w->seen, (size_t)w->count * sizeof *grown);
+        snn_free(w->seen, (size_t)w->cap * sizeof *grown, SNN_CPU);
+        w->seen = grown;
+        w->cap = cap;
+    }
+    w->seen[w->count++] = node;
+    return true;
+}
+
+/* Every node reachable from out, each once, by an explicit stack. */
+static snn_status collect_nodes(snn_tensor *out, walk *w)
+{
+    if (!out->grad_fn) return SNN_OK;
+    int cap = 1024, top = 0;
+    snn_node **stack = snn_alloc((size_t)cap * sizeof *stack, SNN_CPU);
+    if (!stack) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
+    snn_status st = SNN_OK;
+    if (walk_visit(w, out->grad_fn)) stack[top++] = out->grad_fn;
+    while (top > 0) {
+        snn_node *node = stack[--top];
+        for (int i = 0; i < node->n_inputs; i++) {
+            snn_tensor *in = node->inputs[i];
+            while (in && !in->grad_fn && in->base) in = in->base;
+            if (!in || !in->grad_fn || !walk_visit(w, in->grad_fn)) continue;
+            if (top == cap) {
+                st = snn_error(SNN_ERR_STATE, "snn_sparsify: tape deeper than %d nodes", cap);
+                break;
+            }
+            stack[top++] = in->grad_fn;
+        }
+        if (st != SNN_OK) break;
+    }
+    snn_free(stack, (size_t)cap * sizeof *stack, SNN_CPU);
+    return st;
+}
+
+/* Runs batch 0 with a tape and lists the spike-fed Conv2d modules. */
+static snn_status find_convs(snn_module *model, snn_tensor *batch, const tree *t, found *out,
+                             int *n_out, snn_sparse_report *rep)
+{
+    snn_status st = snn_step_begin();
+    if (st != SNN_OK) return st;
+    snn_tensor *y = snn_module_forward(model, batch);
+    walk w = {0};
+    if (!y) st = snn_last_status();
+    if (st == SNN_OK) st = collect_nodes(y, &w);
+    *n_out = 0;
+    for (int i = 0; st == SNN_OK && i < w.count; i++) {
+        snn_node *node = w.seen[i];
+        if (strcmp(node->op, "snn_conv2d")) continue;
+        rep->convs_seen++;
+        int conv = -1;
+        for (int j = 0; j < t->count && conv < 0; j++) {
+            snn_module *m = t->items[j].m;
+            if (m->ops == &snn_conv2d_ops && m->params[0].tensor == node->inputs[1]) conv = j;
+        }
+        if (conv < 0) continue;
+        int src = trace_source(t, node->inputs[0]);
+        if (src == TRACE_SUM) rep->residual_sum_fed++;
+        if (src < 0) continue;
+        bool dup = false;
+        for (int k = 0; k < *n_out; k++) dup |= out[k].conv == conv;
+        if (dup) continue;
+        if (*n_out == SNN_SPARSE_MAX_LAYERS) {
+            st = snn_error(SNN_ERR_UNSUPPORTED, "snn_sparsify: more than %d spike-fed convs",
+                           SNN_SPARSE_MAX_LAYERS);
+            break;
+        }
+        out[(*n_out)++] = (found){conv, src};
+    }
+    snn_free(w.seen, (size_t)w.cap * sizeof *w.seen, SNN_CPU);
+    snn_step_end();
+    return st;
+}
+
+/* Replaces the Conv2d at tree entry e by a SparseConv2d reading `source`. */
+static snn_status swap_conv(tree_entry *e, snn_module *source, const char *source_path)
+{
+    snn_module *old = e->m;
+    const snn_conv_impl *c = old->impl;
+    sparse_impl *s = snn_alloc(sizeof *s, SNN_CPU);
+    if (!s) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
+    *s = (sparse_impl){.conv = *c, .source = source, .path = SNN_SPARSE_DENSE};
+    s->wt_floats = (size_t)c->in_channels * c->kernel * c->kernel * c->out_channels;
+    s->wt = snn_alloc(s->wt_floats * sizeof(float), SNN_CPU);
+    s->hist = snn_alloc((size_t)(c->in_channels + 1) * sizeof *s->hist, SNN_CPU);
+    snn_module *m = s->wt && s->hist ? snn_module_new(&sparse_conv_ops, s) : NULL;
+    if (!m) {
+        snn_free(s->wt, s->wt_floats * sizeof(float), SNN_CPU);
+        snn_free(s->hist, (size_t)(c->in_channels + 1) * sizeof *s->hist, SNN_CPU);
+        snn_free(s, sizeof *s, SNN_CPU);
+        return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
+    }
+    snprintf(s->name, sizeof s->name, "%s", e->path);
+    snprintf(s->source_name, sizeof s->source_name, "%s", source_path);
+    memcpy(m->name, old->name, sizeof m->name);
+    m->training = old->training;
+    /* take over the OWNED tensors: same objects, same names */
+    for (int i = 0; i < old->n_params; i++) m->params[i] = old->params[i];
+    m->n_params = old->n_params;
+    old->n_params = 0;
+    snn_status st = prepare(s, m);
+    if (st != SNN_OK) {  /* give the tensors back */
+        for (int i = 0; i < m->n_params; i++) old->params[i] = m->params[i];
+        old->n_params = m->n_params;
+        m->n_params = 0;
+        snn_module_free(m);
+        return st;
+    }
+    e->parent->children[e->index] = m;
+    snn_module_free(old);
+    e->m = m;
+    return SNN_OK;
+}
+
+snn_sparse_options snn_sparse_options_default(void)
+{
+    return (snn_sparse_options){0.8, SNN_SPARSE_AUTO, true, NULL, false};
+}
+
+static int percentile95(const int64_t *hist, int C)
+{
+    int64_t total = 0;
+    for (int c = 0; c <= C; c++) total += hist[c];
+    if (!total) return 0;
+    int64_t need = (total * 95 + 99) / 100, run = 0;
+    for (int c = 0; c <= C; c++) {
+        run += hist[c];
+        if (run >= need) return c;
+    }
+    return C;
+}
+
+static void decide(sparse_impl *s, const snn_sparse_options *o)
+{
+    s->active_limit = percentile95(s->hist, s->conv.in_channels);
+    if (o->force != SNN_SPARSE_AUTO) {
+        s->path = o->force;
+        return;
+    }
+    s->path = SNN_SPARSE_DENSE;
+    if (!s->batches) return;
+    double best = s->gemm_s;
+    snn_sparse_path path = SNN_SPARSE_GEMM;
+    if (o->allow_event && s->event_s < best) {
+        best = s->event_s;
+        path = SNN_SPARSE_EVENT;
+    }
+    if (best < o->max_ratio * s->dense_s) s->path = path;
+}
+
+static void fill_layer(const sparse_impl *s, snn_sparse_layer_report *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", s->name);
+    snprintf(r->source, sizeof r->source, "%s", s->source_name);
+    r->C_in = s->conv.in_channels;
+    r->C_out = s->conv.out_channels;
+    r->kernel = s->conv.kernel;
+    r->stride = s->conv.stride;
+    r->H = s->H;
+    r->W = s->W;
+    r->firing_rate = s->inputs > 0 ? s->nonzero / s->inputs : 0.0;
+    r->silent_planes = s->planes > 0 ? s->silent / s->planes : 0.0;
+    r->active_p95 = percentile95(s->hist, s->conv.in_channels);
+    double per = s->batches ? 1e3 / s->batches : 0.0;
+    r->dense_ms = s->dense_s * per;
+    r->gemm_ms = s->gemm_s * per;
+    r->event_ms = s->event_s * per;
+    r->max_abs_diff = s->max_diff;
+    r->path = s->path;
+    r->sparse_calls = s->sparse_calls;
+    r->fallbacks = s->fallbacks;
+}
+
+static void collect(snn_module *m, snn_sparse_report *r)
+{
+    if (snn_is_sparse_conv(m) && r->count < SNN_SPARSE_MAX_LAYERS)
+        fill_layer(m->impl, &r->layers[r->count++]);
+    for (int i = 0; i < m->n_children; i++) collect(m->children[i], r);
+}
+
+void snn_sparse_collect(snn_module *model, snn_sparse_report *report)
+{
+    if (!report) return;
+    report->count = 0;
+    if (model) collect(model, report);
+}
+
+int snn_sparse_set_path(snn_module *model, snn_sparse_path path)
+{
+    if (!model) return 0;
+    int n = 0;
+    if (snn_is_sparse_conv(model) && path != SNN_SPARSE_AUTO) {
+        ((sparse_impl *)model->impl)->path = path;
+        n++;
+    }
+    for (int i = 0; i < model->n_children; i++) n += snn_sparse_set_path(model->children[i], path);
+    return n;
+}
+
+void snn_sparse_print_report(const snn_sparse_report *r, FILE *out)
+{
+    fprintf(out, "%-22s %-18s %6s %7s %6s %9s %9s %9s %9s %7s %9s %-6s\n", "layer", "shape (Cin>Cout k/s)",
+            "fire%", "silent%", "p95", "dense ms", "gemm ms", "event ms", "best x", "path",
+            "max|diff|", "source");
+    for (int i = 0; i < r->count; i++) {
+        const snn_sparse_layer_report *l = &r->layers[i];
+        char shape[64];
+        snprintf(shape, sizeof shape, "%dx%dx%d>%d %d/%d", l->C_in, l->H, l->W, l->C_out, l->kernel,
+                 l->stride);
+        double best = l->gemm_ms < l->event_ms ? l->gemm_ms : l->event_ms;
+        fprintf(out, "%-22s %-18s %6.2f %7.1f %3d/%-3d %8.3f %9.3f %9.3f %8.2fx %7s %9.2g %s\n",
+                l->name, shape, 100.0 * l->firing_rate, 100.0 * l->silent_planes, l->active_p95,
+                l->C_in, l->dense_ms, l->gemm_ms, l->event_ms, best > 0 ? l->dense_ms / best : 0.0,
+                snn_sparse_path_name(l->path), l->max_abs_diff, l->source);
+    }
+}
+
+static void set_calibrating(tree *t, bool on)
+{
+    for (int i = 0; i < t->count; i++) {
+        snn_module *m = t->items[i].m;
+        if (!snn_is_sparse_conv(m)) continue;
+        sparse_impl *s = m->impl;
+        s->calibrating = on;
+        if (on) {
+            memset(s->hist, 0, (size_t)(s->conv.in_channels + 1) * sizeof *s->hist);
+            s->nonzero = s->inputs = s->silent = s->planes = 0.0;
+            s->dense_s = s->gemm_s = s->event_s = s->max_diff = 0.0;
+            s->batches = 0;
+            s->sparse_calls = s->fallbacks = 0;
+        }
+    }
+}
+
+snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_batches,
+                        const snn_sparse_options *options, snn_sparse_report *report)
+{
+    const char *fn = "snn_sparsify";
+    if (!model || !batches || n_batches < 1)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected a model and >= 1 "
+                         "batches, got %s)", fn, !model ? "model" : "batches",
+                         !model ? "NULL" : !batches ? "NULL" : "0 batches");
+    for (int i = 0; i < n_batches; i++)
+        if (!batches[i])
+            return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'batches' (batch %d is NULL)", fn, i);
+    if (!snn_grad_enabled())
+        return snn_error(SNN_ERR_STATE, "%s: called in no-grad mode (the search needs the tape of "
+                         "one forward; call it outside snn_no_grad_begin/end)", fn);
+    snn_sparse_options o = options ? *options : snn_sparse_options_default();
+    FILE *log = o.quiet ? NULL : o.log ? o.log : stdout;
+    snn_sparse_report local;
+    snn_sparse_report *rep = report ? report : &local;
+    memset(rep, 0, sizeof *rep);
+    snn_module_train(model, false);
+
+    tree t = {0};
+    snn_status st = tree_add(&t, model, NULL, 0, "");
+    found list[SNN_SPARSE_MAX_LAYERS];
+    int n_found = 0;
+    if (st == SNN_OK) st = find_convs(model, batches[0], &t, list, &n_found, rep);
+    for (int i = 0; st == SNN_OK && i < n_found; i++)
+        st = swap_conv(&t.items[list[i].conv], t.items[list[i].source].m, t.items[list[i].source].path);
+
+    /* calibration: no tape; every SparseConv2d of the model (also from an earlier call) */
+    if (st == SNN_OK) {
+        set_calibrating(&t, true);
+        snn_no_grad_begin();
+        for (int b = 0; st == SNN_OK && b < n_batches; b++) {
+            st = snn_step_begin();
+            if (st != SNN_OK) break;
+            if (!snn_module_forward(model, batches[b])) st = snn_last_status();
+            snn_step_end();
+        }
+        snn_no_grad_end();
+        set_calibrating(&t, false);
+        for (int i = 0; i < t.count; i++)
+            if (snn_is_sparse_conv(t.items[i].m)) decide(t.items[i].m->impl, &o);
+    }
+    tree_free(&t);
+    if (st != SNN_OK) return st;
+    int convs = rep->convs_seen, sums = rep->residual_sum_fed;
+    snn_sparse_collect(model, rep);
+    rep->convs_seen = convs;
+    rep->residual_sum_fed = sums;
+    if (log) {
+        fprintf(log, "snn_sparsify: %d of %d convs are spike-fed and swapped (%d fed by a residual "
+                "sum stay dense); %d calibration batches on %s\n", rep->count, convs, sums,
+                n_batches, snn_device_name(batches[0]->device));
+        snn_sparse_print_report(rep, log);
+    }
+    return SNN_OK;
+}

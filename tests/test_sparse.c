@@ -1,0 +1,315 @@
+/*
+ * test_sparse.c - the sparse conv kernels and the sparsify pass (CPU).
+ *
+ * Kernels: on random {0, 1} inputs with whole channels silent, both sparse kernels (GEMM over the
+ * active channels, event-driven) must equal the dense conv (im2col + blocked SGEMM) BIT FOR BIT,
+ * with the activity given or found by a scan: 3x3 stride 1 and 2, 1x1 stride 2, K split into
+ * 1, 2 and 3 SGEMM slices (one cut falls inside a channel), edge tiles (C_out 40, 7x7 outputs),
+ * grouped small outputs with a partial last group, bias, all-zero and all-active images, and
+ * one and two threads.
+ * Pass: the spiking CNN gets conv2 only; the spiking ResNet-18 every conv but the stem; the
+ * SEW-ResNet-18 the convs fed by a neuron directly (those fed by the residual sum stay dense).
+ * Names, tensors and the number of parameters are unchanged, and the sparsified model's output
+ * equals the dense model's bit for bit on both kernels. A batch denser than calibrated falls
+ * back to dense; a forward with a tape runs dense. test_finish() checks that nothing leaks.
+ */
+#include <string.h>
+
+#include "snn.h"
+#include "sparse/sparse.h"
+#include "test.h"
+
+/* x (N, C, H, W) random binary: each plane silent with probability p_silent, else each element
+ * fires with probability rate; activity (N, C) the counts. all_on: every element 1. */
+static void make_spikes(float *x, float *activity, int N, int C, int HW, double p_silent,
+                        double rate, snn_rng *rng)
+{
+    for (int n = 0; n < N; n++) {
+        for (int c = 0; c < C; c++) {
+            float *p = x + ((int64_t)n * C + c) * HW;
+            bool silent = (double)snn_rng_uniform(rng) < p_silent;
+            int count = 0;
+            for (int i = 0; i < HW; i++) {
+                p[i] = !silent && (double)snn_rng_uniform(rng) < rate ? 1.0f : 0.0f;
+                count += p[i] != 0.0f;
+            }
+            activity[n * C + c] = (float)count;
+        }
+    }
+}
+
+typedef struct conv_case {
+    int N, C_in, H, C_out, k, stride, pad;
+    double p_silent, rate;
+    bool bias;
+} conv_case;
+
+static void check_case(conv_case cc, uint64_t seed)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, seed);
+    snn_conv2d_dims d = {cc.N, cc.C_in, cc.H, cc.H, cc.C_out, cc.k, cc.k, cc.stride, cc.pad, 0, 0};
+    d.H_out = d.W_out = (cc.H + 2 * cc.pad - cc.k) / cc.stride + 1;
+    const int HW = cc.H * cc.H;
+    const int64_t nx = (int64_t)cc.N * cc.C_in * HW, nw = (int64_t)cc.C_out * cc.C_in * cc.k * cc.k;
+    const int64_t ny = (int64_t)cc.N * cc.C_out * d.H_out * d.W_out;
+    float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
+    float *act = snn_alloc((size_t)cc.N * cc.C_in * sizeof *act, SNN_CPU);
+    float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
+    float *wt = snn_alloc((size_t)nw * sizeof *wt, SNN_CPU);
+    float *b = snn_alloc((size_t)cc.C_out * sizeof *b, SNN_CPU);
+    float *y = snn_alloc((size_t)ny * sizeof *y, SNN_CPU);
+    make_spikes(x, act, cc.N, cc.C_in, HW, cc.p_silent, cc.rate, &rng);
+    for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(&rng) * 0.1f;
+    for (int i = 0; i < cc.C_out; i++) b[i] = snn_rng_normal(&rng);
+    snn_sparse_prepare_weights(wt, w, cc.C_out, cc.C_in, cc.k, cc.k);
+
+    snn_step_begin();
+    snn_no_grad_begin();
+    snn_tensor *tx = snn_from_host(SNN_SHAPE(cc.N, cc.C_in, cc.H, cc.H), x, SNN_CPU);
+    snn_tensor *tw = snn_from_host(SNN_SHAPE(cc.C_out, cc.C_in, cc.k, cc.k), w, SNN_CPU);
+    snn_tensor *tb = snn_from_host(SNN_SHAPE(cc.C_out), b, SNN_CPU);
+    snn_tensor *dense = snn_conv2d(tx, tw, cc.bias ? tb : NULL, cc.stride, cc.pad);
+    CHECK(dense != NULL);
+    for (int path = SNN_SPARSE_GEMM; dense && path <= SNN_SPARSE_EVENT; path++) {
+        for (int scan = 0; scan < 2; scan++) {
+            memset(y, 0xff, (size_t)ny * sizeof *y); /* NaN: every element must be written */
+            CHECK_OK(snn_sparse_conv2d_cpu(y, x, wt, cc.bias ? b : NULL, &d, scan ? NULL : act,
+                                           (snn_sparse_path)path));
+            bool same = memcmp(y, dense->data, (size_t)ny * sizeof *y) == 0;
+            if (!same) {
+                int64_t i = 0;
+                while (i < ny && y[i] == dense->data[i]) i++;
+                fprintf(stderr, "  case N%d C%d H%d > %d k%d s%d, %s%s: first difference at %lld: "
+                        "%.9g vs dense %.9g\n", cc.N, cc.C_in, cc.H, cc.C_out, cc.k, cc.stride,
+                        snn_sparse_path_name((snn_sparse_path)path), scan ? " (scan)" : "",
+                        (long long)i, i < ny ? (double)y[i] : 0.0,
+                        i < ny ? (double)dense->data[i] : 0.0);
+            }
+            CHECK(same);
+        }
+    }
+    snn_no_grad_end();
+    snn_step_end();
+    snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
+    snn_free(act, (size_t)cc.N * cc.C_in * sizeof *act, SNN_CPU);
+    snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
+    snn_free(wt, (size_t)nw * sizeof *wt, SNN_CPU);
+    snn_free(b, (size_t)cc.C_out * sizeof *b, SNN_CPU);
+    snn_free(y, (size_t)ny * sizeof *y, SNN_CPU);
+}
+
+static void test_kernels_bitwise(void)
+{
+    const conv_case cases[] = {
+        {3, 16, 8, 32, 3, 1, 1, 0.6, 0.1, false},     /* one K slice (K = 144) */
+        {2, 64, 12, 64, 3, 1, 1, 0.6, 0.05, false},   /* K = 576: 2 slices of 288 */
+        {2, 128, 8, 32, 3, 1, 1, 0.5, 0.1, true},     /* K = 1152: 3 slices of 384, cut in a channel */
+        {5, 64, 8, 128, 3, 2, 1, 0.7, 0.1, false},    /* stride 2, 4x4 out: groups of 16, partial */
+        {5, 64, 8, 128, 1, 2, 0, 0.7, 0.1, false},    /* 1x1 stride 2 (the downsample) */
+        {3, 24, 7, 40, 3, 1, 1, 0.5, 0.2, true},      /* edge tiles: C_out 40, 7x7 */
+        {2, 32, 9, 32, 3, 2, 1, 0.5, 0.2, false},     /* odd size, stride 2 */
+        {1, 8, 4, 8, 3, 1, 1, 0.5, 0.3, false},       /* below 32^3: the unpacked SGEMM path */
+        {4, 32, 8, 64, 3, 1, 1, 1.0, 0.1, false},     /* all-zero images */
+        {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0, true},      /* all-active, every element 1 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 100 + i);
+    int threads = snn_get_num_threads();
+    snn_set_num_threads(1);
+    check_case(cases[1], 7);
+    check_case(cases[3], 8);
+    snn_set_num_threads(threads);
+}
+
+/* ---- the pass ----------------------------------------------------------------------------- */
+
+static snn_tensor *random_images(snn_shape shape, snn_rng *rng)
+{
+    snn_tensor *t = snn_tensor_new(shape, SNN_CPU);
+    snn_tensor_normal_(t, rng, 0.5f, 1.0f);
+    return t;
+}
+
+/* Output of the model on x without a tape, copied into out (numel floats). */
+static void run_model(snn_module *m, snn_tensor *x, float *out, int64_t numel)
+{
+    snn_no_grad_begin();
+    snn_step_begin();
+    snn_tensor *y = snn_module_forward(m, x);
+    CHECK(y != NULL && y->numel == numel);
+    if (y && y->numel == numel) memcpy(out, y->data, (size_t)numel * sizeof *out);
+    snn_step_end();
+    snn_no_grad_end();
+}
+
+static bool name_in(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(name, names[i])) return true;
+    return false;
+}
+
+/* Builds the model, sparsifies it (forced path), and checks the swapped set, names and output. */
+static void check_model(snn_model_config cfg, const char *const *expect, int n_expect,
+                        int expect_residual, int images)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, 42);
+    snn_module *m = snn_model_new(&cfg, &rng);
+    CHECK(m != NULL);
+    if (!m) return;
+    snn_module_train(m, false);
+    snn_tensor *batches[2];
+    for (int i = 0; i < 2; i++)
+        batches[i] = random_images(SNN_SHAPE(images, cfg.in_channels, cfg.height, cfg.width), &rng);
+    const int64_t out_n = (int64_t)images * cfg.classes;
+    float dense_out[64 * 10], sparse_out[64 * 10];
+    run_model(m, batches[1], dense_out, out_n);
+
+    snn_param_list before = {0}, after = {0};
+    CHECK_OK(snn_module_parameters(m, &before));
+    snn_sparse_options o = snn_sparse_options_default();
+    o.force = SNN_SPARSE_GEMM;
+    o.quiet = true;
+    snn_sparse_report rep;
+    CHECK_OK(snn_sparsify(m, batches, 2, &o, &rep));
+    CHECK(rep.count == n_expect);
+    CHECK(rep.residual_sum_fed == expect_residual);
+    for (int i = 0; i < rep.count; i++) {
+        bool ok = name_in(rep.layers[i].name, expect, n_expect);
+        if (!ok) fprintf(stderr, "  unexpected swap: %s\n", rep.layers[i].name);
+        CHECK(ok);
+        CHECK(rep.layers[i].max_abs_diff == 0.0);
+    }
+    CHECK_OK(snn_module_parameters(m, &after));
+    CHECK(before.count == after.count);
+    for (int i = 0; i < before.count && i < after.count; i++) {
+        CHECK(!strcmp(before.items[i].name, after.items[i].name));
+        CHECK(before.items[i].tensor == after.items[i].tensor);
+    }
+    snn_param_list_free(&before);
+    snn_param_list_free(&after);
+
+    for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
+        CHECK(snn_sparse_set_path(m, (snn_sparse_path)path) == n_expect);
+        memset(sparse_out, 0, sizeof sparse_out);
+        run_model(m, batches[1], sparse_out, out_n);
+        CHECK(memcmp(sparse_out, dense_out, (size_t)out_n * sizeof(float)) == 0);
+    }
+    /* the sparse kernels really ran (no fallback on a batch like the calibration ones) */
+    snn_sparse_report after_rep;
+    snn_sparse_collect(m, &after_rep);
+    long long calls = 0;
+    for (int i = 0; i < after_rep.count; i++) calls += after_rep.layers[i].sparse_calls;
+    CHECK(calls > 0);
+    for (int i = 0; i < 2; i++) snn_tensor_free(batches[i]);
+    snn_module_free(m);
+}
+
+static void test_pass_cnn(void)
+{
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    cfg.width_base = 16;
+    cfg.hidden = 32;
+    cfg.time_steps = 2;
+    const char *expect[] = {"conv2"};
+    check_model(cfg, expect, 1, 0, 4);
+}
+
+static void test_pass_resnet(void)
+{
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_RESNET18);
+    cfg.width_base = 8;
+    cfg.height = cfg.width = 16;
+    cfg.time_steps = 2;
+    const char *expect[] = {
+        "layer1.0.conv1", "layer1.0.conv2", "layer1.1.conv1", "layer1.1.conv2",
+        "layer2.0.conv1", "layer2.0.conv2", "layer2.0.downsample.0", "layer2.1.conv1", "layer2.1.conv2",
+        "layer3.0.conv1", "layer3.0.conv2", "layer3.0.downsample.0", "layer3.1.conv1", "layer3.1.conv2",
+        "layer4.0.conv1", "layer4.0.conv2", "layer4.0.downsample.0", "layer4.1.conv1", "layer4.1.conv2",
+    };
+    check_model(cfg, expect, 19, 0, 2);
+}
+
+static void test_pass_sew(void)
+{
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SEW_RESNET18);
+    cfg.width_base = 8;
+    cfg.height = cfg.width = 16;
+    cfg.time_steps = 2;
+    /* a block's conv2 reads its sn1; only layer1.0's conv1 reads a neuron (the stem's) directly;
+     * the other 7 conv1 and the 3 downsample convs read a residual sum and stay dense */
+    const char *expect[] = {"layer1.0.conv1", "layer1.0.conv2", "layer1.1.conv2", "layer2.0.conv2",
+                            "layer2.1.conv2", "layer3.0.conv2", "layer3.1.conv2", "layer4.0.conv2",
+                            "layer4.1.conv2"};
+    check_model(cfg, expect, 9, 10, 2);
+}
+
+/* stem conv -> neuron -> conv: calibrated on weak inputs (few spikes), run on strong ones. */
+static void test_fallback_and_tape(void)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, 5);
+    snn_module *m = snn_sequential_new();
+    snn_neuron_config nc = snn_neuron_config_default(SNN_NEURON_IF);
+    CHECK_OK(snn_module_add(m, "stem", snn_conv2d_new(4, 16, 3, 1, 1, false, &rng)));
+    CHECK_OK(snn_module_add(m, "sn", snn_neuron_layer_new(&nc)));
+    CHECK_OK(snn_module_add(m, "conv", snn_conv2d_new(16, 32, 3, 1, 1, true, &rng)));
+    snn_tensor *weak = snn_tensor_new(SNN_SHAPE(2, 3, 4, 8, 8), SNN_CPU);
+    snn_tensor *strong = snn_tensor_new(SNN_SHAPE(2, 3, 4, 8, 8), SNN_CPU);
+    snn_tensor_normal_(weak, &rng, 0.0f, 1.0f);
+    snn_tensor_normal_(strong, &rng, 0.0f, 1.0f);
+    for (int64_t i = 0; i < weak->numel; i++) {
+        weak->data[i] = weak->data[i] > 2.0f ? 0.5f : 0.0f;   /* few inputs, few spikes */
+        strong->data[i] = 20.0f * fabsf(strong->data[i]) + 1.0f;
+    }
+    const int64_t out_n = 2 * 3 * 32 * 8 * 8;
+    float *dense_out = snn_alloc((size_t)out_n * sizeof(float), SNN_CPU);
+    float *got = snn_alloc((size_t)out_n * sizeof(float), SNN_CPU);
+    run_model(m, strong, dense_out, out_n);
+
+    snn_sparse_options o = snn_sparse_options_default();
+    o.force = SNN_SPARSE_EVENT;
+    o.quiet = true;
+    snn_sparse_report rep;
+    snn_tensor *calib[1] = {weak};
+    CHECK_OK(snn_sparsify(m, calib, 1, &o, &rep));
+    CHECK(rep.count == 1 && !strcmp(rep.layers[0].name, "conv") && !strcmp(rep.layers[0].source, "sn"));
+    CHECK(rep.convs_seen == 2);
+    run_model(m, strong, got, out_n);
+    CHECK(memcmp(got, dense_out, (size_t)out_n * sizeof(float)) == 0);
+    snn_sparse_collect(m, &rep);
+    CHECK(rep.layers[0].fallbacks == 1 && rep.layers[0].sparse_calls == 0);
+    run_model(m, weak, got, out_n);
+    snn_sparse_collect(m, &rep);
+    CHECK(rep.layers[0].fallbacks == 1 && rep.layers[0].sparse_calls == 1);
+
+    /* with a tape the layer runs the dense conv and records its node */
+    snn_step_begin();
+    snn_tensor *y = snn_module_forward(m, strong);
+    CHECK(y && y->grad_fn && !strcmp(y->grad_fn->op, "snn_conv2d"));
+    snn_step_end();
+    /* bad arguments */
+    CHECK(snn_sparsify(NULL, calib, 1, &o, NULL) == SNN_ERR_ARGUMENT);
+    CHECK(snn_sparsify(m, calib, 0, &o, NULL) == SNN_ERR_ARGUMENT);
+    snn_no_grad_begin();
+    CHECK(snn_sparsify(m, calib, 1, &o, NULL) == SNN_ERR_STATE);
+    snn_no_grad_end();
+    snn_clear_error();
+
+    snn_free(dense_out, (size_t)out_n * sizeof(float), SNN_CPU);
+    snn_free(got, (size_t)out_n * sizeof(float), SNN_CPU);
+    snn_tensor_free(weak);
+    snn_tensor_free(strong);
+    snn_module_free(m);
+}
+
+int main(void)
+{
+    RUN(test_kernels_bitwise);
+    RUN(test_pass_cnn);
+    RUN(test_pass_resnet);
+    RUN(test_pass_sew);
+    RUN(test_fallback_and_tape);
+    return test_finish();
+}
