@@ -18,7 +18,6 @@
 #include <omp.h>
 
 #include "cpu_peak.h"
-#include "tensor/gemm.h"
 #include "tensor/kernels_cpu.h"
 
 typedef struct layer {
@@ -176,7 +175,6 @@ int main(int argc, char **argv)
     }
     printf("\ndirect ms: the 7-loop convolution (one thread) timed on 2 images, scaled to the "
            "batch; fwd x: its time over the forward kernel's.\n");
-    snn_gemm_release_cpu();
     snn_shutdown();
     return EXIT_SUCCESS;
 }

@@ -18,7 +18,6 @@
 #include <omp.h>
 
 #include "cpu_peak.h"
-#include "tensor/gemm.h"
 #include "tensor/kernels_cpu.h"
 
 typedef struct shape {
@@ -134,7 +133,6 @@ int main(int argc, char **argv)
         snn_free(C, c_n * sizeof *C, SNN_CPU);
     }
     printf("\nnaive = snn_gemm_naive_cpu, one thread (a plain triple loop has no threading).\n");
-    snn_gemm_release_cpu();
     snn_shutdown();
     return EXIT_SUCCESS;
 }

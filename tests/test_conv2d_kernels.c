@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/gemm.h"
 #include "tensor/kernels_cpu.h"
 #include "test.h"
 
@@ -312,6 +311,5 @@ int main(void)
     RUN(test_shapes_two_threads);
     RUN(test_single_image_threaded_gemm);
     snn_set_num_threads(threads);
-    snn_gemm_release_cpu(); /* until snn_shutdown() does it */
     return test_finish();
 }

@@ -270,6 +270,5 @@ int main(void)
     RUN(test_beta_zero_ignores_c);
     RUN(test_thread_count_invariance);
     RUN(test_release);
-    snn_gemm_release_cpu(); /* until snn_shutdown() does it */
     return test_finish();
 }
