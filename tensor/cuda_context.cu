@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda.h"
+#include "cuda_options.h"
 #include "cuda_common.cuh"
 #include "error.h"
 

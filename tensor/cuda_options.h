@@ -1,5 +1,5 @@
 /*
- * cuda.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
+ * cuda_options.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
  * (tensor/cuda_context.cu). Safe to include from C; the functions exist only in builds with
  * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro or snn_cuda_compiled().
  *

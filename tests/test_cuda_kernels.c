@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "tensor/cuda.h"
+#include "tensor/cuda_options.h"
 #include "tensor/kernels.h"
 #include "test.h"
 

@@ -37,7 +37,7 @@ static int run(const char *fmt, const char *args)
 
 static int output_contains(const char *needle)
 {
-    char path[300], buf[65536];
+    char path[400], buf[65536];
     snprintf(path, sizeof path, "%s/out.txt", tmp);
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -54,7 +54,7 @@ static int output_contains(const char *needle)
 /* The test accuracy in the last line of a metrics.csv. */
 static double last_test_accuracy(const char *dir)
 {
-    char path[300], line[8192], last[8192] = "";
+    char path[600], line[8192], last[8192] = "";
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     FILE *f = fopen(path, "r");
     if (!f) return -1;
