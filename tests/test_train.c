@@ -97,7 +97,7 @@ static void test_short_run_learns(void)
     CHECK(acc >= 0.75);
     char files[4][32] = {"metrics.json", "loss.svg", "accuracy.svg", "raster.svg"};
     for (int i = 0; i < 4; i++) {
-        char path[400];
+        char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         CHECK(access(path, R_OK) == 0);
     }
