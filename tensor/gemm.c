@@ -476,6 +476,13 @@ static void gemm_blocked(bool trans_a, bool trans_b, int m0, int m1, int n0, int
     }
 }
 
+int snn_gemm_k_slice_cpu(int M, int N, int K)
+{
+    if (K <= 0 || use_small(M, N, K)) return 0;
+    int k_slices = (K + KC - 1) / KC;                 /* as gemm_blocked cuts K */
+    return (K + k_slices - 1) / k_slices;
+}
+
 /* Serial entry: handles the degenerate cases, then small or blocked. */
 static void gemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float beta,

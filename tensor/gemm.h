@@ -7,6 +7,17 @@
  *                         use it so that the threads do not fight over the cores.
  *   snn_gemm_release_cpu  frees the per-thread packing buffers the SGEMM keeps between calls;
  *                         snn_shutdown() calls it. A later SGEMM simply allocates them again.
+ *   snn_gemm_k_slice_cpu  how the SGEMM groups the sum over k for an (M, N, K) product, so that
+ *                         code which must reproduce it bit for bit (sparse/: skipping zero terms
+ *                         is exact only with the same grouping) asks instead of copying
+ *                         constants. A return L > 0: the blocked path; each element of C sums
+ *                         ascending k in consecutive slices of L terms, each slice from zero
+ *                         (one FMA per term), and stores C = alpha*slice + beta*C for the first
+ *                         slice (C = alpha*slice when beta == 0), C = alpha*slice + C after.
+ *                         0: the unpacked path; without trans_b, C = beta*C (0 when beta == 0)
+ *                         then C += (alpha*a_k)*b_k term by term in ascending k; with trans_b,
+ *                         a dot product of 16 interleaved partial sums. The grouping depends on
+ *                         the shape only, never on the thread count.
  */
 #ifndef SNN_GEMM_H
 #define SNN_GEMM_H
@@ -22,6 +33,8 @@ void snn_gemm_serial_cpu(bool trans_a, bool trans_b, int M, int N, int K, float 
                          int ldc);
 
 void snn_gemm_release_cpu(void);
+
+int snn_gemm_k_slice_cpu(int M, int N, int K);
 
 #ifdef __cplusplus
 }

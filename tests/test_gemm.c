@@ -261,6 +261,46 @@ static void test_release(void)
     free_problem(&p);
 }
 
+/* snn_gemm_k_slice_cpu describes how the blocked path groups each sum (sparse/ relies on it to
+ * reproduce the SGEMM bit for bit): check the slice lengths, and, where the micro-kernel uses
+ * FMA instructions, rebuild C from that description with fmaf and compare bits. */
+static void test_k_slice_contract(void)
+{
+    CHECK(snn_gemm_k_slice_cpu(64, 1024, 576) == 288);  /* 576 = 2 slices of 288 */
+    CHECK(snn_gemm_k_slice_cpu(64, 1024, 512) == 512);
+    CHECK(snn_gemm_k_slice_cpu(64, 64, 1030) == 344);   /* 3 slices: 344, 344, 342 */
+    CHECK(snn_gemm_k_slice_cpu(4, 4, 4) == 0);          /* tiny: unpacked */
+    CHECK(snn_gemm_k_slice_cpu(1, 500, 900) == 0);      /* one row: unpacked */
+#if defined(__FMA__)
+    snn_rng rng;
+    snn_rng_seed(&rng, 21);
+    const int M = 19, N = 45, K = 1100;
+    const float alpha = 0.75f, beta = 0.5f;
+    problem p = make_problem(false, false, M, N, K, 0, alpha, beta, &rng);
+    float *C = alloc_floats(p.c_size), *want = alloc_floats(p.c_size);
+    memcpy(C, p.C0, p.c_size * sizeof *C);
+    snn_gemm_cpu(false, false, M, N, K, alpha, p.A, K, p.B, N, beta, C, N);
+    int L = snn_gemm_k_slice_cpu(M, N, K);
+    CHECK(L > 0 && L < K);
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            float c = p.C0[i * N + j];
+            for (int k0 = 0; k0 < K; k0 += L) {
+                float slice = 0.0f;
+                for (int k = k0; k < K && k < k0 + L; k++)
+                    slice = fmaf(p.A[i * K + k], p.B[k * N + j], slice);
+                c = fmaf(alpha, slice, k0 == 0 ? beta * c : c);
+            }
+            want[i * N + j] = c;
+        }
+    }
+    CHECK(memcmp(C, want, p.c_size * sizeof *C) == 0);
+    free_floats(C, p.c_size);
+    free_floats(want, p.c_size);
+    free_problem(&p);
+#endif
+}
+
 int main(void)
 {
     snn_set_num_threads(2);
@@ -270,5 +310,6 @@ int main(void)
     RUN(test_beta_zero_ignores_c);
     RUN(test_thread_count_invariance);
     RUN(test_release);
+    RUN(test_k_slice_contract);
     return test_finish();
 }
