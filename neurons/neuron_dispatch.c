@@ -25,7 +25,7 @@ const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device)
     case SNN_CUDA:
 #ifdef SNN_WITH_CUDA
         /* CUDA port: uncomment once neurons/neuron_kernels.cu exists. */
-        /* if (snn_cuda_available()) return &snn_neuron_kernels_cuda; */
+        if (snn_cuda_available()) return &snn_neuron_kernels_cuda;
 #endif
         return NULL;
     }

@@ -1,0 +1,18 @@
+/*
+ * neuron_kernels.cu - snn_neuron_kernels_cuda, the CUDA neuron kernel table: every entry of
+ * snn_neuron_kernels (neuron_kernels.h, where the contracts are) with its CUDA launcher.
+ * neuron_dispatch.c hands it out for SNN_CUDA when a GPU is visible. Each launcher matches the
+ * CPU entry of the same name (neuron_dispatch.c's snn_neuron_kernels_cpu): spikes and activity
+ * bit for bit, H, gradients and dw to a tolerance (tests/test_cuda_neurons.c).
+ */
+#include "neuron_cuda.cuh"
+
+extern "C" const snn_neuron_kernels snn_neuron_kernels_cuda = {
+    /* .name = */ "cuda",
+    /* .lif_forward = */ snn_lif_forward_cuda,
+    /* .lif_backward = */ snn_lif_backward_cuda,
+    /* .stbif_forward = */ snn_stbif_forward_cuda,
+    /* .stbif_backward = */ snn_stbif_backward_cuda,
+    /* .heaviside_forward = */ snn_heaviside_forward_cuda,
+    /* .heaviside_backward = */ snn_heaviside_backward_cuda,
+};
