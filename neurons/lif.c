@@ -15,55 +15,191 @@
  * mode, H (4 B); backward reads dS and H (8 B; PLIF also X) and updates dX (8 B). V never
  * leaves the chunk's local array.
  */
+#include <string.h>
+
 #include "neuron_cpu.h"
 #include "neuron_math.h"
+
+/* Specialisation. The equations branch on the kind, the reset mode, decay_input and the
+ * surrogate. Those are the same for every element, but a compiler will not hoist a handful of
+ * branches out of a loop, and a branchy loop does not vectorise. So each chunk function below
+ * takes them as arguments, is always inlined, and is called from a small dispatch tree with
+ * literal constants: every combination compiles to its own branch-free inner loop, while the
+ * equations stay written once (neuron_math.h). */
+
+typedef struct lif_forward_args {
+    float *spike, *h_seq, *v_last, *activity; /* outputs, (T, M) / (M) / (T, N*C) */
+    const float *x, *v_init;                  /* (T, M), (M) */
+    float k;                                  /* 1/tau or sigmoid(w) */
+    int64_t T, M;
+    snn_neuron_split split;
+} lif_forward_args;
+
+/* The whole time loop of the chunk [e0, e0 + n): V stays in v[]. */
+static SNN_ALWAYS_INLINE void forward_chunk(snn_neuron_params q, snn_neuron_kind kind,
+                                            bool decay_input, bool soft,
+                                            const lif_forward_args *a, int64_t e0, int64_t n)
+{
+    q.kind = kind;
+    q.decay_input = decay_input;
+    q.soft_reset = soft;
+    const snn_neuron_params *p = &q;
+    float v[SNN_NEURON_CHUNK]; /* V of the chunk's elements, carried through time */
+    float h[SNN_NEURON_CHUNK]; /* H of this step, copied out when backward needs it */
+    for (int64_t i = 0; i < n; i++) v[i] = a->v_init ? a->v_init[e0 + i] : p->v_reset;
+
+    for (int64_t t = 0; t < a->T; t++) {
+        const float *xt = a->x + t * a->M + e0; /* (n) */
+        float *st = a->spike + t * a->M + e0;   /* (n) */
+        for (int64_t i = 0; i < n; i++) {
+            h[i] = snn_lif_charge(p, a->k, v[i], xt[i]);
+            st[i] = snn_lif_fire(p, h[i]);
+            v[i] = snn_lif_reset(p, h[i], st[i]);
+        }
+        if (a->h_seq) memcpy(a->h_seq + t * a->M + e0, h, (size_t)n * sizeof *h);
+        if (a->activity)
+            snn_neuron_count_planes(a->activity + t * a->split.planes, st, e0, n, a->split.plane);
+    }
+    if (a->v_last)
+        for (int64_t i = 0; i < n; i++) a->v_last[e0 + i] = v[i];
+}
+
+static SNN_ALWAYS_INLINE void forward_chunk_decay(const snn_neuron_params *p, snn_neuron_kind kind,
+                                                  const lif_forward_args *a, int64_t e0, int64_t n)
+{
+    if (p->decay_input) {
+        if (p->soft_reset) forward_chunk(*p, kind, true, true, a, e0, n);
+        else forward_chunk(*p, kind, true, false, a, e0, n);
+    } else {
+        if (p->soft_reset) forward_chunk(*p, kind, false, true, a, e0, n);
+        else forward_chunk(*p, kind, false, false, a, e0, n);
+    }
+}
 
 void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_last,
                          float *activity, const float *x, const float *v_init,
                          const float *a_init, const float *w, const snn_neuron_params *params,
                          const snn_neuron_dims *d)
 {
-    /* A local copy: the compiler then knows that stores through the float pointers cannot
-     * change the params, so it keeps them in registers and hoists the branches on them. */
-    const snn_neuron_params local = *params, *p = &local;
     (void)a_last;
     (void)a_init;
-    const int64_t T = d->T, M = snn_neuron_dims_step(d);
-    const snn_neuron_split split = snn_neuron_split_make(d);
-    const float k = snn_lif_decay(p, w);
+    const snn_neuron_params p = *params;
+    const lif_forward_args a = {spike, h_seq, v_last, activity, x, v_init, snn_lif_decay(&p, w),
+                                d->T, snn_neuron_dims_step(d), snn_neuron_split_make(d)};
 
 #pragma omp parallel for schedule(static)
-    for (int64_t item = 0; item < split.items; item++) {
+    for (int64_t item = 0; item < a.split.items; item++) {
         int64_t q0, q1;
-        snn_neuron_split_item(&split, item, &q0, &q1);
+        snn_neuron_split_item(&a.split, item, &q0, &q1);
         if (activity)
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t q = q0; q < q1; q++) activity[t * split.planes + q] = 0.0f;
+            for (int64_t t = 0; t < a.T; t++)
+                for (int64_t q = q0; q < q1; q++) activity[t * a.split.planes + q] = 0.0f;
 
-        const int64_t e_end = q1 * split.plane;
-        for (int64_t e0 = q0 * split.plane; e0 < e_end; e0 += SNN_NEURON_CHUNK) {
+        const int64_t e_end = q1 * a.split.plane;
+        for (int64_t e0 = q0 * a.split.plane; e0 < e_end; e0 += SNN_NEURON_CHUNK) {
             const int64_t n = e_end - e0 < SNN_NEURON_CHUNK ? e_end - e0 : SNN_NEURON_CHUNK;
-            float v[SNN_NEURON_CHUNK]; /* V of the chunk's elements, carried through time */
-            for (int64_t i = 0; i < n; i++) v[i] = v_init ? v_init[e0 + i] : p->v_reset;
-
-            for (int64_t t = 0; t < T; t++) {
-                const float *xt = x + t * M + e0;           /* (n) */
-                float *st = spike + t * M + e0;             /* (n) */
-                float *ht = h_seq ? h_seq + t * M + e0 : 0; /* (n) */
-                for (int64_t i = 0; i < n; i++) {
-                    const float h = snn_lif_charge(p, k, v[i], xt[i]);
-                    const float s = snn_lif_fire(p, h);
-                    if (ht) ht[i] = h;
-                    st[i] = s;
-                    v[i] = snn_lif_reset(p, h, s);
-                }
-                if (activity) snn_neuron_count_planes(activity + t * split.planes, st, e0, n,
-                                                      split.plane);
+            switch (p.kind) {
+            case SNN_NEURON_LIF: forward_chunk_decay(&p, SNN_NEURON_LIF, &a, e0, n); break;
+            case SNN_NEURON_PLIF: forward_chunk_decay(&p, SNN_NEURON_PLIF, &a, e0, n); break;
+            default: /* IF has no decay: decay_input does not matter */
+                if (p.soft_reset) forward_chunk(p, SNN_NEURON_IF, false, true, &a, e0, n);
+                else forward_chunk(p, SNN_NEURON_IF, false, false, &a, e0, n);
+                break;
             }
-            if (v_last)
-                for (int64_t i = 0; i < n; i++) v_last[e0 + i] = v[i];
         }
     }
+}
+
+typedef struct lif_backward_args {
+    float *dx, *dv_init;                /* += (T, M), (M); either may be NULL */
+    const float *dspike, *dv_last;      /* (T, M), (M); either may be NULL */
+    const float *h_seq, *x, *v_init;    /* (T, M), (T, M), (M) */
+    float dh_dx, dh_dv;
+    bool want_dk;                       /* PLIF with a w that wants its gradient */
+    int64_t T, M;
+} lif_backward_args;
+
+static const float zero_chunk[SNN_NEURON_CHUNK]; /* dL/dS when no gradient reached the spikes */
+
+/* BPTT over the chunk [e0, e0 + n); returns its share of dL/dk (PLIF). */
+static SNN_ALWAYS_INLINE double backward_chunk(snn_neuron_params q, snn_neuron_kind kind,
+                                               bool soft, snn_surrogate_kind surrogate,
+                                               const lif_backward_args *a, int64_t e0, int64_t n)
+{
+    q.kind = kind;
+    q.soft_reset = soft;
+    q.surrogate = surrogate;
+    const snn_neuron_params *p = &q;
+    const int64_t M = a->M;
+    float gv[SNN_NEURON_CHUNK];      /* G_V = dL/dV[t], carried from t = T-1 down to 0 */
+    float dx_sink[SNN_NEURON_CHUNK]; /* where dX goes when x wants no gradient */
+    float v_prev[SNN_NEURON_CHUNK];  /* V[t-1], for PLIF's dL/dk */
+    double dk_lane[SNN_NEURON_CHUNK]; /* dL/dk per element: one sum per lane vectorises, a
+                                       * single running sum would not (no reassociation) */
+    for (int64_t i = 0; i < n; i++) {
+        gv[i] = a->dv_last ? a->dv_last[e0 + i] : 0.0f;
+        dx_sink[i] = 0.0f;
+        dk_lane[i] = 0.0;
+    }
+    for (int64_t t = a->T - 1; t >= 0; t--) {
+        const float *ht = a->h_seq + t * M + e0;                            /* (n) */
+        const float *gst = a->dspike ? a->dspike + t * M + e0 : zero_chunk; /* (n) */
+        float *dxt = a->dx ? a->dx + t * M + e0 : dx_sink;                  /* (n) */
+        if (a->want_dk) {
+            /* dL/dk needs V[t-1]: the reset of H[t-1], or the initial state at t = 0 */
+            if (t > 0) {
+                const float *hp = a->h_seq + (t - 1) * M + e0; /* (n) */
+                for (int64_t i = 0; i < n; i++)
+                    v_prev[i] = snn_lif_reset(p, hp[i], snn_lif_fire(p, hp[i]));
+            } else {
+                for (int64_t i = 0; i < n; i++)
+                    v_prev[i] = a->v_init ? a->v_init[e0 + i] : p->v_reset;
+            }
+            const float *xt = a->x + t * M + e0; /* (n) */
+            for (int64_t i = 0; i < n; i++) {
+                const float gh = snn_lif_grad_h(p, ht[i], gst[i], gv[i]);
+                dk_lane[i] += (double)(gh * snn_lif_dh_dk(p, xt[i], v_prev[i]));
+                dxt[i] += gh * a->dh_dx;
+                gv[i] = gh * a->dh_dv;
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                const float gh = snn_lif_grad_h(p, ht[i], gst[i], gv[i]);
+                dxt[i] += gh * a->dh_dx;
+                gv[i] = gh * a->dh_dv;
+            }
+        }
+    }
+    if (a->dv_init)
+        for (int64_t i = 0; i < n; i++) a->dv_init[e0 + i] += gv[i];
+    double dk = 0.0;
+    if (a->want_dk)
+        for (int64_t i = 0; i < n; i++) dk += dk_lane[i];
+    return dk;
+}
+
+static SNN_ALWAYS_INLINE double backward_chunk_surrogate(const snn_neuron_params *p,
+                                                         snn_neuron_kind kind, bool soft,
+                                                         const lif_backward_args *a, int64_t e0,
+                                                         int64_t n)
+{
+    switch (p->surrogate) {
+    case SNN_SURROGATE_ATAN:
+        return backward_chunk(*p, kind, soft, SNN_SURROGATE_ATAN, a, e0, n);
+    case SNN_SURROGATE_PIECEWISE_QUADRATIC:
+        return backward_chunk(*p, kind, soft, SNN_SURROGATE_PIECEWISE_QUADRATIC, a, e0, n);
+    default:
+        return backward_chunk(*p, kind, soft, SNN_SURROGATE_SIGMOID, a, e0, n);
+    }
+}
+
+static SNN_ALWAYS_INLINE double backward_chunk_reset(const snn_neuron_params *p,
+                                                     snn_neuron_kind kind,
+                                                     const lif_backward_args *a, int64_t e0,
+                                                     int64_t n)
+{
+    return p->soft_reset ? backward_chunk_surrogate(p, kind, true, a, e0, n)
+                         : backward_chunk_surrogate(p, kind, false, a, e0, n);
 }
 
 void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dspike,
@@ -72,49 +208,26 @@ void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dsp
                           const float *w, const snn_neuron_params *params,
                           const snn_neuron_dims *d)
 {
-    const snn_neuron_params local = *params, *p = &local; /* see the forward */
     (void)spike;
     (void)a_init;
-    const int64_t T = d->T, M = snn_neuron_dims_step(d);
-    const int64_t chunks = (M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
-    const float k = snn_lif_decay(p, w);
-    const float dh_dx = snn_lif_dh_dx(p, k), dh_dv = snn_lif_dh_dv(p, k);
-    const bool want_dk = p->kind == SNN_NEURON_PLIF && dw;
+    const snn_neuron_params p = *params;
+    const float k = snn_lif_decay(&p, w);
+    const lif_backward_args a = {dx, dv_init, dspike, dv_last, h_seq, x, v_init,
+                                 snn_lif_dh_dx(&p, k), snn_lif_dh_dv(&p, k),
+                                 p.kind == SNN_NEURON_PLIF && dw, d->T, snn_neuron_dims_step(d)};
+    const int64_t chunks = (a.M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
     double dk = 0.0; /* dL/dk summed over every element and step (PLIF) */
 
 #pragma omp parallel for schedule(static) reduction(+ : dk)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t e0 = c * SNN_NEURON_CHUNK;
-        const int64_t n = M - e0 < SNN_NEURON_CHUNK ? M - e0 : SNN_NEURON_CHUNK;
-        float gv[SNN_NEURON_CHUNK]; /* G_V = dL/dV[t], carried from t = T-1 down to 0 */
-        for (int64_t i = 0; i < n; i++) gv[i] = dv_last ? dv_last[e0 + i] : 0.0f;
-
-        for (int64_t t = T - 1; t >= 0; t--) {
-            const float *ht = h_seq + t * M + e0;                 /* (n) */
-            const float *gst = dspike ? dspike + t * M + e0 : 0;  /* (n) */
-            float *dxt = dx ? dx + t * M + e0 : 0;                /* (n) */
-            double dk_t = 0.0;
-            for (int64_t i = 0; i < n; i++) {
-                const float gh = snn_lif_grad_h(p, ht[i], gst ? gst[i] : 0.0f, gv[i]);
-                if (dxt) dxt[i] += gh * dh_dx;
-                gv[i] = gh * dh_dv;
-                if (want_dk) {
-                    /* V[t-1] is the reset of H[t-1], or the initial state at t = 0 */
-                    float v_prev;
-                    if (t > 0) {
-                        const float hp = h_seq[(t - 1) * M + e0 + i];
-                        v_prev = snn_lif_reset(p, hp, snn_lif_fire(p, hp));
-                    } else {
-                        v_prev = v_init ? v_init[e0 + i] : p->v_reset;
-                    }
-                    dk_t += (double)(gh * snn_lif_dh_dk(p, x[t * M + e0 + i], v_prev));
-                }
-            }
-            dk += dk_t;
+        const int64_t n = a.M - e0 < SNN_NEURON_CHUNK ? a.M - e0 : SNN_NEURON_CHUNK;
+        switch (p.kind) {
+        case SNN_NEURON_LIF: dk += backward_chunk_reset(&p, SNN_NEURON_LIF, &a, e0, n); break;
+        case SNN_NEURON_PLIF: dk += backward_chunk_reset(&p, SNN_NEURON_PLIF, &a, e0, n); break;
+        default: dk += backward_chunk_reset(&p, SNN_NEURON_IF, &a, e0, n); break;
         }
-        if (dv_init)
-            for (int64_t i = 0; i < n; i++) dv_init[e0 + i] += gv[i];
     }
     /* dL/dw = dL/dk * dk/dw, k = sigmoid(w): dk/dw = k (1 - k) */
-    if (want_dk) dw[0] += (float)(dk * (double)k * (1.0 - (double)k));
+    if (a.want_dk) dw[0] += (float)(dk * (double)k * (1.0 - (double)k));
 }

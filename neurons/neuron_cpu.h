@@ -16,6 +16,14 @@
 
 #define SNN_NEURON_CHUNK 256
 
+/* For the specialised chunk loops of lif.c and stbif.c (see lif.c): inlined at every call so
+ * that the constants passed in fold away. */
+#if defined(__GNUC__)
+#define SNN_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define SNN_ALWAYS_INLINE inline
+#endif
+
 typedef struct snn_neuron_split {
     int64_t planes;         /* N * C */
     int64_t plane;          /* elements per plane */

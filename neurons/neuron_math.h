@@ -80,7 +80,8 @@ SNN_HD static inline float snn_lif_dh_dv(const snn_neuron_params *p, float k)
 /* dH/dk for PLIF, given X[t] and V[t-1]. */
 SNN_HD static inline float snn_lif_dh_dk(const snn_neuron_params *p, float x, float v_prev)
 {
-    return p->decay_input ? x - (v_prev - p->v_reset) : -(v_prev - p->v_reset);
+    const float takes_x = p->decay_input ? 1.0f : 0.0f; /* a factor, not a branch: vectorises */
+    return x * takes_x - (v_prev - p->v_reset);
 }
 
 /* One backward step: returns G_H from G_S (gs), G_V (gv) and the saved H. */
@@ -88,9 +89,11 @@ SNN_HD static inline float snn_lif_grad_h(const snn_neuron_params *p, float h, f
 {
     const float s = snn_lif_fire(p, h);
     const float g = snn_surrogate_grad_inline(p->surrogate, p->alpha, h - p->v_th);
-    float dv_dh;
-    if (p->soft_reset) dv_dh = p->detach_reset ? 1.0f : 1.0f - p->v_th * g;
-    else dv_dh = p->detach_reset ? 1.0f - s : (1.0f - s) + (p->v_reset - h) * g;
+    /* detach_reset drops the reset's dependence on S: a 0/1 factor, not a branch, so that
+     * the CPU loop vectorises (and the result is the same bit for bit) */
+    const float keep = p->detach_reset ? 0.0f : 1.0f;
+    const float dv_dh = p->soft_reset ? 1.0f - p->v_th * g * keep
+                                      : (1.0f - s) + (p->v_reset - h) * g * keep;
     return gs * g + gv * dv_dh;
 }
 
@@ -108,10 +111,12 @@ SNN_HD static inline float snn_stbif_fire(const snn_neuron_params *p, float h, f
 SNN_HD static inline float snn_stbif_grad_h(const snn_neuron_params *p, float h, float a_prev,
                                             float gy, float gv)
 {
-    float ds_dh = 0.0f;
-    if (a_prev < p->a_max) ds_dh += snn_surrogate_grad_inline(p->surrogate, p->alpha, h - p->theta);
-    if (a_prev > p->a_min) ds_dh += snn_surrogate_grad_inline(p->surrogate, p->alpha, h);
-    const float dv_dh = p->detach_reset ? 1.0f : 1.0f - p->theta * ds_dh;
+    /* Written without branches (gates as 0/1 factors) so that the CPU loop vectorises. */
+    const float up = a_prev < p->a_max ? 1.0f : 0.0f, down = a_prev > p->a_min ? 1.0f : 0.0f;
+    const float ds_dh = up * snn_surrogate_grad_inline(p->surrogate, p->alpha, h - p->theta) +
+                        down * snn_surrogate_grad_inline(p->surrogate, p->alpha, h);
+    const float keep = p->detach_reset ? 0.0f : 1.0f;
+    const float dv_dh = 1.0f - p->theta * ds_dh * keep;
     return gy * p->theta * ds_dh + gv * dv_dh;
 }
 

@@ -77,17 +77,56 @@ void snn_stbif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_l
     }
 }
 
+static const float zero_chunk[SNN_NEURON_CHUNK]; /* dL/dY when no gradient reached the output */
+
+/* BPTT over the chunk [e0, e0 + n). Called with the surrogate as a literal constant, so that
+ * each surrogate compiles to its own branch-free loop (the same specialisation as lif.c). */
+static SNN_ALWAYS_INLINE void backward_chunk(snn_neuron_params q,
+                                            snn_surrogate_kind surrogate,
+                                            float *dx, float *dv_init, const float *dspike,
+                                            const float *dv_last, const float *h_seq,
+                                            const float *spike, const float *a_init, int64_t T,
+                                            int64_t M, int64_t e0, int64_t n)
+{
+    q.surrogate = surrogate;
+    const snn_neuron_params *p = &q;
+    float gv[SNN_NEURON_CHUNK], a[SNN_NEURON_CHUNK]; /* G_V and A[t], going back in time */
+    float dx_sink[SNN_NEURON_CHUNK];                 /* where dX goes when x wants none */
+    for (int64_t i = 0; i < n; i++) {
+        gv[i] = dv_last ? dv_last[e0 + i] : 0.0f;
+        a[i] = a_init ? a_init[e0 + i] : 0.0f;
+        dx_sink[i] = 0.0f;
+    }
+    for (int64_t t = 0; t < T; t++) /* A[T-1] = A_init + sum_t S[t] */
+        for (int64_t i = 0; i < n; i++) a[i] += sign_of(spike[t * M + e0 + i]);
+
+    for (int64_t t = T - 1; t >= 0; t--) {
+        const float *ht = h_seq + t * M + e0;                         /* (n) */
+        const float *yt = spike + t * M + e0;                         /* (n) */
+        const float *gyt = dspike ? dspike + t * M + e0 : zero_chunk; /* (n) */
+        float *dxt = dx ? dx + t * M + e0 : dx_sink;                  /* (n) */
+        for (int64_t i = 0; i < n; i++) {
+            a[i] -= sign_of(yt[i]); /* now A[t-1], the count the gates saw */
+            const float gh = snn_stbif_grad_h(p, ht[i], a[i], gyt[i], gv[i]);
+            dxt[i] += gh; /* dH/dX = 1 */
+            gv[i] = gh;   /* dH/dV = 1 */
+        }
+    }
+    if (dv_init)
+        for (int64_t i = 0; i < n; i++) dv_init[e0 + i] += gv[i];
+}
+
 void snn_stbif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dspike,
                             const float *dv_last, const float *h_seq, const float *spike,
                             const float *x, const float *v_init, const float *a_init,
                             const float *w, const snn_neuron_params *params,
                             const snn_neuron_dims *d)
 {
-    const snn_neuron_params local = *params, *p = &local; /* see the forward */
     (void)dw;
     (void)x;
     (void)v_init;
     (void)w;
+    const snn_neuron_params p = *params;
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     const int64_t chunks = (M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
 
@@ -95,27 +134,19 @@ void snn_stbif_backward_cpu(float *dx, float *dv_init, float *dw, const float *d
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t e0 = c * SNN_NEURON_CHUNK;
         const int64_t n = M - e0 < SNN_NEURON_CHUNK ? M - e0 : SNN_NEURON_CHUNK;
-        float gv[SNN_NEURON_CHUNK], a[SNN_NEURON_CHUNK]; /* G_V and A[t], going back in time */
-        for (int64_t i = 0; i < n; i++) {
-            gv[i] = dv_last ? dv_last[e0 + i] : 0.0f;
-            a[i] = a_init ? a_init[e0 + i] : 0.0f;
+        switch (p.surrogate) {
+        case SNN_SURROGATE_ATAN:
+            backward_chunk(p, SNN_SURROGATE_ATAN, dx, dv_init, dspike, dv_last, h_seq, spike,
+                           a_init, T, M, e0, n);
+            break;
+        case SNN_SURROGATE_PIECEWISE_QUADRATIC:
+            backward_chunk(p, SNN_SURROGATE_PIECEWISE_QUADRATIC, dx, dv_init, dspike, dv_last,
+                           h_seq, spike, a_init, T, M, e0, n);
+            break;
+        default:
+            backward_chunk(p, SNN_SURROGATE_SIGMOID, dx, dv_init, dspike, dv_last, h_seq, spike,
+                           a_init, T, M, e0, n);
+            break;
         }
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t i = 0; i < n; i++) a[i] += sign_of(spike[t * M + e0 + i]);
-
-        for (int64_t t = T - 1; t >= 0; t--) {
-            const float *ht = h_seq + t * M + e0;                /* (n) */
-            const float *yt = spike + t * M + e0;                /* (n) */
-            const float *gyt = dspike ? dspike + t * M + e0 : 0; /* (n) */
-            float *dxt = dx ? dx + t * M + e0 : 0;               /* (n) */
-            for (int64_t i = 0; i < n; i++) {
-                a[i] -= sign_of(yt[i]); /* now A[t-1], the count the gates saw */
-                const float gh = snn_stbif_grad_h(p, ht[i], a[i], gyt ? gyt[i] : 0.0f, gv[i]);
-                if (dxt) dxt[i] += gh; /* dH/dX = 1 */
-                gv[i] = gh;            /* dH/dV = 1 */
-            }
-        }
-        if (dv_init)
-            for (int64_t i = 0; i < n; i++) dv_init[e0 + i] += gv[i];
     }
 }

@@ -3,13 +3,16 @@
  *   - defaults (Sigmoid 4, ATan 2, PiecewiseQuadratic 1), names and parsing;
  *   - g'(x) against its closed form, written here again in double;
  *   - g'(x) against central finite differences of g (g is smooth away from PWQ's kinks);
- *   - g is a step: g(0) = 1/2, g -> 0 and 1 far out, and g' integrates to g(L) - g(-L).
+ *   - g is a step: g(0) = 1/2, g -> 0 and 1 far out, and g' integrates to g(L) - g(-L);
+ *   - the vectorisable exp behind the Sigmoid surrogate against exp in double.
  * Run: ctest -R neurons_surrogate
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "neurons/neurons.h"
+#include "neurons/surrogate.h"
 #include "test.h"
 
 static const double pi = 3.14159265358979323846;
@@ -106,11 +109,32 @@ static void test_g_is_a_step(void)
     }
 }
 
+/* snn_expf_vec (surrogate.h) against exp in double, over its whole range. */
+static void test_expf_vec(void)
+{
+    double worst = 0.0;
+    for (int i = -870000; i <= 880000; i++) {
+        float x = (float)i * 1e-4f;
+        double want = exp((double)x);
+        double rel = fabs((double)snn_expf_vec(x) - want) / want;
+        if (rel > worst) worst = rel;
+    }
+    CHECK(worst < 3.0e-7); /* 2.5 ulp of float (2^-23 = 1.19e-7) */
+    fprintf(stderr, "snn_expf_vec: worst relative error %.3g on [-87, 88]\n", worst);
+    CHECK(snn_expf_vec(0.0f) == 1.0f);
+    CHECK(snn_expf_vec(-1000.0f) > 0.0f && snn_expf_vec(1000.0f) < INFINITY);
+    /* far from the threshold the Sigmoid surrogate is tiny but a normal float, never a
+     * denormal (which costs ~100 cycles per operation) */
+    float far = snn_surrogate_grad(snn_surrogate_default(SNN_SURROGATE_SIGMOID), 50.0f);
+    CHECK(far < 1e-30f && far >= FLT_MIN);
+}
+
 int main(void)
 {
     RUN(test_defaults_and_names);
     RUN(test_grad_closed_form);
     RUN(test_grad_finite_differences);
     RUN(test_g_is_a_step);
+    RUN(test_expf_vec);
     return test_finish();
 }
