@@ -81,8 +81,8 @@ snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg)
         return SNN_OK;
     }
     if (!isfinite(cfg->v_threshold) || !isfinite(cfg->v_reset))
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.v_threshold / cfg.v_reset (expected finite, "
-                         "got %g / %g)", fn, (double)cfg->v_threshold, (double)cfg->v_reset);
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.v_threshold / cfg.v_reset (expected "
+                         "finite, got %g / %g)", fn, (double)cfg->v_threshold, (double)cfg->v_reset);
     if (cfg->reset != SNN_RESET_HARD && cfg->reset != SNN_RESET_SOFT)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.reset (expected SNN_RESET_HARD or "
                          "SNN_RESET_SOFT, got %d)", fn, (int)cfg->reset);

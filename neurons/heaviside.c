@@ -57,7 +57,8 @@ snn_tensor *snn_heaviside(snn_tensor *x, snn_surrogate surrogate)
     if (!y) return NULL;
     k->heaviside_forward(y->data, x->data, x->numel);
     if (snn_should_record(1, &x)) {
-        snn_node *node = snn_tape_record("heaviside", heaviside_backward, y, 1, &x, sizeof(heaviside_saved));
+        snn_node *node = snn_tape_record("heaviside", heaviside_backward, y, 1, &x,
+                                         sizeof(heaviside_saved));
         if (!node) return NULL;
         ((heaviside_saved *)node->saved)->surrogate = surrogate;
     }

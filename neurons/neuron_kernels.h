@@ -34,7 +34,10 @@ typedef struct snn_neuron_dims {
 } snn_neuron_dims;
 
 /* Elements per time step: N * C * plane. */
-static inline int64_t snn_neuron_dims_step(const snn_neuron_dims *d) { return d->N * d->C * d->plane; }
+static inline int64_t snn_neuron_dims_step(const snn_neuron_dims *d)
+{
+    return d->N * d->C * d->plane;
+}
 
 /* Everything a kernel needs to know about the neuron, flattened from snn_neuron_config. */
 typedef struct snn_neuron_params {

@@ -17,7 +17,8 @@
  *   G_H = G_S g + G_V dV/dH
  *   G_X = G_H dH/dX,   dH/dX = k with decay_input (IF, or no decay_input: 1)
  *   G_V[t-1] = G_H dH/dV,   dH/dV = 1 - k (IF: 1)
- *   PLIF: dL/dk += G_H dH/dk,   dH/dk = X - (V[t-1] - V_reset)  (no decay_input: -(V[t-1] - V_reset))
+ *   PLIF: dL/dk += G_H dH/dk,   dH/dk = X - (V[t-1] - V_reset)
+ *                               (no decay_input: -(V[t-1] - V_reset))
  *
  * ST-BIF (SpikeZIP-TF), with A the spikes emitted so far:
  *   H = V + X

@@ -52,8 +52,9 @@ extern "C" {
  *                        g'(x) = alpha sigmoid(alpha x) (1 - sigmoid(alpha x))        alpha = 4
  *   ATAN                 g(x) = arctan(pi/2 alpha x) / pi + 1/2
  *                        g'(x) = (alpha / 2) / (1 + (pi/2 alpha x)^2)                  alpha = 2
- *   PIECEWISE_QUADRATIC  g(x) = 0, -alpha^2/2 x|x| + alpha x + 1/2, 1   (x < -1/alpha, |x| <= 1/alpha,
- *                        x > 1/alpha);  g'(x) = max(0, alpha - alpha^2 |x|)            alpha = 1
+ *   PIECEWISE_QUADRATIC  g(x) = 0, -alpha^2/2 x|x| + alpha x + 1/2, 1
+ *                        (for x < -1/alpha, |x| <= 1/alpha, x > 1/alpha)
+ *                        g'(x) = max(0, alpha - alpha^2 |x|)                            alpha = 1
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum snn_surrogate_kind {

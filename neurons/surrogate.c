@@ -20,7 +20,10 @@ snn_surrogate snn_surrogate_default(snn_surrogate_kind kind)
     return s;
 }
 
-float snn_surrogate_g(snn_surrogate s, float x) { return snn_surrogate_g_inline(s.kind, s.alpha, x); }
+float snn_surrogate_g(snn_surrogate s, float x)
+{
+    return snn_surrogate_g_inline(s.kind, s.alpha, x);
+}
 
 float snn_surrogate_grad(snn_surrogate s, float x)
 {

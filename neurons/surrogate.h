@@ -1,6 +1,7 @@
 /*
  * surrogate.h - the surrogate gradient functions as inline math, shared by the CPU kernels
- * (neurons/<name>.c) and the CUDA kernels (neurons/<name>.cu) so both compute the same numbers (internal).
+ * (neurons/<name>.c) and the CUDA kernels (neurons/<name>.cu) so both compute the same
+ * numbers (internal).
  *
  * A spike is S = Heaviside(x) with x = H - V_th. Its true derivative is a Dirac delta: zero
  * almost everywhere, which would stop every gradient. Surrogate-gradient training (Neftci,

@@ -51,10 +51,12 @@ static snn_tensor *unrolled_lif_step(const snn_neuron_config *c, snn_tensor *x, 
         /* LIF divides by tau, PLIF multiplies by k = sigmoid(w) */
         if (c->decay_input) {
             snn_tensor *in = snn_sub(x, vm);                        /* X - (V - V_reset) */
-            snn_tensor *dec = c->kind == SNN_NEURON_LIF ? snn_div(in, k_or_tau) : snn_mul(in, k_or_tau);
+            snn_tensor *dec = c->kind == SNN_NEURON_LIF ? snn_div(in, k_or_tau)
+                                                        : snn_mul(in, k_or_tau);
             H = snn_add(V, dec);
         } else {
-            snn_tensor *dec = c->kind == SNN_NEURON_LIF ? snn_div(vm, k_or_tau) : snn_mul(vm, k_or_tau);
+            snn_tensor *dec = c->kind == SNN_NEURON_LIF ? snn_div(vm, k_or_tau)
+                                                        : snn_mul(vm, k_or_tau);
             H = snn_add(snn_sub(V, dec), x);                        /* V - (V - V_reset)/tau + X */
         }
     }
@@ -145,7 +147,8 @@ static void check_combo(const snn_neuron_config *c, uint64_t seed, const char *w
         xs[t] = leaf(x + t * M);
         ss[t] = c->kind == SNN_NEURON_STBIF ? unrolled_stbif_step(c, xs[t], &V, a_host)
                                             : unrolled_lif_step(c, xs[t], &V, k_or_tau);
-        snn_tensor *term = snn_sum_all(snn_mul(ss[t], snn_from_host(SNN_SHAPE(N, F), r + t * M, SNN_CPU)));
+        snn_tensor *rt = snn_from_host(SNN_SHAPE(N, F), r + t * M, SNN_CPU);
+        snn_tensor *term = snn_sum_all(snn_mul(ss[t], rt));
         loss = loss ? snn_add(loss, term) : term;
     }
     CHECK(loss != NULL);
@@ -171,7 +174,8 @@ static void check_combo(const snn_neuron_config *c, uint64_t seed, const char *w
         CHECK(s1 != NULL);
         if (!s1) break;
         memcpy(spikes[2] + t * M, s1->data, M * sizeof(float));
-        snn_tensor *term = snn_sum_all(snn_mul(s1, snn_from_host(SNN_SHAPE(N, F), r + t * M, SNN_CPU)));
+        snn_tensor *rt = snn_from_host(SNN_SHAPE(N, F), r + t * M, SNN_CPU);
+        snn_tensor *term = snn_sum_all(snn_mul(s1, rt));
         loss1 = loss1 ? snn_add(loss1, term) : term;
     }
     if (loss1) {

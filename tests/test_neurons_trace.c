@@ -250,9 +250,11 @@ static void check_against_loop(snn_neuron_kind kind, snn_shape shape, uint64_t s
     float k = w ? 1.0f / (1.0f + expf(-w->data[0])) : 0.0f;
     long bad = 0, bad_act = 0;
     for (int64_t i = 0; i < M; i++) {
-        float v = kind == SNN_NEURON_STBIF ? 0.5f * c.theta : (c.reset == SNN_RESET_SOFT ? 0.0f : c.v_reset);
+        float v = kind == SNN_NEURON_STBIF ? 0.5f * c.theta
+                  : (c.reset == SNN_RESET_SOFT ? 0.0f : c.v_reset);
         float a = 0.0f;
-        for (int64_t t = 0; t < T; t++) bad += ref_step(&c, k, &v, &a, x->data[t * M + i]) != s->data[t * M + i];
+        for (int64_t t = 0; t < T; t++)
+            bad += ref_step(&c, k, &v, &a, x->data[t * M + i]) != s->data[t * M + i];
     }
     for (int64_t t = 0; t < T; t++)
         for (int64_t q = 0; q < N * C; q++) {
@@ -273,10 +275,12 @@ static void check_against_loop(snn_neuron_kind kind, snn_shape shape, uint64_t s
 static void test_kernel_vs_plain_loop(void)
 {
     for (int kind = 0; kind < SNN_NEURON_COUNT; kind++) {
-        check_against_loop((snn_neuron_kind)kind, SNN_SHAPE(5, 3, 7, 5, 5), 11u + (uint64_t)kind);  /* plane 25 */
-        check_against_loop((snn_neuron_kind)kind, SNN_SHAPE(3, 2, 3, 20, 21), 21u + (uint64_t)kind); /* plane 420 > chunk */
-        check_against_loop((snn_neuron_kind)kind, SNN_SHAPE(4, 5, 1000), 31u + (uint64_t)kind);      /* (T, N, F) */
-        check_against_loop((snn_neuron_kind)kind, SNN_SHAPE(2, 777), 41u + (uint64_t)kind);          /* (T, N) */
+        const snn_neuron_kind k = (snn_neuron_kind)kind;
+        const uint64_t seed = 10u * (uint64_t)kind;
+        check_against_loop(k, SNN_SHAPE(5, 3, 7, 5, 5), seed + 1);   /* plane 25 */
+        check_against_loop(k, SNN_SHAPE(3, 2, 3, 20, 21), seed + 2); /* plane 420 > chunk */
+        check_against_loop(k, SNN_SHAPE(4, 5, 1000), seed + 3);      /* (T, N, F) */
+        check_against_loop(k, SNN_SHAPE(2, 777), seed + 4);          /* (T, N) */
     }
 }
 
@@ -344,6 +348,30 @@ static void test_no_grad_saves_nothing(void)
     snn_tensor_free(w);
 }
 
+/* The primitive spike op: Heaviside(0) = 1, and backward is dy * g'(x). */
+static void test_heaviside_op(void)
+{
+    const float x[6] = {-1.0f, 0.0f, 1e-30f, -1e-30f, 0.25f, -0.25f};
+    const float want[6] = {0, 1, 1, 0, 1, 0};
+    const float dy[6] = {1.0f, 2.0f, -1.0f, 0.5f, 3.0f, 1.0f};
+    snn_surrogate sg = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    CHECK_OK(snn_step_begin());
+    snn_tensor *xt = snn_from_host(SNN_SHAPE(6), x, SNN_CPU);
+    xt->requires_grad = true;
+    snn_tensor *y = snn_heaviside(xt, sg);
+    CHECK(y && y->grad_fn);
+    if (y) {
+        for (int i = 0; i < 6; i++) CHECK(y->data[i] == want[i]);
+        CHECK_OK(snn_backward_from(y, snn_from_host(SNN_SHAPE(6), dy, SNN_CPU)));
+        for (int i = 0; i < 6 && xt->grad; i++)
+            CHECK_CLOSE(xt->grad->data[i], dy[i] * snn_surrogate_grad(sg, x[i]), 0, 1e-7);
+    }
+    snn_surrogate bad = {SNN_SURROGATE_SIGMOID, 0.0f};
+    CHECK(snn_heaviside(xt, bad) == NULL && strstr(snn_last_error(), "alpha"));
+    snn_clear_error();
+    snn_step_end();
+}
+
 int main(void)
 {
     snn_set_num_threads(2);
@@ -354,5 +382,6 @@ int main(void)
     RUN(test_kernel_vs_plain_loop);
     RUN(test_errors);
     RUN(test_no_grad_saves_nothing);
+    RUN(test_heaviside_op);
     return test_finish();
 }
