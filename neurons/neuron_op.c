@@ -125,6 +125,8 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
     if (x->numel > 0)
         forward(spike->data, h_seq ? h_seq->data : NULL, NULL, NULL, act ? act->data : NULL,
                 x->data, NULL, NULL, w ? w->data : NULL, &p, &d);
+    else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) /* planes of 0 elements fire 0 times */
+        return NULL;
     if (record && !snn_neuron_record(spike, false, x, w, NULL, NULL, h_seq, spike, &p, &d))
         return NULL;
     if (activity) *activity = act;

@@ -88,6 +88,8 @@ snn_tensor *snn_neuron_step(snn_tensor *x, const snn_neuron_config *cfg, snn_ten
                                             stbif ? a_out->data : NULL, act ? act->data : NULL,
                                             x->data, v_in ? v_in->data : NULL,
                                             a_in ? a_in->data : NULL, w ? w->data : NULL, &p, &d);
+    else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) /* planes of 0 elements fire 0 times */
+        return NULL;
     if (record) {
         if (!snn_neuron_record(spike, false, x, w, v_in, a_in, h, spike, &p, &d)) return NULL;
         if (!snn_neuron_record(v_out, true, x, w, v_in, a_in, h, spike, &p, &d)) return NULL;

@@ -164,6 +164,23 @@ static void test_multistep_is_stateless(void)
     snn_step_end();
 }
 
+/* Empty planes (H = 0) still give a well-defined activity: zeros. */
+static void test_empty_planes(void)
+{
+    snn_neuron_config c = config_of(SNN_NEURON_LIF);
+    CHECK_OK(snn_step_begin());
+    snn_tensor *act = NULL;
+    snn_tensor *y = snn_neuron_multistep(snn_zeros(SNN_SHAPE(2, 3, 4, 0, 5), SNN_CPU), &c, NULL,
+                                         &act);
+    CHECK(y && act && act->numel == 24);
+    for (int64_t i = 0; act && i < act->numel; i++) CHECK(act->data[i] == 0.0f);
+    snn_neuron_state st = {0};
+    y = snn_neuron_step(snn_zeros(SNN_SHAPE(3, 4, 0), SNN_CPU), &c, NULL, &st, &act);
+    CHECK(y && act && act->numel == 12);
+    for (int64_t i = 0; act && i < act->numel; i++) CHECK(act->data[i] == 0.0f);
+    snn_step_end();
+}
+
 static void test_no_grad_updates_in_place(void)
 {
     snn_neuron_config c = config_of(SNN_NEURON_STBIF);
@@ -188,5 +205,6 @@ int main(void)
     RUN(test_state_from_closed_nested_step);
     RUN(test_multistep_is_stateless);
     RUN(test_no_grad_updates_in_place);
+    RUN(test_empty_planes);
     return test_finish();
 }
