@@ -2,8 +2,8 @@
  * neuron_dispatch.c - the neuron kernel tables, one per device, and the one place in neurons/
  * that knows whether this build has CUDA (STYLE.md 2).
  *
- * Adding the CUDA port: write neurons/neuron_kernels.cu defining `snn_neuron_kernels_cuda`
- * (declared in neuron_kernels.h under SNN_WITH_CUDA) and uncomment the marked line below.
+ * The CUDA table, `snn_neuron_kernels_cuda`, is defined in neurons/neuron_kernels.cu (kernels in
+ * lif.cu, stbif.cu, heaviside.cu) and declared in neuron_kernels.h under SNN_WITH_CUDA.
  */
 #include "neuron_cpu.h"
 #include "tensor/error.h"
@@ -24,7 +24,6 @@ const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device)
     case SNN_CPU: return &snn_neuron_kernels_cpu;
     case SNN_CUDA:
 #ifdef SNN_WITH_CUDA
-        /* CUDA port: uncomment once neurons/neuron_kernels.cu exists. */
         if (snn_cuda_available()) return &snn_neuron_kernels_cuda;
 #endif
         return NULL;
