@@ -118,6 +118,9 @@ void snn_sparse_collect(snn_module *model, snn_sparse_report *report);
 void snn_sparse_print_report(const snn_sparse_report *report, FILE *out);
 /* Sets every SparseConv2d of the model to `path` (GEMM, EVENT or DENSE); returns how many. */
 int snn_sparse_set_path(snn_module *model, snn_sparse_path path);
+/* Turns the sparse paths of every SparseConv2d off (dense conv) or back on, keeping the chosen
+ * paths; for dense-vs-sparse comparisons on one model. Returns how many. */
+int snn_sparse_enable(snn_module *model, bool on);
 /* Re-reads the weights of every SparseConv2d (after a checkpoint load into a sparsified model). */
 snn_status snn_sparse_refresh_weights(snn_module *model);
 /* True for a SparseConv2d module. */

@@ -220,10 +220,12 @@ static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_c
     for (int64_t r0 = 0; r0 < rows;) {
         int64_t s = wk->krow[r0] / slice, r1 = r0;
         while (r1 < rows && wk->krow[r1] / slice == s) r1++;
-        for (int64_t p0 = 0; p0 < P; p0 += TILE_P) {
-            int mp = P - p0 < TILE_P ? (int)(P - p0) : TILE_P;
-            for (int o0 = 0; o0 < d->C_out; o0 += TILE_O) {
-                int mo = d->C_out - o0 < TILE_O ? d->C_out - o0 : TILE_O;
+        /* o outer, p inner: the (r1 - r0, 32) strip of wt a column of tiles reads stays in L2
+         * while every position meets it (p outer streamed all of wt once per 8 positions) */
+        for (int o0 = 0; o0 < d->C_out; o0 += TILE_O) {
+            int mo = d->C_out - o0 < TILE_O ? d->C_out - o0 : TILE_O;
+            for (int64_t p0 = 0; p0 < P; p0 += TILE_P) {
+                int mp = P - p0 < TILE_P ? (int)(P - p0) : TILE_P;
                 gemm_tile(wk->yT, d->C_out, wk->col, P, wt, wk->krow, r0, r1, p0, mp, o0, mo);
             }
         }

@@ -45,6 +45,7 @@ typedef struct sparse_impl {
     size_t wt_floats;
     snn_sparse_path path;
     bool calibrating;
+    bool disabled;               /* snn_sparse_enable(model, false): dense for comparisons */
     int active_limit;            /* mean active channels per image above this: dense */
     /* calibration statistics */
     int64_t *hist;               /* (C_in + 1): images with that many active channels */
@@ -155,7 +156,7 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
     bool sparse_ok = x && x->device == SNN_CPU && !snn_should_record(3, inputs) &&
                      conv_dims(s, x, &d, &shape) && s->wt &&
                      (act = source_activity(s, x, d.N)) != NULL;
-    if (!sparse_ok || (s->path == SNN_SPARSE_DENSE && !s->calibrating))
+    if (!sparse_ok || s->disabled || (s->path == SNN_SPARSE_DENSE && !s->calibrating))
         return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
     if (s->calibrating) {
         double t0 = seconds_now();
@@ -507,6 +508,18 @@ int snn_sparse_set_path(snn_module *model, snn_sparse_path path)
         n++;
     }
     for (int i = 0; i < model->n_children; i++) n += snn_sparse_set_path(model->children[i], path);
+    return n;
+}
+
+int snn_sparse_enable(snn_module *model, bool on)
+{
+    if (!model) return 0;
+    int n = 0;
+    if (snn_is_sparse_conv(model)) {
+        ((sparse_impl *)model->impl)->disabled = !on;
+        n++;
+    }
+    for (int i = 0; i < model->n_children; i++) n += snn_sparse_enable(model->children[i], on);
     return n;
 }
 

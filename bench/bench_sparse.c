@@ -1,0 +1,138 @@
+/*
+ * bench_sparse.c - dense conv against the two sparse conv kernels (sparse/sparse_conv.c) on the
+ * layer shapes of the spiking CNN and the spiking ResNet-18, at firing rates 1-25 %.
+ *
+ *   build/bin/bench_sparse [threads] [images] [reps]   (default 2 threads, 16 images = T 4 x N 4, 7)
+ *
+ * Inputs are {0, 1} with the structure trained nets show (DESIGN.md section 6): for one image a
+ * whole channel is silent with probability s, and inside the active channels each element fires
+ * with probability rate / (1 - s), so the overall firing rate is `rate`. s goes from 81 % at a
+ * 1 % rate down to 36 % at 25 %, the range measured on trained spiking ResNet-18s.
+ *
+ * dense: snn_conv2d (im2col + blocked SGEMM, workspace from the step arena). gemm, event: the
+ * sparse kernels given the (N, C_in) activity table, as a SparseConv2d runs them: the active-
+ * channel lists are built inside the timed call. Best of `reps` runs each. "same" says whether
+ * both sparse outputs equal the dense output bit for bit.
+ * Napkin math: dense does C_out * C_in*K*K * P multiply-adds per image; the GEMM path
+ * C_out * |active|*K*K * P, so its ceiling is 1 / (1 - s) on top of the im2col and scatter; the
+ * event path does spikes * K*K * C_out adds, rate * that of dense, but with scattered stores.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "snn.h"
+#include "sparse/sparse.h"
+
+typedef struct layer {
+    const char *name;
+    int C_in, H, C_out, K, stride, pad;
+} layer;
+
+static const layer layers[] = {
+    {"cnn conv2 32->32 14x14", 32, 14, 32, 3, 1, 1},
+    {"resnet 64->64 32x32", 64, 32, 64, 3, 1, 1},
+    {"resnet 64->128 /2 3x3", 64, 32, 128, 3, 2, 1},
+    {"resnet 64->128 /2 1x1", 64, 32, 128, 1, 2, 0},
+    {"resnet 128->128 16x16", 128, 16, 128, 3, 1, 1},
+    {"resnet 256->256 8x8", 256, 8, 256, 3, 1, 1},
+    {"resnet 512->512 4x4", 512, 4, 512, 3, 1, 1},
+};
+
+static const double rates[] = {0.01, 0.02, 0.05, 0.10, 0.25};
+static const double silent[] = {0.81, 0.75, 0.60, 0.50, 0.36};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 1 ? atoi(argv[1]) : 2, N = argc > 2 ? atoi(argv[2]) : 16;
+    const int reps = argc > 3 ? atoi(argv[3]) : 7;
+    snn_set_num_threads(threads);
+    snn_rng rng;
+    snn_rng_seed(&rng, 1);
+    printf("bench_sparse: %d threads, %d images per call (T*N), best of %d\n\n", threads, N, reps);
+    printf("%-24s %5s %7s %9s %9s %9s %8s %8s %5s\n", "layer", "rate", "silent", "dense ms",
+           "gemm ms", "event ms", "gemm x", "event x", "same");
+    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+        const layer *l = &layers[li];
+        snn_conv2d_dims d = {N, l->C_in, l->H, l->H, l->C_out, l->K, l->K, l->stride, l->pad, 0, 0};
+        d.H_out = d.W_out = (l->H + 2 * l->pad - l->K) / l->stride + 1;
+        const int HW = l->H * l->H;
+        const int64_t nx = (int64_t)N * l->C_in * HW, nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
+        const int64_t ny = (int64_t)N * l->C_out * d.H_out * d.W_out;
+        float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
+        float *act = snn_alloc((size_t)N * l->C_in * sizeof *act, SNN_CPU);
+        float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
+        float *wt = snn_alloc((size_t)nw * sizeof *wt, SNN_CPU);
+        float *y = snn_alloc((size_t)ny * sizeof *y, SNN_CPU);
+        if (!x || !act || !w || !wt || !y) {
+            fprintf(stderr, "bench_sparse: out of memory\n");
+            return 1;
+        }
+        for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(&rng) * 0.05f;
+        snn_sparse_prepare_weights(wt, w, l->C_out, l->C_in, l->K, l->K);
+        for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
+            double in_rate = rates[ri] / (1.0 - silent[ri]);
+            int64_t silent_planes = 0;
+            for (int n = 0; n < N; n++) {
+                for (int c = 0; c < l->C_in; c++) {
+                    float *p = x + ((int64_t)n * l->C_in + c) * HW;
+                    bool off = (double)snn_rng_uniform(&rng) < silent[ri];
+                    int count = 0;
+                    for (int i = 0; i < HW; i++) {
+                        p[i] = !off && (double)snn_rng_uniform(&rng) < in_rate ? 1.0f : 0.0f;
+                        count += p[i] != 0.0f;
+                    }
+                    act[n * l->C_in + c] = (float)count;
+                    silent_planes += count == 0;
+                }
+            }
+            snn_step_begin();
+            snn_no_grad_begin();
+            snn_tensor *tx = snn_from_host(SNN_SHAPE(N, l->C_in, l->H, l->H), x, SNN_CPU);
+            snn_tensor *tw = snn_from_host(SNN_SHAPE(l->C_out, l->C_in, l->K, l->K), w, SNN_CPU);
+            double best[3] = {1e30, 1e30, 1e30};
+            bool same = true;
+            snn_tensor *dense = NULL;
+            for (int r = 0; r < reps; r++) {
+                double t0 = now();
+                snn_step_begin();
+                snn_tensor *yd = snn_conv2d(tx, tw, NULL, l->stride, l->pad);
+                double t = now() - t0;
+                if (r == 0 && yd) dense = snn_to_device(yd, SNN_CPU);  /* kept in the outer step */
+                snn_step_end();
+                if (t < best[0]) best[0] = t;
+                for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
+                    t0 = now();
+                    snn_sparse_conv2d_cpu(y, x, wt, NULL, &d, act, (snn_sparse_path)path);
+                    t = now() - t0;
+                    int k = path == SNN_SPARSE_GEMM ? 1 : 2;
+                    if (t < best[k]) best[k] = t;
+                    if (r == 0) same &= dense && !memcmp(y, dense->data, (size_t)ny * sizeof *y);
+                }
+            }
+            snn_no_grad_end();
+            snn_step_end();
+            printf("%-24s %4.0f%% %6.0f%% %9.3f %9.3f %9.3f %7.2fx %7.2fx %5s\n", l->name,
+                   100.0 * rates[ri], 100.0 * (double)silent_planes / ((double)N * l->C_in),
+                   1e3 * best[0], 1e3 * best[1], 1e3 * best[2], best[0] / best[1],
+                   best[0] / best[2], same ? "yes" : "NO");
+            fflush(stdout);
+        }
+        snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
+        snn_free(act, (size_t)N * l->C_in * sizeof *act, SNN_CPU);
+        snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
+        snn_free(wt, (size_t)nw * sizeof *wt, SNN_CPU);
+        snn_free(y, (size_t)ny * sizeof *y, SNN_CPU);
+    }
+    printf("\nGPU: no CUDA sparse kernel in this build (to be measured).\n");
+    snn_shutdown();
+    return 0;
+}

@@ -1,0 +1,232 @@
+/*
+ * snn_sparse.c - snn-sparse: the dense-vs-sparse comparison of a trained checkpoint.
+ *
+ *   build/bin/snn-sparse --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors
+ *                        [--device cpu|cuda] [--limit-test N] [--calib-batches 8]
+ *
+ * 1. runs the test set with the dense model and keeps every prediction;
+ * 2. snn_sparsify with the first --calib-batches batches of the test split (calibration only
+ *    measures firing and timings: it changes no output) - prints the decision table;
+ * 3. runs the test set again with the sparse convs, prints both accuracies and whether every
+ *    prediction is identical, and the per-layer table with the run-time counters;
+ * 4. end to end, dense (the swapped layers switched off) against sparse: latency of one image
+ *    (batch 1) and throughput at batch 64.
+ * On CUDA this build has no sparse kernel: the swapped layers run the dense conv there.
+ */
+#include "snn_common.h"
+
+/* Runs the loader through the model without a tape; predictions into pred (count of them). */
+static snn_status predict(snn_module *model, snn_loader *loader, snn_device device, float *pred,
+                          float *labels, int64_t cap, int64_t *count, double *seconds)
+{
+    snn_no_grad_begin();
+    snn_batch batch;
+    snn_status st = SNN_OK;
+    *count = 0;
+    double t0 = now_seconds();
+    while (st == SNN_OK && snn_loader_next(loader, &batch)) {
+        snn_step_begin();
+        snn_tensor *x, *y;
+        st = snn_batch_to_device(&batch, device, &x, &y);
+        snn_tensor *logits = st == SNN_OK ? snn_module_forward(model, x) : NULL;
+        snn_tensor *am = logits ? snn_argmax(logits) : NULL;
+        if (!am) st = snn_last_status();
+        if (st == SNN_OK && *count + batch.count <= cap) {
+            snn_tensor_copy_to_host(am, pred + *count);
+            memcpy(labels + *count, batch.labels, (size_t)batch.count * sizeof *labels);
+            *count += batch.count;
+        }
+        snn_step_end();
+    }
+    snn_synchronize(device);
+    *seconds = now_seconds() - t0;
+    snn_no_grad_end();
+    return st;
+}
+
+/* Seconds per forward of x, best of `reps` (after one warm-up). */
+static double time_forward(snn_module *model, snn_tensor *x, int reps)
+{
+    double best = 1e30;
+    snn_no_grad_begin();
+    for (int r = 0; r <= reps; r++) {
+        snn_step_begin();
+        double t0 = now_seconds();
+        snn_tensor *y = snn_module_forward(model, x);
+        snn_synchronize(x->device);
+        double t = now_seconds() - t0;
+        snn_step_end();
+        if (!y) {
+            best = -1.0;
+            break;
+        }
+        if (r > 0 && t < best) best = t;
+    }
+    snn_no_grad_end();
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
+    int batch_size = 64, limit = 0, threads = 0, calib_batches = 8, reps = 10;
+    option table[] = {
+        {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
+        {"--dataset", OPT_STRING, &dataset, "data set (default: the one the checkpoint was trained on)"},
+        {"--data", OPT_STRING, &data, "folder or archive of the data set"},
+        {"--device", OPT_STRING, &device_name, "cpu, cuda"},
+        {"--batch-size", OPT_INT, &batch_size, "batch size of the test runs and the calibration"},
+        {"--limit-test", OPT_INT, &limit, "use only the first N test images (0: all)"},
+        {"--calib-batches", OPT_INT, &calib_batches, "calibration batches (>= 8 recommended)"},
+        {"--reps", OPT_INT, &reps, "repetitions of the latency / throughput timings (best of)"},
+        {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
+    };
+    int parsed = parse_options(argc, argv, "Dense vs sparse execution of a trained checkpoint.",
+                               table, (int)(sizeof table / sizeof table[0]));
+    if (parsed) return parsed == 2 ? 0 : 2;
+    if (!checkpoint) {
+        fprintf(stderr, "snn-sparse: --checkpoint is required; see --help\n");
+        return 2;
+    }
+    snn_device device;
+    if (snn_device_parse(device_name, &device) != SNN_OK || batch_size < 1 || limit < 0 ||
+        calib_batches < 1 || reps < 1) {
+        fprintf(stderr, "snn-sparse: bad --device, --batch-size, --limit-test, --calib-batches or "
+                "--reps %s\n", snn_last_error());
+        return 2;
+    }
+    if (device == SNN_CUDA && !snn_cuda_available()) {
+        fprintf(stderr, "snn-sparse: --device cuda: no CUDA device or no CUDA backend in this build\n");
+        return 2;
+    }
+    snn_set_num_threads(threads);
+    snn_metadata meta;
+    snn_module *model = snn_checkpoint_load_model(checkpoint, device, &meta);
+    if (!model) {
+        fprintf(stderr, "snn-sparse: %s\n", snn_last_error());
+        return 1;
+    }
+    if (!dataset) dataset = snn_metadata_get(&meta, "snn.train.dataset");
+    if (!dataset) dataset = "fashion-mnist";
+    snn_dataset test;
+    if (snn_dataset_load(dataset, data, SNN_SPLIT_TEST, &test) != SNN_OK) {
+        fprintf(stderr, "snn-sparse: %s\n", snn_last_error());
+        snn_module_free(model);
+        return 1;
+    }
+    snn_dataset view = test;
+    if (limit && limit < view.count) view.count = limit;
+    const snn_model_config *c = snn_model_config_of(model);
+    int status = 0;
+    if (view.channels != c->in_channels || view.height != c->height || view.width != c->width) {
+        fprintf(stderr, "snn-sparse: the model takes %dx%dx%d images; %s has %dx%dx%d\n",
+                c->in_channels, c->height, c->width, dataset, view.channels, view.height, view.width);
+        status = 2;
+    }
+    snn_loader_config lc = snn_loader_config_default();
+    lc.batch_size = batch_size;
+    lc.shuffle = false;
+    snn_dataset_default_norm(&view, lc.mean, lc.std);
+    if (c->encoding == SNN_ENCODING_POISSON)
+        for (int k = 0; k < SNN_DATA_MAX_CHANNELS; k++) lc.mean[k] = 0.0f, lc.std[k] = 1.0f;
+    snn_module_train(model, false);
+    printf("checkpoint  %s (%s, T=%d, %s neurons), %s, %lld test images, %d threads\n", checkpoint,
+           snn_model_kind_name(c->kind), c->time_steps, snn_neuron_kind_name(c->neuron.kind),
+           snn_device_name(device), (long long)view.count, snn_get_num_threads());
+
+    const int64_t cap = view.count;
+    size_t bytes = (size_t)(cap > 0 ? cap : 1) * sizeof(float);
+    float *pred_dense = snn_alloc(bytes, SNN_CPU), *pred_sparse = snn_alloc(bytes, SNN_CPU);
+    float *labels = snn_alloc(bytes, SNN_CPU);
+    snn_tensor *calib[64] = {0};
+    if (calib_batches > 64) calib_batches = 64;
+    int n_calib = 0;
+    int64_t n_dense = 0, n_sparse = 0;
+    double s_dense = 0.0, s_sparse = 0.0;
+
+    /* 1. dense */
+    snn_loader *loader = status ? NULL : snn_loader_new(&view, &lc);
+    if (loader && predict(model, loader, device, pred_dense, labels, cap, &n_dense, &s_dense) != SNN_OK)
+        status = 1;
+    snn_loader_free(loader);
+
+    /* 2. calibration batches (OWNED copies) and the swap */
+    loader = status ? NULL : snn_loader_new(&view, &lc);
+    snn_batch batch;
+    while (loader && n_calib < calib_batches && snn_loader_next(loader, &batch)) {
+        snn_tensor *t = snn_tensor_new(SNN_SHAPE(batch.count, batch.channels, batch.height,
+                                                 batch.width), device);
+        if (!t || snn_tensor_copy_from_host(t, batch.images) != SNN_OK) {
+            snn_tensor_free(t);
+            status = 1;
+            break;
+        }
+        calib[n_calib++] = t;
+    }
+    snn_loader_free(loader);
+    snn_sparse_report report;
+    if (status == 0) {
+        printf("\ncalibration (%d batches of the test split):\n", n_calib);
+        if (n_calib < 8) printf("  (fewer than 8 batches: the decision rests on little data)\n");
+        if (snn_sparsify(model, calib, n_calib, NULL, &report) != SNN_OK) status = 1;
+    }
+
+    /* 3. sparse */
+    loader = status ? NULL : snn_loader_new(&view, &lc);
+    if (loader && predict(model, loader, device, pred_sparse, labels, cap, &n_sparse, &s_sparse) != SNN_OK)
+        status = 1;
+    snn_loader_free(loader);
+    if (status == 0) {
+        int64_t ok_d = 0, ok_s = 0, same = 0;
+        for (int64_t i = 0; i < n_dense && i < n_sparse; i++) {
+            ok_d += pred_dense[i] == labels[i];
+            ok_s += pred_sparse[i] == labels[i];
+            same += pred_dense[i] == pred_sparse[i];
+        }
+        printf("\ntest set: dense  accuracy %.2f%%  %.2f s (%.0f img/s)\n", 100.0 * (double)ok_d / (double)n_dense,
+               s_dense, (double)n_dense / s_dense);
+        printf("          sparse accuracy %.2f%%  %.2f s (%.0f img/s)\n", 100.0 * (double)ok_s / (double)n_sparse,
+               s_sparse, (double)n_sparse / s_sparse);
+        printf("          predictions identical: %s (%lld of %lld)\n",
+               same == n_dense && n_dense == n_sparse ? "yes" : "NO", (long long)same, (long long)n_dense);
+        snn_sparse_collect(model, &report);
+        printf("\nper layer (ms per calibration batch of %d images x T=%d; max|diff| over "
+               "calibration):\n", batch_size, c->time_steps);
+        snn_sparse_print_report(&report, stdout);
+        printf("after calibration:");
+        for (int i = 0; i < report.count; i++)
+            printf(" %s %lld sparse / %lld fallback;", report.layers[i].name,
+                   report.layers[i].sparse_calls, report.layers[i].fallbacks);
+        printf("\n");
+    }
+
+    /* 4. end to end */
+    if (status == 0 && n_calib > 0) {
+        snn_tensor *one = NULL, *full = calib[0];
+        snn_step_begin();
+        snn_tensor *host = snn_to_device(calib[0], SNN_CPU);
+        one = host ? snn_from_host(SNN_SHAPE(1, c->in_channels, c->height, c->width), host->data,
+                                   device) : NULL;
+        if (one) {
+            snn_sparse_enable(model, false);
+            double lat_d = time_forward(model, one, reps), thr_d = time_forward(model, full, reps);
+            snn_sparse_enable(model, true);
+            double lat_s = time_forward(model, one, reps), thr_s = time_forward(model, full, reps);
+            printf("\nend to end on %s (best of %d): dense vs sparse\n", snn_device_name(device), reps);
+            printf("  latency, batch 1:      %8.3f ms  %8.3f ms  (%.2fx)\n", 1e3 * lat_d, 1e3 * lat_s,
+                   lat_d / lat_s);
+            printf("  throughput, batch %-3lld  %8.0f/s   %8.0f/s  (%.2fx)\n", (long long)full->shape.dim[0],
+                   (double)full->shape.dim[0] / thr_d, (double)full->shape.dim[0] / thr_s, thr_d / thr_s);
+        }
+        snn_step_end();
+    }
+    if (status == 1) fprintf(stderr, "snn-sparse: %s\n", snn_last_error());
+    for (int i = 0; i < n_calib; i++) snn_tensor_free(calib[i]);
+    snn_free(pred_dense, bytes, SNN_CPU);
+    snn_free(pred_sparse, bytes, SNN_CPU);
+    snn_free(labels, bytes, SNN_CPU);
+    snn_dataset_free(&test);
+    snn_module_free(model);
+    snn_shutdown();
+    return status;
+}
