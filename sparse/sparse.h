@@ -22,8 +22,10 @@
  * same order and in the same K slices as the dense im2col + SGEMM path, so for {0, 1} inputs
  * the sparse output equals the dense output bit for bit.
  *
- * CUDA: this build has no CUDA sparse kernel yet; a SparseConv2d on the GPU runs the dense conv
- * (the decision table says "dense (cuda)").
+ * CUDA (SNN_CUDA builds): one kernel, sparse_conv.cu, lists the active channels on the device
+ * and skips the rest, with no host sync; it sums in plain k order, so it agrees with the dense
+ * cuBLAS conv within fp32 rounding (a different order), not bitwise. Without SNN_CUDA a
+ * SparseConv2d on the GPU would run the dense conv.
  */
 #ifndef SNN_SPARSE_H
 #define SNN_SPARSE_H
@@ -64,6 +66,13 @@ void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, 
 snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path);
+
+/* The same on the GPU (sparse/sparse_conv.cu; SNN_WITH_CUDA builds only): x, w in the original
+ * (C_out, C_in, KH, KW) layout, bias and activity (N, C_in) all device pointers. No host sync:
+ * each block lists its image's active channels itself. SNN_ERR_UNSUPPORTED for a layer whose
+ * channel list and weight tile do not fit 48 KiB of shared memory. */
+snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w, const float *bias,
+                                  const snn_conv2d_dims *d, const float *activity);
 
 /* ---------------------------------------------------------------------------------------------
  * The pass

@@ -18,15 +18,17 @@
  * optimizers see the same tensors, and points at its source neuron layer.
  *
  * Forward of a SparseConv2d. Dense (snn_conv2d, as before) when a tape is being recorded (the
- * sparse path has no backward), on CUDA (no CUDA sparse kernel in this build), when the source's
- * activity is not from this step or does not match the input, or when the layer chose dense.
- * Otherwise the batch's active channels are counted from the activity (T*N*C floats, cheap) and
- * a batch denser than calibrated - mean active channels per image above the calibrated 95th
- * percentile - falls back to dense; else the sparse kernel runs.
+ * sparse path has no backward), on CUDA in a build without SNN_CUDA, when the source's activity
+ * is not from this step or does not match the input, or when the layer chose dense. Otherwise,
+ * on the CPU, the batch's active channels are counted from the activity (T*N*C floats, cheap)
+ * and a batch denser than calibrated - mean active channels per image above the calibrated 95th
+ * percentile - falls back to dense; else the sparse kernel runs. On CUDA there is no such check
+ * (it would need a host sync): sparse_conv.cu takes any density in one launch.
  *
  * Calibration: every batch runs without a tape; each SparseConv2d runs dense (its output is
  * what the next layer sees), then times the GEMM and event kernels on the same tensors, and
- * records firing rate, silent planes, the active-channel histogram and max |sparse - dense|.
+ * records firing rate, silent planes, the active-channel histogram and max |sparse - dense|
+ * (on CUDA: the one CUDA kernel, timed between device syncs; statistics from host copies).
  * A layer goes sparse where its best sparse time < max_ratio (0.8) x dense time.
  */
 #include <math.h>
@@ -46,6 +48,7 @@ typedef struct sparse_impl {
     snn_sparse_path path;
     bool calibrating;
     bool disabled;               /* snn_sparse_enable(model, false): dense for comparisons */
+    bool cuda;                   /* calibrated on the GPU: one sparse kernel, no event path */
     int active_limit;            /* mean active channels per image above this: dense */
     /* calibration statistics */
     int64_t *hist;               /* (C_in + 1): images with that many active channels */
@@ -101,18 +104,40 @@ static snn_tensor *run_sparse(const sparse_impl *s, snn_module *m, snn_tensor *x
                               const snn_conv2d_dims *d, snn_shape shape, const snn_tensor *act,
                               snn_sparse_path path)
 {
-    snn_tensor *y = snn_step_tensor("SparseConv2d", shape, SNN_CPU);
+    snn_tensor *y = snn_step_tensor("SparseConv2d", shape, x->device);
     if (!y) return NULL;
     const float *bias = s->conv.bias ? m->params[1].tensor->data : NULL;
+#ifdef SNN_WITH_CUDA
+    if (x->device == SNN_CUDA) {
+        /* one kernel, any density, no host sync (sparse_conv.cu) */
+        if (snn_sparse_conv2d_cuda(y->data, x->data, m->params[0].tensor->data, bias, d,
+                                   act->data) != SNN_OK)
+            return NULL;
+        return y;
+    }
+#endif
     if (snn_sparse_conv2d_cpu(y->data, x->data, s->wt, bias, d, act->data, path) != SNN_OK)
         return NULL;
     return y;
 }
 
+/* A host copy of a tensor's data (a step buffer); NULL on failure. */
+static float *host_copy(const snn_tensor *t)
+{
+    if (t->device == SNN_CPU) return t->data;
+    float *h = snn_step_alloc("SparseConv2d (calibration)", (size_t)t->numel * sizeof(float), SNN_CPU);
+    if (h && snn_tensor_copy_to_host(t, h) != SNN_OK) return NULL;
+    return h;
+}
+
 static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_conv2d_dims *d,
                       snn_shape shape, const snn_tensor *act, snn_tensor *dense, double dense_s)
 {
-    const float *a = act->data;
+    const float *a = host_copy(act), *xh = host_copy(x), *dh = host_copy(dense);
+    if (!a || !xh || !dh) {
+        snn_clear_error();
+        return;
+    }
     for (int n = 0; n < d->N; n++) {
         int on = 0;
         for (int c = 0; c < d->C_in; c++) on += a[(int64_t)n * d->C_in + c] != 0.0f;
@@ -120,23 +145,27 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
         s->silent += d->C_in - on;
     }
     s->planes += (double)d->N * d->C_in;
-    for (int64_t i = 0; i < x->numel; i++) s->nonzero += x->data[i] != 0.0f;
+    for (int64_t i = 0; i < x->numel; i++) s->nonzero += xh[i] != 0.0f;
     s->inputs += (double)x->numel;
     s->dense_s += dense_s;
     s->H = d->H;
     s->W = d->W;
     s->batches++;
-    for (int k = 0; k < 2; k++) {
+    s->cuda = x->device == SNN_CUDA;
+    for (int k = 0; k < (s->cuda ? 1 : 2); k++) {   /* CUDA: the one sparse kernel */
         snn_sparse_path path = k ? SNN_SPARSE_EVENT : SNN_SPARSE_GEMM;
+        snn_synchronize(x->device);
         double t0 = seconds_now();
         snn_tensor *y = run_sparse(s, m, x, d, shape, act, path);
+        snn_synchronize(x->device);
         double t = seconds_now() - t0;
-        if (!y) {
+        const float *yh = y ? host_copy(y) : NULL;
+        if (!yh) {
             snn_clear_error();
             t = INFINITY;
         } else {
             for (int64_t i = 0; i < y->numel; i++) {
-                double diff = fabs((double)y->data[i] - (double)dense->data[i]);
+                double diff = fabs((double)yh[i] - (double)dh[i]);
                 if (!(diff <= s->max_diff)) s->max_diff = diff;  /* NaN propagates */
             }
         }
@@ -153,24 +182,33 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
     snn_conv2d_dims d;
     snn_shape shape;
     const snn_tensor *act = NULL;
-    bool sparse_ok = x && x->device == SNN_CPU && !snn_should_record(3, inputs) &&
-                     conv_dims(s, x, &d, &shape) && s->wt &&
-                     (act = source_activity(s, x, d.N)) != NULL;
+#ifdef SNN_WITH_CUDA
+    const bool device_ok = x && (x->device == SNN_CPU || x->device == SNN_CUDA);
+#else
+    const bool device_ok = x && x->device == SNN_CPU;
+#endif
+    bool sparse_ok = device_ok && !snn_should_record(3, inputs) && conv_dims(s, x, &d, &shape) &&
+                     s->wt && (act = source_activity(s, x, d.N)) != NULL;
     if (!sparse_ok || s->disabled || (s->path == SNN_SPARSE_DENSE && !s->calibrating))
         return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
     if (s->calibrating) {
+        snn_synchronize(x->device);
         double t0 = seconds_now();
         snn_tensor *y = snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+        snn_synchronize(x->device);
         double t = seconds_now() - t0;
         if (y) calibrate(s, m, x, &d, shape, act, y, t);
         return y;
     }
-    /* a batch denser than calibrated goes dense */
-    int64_t active = 0;
-    for (int64_t i = 0; i < act->numel; i++) active += act->data[i] != 0.0f;
-    if (active > (int64_t)s->active_limit * d.N) {
-        s->fallbacks++;
-        return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+    /* CPU: a batch denser than calibrated goes dense (a read of T*N*C counts). CUDA: no check,
+     * since reading the activity would sync; the kernel takes any density. */
+    if (x->device == SNN_CPU) {
+        int64_t active = 0;
+        for (int64_t i = 0; i < act->numel; i++) active += act->data[i] != 0.0f;
+        if (active > (int64_t)s->active_limit * d.N) {
+            s->fallbacks++;
+            return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+        }
     }
     s->sparse_calls++;
     return run_sparse(s, m, x, &d, shape, act, s->path);
@@ -454,7 +492,7 @@ static void decide(sparse_impl *s, const snn_sparse_options *o)
     if (!s->batches) return;
     double best = s->gemm_s;
     snn_sparse_path path = SNN_SPARSE_GEMM;
-    if (o->allow_event && s->event_s < best) {
+    if (o->allow_event && !s->cuda && s->event_s < best) {
         best = s->event_s;
         path = SNN_SPARSE_EVENT;
     }

@@ -1,0 +1,179 @@
+/*
+ * test_cuda_sparse.c - the CUDA sparse conv (sparse/sparse_conv.cu) and sparsified models on the
+ * GPU. Skipped (exit 77) without a GPU.
+ *
+ * Kernel: random {0, 1} inputs with whole channels silent; the CUDA sparse conv must equal a
+ * host reference that sums every output in plain k order with fmaf BIT FOR BIT (the kernel
+ * keeps that order and skipping a zero term is exact), and agree with the dense CUDA conv
+ * (cuBLAS, its own order) within |diff| <= 1e-4 + 1e-4 |dense|. Shapes: 3x3 stride 1 and 2,
+ * 1x1 stride 2, 4x4 and 7x7 outputs, C_out not a multiple of the tile, all-zero and all-active.
+ * Models: the spiking CNN and spiking ResNet-18 on CUDA, sparsified (the swapped set as on the
+ * CPU), give the dense model's output within that tolerance and the same argmax.
+ */
+#include <string.h>
+
+#include "snn.h"
+#include "sparse/sparse.h"
+#include "test.h"
+
+#ifdef SNN_WITH_CUDA
+
+typedef struct conv_case {
+    int N, C_in, H, C_out, k, stride, pad;
+    double p_silent, rate;
+} conv_case;
+
+static void check_case(conv_case cc, uint64_t seed)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, seed);
+    snn_conv2d_dims d = {cc.N, cc.C_in, cc.H, cc.H, cc.C_out, cc.k, cc.k, cc.stride, cc.pad, 0, 0};
+    d.H_out = d.W_out = (cc.H + 2 * cc.pad - cc.k) / cc.stride + 1;
+    const int HW = cc.H * cc.H, KK = cc.k * cc.k, P = d.H_out * d.W_out;
+    const int64_t nx = (int64_t)cc.N * cc.C_in * HW, nw = (int64_t)cc.C_out * cc.C_in * KK;
+    const int64_t ny = (int64_t)cc.N * cc.C_out * P;
+    float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
+    float *act = snn_alloc((size_t)cc.N * cc.C_in * sizeof *act, SNN_CPU);
+    float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
+    float *ref = snn_alloc((size_t)ny * sizeof *ref, SNN_CPU);
+    float *got = snn_alloc((size_t)ny * sizeof *got, SNN_CPU);
+    float *dense = snn_alloc((size_t)ny * sizeof *dense, SNN_CPU);
+    for (int n = 0; n < cc.N; n++) {
+        for (int c = 0; c < cc.C_in; c++) {
+            bool silent = (double)snn_rng_uniform(&rng) < cc.p_silent;
+            int count = 0;
+            for (int i = 0; i < HW; i++) {
+                float v = !silent && (double)snn_rng_uniform(&rng) < cc.rate ? 1.0f : 0.0f;
+                x[((int64_t)n * cc.C_in + c) * HW + i] = v;
+                count += v != 0.0f;
+            }
+            act[n * cc.C_in + c] = (float)count;
+        }
+    }
+    for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(&rng) * 0.1f;
+    /* host reference: plain k order, one fmaf per term */
+    for (int n = 0; n < cc.N; n++)
+        for (int o = 0; o < cc.C_out; o++)
+            for (int p = 0; p < P; p++) {
+                int oh = p / d.W_out, ow = p % d.W_out;
+                float acc = 0.0f;
+                for (int c = 0; c < cc.C_in; c++)
+                    for (int t = 0; t < KK; t++) {
+                        int ih = oh * cc.stride - cc.pad + t / cc.k, iw = ow * cc.stride - cc.pad + t % cc.k;
+                        if (ih < 0 || ih >= cc.H || iw < 0 || iw >= cc.H) continue;
+                        acc = fmaf(x[((int64_t)n * cc.C_in + c) * HW + ih * cc.H + iw],
+                                   w[((int64_t)o * cc.C_in + c) * KK + t], acc);
+                    }
+                ref[((int64_t)n * cc.C_out + o) * P + p] = acc;
+            }
+    snn_step_begin();
+    snn_no_grad_begin();
+    snn_tensor *tx = snn_from_host(SNN_SHAPE(cc.N, cc.C_in, cc.H, cc.H), x, SNN_CUDA);
+    snn_tensor *tw = snn_from_host(SNN_SHAPE(cc.C_out, cc.C_in, cc.k, cc.k), w, SNN_CUDA);
+    snn_tensor *ta = snn_from_host(SNN_SHAPE(cc.N, cc.C_in), act, SNN_CUDA);
+    snn_tensor *ty = snn_empty(SNN_SHAPE(cc.N, cc.C_out, d.H_out, d.W_out), SNN_CUDA);
+    snn_tensor *td = snn_conv2d(tx, tw, NULL, cc.stride, cc.pad);
+    CHECK(tx && tw && ta && ty && td);
+    if (tx && tw && ta && ty && td) {
+        CHECK_OK(snn_sparse_conv2d_cuda(ty->data, tx->data, tw->data, NULL, &d, ta->data));
+        CHECK_OK(snn_tensor_copy_to_host(ty, got));
+        CHECK_OK(snn_tensor_copy_to_host(td, dense));
+        bool same = memcmp(got, ref, (size_t)ny * sizeof *got) == 0;
+        if (!same)
+            fprintf(stderr, "  case N%d C%d H%d > %d k%d s%d differs from the k-order reference\n",
+                    cc.N, cc.C_in, cc.H, cc.C_out, cc.k, cc.stride);
+        CHECK(same);
+        CHECK_ALL_CLOSE(got, dense, ny, 1e-4, 1e-4);
+    }
+    snn_no_grad_end();
+    snn_step_end();
+    snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
+    snn_free(act, (size_t)cc.N * cc.C_in * sizeof *act, SNN_CPU);
+    snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
+    snn_free(ref, (size_t)ny * sizeof *ref, SNN_CPU);
+    snn_free(got, (size_t)ny * sizeof *got, SNN_CPU);
+    snn_free(dense, (size_t)ny * sizeof *dense, SNN_CPU);
+}
+
+static void test_kernel(void)
+{
+    const conv_case cases[] = {
+        {3, 16, 8, 32, 3, 1, 1, 0.6, 0.1},
+        {2, 64, 16, 64, 3, 1, 1, 0.6, 0.05},
+        {5, 64, 8, 128, 3, 2, 1, 0.7, 0.1},     /* 4x4 outputs */
+        {5, 64, 8, 128, 1, 2, 0, 0.7, 0.1},     /* 1x1 stride 2 */
+        {3, 24, 7, 40, 3, 1, 1, 0.5, 0.2},      /* 7x7, C_out 40 */
+        {2, 512, 4, 512, 3, 1, 1, 0.7, 0.1},    /* layer4 */
+        {4, 32, 8, 64, 3, 1, 1, 1.0, 0.1},      /* all zero */
+        {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0},      /* all active */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 300 + i);
+}
+
+/* dense output of the model on CUDA vs its sparsified output */
+static void check_model(snn_model_config cfg, int expect_swapped, int images)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, 9);
+    snn_module *m = snn_model_new(&cfg, &rng);
+    CHECK(m && snn_module_to(m, SNN_CUDA) == SNN_OK);
+    if (!m) return;
+    snn_module_train(m, false);
+    snn_tensor *batches[2];
+    for (int i = 0; i < 2; i++) {
+        batches[i] = snn_tensor_new(SNN_SHAPE(images, cfg.in_channels, cfg.height, cfg.width), SNN_CUDA);
+        snn_tensor_normal_(batches[i], &rng, 0.5f, 1.0f);
+    }
+    const int64_t out_n = (int64_t)images * cfg.classes;
+    float dense_out[64 * 10], sparse_out[64 * 10];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            snn_sparse_options o = snn_sparse_options_default();
+            o.force = SNN_SPARSE_GEMM;
+            o.quiet = true;
+            snn_sparse_report rep;
+            CHECK_OK(snn_sparsify(m, batches, 2, &o, &rep));
+            CHECK(rep.count == expect_swapped);
+        }
+        snn_no_grad_begin();
+        snn_step_begin();
+        snn_tensor *y = snn_module_forward(m, batches[1]);
+        CHECK(y && y->numel == out_n);
+        if (y) snn_tensor_copy_to_host(y, pass ? sparse_out : dense_out);
+        snn_step_end();
+        snn_no_grad_end();
+    }
+    CHECK_ALL_CLOSE(sparse_out, dense_out, out_n, 1e-4, 1e-4);
+    for (int i = 0; i < images; i++) {
+        int a = 0, b = 0;
+        for (int k = 1; k < cfg.classes; k++) {
+            if (dense_out[i * cfg.classes + k] > dense_out[i * cfg.classes + a]) a = k;
+            if (sparse_out[i * cfg.classes + k] > sparse_out[i * cfg.classes + b]) b = k;
+        }
+        CHECK(a == b);
+    }
+    for (int i = 0; i < 2; i++) snn_tensor_free(batches[i]);
+    snn_module_free(m);
+}
+
+static void test_models(void)
+{
+    snn_model_config cnn = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    cnn.width_base = 16, cnn.hidden = 32, cnn.time_steps = 2;
+    check_model(cnn, 1, 8);
+    snn_model_config res = snn_model_config_default(SNN_MODEL_RESNET18);
+    res.width_base = 8, res.height = res.width = 16, res.time_steps = 2;
+    check_model(res, 19, 4);
+}
+
+#endif /* SNN_WITH_CUDA */
+
+int main(void)
+{
+    test_require_cuda();
+#ifdef SNN_WITH_CUDA
+    RUN(test_kernel);
+    RUN(test_models);
+#endif
+    return test_finish();
+}
