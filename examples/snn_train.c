@@ -19,7 +19,7 @@ typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
     const char *optimizer, *schedule, *device, *out, *resume;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
-    int limit_train, limit_test, augment;
+    int limit_train, limit_test, augment, stop_after;
     float tau, lr, momentum, weight_decay, min_lr;
 } train_options;
 
@@ -258,7 +258,8 @@ int main(int argc, char **argv)
         {"--limit-train", OPT_INT, &o.limit_train, "use only the first N training images (0: all)"},
         {"--limit-test", OPT_INT, &o.limit_test, "use only the first N test images (0: all)"},
         {"--out", OPT_STRING, &o.out, "output folder (default runs/<dataset>-<model>)"},
-        {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from"},
+        {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
+        {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
     };
     int n_opts = (int)(sizeof table / sizeof table[0]);
     int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
@@ -269,9 +270,9 @@ int main(int argc, char **argv)
     snn_device device;
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
     if (o.epochs < 1 || o.batch_size < 1 || o.time_steps < 1 || o.hidden < 1 || o.width < 0 ||
-        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0) {
+        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0) {
         fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; --width, "
-                "--warmup, --log-every and --limit-* >= 0\n");
+                "--warmup, --log-every, --limit-* and --stop-after >= 0\n");
         return 2;
     }
     if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f)) {
@@ -316,6 +317,12 @@ int main(int argc, char **argv)
         }
         start_epoch = strtoll(e, NULL, 10);
         o.model = snn_model_kind_name(config.kind);
+        const char *trained_with = snn_metadata_get(&resume_meta, "snn.train.optimizer");
+        if (trained_with && strcmp(trained_with, o.optimizer) != 0) {
+            fprintf(stderr, "snn-train: --resume %s was trained with --optimizer %s, not %s; the "
+                    "optimizer state must match\n", o.resume, trained_with, o.optimizer);
+            return 2;
+        }
     } else {
         snn_model_kind kind;
         if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
@@ -440,11 +447,17 @@ int main(int argc, char **argv)
         snn_metadata meta = {0};
         snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)epoch + 1);
         snn_metadata_set(&meta, "snn.train.dataset", "%s", o.dataset);
+        snn_metadata_set(&meta, "snn.train.optimizer", "%s", o.optimizer);
         snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", eval_accuracy(&ev));
         snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
         path_in(path, sizeof path, out_dir, "checkpoint.safetensors");
         if (snn_checkpoint_save(path, model, opt, &meta) != SNN_OK) {
             exit_code = fail("checkpoint");
+            break;
+        }
+        if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after && epoch + 1 < o.epochs) {
+            fprintf(stderr, "snn-train: stopping after %d epoch(s) as asked; continue with --resume %s\n",
+                    o.stop_after, path);
             break;
         }
     }

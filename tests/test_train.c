@@ -118,8 +118,9 @@ static void test_resume_is_bit_exact(void)
     snprintf(b, sizeof b, "%s/resumed", tmp);
     snprintf(args, sizeof args, "%s --epochs 2 --out %s", common, a);
     CHECK(run(TRAIN " %s", args) == 0);
-    snprintf(args, sizeof args, "%s --epochs 1 --out %s", common, b);
+    snprintf(args, sizeof args, "%s --epochs 2 --stop-after 1 --out %s", common, b);
     CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("stopping after 1 epoch"));
     snprintf(args, sizeof args, "%s --epochs 2 --out %s --resume %s/checkpoint.safetensors", common, b, b);
     CHECK(run(TRAIN " %s", args) == 0);
     CHECK(output_contains("resumed from"));
@@ -141,9 +142,12 @@ static void test_divergence_keeps_last_checkpoint(void)
     char cmd[900];
     snprintf(cmd, sizeof cmd, "cp %s %s", ckpt, copy);
     CHECK(system(cmd) == 0);
-    /* an absurd learning rate with plain SGD drives the loss to infinity within a few steps */
-    snprintf(args, sizeof args, "%s --epochs 3 --optimizer sgd --lr 1e30 --schedule constant --out %s "
-             "--resume %s", common, dir, ckpt);
+    /* a different optimizer than the checkpoint's is refused: its state would not match */
+    snprintf(args, sizeof args, "%s --epochs 3 --optimizer sgd --out %s --resume %s", common, dir, ckpt);
+    CHECK(run(TRAIN " %s", args) == 2 && output_contains("trained with --optimizer adam"));
+    /* an absurd learning rate drives the weights, then the loss, to infinity within a few steps */
+    snprintf(args, sizeof args, "%s --epochs 3 --lr 1e38 --schedule constant --out %s --resume %s",
+             common, dir, ckpt);
     CHECK(run(TRAIN " %s", args) == 3);
     CHECK(output_contains("the loss became"));
     CHECK(same_file(ckpt, copy));
