@@ -9,41 +9,59 @@
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
 OUT=${OUT:-/tmp/snn-out}
-mkdir -p "$OUT"
+LOGS=/tmp/snn-logs            # everything; packed into $OUT/logs.tgz at the end (8 files come back)
+mkdir -p "$OUT" "$LOGS"
+trap 'tar -C /tmp -czf "$OUT/logs.tgz" snn-logs 2>/dev/null' EXIT
 export PATH="/usr/local/cuda/bin:$PATH"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+summary() { tee -a "$OUT/summary.txt"; }
 
 build() {
-  [ -x build-gpu/bin/test_tensor ] && return 0
+  # incremental: a warm machine keeps build-gpu/ between calls
   log "build (sm_90, Release)"
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; return 1; }
-  cmake --build build-gpu -j 16 -- -k > "$OUT/build.log" 2>&1 || grep -E "error" "$OUT/build.log" | head -30
+        > "$LOGS/cmake.log" 2>&1 || { tail -20 "$LOGS/cmake.log"; return 1; }
+  cmake --build build-gpu -j 16 -- -k > "$LOGS/build.log" 2>&1 || grep -E "error" "$LOGS/build.log" | head -30
 }
 
 for stage in "$@"; do
   case "$stage" in
   ref)
     log "PyTorch golden reference"
-    python3 tests/ref/make_ref.py 2>&1 | tee -a "$OUT/summary.txt"
+    python3 tests/ref/make_ref.py 2>&1 | summary
     cp tests/ref/tiny_resnet.safetensors "$OUT/" ;;
   test)
     build || exit 1
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$OUT/summary.txt"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
     log "ctest (all)"
-    ctest --test-dir build-gpu --output-on-failure -j 4 > "$OUT/ctest.log" 2>&1
-    grep -E "tests passed|tests failed|\*\*\*|Failed|Skipped|Not Run" "$OUT/ctest.log" | tee -a "$OUT/summary.txt"
+    SNN_DATA_DIR=$PWD/.carry ctest --test-dir build-gpu --output-on-failure -j 8 > "$LOGS/ctest.log" 2>&1
+    grep -E "tests passed|tests failed|\*\*\*|Failed|Skipped|Not Run" "$LOGS/ctest.log" | summary
+    grep -E "FAIL|CHECK failed|rel|error" "$LOGS/ctest.log" | head -40 | summary
     log "compute-sanitizer memcheck on the CUDA tests"
     for t in build-gpu/bin/test_cuda_*; do
-      compute-sanitizer --tool memcheck --error-exitcode 9 "$t" > "$OUT/sanitizer_$(basename "$t").log" 2>&1
-      echo "$(basename "$t"): exit $? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_$(basename "$t").log")" | tee -a "$OUT/summary.txt"
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$t" > "$LOGS/sanitizer_$(basename "$t").log" 2>&1
+      echo "$(basename "$t"): exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_$(basename "$t").log")" | summary
     done ;;
   bench)
     build || exit 1
-    for b in build-gpu/bin/bench_*; do
-      log "$(basename "$b")"
-      timeout 300 "$b" 2>&1 | tee "$OUT/$(basename "$b").txt" | tail -40
-    done ;;
+    for b in bench_neurons bench_train_step bench_sparse; do
+      [ -x build-gpu/bin/$b ] || continue
+      log "$b"
+      timeout 240 build-gpu/bin/$b 2>&1 | tee "$LOGS/$b.txt" | summary
+    done
+    log "PyTorch reference: torch_train_step.py (fp32), then with TF32"
+    timeout 200 python3 bench/torch_train_step.py 2>&1 | summary
+    timeout 200 python3 bench/torch_train_step.py --tf32 2>&1 | summary ;;
+  train)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    log "snn-train: Fashion-MNIST spiking CNN on CUDA (width 128, T=4, batch 128, Adam 1e-3, IF + ATan, MSE rate loss, 5 epochs)"
+    build-gpu/bin/snn-train --device cuda --width 128 --T 4 --batch-size 128 --optimizer adam --lr 1e-3 \
+      --neuron if --surrogate atan --loss mse --epochs 5 --out "$LOGS/fmnist_cuda" 2>&1 | grep -v "^train" | summary
+    log "snn-make-cifar, then spiking ResNet-18 on the CIFAR-format Fashion-MNIST"
+    build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz 2>&1 | tail -2 | summary
+    build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 2 \
+      --batch-size 128 --T 4 --out "$LOGS/resnet_cuda" 2>&1 | grep -v "^train" | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
