@@ -17,6 +17,8 @@
  *      h_seq = NULL (no-grad), v_last aliasing v_init, NULL gradient outputs and dspike = NULL;
  *   2. the public op snn_neuron_multistep with OWNED tensors on each device, backward through
  *      the tape (snn_backward_from) into pre-filled gradients of x and PLIF's w;
+ *   3. the single-step API snn_neuron_step over 5 calls carrying the state, a loss on the tape,
+ *      backward through the state into every step's x and w;
  * and the heaviside primitive (kernels and snn_heaviside), and a few 1M-element runs whose
  * grids span a thousand blocks.
  *
@@ -404,6 +406,91 @@ static void check_op(const snn_neuron_config *c, float tau0, snn_shape shape)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * 3. The single-step API, both devices: T calls of snn_neuron_step carrying the state (the
+ *    kernels with T = 1, V_init / A_init and V_last aliasing or not as single_step.c chooses),
+ *    loss = sum_t sum(S[t] R[t]) on the tape, backward into pre-filled gradients of every x[t]
+ *    (through V from step to step: the dV_init path) and of PLIF's w.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { SS_T = 5, SS_N = 3, SS_C = 4, SS_PLANE = 5, SS_M = SS_N * SS_C * SS_PLANE };
+
+typedef struct step_result {
+    float spike[SS_T][SS_M], activity[SS_T][SS_N * SS_C], dx[SS_T][SS_M];
+    float dw;
+    bool ok;
+} step_result;
+
+static void run_steps(step_result *res, snn_device device, const snn_neuron_config *c,
+                      float tau0, const float (*x_host)[SS_M], const float (*r)[SS_M],
+                      const float (*dx0)[SS_M])
+{
+    memset(res, 0, sizeof *res);
+    snn_tensor *x[SS_T];
+    for (int t = 0; t < SS_T; t++) {
+        x[t] = must(snn_tensor_new(SNN_SHAPE(SS_N, SS_C, SS_PLANE), device));
+        CHECK_OK(snn_tensor_copy_from_host(x[t], x_host[t]));
+        x[t]->requires_grad = true;
+        CHECK_OK(snn_tensor_copy_from_host(must(snn_tensor_grad(x[t])), dx0[t]));
+    }
+    snn_tensor *w = NULL;
+    if (c->kind == SNN_NEURON_PLIF) {
+        w = must(snn_plif_param_new(tau0, device));
+        CHECK_OK(snn_tensor_fill(must(snn_tensor_grad(w)), 0.25f));
+    }
+    CHECK_OK(snn_step_begin());
+    snn_neuron_state state;
+    snn_neuron_state_reset(&state);
+    snn_tensor *loss = NULL;
+    bool ok = true;
+    for (int t = 0; t < SS_T && ok; t++) {
+        snn_tensor *act = NULL;
+        snn_tensor *s = snn_neuron_step(x[t], c, w, &state, &act);
+        ok = s && act;
+        if (!ok) break;
+        CHECK_OK(snn_tensor_copy_to_host(s, res->spike[t]));
+        CHECK_OK(snn_tensor_copy_to_host(act, res->activity[t]));
+        snn_tensor *rt = must(snn_from_host(SNN_SHAPE(SS_N, SS_C, SS_PLANE), r[t], device));
+        snn_tensor *term = snn_sum_all(snn_mul(s, rt));
+        loss = loss ? snn_add(loss, term) : term;
+        ok = loss != NULL;
+    }
+    CHECK(ok);
+    if (ok) {
+        CHECK_OK(snn_backward(loss));
+        for (int t = 0; t < SS_T; t++) CHECK_OK(snn_tensor_copy_to_host(x[t]->grad, res->dx[t]));
+        if (w) res->dw = snn_tensor_item(w->grad);
+        res->ok = true;
+    } else {
+        fprintf(stderr, "%s: snn_neuron_step on %s: %s\n", label, snn_device_name(device),
+                snn_last_error());
+    }
+    snn_step_end();
+    snn_tensor_free(w);
+    for (int t = 0; t < SS_T; t++) snn_tensor_free(x[t]);
+}
+
+static step_result step_cpu, step_gpu;
+
+static void check_single_step(const snn_neuron_config *c, float tau0)
+{
+    cases++;
+    static float x[SS_T][SS_M], r[SS_T][SS_M], dx0[SS_T][SS_M];
+    fill_currents(&x[0][0], SS_T * SS_M, c);
+    fill_normal(&r[0][0], SS_T * SS_M);
+    fill_uniform(&dx0[0][0], SS_T * SS_M, -1.0f, 1.0f);
+    run_steps(&step_cpu, SNN_CPU, c, tau0, (const float (*)[SS_M])x, (const float (*)[SS_M])r,
+              (const float (*)[SS_M])dx0);
+    run_steps(&step_gpu, SNN_CUDA, c, tau0, (const float (*)[SS_M])x, (const float (*)[SS_M])r,
+              (const float (*)[SS_M])dx0);
+    if (!step_cpu.ok || !step_gpu.ok) return;
+    check_bits("step spike", &step_gpu.spike[0][0], &step_cpu.spike[0][0], SS_T * SS_M);
+    check_bits("step activity", &step_gpu.activity[0][0], &step_cpu.activity[0][0],
+               SS_T * SS_N * SS_C);
+    check_close("step x.grad", &step_gpu.dx[0][0], &step_cpu.dx[0][0], SS_T * SS_M, GRAD_RTOL);
+    if (c->kind == SNN_NEURON_PLIF) check_dw(step_gpu.dw, step_cpu.dw);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The matrix of configs
  * ------------------------------------------------------------------------------------------- */
 
@@ -483,9 +570,19 @@ static void op_on_two_shapes(const snn_neuron_config *c, float tau0, int index)
     check_op(c, tau0, SNN_SHAPE(8, 2, 33));
 }
 
+static void single_step_config(const snn_neuron_config *c, float tau0, int index)
+{
+    (void)index;
+    memcpy(base_label, label, sizeof base_label);
+    snprintf(label, sizeof label, "single-step %.300s on %d x (3, 4, 5)", base_label, SS_T);
+    check_single_step(c, tau0);
+}
+
 static void test_kernels_all_configs(void) { for_each_config(kernels_on_all_shapes); }
 
 static void test_op_all_configs(void) { for_each_config(op_on_two_shapes); }
+
+static void test_single_step_all_configs(void) { for_each_config(single_step_config); }
 
 /* PLIF's H is bit-exact only when the GPU's k = sigmoid(w) is the CPU's: the GPU rounds exp in
  * double to float (correctly rounded), so the CPU's expf must be correctly rounded at the w
@@ -597,6 +694,7 @@ int main(void)
     RUN(test_plif_precondition);
     RUN(test_kernels_all_configs);
     RUN(test_op_all_configs);
+    RUN(test_single_step_all_configs);
     RUN(test_large);
     RUN(test_heaviside_kernels);
     RUN(test_heaviside_op);
