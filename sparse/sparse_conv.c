@@ -177,6 +177,21 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
         }
         return;
     }
+    if (mp == TILE_P && mo == TILE_O / 2) {   /* C_out = 16, or a last half tile */
+        __m512 acc0[TILE_P];
+        for (int i = 0; i < TILE_P; i++) acc0[i] = _mm512_setzero_ps();
+        for (int64_t r = r0; r < r1; r++) {
+            const float *cr = col + r * P + p0;
+            __m512 w0 = _mm512_loadu_ps(wt + krow[r] * C_out + o0);
+#pragma GCC unroll 8
+            for (int i = 0; i < TILE_P; i++) acc0[i] = _mm512_fmadd_ps(_mm512_set1_ps(cr[i]), w0, acc0[i]);
+        }
+        for (int i = 0; i < TILE_P; i++) {
+            float *yr = yT + (p0 + i) * C_out + o0;
+            _mm512_storeu_ps(yr, _mm512_add_ps(_mm512_loadu_ps(yr), acc0[i]));
+        }
+        return;
+    }
 #endif
     float acc[TILE_P][TILE_O];
     for (int i = 0; i < mp; i++)
@@ -238,20 +253,31 @@ static void channel_events(float *restrict part, const float *plane, const float
                            int t0, int t1, const snn_conv2d_dims *d)
 {
     const int C_out = d->C_out, KK = d->KH * d->KW, s = d->stride;
+    const float *wc = wt + (int64_t)c * KK * C_out;   /* (KK, C_out): this channel's columns */
     for (int iy = 0; iy < d->H; iy++) {
         const float *xr = plane + (int64_t)iy * d->W;
         for (int ix = 0; ix < d->W; ix++) {
             const float v = xr[ix];
             if (v == 0.0f) continue;
+            /* taps in ascending t; kh, kw stepped along without divisions */
+            int kh = t0 / d->KW, kw = t0 % d->KW;
             for (int t = t0; t < t1; t++) {
-                int kh = t / d->KW, kw = t % d->KW;
                 int ny = iy + d->pad - kh, nx = ix + d->pad - kw;   /* = oy * s, ox * s */
-                if (ny < 0 || nx < 0 || ny % s || nx % s) continue;
-                int oy = ny / s, ox = nx / s;
+                if (++kw == d->KW) kw = 0, kh++;
+                if (ny < 0 || nx < 0) continue;
+                int oy = ny, ox = nx;
+                if (s != 1) {
+                    if (ny % s || nx % s) continue;
+                    oy = ny / s, ox = nx / s;
+                }
                 if (oy >= d->H_out || ox >= d->W_out) continue;
                 float *restrict o = part + ((int64_t)oy * d->W_out + ox) * C_out;
-                const float *restrict w = wt + ((int64_t)c * KK + t) * C_out;
-                for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+                const float *restrict w = wc + (int64_t)t * C_out;
+                if (v == 1.0f) {
+                    for (int j = 0; j < C_out; j++) o[j] += w[j];     /* a spike: add the column */
+                } else {
+                    for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+                }
             }
         }
     }

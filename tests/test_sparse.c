@@ -5,7 +5,7 @@
  * active channels, event-driven) must equal the dense conv (im2col + blocked SGEMM) BIT FOR BIT,
  * with the activity given or found by a scan: 3x3 stride 1 and 2, 1x1 stride 2, K split into
  * 1, 2 and 3 SGEMM slices (one cut falls inside a channel), edge tiles (C_out 40, 7x7 outputs),
- * grouped small outputs with a partial last group, bias, all-zero and all-active images, and
+ * grouped small outputs with a partial last group, C_out 16 and 48 (half tiles), bias, all-zero and all-active images, and
  * one and two threads.
  * Pass: the spiking CNN gets conv2 only; the spiking ResNet-18 every conv but the stem; the
  * SEW-ResNet-18 the convs fed by a neuron directly (those fed by the residual sum stay dense).
@@ -109,6 +109,8 @@ static void test_kernels_bitwise(void)
         {5, 64, 8, 128, 1, 2, 0, 0.7, 0.1, false},    /* 1x1 stride 2 (the downsample) */
         {3, 24, 7, 40, 3, 1, 1, 0.5, 0.2, true},      /* edge tiles: C_out 40, 7x7 */
         {2, 32, 9, 32, 3, 2, 1, 0.5, 0.2, false},     /* odd size, stride 2 */
+        {2, 16, 10, 16, 3, 1, 1, 0.3, 0.1, false},    /* C_out 16: the half-width tile */
+        {2, 32, 8, 48, 3, 1, 1, 0.5, 0.1, true},      /* C_out 48: a full and a half tile */
         {1, 8, 4, 8, 3, 1, 1, 0.5, 0.3, false},       /* below 32^3: the unpacked SGEMM path */
         {4, 32, 8, 64, 3, 1, 1, 1.0, 0.1, false},     /* all-zero images */
         {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0, true},      /* all-active, every element 1 */
