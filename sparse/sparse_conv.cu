@@ -28,7 +28,7 @@
  */
 #include <stdint.h>
 
-#include "cuda_common.cuh"
+#include "tensor/cuda_common.cuh"
 #include "error.h"
 #include "sparse.h"
 
