@@ -12,7 +12,8 @@
  * dense: snn_conv2d (im2col + blocked SGEMM, workspace from the step arena). gemm, event: the
  * sparse kernels given the (N, C_in) activity table, as a SparseConv2d runs them: the active-
  * channel lists are built inside the timed call. Best of `reps` runs each. "same" says whether
- * both sparse outputs equal the dense output bit for bit.
+ * both sparse outputs equal the dense output bit for bit. With a CUDA build and a GPU a second
+ * table times the dense CUDA conv against sparse_conv.cu on the same kind of inputs.
  * Napkin math: dense does C_out * C_in*K*K * P multiply-adds per image; the GEMM path
  * C_out * |active|*K*K * P, so its ceiling is 1 / (1 - s) on top of the im2col and scatter; the
  * event path does spikes * K*K * C_out adds, rate * that of dense, but with scattered stores.
@@ -50,6 +51,92 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* x (N, C, HW) binary with the silent-channel structure above; activity (N, C) the counts. */
+static void fill_spikes(float *x, float *act, int N, int C, int HW, double rate, double silent_p,
+                        snn_rng *rng)
+{
+    double in_rate = rate / (1.0 - silent_p);
+    for (int n = 0; n < N; n++) {
+        for (int c = 0; c < C; c++) {
+            float *p = x + ((int64_t)n * C + c) * HW;
+            bool off = (double)snn_rng_uniform(rng) < silent_p;
+            int count = 0;
+            for (int i = 0; i < HW; i++) {
+                p[i] = !off && (double)snn_rng_uniform(rng) < in_rate ? 1.0f : 0.0f;
+                count += p[i] != 0.0f;
+            }
+            act[n * C + c] = (float)count;
+        }
+    }
+}
+
+#ifdef SNN_WITH_CUDA
+/* The same table on the GPU: dense snn_conv2d (im2col + cuBLAS) against sparse_conv.cu, both
+ * timed between device syncs, best of reps; max |diff| instead of bitwise (different orders). */
+static void bench_cuda(int N, int reps, snn_rng *rng)
+{
+    printf("\nGPU, %d images per call, best of %d\n", N, reps);
+    printf("%-24s %5s %9s %9s %8s %10s\n", "layer", "rate", "dense ms", "sparse ms", "x", "max|diff|");
+    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+        const layer *l = &layers[li];
+        snn_conv2d_dims d = {N, l->C_in, l->H, l->H, l->C_out, l->K, l->K, l->stride, l->pad, 0, 0};
+        d.H_out = d.W_out = (l->H + 2 * l->pad - l->K) / l->stride + 1;
+        const int HW = l->H * l->H;
+        const int64_t nx = (int64_t)N * l->C_in * HW, nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
+        const int64_t ny = (int64_t)N * l->C_out * d.H_out * d.W_out;
+        float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
+        float *act = snn_alloc((size_t)N * l->C_in * sizeof *act, SNN_CPU);
+        float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
+        float *a = snn_alloc((size_t)ny * sizeof *a, SNN_CPU), *b = snn_alloc((size_t)ny * sizeof *b, SNN_CPU);
+        for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(rng) * 0.05f;
+        for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
+            fill_spikes(x, act, N, l->C_in, HW, rates[ri], silent[ri], rng);
+            snn_step_begin();
+            snn_no_grad_begin();
+            snn_tensor *tx = snn_from_host(SNN_SHAPE(N, l->C_in, l->H, l->H), x, SNN_CUDA);
+            snn_tensor *tw = snn_from_host(SNN_SHAPE(l->C_out, l->C_in, l->K, l->K), w, SNN_CUDA);
+            snn_tensor *ta = snn_from_host(SNN_SHAPE(N, l->C_in), act, SNN_CUDA);
+            snn_tensor *ty = snn_empty(SNN_SHAPE(N, l->C_out, d.H_out, d.W_out), SNN_CUDA);
+            double best[2] = {1e30, 1e30};
+            bool have_dense = false;
+            for (int r = 0; r <= reps; r++) {     /* r = 0 warms up */
+                snn_synchronize(SNN_CUDA);
+                double t0 = now();
+                snn_step_begin();
+                snn_tensor *y = snn_conv2d(tx, tw, NULL, l->stride, l->pad);
+                snn_synchronize(SNN_CUDA);
+                double t = now() - t0;
+                /* the inner step frees y: keep a host copy */
+                if (r == 0 && y) have_dense = snn_tensor_copy_to_host(y, a) == SNN_OK;
+                snn_step_end();
+                if (r > 0 && t < best[0]) best[0] = t;
+                t0 = now();
+                snn_sparse_conv2d_cuda(ty->data, tx->data, tw->data, NULL, &d, ta->data);
+                snn_synchronize(SNN_CUDA);
+                t = now() - t0;
+                if (r > 0 && t < best[1]) best[1] = t;
+            }
+            double diff = 0.0;
+            if (have_dense && snn_tensor_copy_to_host(ty, b) == SNN_OK) {
+                for (int64_t i = 0; i < ny; i++) {
+                    double e = a[i] > b[i] ? (double)(a[i] - b[i]) : (double)(b[i] - a[i]);
+                    if (e > diff) diff = e;
+                }
+            }
+            snn_no_grad_end();
+            snn_step_end();
+            printf("%-24s %4.0f%% %9.3f %9.3f %7.2fx %10.2g\n", l->name, 100.0 * rates[ri],
+                   1e3 * best[0], 1e3 * best[1], best[0] / best[1], diff);
+        }
+        snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
+        snn_free(act, (size_t)N * l->C_in * sizeof *act, SNN_CPU);
+        snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
+        snn_free(a, (size_t)ny * sizeof *a, SNN_CPU);
+        snn_free(b, (size_t)ny * sizeof *b, SNN_CPU);
+    }
+}
+#endif
+
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 2, N = argc > 2 ? atoi(argv[2]) : 16;
@@ -72,41 +159,31 @@ int main(int argc, char **argv)
         float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
         float *wt = snn_alloc((size_t)nw * sizeof *wt, SNN_CPU);
         float *y = snn_alloc((size_t)ny * sizeof *y, SNN_CPU);
-        if (!x || !act || !w || !wt || !y) {
+        float *ref = snn_alloc((size_t)ny * sizeof *ref, SNN_CPU);
+        if (!x || !act || !w || !wt || !y || !ref) {
             fprintf(stderr, "bench_sparse: out of memory\n");
             return 1;
         }
         for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(&rng) * 0.05f;
         snn_sparse_prepare_weights(wt, w, l->C_out, l->C_in, l->K, l->K);
         for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
-            double in_rate = rates[ri] / (1.0 - silent[ri]);
+            fill_spikes(x, act, N, l->C_in, HW, rates[ri], silent[ri], &rng);
             int64_t silent_planes = 0;
-            for (int n = 0; n < N; n++) {
-                for (int c = 0; c < l->C_in; c++) {
-                    float *p = x + ((int64_t)n * l->C_in + c) * HW;
-                    bool off = (double)snn_rng_uniform(&rng) < silent[ri];
-                    int count = 0;
-                    for (int i = 0; i < HW; i++) {
-                        p[i] = !off && (double)snn_rng_uniform(&rng) < in_rate ? 1.0f : 0.0f;
-                        count += p[i] != 0.0f;
-                    }
-                    act[n * l->C_in + c] = (float)count;
-                    silent_planes += count == 0;
-                }
-            }
+            for (int64_t i = 0; i < (int64_t)N * l->C_in; i++) silent_planes += act[i] == 0.0f;
             snn_step_begin();
             snn_no_grad_begin();
             snn_tensor *tx = snn_from_host(SNN_SHAPE(N, l->C_in, l->H, l->H), x, SNN_CPU);
             snn_tensor *tw = snn_from_host(SNN_SHAPE(l->C_out, l->C_in, l->K, l->K), w, SNN_CPU);
             double best[3] = {1e30, 1e30, 1e30};
             bool same = true;
-            snn_tensor *dense = NULL;
+            bool have_dense = false;
             for (int r = 0; r < reps; r++) {
                 double t0 = now();
                 snn_step_begin();
                 snn_tensor *yd = snn_conv2d(tx, tw, NULL, l->stride, l->pad);
                 double t = now() - t0;
-                if (r == 0 && yd) dense = snn_to_device(yd, SNN_CPU);  /* kept in the outer step */
+                /* the inner step frees yd: keep a host copy */
+                if (r == 0 && yd) have_dense = snn_tensor_copy_to_host(yd, ref) == SNN_OK;
                 snn_step_end();
                 if (t < best[0]) best[0] = t;
                 for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
@@ -115,7 +192,7 @@ int main(int argc, char **argv)
                     t = now() - t0;
                     int k = path == SNN_SPARSE_GEMM ? 1 : 2;
                     if (t < best[k]) best[k] = t;
-                    if (r == 0) same &= dense && !memcmp(y, dense->data, (size_t)ny * sizeof *y);
+                    if (r == 0) same &= have_dense && !memcmp(y, ref, (size_t)ny * sizeof *y);
                 }
             }
             snn_no_grad_end();
@@ -131,8 +208,14 @@ int main(int argc, char **argv)
         snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
         snn_free(wt, (size_t)nw * sizeof *wt, SNN_CPU);
         snn_free(y, (size_t)ny * sizeof *y, SNN_CPU);
+        snn_free(ref, (size_t)ny * sizeof *ref, SNN_CPU);
     }
-    printf("\nGPU: no CUDA sparse kernel in this build (to be measured).\n");
+#ifdef SNN_WITH_CUDA
+    if (snn_cuda_available()) bench_cuda(N, reps, &rng);
+    else printf("\nGPU: no CUDA device visible.\n");
+#else
+    printf("\nGPU: built without SNN_CUDA (the CUDA table needs a CUDA build and a GPU).\n");
+#endif
     snn_shutdown();
     return 0;
 }
