@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "tensor/cuda_common.cuh"
-#include "error.h"
+#include "tensor/error.h"
 #include "sparse.h"
 
 #define SP_THREADS 256
