@@ -320,21 +320,9 @@ void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const floa
     if (plan.groups == 0) return;
     const int64_t P = plan.P;
 
-    /* dbias[co] += sum over images and positions; one channel per iteration, summed in a fixed
-     * order, so threads never share a sum. */
-    if (dbias) {
-#pragma omp parallel for num_threads(plan.threads) schedule(static)
-        for (int co = 0; co < d->C_out; co++) {
-            float total = 0.0f;
-            for (int n = 0; n < d->N; n++) {
-                const float *g = dout + ((int64_t)n * d->C_out + co) * P; /* (P) */
-                float sum = 0.0f;
-                for (int64_t p = 0; p < P; p++) sum += g[p];
-                total += sum;
-            }
-            dbias[co] += total;
-        }
-    }
+    /* dbias[co] += sum over images and positions: the bias kernel's per-channel sum, in double
+     * and in a fixed order (as the CUDA side), so 10^5-term sums agree to float rounding. */
+    if (dbias) snn_bias_backward_cpu(dbias, dout, d->N, d->C_out, P);
     if (!dx && !dweight) return;
 
     if (plan.threads == 1) {
