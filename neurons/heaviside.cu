@@ -23,8 +23,9 @@ extern "C" void snn_heaviside_forward_cuda(float *out, const float *x, int64_t n
                     out, x, n);
 }
 
-/* CPU: snn_heaviside_backward_cpu. The device expf (sigmoid surrogate) and fma contraction
- * move the last bits: the test compares to a tolerance. */
+/* CPU: snn_heaviside_backward_cpu. nvcc contracts the surrogate's products and sums (its
+ * polynomial exp included) into fma, which moves the last bits: the test compares to a
+ * tolerance. */
 static __global__ void heaviside_backward_kernel(float *__restrict__ dx,
                                                  const float *__restrict__ dout,
                                                  const float *__restrict__ x,

@@ -44,8 +44,9 @@
 
 /* k = 1/tau (LIF) or sigmoid(w) (PLIF). Matches snn_lif_decay: 1.0f / (1.0f + expf(-w)).
  * The CPU's expf is glibc's (error < 0.502 ulp: correctly rounded for all but rare inputs); the
- * device expf may be 2 ulp off. exp in double rounded to float is correctly rounded, so it
- * gives glibc's float in all those cases; the 1 + e and 1 / (...) are IEEE on both sides. */
+ * device expf may be 2 ulp off. exp in double rounded to float is (all but never) correctly
+ * rounded, so it gives glibc's float in all those cases; 1 + e and 1 / (...) are IEEE on both
+ * sides. tests/test_cuda_neurons.c pins this for the w it uses (test_plif_precondition). */
 static __device__ __forceinline__ float snn_lif_decay_cuda(const snn_neuron_params &p,
                                                            const float *w)
 {

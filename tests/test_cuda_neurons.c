@@ -30,10 +30,11 @@
  *     (checked below as a precondition). Activity counts are integers added with float atomics:
  *     exact in any order.
  *   - dx, dV_init: |got - want| <= 1e-5 (|want| + max|want|), i.e. relative error below 1e-5
- *     of the tensor's scale. Backward on the GPU uses the device expf and fma contraction,
- *     which move the last bits; BPTT carries them through T steps.
+ *     of the tensor's scale. nvcc contracts the backward's products and sums into fma (the
+ *     surrogates' math included), which moves the last bits; BPTT carries them through T
+ *     steps.
  *   - PLIF's dw: a sum over every element and step, in another order on the GPU (block trees
- *     and atomics): |got - want| <= 1e-4 |want| + 1e-6.
+ *     and atomics): |got - want| <= 1e-4 |want| + 1e-5 sum|terms| (see check_dw).
  * Gradient outputs are pre-filled with the same random values on both sides (backward
  * accumulates); forward outputs on the GPU are pre-filled with NaN (forward overwrites).
  *
@@ -48,13 +49,13 @@
 
 #include "autograd/autograd.h"
 #include "neurons/neuron_kernels.h"
+#include "neurons/neuron_math.h"
 #include "neurons/neurons.h"
 #include "tensor/kernels.h"
 #include "test.h"
 
 #define GRAD_RTOL 1e-5 /* dx, dV_init: relative to max(|want|, max |want| of the tensor) */
 #define DW_RTOL 1e-4   /* PLIF's dw */
-#define DW_ATOL 1e-6
 
 static const snn_neuron_kernels *cpu; /* the reference */
 static const snn_neuron_kernels *gpu; /* under test */
@@ -151,12 +152,61 @@ static void check_close(const char *what, const float *got, const float *want, i
     }
 }
 
-static void check_dw(float got, float want)
+/* PLIF's dw is a sum of n T terms k (1 - k) G_H dH/dk in another order on each side, and each
+ * term carries the backward's last-bit differences; a sum's error is bounded by the error of
+ * its terms times the sum of their magnitudes, which can exceed |dw| by far when the terms
+ * cancel. So the check is |got - want| <= DW_RTOL |want| + DW_SCALE_TOL sum |terms|, with
+ * that sum recomputed here on the CPU (the same BPTT, summing magnitudes).
+ *   h (T, M): the CPU forward's H; gs (T, M) or NULL; gvl (M) or NULL; x (T, M); v0 (M) or NULL */
+#define DW_SCALE_TOL 1e-5
+
+static double plif_dw_scale(const snn_neuron_params *p, const snn_neuron_dims *d, const float *h,
+                            const float *gs, const float *gvl, const float *x, const float *v0,
+                            float w)
+{
+    const int64_t T = d->T, M = snn_neuron_dims_step(d);
+    const float k = snn_lif_decay(p, &w), dh_dv = snn_lif_dh_dv(p, k);
+    double sum = 0.0;
+    for (int64_t i = 0; i < M; i++) {
+        float gv = gvl ? gvl[i] : 0.0f;
+        for (int64_t t = T - 1; t >= 0; t--) {
+            const float gh = snn_lif_grad_h(p, h[t * M + i], gs ? gs[t * M + i] : 0.0f, gv);
+            gv = gh * dh_dv;
+            float v_prev = v0 ? v0[i] : p->v_reset;
+            if (t > 0) {
+                const float hp = h[(t - 1) * M + i];
+                v_prev = snn_lif_reset(p, hp, snn_lif_fire(p, hp));
+            }
+            sum += fabs((double)gh * (double)snn_lif_dh_dk(p, x[t * M + i], v_prev));
+        }
+    }
+    return sum * (double)k * (1.0 - (double)k);
+}
+
+/* The same, running the CPU forward itself (for the op-level checks, whose H is internal). */
+static double plif_dw_scale_of(const snn_neuron_config *c, const snn_neuron_dims *d,
+                               const float *x, const float *gs, float tau0)
+{
+    CHECK_OK(snn_step_begin());
+    const snn_neuron_params p = snn_neuron_params_from(c);
+    const int64_t n = d->T * snn_neuron_dims_step(d);
+    float *s = must(snn_empty(SNN_SHAPE(n), SNN_CPU))->data;
+    float *h = must(snn_empty(SNN_SHAPE(n), SNN_CPU))->data;
+    const float w = -logf(tau0 - 1.0f);
+    snn_neuron_kernels_cpu.lif_forward(s, h, NULL, NULL, NULL, x, NULL, NULL, &w, &p, d);
+    const double scale = plif_dw_scale(&p, d, h, gs, NULL, x, NULL, w);
+    snn_step_end();
+    return scale;
+}
+
+static void check_dw(float got, float want, double scale)
 {
     test_checks++;
-    if (!(fabs((double)got - (double)want) <= DW_ATOL + DW_RTOL * fabs((double)want))) {
+    const double err = fabs((double)got - (double)want);
+    if (!(err <= DW_RTOL * fabs((double)want) + DW_SCALE_TOL * scale)) {
         test_failures++;
-        fprintf(stderr, "%s: dw %.9g vs %.9g\n", label, (double)got, (double)want);
+        fprintf(stderr, "%s: dw %.9g vs %.9g (sum of |terms| %.6g)\n", label, (double)got,
+                (double)want, scale);
     }
 }
 
@@ -309,7 +359,8 @@ static void check_kernels(const snn_neuron_config *c, float tau0, const snn_neur
     bwd_g(dx_g, dv0_g, dw_g, gs_g, gvl_g, h_g, s_g, x_g, v0_g, a0_g, w_g, &p, d);
     check_close("dx", download(dx_g, n), dx_c, n, GRAD_RTOL);
     if (with_state) check_close("dv_init", download(dv0_g, M), dv0_c, M, GRAD_RTOL);
-    if (plif) check_dw(download(dw_g, 1)[0], dw_c[0]);
+    const double dw_scale = plif ? plif_dw_scale(&p, d, h_c, gs, gvl, x, v0, w[0]) : 0.0;
+    if (plif) check_dw(download(dw_g, 1)[0], dw_c[0], dw_scale);
 
     if (with_state) {
         /* only dL/dV_last reached the neuron (dspike NULL), and only dV_init / dw are wanted
@@ -320,13 +371,15 @@ static void check_kernels(const snn_neuron_config *c, float tau0, const snn_neur
         bwd_g(NULL, dv0b_g, dwb_g, NULL, gvl_g, h_g, s_g, x_g, v0_g, a0_g, w_g, &p, d);
         check_close("dv_init (dspike NULL, dx NULL)", download(dv0b_g, M), dv0b_c, M,
                     GRAD_RTOL);
-        if (plif) check_dw(download(dwb_g, 1)[0], dwb_c[0]);
+        if (plif)
+            check_dw(download(dwb_g, 1)[0], dwb_c[0],
+                     plif_dw_scale(&p, d, h_c, NULL, gvl, x, v0, w[0]));
     } else if (plif) {
         /* dw alone (dx NULL) */
         float *dwb_c = copy_of(dw0, 1), *dwb_g = dev_from(dw0, 1);
         bwd_c(NULL, NULL, dwb_c, gs, NULL, h_c, s_c, x, NULL, NULL, w, &p, d);
         bwd_g(NULL, NULL, dwb_g, gs_g, NULL, h_g, s_g, x_g, NULL, NULL, w_g, &p, d);
-        check_dw(download(dwb_g, 1)[0], dwb_c[0]);
+        check_dw(download(dwb_g, 1)[0], dwb_c[0], dw_scale);
     }
     snn_step_end();
 }
@@ -402,7 +455,11 @@ static void check_op(const snn_neuron_config *c, float tau0, snn_shape shape)
     check_bits("op spike", op_gpu.spike, op_cpu.spike, n);
     check_bits("op activity", op_gpu.activity, op_cpu.activity, acts);
     check_close("op x.grad", op_gpu.dx, op_cpu.dx, n, GRAD_RTOL);
-    if (c->kind == SNN_NEURON_PLIF) check_dw(op_gpu.dw, op_cpu.dw);
+    if (c->kind == SNN_NEURON_PLIF) {
+        const snn_neuron_dims d = {shape.dim[0], shape.dim[1], shape.ndim >= 3 ? shape.dim[2] : 1,
+                                   n / acts};
+        check_dw(op_gpu.dw, op_cpu.dw, plif_dw_scale_of(c, &d, x, r, tau0));
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -487,7 +544,11 @@ static void check_single_step(const snn_neuron_config *c, float tau0)
     check_bits("step activity", &step_gpu.activity[0][0], &step_cpu.activity[0][0],
                SS_T * SS_N * SS_C);
     check_close("step x.grad", &step_gpu.dx[0][0], &step_cpu.dx[0][0], SS_T * SS_M, GRAD_RTOL);
-    if (c->kind == SNN_NEURON_PLIF) check_dw(step_gpu.dw, step_cpu.dw);
+    if (c->kind == SNN_NEURON_PLIF) {
+        /* the single-step chain is the multi-step BPTT written out: the same terms */
+        const snn_neuron_dims d = {SS_T, SS_N, SS_C, SS_PLANE};
+        check_dw(step_gpu.dw, step_cpu.dw, plif_dw_scale_of(c, &d, &x[0][0], &r[0][0], tau0));
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
