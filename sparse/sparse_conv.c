@@ -25,18 +25,20 @@
  * terms are summed in the same grouping. The dense path (conv2d.c + gemm.c) sums each output in
  * ascending k but in K slices: the blocked SGEMM cuts K = C_in*KH*KW into k_slices = ceil(K /
  * 512) equal slices, sums each slice from zero in a register (one FMA per k) and adds it to the
- * output; a product below 32^3 multiply-adds takes the unpacked path, one slice. Both sparse
+ * output; a small product takes the unpacked path, one slice (tensor/gemm.h,
+ * snn_gemm_k_slice_cpu, states the grouping for a shape; the kernels ask it). Both sparse
  * kernels keep exactly that: terms in ascending k within a slice, a fresh partial sum per slice,
- * added to yT in slice order. Since x is 0 or 1, x * w is exact, so FMA or multiply-then-add give
- * the same partial sums. The slice rule copies gemm.c's constants (SNN_GEMM_KC = 512, 32^3);
- * tests/test_sparse.c checks the equality bitwise, so a retuned SGEMM shows up there.
- * For inputs other than 0/1 (ST-BIF's +-theta) the products are rounded and the result agrees
- * with dense only to float rounding.
+ * added to yT in slice order. For x in {0, 1}, x * w is exact, so FMA or multiply-then-add give
+ * the same partial sums; for other values (SEW's residual sums of spikes, ST-BIF's +-theta) the
+ * kernels also round as the dense path does - one FMA per term where gemm.c's blocked path uses
+ * FMA, multiply-then-add where it does not (its unpacked path) - so the equality holds for any
+ * input whose zeros are the skipped ones. tests/test_sparse.c checks the equality bitwise.
  *
  * Threads: images are independent; each OpenMP thread takes whole images with its own slice of
  * one scratch allocation: col (K, P), yT (P, C_out), a slice partial (P, C_out), the list of
  * active channels.
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -48,10 +50,8 @@
 
 #include "sparse.h"
 #include "tensor/error.h"
+#include "tensor/gemm.h"
 
-/* The dense SGEMM's K-slicing, mirrored (tensor/gemm.c: KC, SMALL_FMAS). */
-#define DENSE_KC 512
-#define DENSE_SMALL_FMAS (32 * 32 * 32)
 /* conv2d.c takes images in groups so that a group's SGEMM is at least 256 columns wide. */
 #define DENSE_GROUP_COLUMNS 256
 
@@ -73,17 +73,28 @@ void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, 
         for (int64_t k = 0; k < K; k++) wt[k * C_out + o] = w[(int64_t)o * K + k];
 }
 
+/* The blocked SGEMM's micro-kernel adds each term with one FMA when the build has FMA
+ * instructions (gemm.c: AVX-512 or AVX2 + FMA); its unpacked path, and the portable
+ * micro-kernel, multiply then add (ISO C mode: no contraction). */
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define DENSE_BLOCKED_FUSED true
+#else
+#define DENSE_BLOCKED_FUSED false
+#endif
+
 /* The length of the dense path's K slices for image n: conv2d.c groups G images, the group of
- * image n has `count` images, and its SGEMM is (C_out, count*P, K). */
-static int64_t dense_slice(const snn_conv2d_dims *d, int n)
+ * image n has `count` images, and its SGEMM is (C_out, count*P, K), whose grouping of the sum
+ * snn_gemm_k_slice_cpu states (0: the unpacked path, one sequential multiply-then-add sum).
+ * *fused: whether that SGEMM adds each term with an FMA. */
+static int64_t dense_slice(const snn_conv2d_dims *d, int n, bool *fused)
 {
     const int64_t K = (int64_t)d->C_in * d->KH * d->KW, P = (int64_t)d->H_out * d->W_out;
     int64_t G = P >= DENSE_GROUP_COLUMNS / 2 ? 1 : (DENSE_GROUP_COLUMNS + P - 1) / P;
     if (G > d->N) G = d->N > 0 ? d->N : 1;
     int64_t n0 = n / G * G, count = d->N - n0 < G ? d->N - n0 : G;
-    if ((int64_t)d->C_out * count * P * K < DENSE_SMALL_FMAS) return K;
-    int64_t slices = (K + DENSE_KC - 1) / DENSE_KC;
-    return (K + slices - 1) / slices;
+    int slice = snn_gemm_k_slice_cpu(d->C_out, (int)(count * P), (int)K);
+    *fused = slice > 0 && DENSE_BLOCKED_FUSED;
+    return slice > 0 ? slice : K;
 }
 
 /* Active channels of image n: from its activity row, or by scanning its planes. */
@@ -153,10 +164,10 @@ static void im2col_active(float *col, const float *xn, const int *list, int n_ac
  * col[r, p] * wt[krow[r], o], the partial sum started from zero. */
 static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, int64_t P,
                       const float *restrict wt, const int64_t *restrict krow, int64_t r0,
-                      int64_t r1, int64_t p0, int mp, int o0, int mo)
+                      int64_t r1, int64_t p0, int mp, int o0, int mo, bool fused)
 {
 #if defined(__AVX512F__)
-    if (mp == TILE_P && mo == TILE_O) {
+    if (fused && mp == TILE_P && mo == TILE_O) {
         __m512 acc0[TILE_P], acc1[TILE_P];
         for (int i = 0; i < TILE_P; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
         for (int64_t r = r0; r < r1; r++) {
@@ -177,7 +188,7 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
         }
         return;
     }
-    if (mp == TILE_P && mo == TILE_O / 2) {   /* C_out = 16, or a last half tile */
+    if (fused && mp == TILE_P && mo == TILE_O / 2) {   /* C_out = 16, or a last half tile */
         __m512 acc0[TILE_P];
         for (int i = 0; i < TILE_P; i++) acc0[i] = _mm512_setzero_ps();
         for (int64_t r = r0; r < r1; r++) {
@@ -201,7 +212,11 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
         const float *cr = col + r * P + p0;
         for (int i = 0; i < mp; i++) {
             float c = cr[i];
-            for (int j = 0; j < mo; j++) acc[i][j] += c * wr[j];
+            if (fused) {
+                for (int j = 0; j < mo; j++) acc[i][j] = fmaf(c, wr[j], acc[i][j]);
+            } else {
+                for (int j = 0; j < mo; j++) acc[i][j] += c * wr[j];
+            }
         }
     }
     for (int i = 0; i < mp; i++) {
@@ -223,7 +238,7 @@ static size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* yT (P, C_out) of image n by the GEMM path. */
 static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_conv2d_dims *d,
-                       int n_active, int64_t slice)
+                       int n_active, int64_t slice, bool fused)
 {
     const int64_t P = (int64_t)d->H_out * d->W_out;
     const int KK = d->KH * d->KW;
@@ -241,7 +256,7 @@ static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_c
             int mo = d->C_out - o0 < TILE_O ? d->C_out - o0 : TILE_O;
             for (int64_t p0 = 0; p0 < P; p0 += TILE_P) {
                 int mp = P - p0 < TILE_P ? (int)(P - p0) : TILE_P;
-                gemm_tile(wk->yT, d->C_out, wk->col, P, wt, wk->krow, r0, r1, p0, mp, o0, mo);
+                gemm_tile(wk->yT, d->C_out, wk->col, P, wt, wk->krow, r0, r1, p0, mp, o0, mo, fused);
             }
         }
         r0 = r1;
@@ -250,7 +265,7 @@ static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_c
 
 /* part (P, C_out) += the events of channel c whose tap index t = kh*KW + kw is in [t0, t1). */
 static void channel_events(float *restrict part, const float *plane, const float *wt, int c,
-                           int t0, int t1, const snn_conv2d_dims *d)
+                           int t0, int t1, const snn_conv2d_dims *d, bool fused)
 {
     const int C_out = d->C_out, KK = d->KH * d->KW, s = d->stride;
     const float *wc = wt + (int64_t)c * KK * C_out;   /* (KK, C_out): this channel's columns */
@@ -276,7 +291,12 @@ static void channel_events(float *restrict part, const float *plane, const float
                 if (v == 1.0f) {
                     for (int j = 0; j < C_out; j++) o[j] += w[j];     /* a spike: add the column */
                 } else {
-                    for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+                    /* any other value: round as the dense path does */
+                    if (fused) {
+                        for (int j = 0; j < C_out; j++) o[j] = fmaf(v, w[j], o[j]);
+                    } else {
+                        for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+                    }
                 }
             }
         }
@@ -287,7 +307,7 @@ static void channel_events(float *restrict part, const float *plane, const float
  * ascending (c, kh, kw) - c outer, then iy (ascending kh), then ix (ascending kw) - which is the
  * dense k order; a slice's partial sum is built in `part` from zero and added to yT. */
 static void image_events(worker *wk, const float *xn, const float *wt, const snn_conv2d_dims *d,
-                         int n_active, int64_t slice)
+                         int n_active, int64_t slice, bool fused)
 {
     const int64_t P = (int64_t)d->H_out * d->W_out;
     const int KK = d->KH * d->KW;
@@ -305,7 +325,7 @@ static void image_events(worker *wk, const float *xn, const float *wt, const snn
             int64_t c0 = (int64_t)c * KK;
             int t0 = c0 < k0 ? (int)(k0 - c0) : 0;
             int t1 = c0 + KK > k1 ? (int)(k1 - c0) : KK;
-            channel_events(part, xn + (int64_t)c * d->H * d->W, wt, c, t0, t1, d);
+            channel_events(part, xn + (int64_t)c * d->H * d->W, wt, c, t0, t1, d, fused);
             any = true;
             if (c0 + KK > k1) break;   /* the channel goes on in the next slice */
             a++;
@@ -346,11 +366,12 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
                      (int64_t *)(base + col_bytes + y_bytes + part_bytes + list_bytes)};
         const float *xn = x + (int64_t)n * d->C_in * d->H * d->W;      /* (C_in, H, W) */
         int n_active = active_channels(x, activity, d, n, wk.list);
-        int64_t slice = dense_slice(d, n);
+        bool fused;
+        int64_t slice = dense_slice(d, n, &fused);
         memset(wk.yT, 0, (size_t)(P * d->C_out) * sizeof(float));
         if (n_active > 0) {
-            if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice);
-            else image_events(&wk, xn, wt, d, n_active, slice);
+            if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice, fused);
+            else image_events(&wk, xn, wt, d, n_active, slice, fused);
         }
         /* y_n (C_out, P) = yT^T (+ bias, added last as the dense path does), by 16 x 16 tiles:
          * the tile's 16 rows of yT (1 KiB) stay in L1 while 16 runs of 64 bytes of y are

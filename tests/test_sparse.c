@@ -6,7 +6,8 @@
  * with the activity given or found by a scan: 3x3 stride 1 and 2, 1x1 stride 2, K split into
  * 1, 2 and 3 SGEMM slices (one cut falls inside a channel), edge tiles (C_out 40, 7x7 outputs),
  * grouped small outputs with a partial last group, C_out 16 and 48 (half tiles), bias, all-zero and all-active images, and
- * one and two threads.
+ * one and two threads; the same for non-binary values (SEW residual sums {1, 2, 3}, ST-BIF's
+ * +-theta), which the kernels round exactly as the dense path does.
  * Pass: the spiking CNN gets conv2 only; the spiking ResNet-18 every conv but the stem; the
  * SEW-ResNet-18 the convs fed by a neuron directly (those fed by the residual sum stay dense).
  * Names, tensors and the number of parameters are unchanged, and the sparsified model's output
@@ -21,6 +22,8 @@
 
 /* x (N, C, H, W) random binary: each plane silent with probability p_silent, else each element
  * fires with probability rate; activity (N, C) the counts. all_on: every element 1. */
+static int spike_values; /* 0: {0, 1}; 1: SEW sums {0, 1, 2, 3}; 2: ST-BIF {0, +-0.37} */
+
 static void make_spikes(float *x, float *activity, int N, int C, int HW, double p_silent,
                         double rate, snn_rng *rng)
 {
@@ -31,6 +34,8 @@ static void make_spikes(float *x, float *activity, int N, int C, int HW, double 
             int count = 0;
             for (int i = 0; i < HW; i++) {
                 p[i] = !silent && (double)snn_rng_uniform(rng) < rate ? 1.0f : 0.0f;
+                if (p[i] != 0.0f && spike_values == 1) p[i] = (float)(1 + snn_rng_below(rng, 3));
+                if (p[i] != 0.0f && spike_values == 2) p[i] = snn_rng_below(rng, 2) ? 0.37f : -0.37f;
                 count += p[i] != 0.0f;
             }
             activity[n * C + c] = (float)count;
@@ -116,6 +121,12 @@ static void test_kernels_bitwise(void)
         {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0, true},      /* all-active, every element 1 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 100 + i);
+    /* not only spikes: the kernels round as the dense path does, so any values whose zeros are
+     * the skipped ones give the dense result bit for bit (SEW sums, ST-BIF +-theta) */
+    for (spike_values = 1; spike_values <= 2; spike_values++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_case(cases[i], 200 + i + 50 * (size_t)spike_values);
+    spike_values = 0;
     int threads = snn_get_num_threads();
     snn_set_num_threads(1);
     check_case(cases[1], 7);
