@@ -23,6 +23,7 @@ static void conv2d_backward(snn_node *node)
     const snn_kernels *k = snn_kernels_for(y->device);
     float *dx = snn_grad_for(x), *dw = snn_grad_for(w), *db = snn_grad_for(b);
     if (!dx && !dw && !db) return;
+    snn_step_scratch mark = snn_step_scratch_mark(y->device);
     float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(&s->dims),
                                       y->device);
     if (!workspace) {
@@ -30,6 +31,7 @@ static void conv2d_backward(snn_node *node)
         return;
     }
     k->conv2d_backward(dx, dw, db, y->grad->data, x->data, w->data, &s->dims, workspace);
+    snn_step_scratch_release(y->device, mark); /* the workspace lives only during the kernel */
 }
 
 snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
@@ -64,9 +66,12 @@ snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, 
     SNN_REQUIRE_KERNEL(k, fn, conv2d_forward);
     SNN_REQUIRE_KERNEL(k, fn, conv2d_backward);
     snn_tensor *y = snn_step_tensor(fn, image_layout_shape(&l, C_out, d.H_out, d.W_out), x->device);
-    float *workspace = y ? snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device) : NULL;
+    if (!y) return NULL;
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    float *workspace = snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device);
     if (!workspace) return NULL;
     k->conv2d_forward(y->data, x->data, w->data, b ? b->data : NULL, &d, workspace);
+    snn_step_scratch_release(x->device, mark); /* the workspace lives only during the kernel */
     snn_tensor *inputs[3] = {x, w, b};
     if (snn_should_record(3, inputs)) {
         snn_node *node = snn_tape_record(fn, conv2d_backward, y, 3, inputs, sizeof(conv_saved));

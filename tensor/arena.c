@@ -23,11 +23,13 @@ typedef struct arena {
     int nblocks;
     int current;      /* index of the block being filled; -1 before the first allocation */
     size_t used;      /* bytes used in blocks[current] */
+    size_t below;     /* bytes in the blocks before blocks[current] (all of them count as used) */
+    size_t high_water;/* most bytes in use at once since the last coalesce */
 } arena;
 
 typedef struct mark {
     int current;
-    size_t used;
+    size_t used, below;
 } mark;
 
 typedef struct frame {
@@ -66,6 +68,7 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
     if (a->current >= 0 && a->used + need <= a->blocks[a->current].size) {
         void *p = a->blocks[a->current].base + a->used;
         a->used += need;
+        if (a->below + a->used > a->high_water) a->high_water = a->below + a->used;
         return p;
     }
     /* Move on to the next block, growing or adding one if it is too small. */
@@ -80,8 +83,10 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
         if (!replace_block(a, next, size, device)) goto out_of_memory;
         a->nblocks++;
     }
+    a->below += a->current >= 0 ? a->blocks[a->current].size : 0;
     a->current = next;
     a->used = need;
+    if (a->below + a->used > a->high_water) a->high_water = a->below + a->used;
     return a->blocks[next].base;
 
 out_of_memory:
@@ -137,17 +142,20 @@ snn_status snn_step_begin(void)
     for (int d = 0; d < SNN_NUM_DEVICES; d++) {
         f->marks[d].current = arenas[d].current;
         f->marks[d].used = arenas[d].used;
+        f->marks[d].below = arenas[d].below;
     }
     f->tape_head = snn_tape_head;
     return SNN_OK;
 }
 
-/* After the outermost step: merge a multi-block arena into one block of the total size. */
+/* After the outermost step: merge a multi-block arena into one block as large as the most the
+ * step had in use at once (not the sum of the blocks, which doubled as they were added). */
 static void coalesce(arena *a, snn_device device)
 {
+    size_t high_water = a->high_water;
+    a->high_water = 0;
     if (a->nblocks <= 1) return;
-    size_t total = 0;
-    for (int i = 0; i < a->nblocks; i++) total += a->blocks[i].size;
+    size_t total = (high_water + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB */
     for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, device);
     a->nblocks = 0;
     void *p = snn_alloc(total, device);
@@ -165,12 +173,14 @@ void snn_step_end(void)
     for (int d = 0; d < SNN_NUM_DEVICES; d++) {
         arenas[d].current = f->marks[d].current;
         arenas[d].used = f->marks[d].used;
+        arenas[d].below = f->marks[d].below;
         if (depth == 0) {
             /* Device work queued in this step may still read arena memory that the next step
              * will overwrite; the single stream orders that, so no synchronisation is needed. */
             coalesce(&arenas[d], (snn_device)d);
             arenas[d].current = -1;
             arenas[d].used = 0;
+            arenas[d].below = 0;
         }
     }
     snn_tape_head = f->tape_head;
@@ -201,6 +211,22 @@ void snn_arena_release_all(void)
         for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, (snn_device)d);
         a->nblocks = 0;
         a->current = -1;
-        a->used = 0;
+        a->used = a->below = a->high_water = 0;
     }
+}
+
+snn_step_scratch snn_step_scratch_mark(snn_device device)
+{
+    const arena *a = &arenas[device];
+    return (snn_step_scratch){a->current, a->used, a->below};
+}
+
+void snn_step_scratch_release(snn_device device, snn_step_scratch at)
+{
+    arena *a = &arenas[device];
+    SNN_ASSERT(depth > 0 && (at.current < a->current ||
+                             (at.current == a->current && at.used <= a->used)));
+    a->current = at.current;
+    a->used = at.used;
+    a->below = at.below;
 }

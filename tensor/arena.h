@@ -29,6 +29,18 @@ snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device);
 /* A STEP tensor struct that shares `base`'s data (a view); shape must have base's numel. */
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape);
 
+/* Scratch inside an op: memory taken after a mark is given back by the release, so a workspace
+ * that only lives during one kernel does not stay reserved until the step ends. Only valid when
+ * nothing that must outlive the op was allocated after the mark (queued device work is ordered
+ * on the one stream, so the next op may safely reuse the bytes). */
+typedef struct snn_step_scratch {
+    int current;
+    size_t used, below;
+} snn_step_scratch;
+
+snn_step_scratch snn_step_scratch_mark(snn_device device);
+void snn_step_scratch_release(snn_device device, snn_step_scratch mark);
+
 /* The autograd tape's newest node. It lives in the host arena, so snn_step_end() puts it back
  * to what it was at the matching snn_step_begin(); autograd/tape.c pushes onto it. */
 extern struct snn_node *snn_tape_head;
