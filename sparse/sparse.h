@@ -93,7 +93,8 @@ snn_sparse_options snn_sparse_options_default(void);
 /* What calibration measured for one swapped conv (times are per calibration batch, ms). */
 typedef struct snn_sparse_layer_report {
     char name[128];            /* "layer1.0.conv1": the module path, unchanged by the swap */
-    char source[128];          /* the neuron layer whose activity it reads: "layer1.0.sn1" */
+    char source[128];          /* the neuron layer(s) whose activity it reads: "layer1.0.sn1",
+                                  "layer1.0.sn2+sn1" for a residual sum (the union) */
     int C_in, C_out, kernel, stride, H, W;   /* input plane H x W */
     double firing_rate;        /* nonzero inputs / inputs */
     double silent_planes;      /* fraction of (image, channel) planes with no spike */
@@ -108,11 +109,13 @@ typedef struct snn_sparse_report {
     int count;                             /* swapped convs */
     snn_sparse_layer_report layers[SNN_SPARSE_MAX_LAYERS];
     int convs_seen;                        /* every Conv2d node in the calibration forward */
-    int residual_sum_fed;                  /* fed by a residual sum (SEW): left dense */
+    int residual_sum_fed;                  /* swapped convs fed by a residual sum (SEW): masked by
+                                              the union of the operands' activities */
 } snn_sparse_report;
 
 /* Finds every Conv2d fed by spikes (one calibration forward with a tape, walked from the output:
- * conv <- max-pool / flatten / reshape / views / eval dropout <- neuron layer), swaps each for a
+ * conv <- max-pool / flatten / reshape / views / eval dropout / residual sums <- neuron layers),
+ * swaps each for a
  * SparseConv2d holding the same weight tensor under the same name, then runs the batches
  * (n_batches >= 1; 8 or more recommended) without a tape to time dense and sparse on the real
  * tensors and pick each layer's path. The model is put in eval mode. Must be called in grad

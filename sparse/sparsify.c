@@ -9,13 +9,14 @@
  * "snn_flatten", "snn_reshape", a view without a node (detach: its base), eval dropout (which
  * returns its input, so it leaves no trace). The walk succeeds at a "neuron" node whose output is
  * some neuron layer's last spikes: that layer's activity (T*N, C) is the conv's channel mask.
- * Anything else stops it: the image (no node) - so the stem conv never qualifies - and "snn_add",
- * the SEW residual sum of two spike tensors, which is not binary: those convs stay dense (their
- * mask would be the union of both operands' activities; not done here).
+ * At "snn_add" (the SEW-ResNet's residual sum of two spike tensors) both operands are followed;
+ * the sum is zero where both are, so the mask is the union of their sources' activities (their
+ * counts added at run time). Anything else stops it: the image (no node), so the stem conv never
+ * qualifies.
  *
  * Swapping. The Conv2d at that place of the tree is replaced by a SparseConv2d of the same name
  * that takes over the OWNED weight (and bias) tensors, so parameter names, checkpoints and
- * optimizers see the same tensors, and points at its source neuron layer.
+ * optimizers see the same tensors, and points at its source neuron layer(s).
  *
  * Forward of a SparseConv2d. Dense (snn_conv2d, as before) when a tape is being recorded (the
  * sparse path has no backward), on CUDA in a build without SNN_CUDA, when the source's activity
@@ -40,9 +41,13 @@
 #include "tensor/arena.h"
 #include "tensor/error.h"
 
+/* A conv fed by a chain of residual sums (SEW) reads the union of up to this many neurons. */
+#define MAX_SOURCES 8
+
 typedef struct sparse_impl {
     snn_conv_impl conv;          /* geometry, as the Conv2d had it */
-    snn_module *source;          /* the neuron layer whose activity masks the input */
+    snn_module *sources[MAX_SOURCES];  /* neuron layers whose activities mask the input: one, */
+    int n_sources;                     /* or the operands of residual sums (their union) */
     float *wt;                   /* (C_in*K*K, C_out) prepared weights, host */
     size_t wt_floats;
     snn_sparse_path path;
@@ -67,17 +72,27 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The activity of the source for this step, when it matches x (T*N images of C_in channels). */
+/* The activity of the sources for this step, when it matches x (T*N images of C_in channels).
+ * Several sources (a residual sum of spike tensors): their counts added, which is nonzero where
+ * any operand fired - an op on the device, so no host sync on CUDA. */
 static const snn_tensor *source_activity(const sparse_impl *s, const snn_tensor *x, int images)
 {
-    const snn_neuron_layer_impl *n = s->source->impl;
-    if (!n->last_activity || n->last_step != snn_step_id() || !snn_step_is_open(n->last_step))
-        return NULL;
-    const snn_tensor *a = n->last_activity;
-    if (a->device != x->device || a->shape.ndim != 2 || a->shape.dim[0] != images ||
-        a->shape.dim[1] != s->conv.in_channels)
-        return NULL;
-    return a;
+    snn_tensor *sum = NULL;
+    for (int i = 0; i < s->n_sources; i++) {
+        const snn_neuron_layer_impl *n = s->sources[i]->impl;
+        if (!n->last_activity || n->last_step != snn_step_id() || !snn_step_is_open(n->last_step))
+            return NULL;
+        snn_tensor *a = n->last_activity;
+        if (a->device != x->device || a->shape.ndim != 2 || a->shape.dim[0] != images ||
+            a->shape.dim[1] != s->conv.in_channels)
+            return NULL;
+        sum = sum ? snn_add(sum, a) : a;
+        if (!sum) {
+            snn_clear_error();
+            return NULL;
+        }
+    }
+    return sum;
 }
 
 /* Conv dims of x for this layer; false when x is not (N, C, H, W) or (T, N, C, H, W). */
@@ -300,20 +315,21 @@ static void tree_free(tree *t) { snn_free(t->items, (size_t)t->cap * sizeof *t->
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct found {
-    int conv;      /* tree index of the Conv2d */
-    int source;    /* tree index of the neuron layer */
+    int conv;                  /* tree index of the Conv2d */
+    int sources[MAX_SOURCES];  /* tree indices of the neuron layers */
+    int n_sources;
+    bool through_sum;          /* the input passes a residual sum */
 } found;
 
-enum { TRACE_NONE = -1, TRACE_SUM = -2 };
-
-/* Follows x back to the neuron layer that produced it; its tree index, or TRACE_*. */
-static int trace_source(const tree *t, snn_tensor *x)
+/* Follows x back to the neuron layers that produced it, through ops that keep a silent channel
+ * silent and through residual sums (both operands); false when some path ends elsewhere. */
+static bool trace_sources(const tree *t, snn_tensor *x, found *f, int depth)
 {
-    for (int hops = 0; x && hops < 64; hops++) {
+    for (int hops = 0; x && hops < 64 && depth < 32; hops++) {
         snn_node *node = x->grad_fn;
         if (!node) {
             if (x->base) { x = x->base; continue; }   /* a view recorded without a node */
-            return TRACE_NONE;
+            return false;
         }
         if (!strcmp(node->op, "snn_max_pool2d") || !strcmp(node->op, "snn_flatten") ||
             !strcmp(node->op, "snn_reshape")) {
@@ -323,16 +339,27 @@ static int trace_source(const tree *t, snn_tensor *x)
         if (!strcmp(node->op, "neuron")) {
             for (int i = 0; i < t->count; i++) {
                 snn_module *m = t->items[i].m;
-                if (m->ops == &snn_neuron_layer_ops &&
-                    ((snn_neuron_layer_impl *)m->impl)->last_spikes == node->out)
-                    return i;
+                if (m->ops != &snn_neuron_layer_ops ||
+                    ((snn_neuron_layer_impl *)m->impl)->last_spikes != node->out)
+                    continue;
+                for (int k = 0; k < f->n_sources; k++)
+                    if (f->sources[k] == i) return true;
+                if (f->n_sources == MAX_SOURCES) return false;
+                f->sources[f->n_sources++] = i;
+                return true;
             }
-            return TRACE_NONE;
+            return false;
         }
-        if (!strcmp(node->op, "snn_add")) return TRACE_SUM;
-        return TRACE_NONE;
+        if (!strcmp(node->op, "snn_add")) {
+            /* a sum of two same-shape spike tensors: zero where both are zero */
+            snn_tensor *a = node->inputs[0], *b = node->inputs[1];
+            if (!a || !b || a->numel != node->out->numel || b->numel != node->out->numel) return false;
+            f->through_sum = true;
+            return trace_sources(t, a, f, depth + 1) && trace_sources(t, b, f, depth + 1);
+        }
+        return false;
     }
-    return TRACE_NONE;
+    return false;
 }
 
 typedef struct walk {
@@ -405,9 +432,8 @@ static snn_status find_convs(snn_module *model, snn_tensor *batch, const tree *t
             if (m->ops == &snn_conv2d_ops && m->params[0].tensor == node->inputs[1]) conv = j;
         }
         if (conv < 0) continue;
-        int src = trace_source(t, node->inputs[0]);
-        if (src == TRACE_SUM) rep->residual_sum_fed++;
-        if (src < 0) continue;
+        found f = {.conv = conv};
+        if (!trace_sources(t, node->inputs[0], &f, 0) || f.n_sources == 0) continue;
         bool dup = false;
         for (int k = 0; k < *n_out; k++) dup |= out[k].conv == conv;
         if (dup) continue;
@@ -416,21 +442,23 @@ static snn_status find_convs(snn_module *model, snn_tensor *batch, const tree *t
                            SNN_SPARSE_MAX_LAYERS);
             break;
         }
-        out[(*n_out)++] = (found){conv, src};
+        if (f.through_sum) rep->residual_sum_fed++;
+        out[(*n_out)++] = f;
     }
     snn_free(w.seen, (size_t)w.cap * sizeof *w.seen, SNN_CPU);
     snn_step_end();
     return st;
 }
 
-/* Replaces the Conv2d at tree entry e by a SparseConv2d reading `source`. */
-static snn_status swap_conv(tree_entry *e, snn_module *source, const char *source_path)
+/* Replaces the Conv2d at tree entry f->conv by a SparseConv2d reading f's sources. */
+static snn_status swap_conv(tree *t, const found *f)
 {
+    tree_entry *e = &t->items[f->conv];
     snn_module *old = e->m;
     const snn_conv_impl *c = old->impl;
     sparse_impl *s = snn_alloc(sizeof *s, SNN_CPU);
     if (!s) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
-    *s = (sparse_impl){.conv = *c, .source = source, .path = SNN_SPARSE_DENSE};
+    *s = (sparse_impl){.conv = *c, .n_sources = f->n_sources, .path = SNN_SPARSE_DENSE};
     s->wt_floats = (size_t)c->in_channels * c->kernel * c->kernel * c->out_channels;
     s->wt = snn_alloc(s->wt_floats * sizeof(float), SNN_CPU);
     s->hist = snn_alloc((size_t)(c->in_channels + 1) * sizeof *s->hist, SNN_CPU);
@@ -442,7 +470,12 @@ static snn_status swap_conv(tree_entry *e, snn_module *source, const char *sourc
         return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
     }
     snprintf(s->name, sizeof s->name, "%s", e->path);
-    snprintf(s->source_name, sizeof s->source_name, "%s", source_path);
+    for (int i = 0; i < f->n_sources; i++) {
+        s->sources[i] = t->items[f->sources[i]].m;
+        size_t used = strlen(s->source_name);
+        snprintf(s->source_name + used, sizeof s->source_name - used, "%s%s", i ? "+" : "",
+                 t->items[f->sources[i]].path);
+    }
     memcpy(m->name, old->name, sizeof m->name);
     m->training = old->training;
     /* take over the OWNED tensors: same objects, same names */
@@ -623,7 +656,7 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
     int n_found = 0;
     if (st == SNN_OK) st = find_convs(model, batches[0], &t, list, &n_found, rep);
     for (int i = 0; st == SNN_OK && i < n_found; i++)
-        st = swap_conv(&t.items[list[i].conv], t.items[list[i].source].m, t.items[list[i].source].path);
+        st = swap_conv(&t, &list[i]);
 
     /* calibration: no tape; every SparseConv2d of the model (also from an earlier call) */
     if (st == SNN_OK) {
@@ -647,8 +680,8 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
     rep->convs_seen = convs;
     rep->residual_sum_fed = sums;
     if (log) {
-        fprintf(log, "snn_sparsify: %d of %d convs are spike-fed and swapped (%d fed by a residual "
-                "sum stay dense); %d calibration batches on %s\n", rep->count, convs, sums,
+        fprintf(log, "snn_sparsify: %d of %d convs are spike-fed and swapped (%d of them through a "
+                "residual sum: union mask); %d calibration batches on %s\n", rep->count, convs, sums,
                 n_batches, snn_device_name(batches[0]->device));
         snn_sparse_print_report(rep, log);
     }

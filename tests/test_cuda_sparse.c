@@ -7,8 +7,8 @@
  * keeps that order and skipping a zero term is exact), and agree with the dense CUDA conv
  * (cuBLAS, its own order) within |diff| <= 1e-4 + 1e-4 |dense|. Shapes: 3x3 stride 1 and 2,
  * 1x1 stride 2, 4x4 and 7x7 outputs, C_out not a multiple of the tile, all-zero and all-active.
- * Models: the spiking CNN and spiking ResNet-18 on CUDA, sparsified (the swapped set as on the
- * CPU), give the dense model's output within that tolerance and the same argmax.
+ * Models: the spiking CNN, spiking ResNet-18 and SEW-ResNet-18 on CUDA, sparsified (the swapped
+ * set as on the CPU), give the dense model's output within that tolerance and the same argmax.
  */
 #include <string.h>
 
@@ -164,6 +164,9 @@ static void test_models(void)
     snn_model_config res = snn_model_config_default(SNN_MODEL_RESNET18);
     res.width_base = 8, res.height = res.width = 16, res.time_steps = 2;
     check_model(res, 19, 4);
+    snn_model_config sew = snn_model_config_default(SNN_MODEL_SEW_RESNET18);
+    sew.width_base = 8, sew.height = sew.width = 16, sew.time_steps = 2;
+    check_model(sew, 19, 4);   /* 10 of them masked by the union of a residual sum's operands */
 }
 
 #endif /* SNN_WITH_CUDA */
