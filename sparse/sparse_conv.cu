@@ -14,7 +14,8 @@
  * Thread: one position p, 16 output channels, 16 accumulators in registers. For each active
  * channel (ascending) the block stages w[o0 : o0+OT, c, :, :] in shared memory, then each thread
  * reads its KH*KW input values and, for every nonzero one, does 16 FMAs against the staged
- * weights (a warp reads the same weight: a shared-memory broadcast).
+ * weights, laid out (KH*KW, OT) so a thread's 16 are four 16-byte loads, the same for the whole
+ * warp (a shared-memory broadcast).
  * Work: |A| * KH*KW * (1 load + 16 FMA) per thread, against C_in * KH*KW for the dense conv;
  * traffic: the active planes of x (L1/L2 cached, read KH*KW times) and OT * KH*KW weights per
  * active channel per block.
@@ -47,7 +48,7 @@ static __global__ void sparse_conv_forward_kernel(float *__restrict__ y, const f
     __shared__ int warp_base[SP_THREADS / 32];
     __shared__ int total;
     int *list = (int *)smem;
-    float *ws = smem + ((d.C_in + 3) / 4) * 4;   /* (OT, KK), 16-byte aligned */
+    float *ws = smem + ((d.C_in + 3) / 4) * 4;   /* (KK, OT): o contiguous, 16-byte aligned */
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int block = blockIdx.x;
@@ -94,7 +95,7 @@ static __global__ void sparse_conv_forward_kernel(float *__restrict__ y, const f
         const int c = list[a];
         __syncthreads();  /* the previous channel's tile is no longer read */
         for (int i = tid; i < OT * KK; i += SP_THREADS) {
-            const int o = o0 + i / KK, t = i % KK;
+            const int o = o0 + i % OT, t = i / OT;
             ws[i] = o < d.C_out ? w[((int64_t)o * d.C_in + c) * KK + t] : 0.0f;
         }
         __syncthreads();
@@ -105,9 +106,16 @@ static __global__ void sparse_conv_forward_kernel(float *__restrict__ y, const f
             if (ih < 0 || ih >= d.H || iw < 0 || iw >= d.W) continue;
             const float v = plane[ih * d.W + iw];
             if (v == 0.0f) continue;
-            const float *wr = ws + (og * SP_PER_THREAD) * KK + t;
+            /* the warp's threads share og: 4 broadcast 16-byte loads for 16 FMAs */
+            const float4 *wr = (const float4 *)(ws + t * OT + og * SP_PER_THREAD);
 #pragma unroll
-            for (int j = 0; j < SP_PER_THREAD; j++) acc[j] = fmaf(v, wr[j * KK], acc[j]);
+            for (int q = 0; q < SP_PER_THREAD / 4; q++) {
+                const float4 w4 = wr[q];
+                acc[4 * q + 0] = fmaf(v, w4.x, acc[4 * q + 0]);
+                acc[4 * q + 1] = fmaf(v, w4.y, acc[4 * q + 1]);
+                acc[4 * q + 2] = fmaf(v, w4.z, acc[4 * q + 2]);
+                acc[4 * q + 3] = fmaf(v, w4.w, acc[4 * q + 3]);
+            }
         }
     }
     if (!p_ok) return;
