@@ -157,7 +157,8 @@ int main(int argc, char **argv)
         float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
         float *act = snn_alloc((size_t)N * l->C_in * sizeof *act, SNN_CPU);
         float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
-        float *wt = snn_alloc((size_t)nw * sizeof *wt, SNN_CPU);
+        const size_t nwt = snn_sparse_weights_floats(l->C_out, l->C_in, l->K, l->K);
+        float *wt = snn_alloc(nwt * sizeof *wt, SNN_CPU);
         float *y = snn_alloc((size_t)ny * sizeof *y, SNN_CPU);
         float *ref = snn_alloc((size_t)ny * sizeof *ref, SNN_CPU);
         if (!x || !act || !w || !wt || !y || !ref) {
@@ -206,7 +207,7 @@ int main(int argc, char **argv)
         snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
         snn_free(act, (size_t)N * l->C_in * sizeof *act, SNN_CPU);
         snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
-        snn_free(wt, (size_t)nw * sizeof *wt, SNN_CPU);
+        snn_free(wt, nwt * sizeof *wt, SNN_CPU);
         snn_free(y, (size_t)ny * sizeof *y, SNN_CPU);
         snn_free(ref, (size_t)ny * sizeof *ref, SNN_CPU);
     }

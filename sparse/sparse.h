@@ -51,11 +51,16 @@ typedef enum snn_sparse_path {
 const char *snn_sparse_path_name(snn_sparse_path path);   /* "dense", "gemm", "event" */
 
 /* ---------------------------------------------------------------------------------------------
- * Kernels (CPU). Weights are prepared once into wt (C_in * KH * KW, C_out): row k = (c, kh, kw)
- * holds w[:, c, kh, kw], so one channel's KH*KW rows are contiguous and each row is C_out wide.
+ * Kernels (CPU). Weights are prepared once into wt: (C_in * KH * KW, C_out), row k = (c, kh, kw)
+ * holding w[:, c, kh, kw] (one channel's KH*KW rows contiguous, each C_out wide), followed by
+ * the same in tiles of 32 output channels (C_out / 32, K, 32).
  * ------------------------------------------------------------------------------------------- */
 
-/* wt (C_in*KH*KW, C_out) <- w (C_out, C_in, KH, KW), host memory. */
+/* Floats the prepared weights take: K*C_out for (K, C_out), then ceil(C_out/32)*K*32 for the
+ * same in tiles of 32 output channels (K = C_in*KH*KW). */
+size_t snn_sparse_weights_floats(int C_out, int C_in, int KH, int KW);
+/* wt (snn_sparse_weights_floats floats) <- w (C_out, C_in, KH, KW),
+ * host memory. */
 void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, int KH, int KW);
 
 /* y (N, C_out, H_out, W_out) = conv(x (N, C_in, H, W), w) + bias over the active channels only.

@@ -5,8 +5,11 @@
  *
  *   y[n, o, p] = bias[o] + sum_{c in A(n), kh, kw} w[o, c, kh, kw] x[n, c, p*s - pad + (kh, kw)]
  *
- * Weights come prepared as wt (C_in*KH*KW, C_out): row k = (c*KH + kh)*KW + kw holds w[:, c, kh,
- * kw], C_out contiguous. Each image's result is built transposed, yT (P, C_out) with P = H_out *
+ * Weights come prepared twice (snn_sparse_prepare_weights): wt (C_in*KH*KW, C_out), row k =
+ * (c*KH + kh)*KW + kw holding w[:, c, kh, kw] C_out contiguous, for the event path; then the same
+ * cut into tiles of 32 output channels, (C_out / 32, K, 32), for the GEMM path, so one tile's
+ * rows are one contiguous block (a row-gather from (K, C_out) at a 2 KiB stride missed cache on
+ * every row: 512-channel layers read the weights from L3 once per image). Each image's result is built transposed, yT (P, C_out) with P = H_out *
  * W_out, so the innermost loops run over C_out, and is transposed into y at the end.
  *
  * GEMM path. im2col over the active channels only: col (K', P) with K' = KH*KW*|A| rows, in
@@ -66,11 +69,28 @@ const char *snn_sparse_path_name(snn_sparse_path path)
     return "?";
 }
 
+#define TILE_P 8    /* output positions per tile */
+#define TILE_O 32   /* output channels per tile */
+
+size_t snn_sparse_weights_floats(int C_out, int C_in, int KH, int KW)
+{
+    const size_t K = (size_t)C_in * KH * KW, tiles = (size_t)(C_out + TILE_O - 1) / TILE_O;
+    return K * (size_t)C_out + tiles * K * TILE_O;
+}
+
 void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, int KH, int KW)
 {
     const int64_t K = (int64_t)C_in * KH * KW;
+    /* (K, C_out) for the event path */
     for (int o = 0; o < C_out; o++)
         for (int64_t k = 0; k < K; k++) wt[k * C_out + o] = w[(int64_t)o * K + k];
+    /* (C_out / 32, K, 32) for the GEMM path, zero-padded: one tile's rows are contiguous */
+    float *tiled = wt + K * C_out;
+    for (int o0 = 0; o0 < C_out; o0 += TILE_O)
+        for (int64_t k = 0; k < K; k++)
+            for (int j = 0; j < TILE_O; j++)
+                tiled[((int64_t)(o0 / TILE_O) * K + k) * TILE_O + j] =
+                    o0 + j < C_out ? w[(int64_t)(o0 + j) * K + k] : 0.0f;
 }
 
 /* The blocked SGEMM's micro-kernel adds each term with one FMA when the build has FMA
@@ -157,13 +177,11 @@ static void im2col_active(float *col, const float *xn, const int *list, int n_ac
     }
 }
 
-#define TILE_P 8    /* output positions per tile */
-#define TILE_O 32   /* output channels per tile */
-
 /* yT[p0 : p0+mp, o0 : o0+mo] += sum over the col rows r0..r1 (ascending) of
- * col[r, p] * wt[krow[r], o], the partial sum started from zero. */
+ * col[r, p] * tile[krow[r], o - o0], the partial sum started from zero. tile (K, 32): the
+ * weights of output channels o0 .. o0+31, one row per k. */
 static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, int64_t P,
-                      const float *restrict wt, const int64_t *restrict krow, int64_t r0,
+                      const float *restrict tile, const int64_t *restrict krow, int64_t r0,
                       int64_t r1, int64_t p0, int mp, int o0, int mo, bool fused)
 {
 #if defined(__AVX512F__)
@@ -171,7 +189,7 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
         __m512 acc0[TILE_P], acc1[TILE_P];
         for (int i = 0; i < TILE_P; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
         for (int64_t r = r0; r < r1; r++) {
-            const float *wr = wt + krow[r] * C_out + o0;
+            const float *wr = tile + krow[r] * TILE_O;
             const float *cr = col + r * P + p0;
             __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + 16);
 #pragma GCC unroll 8
@@ -193,7 +211,7 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
         for (int i = 0; i < TILE_P; i++) acc0[i] = _mm512_setzero_ps();
         for (int64_t r = r0; r < r1; r++) {
             const float *cr = col + r * P + p0;
-            __m512 w0 = _mm512_loadu_ps(wt + krow[r] * C_out + o0);
+            __m512 w0 = _mm512_loadu_ps(tile + krow[r] * TILE_O);
 #pragma GCC unroll 8
             for (int i = 0; i < TILE_P; i++) acc0[i] = _mm512_fmadd_ps(_mm512_set1_ps(cr[i]), w0, acc0[i]);
         }
@@ -208,7 +226,7 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
     for (int i = 0; i < mp; i++)
         for (int j = 0; j < mo; j++) acc[i][j] = 0.0f;
     for (int64_t r = r0; r < r1; r++) {
-        const float *wr = wt + krow[r] * C_out + o0;
+        const float *wr = tile + krow[r] * TILE_O;
         const float *cr = col + r * P + p0;
         for (int i = 0; i < mp; i++) {
             float c = cr[i];
@@ -248,15 +266,18 @@ static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_c
         for (int t = 0; t < KK; t++) wk->krow[(int64_t)a * KK + t] = (int64_t)wk->list[a] * KK + t;
     /* the col rows of each dense K slice form one contiguous run [r0, r1) */
     for (int64_t r0 = 0; r0 < rows;) {
-        int64_t s = wk->krow[r0] / slice, r1 = r0;
-        while (r1 < rows && wk->krow[r1] / slice == s) r1++;
+        int64_t k_end = (wk->krow[r0] / slice + 1) * slice, r1 = r0;  /* end of r0's slice */
+        while (r1 < rows && wk->krow[r1] < k_end) r1++;
         /* o outer, p inner: the (r1 - r0, 32) strip of wt a column of tiles reads stays in L2
          * while every position meets it (p outer streamed all of wt once per 8 positions) */
+        const int64_t K = (int64_t)d->C_in * KK;
+        const float *tiled = wt + K * d->C_out;   /* (C_out / 32, K, 32) */
         for (int o0 = 0; o0 < d->C_out; o0 += TILE_O) {
             int mo = d->C_out - o0 < TILE_O ? d->C_out - o0 : TILE_O;
+            const float *tile = tiled + (int64_t)(o0 / TILE_O) * K * TILE_O;
             for (int64_t p0 = 0; p0 < P; p0 += TILE_P) {
                 int mp = P - p0 < TILE_P ? (int)(P - p0) : TILE_P;
-                gemm_tile(wk->yT, d->C_out, wk->col, P, wt, wk->krow, r0, r1, p0, mp, o0, mo, fused);
+                gemm_tile(wk->yT, d->C_out, wk->col, P, tile, wk->krow, r0, r1, p0, mp, o0, mo, fused);
             }
         }
         r0 = r1;

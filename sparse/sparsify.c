@@ -459,7 +459,7 @@ static snn_status swap_conv(tree *t, const found *f)
     sparse_impl *s = snn_alloc(sizeof *s, SNN_CPU);
     if (!s) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
     *s = (sparse_impl){.conv = *c, .n_sources = f->n_sources, .path = SNN_SPARSE_DENSE};
-    s->wt_floats = (size_t)c->in_channels * c->kernel * c->kernel * c->out_channels;
+    s->wt_floats = snn_sparse_weights_floats(c->out_channels, c->in_channels, c->kernel, c->kernel);
     s->wt = snn_alloc(s->wt_floats * sizeof(float), SNN_CPU);
     s->hist = snn_alloc((size_t)(c->in_channels + 1) * sizeof *s->hist, SNN_CPU);
     snn_module *m = s->wt && s->hist ? snn_module_new(&sparse_conv_ops, s) : NULL;

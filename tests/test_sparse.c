@@ -61,7 +61,8 @@ static void check_case(conv_case cc, uint64_t seed)
     float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
     float *act = snn_alloc((size_t)cc.N * cc.C_in * sizeof *act, SNN_CPU);
     float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
-    float *wt = snn_alloc((size_t)nw * sizeof *wt, SNN_CPU);
+    const size_t nwt = snn_sparse_weights_floats(cc.C_out, cc.C_in, cc.k, cc.k);
+    float *wt = snn_alloc(nwt * sizeof *wt, SNN_CPU);
     float *b = snn_alloc((size_t)cc.C_out * sizeof *b, SNN_CPU);
     float *y = snn_alloc((size_t)ny * sizeof *y, SNN_CPU);
     make_spikes(x, act, cc.N, cc.C_in, HW, cc.p_silent, cc.rate, &rng);
@@ -99,7 +100,7 @@ static void check_case(conv_case cc, uint64_t seed)
     snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
     snn_free(act, (size_t)cc.N * cc.C_in * sizeof *act, SNN_CPU);
     snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
-    snn_free(wt, (size_t)nw * sizeof *wt, SNN_CPU);
+    snn_free(wt, nwt * sizeof *wt, SNN_CPU);
     snn_free(b, (size_t)cc.C_out * sizeof *b, SNN_CPU);
     snn_free(y, (size_t)ny * sizeof *y, SNN_CPU);
 }
