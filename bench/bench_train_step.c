@@ -21,6 +21,9 @@
 #include <time.h>
 
 #include "snn.h"
+#ifdef SNN_WITH_CUDA
+#include "tensor/cuda_options.h"
+#endif
 
 static double now(void)
 {
@@ -89,8 +92,22 @@ int main(int argc, char **argv)
 {
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
     const char *batches = "64,128";
-    int T = 4, steps = 20, width = 0;
-    for (int a = 1; a + 1 < argc; a += 2) {
+    int T = 4, steps = 20, width = 0, infer = 1, tf32 = 0;
+    for (int a = 1; a < argc; a += 2) {
+        if (!strcmp(argv[a], "--no-infer")) { /* training steps only (for profilers) */
+            infer = 0;
+            a--;
+            continue;
+        }
+        if (!strcmp(argv[a], "--tf32")) { /* cuBLAS on TF32 tensor cores (fp32 by default) */
+#ifdef SNN_WITH_CUDA
+            snn_cuda_set_tf32(true);
+            tf32 = 1;
+#endif
+            a--;
+            continue;
+        }
+        if (a + 1 >= argc) break;
         if (!strcmp(argv[a], "--device")) device_name = argv[a + 1];
         else if (!strcmp(argv[a], "--model")) model_name = argv[a + 1];
         else if (!strcmp(argv[a], "--T")) T = atoi(argv[a + 1]);
@@ -98,7 +115,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--steps")) steps = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--width")) width = atoi(argv[a + 1]);
         else {
-            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] [--no-infer] [--tf32]\n", argv[0]);
             return 2;
         }
     }
@@ -123,8 +140,9 @@ int main(int argc, char **argv)
         return 1;
     }
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
-    printf("%s, T=%d, width %d, %lld parameters, device %s, LIF + ATan, Adam\n", model_name, T,
-           c.width_base, (long long)snn_module_num_parameters(model), device_name);
+    printf("%s, T=%d, width %d, %lld parameters, device %s, LIF + ATan, Adam, GEMMs in %s\n",
+           model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
+           tf32 ? "TF32" : "fp32");
     printf("| phase | batch | ms / step | images / s | peak device MB |\n|---|---:|---:|---:|---:|\n");
     char list[64];
     snprintf(list, sizeof list, "%s", batches);
@@ -134,10 +152,10 @@ int main(int argc, char **argv)
         printf("| train | %d | %.2f | %.0f | %.0f |\n", batch, 1e3 * t, batch / t,
                (double)snn_peak_bytes(device) / 1e6);
     }
-    int infer[2] = {1, 64};
-    for (int i = 0; i < 2; i++) {
-        double t = time_steps(model, opt, device, infer[i], steps, false, &c, &rng);
-        printf("| infer | %d | %.2f | %.0f | %.0f |\n", infer[i], 1e3 * t, infer[i] / t,
+    int infer_batch[2] = {1, 64};
+    for (int i = 0; infer && i < 2; i++) {
+        double t = time_steps(model, opt, device, infer_batch[i], steps, false, &c, &rng);
+        printf("| infer | %d | %.2f | %.0f | %.0f |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t,
                (double)snn_peak_bytes(device) / 1e6);
     }
     snn_optimizer_free(opt);

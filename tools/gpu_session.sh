@@ -59,9 +59,26 @@ for stage in "$@"; do
     build-gpu/bin/snn-train --device cuda --width 128 --T 4 --batch-size 128 --optimizer adam --lr 1e-3 \
       --neuron if --surrogate atan --loss mse --epochs 5 --out "$LOGS/fmnist_cuda" 2>&1 | grep -v "^train" | summary
     log "snn-make-cifar, then spiking ResNet-18 on the CIFAR-format Fashion-MNIST"
+    mkdir -p /tmp/fmcifar
     build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz 2>&1 | tail -2 | summary
     build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 2 \
       --batch-size 128 --T 4 --out "$LOGS/resnet_cuda" 2>&1 | grep -v "^train" | summary ;;
+  kernels)
+    build || exit 1
+    log "the CUDA kernel parity test"
+    build-gpu/bin/test_cuda_kernels 2>&1 | grep -E "FAIL|checks" | summary ;;
+  step)
+    build || exit 1
+    log "bench_train_step (spiking ResNet-18, T=4)"
+    timeout 240 build-gpu/bin/bench_train_step 2>&1 | summary
+    timeout 240 build-gpu/bin/bench_train_step --tf32 2>&1 | summary ;;
+  profile)
+    build || exit 1
+    log "ncu: GPU time per kernel over ~one training step of bench_train_step (B=64, T=4)"
+    # 3 warm-up steps + 1 timed step, training only: divide the totals by 4 for one step
+    timeout 500 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+      build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer > "$LOGS/ncu.txt" 2>&1
+    python3 tools/ncu_summary.py "$LOGS/ncu.txt" 4 2>&1 | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
