@@ -102,6 +102,10 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
     return plan;
 }
 
+/* Workspace: one slice per worker (col, plus the scatter/gather scratch when G > 1) and one
+ * dweight partial per worker after the first. It depends on the OpenMP thread count, so query
+ * it right before the call, as the op layer does. Example, 2 threads, 64 -> 64 channels 3x3
+ * at 32x32: 2 x (576 x 1024) + (64 x 576) floats = 4.9 MB. */
 size_t snn_conv2d_workspace_bytes_cpu(const snn_conv2d_dims *d)
 {
     conv_plan plan = make_plan(d);
