@@ -604,7 +604,7 @@ void snn_sparse_print_report(const snn_sparse_report *r, FILE *out)
         char shape[64];
         snprintf(shape, sizeof shape, "%dx%dx%d>%d %d/%d", l->C_in, l->H, l->W, l->C_out, l->kernel,
                  l->stride);
-        double best = l->gemm_ms < l->event_ms ? l->gemm_ms : l->event_ms;
+        double best = l->event_ms > 0.0 && l->event_ms < l->gemm_ms ? l->event_ms : l->gemm_ms;
         fprintf(out, "%-22s %-18s %6.2f %7.1f %3d/%-3d %8.3f %9.3f %9.3f %8.2fx %7s %9.2g %s\n",
                 l->name, shape, 100.0 * l->firing_rate, 100.0 * l->silent_planes, l->active_p95,
                 l->C_in, l->dense_ms, l->gemm_ms, l->event_ms, best > 0 ? l->dense_ms / best : 0.0,
