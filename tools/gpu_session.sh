@@ -79,6 +79,24 @@ for stage in "$@"; do
     timeout 500 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
       build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer > "$LOGS/ncu.txt" 2>&1
     python3 tools/ncu_summary.py "$LOGS/ncu.txt" 4 2>&1 | summary ;;
+  sparse)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "train the models the sparse pass is measured on (CUDA): CNN (main-job defaults) and ResNet-18"
+    build-gpu/bin/snn-train --device cuda --epochs 4 --out "$LOGS/cnn_main" 2>&1 | grep -E "^epoch|done" | summary
+    build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+      --epochs 2 --out "$LOGS/resnet_sparse" 2>&1 | grep -E "^epoch|done" | summary
+    for dev in cuda cpu; do
+      log "snn-sparse --device $dev: spiking CNN"
+      timeout 200 build-gpu/bin/snn-sparse --checkpoint "$LOGS/cnn_main/checkpoint.safetensors" --device $dev \
+        --limit-test 2000 2>&1 | summary
+      log "snn-sparse --device $dev: spiking ResNet-18"
+      timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
+        --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
+    done ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
