@@ -67,6 +67,8 @@ float *snn_grad_for(snn_tensor *t);
 /* For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);
+/* Returns and clears that report (backward.c, once per node). */
+int snn_backward_take_failure(void);
 
 /* Runs backward from a 1-element `loss` (seeded with 1). SNN_ERR_ARGUMENT if loss is not a
  * scalar or does not require grad. Call once per step. */

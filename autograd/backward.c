@@ -11,8 +11,6 @@
 #include "tensor/error.h"
 #include "tensor/kernels.h"
 
-int snn_backward_take_failure(void); /* tape.c */
-
 static snn_status run_tape(const char *fn)
 {
     snn_backward_take_failure();

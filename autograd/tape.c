@@ -61,8 +61,6 @@ static int backward_failed;
 
 void snn_backward_out_of_memory(void) { backward_failed = 1; }
 
-/* Returns and clears the failure flag (backward.c). */
-int snn_backward_take_failure(void);
 int snn_backward_take_failure(void)
 {
     int failed = backward_failed;
