@@ -85,7 +85,13 @@ static void test_thousand_steps_stay_flat(void)
     long growth = rss_bytes() - rss_after_warmup;
     fprintf(stderr, "  loss %.3f -> %.3f; RSS growth over 990 steps: %ld bytes\n", (double)first_loss,
             (double)last_loss, growth);
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan keeps freed memory in quarantine and allocates for its own bookkeeping, so the RSS
+     * of a sanitized build says nothing about snn.c; the two counters above still do. */
+    (void)growth;
+#else
     CHECK(growth < 256 * 1024); /* allocator noise only; a leak of one tensor per step is MBs */
+#endif
     for (int i = 0; i < 5; i++) snn_tensor_free(params[i]);
     snn_tensor_free(rm);
     snn_tensor_free(rv);
