@@ -30,7 +30,8 @@
  *             dcol_n (CK, P) = weight^T (CK, C_out) x dout_n (C_out, P)      SGEMM, trans_a,
  *             dx_n += col2im(dcol_n): each dcol entry added back where im2col read it.
  *
- * A 1x1, stride 1, pad 0 conv needs no im2col: x_n (C_in, H*W) already is col_n.
+ * A 1x1, stride 1, pad 0 conv needs no im2col: x_n (C_in, H*W) already is col_n (when images
+ * run one per SGEMM; the grouped path below copies them side by side like any other conv).
  *
  * Small outputs (late ResNet layers have P = 16 or 64) make thin SGEMMs, so images are taken in
  * groups of G: col (CK, G*P) holds the columns of G images side by side (column g * P + p), one
