@@ -23,12 +23,21 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
         }
         return;
     }
+    /* strided sums: walk each (o, chunk of inner) block row by row, so every load is
+     * contiguous, accumulating a chunk of `inner` in doubles on the stack */
+    enum { CHUNK = 256 };
+    int64_t chunks = (inner + CHUNK - 1) / CHUNK;
 #pragma omp parallel for collapse(2) if (outer * dim * inner > 32768)
     for (int64_t o = 0; o < outer; o++) {
-        for (int64_t i = 0; i < inner; i++) {
-            double acc = 0.0;
-            for (int64_t d = 0; d < dim; d++) acc += (double)x[(o * dim + d) * inner + i];
-            out[o * inner + i] = (float)((double)scale * acc);
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            int64_t i0 = ch * CHUNK, len = inner - i0 < CHUNK ? inner - i0 : CHUNK;
+            double acc[CHUNK];
+            for (int64_t i = 0; i < len; i++) acc[i] = 0.0;
+            for (int64_t d = 0; d < dim; d++) {
+                const float *row = x + (o * dim + d) * inner + i0;
+                for (int64_t i = 0; i < len; i++) acc[i] += (double)row[i];
+            }
+            for (int64_t i = 0; i < len; i++) out[o * inner + i0 + i] = (float)((double)scale * acc[i]);
         }
     }
 }
