@@ -44,7 +44,7 @@ for stage in "$@"; do
     done ;;
   bench)
     build || exit 1
-    for b in bench_neurons bench_train_step bench_sparse; do
+    for b in bench_ops bench_neurons bench_train_step bench_sparse; do
       [ -x build-gpu/bin/$b ] || continue
       log "$b"
       timeout 240 build-gpu/bin/$b 2>&1 | tee "$LOGS/$b.txt" | summary
@@ -63,6 +63,10 @@ for stage in "$@"; do
     build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz 2>&1 | tail -2 | summary
     build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 2 \
       --batch-size 128 --T 4 --out "$LOGS/resnet_cuda" 2>&1 | grep -v "^train" | summary ;;
+  ops)
+    build || exit 1
+    log "bench_ops (every tensor kernel)"
+    timeout 240 build-gpu/bin/bench_ops cuda 2>&1 | summary ;;
   kernels)
     build || exit 1
     log "the CUDA kernel parity test"
