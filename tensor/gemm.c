@@ -41,13 +41,16 @@
  * writes another's part of C and every element of C is summed in the same order whatever the
  * thread count, so results are bitwise identical for 1, 2 or 64 threads.
  *
- * Packing buffers: one per thread, allocated with snn_alloc on first use, grown when needed,
- * and kept between calls (a training step calls the SGEMM hundreds of times); see
- * snn_gemm_release_cpu. Without -march=native (no AVX2) a portable C micro-kernel is used.
+ * Packing buffers: one per live thread, allocated with snn_alloc on first use and kept between
+ * calls (a training step calls the SGEMM hundreds of times), handed to the next new thread when
+ * its thread exits; see snn_gemm_release_cpu. Without a buffer the blocked path still sums in
+ * the same slices with the same roundings (slowly), so no result depends on memory either. Without -march=native (no AVX2) a portable C micro-kernel is used.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <threads.h>
 
 #include <omp.h>
 
@@ -329,39 +332,72 @@ static void pack_b(bool trans_b, const float *B, int ldb, int p0, int j0, int kc
 /* ---------------------------------------------------------------------------------------------
  * Per-thread packing buffers.
  *
- * Each thread that ever runs the blocked path owns one slot of a static table, found through a
- * thread-local pointer; its buffer is allocated with snn_alloc on first use and kept. The table
- * (not the thread) owns the memory, so snn_gemm_release_cpu can free every buffer at shutdown;
- * the slot itself survives and its thread simply allocates again on its next call.
+ * Each thread that runs the blocked path holds one slot of a static table, found through a
+ * thread-local pointer; the slot's buffer is allocated with snn_alloc on first use and kept.
+ * The table (not the thread) owns the memory, so snn_gemm_release_cpu can free every buffer at
+ * shutdown, and a thread simply allocates again on its next call.
+ *
+ * When a thread exits, its slot goes back to the table (a C11 tss destructor), buffer and all,
+ * and the next new thread takes it over. This matters: OpenMP runtimes end and start threads
+ * whenever the team size changes (libgomp lets the surplus threads of a 16-thread team exit
+ * when a 3-thread team runs, and starts new ones for the next 16-thread team). Slots once
+ * handed out for good ran out after ~20 such switches; the threads past the table then took
+ * the unpacked path, which rounds differently, so a result depended on the history of thread
+ * counts (and every dead thread left its 4 MiB buffer behind). Now the table only needs one
+ * slot per thread alive at once.
  * ------------------------------------------------------------------------------------------- */
 
 #define PACK_FLOATS ((size_t)MC * KC + (size_t)KC * NC) /* Ap (MC, KC) + Bp (KC, NC) */
 #define MAX_SLOTS 256
 
 typedef struct pack_slot {
-    float *buffer; /* PACK_FLOATS floats, or NULL */
+    float *buffer;      /* PACK_FLOATS floats, or NULL */
+    atomic_bool taken;  /* held by a live thread */
 } pack_slot;
 
 static pack_slot slots[MAX_SLOTS];
-static atomic_int slots_used;
 static _Thread_local pack_slot *my_slot;
+static tss_t slot_key;          /* its destructor returns a thread's slot when the thread exits */
+static bool slot_key_ok;
+static once_flag slot_key_once = ONCE_FLAG_INIT;
+
+static void return_slot(void *slot)
+{
+    /* release: the buffer pointer this thread wrote is seen by the next owner */
+    atomic_store_explicit(&((pack_slot *)slot)->taken, false, memory_order_release);
+}
+
+static void make_slot_key(void) { slot_key_ok = tss_create(&slot_key, return_slot) == thrd_success; }
 
 /* The calling thread's packing buffer, or NULL when memory (or the slot table) ran out. */
 static float *pack_buffer(void)
 {
     if (!my_slot) {
-        int index = atomic_fetch_add(&slots_used, 1);
-        if (index >= MAX_SLOTS) return NULL;
-        my_slot = &slots[index];
+        call_once(&slot_key_once, make_slot_key);
+        if (!slot_key_ok) return NULL; /* a slot could never come back: do not take one */
+        for (int s = 0; s < MAX_SLOTS && !my_slot; s++) {
+            bool expected = false;
+            if (atomic_compare_exchange_strong_explicit(&slots[s].taken, &expected, true,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed))
+                my_slot = &slots[s];
+        }
+        if (!my_slot) return NULL;
+        if (tss_set(slot_key, my_slot) != thrd_success) {
+            return_slot(my_slot);
+            my_slot = NULL;
+            return NULL;
+        }
     }
     if (!my_slot->buffer) my_slot->buffer = snn_alloc(PACK_FLOATS * sizeof(float), SNN_CPU);
     return my_slot->buffer;
 }
 
+/* Called at shutdown, when no SGEMM runs: slots stay with their threads, buffers are freed. */
 void snn_gemm_release_cpu(void)
 {
-    int used = min_int(atomic_load(&slots_used), MAX_SLOTS);
-    for (int s = 0; s < used; s++) {
+    for (int s = 0; s < MAX_SLOTS; s++) {
+        if (!slots[s].buffer) continue;
         snn_free(slots[s].buffer, PACK_FLOATS * sizeof(float), SNN_CPU);
         slots[s].buffer = NULL;
     }
@@ -399,10 +435,11 @@ static float dot(int K, const float *a, int64_t a_stride, const float *restrict 
 }
 
 /* The unpacked path, for tiny problems, for one or two rows of C (a vector times a matrix:
- * each element of B is used once or twice, so packing it buys nothing), and as the fallback
- * when no packing buffer can be had. Without trans_b, rows of C are built in place with the k
+ * each element of B is used once or twice, so packing it buys nothing). Without trans_b, rows of C are built in place with the k
  * loop outside the j loop, so the j loop streams rows of B and vectorises; with trans_b, each
- * element is a dot product of two contiguous rows (when A is not transposed). */
+ * element is a dot product of two contiguous rows (when A is not transposed). Only shapes
+ * use_small picks come here: a product the blocked path owns must keep its grouping even when
+ * no packing buffer can be had (gemm_blocked_unpacked). */
 static void gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc)
@@ -476,6 +513,54 @@ static void gemm_blocked(bool trans_a, bool trans_b, int m0, int m1, int n0, int
     }
 }
 
+/* The micro-kernels add each term with one FMA, except the portable one (multiply, then add:
+ * ISO C mode does not contract a * b + c). */
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define MICRO_FUSED 1
+#else
+#define MICRO_FUSED 0
+#endif
+
+/* gemm_blocked's result without a packing buffer (no memory, or more live threads than
+ * slots): one element at a time, the same K slices, the same FMAs or multiply-adds and the
+ * same stores as the micro-kernel, so the result is bit for bit the blocked one. Slow (no
+ * tiling), but the result of a product never depends on whether memory could be had. */
+static void gemm_blocked_unpacked(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                                  const float *A, int lda, const float *B, int ldb, float beta,
+                                  float *C, int ldc)
+{
+    int k_slices = (K + KC - 1) / KC;  /* as gemm_blocked cuts K */
+    int kc_step = (K + k_slices - 1) / k_slices;
+    for (int pc = 0; pc < K; pc += kc_step) {
+        int kc = min_int(kc_step, K - pc);
+        float beta_here = pc == 0 ? beta : 1.0f;
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < N; j++) {
+                float acc = 0.0f;
+                for (int p = pc; p < pc + kc; p++) {
+                    float a = trans_a ? A[(int64_t)p * lda + i] : A[(int64_t)i * lda + p];
+                    float b = trans_b ? B[(int64_t)j * ldb + p] : B[(int64_t)p * ldb + j];
+#if MICRO_FUSED
+                    acc = fmaf(a, b, acc);
+#else
+                    acc += a * b;
+#endif
+                }
+                float *c = &C[(int64_t)i * ldc + j];
+                if (beta_here == 0.0f) {
+                    *c = alpha * acc;
+                } else {
+#if MICRO_FUSED
+                    *c = fmaf(alpha, acc, beta_here * *c);
+#else
+                    *c = alpha * acc + beta_here * *c;
+#endif
+                }
+            }
+        }
+    }
+}
+
 int snn_gemm_k_slice_cpu(int M, int N, int K)
 {
     if (K <= 0 || use_small(M, N, K)) return 0;
@@ -493,9 +578,13 @@ static void gemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, flo
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    float *pack = use_small(M, N, K) ? NULL : pack_buffer();
-    if (!pack) {
+    if (use_small(M, N, K)) {
         gemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    float *pack = pack_buffer();
+    if (!pack) {
+        gemm_blocked_unpacked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     gemm_blocked(trans_a, trans_b, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
@@ -566,8 +655,8 @@ void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
                 gemm_blocked(trans_a, trans_b, 0, m1 - m0, 0, n1 - n0, K, alpha, a, lda, b, ldb,
                              beta, c, ldc, pack);
             else
-                gemm_small(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
-                           c, ldc);
+                gemm_blocked_unpacked(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b,
+                                      ldb, beta, c, ldc);
         }
     }
 }

@@ -5,9 +5,10 @@
  * active channels, event-driven) must equal the dense conv (im2col + blocked SGEMM) BIT FOR BIT,
  * with the activity given or found by a scan: 3x3 stride 1 and 2, 1x1 stride 2, K split into
  * 1, 2 and 3 SGEMM slices (one cut falls inside a channel), edge tiles (C_out 40, 7x7 outputs),
- * grouped small outputs with a partial last group, C_out 16 and 48 (half tiles), bias, all-zero and all-active images, and
- * one and two threads; the same for non-binary values (SEW residual sums {1, 2, 3}, ST-BIF's
- * +-theta), which the kernels round exactly as the dense path does.
+ * grouped small outputs with a partial last group, C_out 16 and 48 (half tiles), bias, all-zero
+ * and all-active images; the same for non-binary values (SEW residual sums {1, 2, 3}, ST-BIF's
+ * +-theta), which the kernels round exactly as the dense path does; all of it at 1, 2, 3 and 16
+ * threads. The dense SGEMM keeps its grouping when no packing buffer can be had.
  * Pass: the spiking CNN gets conv2 only; the spiking ResNet-18 and the SEW-ResNet-18 every conv
  * but the stem (SEW: 10 of them read a residual sum, masked by the union of its operands).
  * Names, tensors and the number of parameters are unchanged, and the sparsified model's output
@@ -18,6 +19,7 @@
 
 #include "snn.h"
 #include "sparse/sparse.h"
+#include "tensor/gemm.h"
 #include "test.h"
 
 /* x (N, C, H, W) random binary: each plane silent with probability p_silent, else each element
@@ -121,18 +123,55 @@ static void test_kernels_bitwise(void)
         {4, 32, 8, 64, 3, 1, 1, 1.0, 0.1, false},     /* all-zero images */
         {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0, true},      /* all-active, every element 1 */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 100 + i);
-    /* not only spikes: the kernels round as the dense path does, so any values whose zeros are
-     * the skipped ones give the dense result bit for bit (SEW sums, ST-BIF +-theta) */
-    for (spike_values = 1; spike_values <= 2; spike_values++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            check_case(cases[i], 200 + i + 50 * (size_t)spike_values);
+    /* Every thread count: sparse == dense must not depend on it. 16 runs last, after 1, 2 and
+     * 3, and alternates with the sparse kernels' N-thread regions (N = 2, 3, 5 images) in every
+     * case: OpenMP ends and starts threads at each switch of team size, several hundred in
+     * all, which once exhausted the SGEMM's packing-buffer slots (one per thread ever started)
+     * and sent the later threads down a path that rounds differently. */
+    const int thread_counts[] = {1, 2, 3, 16};
+    const int threads = snn_get_num_threads();
+    for (size_t tc = 0; tc < sizeof thread_counts / sizeof thread_counts[0]; tc++) {
+        snn_set_num_threads(thread_counts[tc]);
+        for (spike_values = 0; spike_values <= 2; spike_values++) {
+            /* {0, 1} spikes, then values that are not spikes: the kernels round as the dense
+             * path does, so any values whose zeros are the skipped ones give the dense result
+             * bit for bit (SEW sums, ST-BIF +-theta) */
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+                check_case(cases[i], 100 + i + 50 * (size_t)spike_values);
+        }
+    }
     spike_values = 0;
-    int threads = snn_get_num_threads();
-    snn_set_num_threads(1);
-    check_case(cases[1], 7);
-    check_case(cases[3], 8);
     snn_set_num_threads(threads);
+}
+
+/* The dense SGEMM gives the same bits when it cannot get a packing buffer (no memory, or more
+ * live threads than it has buffer slots): the sparse kernels reproduce its K slices and
+ * rounding, so its grouping must not depend on whether memory could be had. */
+static void test_gemm_without_buffer(void)
+{
+    enum { M = 64, N = 192, K = 1152 };  /* the blocked path, 3 K slices of 384 */
+    CHECK(snn_gemm_k_slice_cpu(M, N, K) == 384);
+    snn_rng rng;
+    snn_rng_seed(&rng, 11);
+    float *a = snn_alloc((size_t)M * K * sizeof *a, SNN_CPU);
+    float *b = snn_alloc((size_t)K * N * sizeof *b, SNN_CPU);
+    float *c = snn_alloc((size_t)M * N * sizeof *c, SNN_CPU);
+    float *ref = snn_alloc((size_t)M * N * sizeof *ref, SNN_CPU);
+    for (int i = 0; i < M * K; i++) a[i] = snn_rng_normal(&rng);
+    for (int i = 0; i < K * N; i++) b[i] = snn_rng_uniform(&rng) < 0.2f ? 1.0f : 0.0f;
+    for (int t = 0; t < 2; t++) {  /* trans_b too: B^T stored (N, K) is just other data here */
+        for (int i = 0; i < M * N; i++) ref[i] = c[i] = snn_rng_normal(&rng);
+        snn_gemm_serial_cpu(false, t, M, N, K, 0.5f, a, K, b, t ? K : N, 0.75f, ref, N);
+        snn_gemm_release_cpu();  /* this thread's buffer is gone ... */
+        snn_alloc_fail_after(1); /* ... and cannot come back for this call */
+        snn_gemm_serial_cpu(false, t, M, N, K, 0.5f, a, K, b, t ? K : N, 0.75f, c, N);
+        snn_alloc_fail_after(0);
+        CHECK(memcmp(c, ref, (size_t)M * N * sizeof *c) == 0);
+    }
+    snn_free(a, (size_t)M * K * sizeof *a, SNN_CPU);
+    snn_free(b, (size_t)K * N * sizeof *b, SNN_CPU);
+    snn_free(c, (size_t)M * N * sizeof *c, SNN_CPU);
+    snn_free(ref, (size_t)M * N * sizeof *ref, SNN_CPU);
 }
 
 /* ---- the pass ----------------------------------------------------------------------------- */
@@ -320,6 +359,7 @@ static void test_fallback_and_tape(void)
 int main(void)
 {
     RUN(test_kernels_bitwise);
+    RUN(test_gemm_without_buffer);
     RUN(test_pass_cnn);
     RUN(test_pass_resnet);
     RUN(test_pass_sew);
