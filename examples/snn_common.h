@@ -107,6 +107,82 @@ static UNUSED int make_dir(const char *path)
     return 1;
 }
 
+/* ---- a checkpoint and the test split it is evaluated on ----------------------------------- */
+
+typedef struct checkpoint_run {
+    snn_device device;
+    snn_module *model;
+    snn_metadata meta;
+    const snn_model_config *config;
+    const char *dataset;       /* the flag's, or the one the checkpoint was trained on */
+    snn_dataset test;          /* owns the images */
+    snn_dataset view;          /* test, possibly shortened to --limit-test */
+    snn_loader_config loader;  /* no shuffle, no augmentation, the model's normalisation */
+} checkpoint_run;
+
+/* The common start of snn-eval and snn-sparse: device, model from the checkpoint, its test split
+ * (checked against the model's input and classes), and the loader configuration. Returns 0, or
+ * the program's exit code (2: bad flags, 1: a failure) with a message printed and nothing held. */
+static UNUSED int checkpoint_run_open(checkpoint_run *r, const char *program, const char *checkpoint,
+                                      const char *device_name, const char *dataset,
+                                      const char *data, int batch_size, int limit, int threads)
+{
+    memset(r, 0, sizeof *r);
+    if (!checkpoint) {
+        fprintf(stderr, "%s: --checkpoint is required; see --help\n", program);
+        return 2;
+    }
+    if (snn_device_parse(device_name, &r->device) != SNN_OK || batch_size < 1 || limit < 0) {
+        fprintf(stderr, "%s: bad --device, --batch-size or --limit-test: %s\n", program,
+                snn_last_status() != SNN_OK ? snn_last_error() : "must be >= 1 and >= 0");
+        return 2;
+    }
+    if (r->device == SNN_CUDA && !snn_cuda_available()) {
+        fprintf(stderr, "%s: --device cuda: no CUDA device or no CUDA backend in this build\n", program);
+        return 2;
+    }
+    snn_set_num_threads(threads);
+    r->model = snn_checkpoint_load_model(checkpoint, r->device, &r->meta);
+    if (!r->model) {
+        fprintf(stderr, "%s: %s\n", program, snn_last_error());
+        return 1;
+    }
+    r->config = snn_model_config_of(r->model);
+    r->dataset = dataset ? dataset : snn_metadata_get(&r->meta, "snn.train.dataset");
+    if (!r->dataset) r->dataset = "fashion-mnist";
+    if (snn_dataset_load(r->dataset, data, SNN_SPLIT_TEST, &r->test) != SNN_OK) {
+        fprintf(stderr, "%s: %s\n", program, snn_last_error());
+        snn_module_free(r->model);
+        return 1;
+    }
+    r->view = r->test;
+    if (limit && limit < r->view.count) r->view.count = limit;
+    const snn_model_config *c = r->config;
+    if (r->view.channels != c->in_channels || r->view.height != c->height ||
+        r->view.width != c->width || r->view.classes != c->classes) {
+        fprintf(stderr, "%s: the model takes %dx%dx%d images and %d classes; %s has %dx%dx%d and %d\n",
+                program, c->in_channels, c->height, c->width, c->classes, r->dataset,
+                r->view.channels, r->view.height, r->view.width, r->view.classes);
+        snn_dataset_free(&r->test);
+        snn_module_free(r->model);
+        return 2;
+    }
+    r->loader = snn_loader_config_default();
+    r->loader.batch_size = batch_size;
+    r->loader.shuffle = false;
+    snn_dataset_default_norm(&r->view, r->loader.mean, r->loader.std);
+    if (c->encoding == SNN_ENCODING_POISSON) /* spikes need pixel intensities in [0, 1] */
+        for (int k = 0; k < SNN_DATA_MAX_CHANNELS; k++) r->loader.mean[k] = 0.0f, r->loader.std[k] = 1.0f;
+    return 0;
+}
+
+static UNUSED void checkpoint_run_close(checkpoint_run *r)
+{
+    snn_dataset_free(&r->test);
+    snn_module_free(r->model);
+    snn_shutdown();
+}
+
 /* ---- evaluation --------------------------------------------------------------------------- */
 
 #define MAX_LAYERS 64

@@ -84,51 +84,19 @@ int main(int argc, char **argv)
     int parsed = parse_options(argc, argv, "Dense vs sparse execution of a trained checkpoint.",
                                table, (int)(sizeof table / sizeof table[0]));
     if (parsed) return parsed == 2 ? 0 : 2;
-    if (!checkpoint) {
-        fprintf(stderr, "snn-sparse: --checkpoint is required; see --help\n");
+    if (calib_batches < 1 || reps < 1) {
+        fprintf(stderr, "snn-sparse: --calib-batches and --reps must be >= 1\n");
         return 2;
     }
-    snn_device device;
-    if (snn_device_parse(device_name, &device) != SNN_OK || batch_size < 1 || limit < 0 ||
-        calib_batches < 1 || reps < 1) {
-        fprintf(stderr, "snn-sparse: bad --device, --batch-size, --limit-test, --calib-batches or "
-                "--reps %s\n", snn_last_error());
-        return 2;
-    }
-    if (device == SNN_CUDA && !snn_cuda_available()) {
-        fprintf(stderr, "snn-sparse: --device cuda: no CUDA device or no CUDA backend in this build\n");
-        return 2;
-    }
-    snn_set_num_threads(threads);
-    snn_metadata meta;
-    snn_module *model = snn_checkpoint_load_model(checkpoint, device, &meta);
-    if (!model) {
-        fprintf(stderr, "snn-sparse: %s\n", snn_last_error());
-        return 1;
-    }
-    if (!dataset) dataset = snn_metadata_get(&meta, "snn.train.dataset");
-    if (!dataset) dataset = "fashion-mnist";
-    snn_dataset test;
-    if (snn_dataset_load(dataset, data, SNN_SPLIT_TEST, &test) != SNN_OK) {
-        fprintf(stderr, "snn-sparse: %s\n", snn_last_error());
-        snn_module_free(model);
-        return 1;
-    }
-    snn_dataset view = test;
-    if (limit && limit < view.count) view.count = limit;
-    const snn_model_config *c = snn_model_config_of(model);
-    int status = 0;
-    if (view.channels != c->in_channels || view.height != c->height || view.width != c->width) {
-        fprintf(stderr, "snn-sparse: the model takes %dx%dx%d images; %s has %dx%dx%d\n",
-                c->in_channels, c->height, c->width, dataset, view.channels, view.height, view.width);
-        status = 2;
-    }
-    snn_loader_config lc = snn_loader_config_default();
-    lc.batch_size = batch_size;
-    lc.shuffle = false;
-    snn_dataset_default_norm(&view, lc.mean, lc.std);
-    if (c->encoding == SNN_ENCODING_POISSON)
-        for (int k = 0; k < SNN_DATA_MAX_CHANNELS; k++) lc.mean[k] = 0.0f, lc.std[k] = 1.0f;
+    checkpoint_run run;
+    int status = checkpoint_run_open(&run, "snn-sparse", checkpoint, device_name, dataset, data,
+                                     batch_size, limit, threads);
+    if (status) return status;
+    const snn_model_config *c = run.config;
+    snn_device device = run.device;
+    snn_module *model = run.model;
+    snn_dataset view = run.view;
+    snn_loader_config lc = run.loader;
     snn_module_train(model, false);
     printf("checkpoint  %s (%s, T=%d, %s neurons), %s, %lld test images, %d threads\n", checkpoint,
            snn_model_kind_name(c->kind), c->time_steps, snn_neuron_kind_name(c->neuron.kind),
@@ -225,8 +193,6 @@ int main(int argc, char **argv)
     snn_free(pred_dense, bytes, SNN_CPU);
     snn_free(pred_sparse, bytes, SNN_CPU);
     snn_free(labels, bytes, SNN_CPU);
-    snn_dataset_free(&test);
-    snn_module_free(model);
-    snn_shutdown();
+    checkpoint_run_close(&run);
     return status;
 }

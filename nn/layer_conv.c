@@ -34,19 +34,11 @@ snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int st
         return NULL;
     }
     float bound = 1.0f / sqrtf((float)(in_channels * kernel * kernel));
-    snn_tensor *w = snn_tensor_new(SNN_SHAPE(out_channels, in_channels, kernel, kernel), SNN_CPU);
-    snn_tensor *b = bias ? snn_tensor_new(SNN_SHAPE(out_channels), SNN_CPU) : NULL;
-    if (!w || (bias && !b)) {
-        snn_tensor_free(w);
-        snn_tensor_free(b);
+    if (snn_module_add_uniform(m, "weight", SNN_SHAPE(out_channels, in_channels, kernel, kernel),
+                               bound, rng) != SNN_OK ||
+        (bias && snn_module_add_uniform(m, "bias", SNN_SHAPE(out_channels), bound, rng) != SNN_OK)) {
         snn_module_free(m);
         return NULL;
-    }
-    snn_tensor_uniform_(w, rng, -bound, bound);
-    snn_module_add_param(m, "weight", w, true);
-    if (b) {
-        snn_tensor_uniform_(b, rng, -bound, bound);
-        snn_module_add_param(m, "bias", b, true);
     }
     return m;
 }

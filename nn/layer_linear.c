@@ -23,19 +23,10 @@ snn_module *snn_linear_new(int in_features, int out_features, bool bias, snn_rng
     snn_module *m = snn_module_new(&snn_linear_ops, NULL);
     if (!m) return NULL;
     float bound = 1.0f / sqrtf((float)in_features);
-    snn_tensor *w = snn_tensor_new(SNN_SHAPE(out_features, in_features), SNN_CPU);
-    snn_tensor *b = bias ? snn_tensor_new(SNN_SHAPE(out_features), SNN_CPU) : NULL;
-    if (!w || (bias && !b)) {
-        snn_tensor_free(w);
-        snn_tensor_free(b);
+    if (snn_module_add_uniform(m, "weight", SNN_SHAPE(out_features, in_features), bound, rng) != SNN_OK ||
+        (bias && snn_module_add_uniform(m, "bias", SNN_SHAPE(out_features), bound, rng) != SNN_OK)) {
         snn_module_free(m);
         return NULL;
-    }
-    snn_tensor_uniform_(w, rng, -bound, bound);
-    snn_module_add_param(m, "weight", w, true);
-    if (b) {
-        snn_tensor_uniform_(b, rng, -bound, bound);
-        snn_module_add_param(m, "bias", b, true);
     }
     return m;
 }

@@ -149,3 +149,22 @@ snn_tensor *snn_model_readout(snn_tensor *y)
     /* (T, N, classes) -> (N, classes): the mean over time */
     return snn_mean(y, 0, false);
 }
+
+snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
+{
+    snn_model_impl *impl = m->impl;
+    const snn_model_config *c = &impl->config;
+    snn_module **ch = m->children; /* stem conv, stem batch-norm, then the rest in order */
+    snn_tensor *h;
+    if (c->encoding == SNN_ENCODING_DIRECT) {
+        /* the image is the same at every step: the stem runs once and is repeated over T */
+        h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
+    } else {
+        h = snn_model_encode(c, x, &impl->encode_seed);
+        h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
+    }
+    for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
+    return h ? snn_model_readout(h) : NULL;
+}
+
+void snn_model_free_impl(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }

@@ -26,22 +26,11 @@ static snn_tensor *cnn_forward(snn_module *m, snn_tensor *x)
                               "%d, %d), got %s)", c->in_channels, c->height, c->width,
                               snn_shape_str(x->shape, buf, sizeof buf));
     }
-    snn_module **ch = m->children; /* conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten fc1 sn3 fc2 [sn4] */
-    snn_tensor *h;
-    if (c->encoding == SNN_ENCODING_DIRECT) {
-        h = snn_module_forward(ch[1], snn_module_forward(ch[0], x));
-        h = snn_repeat_time(h, c->time_steps);
-    } else {
-        h = snn_model_encode(c, x, &impl->encode_seed);
-        h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
-    }
-    for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
-    return h ? snn_model_readout(h) : NULL;
+    /* children: conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten fc1 sn3 fc2 [sn4] */
+    return snn_model_run(m, x);
 }
 
-static void model_free(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }
-
-static const snn_module_ops cnn_ops = {"SpikingCNN", cnn_forward, model_free, NULL};
+static const snn_module_ops cnn_ops = {"SpikingCNN", cnn_forward, snn_model_free_impl, NULL};
 
 const snn_model_config *snn_model_config_of(const snn_module *model)
 {

@@ -82,21 +82,10 @@ static snn_tensor *resnet_forward(snn_module *m, snn_tensor *x)
         return snn_error_null(SNN_ERR_ARGUMENT, "ResNet: bad argument 'x' (expected (N, %d, H, W), "
                               "got %s)", c->in_channels, snn_shape_str(x->shape, buf, sizeof buf));
     }
-    snn_module **ch = m->children;
-    snn_tensor *h;
-    if (c->encoding == SNN_ENCODING_DIRECT) {
-        h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
-    } else {
-        h = snn_model_encode(c, x, &impl->encode_seed);
-        h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
-    }
-    for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
-    return h ? snn_model_readout(h) : NULL;
+    return snn_model_run(m, x);
 }
 
-static void model_free(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }
-
-const snn_module_ops snn_resnet_model_ops = {"SpikingResNet18", resnet_forward, model_free, NULL};
+const snn_module_ops snn_resnet_model_ops = {"SpikingResNet18", resnet_forward, snn_model_free_impl, NULL};
 
 snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
 {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nn.h"
+#include "nn_internal.h"
 #include "tensor/error.h"
 
 snn_module *snn_module_new(const snn_module_ops *ops, void *impl)
@@ -44,6 +45,15 @@ snn_status snn_module_add_param(snn_module *m, const char *name, snn_tensor *t, 
     p->trainable = trainable;
     t->requires_grad = trainable;
     return SNN_OK;
+}
+
+snn_status snn_module_add_uniform(snn_module *m, const char *name, snn_shape shape, float bound,
+                                  snn_rng *rng)
+{
+    snn_tensor *t = snn_tensor_new(shape, SNN_CPU);
+    if (!t) return snn_last_status();
+    snn_tensor_uniform_(t, rng, -bound, bound);
+    return snn_module_add_param(m, name, t, true);
 }
 
 snn_status snn_module_add(snn_module *parent, const char *name, snn_module *child)

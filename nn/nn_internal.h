@@ -38,6 +38,11 @@ typedef struct snn_neuron_layer_impl {
     double elements_sum;
 } snn_neuron_layer_impl;
 
+/* Adds a trainable OWNED parameter of `shape` drawn from U(-bound, bound) (PyTorch's default
+ * initialisation of conv and linear layers uses bound = 1 / sqrt(fan_in)). */
+snn_status snn_module_add_uniform(snn_module *m, const char *name, snn_shape shape, float bound,
+                                  snn_rng *rng);
+
 extern const snn_module_ops snn_conv2d_ops;
 extern const snn_module_ops snn_batchnorm2d_ops;
 extern const snn_module_ops snn_linear_ops;
