@@ -18,12 +18,16 @@
 #include <unistd.h>
 
 #include "snn_common.h"
+#ifdef SNN_WITH_CUDA
+#include "tensor/cuda_options.h"
+#endif
 
 typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
     const char *optimizer, *schedule, *device, *out, *resume;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
     int limit_train, limit_test, augment, stop_after;
+    bool tf32;
     float tau, lr, momentum, weight_decay, min_lr;
 } train_options;
 
@@ -256,6 +260,7 @@ int main(int argc, char **argv)
         {"--min-lr", OPT_FLOAT, &o.min_lr, "final learning rate of the cosine schedule"},
         {"--augment", OPT_INT, &o.augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
         {"--device", OPT_STRING, &o.device, "cpu, cuda"},
+        {"--tf32", OPT_FLAG, &o.tf32, "cuda: GEMMs and convs on TF32 tensor cores (fp32 when off)"},
         {"--seed", OPT_INT, &o.seed, "random seed (weights, order, augmentation)"},
         {"--threads", OPT_INT, &o.threads, "CPU threads (0: all cores)"},
         {"--log-every", OPT_INT, &o.log_every, "read the loss every N steps (0: 1 on cpu, 20 on cuda)"},
@@ -305,6 +310,12 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.log_every == 0) o.log_every = device == SNN_CUDA ? 20 : 1;
+    if (o.tf32) {
+#ifdef SNN_WITH_CUDA
+        snn_cuda_set_tf32(true);
+#endif
+        if (device != SNN_CUDA) fprintf(stderr, "snn-train: --tf32 only changes CUDA runs; ignored on the cpu\n");
+    }
     snn_set_num_threads(o.threads);
 
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
