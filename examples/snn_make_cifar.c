@@ -17,6 +17,8 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "data/data.h"
 #include "tensor/tensor.h"
@@ -84,6 +86,18 @@ int main(int argc, char **argv)
         } else {
             usage();
             return strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ? 0 : 2;
+        }
+    }
+    /* create the output's folder (one level, like snn-train's --out) so that
+     * `-o runs/fmnist-cifar/cifar-10-binary.tar.gz` works on a fresh checkout */
+    char folder[1024];
+    snprintf(folder, sizeof folder, "%s", output);
+    char *slash = strrchr(folder, '/');
+    if (slash && slash != folder) {
+        *slash = '\0';
+        if (mkdir(folder, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "snn-make-cifar: cannot create folder '%s': %s\n", folder, strerror(errno));
+            return 1;
         }
     }
     snn_dataset grey[2], rgb[2];
