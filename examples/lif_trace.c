@@ -18,6 +18,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd/autograd.h"
 #include "neurons/neurons.h"
@@ -76,6 +77,12 @@ static void svg_panel(FILE *f, const trace *tr, float y0, float v_th)
 
 int main(int argc, char **argv)
 {
+    for (int a = 1; a < argc; a++) {
+        if (argv[a][0] == '-') { /* no flags: --help or a typo must not become a file name */
+            fprintf(strcmp(argv[a], "--help") && strcmp(argv[a], "-h") ? stderr : stdout, "%s", "usage: lif-trace [out.svg] [tau] [current] [noise]\n");
+            return strcmp(argv[a], "--help") && strcmp(argv[a], "-h") ? 2 : 0;
+        }
+    }
     const char *path = argc > 1 ? argv[1] : "lif_trace.svg";
     const float tau = argc > 2 ? strtof(argv[2], NULL) : 10.0f;
     const float current = argc > 3 ? strtof(argv[3], NULL) : 1.25f;

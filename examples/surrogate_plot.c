@@ -56,6 +56,12 @@ static void panel(FILE *f, float left, const char *title, int derivative)
 
 int main(int argc, char **argv)
 {
+    for (int a = 1; a < argc; a++) {
+        if (argv[a][0] == '-') { /* no flags: --help or a typo must not become a file name */
+            fprintf(strcmp(argv[a], "--help") && strcmp(argv[a], "-h") ? stderr : stdout, "%s", "usage: surrogate-plot [out.svg]\n");
+            return strcmp(argv[a], "--help") && strcmp(argv[a], "-h") ? 2 : 0;
+        }
+    }
     const char *path = argc > 1 ? argv[1] : "surrogates.svg";
     FILE *f = fopen(path, "w");
     if (!f) {
