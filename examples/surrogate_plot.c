@@ -10,6 +10,7 @@
  * triangle that is exactly zero for |x| > 1, so neurons far from threshold get no gradient.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "neurons/neurons.h"
 
