@@ -10,78 +10,10 @@
  * Skipped (exit 77) when Fashion-MNIST is not installed (Debian package dataset-fashion-mnist).
  * Run: ctest --test-dir build -R '^train$' --output-on-failure
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "program_runner.h"
 #include "snn.h"
 #include "test.h"
-
-#define TRAIN SNN_BIN_DIR "/snn-train"
-#define EVAL SNN_BIN_DIR "/snn-eval"
-
-static char tmp[256];
-
-/* Runs a shell command, capturing its output in tmp/out.txt; returns the exit status. */
-static int run(const char *fmt, const char *args)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, fmt, args);
-    char full[2400];
-    snprintf(full, sizeof full, "%s > %s/out.txt 2>&1", cmd, tmp);
-    int status = system(full);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static int output_contains(const char *needle)
-{
-    char path[400], buf[65536];
-    snprintf(path, sizeof path, "%s/out.txt", tmp);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    if (!strstr(buf, needle)) {
-        fprintf(stderr, "  output does not contain '%s'; it was:\n%s\n", needle, buf);
-        return 0;
-    }
-    return 1;
-}
-
-/* The test accuracy in the last line of a metrics.csv. */
-static double last_test_accuracy(const char *dir)
-{
-    char path[600], line[8192], last[8192] = "";
-    snprintf(path, sizeof path, "%s/metrics.csv", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    while (fgets(line, sizeof line, f)) memcpy(last, line, sizeof last);
-    fclose(f);
-    double v[5] = {0};
-    char *p = last;
-    for (int i = 0; i < 5; i++) {
-        v[i] = strtod(p, &p);
-        if (*p == ',') p++;
-    }
-    return v[4];
-}
-
-static int same_file(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        if (ca != cb) same = 0;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
 
 static void test_short_run_learns(void)
 {
@@ -167,19 +99,15 @@ static void test_bad_flags(void)
 
 int main(void)
 {
-    if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0 &&
-        !getenv("SNN_DATA_DIR")) {
+    if (!fashion_mnist_available()) {
         fprintf(stderr, "skipped: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)\n");
         return 77;
     }
-    snprintf(tmp, sizeof tmp, "/tmp/snn_test_train_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (runner_begin("test_train")) return 1;
     RUN(test_bad_flags);
     RUN(test_short_run_learns);
     RUN(test_resume_is_bit_exact);
     RUN(test_divergence_keeps_last_checkpoint);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    if (test_failures == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    runner_end(test_failures);
     return test_finish();
 }
