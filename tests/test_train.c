@@ -85,6 +85,27 @@ static void test_divergence_keeps_last_checkpoint(void)
     CHECK(same_file(ckpt, copy));
 }
 
+static void test_resnets_on_cifar_format(void)
+{
+    /* the CIFAR path end to end: snn-make-cifar writes the archive, the (SEW-)ResNet-18 trains on
+     * it with augmentation for a few steps and writes its metrics and checkpoint */
+    char args[1024], archive[400], dir[400];
+    snprintf(archive, sizeof archive, "%s/fmcifar/cifar-10-binary.tar.gz", tmp);
+    snprintf(args, sizeof args, "-o %s", archive);
+    CHECK(run(SNN_BIN_DIR "/snn-make-cifar %s", args) == 0 && output_contains("60000 train"));
+    const char *models[2] = {"resnet18", "sew-resnet18"};
+    for (int m = 0; m < 2; m++) {
+        snprintf(dir, sizeof dir, "%s/%s", tmp, models[m]);
+        snprintf(args, sizeof args, "--model %s --dataset cifar10 --data %s/fmcifar --width 4 --T 2 "
+                 "--batch-size 32 --limit-train 128 --limit-test 64 --epochs 1 --threads 2 --out %s",
+                 models[m], tmp, dir);
+        CHECK(run(TRAIN " %s", args) == 0);
+        CHECK(output_contains("3x32x32") && output_contains("layer4.1.sn2"));
+        double acc = last_test_accuracy(dir);
+        CHECK(acc >= 0.0 && acc <= 1.0);
+    }
+}
+
 static void test_bad_flags(void)
 {
     CHECK(run(TRAIN " %s", "--help") == 0 && output_contains("--batch-size"));
@@ -108,6 +129,7 @@ int main(void)
     RUN(test_short_run_learns);
     RUN(test_resume_is_bit_exact);
     RUN(test_divergence_keeps_last_checkpoint);
+    RUN(test_resnets_on_cifar_format);
     runner_end(test_failures);
     return test_finish();
 }
