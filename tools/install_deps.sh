@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
 # Installs what snn.c needs on a Debian machine, only what is missing:
 #   cmake, a C compiler, make, zlib (zlib1g-dev), and the default data set (dataset-fashion-mnist,
-#   which puts Fashion-MNIST under /usr/share/datasets/fashion-mnist). clang is used for the fuzzers.
+#   which puts Fashion-MNIST under /usr/share/datasets/fashion-mnist). With SNN_WITH_CLANG=1 also
+#   clang and its runtime libraries (libFuzzer, sanitizers) for the fuzzers of .ci/fuzz.sh.
 # The CUDA backend is built when nvcc is found (CUDA Toolkit with cuBLAS); it is not installed here.
 set -euo pipefail
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+install() {
+  [ $# -eq 0 ] && return 0
+  echo "snn.c: installing $*" >&2
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "snn.c: please install as root: apt-get install -y $*" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
 packages=(cmake gcc make zlib1g-dev dataset-fashion-mnist)
 [ "${SNN_WITH_CLANG:-0}" = 1 ] && packages+=(clang)
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "snn.c: installing ${missing[*]}" >&2
-if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sudo="sudo"; else
-  echo "snn.c: please install as root: apt-get install -y ${missing[*]}" >&2
-  exit 1
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+install "${missing[@]+"${missing[@]}"}"
+
+# clang's runtime libraries are packaged per clang version: known only once clang is there
+if [ "${SNN_WITH_CLANG:-0}" = 1 ]; then
+  rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+  installed "$rt" || install "$rt"
 fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
