@@ -130,6 +130,22 @@ static __device__ __forceinline__ void snn_plane_run_count(float *act_row,
     }
 }
 
+/* The forward kernels' look-ahead: loads x for steps t0 .. t0 + STEPS - 1 of the thread's ELEMS
+ * elements (i = base + j * BLOCK) before any of them is used, so STEPS * ELEMS loads are in
+ * flight together (the input does not depend on the state); past T or M it stores 0. */
+static __device__ __forceinline__ void snn_neuron_load_steps(
+    float (&xv)[SNN_NEURON_CUDA_STEPS][SNN_NEURON_CUDA_ELEMS], const float *x, int64_t t0,
+    int64_t T, int64_t M, int64_t base)
+{
+#pragma unroll
+    for (int u = 0; u < SNN_NEURON_CUDA_STEPS; u++)
+#pragma unroll
+        for (int j = 0; j < SNN_NEURON_CUDA_ELEMS; j++) {
+            const int64_t i = base + (int64_t)j * SNN_NEURON_CUDA_BLOCK;
+            xv[u][j] = (t0 + u < T && i < M) ? x[(t0 + u) * M + i] : 0.0f;
+        }
+}
+
 /* Blocks for M elements per step. M > 0. */
 static inline unsigned snn_neuron_cuda_grid(int64_t M)
 {

@@ -58,15 +58,9 @@ stbif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float
     }
 
     for (int64_t t0 = 0; t0 < T; t0 += STEPS) {
-        /* the loads of STEPS steps first (X does not depend on the state): in flight together */
+        /* STEPS * ELEMS loads in flight before the first use: hides the latency even at tiny M */
         float xv[STEPS][ELEMS];
-#pragma unroll
-        for (int u = 0; u < STEPS; u++)
-#pragma unroll
-            for (int j = 0; j < ELEMS; j++) {
-                const int64_t i = base + (int64_t)j * BLOCK;
-                xv[u][j] = (t0 + u < T && i < M) ? x[(t0 + u) * M + i] : 0.0f;
-            }
+        snn_neuron_load_steps(xv, x, t0, T, M, base);
 #pragma unroll
         for (int u = 0; u < STEPS; u++) {
             const int64_t t = t0 + u;
