@@ -17,13 +17,10 @@
 
 #include <omp.h>
 
+#include "conv_layers.h"
 #include "cpu_peak.h"
 #include "tensor/kernels_cpu.h"
 
-typedef struct layer {
-    const char *name;
-    int C_in, H, C_out, K, stride, pad; /* square images and kernels */
-} layer;
 
 static const layer layers[] = {
     {"fmnist conv1 1->32 28x28", 1, 28, 32, 3, 1, 1},
@@ -36,14 +33,6 @@ static const layer layers[] = {
     {"resnet 256->512 /2 1x1", 256, 8, 512, 1, 2, 0},
     {"resnet 512->512 4x4", 512, 4, 512, 3, 1, 1},
 };
-
-static snn_conv2d_dims make_dims(int N, const layer *l)
-{
-    snn_conv2d_dims d = {N, l->C_in, l->H, l->H, l->C_out, l->K, l->K, l->stride, l->pad, 0, 0};
-    d.H_out = (l->H + 2 * l->pad - l->K) / l->stride + 1;
-    d.W_out = d.H_out;
-    return d;
-}
 
 static float *alloc_random(size_t n, snn_rng *rng)
 {
@@ -81,7 +70,7 @@ static void direct_forward(float *out, const float *x, const float *w, const snn
 /* Forward on 2 images vs the direct loop: max |difference|, and the direct loop's seconds. */
 static double check_layer(const layer *l, snn_rng *rng, double *direct_seconds)
 {
-    snn_conv2d_dims d = make_dims(2, l);
+    snn_conv2d_dims d = layer_dims(2, l);
     size_t x_n = (size_t)d.N * d.C_in * d.H * d.W, w_n = (size_t)d.C_out * d.C_in * d.KH * d.KW;
     size_t o_n = (size_t)d.N * d.C_out * d.H_out * d.W_out;
     float *x = alloc_random(x_n, rng), *w = alloc_random(w_n, rng);
@@ -128,7 +117,7 @@ int main(int argc, char **argv)
             return EXIT_FAILURE;
         }
 
-        snn_conv2d_dims d = make_dims(batch, l);
+        snn_conv2d_dims d = layer_dims(batch, l);
         size_t x_n = (size_t)d.N * d.C_in * d.H * d.W, w_n = (size_t)d.C_out * d.C_in * d.KH * d.KW;
         size_t o_n = (size_t)d.N * d.C_out * d.H_out * d.W_out, b_n = (size_t)d.C_out;
         float *x = alloc_random(x_n, &rng), *w = alloc_random(w_n, &rng);

@@ -25,11 +25,8 @@
 
 #include "snn.h"
 #include "sparse/sparse.h"
+#include "conv_layers.h"
 
-typedef struct layer {
-    const char *name;
-    int C_in, H, C_out, K, stride, pad;
-} layer;
 
 static const layer layers[] = {
     {"cnn conv2 32->32 14x14", 32, 14, 32, 3, 1, 1},
@@ -79,8 +76,7 @@ static void bench_cuda(int N, int reps, snn_rng *rng)
     printf("%-24s %5s %9s %9s %8s %10s\n", "layer", "rate", "dense ms", "sparse ms", "x", "max|diff|");
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
         const layer *l = &layers[li];
-        snn_conv2d_dims d = {N, l->C_in, l->H, l->H, l->C_out, l->K, l->K, l->stride, l->pad, 0, 0};
-        d.H_out = d.W_out = (l->H + 2 * l->pad - l->K) / l->stride + 1;
+        snn_conv2d_dims d = layer_dims(N, l);
         const int HW = l->H * l->H;
         const int64_t nx = (int64_t)N * l->C_in * HW, nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
         const int64_t ny = (int64_t)N * l->C_out * d.H_out * d.W_out;
@@ -149,8 +145,7 @@ int main(int argc, char **argv)
            "gemm ms", "event ms", "gemm x", "event x", "same");
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
         const layer *l = &layers[li];
-        snn_conv2d_dims d = {N, l->C_in, l->H, l->H, l->C_out, l->K, l->K, l->stride, l->pad, 0, 0};
-        d.H_out = d.W_out = (l->H + 2 * l->pad - l->K) / l->stride + 1;
+        snn_conv2d_dims d = layer_dims(N, l);
         const int HW = l->H * l->H;
         const int64_t nx = (int64_t)N * l->C_in * HW, nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
         const int64_t ny = (int64_t)N * l->C_out * d.H_out * d.W_out;
