@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "tensor/arena.h"
 #include "tensor/error.h"
 
 snn_model_config snn_model_config_default(snn_model_kind kind)
@@ -117,30 +118,27 @@ int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char *
 snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed)
 {
     /* Poisson: each pixel (in [0, 1]) fires at each step with probability equal to its value.
-     * Drawn on the host from a counter-based hash, so it is reproducible on any device. */
+     * The spikes are a counter-based hash of (seed, index) drawn by the poisson_encode kernel
+     * on x's device (tensor/encode.c gives the recipe), so they are the same on every device
+     * and no pixel goes through the host. The seed advances here, once per call: a fresh,
+     * reproducible draw per forward (the checkpoint stores it, so a resumed run draws on). */
     const char *fn = "snn_model_encode";
+    if (snn_check_tensor(fn, "x", x)) return NULL;
+    if (x->shape.ndim + 1 > SNN_MAX_DIMS)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected at most %d dims "
+                              "so that a time axis fits, got %d)", fn, SNN_MAX_DIMS - 1,
+                              x->shape.ndim);
+    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
+    if (!k) return NULL;
+    SNN_REQUIRE_KERNEL(k, fn, poisson_encode);
     int T = c->time_steps;
     snn_shape shape = {.ndim = x->shape.ndim + 1};
     shape.dim[0] = T;
     for (int d = 0; d < x->shape.ndim; d++) shape.dim[d + 1] = x->shape.dim[d];
-    size_t bytes = (size_t)x->numel * sizeof(float);
-    float *pixels = snn_alloc(bytes, SNN_CPU);
-    float *spikes = snn_alloc(bytes * (size_t)T, SNN_CPU);
-    snn_tensor *out = NULL;
-    if (pixels && spikes && snn_tensor_copy_to_host(x, pixels) == SNN_OK) {
-        *seed = snn_hash64(*seed);
-        for (int t = 0; t < T; t++)
-            for (int64_t i = 0; i < x->numel; i++) {
-                uint64_t h = snn_hash64(*seed + (uint64_t)(t * x->numel + i));
-                float u = (float)(h >> 40) * 0x1.0p-24f;
-                spikes[t * x->numel + i] = u < pixels[i] ? 1.0f : 0.0f;
-            }
-        out = snn_from_host(shape, spikes, x->device);
-    } else if (!pixels || !spikes) {
-        snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
-    }
-    snn_free(pixels, bytes, SNN_CPU);
-    snn_free(spikes, bytes * (size_t)T, SNN_CPU);
+    snn_tensor *out = snn_step_tensor(fn, shape, x->device); // (T, N, C, H, W)
+    if (!out) return NULL;
+    *seed = snn_hash64(*seed);
+    k->poisson_encode(out->data, x->data, x->numel, T, *seed);
     return out;
 }
 

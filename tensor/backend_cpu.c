@@ -50,6 +50,7 @@ const snn_kernels snn_kernels_cpu = {
     .one_hot = snn_one_hot_cpu,
     .argmax_rows = snn_argmax_rows_cpu,
     .dropout_mask = snn_dropout_mask_cpu,
+    .poisson_encode = snn_poisson_encode_cpu,
     .sgd_update = snn_sgd_update_cpu,
     .adam_update = snn_adam_update_cpu,
     .sumsq_and_finite = snn_sumsq_and_finite_cpu,

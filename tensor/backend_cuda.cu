@@ -90,6 +90,7 @@ static snn_kernels make_cuda_table(void)
     k.one_hot = snn_one_hot_cuda;
     k.argmax_rows = snn_argmax_rows_cuda;
     k.dropout_mask = snn_dropout_mask_cuda;
+    k.poisson_encode = snn_poisson_encode_cuda;
     k.sgd_update = snn_sgd_update_cuda;
     k.adam_update = snn_adam_update_cuda;
     k.sumsq_and_finite = snn_sumsq_and_finite_cuda;

@@ -201,6 +201,9 @@ typedef struct snn_kernels {
 
     /* mask[i] = (hash(seed, i) uniform >= p) / (1 - p): the same mask on every device */
     void (*dropout_mask)(float *mask, int64_t n, float p, uint64_t seed);
+    /* Poisson (rate) coding of pixels (n) into spikes (T, n): spikes[t*n + i] = u < pixels[i],
+     * u = (snn_hash64(seed + t*n + i) >> 40) * 2^-24: the same spikes on every device */
+    void (*poisson_encode)(float *spikes, const float *pixels, int64_t n, int T, uint64_t seed);
 
     /* optimizer updates; velocity / m, v are the optimizer's state (same size as p) */
     void (*sgd_update)(float *p, float *velocity, const float *grad, int64_t n,

@@ -79,6 +79,9 @@ void snn_one_hot_cpu(float *out, const float *labels, int N, int C);
 /* dropout.c */
 void snn_dropout_mask_cpu(float *mask, int64_t n, float p, uint64_t seed);
 
+/* encode.c */
+void snn_poisson_encode_cpu(float *spikes, const float *pixels, int64_t n, int T, uint64_t seed);
+
 /* optim.c */
 void snn_sgd_update_cpu(float *p, float *velocity, const float *grad, int64_t n,
                         const snn_sgd_params *hp);

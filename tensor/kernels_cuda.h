@@ -98,6 +98,10 @@ void snn_one_hot_cuda(float *out, const float *labels, int N, int C);
 /* dropout.cu */
 void snn_dropout_mask_cuda(float *mask, int64_t n, float p, uint64_t seed);
 
+/* encode.cu */
+void snn_poisson_encode_cuda(float *spikes, const float *pixels, int64_t n, int T,
+                             uint64_t seed);
+
 /* optim.cu */
 void snn_sgd_update_cuda(float *p, float *velocity, const float *grad, int64_t n,
                          const snn_sgd_params *hp);

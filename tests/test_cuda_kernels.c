@@ -1,7 +1,8 @@
 /*
  * test_cuda_kernels.c - the CUDA kernel table (the tensor/ .cu files) against the CPU reference
  * (the tensor/ .c files) on random inputs, part 1: memory, elementwise, reductions, GEMM, bias,
- * losses, dropout and optimizers (test_cuda_layers.c has conv2d, pooling and batch-norm).
+ * losses, dropout, Poisson encoding and optimizers (test_cuda_layers.c has conv2d, pooling and
+ * batch-norm).
  * The parity test of DESIGN.md section 8; the harness is in cuda_parity.h.
  *
  * For each entry the same host inputs go to snn_kernels_cpu and, copied to the GPU, to the
@@ -10,8 +11,8 @@
  *   - elementwise results:  |got - want| <= ATOL + RTOL |want| per element (1e-6, 1e-5);
  *   - GEMM and conv2d, whose sums run over K = 10^2..10^4 terms in different orders:
  *     ||got - want|| / ||want|| < 1e-5 (fp32), < 2e-3 with TF32 tensor cores;
- *   - exact (bit for bit): copies, fill, the dropout mask, argmax (max-pool and rows),
- *     one-hot, max-pool values.
+ *   - exact (bit for bit): copies, fill, the dropout mask, the Poisson spikes, argmax
+ *     (max-pool and rows), one-hot, max-pool values.
  * Backward kernels accumulate: their gradient outputs are pre-filled with the same random
  * values on both sides, and every NULL gradient output is exercised. Shapes include odd sizes,
  * padding and strides, sizes that span several blocks, chunks and segments, and one-scalar
@@ -36,7 +37,7 @@ static void test_table_complete(void)
     HAS(batchnorm_forward_eval); HAS(batchnorm_backward); HAS(log_softmax_forward);
     HAS(log_softmax_backward); HAS(nll_forward); HAS(nll_backward); HAS(one_hot);
     HAS(argmax_rows); HAS(dropout_mask); HAS(sgd_update); HAS(adam_update);
-    HAS(sumsq_and_finite);
+    HAS(sumsq_and_finite); HAS(poisson_encode);
 #undef HAS
 }
 
@@ -440,6 +441,38 @@ static void test_dropout_mask(void)
     release_all();
 }
 
+/* Poisson spikes (T, n) from pixels (n): bit for bit the CPU's. Pixels are random in
+ * [-0.1, 1.1] plus the edges: 0, -0, 1, NaN, +-inf, a subnormal, and pixels equal to their
+ * own u at t = 0 (strict <: no spike there).
+ * Sizes: one pixel, a partial block, n over the grid cap (the grid-stride loop), long T; seeds
+ * include one whose keys wrap past 2^64. */
+static void test_poisson_encode(void)
+{
+    const struct { int64_t n; int T; } shapes[] = {{1, 1}, {37, 4}, {1000003, 4}, {4099, 257}};
+    const uint64_t seeds[] = {0, 12345678901ull, UINT64_MAX - 5};
+    char what[96];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int64_t n = shapes[k].n;
+        const int T = shapes[k].T;
+        const size_t total = (size_t)(T * n);
+        for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+            float *pixels = random_host((size_t)n, -0.1f, 1.1f);
+            const float edges[] = {0.0f, -0.0f, 1.0f, NAN, INFINITY, -INFINITY, 1e-40f};
+            for (int64_t e = 0; e < 7 && 2 * e + 1 < n; e++) pixels[2 * e + 1] = edges[e];
+            for (int64_t i = 20; i < n && i < 30; i++) /* u of (t = 0, i) exactly */
+                pixels[i] = (float)(snn_hash64(seeds[s] + (uint64_t)i) >> 40) * 0x1.0p-24f;
+            float *want = host_floats(total), *d_spikes = dev_floats(total);
+            float *d_pixels = dev_copy(pixels, (size_t)n);
+            cpu->poisson_encode(want, pixels, n, T, seeds[s]);
+            gpu->poisson_encode(d_spikes, d_pixels, n, T, seeds[s]);
+            snprintf(what, sizeof what, "poisson_encode n=%lld T=%d seed=%llu", (long long)n, T,
+                     (unsigned long long)seeds[s]);
+            expect_exact(what, d_spikes, want, total * sizeof *want);
+            release_all();
+        }
+    }
+}
+
 static void sgd_case(float momentum, float dampening, bool nesterov, bool first, float wd)
 {
     char what[128];
@@ -510,6 +543,7 @@ int main(void)
     RUN(test_bias);
     RUN(test_losses);
     RUN(test_dropout_mask);
+    RUN(test_poisson_encode);
     RUN(test_optimizers);
     return test_finish();
 }

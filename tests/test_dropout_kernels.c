@@ -1,9 +1,18 @@
 /*
- * test_dropout_kernels.c - the CPU dropout mask (tensor/dropout.c), called directly: the mask
- * follows the documented recipe bit for bit (the CUDA kernel is held to the same recipe), is a
- * pure function of (seed, index) (deterministic, independent of n and of threads), takes only
- * the values 0 and 1/(1-p), keeps a fraction 1-p within 4 standard deviations, and changes
- * with the seed.
+ * test_dropout_kernels.c - the CPU kernels driven by the counter hash snn_hash64, called
+ * directly: the dropout mask (tensor/dropout.c) and the Poisson encoder (tensor/encode.c).
+ *
+ * The dropout mask follows the documented recipe bit for bit (the CUDA kernel is held to the
+ * same recipe), is a pure function of (seed, index) (deterministic, independent of n and of
+ * threads), takes only the values 0 and 1/(1-p), keeps a fraction 1-p within 4 standard
+ * deviations, and changes with the seed.
+ *
+ * The Poisson spikes equal, bit for bit, the plain loop that nn/model.c ran on the host before
+ * the kernel existed (so checkpoints and resumed runs draw the same spikes), with the key
+ * wrapping past 2^64; they are exactly 0 or 1; intensities <= 0 and NaN never fire, >= 1
+ * always fire, and u == pixel does not fire (strict <); a grey image fires at its intensity
+ * within 4 standard deviations; step t is the T = 1 encoding with seed + t n; 1 thread and all
+ * threads agree.
  *
  *     ctest --test-dir build -R dropout_kernels --output-on-failure
  */
@@ -128,6 +137,127 @@ static void test_seeds_independent(void)
     ffree(a, BIG), ffree(b, BIG);
 }
 
+/* ---- Poisson encoding ----------------------------------------------------------------------- */
+
+/* The loop of nn/model.c (snn_model_encode) before the kernel existed, kept here verbatim in
+ * meaning: the spikes of every checkpointed run were drawn with it. */
+static void poisson_plain_loop(float *spikes, const float *pixels, int64_t numel, int T,
+                               uint64_t seed)
+{
+    for (int t = 0; t < T; t++)
+        for (int64_t i = 0; i < numel; i++) {
+            uint64_t h = snn_hash64(seed + (uint64_t)(t * numel + i));
+            float u = (float)(h >> 40) * 0x1.0p-24f;
+            spikes[t * numel + i] = u < pixels[i] ? 1.0f : 0.0f;
+        }
+}
+
+/* u of flat index j, the threshold a pixel must exceed to fire there */
+static float poisson_u(uint64_t seed, int64_t j)
+{
+    return (float)(snn_hash64(seed + (uint64_t)j) >> 40) / 16777216.0f;
+}
+
+/* Random pixels in [-0.1, 1.1] (some below 0 and above 1), an odd n over the parallel
+ * threshold, and seeds that wrap the key past 2^64 within the tensor. */
+static void test_poisson_matches_plain_loop(void)
+{
+    const int64_t n = 100003;
+    const int T = 5;
+    const uint64_t seeds[3] = {0, 0x0123456789ABCDEFull, UINT64_MAX - 1000};
+    snn_rng rng;
+    snn_rng_seed(&rng, 11);
+    float *pixels = falloc(n), *got = falloc(T * n), *want = falloc(T * n);
+    for (int64_t i = 0; i < n; i++) pixels[i] = -0.1f + 1.2f * snn_rng_uniform(&rng);
+    for (int s = 0; s < 3; s++) {
+        snn_poisson_encode_cpu(got, pixels, n, T, seeds[s]);
+        poisson_plain_loop(want, pixels, n, T, seeds[s]);
+        CHECK(memcmp(got, want, (size_t)(T * n) * sizeof *got) == 0);
+        int64_t other = 0;
+        for (int64_t j = 0; j < T * n; j++) other += got[j] != 0.0f && got[j] != 1.0f;
+        CHECK(other == 0);
+    }
+    ffree(pixels, n), ffree(got, T * n), ffree(want, T * n);
+}
+
+/* Hand-built pixels around the thresholds of their own elements, T = 2, n = 8. */
+static void test_poisson_edges(void)
+{
+    enum { N = 8, STEPS = 2 };
+    const uint64_t seed = 99;
+    float pixels[N], spikes[STEPS * N];
+    const float u2 = poisson_u(seed, 2), u3 = poisson_u(seed, 3);
+    pixels[0] = 0.0f;                         /* never fires: u >= 0 */
+    pixels[1] = 1.0f;                         /* always fires: u <= 1 - 2^-24 */
+    pixels[2] = u2;                           /* u == pixel at t = 0: strict <, no spike */
+    pixels[3] = nextafterf(u3, 2.0f);         /* just above u at t = 0: a spike */
+    pixels[4] = -3.0f;                        /* negative: never */
+    pixels[5] = 7.0f;                         /* above 1: always */
+    pixels[6] = NAN;                          /* NaN compares false: never */
+    pixels[7] = INFINITY;                     /* always */
+    snn_poisson_encode_cpu(spikes, pixels, N, STEPS, seed);
+    for (int t = 0; t < STEPS; t++) {
+        const float *row = spikes + t * N;
+        CHECK(row[0] == 0.0f && row[1] == 1.0f && row[4] == 0.0f && row[5] == 1.0f);
+        CHECK(row[6] == 0.0f && row[7] == 1.0f);
+    }
+    CHECK(spikes[2] == 0.0f && spikes[3] == 1.0f);
+    /* at t = 1 the same pixels meet fresh thresholds u(seed, 8 + i) */
+    CHECK(spikes[N + 2] == (poisson_u(seed, N + 2) < u2 ? 1.0f : 0.0f));
+    CHECK(spikes[N + 3] == (poisson_u(seed, N + 3) < pixels[3] ? 1.0f : 0.0f));
+    /* n = 0 or T = 0 writes nothing */
+    float guard = -1.0f;
+    snn_poisson_encode_cpu(&guard, pixels, 0, STEPS, seed);
+    snn_poisson_encode_cpu(&guard, pixels, N, 0, seed);
+    CHECK(guard == -1.0f);
+}
+
+/* A grey image of intensity r fires a fraction r of its spikes, within 4 sigma
+ * (sigma = sqrt(T n r (1 - r)), binomial); T = 4 steps of n = 250,000 pixels. */
+static void test_poisson_rate(void)
+{
+    const int64_t n = 250000;
+    const int T = 4;
+    const float rates[3] = {0.05f, 0.3f, 0.77f};
+    float *pixels = falloc(n), *spikes = falloc(T * n);
+    for (int k = 0; k < 3; k++) {
+        const double r = (double)rates[k], total = (double)(T * n);
+        for (int64_t i = 0; i < n; i++) pixels[i] = rates[k];
+        snn_poisson_encode_cpu(spikes, pixels, n, T, 5000 + (uint64_t)k);
+        int64_t fired = 0;
+        for (int64_t j = 0; j < T * n; j++) fired += spikes[j] == 1.0f;
+        const double expect = total * r, sigma = sqrt(total * r * (1.0 - r));
+        CHECK(fabs((double)fired - expect) <= 4.0 * sigma);
+        fprintf(stderr, "  rate %.2f: %lld spikes of %.0f (expected %.0f +- %.0f)\n", r,
+                (long long)fired, total, expect, sigma);
+    }
+    ffree(pixels, n), ffree(spikes, T * n);
+}
+
+/* The key of (t, i) is seed + t n + i: step t of a T-step encoding is the one-step encoding
+ * with seed + t n. And the result does not depend on the thread count. */
+static void test_poisson_layout_and_threads(void)
+{
+    const int64_t n = 70001;
+    const int T = 3;
+    const uint64_t seed = 0xFEEDull;
+    snn_rng rng;
+    snn_rng_seed(&rng, 12);
+    float *pixels = falloc(n), *all = falloc(T * n), *one = falloc(n), *serial = falloc(T * n);
+    for (int64_t i = 0; i < n; i++) pixels[i] = snn_rng_uniform(&rng);
+    snn_poisson_encode_cpu(all, pixels, n, T, seed);
+    for (int t = 0; t < T; t++) {
+        snn_poisson_encode_cpu(one, pixels, n, 1, seed + (uint64_t)(t * n));
+        CHECK(memcmp(one, all + t * n, (size_t)n * sizeof *one) == 0);
+    }
+    int saved = snn_get_num_threads();
+    snn_set_num_threads(1);
+    snn_poisson_encode_cpu(serial, pixels, n, T, seed);
+    snn_set_num_threads(saved);
+    CHECK(memcmp(all, serial, (size_t)(T * n) * sizeof *all) == 0);
+    ffree(pixels, n), ffree(all, T * n), ffree(one, n), ffree(serial, T * n);
+}
+
 int main(void)
 {
     RUN(test_matches_recipe);
@@ -136,5 +266,9 @@ int main(void)
     RUN(test_values_and_keep_fraction);
     RUN(test_edge_probabilities);
     RUN(test_seeds_independent);
+    RUN(test_poisson_matches_plain_loop);
+    RUN(test_poisson_edges);
+    RUN(test_poisson_rate);
+    RUN(test_poisson_layout_and_threads);
     return test_finish();
 }
