@@ -15,7 +15,9 @@
  *
  *   forward:  im2col writes the chunk's columns image by image, col (G, CK, P), and ONE strided
  *             batched SGEMM computes all G products straight into out (the weight is shared:
- *             stride 0). The bias is added once at the end over all of out.
+ *             stride 0). Small output planes (P < 128: the 8x8 and 4x4 ResNet stages) go
+ *             side by side instead, as in the backward: one SGEMM (C_out, CK) x (CK, G*P) and a
+ *             pass that moves the image axis back in front. The bias is added once at the end.
  *   backward: dweight is a sum over images, so the chunk is laid out as one wide matrix with
  *             the images side by side: col (CK, G*P) and doutT (C_out, G*P) (a transpose of
  *             dout's (G, C_out, P)). Then one SGEMM adds doutT col^T into dweight (K = G*P, so
@@ -90,72 +92,113 @@ enum col_layout {
     COL_SIDE_BY_SIDE /* (CK, g, P) = (CK, g*P): images side by side; the backward's matrix */
 };
 
-/* col = im2col of the g images at x (g, C_in, H, W), one thread per col entry, in the order of
- * `layout` so that writes are coalesced. Padding reads as 0.
- * Traffic: 4 B written per col entry, x read through the cache (each input feeds up to
- * KH KW entries).  CPU: the im2col of conv2d.c. */
-static __global__ void conv2d_im2col_kernel(float *col, const float *x, snn_conv2d_dims d, int g,
-                                            int64_t CK, int64_t P, col_layout layout)
+/* Index math. Inside one chunk every index fits in int (make_plan caps G so that the chunk's
+ * col, doutT and x all stay below 2^31 floats), so the kernels below divide in 32 bits: a
+ * 64-bit division is a ~70-instruction software routine on the GPU, and with five of them per
+ * column entry the first version of im2col was bound by integer arithmetic, not by memory
+ * (16 ms of a 55 ms ResNet-18 step on the H100, about a fifth of the bandwidth it needs). */
+
+/* col = im2col of the g images at x (g, C_in, H, W), padding read as 0. One thread per
+ * (image j, channel ci, output position p): it works out its window once and copies the KH KW
+ * inputs under it into the KH KW rows (ci, kh, kw) of column p. Neighbouring threads hold
+ * neighbouring p, so each of the KH KW stores is coalesced across the warp, in either layout.
+ * Traffic: 4 B written per col entry (KH KW times the input for stride 1); x is read through
+ * L1, each input feeding up to KH KW entries of neighbouring threads.
+ * CPU: the im2col of conv2d.c. */
+static __global__ void conv2d_im2col_kernel(float *__restrict__ col, const float *__restrict__ x,
+                                            snn_conv2d_dims d, int g, int P, col_layout layout)
 {
-    SNN_GRID_STRIDE_LOOP(idx, CK * g * P) {
-        int64_t p, j, r, kw, kh, ow;
-        const int64_t t = snn_divmod(idx, P, &p);
-        if (layout == COL_SIDE_BY_SIDE) r = snn_divmod(t, g, &j);
-        else j = snn_divmod(t, CK, &r);
-        const int64_t ci = snn_divmod(snn_divmod(r, d.KW, &kw), d.KH, &kh);
-        const int64_t oh = snn_divmod(p, d.W_out, &ow);
-        const int ih = (int)(oh * d.stride - d.pad + kh), iw = (int)(ow * d.stride - d.pad + kw);
-        float v = 0.0f;
-        if (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W)
-            v = x[((j * d.C_in + ci) * d.H + ih) * (int64_t)d.W + iw];
-        col[idx] = v;
+    const int KK = d.KH * d.KW, CK = d.C_in * KK;
+    const int total = g * d.C_in * P;
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += gridDim.x * blockDim.x) {
+        const int image_channel = idx / P, p = idx - image_channel * P;
+        const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
+        const int oh = p / d.W_out, ow = p - oh * d.W_out;
+        const int ih0 = oh * d.stride - d.pad, iw0 = ow * d.stride - d.pad;
+        const float *plane = x + (size_t)image_channel * d.H * d.W;  // x[j, ci] (H, W)
+        /* row (ci, 0, 0) of this column, and the step between consecutive rows */
+        float *dst;
+        int row_step;
+        if (layout == COL_PER_IMAGE) {
+            dst = col + ((size_t)j * CK + (size_t)ci * KK) * P + p;
+            row_step = P;
+        } else {
+            dst = col + ((size_t)ci * KK * g + j) * P + p;
+            row_step = g * P;
+        }
+        for (int kh = 0; kh < d.KH; kh++) {
+            const int ih = ih0 + kh;
+            const bool row_in = ih >= 0 && ih < d.H;
+            for (int kw = 0; kw < d.KW; kw++) {
+                const int iw = iw0 + kw;
+                *dst = row_in && iw >= 0 && iw < d.W ? plane[ih * d.W + iw] : 0.0f;
+                dst += row_step;
+            }
+        }
     }
 }
 
-/* doutT (C_out, g*P) = dout (g, C_out, P) with the image axis moved inside.
+/* dst (B, A, P) = src (A, B, P) with the two outer axes swapped: the backward's
+ * doutT (C_out, g, P) from dout (g, C_out, P), and the forward's out (g, C_out, P) from the
+ * side-by-side product (C_out, g, P). One thread per element, consecutive threads along p.
  * Traffic: 4 B read + 4 B written per element, both coalesced along p. */
-static __global__ void conv2d_backward_transpose_kernel(float *doutT, const float *dout, int C_out,
-                                                        int g, int64_t P)
+static __global__ void conv2d_swap_outer_kernel(float *__restrict__ dst, const float *__restrict__ src,
+                                                int A, int B, int P)
 {
-    SNN_GRID_STRIDE_LOOP(idx, (int64_t)C_out * g * P) {
-        int64_t p, j;
-        const int64_t co = snn_divmod(snn_divmod(idx, P, &p), g, &j);
-        doutT[idx] = dout[(j * C_out + co) * P + p];
+    const int total = A * B * P;
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += gridDim.x * blockDim.x) {
+        const int ba = idx / P, p = idx - ba * P;           /* idx = (b, a, p) in dst */
+        const int b = ba / A, a = ba - b * A;
+        dst[idx] = src[((size_t)a * B + b) * P + p];
     }
 }
 
 /* dx (g, C_in, H, W) += col2im(dcol), dcol laid out (CK, g, P): one thread per input element
  * gathers every (kh, kw) whose window put it at output (oh, ow) =
  * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
- * the output. Traffic: up to KH KW dcol reads + one read-modify-write of dx per input.
+ * the output. Neighbouring threads hold neighbouring iw, so for stride 1 the KH KW reads are
+ * coalesced too. Traffic: up to KH KW dcol reads + one read-modify-write of dx per input.
  * CPU: the col2im of conv2d.c. */
-static __global__ void conv2d_backward_col2im_kernel(float *dx, const float *dcol,
-                                                     snn_conv2d_dims d, int g, int64_t P)
+static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
+                                                     const float *__restrict__ dcol,
+                                                     snn_conv2d_dims d, int g, int P)
 {
-    const int64_t row_stride = (int64_t)g * P; /* between consecutive rows (ci, kh, kw) of dcol */
-    SNN_GRID_STRIDE_LOOP(idx, (int64_t)g * d.C_in * d.H * d.W) {
-        int64_t iw64, ih64, ci64;
-        const int64_t j = snn_divmod(snn_divmod(snn_divmod(idx, d.W, &iw64), d.H, &ih64), d.C_in,
-                                     &ci64);
-        const int iw = (int)iw64, ih = (int)ih64, ci = (int)ci64;
+    const int row_stride = g * P; /* between consecutive rows (ci, kh, kw) of dcol */
+    const int HW = d.H * d.W;
+    const int total = g * d.C_in * HW;
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += gridDim.x * blockDim.x) {
+        const int image_channel = idx / HW, pix = idx - image_channel * HW;
+        const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
+        const int ih = pix / d.W, iw = pix - ih * d.W;
+        const float *image_cols = dcol + (size_t)j * P;   /* column block of image j */
         float acc = 0.0f;
         for (int kh = 0; kh < d.KH; kh++) {
             const int oh_s = ih + d.pad - kh; /* = oh * stride */
-            if (oh_s < 0 || oh_s % d.stride != 0) continue;
+            if (oh_s < 0) break;              /* only gets smaller with kh */
             const int oh = oh_s / d.stride;
-            if (oh >= d.H_out) continue;
+            if (oh * d.stride != oh_s || oh >= d.H_out) continue;
             for (int kw = 0; kw < d.KW; kw++) {
                 const int ow_s = iw + d.pad - kw;
-                if (ow_s < 0 || ow_s % d.stride != 0) continue;
+                if (ow_s < 0) break;
                 const int ow = ow_s / d.stride;
-                if (ow >= d.W_out) continue;
-                const int64_t r = ((int64_t)ci * d.KH + kh) * d.KW + kw;
-                acc += dcol[r * row_stride + j * P + (int64_t)oh * d.W_out + ow];
+                if (ow * d.stride != ow_s || ow >= d.W_out) continue;
+                const int r = (ci * d.KH + kh) * d.KW + kw;
+                acc += image_cols[(size_t)r * row_stride + oh * d.W_out + ow];
             }
         }
-        dx[idx] += acc;
+        dx[(size_t)idx] += acc;
     }
 }
+
+/* Output planes smaller than this take the forward side by side: a per-image product
+ * out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) with P = 16 or 64 columns is a thin
+ * GEMM that rereads the whole weight for every image, while one (C_out, CK) x (CK, g P) product
+ * reads it once per chunk; the price is one extra pass over the (small) output to put the image
+ * axis back in front. */
+#define CONV_SIDE_BY_SIDE_BELOW 128
 
 extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight,
                                         const float *bias, const snn_conv2d_dims *d,
@@ -165,22 +208,37 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
     const conv_plan plan = make_plan(d);
     const int64_t x_image = (int64_t)d->C_in * d->H * d->W;      /* floats per input image */
     const int64_t out_image = (int64_t)d->C_out * plan.P;        /* floats per output image */
+    const bool side_by_side = !plan.direct && plan.P < CONV_SIDE_BY_SIDE_BELOW;
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
         const float *xg = x + n0 * x_image;                       // (g, C_in, H, W)
+        float *outg = out + n0 * out_image;                       // (g, C_out, P)
+        const int entries = (int)((int64_t)g * d->C_in * plan.P); /* im2col threads */
+        if (side_by_side) {
+            /* outT (C_out, g P) = weight (C_out, CK) x col (CK, g P), then out = swap(outT) */
+            const int wide = (int)(g * plan.P);
+            float *outT = workspace + plan.col_floats;
+            SNN_CUDA_LAUNCH(conv2d_im2col_kernel, snn_cuda_grid(entries, SNN_CUDA_BLOCK),
+                            SNN_CUDA_BLOCK, 0, workspace, xg, *d, g, (int)plan.P,
+                            COL_SIDE_BY_SIDE);
+            snn_gemm_cuda(false, false, d->C_out, wide, (int)plan.CK, 1.0f, weight, (int)plan.CK,
+                          workspace, wide, 0.0f, outT, wide);
+            SNN_CUDA_LAUNCH(conv2d_swap_outer_kernel,
+                            snn_cuda_grid((int64_t)d->C_out * wide, SNN_CUDA_BLOCK),
+                            SNN_CUDA_BLOCK, 0, outg, outT, d->C_out, g, (int)plan.P);
+            continue;
+        }
         const float *cols = xg;                                   // (g, CK, P)
         if (!plan.direct) {
-            const int64_t entries = plan.CK * g * plan.P;
             SNN_CUDA_LAUNCH(conv2d_im2col_kernel, snn_cuda_grid(entries, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, workspace, xg, *d, g, plan.CK, plan.P,
+                            SNN_CUDA_BLOCK, 0, workspace, xg, *d, g, (int)plan.P,
                             COL_PER_IMAGE);
             cols = workspace;
         }
         /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
         snn_gemm_strided_batched_cuda(false, false, d->C_out, (int)plan.P, (int)plan.CK, 1.0f,
                                       weight, (int)plan.CK, 0, cols, (int)plan.P,
-                                      plan.CK * plan.P, 0.0f, out + n0 * out_image, (int)plan.P,
-                                      out_image, g);
+                                      plan.CK * plan.P, 0.0f, outg, (int)plan.P, out_image, g);
     }
     if (bias) snn_bias_forward_cuda(out, bias, d->N, d->C_out, plan.P);
 }
@@ -207,15 +265,15 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
         const float *doutg = dout + n0 * out_image;           // (g, C_out, P)
         float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
 
-        if (need_doutT)
-            SNN_CUDA_LAUNCH(conv2d_backward_transpose_kernel,
+        if (need_doutT)   /* doutT (C_out, g, P) = dout (g, C_out, P) with the outer axes swapped */
+            SNN_CUDA_LAUNCH(conv2d_swap_outer_kernel,
                             snn_cuda_grid((int64_t)d->C_out * wide, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, doutT, doutg, d->C_out, g, plan.P);
+                            SNN_CUDA_BLOCK, 0, doutT, doutg, g, d->C_out, (int)plan.P);
         if (dweight) {
             /* dweight (C_out, CK) += doutT (C_out, g P) x col^T (g P, CK) */
             SNN_CUDA_LAUNCH(conv2d_im2col_kernel,
-                            snn_cuda_grid(plan.CK * wide, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, col,
-                            xg, *d, g, plan.CK, plan.P, COL_SIDE_BY_SIDE);
+                            snn_cuda_grid((int64_t)g * d->C_in * plan.P, SNN_CUDA_BLOCK),
+                            SNN_CUDA_BLOCK, 0, col, xg, *d, g, (int)plan.P, COL_SIDE_BY_SIDE);
             snn_gemm_cuda(false, true, d->C_out, (int)plan.CK, wide, 1.0f, doutT, wide, col, wide,
                           1.0f, dweight, (int)plan.CK);
         }
@@ -232,7 +290,7 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
                           doutT, wide, 0.0f, col, wide);
             SNN_CUDA_LAUNCH(conv2d_backward_col2im_kernel,
                             snn_cuda_grid((int64_t)g * x_image, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
-                            dxg, col, *d, g, plan.P);
+                            dxg, col, *d, g, (int)plan.P);
         }
     }
 }
