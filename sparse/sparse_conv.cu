@@ -1,78 +1,90 @@
 /*
- * sparse_conv.cu - the sparse conv on the GPU: per image, the active input channels only.
+ * sparse_conv.cu - the sparse conv on the GPU: per image, a GEMM over the active input channels.
  *
- *   y[n, o, p] = bias[o] + sum_{c in A(n)} sum_{kh, kw} w[o, c, kh, kw] x[n, c, p*s - pad + (kh, kw)]
+ *   y[n, o, p] = bias[o] + sum_{k in K(n)} wt[k, o] col_n[k, p]
+ *   K(n)       = {(c, kh, kw) : c in A(n)},  A(n) = {c : activity[n, c] != 0}, c ascending
+ *   col_n[(c, kh, kw), p] = x[n, c, oh stride - pad + kh, ow stride - pad + kw]  (0 outside)
+ *   wt[(c, kh, kw), o]    = w[o, c, kh, kw]      (the weight transposed, once per call)
  *
- * A(n) comes from the neuron's activity (N, C_in) on the device: each block compacts its image's
- * row into an ordered list of active channels in shared memory (a warp ballot and a prefix over
- * the 8 warps per 256 channels), so there is no separate scan of x and NO HOST SYNC: the kernel
- * handles any number of active channels (0 to C_in), the launch does not depend on the data,
- * and a denser batch simply takes longer.
+ * That is the dense conv's GEMM, out (C_out, P) = W (C_out, CK) x col (CK, P), with the rows of
+ * silent channels left out: |A(n)| KH KW instead of C_in KH KW. The GEMM is implicit: the
+ * columns are gathered from x straight into shared memory, never written out.
  *
- * One block = one image n, one tile of TP output positions and OT = 16 * (256 / TP) output
- * channels (TP = 64, 32 or 16 by the size of the output plane, so 4x4 planes waste nothing).
- * Thread: one position p, 16 output channels, 16 accumulators in registers. For each active
- * channel (ascending) the block stages w[o0 : o0+OT, c, :, :] in shared memory, then each thread
- * reads its KH*KW input values and, for every nonzero one, does 16 FMAs against the staged
- * weights, laid out (KH*KW, OT) so a thread's 16 are four 16-byte loads, the same for the whole
- * warp (a shared-memory broadcast).
- * Work: |A| * KH*KW * (1 load + 16 FMA) per thread, against C_in * KH*KW for the dense conv;
- * traffic: the active planes of x (L1/L2 cached, read KH*KW times) and OT * KH*KW weights per
- * active channel per block.
+ * Active channels. A(n) comes from the neuron's activity (N, C_in) on the device: each block
+ * compacts its image's row into an ordered list in shared memory (a warp ballot and a prefix
+ * over the 8 warps per 256 channels), so there is no separate scan of x and NO HOST SYNC: the
+ * launch does not depend on the data, any density (0 to C_in) runs, a denser batch just takes
+ * longer.
  *
- * Order: each output sums its terms in ascending (c, kh, kw) with one FMA each, i.e. the plain
- * sequential k order; zero inputs are skipped, which is exact for a partial sum that is never -0.
- * The dense CUDA conv uses cuBLAS, whose order (and split-K) is its own, so sparse == dense
- * within fp32 rounding of a different summation order (tests/test_cuda_sparse.c states the
- * tolerance), while sparse == the sequential-order reference exactly for {0, 1} inputs.
- * With TF32 turned on for cuBLAS the dense side differs more; the test compares in fp32.
+ * Tiling (a plain shared-memory SGEMM). One block of 256 threads = one image n, TP output
+ * positions x TO output channels (TP TO = 4096; (64, 64), (32, 128), (16, 256) or (128, 32),
+ * chosen per layer to waste the fewest padded outputs: 4x4 planes take TP = 16). The K loop
+ * walks the image's compacted rows KC = 16 at a time: the block stages As (KC, TO) from wt
+ * (coalesced along o) and Bs (KC, TP) gathered from x (coalesced along p), then every thread
+ * adds the outer product of its 4 channels x 4 positions: per k, two 16-byte shared loads
+ * (As broadcast across the warp) feed 16 FMAs.
+ * Work per image: C_out |A(n)| KH KW P FMAs (dense: C_out C_in KH KW P).
+ * Traffic per block: KC (TO + TP) floats per K step from L2 (wt and the active planes of x,
+ * both reused by many blocks), and TO TP outputs written once.
+ *
+ * Order. Every output sums its terms in ascending k = (c, kh, kw) with one fmaf each, padded
+ * rows adding exactly 0, i.e. the plain sequential k order; leaving out a silent channel's rows
+ * is exact (they add +-0 to a sum that is never -0). So the kernel equals a sequential-order
+ * reference bit for bit for {0, 1} inputs (tests/test_cuda_sparse.c), while the dense CUDA conv
+ * (cuBLAS, its own order and split) agrees within fp32 rounding of a different order.
  */
 #include <stdint.h>
 
+#include "tensor/arena.h"
 #include "tensor/cuda_common.cuh"
 #include "tensor/error.h"
 #include "sparse.h"
 
 #define SP_THREADS 256
-#define SP_PER_THREAD 16
+#define SP_KC 16              /* rows of K staged per step */
+#define SP_MICRO 4            /* each thread: 4 output channels x 4 positions */
 
-/* dynamic shared memory: list (C_in ints) then the weight tile (OT * KK floats) */
-static __global__ void sparse_conv_forward_kernel(float *__restrict__ y, const float *__restrict__ x,
-                                                  const float *__restrict__ w,
-                                                  const float *__restrict__ bias,
-                                                  const float *__restrict__ activity,
-                                                  snn_conv2d_dims d, int TP, int OT, int p_tiles,
-                                                  int o_tiles)
+/* wt (K, C_out) = w (C_out, K) transposed through 32 x 32 shared tiles, so that both the read
+ * and the write are coalesced. Traffic: the weight read once and written once. */
+static __global__ void sparse_transpose_weights_kernel(float *__restrict__ wt,
+                                                       const float *__restrict__ w, int C_out,
+                                                       int K)
 {
-    extern __shared__ float smem[];
+    __shared__ float tile[32][33];   /* +1 column: no bank conflicts on the transposed read */
+    const int k0 = blockIdx.x * 32, o0 = blockIdx.y * 32;
+    for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+        const int o = o0 + i, k = k0 + threadIdx.x;
+        if (o < C_out && k < K) tile[i][threadIdx.x] = w[(size_t)o * K + k];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+        const int k = k0 + i, o = o0 + threadIdx.x;
+        if (o < C_out && k < K) wt[(size_t)k * C_out + o] = tile[threadIdx.x][i];
+    }
+}
+
+/* The ordered list of image n's active channels into list[], its length returned (all threads).
+ * Each warp ballots 32 channels, thread 0 turns the 8 warp counts into offsets. */
+static __device__ int sparse_active_channels(int *list, const float *__restrict__ activity, int n,
+                                             int C_in)
+{
     __shared__ int warp_base[SP_THREADS / 32];
     __shared__ int total;
-    int *list = (int *)smem;
-    float *ws = smem + ((d.C_in + 3) / 4) * 4;   /* (KK, OT): o contiguous, 16-byte aligned */
-
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int block = blockIdx.x;
-    const int pt = block % p_tiles;
-    block /= p_tiles;
-    const int ot = block % o_tiles;
-    const int n = block / o_tiles;
-    const int KK = d.KH * d.KW, P = d.H_out * d.W_out;
-
-    /* ordered list of the active channels of image n */
     if (tid == 0) total = 0;
     __syncthreads();
-    for (int base = 0; base < d.C_in; base += SP_THREADS) {
+    for (int base = 0; base < C_in; base += SP_THREADS) {
         const int c = base + tid;
-        const bool on = c < d.C_in && activity[(int64_t)n * d.C_in + c] != 0.0f;
+        const bool on = c < C_in && activity[(size_t)n * C_in + c] != 0.0f;
         const unsigned ballot = __ballot_sync(0xffffffffu, on);
         if (lane == 0) warp_base[warp] = __popc(ballot);
         __syncthreads();
         if (tid == 0) {
             int run = total;
             for (int k = 0; k < SP_THREADS / 32; k++) {
-                int cnt = warp_base[k];
+                const int count = warp_base[k];
                 warp_base[k] = run;
-                run += cnt;
+                run += count;
             }
             total = run;
         }
@@ -80,68 +92,198 @@ static __global__ void sparse_conv_forward_kernel(float *__restrict__ y, const f
         if (on) list[warp_base[warp] + __popc(ballot & ((1u << lane) - 1u))] = c;
         __syncthreads();
     }
-    const int count = total;
+    return total;
+}
 
-    const int p = pt * TP + tid % TP;
-    const int og = tid / TP;                       /* which 16 of the OT channels */
-    const int o0 = ot * OT;
-    const bool p_ok = p < P;
-    const int oh = p_ok ? p / d.W_out : 0, ow = p_ok ? p % d.W_out : 0;
-    float acc[SP_PER_THREAD];
-#pragma unroll
-    for (int j = 0; j < SP_PER_THREAD; j++) acc[j] = 0.0f;
+/* KSIZE: the kernel's side when it is 1 or 3 (divisions by KK become multiplies), 0 for any. */
+template <int TP, int TO, int KSIZE>
+static __global__ void __launch_bounds__(SP_THREADS)
+sparse_conv_forward_kernel(float *__restrict__ y, const float *__restrict__ x,
+                           const float *__restrict__ wt, const float *__restrict__ bias,
+                           const float *__restrict__ activity, snn_conv2d_dims d, int p_tiles,
+                           int o_tiles)
+{
+    /* float4 loads of As per thread per K step, gathered Bs entries per thread */
+    constexpr int A_VEC = (SP_KC * TO / 4 + SP_THREADS - 1) / SP_THREADS;
+    constexpr int B_PER = SP_KC * TP / SP_THREADS;
+    static_assert(TP * TO == SP_THREADS * SP_MICRO * SP_MICRO, "one 4x4 micro-tile per thread");
+    static_assert(SP_THREADS % TP == 0 && B_PER >= 1, "Bs gather: a fixed position per thread");
+    extern __shared__ int list[];                        /* C_in: the active channels */
+    __shared__ __align__(16) float As[2][SP_KC][TO];     /* wt rows k0 .. k0 + KC, o0 .. o0 + TO */
+    __shared__ __align__(16) float Bs[2][SP_KC][TP];     /* col_n rows k0 .. k0 + KC, p0 .. + TP */
 
-    for (int a = 0; a < count; a++) {
-        const int c = list[a];
-        __syncthreads();  /* the previous channel's tile is no longer read */
-        for (int i = tid; i < OT * KK; i += SP_THREADS) {
-            const int o = o0 + i % OT, t = i / OT;
-            ws[i] = o < d.C_out ? w[((int64_t)o * d.C_in + c) * KK + t] : 0.0f;
-        }
-        __syncthreads();
-        if (!p_ok) continue;
-        const float *plane = x + ((int64_t)n * d.C_in + c) * d.H * d.W;
-        for (int t = 0; t < KK; t++) {
-            const int ih = oh * d.stride - d.pad + t / d.KW, iw = ow * d.stride - d.pad + t % d.KW;
-            if (ih < 0 || ih >= d.H || iw < 0 || iw >= d.W) continue;
-            const float v = plane[ih * d.W + iw];
-            if (v == 0.0f) continue;
-            /* the warp's threads share og: 4 broadcast 16-byte loads for 16 FMAs */
-            const float4 *wr = (const float4 *)(ws + t * OT + og * SP_PER_THREAD);
+    const int KW = KSIZE ? KSIZE : d.KW, KK = KSIZE ? KSIZE * KSIZE : d.KH * d.KW;
+    const int P = d.H_out * d.W_out, HW = d.H * d.W;
+    const int tid = threadIdx.x;
+    int block = blockIdx.x;
+    const int pt = block % p_tiles;
+    block /= p_tiles;
+    const int ot = block % o_tiles;
+    const int n = block / o_tiles;
+    const int p0 = pt * TP, o0 = ot * TO;
+
+    const int rows = sparse_active_channels(list, activity, n, d.C_in) * KK;
+
+    /* As loads: thread tid fetches float4 number tid + j 256 of the (KC, TO / 4) tile: always
+     * the same 4 columns, rows a_r0 + j a_dr */
+    const int a_c4 = tid % (TO / 4), a_r0 = tid / (TO / 4), a_dr = SP_THREADS / (TO / 4);
+    const bool a_vec = d.C_out % 4 == 0;   /* rows of wt are 16-byte aligned */
+    /* Bs gathers: a fixed position, rows b_r0 + j (256 / TP) */
+    const int b_pp = tid % TP, b_r0 = tid / TP;
+    const int b_p = p0 + b_pp;
+    const bool b_ok = b_p < P;
+    const int b_oh = b_ok ? b_p / d.W_out : 0, b_ow = b_ok ? b_p % d.W_out : 0;
+    const int ih0 = b_oh * d.stride - d.pad, iw0 = b_ow * d.stride - d.pad;
+    const float *x_n = x + (size_t)n * d.C_in * HW;
+
+    float4 a_next[A_VEC];
+    float b_next[B_PER];
+    /* global -> registers for the K step starting at k0 (zeros past `rows` and C_out) */
+    auto fetch = [&](int k0) {
 #pragma unroll
-            for (int q = 0; q < SP_PER_THREAD / 4; q++) {
-                const float4 w4 = wr[q];
-                acc[4 * q + 0] = fmaf(v, w4.x, acc[4 * q + 0]);
-                acc[4 * q + 1] = fmaf(v, w4.y, acc[4 * q + 1]);
-                acc[4 * q + 2] = fmaf(v, w4.z, acc[4 * q + 2]);
-                acc[4 * q + 3] = fmaf(v, w4.w, acc[4 * q + 3]);
+        for (int j = 0; j < A_VEC; j++) {
+            const int r = a_r0 + j * a_dr, k = k0 + r, o = o0 + 4 * a_c4;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (r < SP_KC && k < rows && o < d.C_out) {
+                const int a = k / KK, t = k - a * KK;
+                const float *src = wt + ((size_t)list[a] * KK + t) * d.C_out + o;
+                if (a_vec) {
+                    v = __ldg((const float4 *)src);
+                } else {
+                    v.x = src[0];
+                    if (o + 1 < d.C_out) v.y = src[1];
+                    if (o + 2 < d.C_out) v.z = src[2];
+                    if (o + 3 < d.C_out) v.w = src[3];
+                }
             }
+            a_next[j] = v;
+        }
+#pragma unroll
+        for (int j = 0; j < B_PER; j++) {
+            const int k = k0 + b_r0 + j * (SP_THREADS / TP);
+            float v = 0.0f;
+            if (k < rows && b_ok) {
+                const int a = k / KK, t = k - a * KK;
+                const int kh = t / KW, kw = t - kh * KW;
+                const int ih = ih0 + kh, iw = iw0 + kw;
+                if (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W)
+                    v = __ldg(x_n + (size_t)list[a] * HW + ih * d.W + iw);
+            }
+            b_next[j] = v;
+        }
+    };
+
+    /* this thread's micro-tile: channels o0 + 4 to .. + 4, positions p0 + 4 tp .. + 4 */
+    const int tp = tid % (TP / SP_MICRO), to = tid / (TP / SP_MICRO);
+    float acc[SP_MICRO][SP_MICRO];
+#pragma unroll
+    for (int i = 0; i < SP_MICRO; i++)
+#pragma unroll
+        for (int j = 0; j < SP_MICRO; j++) acc[i][j] = 0.0f;
+
+    /* Double buffered: step s computes from buffer s & 1 while the loads of step s + 1 are in
+     * flight in registers. One barrier per step: it orders this step's stores before anyone
+     * reads them, and everyone's reads of step s - 1 (same buffer as s + 1) before the stores
+     * of step s + 1. */
+    if (rows > 0) fetch(0);
+    for (int k0 = 0, buf = 0; k0 < rows; k0 += SP_KC, buf ^= 1) {
+#pragma unroll
+        for (int j = 0; j < A_VEC; j++) {
+            const int r = a_r0 + j * a_dr;
+            if (r < SP_KC) *(float4 *)&As[buf][r][4 * a_c4] = a_next[j];
+        }
+#pragma unroll
+        for (int j = 0; j < B_PER; j++) Bs[buf][b_r0 + j * (SP_THREADS / TP)][b_pp] = b_next[j];
+        __syncthreads();
+        if (k0 + SP_KC < rows) fetch(k0 + SP_KC);
+#pragma unroll
+        for (int r = 0; r < SP_KC; r++) {
+            const float4 a4 = *(const float4 *)&As[buf][r][to * SP_MICRO];
+            const float4 b4 = *(const float4 *)&Bs[buf][r][tp * SP_MICRO];
+            const float a[SP_MICRO] = {a4.x, a4.y, a4.z, a4.w};
+            const float b[SP_MICRO] = {b4.x, b4.y, b4.z, b4.w};
+#pragma unroll
+            for (int i = 0; i < SP_MICRO; i++)
+#pragma unroll
+                for (int j = 0; j < SP_MICRO; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
     }
-    if (!p_ok) return;
+
+    const int pb = p0 + tp * SP_MICRO;
 #pragma unroll
-    for (int j = 0; j < SP_PER_THREAD; j++) {
-        const int o = o0 + og * SP_PER_THREAD + j;
-        if (o < d.C_out) y[((int64_t)n * d.C_out + o) * P + p] = acc[j] + (bias ? bias[o] : 0.0f);
+    for (int i = 0; i < SP_MICRO; i++) {
+        const int o = o0 + to * SP_MICRO + i;
+        if (o >= d.C_out) continue;
+        const float b = bias ? bias[o] : 0.0f;
+        float *row = y + ((size_t)n * d.C_out + o) * P;
+        if (P % 4 == 0 && pb + SP_MICRO <= P) {   /* 16-byte aligned: P and pb multiples of 4 */
+            *(float4 *)(row + pb) = make_float4(acc[i][0] + b, acc[i][1] + b, acc[i][2] + b,
+                                                acc[i][3] + b);
+        } else {
+#pragma unroll
+            for (int j = 0; j < SP_MICRO; j++)
+                if (pb + j < P) row[pb + j] = acc[i][j] + b;
+        }
     }
+}
+
+/* Launches one tile shape, specialised on the kernel size. */
+template <int TP, int TO>
+static void launch_tiles(float *y, const float *x, const float *wt, const float *bias,
+                         const snn_conv2d_dims *d, const float *activity, int p_tiles, int o_tiles,
+                         unsigned blocks, size_t list_bytes)
+{
+    void (*kernel)(float *, const float *, const float *, const float *, const float *,
+                   snn_conv2d_dims, int, int) = sparse_conv_forward_kernel<TP, TO, 0>;
+    if (d->KH == 3 && d->KW == 3) kernel = sparse_conv_forward_kernel<TP, TO, 3>;
+    else if (d->KH == 1 && d->KW == 1) kernel = sparse_conv_forward_kernel<TP, TO, 1>;
+    SNN_CUDA_LAUNCH(kernel, blocks, SP_THREADS, list_bytes, y, x, wt, bias, activity, *d,
+                    p_tiles, o_tiles);
 }
 
 extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w,
                                              const float *bias, const snn_conv2d_dims *d,
                                              const float *activity)
 {
-    if (d->N <= 0) return SNN_OK;
-    const int P = d->H_out * d->W_out, KK = d->KH * d->KW;
-    const int TP = P >= 64 ? 64 : P > 16 ? 32 : 16;
-    const int OT = SP_PER_THREAD * (SP_THREADS / TP);
-    const int p_tiles = (P + TP - 1) / TP, o_tiles = (d->C_out + OT - 1) / OT;
-    const size_t shmem = (size_t)((d->C_in + 3) / 4 * 4) * sizeof(int) + (size_t)OT * KK * sizeof(float);
+    if (d->N <= 0 || d->C_out <= 0) return SNN_OK;
+    const int P = d->H_out * d->W_out;
+    const int64_t K = (int64_t)d->C_in * d->KH * d->KW;
+
+    /* the tile shape that pads the fewest outputs; the square one on a tie */
+    static const int shapes[4][2] = {{64, 64}, {32, 128}, {128, 32}, {16, 256}};
+    int best = 0;
+    int64_t best_cost = INT64_MAX;
+    for (int s = 0; s < 4; s++) {
+        const int64_t tp = shapes[s][0], to = shapes[s][1];
+        const int64_t cost = (P + tp - 1) / tp * tp * ((d->C_out + to - 1) / to * to);
+        if (cost < best_cost) best_cost = cost, best = s;
+    }
+    const int TP = shapes[best][0], TO = shapes[best][1];
+    const int p_tiles = (P + TP - 1) / TP, o_tiles = (d->C_out + TO - 1) / TO;
     const int64_t blocks = (int64_t)d->N * p_tiles * o_tiles;
-    if (shmem > 48 * 1024 || blocks > 0x7fffffff)
+    const size_t list_bytes = (size_t)d->C_in * sizeof(int);
+    const size_t static_bytes = 2 * (size_t)SP_KC * (TP + TO) * sizeof(float);
+    if (list_bytes + static_bytes > 48 * 1024 || blocks > 0x7fffffff || K * d->C_out > INT32_MAX)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: layer too large (C_in %d, "
-                         "kernel %dx%d: %zu bytes of shared memory; %lld blocks)", d->C_in, d->KH,
-                         d->KW, shmem, (long long)blocks);
-    SNN_CUDA_LAUNCH(sparse_conv_forward_kernel, (unsigned)blocks, SP_THREADS, shmem, y, x, w, bias,
-                    activity, *d, TP, OT, p_tiles, o_tiles);
+                         "C_out %d, kernel %dx%d: %zu bytes of shared memory, %lld blocks)",
+                         d->C_in, d->C_out, d->KH, d->KW, list_bytes + static_bytes,
+                         (long long)blocks);
+
+    /* wt (K, C_out): scratch from the step arena, given back once the kernels are queued */
+    snn_step_scratch mark = snn_step_scratch_mark(SNN_CUDA);
+    float *wt = (float *)snn_step_alloc("snn_sparse_conv2d_cuda (transposed weights)",
+                                        (size_t)(K * d->C_out) * sizeof(float), SNN_CUDA);
+    if (!wt) return snn_last_status();
+    const dim3 tgrid((unsigned)((K + 31) / 32), (unsigned)((d->C_out + 31) / 32)), tblock(32, 8);
+    sparse_transpose_weights_kernel<<<tgrid, tblock, 0, snn_cuda_stream()>>>(wt, w, d->C_out, (int)K);
+    SNN_CUDA_CHECK(cudaGetLastError());   /* the launch itself (a 2-D grid, so not SNN_CUDA_LAUNCH) */
+
+    switch (best) {
+    case 0: launch_tiles<64, 64>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
+    case 1: launch_tiles<32, 128>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
+    case 2: launch_tiles<128, 32>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
+    default: launch_tiles<16, 256>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
+    }
+    snn_step_scratch_release(SNN_CUDA, mark);
     return SNN_OK;
 }
