@@ -6,6 +6,9 @@
 #   tools/gpu_session.sh ref       regenerate tests/ref/tiny_resnet.safetensors with PyTorch
 #   tools/gpu_session.sh bench     the benchmark programs (bench/) and the PyTorch comparison
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
+#   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
+#   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
 OUT=${OUT:-/tmp/snn-out}
@@ -67,6 +70,15 @@ for stage in "$@"; do
     build || exit 1
     log "bench_ops (every tensor kernel)"
     timeout 240 build-gpu/bin/bench_ops cuda 2>&1 | summary ;;
+  cudatests)
+    build || exit 1
+    log "ctest -L cuda (the CUDA parity tests only)"
+    SNN_DATA_DIR=$PWD/.carry ctest --test-dir build-gpu -L cuda --output-on-failure -j 4 > "$LOGS/ctest_cuda.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Skipped|Not Run|differs|FAIL" "$LOGS/ctest_cuda.log" | head -30 | summary ;;
+  sparsebench)
+    build || exit 1
+    log "bench_sparse (16 host threads; GPU tables at 16 and 256 images)"
+    timeout 300 build-gpu/bin/bench_sparse 16 2>&1 | tee "$LOGS/bench_sparse.txt" | summary ;;
   kernels)
     build || exit 1
     log "the CUDA kernel parity test"
