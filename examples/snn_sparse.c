@@ -11,7 +11,8 @@
  *    prediction is identical, and the per-layer table with the run-time counters;
  * 4. end to end, dense (the swapped layers switched off) against sparse: latency of one image
  *    (batch 1) and throughput at batch 64.
- * On CUDA this build has no sparse kernel: the swapped layers run the dense conv there.
+ * On CUDA the swapped layers run sparse/sparse_conv.cu where calibration timed it faster than the
+ * dense conv (a build without SNN_CUDA runs them dense there).
  */
 #include "snn_common.h"
 

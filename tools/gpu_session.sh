@@ -105,7 +105,7 @@ for stage in "$@"; do
     build-gpu/bin/snn-train --device cuda --epochs 4 --out "$LOGS/cnn_main" 2>&1 | grep -E "^epoch|done" | summary
     build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
       --epochs 2 --out "$LOGS/resnet_sparse" 2>&1 | grep -E "^epoch|done" | summary
-    for dev in cuda cpu; do
+    for dev in ${SPARSE_DEVICES:-cuda cpu}; do
       log "snn-sparse --device $dev: spiking CNN"
       timeout 200 build-gpu/bin/snn-sparse --checkpoint "$LOGS/cnn_main/checkpoint.safetensors" --device $dev \
         --limit-test 2000 2>&1 | summary
