@@ -22,10 +22,11 @@
  * same order and in the same K slices as the dense im2col + SGEMM path, so for {0, 1} inputs
  * the sparse output equals the dense output bit for bit.
  *
- * CUDA (SNN_CUDA builds): one kernel, sparse_conv.cu, lists the active channels on the device
- * and skips the rest, with no host sync; it sums in plain k order, so it agrees with the dense
- * cuBLAS conv within fp32 rounding (a different order), not bitwise. Without SNN_CUDA a
- * SparseConv2d on the GPU would run the dense conv.
+ * CUDA (SNN_CUDA builds): sparse_conv.cu has the same two paths (an implicit GEMM over the
+ * active channels, and an event-driven kernel), listing the active channels on the device with
+ * no host sync; both sum in plain k order, so they agree with the dense cuBLAS conv within fp32
+ * rounding (a different order), not bitwise. Without SNN_CUDA a SparseConv2d on the GPU runs
+ * the dense conv.
  */
 #ifndef SNN_SPARSE_H
 #define SNN_SPARSE_H
@@ -73,11 +74,15 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
                                  snn_sparse_path path);
 
 /* The same on the GPU (sparse/sparse_conv.cu; SNN_WITH_CUDA builds only): x, w in the original
- * (C_out, C_in, KH, KW) layout, bias and activity (N, C_in) all device pointers. No host sync:
- * each block lists its image's active channels itself. SNN_ERR_UNSUPPORTED for a layer whose
- * channel list and weight tile do not fit 48 KiB of shared memory. */
+ * (C_out, C_in, KH, KW) layout, bias and activity (N, C_in) all device pointers; call inside a
+ * step (the transposed weight is scratch from the step arena). path GEMM: an implicit GEMM over
+ * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each. Both sum in
+ * ascending (c, kh, kw) order, so they equal each other bit for bit. No host sync: each block
+ * lists its image's active channels itself. SNN_ERR_UNSUPPORTED for a layer the kernels do not
+ * cover (GEMM: channel list over 48 KiB of shared memory; EVENT: C_out > 512 or > 32 taps). */
 snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w, const float *bias,
-                                  const snn_conv2d_dims *d, const float *activity);
+                                  const snn_conv2d_dims *d, const float *activity,
+                                  snn_sparse_path path);
 
 /* ---------------------------------------------------------------------------------------------
  * The pass

@@ -241,9 +241,208 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
                     p_tiles, o_tiles);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The event-driven kernel: only the nonzero inputs, output-stationary.
+ *
+ *   y[n, o, p] = bias[o] + sum over nonzero x[n, c, window(p, t)], c ascending, t = (kh, kw)
+ *                ascending, of x * wt[(c, t), o]
+ *
+ * One block = one image n and EV_PB consecutive output positions; the block stages the input
+ * rows those positions read, for a chunk of its active channels at a time, in shared memory
+ * (coalesced along w; each channel's slice padded to an odd number of floats, so 32 lanes
+ * reading 32 channels at one offset hit 32 banks), and one 64-bit mask per staged row of which
+ * columns are nonzero (a warp ballot per 32 columns, bit iw + pad). A warp owns PW positions; a
+ * lane owns output channels lane + 32 j (j < OJ), accumulators in registers. For one position,
+ * the lanes take 32 channels at once and each reads its KH KW-bit mask of nonzero taps off KH
+ * row masks (a shift and an AND per row); a ballot gives the channels with any, visited in
+ * ascending order, and for each of their nonzero taps the whole
+ * warp adds x * wt[(c, t), :] (one coalesced C_out-float row). The outputs go through shared
+ * memory to be written along p.
+ * Work: one row of C_out FMAs per nonzero (input, tap) pair: firing rate x the dense FMAs, plus
+ * KH mask reads per (active channel, position). Traffic: each FMA reads 4 B of
+ * wt (L1 when the layer's weight fits, L2 otherwise) - no reuse across positions, which is why
+ * this path wins at low firing rates and the GEMM path (reuse across 16-128 positions) above.
+ * Order: the same ascending (c, kh, kw) with one fmaf per nonzero term as the GEMM kernel, so
+ * the two are bitwise equal.
+ * ------------------------------------------------------------------------------------------- */
+
+#define EV_WARPS (SP_THREADS / 32)
+#define EV_SMEM_BYTES (40 * 1024)    /* staging budget per block (dynamic shared memory) */
+
+/* Rows of x one block reads: its positions span at most this many output rows. */
+static int event_input_rows(const snn_conv2d_dims *d, int PB)
+{
+    const int out_rows = (PB + d->W_out - 2) / d->W_out + 1;
+    int rows = (out_rows - 1) * d->stride + d->KH;
+    return rows < d->H ? rows : d->H;
+}
+
+/* Shared memory of one event block (EV_SMEM_BYTES): the list (C_in ints, rounded up to 4), the
+ * row masks (chunk, mask_words) as 64-bit words, the staged rows (chunk, slice) floats; both
+ * strides odd. At the end the output tile (C_out, PB + 1) reuses the masks and the stage. */
+template <int OJ, int PW, int KS>
+static __global__ void __launch_bounds__(SP_THREADS)
+sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
+                         const float *__restrict__ wt, const float *__restrict__ bias,
+                         const float *__restrict__ activity, snn_conv2d_dims d, int p_blocks,
+                         int slice, int mask_words, int chunk)
+{
+    constexpr int PB = PW * EV_WARPS;                 /* positions per block */
+    extern __shared__ __align__(16) float ev_smem[];
+    int *list = (int *)ev_smem;                       /* C_in: the active channels */
+    const int list_floats = (d.C_in + 3) & ~3;
+    /* (chunk, mask_words) masks, 8-byte aligned (list_floats is a multiple of 4) */
+    unsigned long long *row_bits = (unsigned long long *)(ev_smem + list_floats);
+    float *stage = ev_smem + list_floats + 2 * chunk * mask_words;   /* (chunk, slice) */
+
+    const int KH = KS ? KS : d.KH, KW = KS ? KS : d.KW, KK = KH * KW;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int n = blockIdx.x / p_blocks, p0 = (blockIdx.x % p_blocks) * PB;
+    const int P = d.H_out * d.W_out, HW = d.H * d.W;
+    const int count = sparse_active_channels(list, activity, n, d.C_in);
+
+    /* the input rows of this block's positions, clamped to the image */
+    const int p_last = min(p0 + PB, P) - 1;
+    const int row0 = max((p0 / d.W_out) * d.stride - d.pad, 0);
+    const int row1 = min((p_last / d.W_out) * d.stride - d.pad + KH - 1, d.H - 1);
+    const int rows = row1 - row0 + 1;
+    const unsigned tap_row = (1u << KW) - 1u;
+
+    float acc[PW][OJ];
+#pragma unroll
+    for (int i = 0; i < PW; i++)
+#pragma unroll
+        for (int j = 0; j < OJ; j++) acc[i][j] = 0.0f;
+
+    for (int a0 = 0; a0 < count; a0 += chunk) {
+        const int ca = min(chunk, count - a0);
+        __syncthreads();   /* the previous chunk's stage is no longer read */
+        for (int i = tid; i < ca * rows * d.W; i += SP_THREADS) {
+            const int a = i / (rows * d.W), rw = i - a * rows * d.W;
+            stage[a * slice + rw] = x[((size_t)n * d.C_in + list[a0 + a]) * HW +
+                                      (size_t)row0 * d.W + rw];
+        }
+        __syncthreads();
+        /* row_bits[a][r] bit (iw + pad) = x[a, row0 + r, iw] != 0: one warp per staged row */
+        for (int q = warp; q < ca * rows; q += EV_WARPS) {
+            const int a = q / rows, r = q - a * rows;
+            unsigned long long bits = 0;
+            for (int w0 = 0; w0 < d.W; w0 += 32) {
+                const bool on = w0 + lane < d.W && stage[a * slice + r * d.W + w0 + lane] != 0.0f;
+                bits |= (unsigned long long)__ballot_sync(0xffffffffu, on) << (w0 + d.pad);
+            }
+            if (lane == 0) row_bits[a * mask_words + r] = bits;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < PW; i++) {
+            const int p = p0 + warp + EV_WARPS * i;
+            if (p >= P) break;
+            const int oh = p / d.W_out, ow = p - oh * d.W_out;
+            const int ih0 = oh * d.stride - d.pad, iw0 = ow * d.stride - d.pad;
+            const int shift = ow * d.stride;          /* = iw0 + pad: bit of tap column 0 */
+            for (int g = 0; g < ca; g += 32) {
+                /* lane: channel a0 + g + lane; its nonzero taps as a KH KW-bit mask */
+                unsigned taps_of_lane = 0;
+                if (g + lane < ca) {
+                    const unsigned long long *bits_c = row_bits + (g + lane) * mask_words;
+#pragma unroll
+                    for (int kh = 0; kh < KH; kh++) {
+                        const int ih = ih0 + kh;
+                        if (ih < 0 || ih >= d.H) continue;
+                        const unsigned cols = (unsigned)(bits_c[ih - row0] >> shift) & tap_row;
+                        taps_of_lane |= cols << (kh * KW);
+                    }
+                }
+                unsigned any = __ballot_sync(0xffffffffu, taps_of_lane != 0);
+                while (any) {                           /* channels in ascending order */
+                    const int l = __ffs(any) - 1;
+                    any &= any - 1;
+                    unsigned taps = __shfl_sync(0xffffffffu, taps_of_lane, l);
+                    const float *s_c = stage + (g + l) * slice - row0 * d.W;
+                    const float *w_c = wt + (size_t)list[a0 + g + l] * KK * d.C_out;
+                    while (taps) {                      /* taps in ascending order */
+                        const int t = __ffs(taps) - 1;
+                        taps &= taps - 1;
+                        const int kh = t / KW, kw = t - kh * KW;
+                        const float v = s_c[(ih0 + kh) * d.W + iw0 + kw];
+                        const float *w_row = w_c + (size_t)t * d.C_out;
+#pragma unroll
+                        for (int j = 0; j < OJ; j++) {
+                            const int o = lane + 32 * j;
+                            if (o < d.C_out) acc[i][j] = fmaf(v, __ldg(w_row + o), acc[i][j]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /* out tile (C_out, PB + 1) through shared memory (the +1 keeps the lanes' stores on 32
+     * banks), then written along p */
+    __syncthreads();
+    float *out_tile = ev_smem + list_floats;   /* over the masks and the stage: all read */
+#pragma unroll
+    for (int i = 0; i < PW; i++)
+#pragma unroll
+        for (int j = 0; j < OJ; j++) {
+            const int o = lane + 32 * j;
+            if (o < d.C_out) out_tile[o * (PB + 1) + warp + EV_WARPS * i] = acc[i][j];
+        }
+    __syncthreads();
+    for (int i = tid; i < d.C_out * PB; i += SP_THREADS) {
+        const int o = i / PB, pp = i - o * PB, p = p0 + pp;
+        if (p < P)
+            y[((size_t)n * d.C_out + o) * P + p] = out_tile[o * (PB + 1) + pp] + (bias ? bias[o] : 0.0f);
+    }
+}
+
+template <int OJ, int PW>
+static void launch_event_kernel(unsigned blocks, size_t bytes, float *y, const float *x,
+                                const float *wt, const float *bias, const float *activity,
+                                const snn_conv2d_dims *d, int p_blocks, int slice, int mask_words,
+                                int chunk)
+{
+    void (*kernel)(float *, const float *, const float *, const float *, const float *,
+                   snn_conv2d_dims, int, int, int, int) = sparse_conv_event_kernel<OJ, PW, 0>;
+    if (d->KH == 3 && d->KW == 3) kernel = sparse_conv_event_kernel<OJ, PW, 3>;
+    else if (d->KH == 1 && d->KW == 1) kernel = sparse_conv_event_kernel<OJ, PW, 1>;
+    SNN_CUDA_LAUNCH(kernel, blocks, SP_THREADS, bytes, y, x, wt, bias, activity, *d, p_blocks,
+                    slice, mask_words, chunk);
+}
+
+/* Launches the event kernel for OJ = ceil(C_out / 32) (1 to 16); false if C_out is larger, the
+ * kernel has more than 32 taps, a padded row (W + 2 pad) does not fit the 64-bit row masks, or
+ * the staging does not fit. */
+static bool launch_event(float *y, const float *x, const float *wt, const float *bias,
+                         const snn_conv2d_dims *d, const float *activity)
+{
+    const int OJ = (d->C_out + 31) / 32;
+    if (OJ > 16 || d->KH * d->KW > 32 || d->W + 2 * d->pad > 64) return false;
+    const int PW = OJ > 8 ? 2 : 4, PB = PW * EV_WARPS;
+    const int P = d->H_out * d->W_out, p_blocks = (P + PB - 1) / PB;
+    const int rows = event_input_rows(d, PB);
+    const int slice = (rows * d->W) | 1;                       /* odd: conflict-free lanes */
+    const int mask_words = rows | 1;
+    const size_t list_floats = (size_t)((d->C_in + 3) & ~3);
+    const size_t budget = EV_SMEM_BYTES / sizeof(float) - list_floats;
+    int chunk = (int)(budget / (size_t)(slice + 2 * mask_words));
+    if (chunk > d->C_in) chunk = d->C_in;
+    if (chunk < 1 || (size_t)d->C_out * (PB + 1) > budget || (int64_t)d->N * p_blocks > 0x7fffffff)
+        return false;
+    const size_t bytes = EV_SMEM_BYTES;
+    const unsigned blocks = (unsigned)((int64_t)d->N * p_blocks);
+    if (OJ == 1) launch_event_kernel<1, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+    else if (OJ == 2) launch_event_kernel<2, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+    else if (OJ <= 4) launch_event_kernel<4, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+    else if (OJ <= 8) launch_event_kernel<8, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+    else launch_event_kernel<16, 2>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+    return true;
+}
+
 extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w,
                                              const float *bias, const snn_conv2d_dims *d,
-                                             const float *activity)
+                                             const float *activity, snn_sparse_path path)
 {
     if (d->N <= 0 || d->C_out <= 0) return SNN_OK;
     const int P = d->H_out * d->W_out;
@@ -278,6 +477,15 @@ extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const flo
     sparse_transpose_weights_kernel<<<tgrid, tblock, 0, snn_cuda_stream()>>>(wt, w, d->C_out, (int)K);
     SNN_CUDA_CHECK(cudaGetLastError());   /* the launch itself (a 2-D grid, so not SNN_CUDA_LAUNCH) */
 
+    if (path == SNN_SPARSE_EVENT) {
+        const bool ok = launch_event(y, x, wt, bias, d, activity);
+        snn_step_scratch_release(SNN_CUDA, mark);
+        if (!ok)
+            return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: no event kernel for "
+                             "C_out %d (at most 512), kernel %dx%d (at most 32 taps), C_in %d",
+                             d->C_out, d->KH, d->KW, d->C_in);
+        return SNN_OK;
+    }
     switch (best) {
     case 0: launch_tiles<64, 64>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
     case 1: launch_tiles<32, 128>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;

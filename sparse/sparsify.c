@@ -29,7 +29,7 @@
  * Calibration: every batch runs without a tape; each SparseConv2d runs dense (its output is
  * what the next layer sees), then times the GEMM and event kernels on the same tensors, and
  * records firing rate, silent planes, the active-channel histogram and max |sparse - dense|
- * (on CUDA: the one CUDA kernel, timed between device syncs; statistics from host copies).
+ * (on CUDA the kernels are timed between device syncs; statistics from host copies).
  * A layer goes sparse where its best sparse time < max_ratio (0.8) x dense time.
  */
 #include <math.h>
@@ -53,7 +53,6 @@ typedef struct sparse_impl {
     snn_sparse_path path;
     bool calibrating;
     bool disabled;               /* snn_sparse_enable(model, false): dense for comparisons */
-    bool cuda;                   /* calibrated on the GPU: one sparse kernel, no event path */
     int active_limit;            /* mean active channels per image above this: dense */
     /* calibration statistics */
     int64_t *hist;               /* (C_in + 1): images with that many active channels */
@@ -124,9 +123,9 @@ static snn_tensor *run_sparse(const sparse_impl *s, snn_module *m, snn_tensor *x
     const float *bias = s->conv.bias ? m->params[1].tensor->data : NULL;
 #ifdef SNN_WITH_CUDA
     if (x->device == SNN_CUDA) {
-        /* one kernel, any density, no host sync (sparse_conv.cu) */
+        /* any density, no host sync (sparse_conv.cu) */
         if (snn_sparse_conv2d_cuda(y->data, x->data, m->params[0].tensor->data, bias, d,
-                                   act->data) != SNN_OK)
+                                   act->data, path) != SNN_OK)
             return NULL;
         return y;
     }
@@ -166,8 +165,7 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
     s->H = d->H;
     s->W = d->W;
     s->batches++;
-    s->cuda = x->device == SNN_CUDA;
-    for (int k = 0; k < (s->cuda ? 1 : 2); k++) {   /* CUDA: the one sparse kernel */
+    for (int k = 0; k < 2; k++) {
         snn_sparse_path path = k ? SNN_SPARSE_EVENT : SNN_SPARSE_GEMM;
         snn_synchronize(x->device);
         double t0 = seconds_now();
@@ -525,7 +523,7 @@ static void decide(sparse_impl *s, const snn_sparse_options *o)
     if (!s->batches) return;
     double best = s->gemm_s;
     snn_sparse_path path = SNN_SPARSE_GEMM;
-    if (o->allow_event && !s->cuda && s->event_s < best) {
+    if (o->allow_event && s->event_s < best) {
         best = s->event_s;
         path = SNN_SPARSE_EVENT;
     }

@@ -2,16 +2,19 @@
  * test_cuda_sparse.c - the CUDA sparse conv (sparse/sparse_conv.cu) and sparsified models on the
  * GPU. Skipped (exit 77) without a GPU.
  *
- * Kernel: random {0, 1} inputs with whole channels silent; the CUDA sparse conv must equal a
- * host reference that sums every output in plain k order with fmaf BIT FOR BIT (the kernel
- * keeps that order and skipping a zero term is exact), and agree with the dense CUDA conv
+ * Kernels: random {0, 1} inputs with whole channels silent; both CUDA sparse paths (GEMM and
+ * event-driven) must equal a host reference that sums every output in plain k order with fmaf BIT FOR BIT (the kernel
+ * keeps that order and skipping a zero term is exact; the output starts as NaN, so every entry
+ * must be written), and agree with the dense CUDA conv
  * (cuBLAS, its own order) within |diff| <= 1e-4 + 1e-4 |dense|. Shapes: 3x3 stride 1 and 2,
  * 1x1 stride 2, 4x4 and 7x7 outputs, C_out not a multiple of the tile, all-zero and all-active.
  * Models: the spiking CNN, spiking ResNet-18 and SEW-ResNet-18 on CUDA, sparsified (the swapped
- * set as on the CPU), give the dense model's predictions, and logits within that tolerance but
+ * set as on the CPU), give the same logits bit for bit on the GEMM and the event path, the dense
+ * model's predictions, and logits within that tolerance but
  * for at most a quarter of them: the two summation orders may flip a spike whose membrane
  * potential sits within rounding of the threshold, which moves some logits further.
  */
+#include <math.h>
 #include <string.h>
 
 #include "snn.h"
@@ -77,15 +80,20 @@ static void check_case(conv_case cc, uint64_t seed)
     snn_tensor *td = snn_conv2d(tx, tw, NULL, cc.stride, cc.pad);
     CHECK(tx && tw && ta && ty && td);
     if (tx && tw && ta && ty && td) {
-        CHECK_OK(snn_sparse_conv2d_cuda(ty->data, tx->data, tw->data, NULL, &d, ta->data));
-        CHECK_OK(snn_tensor_copy_to_host(ty, got));
         CHECK_OK(snn_tensor_copy_to_host(td, dense));
-        bool same = memcmp(got, ref, (size_t)ny * sizeof *got) == 0;
-        if (!same)
-            fprintf(stderr, "  case N%d C%d H%d > %d k%d s%d differs from the k-order reference\n",
-                    cc.N, cc.C_in, cc.H, cc.C_out, cc.k, cc.stride);
-        CHECK(same);
-        CHECK_ALL_CLOSE(got, dense, ny, 1e-4, 1e-4);
+        for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
+            CHECK_OK(snn_tensor_fill(ty, NAN));   /* every output must be written */
+            CHECK_OK(snn_sparse_conv2d_cuda(ty->data, tx->data, tw->data, NULL, &d, ta->data,
+                                            (snn_sparse_path)path));
+            CHECK_OK(snn_tensor_copy_to_host(ty, got));
+            bool same = memcmp(got, ref, (size_t)ny * sizeof *got) == 0;
+            if (!same)
+                fprintf(stderr, "  %s: case N%d C%d H%d > %d k%d s%d differs from the k-order "
+                        "reference\n", snn_sparse_path_name((snn_sparse_path)path), cc.N, cc.C_in,
+                        cc.H, cc.C_out, cc.k, cc.stride);
+            CHECK(same);
+            CHECK_ALL_CLOSE(got, dense, ny, 1e-4, 1e-4);
+        }
     }
     snn_no_grad_end();
     snn_step_end();
@@ -108,6 +116,8 @@ static void test_kernel(void)
         {2, 512, 4, 512, 3, 1, 1, 0.7, 0.1},    /* layer4 */
         {4, 32, 8, 64, 3, 1, 1, 1.0, 0.1},      /* all zero */
         {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0},      /* all active */
+        {2, 256, 32, 64, 3, 1, 1, 0.3, 0.1},    /* event: the channels staged in chunks */
+        {2, 64, 32, 128, 3, 2, 1, 0.5, 0.05},   /* stride 2 on 32x32 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 300 + i);
 }
@@ -127,8 +137,9 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
         snn_tensor_normal_(batches[i], &rng, 0.5f, 1.0f);
     }
     const int64_t out_n = (int64_t)images * cfg.classes;
-    float dense_out[64 * 10], sparse_out[64 * 10];
-    for (int pass = 0; pass < 2; pass++) {
+    float dense_out[64 * 10], sparse_out[64 * 10], event_out[64 * 10];
+    float *outs[3] = {dense_out, sparse_out, event_out};
+    for (int pass = 0; pass < 3; pass++) {
         if (pass == 1) {
             snn_sparse_options o = snn_sparse_options_default();
             o.force = SNN_SPARSE_GEMM;
@@ -137,11 +148,12 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
             CHECK_OK(snn_sparsify(m, batches, 2, &o, &rep));
             CHECK(rep.count == expect_swapped);
         }
+        if (pass == 2) CHECK(snn_sparse_set_path(m, SNN_SPARSE_EVENT) == expect_swapped);
         snn_no_grad_begin();
         snn_step_begin();
         snn_tensor *y = snn_module_forward(m, batches[1]);
         CHECK(y && y->numel == out_n);
-        if (y) snn_tensor_copy_to_host(y, pass ? sparse_out : dense_out);
+        if (y) snn_tensor_copy_to_host(y, outs[pass]);
         snn_step_end();
         snn_no_grad_end();
     }
@@ -166,6 +178,8 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
         }
         CHECK(a == b);
     }
+    /* the two sparse paths sum the same terms in the same order: the same logits, bit for bit */
+    CHECK(memcmp(event_out, sparse_out, (size_t)out_n * sizeof *event_out) == 0);
     for (int i = 0; i < 2; i++) snn_tensor_free(batches[i]);
     snn_module_free(m);
 }
