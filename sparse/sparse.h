@@ -83,6 +83,14 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
 snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w, const float *bias,
                                   const snn_conv2d_dims *d, const float *activity,
                                   snn_sparse_path path);
+/* The same with the weight already transposed to wt (C_in KH KW, C_out) on the device, as
+ * snn_sparse_transpose_weights_cuda makes it (a SparseConv2d keeps one, so inference does not
+ * transpose on every call); needs no step. */
+snn_status snn_sparse_conv2d_prepared_cuda(float *y, const float *x, const float *wt,
+                                           const float *bias, const snn_conv2d_dims *d,
+                                           const float *activity, snn_sparse_path path);
+/* wt (K, C_out) <- w (C_out, K) transposed, both device pointers; queued on the stream. */
+void snn_sparse_transpose_weights_cuda(float *wt, const float *w, int C_out, int64_t K);
 
 /* ---------------------------------------------------------------------------------------------
  * The pass

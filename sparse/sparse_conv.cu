@@ -254,10 +254,11 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
  * columns are nonzero (a warp ballot per 32 columns, bit iw + pad). A warp owns PW positions; a
  * lane owns output channels lane + 32 j (j < OJ), accumulators in registers. For one position,
  * the lanes take 32 channels at once and each reads its KH KW-bit mask of nonzero taps off KH
- * row masks (a shift and an AND per row); a ballot gives the channels with any, visited in
- * ascending order, and for each of their nonzero taps the whole
- * warp adds x * wt[(c, t), :] (one coalesced C_out-float row). The outputs go through shared
- * memory to be written along p.
+ * row masks (a shift and an AND per row); a warp prefix sum of their counts writes the group's
+ * nonzero (channel, tap) terms, in ascending order, into the warp's buffer; then the warp adds
+ * x * wt[(c, t), :] (one coalesced C_out-float row) for each term, loading the rows of a batch
+ * of terms before any of their FMAs, so that several loads are in flight instead of one
+ * dependent load per term. The outputs go through shared memory to be written along p.
  * Work: one row of C_out FMAs per nonzero (input, tap) pair: firing rate x the dense FMAs, plus
  * KH mask reads per (active channel, position). Traffic: each FMA reads 4 B of
  * wt (L1 when the layer's weight fits, L2 otherwise) - no reuse across positions, which is why
@@ -267,7 +268,7 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
  * ------------------------------------------------------------------------------------------- */
 
 #define EV_WARPS (SP_THREADS / 32)
-#define EV_SMEM_BYTES (40 * 1024)    /* staging budget per block (dynamic shared memory) */
+#define EV_SMEM_BYTES (47 * 1024)    /* per block: dynamic, under the 48 KiB default with the static */
 
 /* Rows of x one block reads: its positions span at most this many output rows. */
 static int event_input_rows(const snn_conv2d_dims *d, int PB)
@@ -277,9 +278,10 @@ static int event_input_rows(const snn_conv2d_dims *d, int PB)
     return rows < d->H ? rows : d->H;
 }
 
-/* Shared memory of one event block (EV_SMEM_BYTES): the list (C_in ints, rounded up to 4), the
- * row masks (chunk, mask_words) as 64-bit words, the staged rows (chunk, slice) floats; both
- * strides odd. At the end the output tile (C_out, PB + 1) reuses the masks and the stage. */
+/* Shared memory of one event block (EV_SMEM_BYTES): the list (C_in ints, rounded up to 4), one
+ * term buffer per warp (32 KH KW ints: a group's worth), the row masks (chunk, mask_words) as
+ * 64-bit words, the staged rows (chunk, slice) floats (both strides odd). At the end the output
+ * tile (C_out, PB + 1) reuses everything after the list. */
 template <int OJ, int PW, int KS>
 static __global__ void __launch_bounds__(SP_THREADS)
 sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
@@ -288,16 +290,21 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
                          int slice, int mask_words, int chunk)
 {
     constexpr int PB = PW * EV_WARPS;                 /* positions per block */
+    /* nonzero terms whose weight loads are issued together: 16 loads in flight per lane
+     * (8 for OJ = 1), which bounds the registers they take */
+    constexpr int EV_BATCH = OJ >= 16 ? 1 : OJ >= 8 ? 2 : OJ >= 4 ? 4 : 8;
     extern __shared__ __align__(16) float ev_smem[];
     int *list = (int *)ev_smem;                       /* C_in: the active channels */
     const int list_floats = (d.C_in + 3) & ~3;
-    /* (chunk, mask_words) masks, 8-byte aligned (list_floats is a multiple of 4) */
-    unsigned long long *row_bits = (unsigned long long *)(ev_smem + list_floats);
-    float *stage = ev_smem + list_floats + 2 * chunk * mask_words;   /* (chunk, slice) */
 
     const int KH = KS ? KS : d.KH, KW = KS ? KS : d.KW, KK = KH * KW;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int n = blockIdx.x / p_blocks, p0 = (blockIdx.x % p_blocks) * PB;
+    const int term_cap = 32 * (KS ? KS * KS : d.KH * d.KW);   /* one group of 32 channels */
+    int *terms = (int *)(ev_smem + list_floats) + warp * term_cap;  /* this warp's term buffer */
+    const int terms_floats = (EV_WARPS * term_cap + 1) & ~1;   /* keeps the masks 8-B aligned */
+    unsigned long long *row_bits = (unsigned long long *)(ev_smem + list_floats + terms_floats);
+    float *stage = ev_smem + list_floats + terms_floats + 2 * chunk * mask_words; /* (chunk, slice) */
     const int P = d.H_out * d.W_out, HW = d.H * d.W;
     const int count = sparse_active_channels(list, activity, n, d.C_in);
 
@@ -341,9 +348,10 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
             const int oh = p / d.W_out, ow = p - oh * d.W_out;
             const int ih0 = oh * d.stride - d.pad, iw0 = ow * d.stride - d.pad;
             const int shift = ow * d.stride;          /* = iw0 + pad: bit of tap column 0 */
+            const float *s_pos = stage - row0 * d.W + ih0 * d.W + iw0;  /* tap (0, 0) of plane 0 */
             for (int g = 0; g < ca; g += 32) {
-                /* lane: channel a0 + g + lane; its nonzero taps as a KH KW-bit mask */
-                unsigned taps_of_lane = 0;
+                /* 1. lane: channel a0 + g + lane; its nonzero taps as a KH KW-bit mask */
+                unsigned taps = 0;
                 if (g + lane < ca) {
                     const unsigned long long *bits_c = row_bits + (g + lane) * mask_words;
 #pragma unroll
@@ -351,29 +359,55 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
                         const int ih = ih0 + kh;
                         if (ih < 0 || ih >= d.H) continue;
                         const unsigned cols = (unsigned)(bits_c[ih - row0] >> shift) & tap_row;
-                        taps_of_lane |= cols << (kh * KW);
+                        taps |= cols << (kh * KW);
                     }
                 }
-                unsigned any = __ballot_sync(0xffffffffu, taps_of_lane != 0);
-                while (any) {                           /* channels in ascending order */
-                    const int l = __ffs(any) - 1;
-                    any &= any - 1;
-                    unsigned taps = __shfl_sync(0xffffffffu, taps_of_lane, l);
-                    const float *s_c = stage + (g + l) * slice - row0 * d.W;
-                    const float *w_c = wt + (size_t)list[a0 + g + l] * KK * d.C_out;
-                    while (taps) {                      /* taps in ascending order */
-                        const int t = __ffs(taps) - 1;
-                        taps &= taps - 1;
-                        const int kh = t / KW, kw = t - kh * KW;
-                        const float v = s_c[(ih0 + kh) * d.W + iw0 + kw];
-                        const float *w_row = w_c + (size_t)t * d.C_out;
+                /* 2. the group's nonzero (channel, tap) terms into the warp's buffer, in
+                 *    ascending (channel, tap): an exclusive prefix of the lanes' counts */
+                const int mine = __popc(taps);
+                int before = mine;
 #pragma unroll
-                        for (int j = 0; j < OJ; j++) {
-                            const int o = lane + 32 * j;
-                            if (o < d.C_out) acc[i][j] = fmaf(v, __ldg(w_row + o), acc[i][j]);
+                for (int step = 1; step < 32; step <<= 1) {
+                    const int up = __shfl_up_sync(0xffffffffu, before, step);
+                    if (lane >= step) before += up;
+                }
+                const int total = __shfl_sync(0xffffffffu, before, 31);
+                before -= mine;
+                while (taps) {
+                    const int t = __ffs(taps) - 1;
+                    taps &= taps - 1;
+                    terms[before++] = ((g + lane) << 5) | t;
+                }
+                __syncwarp();
+                /* 3. the terms, EV_BATCH at a time: every weight load of a batch is issued
+                 *    before its FMAs, which then run in the terms' order */
+                for (int k = 0; k < total; k += EV_BATCH) {
+                    float v[EV_BATCH], w[EV_BATCH][OJ];
+#pragma unroll
+                    for (int u = 0; u < EV_BATCH; u++) {
+                        v[u] = 0.0f;
+#pragma unroll
+                        for (int j = 0; j < OJ; j++) w[u][j] = 0.0f;
+                        if (k + u < total) {
+                            const int term = terms[k + u];
+                            const int a = term >> 5, t = term & 31;
+                            const int kh = t / KW, kw = t - kh * KW;
+                            v[u] = s_pos[a * slice + kh * d.W + kw];
+                            const float *w_row = wt + ((size_t)list[a0 + a] * KK + t) * d.C_out;
+#pragma unroll
+                            for (int j = 0; j < OJ; j++) {
+                                const int o = lane + 32 * j;
+                                if (o < d.C_out) w[u][j] = __ldg(w_row + o);
+                            }
                         }
                     }
+#pragma unroll
+                    for (int u = 0; u < EV_BATCH; u++)
+                        if (k + u < total)
+#pragma unroll
+                            for (int j = 0; j < OJ; j++) acc[i][j] = fmaf(v[u], w[u][j], acc[i][j]);
                 }
+                __syncwarp();   /* the buffer is rewritten by the next group */
             }
         }
     }
@@ -425,7 +459,9 @@ static bool launch_event(float *y, const float *x, const float *wt, const float 
     const int slice = (rows * d->W) | 1;                       /* odd: conflict-free lanes */
     const int mask_words = rows | 1;
     const size_t list_floats = (size_t)((d->C_in + 3) & ~3);
-    const size_t budget = EV_SMEM_BYTES / sizeof(float) - list_floats;
+    const size_t terms_floats = (size_t)((EV_WARPS * 32 * d->KH * d->KW + 1) & ~1);
+    if ((list_floats + terms_floats) * sizeof(float) >= EV_SMEM_BYTES) return false;
+    const size_t budget = EV_SMEM_BYTES / sizeof(float) - list_floats - terms_floats;
     int chunk = (int)(budget / (size_t)(slice + 2 * mask_words));
     if (chunk > d->C_in) chunk = d->C_in;
     if (chunk < 1 || (size_t)d->C_out * (PB + 1) > budget || (int64_t)d->N * p_blocks > 0x7fffffff)
@@ -440,13 +476,33 @@ static bool launch_event(float *y, const float *x, const float *wt, const float 
     return true;
 }
 
-extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w,
-                                             const float *bias, const snn_conv2d_dims *d,
-                                             const float *activity, snn_sparse_path path)
+extern "C" void snn_sparse_transpose_weights_cuda(float *wt, const float *w, int C_out, int64_t K)
+{
+    if (C_out <= 0 || K <= 0) return;
+    SNN_ASSERT(K * C_out <= INT32_MAX);
+    const dim3 grid((unsigned)((K + 31) / 32), (unsigned)((C_out + 31) / 32)), block(32, 8);
+    sparse_transpose_weights_kernel<<<grid, block, 0, snn_cuda_stream()>>>(wt, w, C_out, (int)K);
+    SNN_CUDA_CHECK(cudaGetLastError());   /* the launch itself (a 2-D grid, so not SNN_CUDA_LAUNCH) */
+}
+
+extern "C" snn_status snn_sparse_conv2d_prepared_cuda(float *y, const float *x, const float *wt,
+                                                      const float *bias, const snn_conv2d_dims *d,
+                                                      const float *activity, snn_sparse_path path)
 {
     if (d->N <= 0 || d->C_out <= 0) return SNN_OK;
     const int P = d->H_out * d->W_out;
     const int64_t K = (int64_t)d->C_in * d->KH * d->KW;
+    if (K * d->C_out > INT32_MAX)
+        return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: weight too large (C_out %d "
+                         "x C_in %d x %dx%d over 2^31 floats)", d->C_out, d->C_in, d->KH, d->KW);
+    if (path == SNN_SPARSE_EVENT) {
+        if (!launch_event(y, x, wt, bias, d, activity))
+            return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: no event kernel for "
+                             "C_out %d (at most 512), kernel %dx%d (at most 32 taps, W + 2 pad at "
+                             "most 64: got %d), C_in %d", d->C_out, d->KH, d->KW,
+                             d->W + 2 * d->pad, d->C_in);
+        return SNN_OK;
+    }
 
     /* the tile shape that pads the fewest outputs; the square one on a tie */
     static const int shapes[4][2] = {{64, 64}, {32, 128}, {128, 32}, {16, 256}};
@@ -462,36 +518,35 @@ extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const flo
     const int64_t blocks = (int64_t)d->N * p_tiles * o_tiles;
     const size_t list_bytes = (size_t)d->C_in * sizeof(int);
     const size_t static_bytes = 2 * (size_t)SP_KC * (TP + TO) * sizeof(float);
-    if (list_bytes + static_bytes > 48 * 1024 || blocks > 0x7fffffff || K * d->C_out > INT32_MAX)
+    if (list_bytes + static_bytes > 48 * 1024 || blocks > 0x7fffffff)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: layer too large (C_in %d, "
                          "C_out %d, kernel %dx%d: %zu bytes of shared memory, %lld blocks)",
                          d->C_in, d->C_out, d->KH, d->KW, list_bytes + static_bytes,
                          (long long)blocks);
-
-    /* wt (K, C_out): scratch from the step arena, given back once the kernels are queued */
-    snn_step_scratch mark = snn_step_scratch_mark(SNN_CUDA);
-    float *wt = (float *)snn_step_alloc("snn_sparse_conv2d_cuda (transposed weights)",
-                                        (size_t)(K * d->C_out) * sizeof(float), SNN_CUDA);
-    if (!wt) return snn_last_status();
-    const dim3 tgrid((unsigned)((K + 31) / 32), (unsigned)((d->C_out + 31) / 32)), tblock(32, 8);
-    sparse_transpose_weights_kernel<<<tgrid, tblock, 0, snn_cuda_stream()>>>(wt, w, d->C_out, (int)K);
-    SNN_CUDA_CHECK(cudaGetLastError());   /* the launch itself (a 2-D grid, so not SNN_CUDA_LAUNCH) */
-
-    if (path == SNN_SPARSE_EVENT) {
-        const bool ok = launch_event(y, x, wt, bias, d, activity);
-        snn_step_scratch_release(SNN_CUDA, mark);
-        if (!ok)
-            return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: no event kernel for "
-                             "C_out %d (at most 512), kernel %dx%d (at most 32 taps), C_in %d",
-                             d->C_out, d->KH, d->KW, d->C_in);
-        return SNN_OK;
-    }
     switch (best) {
     case 0: launch_tiles<64, 64>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
     case 1: launch_tiles<32, 128>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
     case 2: launch_tiles<128, 32>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
     default: launch_tiles<16, 256>(y, x, wt, bias, d, activity, p_tiles, o_tiles, (unsigned)blocks, list_bytes); break;
     }
-    snn_step_scratch_release(SNN_CUDA, mark);
     return SNN_OK;
+}
+
+extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w,
+                                             const float *bias, const snn_conv2d_dims *d,
+                                             const float *activity, snn_sparse_path path)
+{
+    if (d->N <= 0 || d->C_out <= 0) return SNN_OK;
+    const int64_t K = (int64_t)d->C_in * d->KH * d->KW;
+    if (K * d->C_out > INT32_MAX)   /* before the transpose, which asserts it */
+        return snn_sparse_conv2d_prepared_cuda(y, x, w, bias, d, activity, path);
+    /* wt (K, C_out): scratch from the step arena, given back once the kernels are queued */
+    snn_step_scratch mark = snn_step_scratch_mark(SNN_CUDA);
+    float *wt = (float *)snn_step_alloc("snn_sparse_conv2d_cuda (transposed weights)",
+                                        (size_t)(K * d->C_out) * sizeof(float), SNN_CUDA);
+    if (!wt) return snn_last_status();
+    snn_sparse_transpose_weights_cuda(wt, w, d->C_out, K);
+    snn_status st = snn_sparse_conv2d_prepared_cuda(y, x, wt, bias, d, activity, path);
+    snn_step_scratch_release(SNN_CUDA, mark);
+    return st;
 }

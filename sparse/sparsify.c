@@ -50,6 +50,9 @@ typedef struct sparse_impl {
     int n_sources;                     /* or the operands of residual sums (their union) */
     float *wt;                   /* (C_in*K*K, C_out) prepared weights, host */
     size_t wt_floats;
+    float *wt_device;            /* (C_in*K*K, C_out) on the GPU when the weight is there */
+    size_t wt_device_floats;
+    int calib_images;            /* fewest T*N images of a calibration batch */
     snn_sparse_path path;
     bool calibrating;
     bool disabled;               /* snn_sparse_enable(model, false): dense for comparisons */
@@ -123,11 +126,14 @@ static snn_tensor *run_sparse(const sparse_impl *s, snn_module *m, snn_tensor *x
     const float *bias = s->conv.bias ? m->params[1].tensor->data : NULL;
 #ifdef SNN_WITH_CUDA
     if (x->device == SNN_CUDA) {
-        /* any density, no host sync (sparse_conv.cu) */
-        if (snn_sparse_conv2d_cuda(y->data, x->data, m->params[0].tensor->data, bias, d,
-                                   act->data, path) != SNN_OK)
-            return NULL;
-        return y;
+        /* any density, no host sync (sparse_conv.cu); the transposed weight kept since the
+         * swap, or made for this call when the model moved to the GPU afterwards */
+        snn_status st = s->wt_device
+            ? snn_sparse_conv2d_prepared_cuda(y->data, x->data, s->wt_device, bias, d, act->data,
+                                              path)
+            : snn_sparse_conv2d_cuda(y->data, x->data, m->params[0].tensor->data, bias, d,
+                                     act->data, path);
+        return st == SNN_OK ? y : NULL;
     }
 #endif
     if (snn_sparse_conv2d_cpu(y->data, x->data, s->wt, bias, d, act->data, path) != SNN_OK)
@@ -164,6 +170,7 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
     s->dense_s += dense_s;
     s->H = d->H;
     s->W = d->W;
+    if (!s->batches || d->N < s->calib_images) s->calib_images = d->N;
     s->batches++;
     for (int k = 0; k < 2; k++) {
         snn_sparse_path path = k ? SNN_SPARSE_EVENT : SNN_SPARSE_GEMM;
@@ -213,8 +220,14 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
         if (y) calibrate(s, m, x, &d, shape, act, y, t);
         return y;
     }
-    /* CPU: a batch denser than calibrated goes dense (a read of T*N*C counts). CUDA: no check,
-     * since reading the activity would sync; the kernel takes any density. */
+    /* CPU: a batch denser than calibrated goes dense (a read of T*N*C counts). CUDA: no density
+     * check, since reading the activity would sync (the kernels take any density); but a batch
+     * of less than half the calibrated images goes dense: the sparse kernels fill the GPU by
+     * images, so the timings that chose them say nothing about a batch of 1. */
+    if (x->device == SNN_CUDA && 2 * d.N < s->calib_images) {
+        s->fallbacks++;
+        return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
+    }
     if (x->device == SNN_CPU) {
         int64_t active = 0;
         for (int64_t i = 0; i < act->numel; i++) active += act->data[i] != 0.0f;
@@ -231,6 +244,7 @@ static void sparse_free(snn_module *m)
 {
     sparse_impl *s = m->impl;
     snn_free(s->wt, s->wt_floats * sizeof(float), SNN_CPU);
+    snn_free(s->wt_device, s->wt_device_floats * sizeof(float), SNN_CUDA);
     snn_free(s->hist, (size_t)(s->conv.in_channels + 1) * sizeof *s->hist, SNN_CPU);
     snn_free(s, sizeof *s, SNN_CPU);
 }
@@ -239,7 +253,8 @@ static const snn_module_ops sparse_conv_ops = {"SparseConv2d", sparse_forward, s
 
 bool snn_is_sparse_conv(const snn_module *m) { return m && m->ops == &sparse_conv_ops; }
 
-/* wt <- the module's weight, copied to the host when it lives on the GPU. */
+/* wt <- the module's weight, copied to the host when it lives on the GPU; and on the GPU also
+ * wt_device, the same layout made there (the CUDA kernels' form of the weight). */
 static snn_status prepare(sparse_impl *s, snn_module *m)
 {
     const snn_tensor *w = m->params[0].tensor;
@@ -251,6 +266,18 @@ static snn_status prepare(sparse_impl *s, snn_module *m)
         snn_sparse_prepare_weights(s->wt, host, s->conv.out_channels, s->conv.in_channels,
                                    s->conv.kernel, s->conv.kernel);
     snn_free(host, bytes, SNN_CPU);
+    snn_free(s->wt_device, s->wt_device_floats * sizeof(float), SNN_CUDA);
+    s->wt_device = NULL;
+    s->wt_device_floats = 0;
+#ifdef SNN_WITH_CUDA
+    if (st == SNN_OK && w->device == SNN_CUDA) {
+        s->wt_device = snn_alloc(bytes, SNN_CUDA);
+        if (!s->wt_device) return snn_error(SNN_ERR_MEMORY, "snn_sparsify: out of device memory");
+        s->wt_device_floats = (size_t)w->numel;
+        snn_sparse_transpose_weights_cuda(s->wt_device, w->data, s->conv.out_channels,
+                                          w->numel / s->conv.out_channels);
+    }
+#endif
     return st;
 }
 
