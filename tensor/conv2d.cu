@@ -158,13 +158,16 @@ static __global__ void conv2d_swap_outer_kernel(float *__restrict__ dst, const f
 /* dx (g, C_in, H, W) += col2im(dcol), dcol laid out (CK, g, P): one thread per input element
  * gathers every (kh, kw) whose window put it at output (oh, ow) =
  * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
- * the output. Neighbouring threads hold neighbouring iw, so for stride 1 the KH KW reads are
- * coalesced too. Traffic: up to KH KW dcol reads + one read-modify-write of dx per input.
- * CPU: the col2im of conv2d.c. */
+ * the output, summing in ascending (kh, kw). Neighbouring threads hold neighbouring iw, so for
+ * stride 1 the KH KW reads are coalesced too. STRIDE: 1 or 2 known at compile time (the
+ * divisibility tests become a bit test), 0 for any. Traffic: up to KH KW dcol reads + one
+ * read-modify-write of dx per input. CPU: the col2im of conv2d.c. */
+template <int STRIDE>
 static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
                                                      const float *__restrict__ dcol,
                                                      snn_conv2d_dims d, int g, int P)
 {
+    const int stride = STRIDE ? STRIDE : d.stride;
     const int row_stride = g * P; /* between consecutive rows (ci, kh, kw) of dcol */
     const int HW = d.H * d.W;
     const int total = g * d.C_in * HW;
@@ -173,20 +176,21 @@ static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
         const int image_channel = idx / HW, pix = idx - image_channel * HW;
         const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
         const int ih = pix / d.W, iw = pix - ih * d.W;
-        const float *image_cols = dcol + (size_t)j * P;   /* column block of image j */
+        /* row (ci, 0, 0) of image j's column block */
+        const float *rows = dcol + (size_t)ci * d.KH * d.KW * row_stride + (size_t)j * P;
         float acc = 0.0f;
-        for (int kh = 0; kh < d.KH; kh++) {
+        for (int kh = 0; kh < d.KH; kh++, rows += (size_t)d.KW * row_stride) {
             const int oh_s = ih + d.pad - kh; /* = oh * stride */
             if (oh_s < 0) break;              /* only gets smaller with kh */
-            const int oh = oh_s / d.stride;
-            if (oh * d.stride != oh_s || oh >= d.H_out) continue;
-            for (int kw = 0; kw < d.KW; kw++) {
+            const int oh = oh_s / stride;
+            if (oh * stride != oh_s || oh >= d.H_out) continue;
+            const float *row = rows;
+            for (int kw = 0; kw < d.KW; kw++, row += row_stride) {
                 const int ow_s = iw + d.pad - kw;
                 if (ow_s < 0) break;
-                const int ow = ow_s / d.stride;
-                if (ow * d.stride != ow_s || ow >= d.W_out) continue;
-                const int r = (ci * d.KH + kh) * d.KW + kw;
-                acc += image_cols[(size_t)r * row_stride + oh * d.W_out + ow];
+                const int ow = ow_s / stride;
+                if (ow * stride != ow_s || ow >= d.W_out) continue;
+                acc += __ldg(row + oh * d.W_out + ow);
             }
         }
         dx[(size_t)idx] += acc;
@@ -288,9 +292,12 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
              * (the dweight SGEMM that read col is queued before it on the same stream) */
             snn_gemm_cuda(true, false, (int)plan.CK, wide, d->C_out, 1.0f, weight, (int)plan.CK,
                           doutT, wide, 0.0f, col, wide);
-            SNN_CUDA_LAUNCH(conv2d_backward_col2im_kernel,
-                            snn_cuda_grid((int64_t)g * x_image, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
-                            dxg, col, *d, g, (int)plan.P);
+            void (*col2im)(float *, const float *, snn_conv2d_dims, int, int) =
+                d->stride == 1 ? conv2d_backward_col2im_kernel<1>
+                : d->stride == 2 ? conv2d_backward_col2im_kernel<2>
+                                 : conv2d_backward_col2im_kernel<0>;
+            SNN_CUDA_LAUNCH(col2im, snn_cuda_grid((int64_t)g * x_image, SNN_CUDA_BLOCK),
+                            SNN_CUDA_BLOCK, 0, dxg, col, *d, g, (int)plan.P);
         }
     }
 }
