@@ -9,8 +9,9 @@
  * (c*KH + kh)*KW + kw holding w[:, c, kh, kw] C_out contiguous, for the event path; then the same
  * cut into tiles of 32 output channels, (C_out / 32, K, 32), for the GEMM path, so one tile's
  * rows are one contiguous block (a row-gather from (K, C_out) at a 2 KiB stride missed cache on
- * every row: 512-channel layers read the weights from L3 once per image). Each image's result is built transposed, yT (P, C_out) with P = H_out *
- * W_out, so the innermost loops run over C_out, and is transposed into y at the end.
+ * every row: 512-channel layers read the weights from L3 once per image). Each image's result
+ * is built transposed, yT (P, C_out) with P = H_out * W_out, so the innermost loops run over
+ * C_out, and is transposed into y at the end (16 x 16 blocks in AVX-512 registers).
  *
  * GEMM path. im2col over the active channels only: col (K', P) with K' = KH*KW*|A| rows, in
  * ascending k. Then yT (P, C_out) += col^T (P, K') x wt[rows of A] (K', C_out), by an 8 x 32
@@ -19,9 +20,15 @@
  * written and read, wt rows of the active channels read once per 8 output positions.
  *
  * Event path. For each spike x[n, c, iy, ix] != 0 and each tap (kh, kw) that lands on an output
- * (oy, ox) = ((iy + pad - kh) / s, (ix + pad - kw) / s), add x * wt[(c, kh, kw), :] to yT[oy*W_out
- * + ox, :]. Work: spikes * KH*KW * C_out adds, independent of the silent inputs; it wins when the
- * active channels themselves are sparse (very low firing rates).
+ * (oy, ox) = ((iy + pad - kh) / s, (ix + pad - kw) / s), add x * wt[(c, kh, kw), :] to the row
+ * (oy, ox) of a transposed accumulator. Work: spikes * KH*KW * C_out adds, independent of the
+ * silent inputs; it wins when the active channels themselves are sparse (low firing rates).
+ * Planes up to 64 wide take the banded form (section "event path, banded" below): a band of a
+ * few output rows at a time, its accumulator in L1, spikes found by 64-bit row masks, the band
+ * transposed into y at once; wider planes the first form, a whole image's yT (P, C_out).
+ * Measured on a 2-core Zen 4 (bench_sparse 2 16 9), the banded form is about 1.3x (3x3 stride 1)
+ * to 3x (1x1 stride 2) faster at 5 % firing; what is left is mostly the scattered
+ * read-modify-writes themselves (about 1.2 ns per 16 floats, near this core's store rate).
  *
  * Exactness (why sparse == dense bit for bit on {0, 1} inputs). A term w * 0 adds exactly +-0
  * to a partial sum that is never -0, so dropping it changes nothing, PROVIDED the remaining
@@ -38,7 +45,8 @@
  * input whose zeros are the skipped ones. tests/test_sparse.c checks the equality bitwise.
  *
  * Threads: images are independent; each OpenMP thread takes whole images with its own slice of
- * one scratch allocation: col (K, P), yT (P, C_out), a slice partial (P, C_out), the list of
+ * one scratch allocation: col (K, P), yT (P, C_out) and a slice partial (P, C_out) - for the
+ * banded form one band's accumulator and partial, plus the row masks (C_in, H) - and the list of
  * active channels.
  */
 #include <math.h>
@@ -47,11 +55,12 @@
 
 #include <omp.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__BMI2__)
 #include <immintrin.h>
 #endif
 
 #include "sparse.h"
+#include "tensor/arena.h"
 #include "tensor/error.h"
 #include "tensor/gemm.h"
 
@@ -356,6 +365,342 @@ static void image_events(worker *wk, const float *xn, const float *wt, const snn
     }
 }
 
+/* ---- event path, banded ------------------------------------------------------------------
+ *
+ * The form above scatters into a whole image's yT (P, C_out): zeroed, added to slice by slice and
+ * transposed as a whole, passes over P * C_out floats whatever the firing rate, with the
+ * scattered adds landing anywhere in a buffer that lives in L2, and a data-dependent branch per
+ * input element to find the spikes. The banded form computes a band of a few output rows at a
+ * time, so the accumulator (band positions, C_out) stays in L1 (about 16 KiB), and finds the
+ * spikes with bit masks:
+ *
+ *   1. masks: for each active channel and each input row some output reads, a 64-bit mask of
+ *      the nonzero elements, bit ix + pad for column ix (one AVX-512 compare per 16 elements).
+ *   2. per band, per K slice, per active channel (ascending), the channel's terms that land in
+ *      the band. Stride 1, spike by spike: each row's set bits once, then the spike's taps, kh
+ *      picking the output row oy = iy + pad - kh and kw the output ox = ix + pad - kw (for one
+ *      output: rows in ascending iy = ascending kh, spikes in ascending ix = ascending kw).
+ *      Stride s > 1, tap by tap: for t = (kh, kw) ascending and each output row oy, the input row
+ *      iy = oy*s - pad + kh; its mask shifted right by kw and cut to every s-th bit (pext) has bit
+ *      ox where x[iy, ox*s - pad + kw] != 0. Either way, per term: acc[oy, ox, :] +=
+ *      x * wt[(c, t), :] (one FMA, or multiply-then-add, per 16 channels).
+ *   3. the band is transposed into y (C_out, P) by 16 x 16 register blocks, the bias added.
+ *
+ * Order: for one output the terms of a channel come in ascending t, channels ascending, slices
+ * in order, each slice from zero (the first slice with terms straight into the zeroed
+ * accumulator, 0 + s being s; later ones in `part`, then added) - the dense grouping again. Rows
+ * that no output reads (1x1 stride 2: the odd rows; the odd columns drop out in the extract) are
+ * never scanned. Work: spikes * taps * C_out / 16 vector read-modify-writes in L1, plus H*W / 16
+ * compares per active channel, plus P * C_out floats zeroed and transposed in L1 (y itself is
+ * written once). Needs W + pad <= 64 and W_out <= 64 (one word per row); wider planes take the
+ * form above. Profiled (64->64 32x32, 5 % firing, one thread): about 55-60 % of the time in the
+ * read-modify-writes, 10 % in the transposes (the writes of y), the rest loop control, zeroing
+ * and scanning x; bands of 2048 or 8192 floats were no faster. */
+
+#define BAND_FLOATS 4096   /* one band's accumulator: 16 KiB, half of a 32 KiB L1 */
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+static bool band_fits(const snn_conv2d_dims *d) { return d->W + d->pad <= 64 && d->W_out <= 64; }
+
+/* Output rows per band: the accumulator within BAND_FLOATS, at least one row. */
+static int band_rows(const snn_conv2d_dims *d)
+{
+    int64_t per_row = (int64_t)d->W_out * d->C_out;
+    int64_t rows = per_row > 0 ? BAND_FLOATS / per_row : 1;
+    if (rows < 1) rows = 1;
+    if (d->W_out > 0 && rows * d->W_out < 16)   /* whole 16 x 16 transpose blocks (4x4 planes) */
+        rows = (16 + d->W_out - 1) / d->W_out;
+    if (rows > d->H_out) rows = d->H_out;
+    return (int)rows;
+}
+
+/* Bits i (i < n <= 64) set where row[i] != 0 (NaN counts as nonzero, as in the form above). */
+static uint64_t nonzero_bits(const float *row, int n)
+{
+    uint64_t m = 0;
+#if defined(__AVX512F__)
+    for (int i = 0; i < n; i += 16) {
+        int left = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)((1u << left) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(k, row + i);
+        m |= (uint64_t)_mm512_mask_cmp_ps_mask(k, v, _mm512_setzero_ps(), _CMP_NEQ_UQ) << i;
+    }
+#else
+    for (int i = 0; i < n; i++)
+        if (!(row[i] == 0.0f)) m |= (uint64_t)1 << i;
+#endif
+    return m;
+}
+
+/* Every s-th bit of m (bits 0, s, 2s, ...) packed into the low bits; every_s has those bits. */
+static inline uint64_t every_sth_bit(uint64_t m, int s, uint64_t every_s)
+{
+#if defined(__BMI2__)
+    (void)s;
+    return _pext_u64(m, every_s);
+#else
+    uint64_t r = 0;
+    m &= every_s;
+    while (m) {
+        int b = __builtin_ctzll(m);
+        m &= m - 1;
+        r |= (uint64_t)1 << (b / s);
+    }
+    return r;
+#endif
+}
+
+/* o[0 : C_out] += v * w[0 : C_out], rounded as the dense path does (one FMA per term when fused,
+ * else multiply then add). For v = 1 both are the plain add o + w. */
+static inline void add_column(float *restrict o, const float *restrict w, float v, int C_out,
+                              bool fused)
+{
+#if defined(__AVX512F__)
+    const __m512 vv = _mm512_set1_ps(v);
+    int j = 0;
+    if (fused) {
+        for (; j + 64 <= C_out; j += 64) {   /* 4 independent vectors per trip */
+            __m512 o0 = _mm512_fmadd_ps(vv, _mm512_loadu_ps(w + j), _mm512_loadu_ps(o + j));
+            __m512 o1 = _mm512_fmadd_ps(vv, _mm512_loadu_ps(w + j + 16), _mm512_loadu_ps(o + j + 16));
+            __m512 o2 = _mm512_fmadd_ps(vv, _mm512_loadu_ps(w + j + 32), _mm512_loadu_ps(o + j + 32));
+            __m512 o3 = _mm512_fmadd_ps(vv, _mm512_loadu_ps(w + j + 48), _mm512_loadu_ps(o + j + 48));
+            _mm512_storeu_ps(o + j, o0);
+            _mm512_storeu_ps(o + j + 16, o1);
+            _mm512_storeu_ps(o + j + 32, o2);
+            _mm512_storeu_ps(o + j + 48, o3);
+        }
+        for (; j + 16 <= C_out; j += 16)
+            _mm512_storeu_ps(o + j, _mm512_fmadd_ps(vv, _mm512_loadu_ps(w + j), _mm512_loadu_ps(o + j)));
+    } else {
+        for (; j + 16 <= C_out; j += 16)
+            _mm512_storeu_ps(o + j, _mm512_add_ps(_mm512_loadu_ps(o + j),
+                                                  _mm512_mul_ps(vv, _mm512_loadu_ps(w + j))));
+    }
+    if (j < C_out) {   /* C_out not a multiple of 16: a masked tail */
+        __mmask16 k = (__mmask16)((1u << (C_out - j)) - 1u);
+        __m512 ov = _mm512_maskz_loadu_ps(k, o + j), wv = _mm512_maskz_loadu_ps(k, w + j);
+        ov = fused ? _mm512_fmadd_ps(vv, wv, ov) : _mm512_add_ps(ov, _mm512_mul_ps(vv, wv));
+        _mm512_mask_storeu_ps(o + j, k, ov);
+    }
+#else
+    if (fused) {
+        for (int j = 0; j < C_out; j++) o[j] = fmaf(v, w[j], o[j]);
+    } else {
+        for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+    }
+#endif
+}
+
+/* Stride 1: dst (nb rows of W_out positions, C_out) += the terms of channel c (plane (H, W),
+ * row masks (H), bit j = column j - pad) with tap index t in [t0, t1), for the output rows oy0 ..
+ * oy0+nb-1. Spike by spike: one pass over a row's set bits, then every tap of the spike: kh
+ * picks the output row oy = iy + pad - kh, kw the output ox = j - kw. For one output, rows come
+ * in ascending iy (= ascending kh) and, within a row, spikes in ascending j (= ascending kw).
+ * (Stride 2 the same way measured slower than tap by tap, below.) */
+static ALWAYS_INLINE void band_channel_s1_body(float *restrict dst, const float *plane,
+                                               const uint64_t *masks, const float *wc, int t0,
+                                               int t1, int oy0, int nb, const snn_conv2d_dims *d,
+                                               bool fused)
+{
+    const int C_out = d->C_out, KW = d->KW, W = d->W, W_out = d->W_out, pad = d->pad;
+    const int kh_first = t0 / KW, kh_last = (t1 - 1) / KW;
+    /* the input rows that reach the band: iy = oy - pad + kh */
+    int iy_lo = oy0 - pad + kh_first, iy_hi = oy0 + nb - 1 - pad + kh_last;
+    if (iy_lo < 0) iy_lo = 0;
+    if (iy_hi > d->H - 1) iy_hi = d->H - 1;
+    for (int iy = iy_lo; iy <= iy_hi; iy++) {
+        uint64_t m = masks[iy];
+        if (!m) continue;
+        /* kh with oy = iy + pad - kh inside the band */
+        int kh_lo = iy + pad - (oy0 + nb - 1), kh_hi = iy + pad - oy0;
+        if (kh_lo < kh_first) kh_lo = kh_first;
+        if (kh_hi > kh_last) kh_hi = kh_last;
+        const float *xr = plane + (int64_t)iy * W;   /* (W) */
+        while (m) {
+            const int j = __builtin_ctzll(m);      /* column j - pad */
+            m &= m - 1;
+            const float v = xr[j - pad];
+            for (int kh = kh_lo; kh <= kh_hi; kh++) {
+                float *orow = dst + (int64_t)(iy + pad - kh - oy0) * W_out * C_out;
+                int kw_lo = kh == kh_first ? t0 - kh * KW : 0;
+                int kw_hi = kh == kh_last ? t1 - 1 - kh * KW : KW - 1;
+                if (kw_lo < j - W_out + 1) kw_lo = j - W_out + 1;   /* ox = j - kw < W_out */
+                if (kw_hi > j) kw_hi = j;                           /* ox >= 0 */
+                for (int kw = kw_lo; kw <= kw_hi; kw++)
+                    add_column(orow + (int64_t)(j - kw) * C_out, wc + (int64_t)(kh * KW + kw) * C_out,
+                               v, C_out, fused);
+            }
+        }
+    }
+}
+
+/* band_channel_s1_body twice, with `fused` a constant: the rounding choice leaves the inner loop
+ * (measured: about 10 % off the event time of the 3x3 layers) */
+static void band_channel_s1(float *restrict dst, const float *plane, const uint64_t *masks,
+                            const float *wc, int t0, int t1, int oy0, int nb,
+                            const snn_conv2d_dims *d, bool fused)
+{
+    if (fused) band_channel_s1_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, true);
+    else band_channel_s1_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, false);
+}
+
+/* Stride > 1: dst (nb rows of W_out positions, C_out) += the terms of channel c (plane (H, W),
+ * row masks (H)) with tap index t in [t0, t1), for the output rows oy0 .. oy0+nb-1, tap by tap:
+ * the row mask shifted by kw and cut to every s-th bit has bit ox where output ox reads a spike.
+ * Columns that no output reads (1x1 stride 2: the odd ones) are never visited. */
+static ALWAYS_INLINE void band_channel_taps_body(float *restrict dst, const float *plane,
+                                                 const uint64_t *masks, const float *wc, int t0,
+                                                 int t1, int oy0, int nb, const snn_conv2d_dims *d,
+                                                 bool fused, uint64_t out_bits, uint64_t every_s)
+{
+    const int C_out = d->C_out, s = d->stride, W = d->W, W_out = d->W_out;
+    for (int t = t0; t < t1; t++) {
+        const int kh = t / d->KW, kw = t % d->KW;
+        const float *w = wc + (int64_t)t * C_out;   /* (C_out): this tap's column */
+        for (int r = 0; r < nb; r++) {
+            const int iy = (oy0 + r) * s - d->pad + kh;
+            if (iy < 0 || iy >= d->H) continue;
+            uint64_t m = masks[iy] >> kw;   /* bit j: column j - pad + kw */
+            if (s != 1) m = every_sth_bit(m, s, every_s);   /* bit ox: column ox*s - pad + kw */
+            m &= out_bits;
+            const float *xr = plane + (int64_t)iy * W;      /* (W) */
+            float *orow = dst + (int64_t)r * W_out * C_out; /* (W_out, C_out) */
+            while (m) {
+                const int ox = __builtin_ctzll(m);
+                m &= m - 1;
+                add_column(orow + (int64_t)ox * C_out, w, xr[ox * s - d->pad + kw], C_out, fused);
+            }
+        }
+    }
+}
+
+static void band_channel_taps(float *restrict dst, const float *plane, const uint64_t *masks,
+                              const float *wc, int t0, int t1, int oy0, int nb,
+                              const snn_conv2d_dims *d, bool fused, uint64_t out_bits,
+                              uint64_t every_s)
+{
+    if (fused)
+        band_channel_taps_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, true, out_bits, every_s);
+    else
+        band_channel_taps_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, false, out_bits, every_s);
+}
+
+/* y[o, p0 + i] = acc[i, o] (+ bias[o]) for i < np, o < C_out: acc (np, C_out), y (C_out, P). */
+static void store_transposed(float *y, int64_t P, int64_t p0, int np, const float *acc, int C_out,
+                             const float *bias)
+{
+    int i0 = 0;
+#if defined(__AVX512F__)
+    /* 16 x 16 blocks in registers: 16 rows of 16 channels in, 16 rows of 16 positions out */
+    for (; i0 + 16 <= np; i0 += 16) {
+        int o0 = 0;
+        for (; o0 + 16 <= C_out; o0 += 16) {
+            __m512 r[16], t[16];
+            for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(acc + (int64_t)(i0 + i) * C_out + o0);
+            for (int i = 0; i < 16; i += 2) {   /* per 128-bit lane: a0 b0 a1 b1 | a2 b2 a3 b3 */
+                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int i = 0; i < 16; i += 4) {   /* r[i + k], lane L: column 4L + k of rows i..i+3 */
+                r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+                r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+                r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+            }
+            for (int k = 0; k < 4; k++) {       /* gather lane L of r[k], r[4+k], r[8+k], r[12+k] */
+                __m512 a = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);      /* lanes 0, 2 */
+                __m512 b = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+                __m512 c = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xDD);      /* lanes 1, 3 */
+                __m512 e = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xDD);
+                t[k] = _mm512_shuffle_f32x4(a, b, 0x88);        /* column k */
+                t[8 + k] = _mm512_shuffle_f32x4(a, b, 0xDD);    /* column 8 + k */
+                t[4 + k] = _mm512_shuffle_f32x4(c, e, 0x88);    /* column 4 + k */
+                t[12 + k] = _mm512_shuffle_f32x4(c, e, 0xDD);   /* column 12 + k */
+            }
+            float *yp = y + (int64_t)o0 * P + p0 + i0;   /* one pointer stepped by P: 16 would spill */
+            if (bias) {
+                for (int j = 0; j < 16; j++, yp += P)
+                    _mm512_storeu_ps(yp, _mm512_add_ps(t[j], _mm512_set1_ps(bias[o0 + j])));
+            } else {
+                for (int j = 0; j < 16; j++, yp += P) _mm512_storeu_ps(yp, t[j]);
+            }
+        }
+        for (int o = o0; o < C_out; o++)   /* channels past the last 16-block */
+            for (int i = i0; i < i0 + 16; i++) {
+                float v = acc[(int64_t)i * C_out + o];
+                y[(int64_t)o * P + p0 + i] = bias ? v + bias[o] : v;
+            }
+    }
+#endif
+    for (int o = 0; o < C_out && i0 < np; o++)   /* positions past the last 16-block */
+        for (int i = i0; i < np; i++) {
+            float v = acc[(int64_t)i * C_out + o];
+            y[(int64_t)o * P + p0 + i] = bias ? v + bias[o] : v;
+        }
+}
+
+/* y_n (C_out, P) of image n by the banded event path, bias included. acc, part (band, C_out);
+ * masks (C_in, H); row_read (H): whether some output reads input row iy. */
+static void image_events_banded(float *yn, float *acc, float *part, uint64_t *masks,
+                                const unsigned char *row_read, const int *list, int n_active,
+                                const float *xn, const float *wt, const float *bias,
+                                const snn_conv2d_dims *d, int64_t slice, bool fused, int rows)
+{
+    const int KK = d->KH * d->KW, C_out = d->C_out, W_out = d->W_out, H = d->H;
+    const int64_t K = (int64_t)d->C_in * KK, P = (int64_t)d->H_out * W_out;
+    const int64_t plane_size = (int64_t)H * d->W;
+    const uint64_t out_bits = W_out >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << W_out) - 1;
+    uint64_t every_s = 0;
+    for (int b = 0; b < 64; b += d->stride) every_s |= (uint64_t)1 << b;
+    /* 1. row masks, bit ix + pad; rows nobody reads stay 0 and are never looked at */
+    for (int a = 0; a < n_active; a++) {
+        const float *plane = xn + (int64_t)list[a] * plane_size;
+        for (int iy = 0; iy < H; iy++)
+            masks[(int64_t)a * H + iy] =
+                row_read[iy] ? nonzero_bits(plane + (int64_t)iy * d->W, d->W) << d->pad : 0;
+    }
+    /* 2, 3. band by band */
+    for (int oy0 = 0; oy0 < d->H_out; oy0 += rows) {
+        const int nb = d->H_out - oy0 < rows ? d->H_out - oy0 : rows;
+        const int np = nb * W_out;
+        const size_t bytes = (size_t)np * (size_t)C_out * sizeof(float);
+        memset(acc, 0, bytes);
+        bool acc_used = false;   /* a slice summed straight into acc: 0 + s is s */
+        int a = 0;
+        for (int64_t k0 = 0; k0 < K && a < n_active; k0 += slice) {
+            const int64_t k1 = k0 + slice < K ? k0 + slice : K;
+            float *dst = acc_used ? part : acc;   /* a later slice: its own partial from zero */
+            bool any = false;
+            while (a < n_active && (int64_t)list[a] * KK < k1) {
+                const int c = list[a];
+                const int64_t c0 = (int64_t)c * KK;
+                const int t0 = c0 < k0 ? (int)(k0 - c0) : 0;
+                const int t1 = c0 + KK > k1 ? (int)(k1 - c0) : KK;
+                if (!any && dst == part) memset(part, 0, bytes);
+                any = true;
+                if (d->stride == 1)
+                    band_channel_s1(dst, xn + (int64_t)c * plane_size, masks + (int64_t)a * H,
+                                    wt + c0 * C_out, t0, t1, oy0, nb, d, fused);
+                else
+                    band_channel_taps(dst, xn + (int64_t)c * plane_size, masks + (int64_t)a * H,
+                                      wt + c0 * C_out, t0, t1, oy0, nb, d, fused, out_bits,
+                                      every_s);
+                if (c0 + KK > k1) break;   /* the channel goes on in the next slice */
+                a++;
+            }
+            if (any && dst == part)
+                for (int64_t i = 0; i < (int64_t)np * C_out; i++) acc[i] += part[i];
+            acc_used |= any;
+        }
+        store_transposed(yn, P, (int64_t)oy0 * W_out, np, acc, C_out, bias);
+    }
+}
+
 snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path)
@@ -363,56 +708,77 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
     SNN_ASSERT(path == SNN_SPARSE_GEMM || path == SNN_SPARSE_EVENT);
     if (d->N <= 0) return SNN_OK;
     const int64_t P = (int64_t)d->H_out * d->W_out, K = (int64_t)d->C_in * d->KH * d->KW;
+    const bool banded = path == SNN_SPARSE_EVENT && band_fits(d);
+    const int rows = banded ? band_rows(d) : 0;
     const size_t col_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)(K * P) * sizeof(float)) : 0;
-    const size_t y_bytes = round_up((size_t)(P * d->C_out) * sizeof(float));
+    /* yT (P, C_out), or with bands the accumulator of one band */
+    const size_t y_bytes = round_up((size_t)((banded ? (int64_t)rows * d->W_out : P) * d->C_out) *
+                                    sizeof(float));
     const size_t part_bytes = path == SNN_SPARSE_EVENT ? y_bytes : 0;
     const size_t list_bytes = round_up((size_t)d->C_in * sizeof(int));
     const size_t krow_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)K * sizeof(int64_t)) : 0;
-    const size_t per_worker = col_bytes + y_bytes + part_bytes + list_bytes + krow_bytes;
+    const size_t mask_bytes = banded ? round_up((size_t)d->C_in * (size_t)d->H * sizeof(uint64_t)) : 0;
+    const size_t per_worker = col_bytes + y_bytes + part_bytes + list_bytes + krow_bytes + mask_bytes;
+    const size_t shared_bytes = banded ? round_up((size_t)d->H) : 0;   /* row_read (H) */
     int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (threads > d->N) threads = d->N;
     if (threads < 1) threads = 1;
-    const size_t total = per_worker * (size_t)threads;
-    char *scratch = snn_alloc(total, SNN_CPU);
-    if (!scratch)
+    const size_t total = shared_bytes + per_worker * (size_t)threads;
+    /* Scratch from the step arena when a step is open (as the dense conv's workspace): a fresh
+     * heap block per call came back from the kernel as new pages, whose faults cost as much as a
+     * whole 1x1 layer at low firing (and the GEMM path's col buffer, megabytes, every call).
+     * The arena is not thread-safe: a call from inside a parallel region takes the heap. */
+    const bool in_step = snn_step_depth() > 0 && !omp_in_parallel();
+    snn_step_scratch mark = {0, 0, 0};
+    if (in_step) mark = snn_step_scratch_mark(SNN_CPU);
+    char *scratch = in_step ? snn_step_alloc("snn_sparse_conv2d_cpu", total, SNN_CPU)
+                            : snn_alloc(total, SNN_CPU);
+    if (!scratch) {
+        if (in_step) snn_step_scratch_release(SNN_CPU, mark);
         return snn_error(SNN_ERR_MEMORY, "snn_sparse_conv2d_cpu: out of host memory (%zu bytes of "
                          "scratch)", total);
+    }
+    /* row_read[iy]: some output row oy and tap kh read input row iy = oy*s - pad + kh */
+    unsigned char *row_read = (unsigned char *)scratch;
+    if (banded) {
+        memset(row_read, 0, (size_t)d->H);
+        for (int oy = 0; oy < d->H_out; oy++)
+            for (int kh = 0; kh < d->KH; kh++) {
+                int iy = oy * d->stride - d->pad + kh;
+                if (iy >= 0 && iy < d->H) row_read[iy] = 1;
+            }
+    }
 
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int n = 0; n < d->N; n++) {
-        char *base = scratch + per_worker * (size_t)omp_get_thread_num();
+        char *base = scratch + shared_bytes + per_worker * (size_t)omp_get_thread_num();
         worker wk = {(float *)base, (float *)(base + col_bytes),
                      (float *)(base + col_bytes + y_bytes),
                      (int *)(base + col_bytes + y_bytes + part_bytes),
                      (int64_t *)(base + col_bytes + y_bytes + part_bytes + list_bytes)};
+        uint64_t *masks = (uint64_t *)(base + col_bytes + y_bytes + part_bytes + list_bytes +
+                                       krow_bytes);   /* (C_in, H) */
         const float *xn = x + (int64_t)n * d->C_in * d->H * d->W;      /* (C_in, H, W) */
+        float *yn = y + (int64_t)n * d->C_out * P;                       /* (C_out, P) */
         int n_active = active_channels(x, activity, d, n, wk.list);
         bool fused;
         int64_t slice = dense_slice(d, n, &fused);
+        if (banded) {   /* writes y_n itself, bias included */
+            image_events_banded(yn, wk.yT, wk.part, masks, row_read, wk.list, n_active, xn, wt,
+                                bias, d, slice, fused, rows);
+            continue;
+        }
         memset(wk.yT, 0, (size_t)(P * d->C_out) * sizeof(float));
         if (n_active > 0) {
             if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice, fused);
             else image_events(&wk, xn, wt, d, n_active, slice, fused);
         }
-        /* y_n (C_out, P) = yT^T (+ bias, added last as the dense path does), by 16 x 16 tiles:
-         * the tile's 16 rows of yT (1 KiB) stay in L1 while 16 runs of 64 bytes of y are
-         * written (a whole-column walk of yT was slower than the event pass itself) */
-        float *yn = y + (int64_t)n * d->C_out * P;
-        for (int64_t p0 = 0; p0 < P; p0 += 16) {
-            int mp = P - p0 < 16 ? (int)(P - p0) : 16;
-            for (int o0 = 0; o0 < d->C_out; o0 += 16) {
-                int mo = d->C_out - o0 < 16 ? d->C_out - o0 : 16;
-                for (int j = 0; j < mo; j++) {
-                    float *dst = yn + (int64_t)(o0 + j) * P + p0;
-                    const float *src = wk.yT + p0 * d->C_out + o0 + j;
-                    for (int i = 0; i < mp; i++) dst[i] = src[(int64_t)i * d->C_out];
-                }
-            }
-        }
-        if (bias)
-            for (int o = 0; o < d->C_out; o++)
-                for (int64_t p = 0; p < P; p++) yn[(int64_t)o * P + p] += bias[o];
+        /* y_n (C_out, P) = yT^T (+ bias, added last as the dense path does), by 16 x 16 blocks:
+         * the block's 16 rows of yT (16 * C_out floats) stay in L1 while 16 runs of 64 bytes of y
+         * are written (a whole-column walk of yT was slower than the event pass itself) */
+        store_transposed(yn, P, 0, (int)P, wk.yT, d->C_out, bias);
     }
-    snn_free(scratch, total, SNN_CPU);
+    if (in_step) snn_step_scratch_release(SNN_CPU, mark);
+    else snn_free(scratch, total, SNN_CPU);
     return SNN_OK;
 }
