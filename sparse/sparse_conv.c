@@ -405,7 +405,12 @@ static void image_events(worker *wk, const float *xn, const float *wt, const snn
 #define ALWAYS_INLINE inline
 #endif
 
-static bool band_fits(const snn_conv2d_dims *d) { return d->W + d->pad <= 64 && d->W_out <= 64; }
+/* One 64-bit word per row holds bit ix + pad for every column, every output column fits a word,
+ * and a shift by kw stays below 64. */
+static bool band_fits(const snn_conv2d_dims *d)
+{
+    return d->W >= 1 && d->W + d->pad <= 64 && d->W_out <= 64 && d->KW <= 64;
+}
 
 /* Output rows per band: the accumulator within BAND_FLOATS, at least one row. */
 static int band_rows(const snn_conv2d_dims *d)
