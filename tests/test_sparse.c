@@ -122,6 +122,9 @@ static void test_kernels_bitwise(void)
         {1, 8, 4, 8, 3, 1, 1, 0.5, 0.3, false},       /* below 32^3: the unpacked SGEMM path */
         {4, 32, 8, 64, 3, 1, 1, 1.0, 0.1, false},     /* all-zero images */
         {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0, true},      /* all-active, every element 1 */
+        {1, 4, 80, 8, 3, 1, 1, 0.3, 0.05, false},     /* 80 wide: the event path's whole-image
+                                                         form (the banded one needs W <= 64) */
+        {1, 4, 70, 8, 3, 2, 1, 0.3, 0.05, false},     /* 70 wide, stride 2: the same */
     };
     /* Every thread count: sparse == dense must not depend on it. 16 runs last, after 1, 2 and
      * 3, and alternates with the sparse kernels' N-thread regions (N = 2, 3, 5 images) in every
