@@ -1,6 +1,9 @@
 /*
- * sparse_conv.cu - the sparse conv on the GPU: per image, a GEMM over the active input channels.
+ * sparse_conv.cu - the sparse conv on the GPU, two paths over the same sum: a GEMM over each
+ * image's active input channels (first below), and an event-driven kernel over its nonzero
+ * inputs (second half of the file). Both list the active channels on the device.
  *
+ * GEMM path:
  *   y[n, o, p] = bias[o] + sum_{k in K(n)} wt[k, o] col_n[k, p]
  *   K(n)       = {(c, kh, kw) : c in A(n)},  A(n) = {c : activity[n, c] != 0}, c ascending
  *   col_n[(c, kh, kw), p] = x[n, c, oh stride - pad + kh, ow stride - pad + kw]  (0 outside)
