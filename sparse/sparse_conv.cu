@@ -7,7 +7,7 @@
  *   y[n, o, p] = bias[o] + sum_{k in K(n)} wt[k, o] col_n[k, p]
  *   K(n)       = {(c, kh, kw) : c in A(n)},  A(n) = {c : activity[n, c] != 0}, c ascending
  *   col_n[(c, kh, kw), p] = x[n, c, oh stride - pad + kh, ow stride - pad + kw]  (0 outside)
- *   wt[(c, kh, kw), o]    = w[o, c, kh, kw]      (the weight transposed: per call, or kept by a SparseConv2d)
+ *   wt[(c, kh, kw), o]    = w[o, c, kh, kw]      (transposed per call, or kept by a SparseConv2d)
  *
  * That is the dense conv's GEMM, out (C_out, P) = W (C_out, CK) x col (CK, P), with the rows of
  * silent channels left out: |A(n)| KH KW instead of C_in KH KW. The GEMM is implicit: the
