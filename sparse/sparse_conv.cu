@@ -542,7 +542,8 @@ extern "C" snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const flo
     if (d->N <= 0 || d->C_out <= 0) return SNN_OK;
     const int64_t K = (int64_t)d->C_in * d->KH * d->KW;
     if (K * d->C_out > INT32_MAX)   /* before the transpose, which asserts it */
-        return snn_sparse_conv2d_prepared_cuda(y, x, w, bias, d, activity, path);
+        return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: weight too large (C_out %d "
+                         "x C_in %d x %dx%d over 2^31 floats)", d->C_out, d->C_in, d->KH, d->KW);
     /* wt (K, C_out): scratch from the step arena, given back once the kernels are queued */
     snn_step_scratch mark = snn_step_scratch_mark(SNN_CUDA);
     float *wt = (float *)snn_step_alloc("snn_sparse_conv2d_cuda (transposed weights)",
