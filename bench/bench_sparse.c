@@ -69,13 +69,53 @@ static void fill_spikes(float *x, float *act, int N, int C, int HW, double rate,
     }
 }
 
+/* One layer's host buffers at N images: spikes x (N, C_in, H, H) and their activity (N, C_in),
+ * a random weight, and two outputs (dense, sparse) to compare. */
+typedef struct layer_buffers {
+    snn_conv2d_dims d;
+    int HW;
+    int64_t nx, nw, ny;
+    float *x, *act, *w, *dense, *sparse;
+} layer_buffers;
+
+static void free_buffers(layer_buffers *b, const layer *l)
+{
+    snn_free(b->x, (size_t)b->nx * sizeof(float), SNN_CPU);
+    snn_free(b->act, (size_t)b->d.N * l->C_in * sizeof(float), SNN_CPU);
+    snn_free(b->w, (size_t)b->nw * sizeof(float), SNN_CPU);
+    snn_free(b->dense, (size_t)b->ny * sizeof(float), SNN_CPU);
+    snn_free(b->sparse, (size_t)b->ny * sizeof(float), SNN_CPU);
+}
+
+/* The buffers of layer l at N images, the weight drawn from rng; exits if memory runs out. */
+static layer_buffers new_buffers(int N, const layer *l, snn_rng *rng)
+{
+    layer_buffers b;
+    b.d = layer_dims(N, l);
+    b.HW = l->H * l->H;
+    b.nx = (int64_t)N * l->C_in * b.HW;
+    b.nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
+    b.ny = (int64_t)N * l->C_out * b.d.H_out * b.d.W_out;
+    b.x = snn_alloc((size_t)b.nx * sizeof(float), SNN_CPU);
+    b.act = snn_alloc((size_t)N * l->C_in * sizeof(float), SNN_CPU);
+    b.w = snn_alloc((size_t)b.nw * sizeof(float), SNN_CPU);
+    b.dense = snn_alloc((size_t)b.ny * sizeof(float), SNN_CPU);
+    b.sparse = snn_alloc((size_t)b.ny * sizeof(float), SNN_CPU);
+    if (!b.x || !b.act || !b.w || !b.dense || !b.sparse) {
+        fprintf(stderr, "bench_sparse: out of host memory for %s at %d images\n", l->name, N);
+        exit(1);
+    }
+    for (int64_t i = 0; i < b.nw; i++) b.w[i] = snn_rng_normal(rng) * 0.05f;
+    return b;
+}
+
 #ifdef SNN_WITH_CUDA
 /* Calls per timing on the GPU: one call of a small layer is tens of microseconds, so each timing
  * covers this many back-to-back calls between two device syncs and is divided by it. */
 #define GPU_CALLS 10
 
-/* The same table on the GPU: dense snn_conv2d (im2col + cuBLAS) against sparse_conv.cu's two paths, all
- * timed between device syncs, best of reps; max |diff| (of the last path run, event) instead of
+/* The same table on the GPU: dense snn_conv2d (im2col + cuBLAS) against sparse_conv.cu's two
+ * paths, all timed between device syncs, best of reps; max |diff| (of the last path run, event) instead of
  * bitwise (different orders).
  * "active" is the fraction of (image, channel) planes with a spike: the issue's GPU target
  * (>= 2x) applies where it is at most 25 %. */
@@ -86,19 +126,11 @@ static void bench_cuda(int N, int reps, snn_rng *rng)
            "gemm ms", "event ms", "gemm x", "event x", "max|diff|");
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
         const layer *l = &layers[li];
-        snn_conv2d_dims d = layer_dims(N, l);
-        const int HW = l->H * l->H;
-        const int64_t nx = (int64_t)N * l->C_in * HW, nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
-        const int64_t ny = (int64_t)N * l->C_out * d.H_out * d.W_out;
-        float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
-        float *act = snn_alloc((size_t)N * l->C_in * sizeof *act, SNN_CPU);
-        float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
-        float *a = snn_alloc((size_t)ny * sizeof *a, SNN_CPU), *b = snn_alloc((size_t)ny * sizeof *b, SNN_CPU);
-        if (!x || !act || !w || !a || !b) {
-            fprintf(stderr, "bench_sparse: out of host memory\n");
-            exit(1);
-        }
-        for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(rng) * 0.05f;
+        layer_buffers bufs = new_buffers(N, l, rng);
+        const snn_conv2d_dims d = bufs.d;
+        const int HW = bufs.HW;
+        const int64_t ny = bufs.ny;
+        float *x = bufs.x, *act = bufs.act, *w = bufs.w, *a = bufs.dense, *b = bufs.sparse;
         for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
             fill_spikes(x, act, N, l->C_in, HW, rates[ri], silent[ri], rng);
             int64_t active_planes = 0;
@@ -150,11 +182,7 @@ static void bench_cuda(int N, int reps, snn_rng *rng)
                    best[0] / best[2], diff);
             fflush(stdout);
         }
-        snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
-        snn_free(act, (size_t)N * l->C_in * sizeof *act, SNN_CPU);
-        snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
-        snn_free(a, (size_t)ny * sizeof *a, SNN_CPU);
-        snn_free(b, (size_t)ny * sizeof *b, SNN_CPU);
+        free_buffers(&bufs, l);
     }
 }
 #endif
@@ -171,22 +199,17 @@ int main(int argc, char **argv)
            "gemm ms", "event ms", "gemm x", "event x", "same");
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
         const layer *l = &layers[li];
-        snn_conv2d_dims d = layer_dims(N, l);
-        const int HW = l->H * l->H;
-        const int64_t nx = (int64_t)N * l->C_in * HW, nw = (int64_t)l->C_out * l->C_in * l->K * l->K;
-        const int64_t ny = (int64_t)N * l->C_out * d.H_out * d.W_out;
-        float *x = snn_alloc((size_t)nx * sizeof *x, SNN_CPU);
-        float *act = snn_alloc((size_t)N * l->C_in * sizeof *act, SNN_CPU);
-        float *w = snn_alloc((size_t)nw * sizeof *w, SNN_CPU);
+        layer_buffers bufs = new_buffers(N, l, &rng);
+        const snn_conv2d_dims d = bufs.d;
+        const int HW = bufs.HW;
+        const int64_t ny = bufs.ny;
+        float *x = bufs.x, *act = bufs.act, *w = bufs.w, *ref = bufs.dense, *y = bufs.sparse;
         const size_t nwt = snn_sparse_weights_floats(l->C_out, l->C_in, l->K, l->K);
         float *wt = snn_alloc(nwt * sizeof *wt, SNN_CPU);
-        float *y = snn_alloc((size_t)ny * sizeof *y, SNN_CPU);
-        float *ref = snn_alloc((size_t)ny * sizeof *ref, SNN_CPU);
-        if (!x || !act || !w || !wt || !y || !ref) {
-            fprintf(stderr, "bench_sparse: out of memory\n");
+        if (!wt) {
+            fprintf(stderr, "bench_sparse: out of host memory for %s's prepared weights\n", l->name);
             return 1;
         }
-        for (int64_t i = 0; i < nw; i++) w[i] = snn_rng_normal(&rng) * 0.05f;
         snn_sparse_prepare_weights(wt, w, l->C_out, l->C_in, l->K, l->K);
         for (size_t ri = 0; ri < sizeof rates / sizeof rates[0]; ri++) {
             fill_spikes(x, act, N, l->C_in, HW, rates[ri], silent[ri], &rng);
@@ -225,12 +248,8 @@ int main(int argc, char **argv)
                    best[0] / best[2], same ? "yes" : "NO");
             fflush(stdout);
         }
-        snn_free(x, (size_t)nx * sizeof *x, SNN_CPU);
-        snn_free(act, (size_t)N * l->C_in * sizeof *act, SNN_CPU);
-        snn_free(w, (size_t)nw * sizeof *w, SNN_CPU);
         snn_free(wt, nwt * sizeof *wt, SNN_CPU);
-        snn_free(y, (size_t)ny * sizeof *y, SNN_CPU);
-        snn_free(ref, (size_t)ny * sizeof *ref, SNN_CPU);
+        free_buffers(&bufs, l);
     }
 #ifdef SNN_WITH_CUDA
     if (snn_cuda_available()) {
