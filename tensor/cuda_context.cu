@@ -27,7 +27,7 @@ static std::atomic<bool> context_ready{false};
 static cudaStream_t context_stream;
 static cublasHandle_t context_blas;
 static int context_sm_count;
-static std::atomic<bool> use_tf32{false};
+static std::atomic<int> precision{SNN_PRECISION_FP32};
 static void *scratch;          /* SNN_CUDA_SCRATCH_BYTES on the device, from snn_alloc */
 
 extern "C" void snn_cuda_fail(const char *what, const char *file, int line, const char *message)
@@ -65,9 +65,11 @@ extern "C" int snn_cuda_device_count(void)
 
 static void apply_math_mode(void)
 {
-    /* CUBLAS_DEFAULT_MATH computes fp32 GEMMs in full fp32; TF32 must be asked for. */
-    SNN_CUBLAS_CHECK(cublasSetMathMode(context_blas, use_tf32.load() ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                     : CUBLAS_DEFAULT_MATH));
+    /* CUBLAS_DEFAULT_MATH computes fp32 GEMMs in full fp32; TF32 must be asked for. BF16 is
+     * asked per call (gemm.cu passes CUBLAS_COMPUTE_32F_FAST_16BF), so the handle stays fp32. */
+    SNN_CUBLAS_CHECK(cublasSetMathMode(context_blas, precision.load() == SNN_PRECISION_TF32
+                                                         ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                         : CUBLAS_DEFAULT_MATH));
 }
 
 static void context_init(void)
@@ -121,14 +123,21 @@ extern "C" void *snn_cuda_scratch(size_t bytes)
     return scratch;
 }
 
-extern "C" void snn_cuda_set_tf32(bool on)
+extern "C" void snn_cuda_set_precision(snn_precision p)
 {
-    use_tf32.store(on);
+    precision.store((int)p);
     std::lock_guard<std::mutex> lock(context_mutex);
     if (context_ready.load()) apply_math_mode();
 }
 
-extern "C" bool snn_cuda_tf32(void) { return use_tf32.load(); }
+extern "C" snn_precision snn_cuda_precision(void) { return (snn_precision)precision.load(); }
+
+extern "C" void snn_cuda_set_tf32(bool on)
+{
+    snn_cuda_set_precision(on ? SNN_PRECISION_TF32 : SNN_PRECISION_FP32);
+}
+
+extern "C" bool snn_cuda_tf32(void) { return precision.load() == SNN_PRECISION_TF32; }
 
 extern "C" void snn_cuda_shutdown(void)
 {

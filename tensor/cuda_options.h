@@ -1,27 +1,34 @@
 /*
  * cuda_options.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
  * (tensor/cuda_context.cu). Safe to include from C; the functions exist only in builds with
- * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro or snn_cuda_compiled().
+ * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro, or use the public
+ * snn_set_precision() of tensor.h, which works in every build.
  *
- *     snn_cuda_set_tf32(true);   // cuBLAS GEMMs (linear, conv) on TF32 tensor cores
+ *     snn_cuda_set_precision(SNN_PRECISION_BF16);  // convs and GEMMs on BF16 tensor cores
  *
- * TF32 keeps fp32's range but rounds the GEMM inputs to a 10-bit mantissa: about 3x the
- * throughput of fp32 on an H100, with relative errors near 1e-3 instead of 1e-6. The default
- * is plain fp32, which is what the parity tests against the CPU expect.
+ * FP32 (the default, what the parity tests against the CPU expect) runs cuBLAS SGEMM and the
+ * im2col convolution of conv2d.cu; TF32 and BF16 run the implicit-GEMM convolution of
+ * conv2d_igemm.cu and cuBLAS with TF32 / BF16 tensor-core math, fp32 accumulation throughout.
+ * tensor.h's snn_precision comment gives the rounding of each.
  */
 #ifndef SNN_CUDA_H
 #define SNN_CUDA_H
 
 #include <stdbool.h>
 
+#include "tensor.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #ifdef SNN_WITH_CUDA
-/* Selects TF32 tensor-core math (true) or fp32 (false, the default) for every cuBLAS call. */
+/* Selects the math of every later cuBLAS call and convolution (process-wide). */
+void snn_cuda_set_precision(snn_precision p);
+snn_precision snn_cuda_precision(void);
+/* The older switch, kept: true selects TF32, false FP32. */
 void snn_cuda_set_tf32(bool on);
-/* The current setting. */
+/* True when the precision is TF32. */
 bool snn_cuda_tf32(void);
 #endif
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cuda_options.h"
 #include "gemm.h"
 #include "error.h"
 #include "kernels.h"
@@ -44,6 +45,31 @@ bool snn_cuda_compiled(void)
 }
 
 bool snn_cuda_available(void) { return snn_kernels_for(SNN_CUDA) != NULL; }
+
+snn_status snn_set_precision(snn_precision p)
+{
+    if (p != SNN_PRECISION_FP32 && p != SNN_PRECISION_TF32 && p != SNN_PRECISION_BF16)
+        return snn_error(SNN_ERR_ARGUMENT, "snn_set_precision: bad argument 'p' (expected "
+                         "SNN_PRECISION_FP32, _TF32 or _BF16, got %d)", (int)p);
+#ifdef SNN_WITH_CUDA
+    snn_cuda_set_precision(p);
+    return SNN_OK;
+#else
+    if (p == SNN_PRECISION_FP32) return SNN_OK;
+    return snn_error(SNN_ERR_UNSUPPORTED, "snn_set_precision: %s runs on the GPU's tensor cores "
+                     "and this build has no CUDA backend; hint: use fp32, or configure with "
+                     "-DSNN_CUDA=ON on a machine with nvcc", snn_precision_name(p));
+#endif
+}
+
+snn_precision snn_get_precision(void)
+{
+#ifdef SNN_WITH_CUDA
+    return snn_cuda_precision();
+#else
+    return SNN_PRECISION_FP32;
+#endif
+}
 
 void snn_shutdown(void)
 {

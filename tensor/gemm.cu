@@ -12,13 +12,16 @@
  * and likewise for A. Leading dimensions are passed through as they are.
  *
  * beta = 0 lets cuBLAS ignore C's content (NaN garbage in a fresh arena buffer included), as
- * the kernel table requires. Math is fp32 by default, TF32 tensor cores when
- * snn_cuda_set_tf32(true) (cuda_context.cu). Work: 2 M N K flops; traffic at least
+ * the kernel table requires. Math follows the precision (cuda_options.h): fp32 by default,
+ * TF32 tensor cores through the handle's math mode (cuda_context.cu), BF16 tensor cores by
+ * cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_16BF, which rounds the fp32 operands to bf16 as it
+ * loads them and accumulates in fp32 (the matrices stay fp32). Work: 2 M N K flops; traffic at least
  * 4 (M K + K N + M N) bytes (plus M N more when beta != 0).
  */
 #include <stdio.h>
 
 #include "cuda_common.cuh"
+#include "cuda_options.h"
 #include "error.h"
 #include "kernels_cuda.h"
 
@@ -58,6 +61,14 @@ extern "C" void snn_gemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, f
         return;
     }
     /* C^T (N x M) = op(B)^T op(A)^T: B first, A second (file comment) */
+    if (snn_cuda_precision() == SNN_PRECISION_BF16) {
+        const cublasStatus_t status = cublasGemmEx(
+            snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a), N, M, K, &alpha, B, CUDA_R_32F,
+            ldb, A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16BF,
+            CUBLAS_GEMM_DEFAULT);
+        check_blas(status, "cublasGemmEx", __LINE__, trans_a, trans_b, M, N, K, lda, ldb, ldc, 1);
+        return;
+    }
     const cublasStatus_t status = cublasSgemm(snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a),
                                               N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc);
     check_blas(status, "cublasSgemm", __LINE__, trans_a, trans_b, M, N, K, lda, ldb, ldc, 1);

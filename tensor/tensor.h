@@ -91,6 +91,10 @@ typedef struct snn_tensor {
     struct snn_node *grad_fn;    /* the tape node that produced it; NULL for a leaf */
     struct snn_tensor *base;     /* for a view: the tensor whose data it shares; else NULL */
     const char *name;            /* optional: used in messages and checkpoints */
+    bool pooled;                 /* a gradient whose data comes from the step pool (given back
+                                    as soon as backward is done with it) */
+    bool retain_grad;            /* keep .grad of a non-leaf STEP tensor after backward (as
+                                    PyTorch's retain_grad()); leaves always keep theirs */
 } snn_tensor;
 
 /* OWNED: zero-filled tensor owned by the caller; release with snn_tensor_free. NULL on error. */
@@ -171,6 +175,33 @@ bool snn_cuda_available(void);   /* built with SNN_CUDA and a GPU is visible */
 void snn_synchronize(snn_device device);
 void snn_set_num_threads(int n); /* OpenMP threads for CPU kernels; <= 0 means all cores */
 int snn_get_num_threads(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Precision of the GPU's matrix products (conv2d, linear). Tensors, master weights, optimizer
+ * state, membrane potentials and batch-norm statistics are fp32 in every mode; what changes is
+ * how the products round their operands on the tensor cores:
+ *   FP32  no rounding: cuBLAS SGEMM on the CUDA cores, the bit-reproducible default and the
+ *         reference the other two are tested against;
+ *   TF32  operands rounded to a 10-bit mantissa (relative error ~5e-4 per product term),
+ *         fp32 accumulation; convolutions by the implicit-GEMM kernel (tensor/conv2d_igemm.cu);
+ *   BF16  operands rounded to an 8-bit mantissa (~4e-3), fp32 accumulation, twice TF32's rate.
+ * Spikes (0, 1) and spike counts are exact in all three, so a spiking layer's rounding enters
+ * only through weights, batch-norm outputs and gradients. The CPU kernels are always fp32.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum snn_precision {
+    SNN_PRECISION_FP32 = 0,
+    SNN_PRECISION_TF32 = 1,
+    SNN_PRECISION_BF16 = 2,
+} snn_precision;
+
+const char *snn_precision_name(snn_precision p);            /* "fp32", "tf32", "bf16" */
+/* Parses "fp32", "tf32" or "bf16"; SNN_ERR_ARGUMENT with a message otherwise. */
+snn_status snn_precision_parse(const char *name, snn_precision *out);
+/* Sets the precision of every later CUDA product (process-wide). TF32 and BF16 need a build
+ * with CUDA (SNN_ERR_UNSUPPORTED otherwise); FP32 always succeeds. */
+snn_status snn_set_precision(snn_precision p);
+snn_precision snn_get_precision(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Random numbers: xoshiro256** (Blackman & Vigna), a plain struct so that checkpoints can save
