@@ -33,10 +33,16 @@
  *
  * Memory traffic per image: im2col writes CK P floats (KH KW times the input for stride 1) and
  * the SGEMMs read them; the SGEMMs do C_out CK P FMAs forward and twice that backward.
+ *
+ * This path is the fp32 one (the default precision, bit-reproducible, and the reference of the
+ * tensor-core path). With the precision set to TF32 or BF16 (cuda_options.h) the three entry
+ * points below hand over to the implicit-GEMM convolution of conv2d_igemm.cu, which needs
+ * neither the column matrix nor its workspace.
  */
 #include <stdint.h>
 
 #include "cuda_common.cuh"
+#include "cuda_options.h"
 #include "error.h"
 #include "kernels_cuda.h"
 
@@ -81,8 +87,12 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
     return plan;
 }
 
+/* The tensor-core path runs for TF32 and BF16 (conv2d_igemm.cu). */
+static bool use_igemm(void) { return snn_cuda_precision() != SNN_PRECISION_FP32; }
+
 extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
+    if (use_igemm()) return snn_conv2d_igemm_workspace_bytes_cuda(d);
     return make_plan(d).floats * sizeof(float);
 }
 
@@ -209,6 +219,10 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
                                         float *workspace)
 {
     if (d->N <= 0 || d->C_out <= 0) return;
+    if (use_igemm()) {
+        snn_conv2d_igemm_forward_cuda(out, x, weight, bias, d, workspace);
+        return;
+    }
     const conv_plan plan = make_plan(d);
     const int64_t x_image = (int64_t)d->C_in * d->H * d->W;      /* floats per input image */
     const int64_t out_image = (int64_t)d->C_out * plan.P;        /* floats per output image */
@@ -255,6 +269,10 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
     const conv_plan plan = make_plan(d);
     if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, plan.P);
     if (!dx && !dweight) return;
+    if (use_igemm()) {
+        snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
+        return;
+    }
 
     const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
     const int64_t out_image = (int64_t)d->C_out * plan.P;

@@ -66,6 +66,15 @@ void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const flo
                               const float *x, const float *weight, const snn_conv2d_dims *d,
                               float *workspace);
 
+/* conv2d_igemm.cu: the TF32 / BF16 tensor-core convolution that conv2d.cu hands over to when
+ * the precision is not fp32; the same semantics as the conv2d entries (dbias is conv2d.cu's) */
+size_t snn_conv2d_igemm_workspace_bytes_cuda(const snn_conv2d_dims *d);
+void snn_conv2d_igemm_forward_cuda(float *out, const float *x, const float *weight,
+                                   const float *bias, const snn_conv2d_dims *d, void *workspace);
+void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
+                                    const float *weight, const snn_conv2d_dims *d,
+                                    void *workspace);
+
 /* pool2d.cu */
 void snn_max_pool2d_forward_cuda(float *out, int32_t *argmax, const float *x,
                                  const snn_pool2d_dims *d);

@@ -85,7 +85,7 @@ static float *random_host(size_t n, float lo, float hi)
 }
 
 /* host buffer of small whole numbers in [0, levels): many exact ties */
-static float *integer_host(size_t n, int levels)
+static inline float *integer_host(size_t n, int levels)
 {
     float *h = host_floats(n);
     for (size_t i = 0; i < n; i++) h[i] = (float)snn_rng_below(&rng, (uint64_t)levels);
@@ -104,7 +104,7 @@ static float *dev_copy(const float *h, size_t n)
  * the case in the failure message.
  * ------------------------------------------------------------------------------------------- */
 
-static void expect_close(const char *what, const float *got_dev, const float *want, size_t n,
+static inline void expect_close(const char *what, const float *got_dev, const float *want, size_t n,
                          double atol, double rtol)
 {
     float *got = host_floats(n);
@@ -120,7 +120,7 @@ static void expect_close(const char *what, const float *got_dev, const float *wa
     }
 }
 
-static void expect_norm(const char *what, const float *got_dev, const float *want, size_t n,
+static inline void expect_norm(const char *what, const float *got_dev, const float *want, size_t n,
                         double tol)
 {
     float *got = host_floats(n);
@@ -139,7 +139,7 @@ static void expect_norm(const char *what, const float *got_dev, const float *wan
     }
 }
 
-static void expect_exact(const char *what, const void *got_dev, const void *want, size_t bytes)
+static inline void expect_exact(const char *what, const void *got_dev, const void *want, size_t bytes)
 {
     void *got = tracked_alloc(bytes, SNN_CPU);
     download(got, got_dev, bytes);

@@ -1,0 +1,180 @@
+/*
+ * bench_conv2d_cuda.c - the GPU convolutions on the layers snn.c trains, in each precision:
+ * fp32 (im2col + cuBLAS SGEMM, tensor/conv2d.cu) and TF32 / BF16 (the implicit-GEMM
+ * tensor-core kernel, tensor/conv2d_igemm.cu). Not a test; the parity tests are
+ * tests/test_cuda_layers.c and tests/test_cuda_igemm.c.
+ *
+ *   build/bin/bench_conv2d_cuda [images]      (default 256 = batch 64 x T 4 of the ResNet step)
+ *
+ * For each layer and precision: forward, dgrad (dx alone) and wgrad (dweight alone), the
+ * median ms of 9 timed calls after 2 warm-ups (the device synchronised around each call), and
+ * TFLOP/s = 2 N C_out C_in KH KW H_out W_out / time for each of the three products (dgrad
+ * counts its useful terms only: at stride 2 the kernel also multiplies the zeros of the
+ * transposed window, 4x the work). Then the ceiling each precision has on this device: cuBLAS
+ * on a large square product (8192^3) in the same mode, so "% of cuBLAS" says how close a conv
+ * gets to what the library reaches on the friendliest shape.
+ *
+ * Napkin math, spiking ResNet-18 (width 64, 32x32, T = 4, batch 64: 256 images): ~0.56 GFLOP
+ * per image forward, ~430 GFLOP per training step; the H100's dense peaks are ~67 TFLOP/s fp32
+ * (CUDA cores), ~495 TF32 and ~990 BF16 (tensor cores, datasheet, SXM), so the convolutions'
+ * floor is ~0.9 ms in TF32 and ~0.45 ms in BF16 per step. The bytes moved are small beside it:
+ * one layer-1 activation of 256 images is 67 MB, ~25 us at 2.7 TB/s.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conv_layers.h"
+#include "snn.h"
+#include "tensor/kernels.h"
+
+static const layer layers[] = {
+    {"fmnist conv1 1->128 28x28", 1, 28, 128, 3, 1, 1},
+    {"fmnist conv2 128->128 14x14", 128, 14, 128, 3, 1, 1},
+    {"resnet stem 3->64 32x32", 3, 32, 64, 3, 1, 1},
+    {"resnet 64->64 32x32", 64, 32, 64, 3, 1, 1},
+    {"resnet 64->128 /2 3x3", 64, 32, 128, 3, 2, 1},
+    {"resnet 64->128 /2 1x1", 64, 32, 128, 1, 2, 0},
+    {"resnet 128->128 16x16", 128, 16, 128, 3, 1, 1},
+    {"resnet 256->256 8x8", 256, 8, 256, 3, 1, 1},
+    {"resnet 512->512 4x4", 512, 4, 512, 3, 1, 1},
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static float *device_random(const snn_kernels *k, size_t n, snn_rng *rng, bool spikes)
+{
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = spikes ? (float)(snn_rng_uniform(rng) < 0.1f) : 2.0f * snn_rng_uniform(rng) - 1.0f;
+    float *d = snn_alloc(n * sizeof *d, SNN_CUDA);
+    if (!d) {
+        fprintf(stderr, "bench_conv2d_cuda: out of device memory (%zu floats)\n", n);
+        exit(EXIT_FAILURE);
+    }
+    k->copy(d, h, n * sizeof *h, SNN_COPY_HOST_TO_DEVICE);
+    free(h);
+    return d;
+}
+
+enum { FWD, DGRAD, WGRAD };
+
+/* median seconds of one pass */
+static double time_pass(const snn_kernels *k, int pass, const snn_conv2d_dims *d, float *out,
+                        float *x, float *w, float *dout, float *dx, float *dw, float *ws)
+{
+    double t[9];
+    for (int r = -2; r < 9; r++) {
+        k->synchronize();
+        double t0 = now();
+        if (pass == FWD) k->conv2d_forward(out, x, w, NULL, d, ws);
+        else if (pass == DGRAD) k->conv2d_backward(dx, NULL, NULL, dout, x, w, d, ws);
+        else k->conv2d_backward(NULL, dw, NULL, dout, x, w, d, ws);
+        k->synchronize();
+        if (r >= 0) t[r] = now() - t0;
+    }
+    qsort(t, 9, sizeof t[0], compare_double);
+    return t[4];
+}
+
+/* cuBLAS on an n^3 square product in the current precision: TFLOP/s */
+static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng)
+{
+    const size_t nn = (size_t)n * n;
+    float *a = device_random(k, nn, rng, false), *b = device_random(k, nn, rng, false);
+    float *c = device_random(k, nn, rng, false);
+    double t[5];
+    for (int r = -1; r < 5; r++) {
+        k->synchronize();
+        double t0 = now();
+        k->gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        k->synchronize();
+        if (r >= 0) t[r] = now() - t0;
+    }
+    qsort(t, 5, sizeof t[0], compare_double);
+    snn_free(a, nn * sizeof *a, SNN_CUDA);
+    snn_free(b, nn * sizeof *b, SNN_CUDA);
+    snn_free(c, nn * sizeof *c, SNN_CUDA);
+    return 2.0 * (double)n * n * n / t[2] * 1e-12;
+}
+
+int main(int argc, char **argv)
+{
+    const int images = argc > 1 ? atoi(argv[1]) : 256;
+    if (images < 1) {
+        fprintf(stderr, "usage: %s [images >= 1]\n", argv[0]);
+        return 2;
+    }
+    if (!snn_cuda_available()) {
+        printf("bench_conv2d_cuda: no CUDA device\n");
+        return 0;
+    }
+    const snn_kernels *k = snn_kernels_for(SNN_CUDA);
+    snn_rng rng;
+    snn_rng_seed(&rng, 3);
+    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
+                                         SNN_PRECISION_BF16};
+    double ceiling[3];
+    for (int p = 0; p < 3; p++) {
+        snn_set_precision(precisions[p]);
+        ceiling[p] = gemm_ceiling(k, 8192, &rng);
+    }
+    snn_set_precision(SNN_PRECISION_FP32);
+    printf("bench_conv2d_cuda: %d images; cuBLAS 8192^3 ceiling: fp32 %.1f, tf32 %.1f, "
+           "bf16 %.1f TFLOP/s\n\n", images, ceiling[0], ceiling[1], ceiling[2]);
+    printf("| layer | precision | fwd ms | TFLOP/s | dgrad ms | TFLOP/s | wgrad ms | TFLOP/s | "
+           "step ms | %% of cuBLAS |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    double total[3] = {0, 0, 0};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        const layer *l = &layers[i];
+        const snn_conv2d_dims d = layer_dims(images, l);
+        const size_t nx = (size_t)d.N * d.C_in * d.H * d.W;
+        const size_t nw = (size_t)d.C_out * d.C_in * d.KH * d.KW;
+        const size_t nout = (size_t)d.N * d.C_out * d.H_out * d.W_out;
+        const bool spikes = l->C_in > 3; /* a spiking net's convs past the stem read spikes */
+        float *x = device_random(k, nx, &rng, spikes), *w = device_random(k, nw, &rng, false);
+        float *out = device_random(k, nout, &rng, false), *dout = device_random(k, nout, &rng, false);
+        float *dx = device_random(k, nx, &rng, false), *dw = device_random(k, nw, &rng, false);
+        const double flops = 2.0 * d.N * d.C_out * (double)(d.C_in * d.KH * d.KW) * d.H_out * d.W_out;
+        for (int p = 0; p < 3; p++) {
+            snn_set_precision(precisions[p]);
+            const size_t ws_bytes = k->conv2d_workspace_bytes(&d);
+            float *ws = snn_alloc(ws_bytes ? ws_bytes : 1, SNN_CUDA);
+            const double f = time_pass(k, FWD, &d, out, x, w, dout, dx, dw, ws);
+            const double g = time_pass(k, DGRAD, &d, out, x, w, dout, dx, dw, ws);
+            const double h = time_pass(k, WGRAD, &d, out, x, w, dout, dx, dw, ws);
+            /* the first conv of a network never needs dx (its input is the image) */
+            const double step = f + h + (l->C_in > 3 ? g : 0.0);
+            total[p] += step;
+            printf("| %s | %s | %.3f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f%% |\n",
+                   l->name, snn_precision_name(precisions[p]), 1e3 * f, flops / f * 1e-12,
+                   1e3 * g, flops / g * 1e-12, 1e3 * h, flops / h * 1e-12, 1e3 * step,
+                   100.0 * 3.0 * flops / (f + g + h) * 1e-12 / ceiling[p]);
+            fflush(stdout);
+            snn_free(ws, ws_bytes ? ws_bytes : 1, SNN_CUDA);
+        }
+        snn_free(x, nx * sizeof *x, SNN_CUDA);
+        snn_free(w, nw * sizeof *w, SNN_CUDA);
+        snn_free(out, nout * sizeof *out, SNN_CUDA);
+        snn_free(dout, nout * sizeof *dout, SNN_CUDA);
+        snn_free(dx, nx * sizeof *dx, SNN_CUDA);
+        snn_free(dw, nw * sizeof *dw, SNN_CUDA);
+    }
+    printf("\nsum of the step column over the layers listed (each once): fp32 %.2f ms, tf32 %.2f "
+           "ms, bf16 %.2f ms\n", 1e3 * total[0], 1e3 * total[1], 1e3 * total[2]);
+    snn_set_precision(SNN_PRECISION_FP32);
+    snn_shutdown();
+    return 0;
+}
