@@ -4,12 +4,25 @@
  * Ops are recorded in execution order, so the tape read newest-first is a valid reverse
  * topological order: when a node is reached, every consumer of its output has already added
  * its share to out->grad. A node whose output received no gradient (not on the loss's path)
- * is skipped.
+ * is skipped. The gradient of a non-leaf is released right after its node has run
+ * (give_back_gradient): read it afterwards only where retain_grad was set.
  */
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 #include "tensor/kernels.h"
+
+/* Once the op that made `out` has run its backward, nothing reads out's gradient again: every
+ * consumer of `out` came later on the tape and has already added its share. A pooled gradient
+ * of a non-leaf goes back to the step pool there, so a training step holds only the gradients
+ * on the frontier of the backward pass, not all of them (tensor/step_pool.c). */
+static void give_back_gradient(snn_tensor *out)
+{
+    if (!out->grad || !out->grad->pooled || out->retain_grad) return;
+    snn_step_pool_release(out->grad->data, out->grad->device);
+    out->grad->data = NULL;
+    out->grad = NULL;
+}
 
 static snn_status run_tape(const char *fn)
 {
@@ -20,6 +33,7 @@ static snn_status run_tape(const char *fn)
         if (snn_backward_take_failure())
             return snn_error(SNN_ERR_MEMORY, "%s: out of memory for gradients in the backward of "
                              "'%s' (%s)", fn, node->op, snn_last_error());
+        give_back_gradient(node->out);
     }
     return SNN_OK;
 }

@@ -68,6 +68,24 @@ int snn_backward_take_failure(void)
     return failed;
 }
 
+/* A zero gradient for the STEP tensor t, its data from the step pool: backward.c gives it back
+ * as soon as the op that made t has run its backward (tensor/step_pool.c says why). */
+static snn_tensor *pooled_zeros(const snn_tensor *t)
+{
+    snn_tensor *g = snn_step_alloc("gradient", sizeof *g, SNN_CPU);
+    if (!g) return NULL;
+    memset(g, 0, sizeof *g);
+    g->shape = t->shape;
+    g->numel = t->numel;
+    g->device = t->device;
+    g->lifetime = SNN_STEP;
+    g->pooled = true;
+    g->data = snn_step_pool_alloc("gradient", (size_t)t->numel * sizeof(float), t->device);
+    if (!g->data) return NULL;
+    snn_kernels_for(t->device)->fill(g->data, 0.0f, t->numel);
+    return g;
+}
+
 float *snn_grad_for(snn_tensor *t)
 {
     if (!t || !t->requires_grad) return NULL;
@@ -75,7 +93,7 @@ float *snn_grad_for(snn_tensor *t)
         if (t->lifetime == SNN_OWNED) {
             snn_tensor_grad(t);
         } else {
-            t->grad = snn_zeros(t->shape, t->device);
+            t->grad = pooled_zeros(t);
         }
         if (!t->grad) {
             backward_failed = 1;

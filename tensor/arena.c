@@ -45,6 +45,47 @@ static uint64_t next_id = 1;
 
 struct snn_node *snn_tape_head;
 
+/* The memory profile (snn_arena_profile): one record per allocation while it is on. */
+typedef struct alloc_record {
+    const char *fn;
+    size_t bytes;
+    snn_device device;
+    int block;       /* where it starts: block index and offset in it */
+    size_t offset;
+} alloc_record;
+
+static bool profiling;
+static alloc_record *records;
+static size_t n_records, records_capacity;
+static size_t profile_high_water[SNN_NUM_DEVICES];
+
+/* Forgets the records of `device` at or after (block, offset): memory given back. They are
+ * the newest records of that device. */
+static void drop_records_after(snn_device device, int at_block, size_t offset)
+{
+    for (size_t i = n_records; i-- > 0;) {
+        const alloc_record *r = &records[i];
+        if (r->device != device) continue;
+        if (r->block < at_block || (r->block == at_block && r->offset < offset)) break;
+        memmove(&records[i], &records[i + 1], (n_records - i - 1) * sizeof *records);
+        n_records--;
+    }
+}
+
+static void profile_record(const char *fn, size_t bytes, snn_device device, int at_block, size_t offset)
+{
+    if (n_records == records_capacity) {
+        size_t capacity = records_capacity ? 2 * records_capacity : 4096;
+        alloc_record *grown = snn_alloc(capacity * sizeof *grown, SNN_CPU);
+        if (!grown) return; /* a profile with a hole beats a failed step */
+        if (n_records) memcpy(grown, records, n_records * sizeof *grown);
+        snn_free(records, records_capacity * sizeof *records, SNN_CPU);
+        records = grown;
+        records_capacity = capacity;
+    }
+    records[n_records++] = (alloc_record){fn, bytes, device, at_block, offset};
+}
+
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 static int replace_block(arena *a, int i, size_t size, snn_device device)
@@ -67,8 +108,11 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
     size_t need = align_up(bytes ? bytes : 1, device == SNN_CPU ? HOST_ALIGN : DEVICE_ALIGN);
     if (a->current >= 0 && a->used + need <= a->blocks[a->current].size) {
         void *p = a->blocks[a->current].base + a->used;
+        if (profiling) profile_record(fn, need, device, a->current, a->used);
         a->used += need;
         if (a->below + a->used > a->high_water) a->high_water = a->below + a->used;
+        if (a->below + a->used > profile_high_water[device])
+            profile_high_water[device] = a->below + a->used;
         return p;
     }
     /* Move on to the next block, growing or adding one if it is too small. */
@@ -86,7 +130,10 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
     a->below += a->current >= 0 ? a->blocks[a->current].size : 0;
     a->current = next;
     a->used = need;
+    if (profiling) profile_record(fn, need, device, next, 0);
     if (a->below + a->used > a->high_water) a->high_water = a->below + a->used;
+    if (a->below + a->used > profile_high_water[device])
+        profile_high_water[device] = a->below + a->used;
     return a->blocks[next].base;
 
 out_of_memory:
@@ -184,6 +231,12 @@ void snn_step_end(void)
         }
     }
     snn_tape_head = f->tape_head;
+    snn_step_pool_end(depth);
+    if (profiling) { /* the step's allocations are gone */
+        for (int d = 0; d < SNN_NUM_DEVICES && depth > 0; d++)
+            drop_records_after((snn_device)d, f->marks[d].current, f->marks[d].used);
+        if (depth == 0) n_records = 0;
+    }
 }
 
 int snn_step_depth(void) { return depth; }
@@ -206,6 +259,8 @@ size_t snn_arena_reserved_bytes(snn_device device)
 void snn_arena_release_all(void)
 {
     SNN_ASSERT(depth == 0 && "snn_shutdown() with a step still open");
+    snn_arena_profile(false);
+    snn_step_pool_release_all();
     for (int d = 0; d < SNN_NUM_DEVICES; d++) {
         arena *a = &arenas[d];
         for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, (snn_device)d);
@@ -226,7 +281,44 @@ void snn_step_scratch_release(snn_device device, snn_step_scratch at)
     arena *a = &arenas[device];
     SNN_ASSERT(depth > 0 && (at.current < a->current ||
                              (at.current == a->current && at.used <= a->used)));
+    if (profiling) drop_records_after(device, at.current, at.used);
     a->current = at.current;
     a->used = at.used;
     a->below = at.below;
+}
+
+void snn_arena_profile(bool on)
+{
+    profiling = on;
+    n_records = 0;
+    for (int d = 0; d < SNN_NUM_DEVICES; d++) profile_high_water[d] = 0;
+    if (!on && records) {
+        snn_free(records, records_capacity * sizeof *records, SNN_CPU);
+        records = NULL;
+        records_capacity = 0;
+    }
+}
+
+size_t snn_arena_profile_report(snn_device device,
+                                void (*row)(const char *fn, size_t bytes, int count, void *ctx),
+                                void *ctx)
+{
+    /* one row per distinct name, in order of first appearance (names are string literals of
+     * the ops, compared by content) */
+    for (size_t i = 0; i < n_records; i++) {
+        if (records[i].device != device) continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = records[j].device == device && strcmp(records[j].fn, records[i].fn) == 0;
+        if (seen) continue;
+        size_t bytes = 0;
+        int count = 0;
+        for (size_t j = i; j < n_records; j++)
+            if (records[j].device == device && strcmp(records[j].fn, records[i].fn) == 0) {
+                bytes += records[j].bytes;
+                count++;
+            }
+        row(records[i].fn, bytes, count, ctx);
+    }
+    return profile_high_water[device];
 }

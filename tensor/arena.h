@@ -11,6 +11,7 @@
 #ifndef SNN_ARENA_H
 #define SNN_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tensor.h"
@@ -45,8 +46,28 @@ void snn_step_scratch_release(snn_device device, snn_step_scratch mark);
  * to what it was at the matching snn_step_begin(); autograd/tape.c pushes onto it. */
 extern struct snn_node *snn_tape_head;
 
-/* Frees every arena block (snn_shutdown calls it; no step may be open). */
+/* Frees every arena block and step pool block (snn_shutdown calls it; no step may be open). */
 void snn_arena_release_all(void);
+
+/* The step pool (step_pool.c): step memory that may be given back before its step ends, for
+ * the gradients of activations. A block not given back is given back when the step that took
+ * it ends. */
+void *snn_step_pool_alloc(const char *fn, size_t bytes, snn_device device);
+void snn_step_pool_release(void *p, snn_device device);
+void snn_step_pool_end(int depth);          /* gives back what steps deeper than `depth` took */
+size_t snn_step_pool_peak_bytes(snn_device device);      /* most bytes handed out at once */
+void snn_step_pool_reset_peak(snn_device device);
+size_t snn_step_pool_reserved_bytes(snn_device device);  /* held from snn_alloc, in use or not */
+void snn_step_pool_release_all(void);
+
+/* Memory profile of a step, for benchmarks: while on, the arena records every allocation it
+ * makes (the name the op passed, the bytes); scratch given back is dropped from the record.
+ * snn_arena_profile_report() calls `row` once per name with what is held now (call it before
+ * snn_step_end) and returns the device arena's high-water mark since the profile began. */
+void snn_arena_profile(bool on);
+size_t snn_arena_profile_report(snn_device device,
+                                void (*row)(const char *fn, size_t bytes, int count, void *ctx),
+                                void *ctx);
 
 #ifdef __cplusplus
 }
