@@ -9,12 +9,14 @@
 int main(int argc, char **argv)
 {
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
+    const char *precision_name = "fp32";
     int batch_size = 256, limit = 0, threads = 0;
     option table[] = {
         {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
         {"--dataset", OPT_STRING, &dataset, "data set (default: the one the checkpoint was trained on)"},
         {"--data", OPT_STRING, &data, "folder or archive of the data set"},
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
+        {"--precision", OPT_STRING, &precision_name, "cuda: fp32, tf32 or bf16 convs and GEMMs"},
         {"--batch-size", OPT_INT, &batch_size, "batch size"},
         {"--limit-test", OPT_INT, &limit, "use only the first N test images (0: all)"},
         {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
@@ -22,6 +24,17 @@ int main(int argc, char **argv)
     int parsed = parse_options(argc, argv, "Evaluates a checkpoint on the test split.", table,
                                (int)(sizeof table / sizeof table[0]));
     if (parsed) return parsed == 2 ? 0 : 2;
+    snn_precision precision;
+    if (snn_precision_parse(precision_name, &precision) != SNN_OK ||
+        snn_set_precision(precision) != SNN_OK) {
+        fprintf(stderr, "snn-eval: --precision: %s\n", snn_last_error());
+        return 2;
+    }
+    if (precision != SNN_PRECISION_FP32 && strcmp(device_name, "cuda") != 0) {
+        fprintf(stderr, "snn-eval: --precision %s needs --device cuda (the cpu kernels are fp32)\n",
+                precision_name);
+        return 2;
+    }
     checkpoint_run run;
     int status = checkpoint_run_open(&run, "snn-eval", checkpoint, device_name, dataset, data,
                                      batch_size, limit, threads);
@@ -46,6 +59,7 @@ int main(int argc, char **argv)
         double seconds = now_seconds() - t0;
         printf("checkpoint  %s (%s, T=%d, %s neurons)\n", checkpoint, snn_model_kind_name(c->kind),
                c->time_steps, snn_neuron_kind_name(c->neuron.kind));
+        if (device == SNN_CUDA) printf("precision   %s\n", snn_precision_name(precision));
         printf("test set    %s, %lld images, %.1f s on %s (%.0f img/s)\n", run.dataset, (long long)r.total,
                seconds, snn_device_name(device), (double)r.total / seconds);
         printf("accuracy    %.2f%%   loss %.4f\n\nfiring rate per neuron layer:\n",

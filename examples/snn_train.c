@@ -18,13 +18,10 @@
 #include <unistd.h>
 
 #include "snn_common.h"
-#ifdef SNN_WITH_CUDA
-#include "tensor/cuda_options.h"
-#endif
 
 typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume;
+    const char *optimizer, *schedule, *device, *out, *resume, *precision;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
     int limit_train, limit_test, augment, stop_after;
     bool tf32;
@@ -36,7 +33,7 @@ static train_options defaults(void)
     return (train_options){
         .dataset = "fashion-mnist", .model = "cnn", .neuron = "lif", .surrogate = "atan",
         .loss = "ce", .encoding = "direct", .optimizer = "adam", .schedule = "cosine",
-        .device = "cpu", .time_steps = 2, .width = 0, .hidden = 128, .epochs = 4,
+        .device = "cpu", .precision = "fp32", .time_steps = 2, .width = 0, .hidden = 128, .epochs = 4,
         .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
         .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f,
@@ -260,7 +257,8 @@ int main(int argc, char **argv)
         {"--min-lr", OPT_FLOAT, &o.min_lr, "final learning rate of the cosine schedule"},
         {"--augment", OPT_INT, &o.augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
         {"--device", OPT_STRING, &o.device, "cpu, cuda"},
-        {"--tf32", OPT_FLAG, &o.tf32, "cuda: GEMMs and convs on TF32 tensor cores (fp32 when off)"},
+        {"--precision", OPT_STRING, &o.precision, "cuda: fp32 (bit-reproducible), tf32 or bf16 tensor-core convs and GEMMs"},
+        {"--tf32", OPT_FLAG, &o.tf32, "the same as --precision tf32"},
         {"--seed", OPT_INT, &o.seed, "random seed (weights, order, augmentation)"},
         {"--threads", OPT_INT, &o.threads, "CPU threads (0: all cores)"},
         {"--log-every", OPT_INT, &o.log_every, "read the loss every N steps (0: 1 on cpu, 20 on cuda)"},
@@ -310,12 +308,14 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.log_every == 0) o.log_every = device == SNN_CUDA ? 20 : 1;
-    if (o.tf32) {
-#ifdef SNN_WITH_CUDA
-        snn_cuda_set_tf32(true);
-#endif
-        if (device != SNN_CUDA) fprintf(stderr, "snn-train: --tf32 only changes CUDA runs; ignored on the cpu\n");
+    snn_precision precision;
+    if (snn_precision_parse(o.tf32 ? "tf32" : o.precision, &precision) != SNN_OK) return fail("--precision");
+    if (precision != SNN_PRECISION_FP32 && device != SNN_CUDA) {
+        fprintf(stderr, "snn-train: --precision %s runs on the GPU's tensor cores; the cpu kernels "
+                "are fp32 (hint: add --device cuda, or drop --precision)\n", snn_precision_name(precision));
+        return 2;
     }
+    if (snn_set_precision(precision) != SNN_OK) return fail("--precision");
     snn_set_num_threads(o.threads);
 
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
