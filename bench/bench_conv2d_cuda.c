@@ -14,11 +14,12 @@
  * on a large square product (8192^3) in the same mode, so "% of cuBLAS" says how close a conv
  * gets to what the library reaches on the friendliest shape.
  *
- * Napkin math, spiking ResNet-18 (width 64, 32x32, T = 4, batch 64: 256 images): ~0.56 GFLOP
- * per image forward, ~430 GFLOP per training step; the H100's dense peaks are ~67 TFLOP/s fp32
- * (CUDA cores), ~495 TF32 and ~990 BF16 (tensor cores, datasheet, SXM), so the convolutions'
- * floor is ~0.9 ms in TF32 and ~0.45 ms in BF16 per step. The bytes moved are small beside it:
- * one layer-1 activation of 256 images is 67 MB, ~25 us at 2.7 TB/s.
+ * Napkin math, spiking ResNet-18 (width 64, 32x32, T = 4, batch 64: 256 images): ~0.56 G
+ * multiply-adds per image forward (1.11 GFLOP), so ~850 GFLOP per training step (backward is
+ * twice the forward); the H100's dense peaks are ~67 TFLOP/s fp32 (CUDA cores), ~495 TF32 and
+ * ~990 BF16 (tensor cores, datasheet, SXM), so the convolutions' floor is ~1.7 ms in TF32 and
+ * ~0.9 ms in BF16 per step. The bytes moved are small beside it: one layer-1 activation of 256
+ * images is 67 MB, ~25 us at 2.7 TB/s.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,19 +1,26 @@
 /*
  * bench_train_step.c - one training step of a spiking network, and inference latency, on a
- * device: the numbers that say whether snn.c trains as fast as the Python stacks.
+ * device: the numbers that say whether snn.c trains as fast as the Python stacks, and how much
+ * device memory each image of the batch costs.
  *
  *   build/bin/bench_train_step [--device cuda] [--model resnet18|sew-resnet18|cnn] [--T 4]
- *                              [--batch 64,128] [--steps 20] [--width 64]
+ *                              [--batch 16,64,128,256] [--steps 20] [--width 64]
+ *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
  *
  * For each batch size: median ms per step (forward, backward, Adam update; timed with the
  * device synchronised around each step), images per second (counting each image once, not T
- * times), and the peak device memory snn.c held. Then inference (eval mode, no tape) latency at
- * batch 1 and throughput at batch 64. Inputs are random normal images; their values do not
- * change the work of a dense network.
+ * times), the peak device memory of that batch alone (the step arenas are given back and the
+ * high-water mark restarted between batch sizes) and what that peak costs per image above the
+ * model's own state (parameters, gradients, Adam moments). --memory prints, for the first batch
+ * size, what one training step holds at its end, by the name of the op that allocated it.
+ * Then inference (eval mode, no tape) latency at batch 1 and throughput at batch 64. Inputs are
+ * random normal images; their values do not change the work of a dense network.
  *
- * Napkin math (spiking ResNet-18, CIFAR stem, 32x32, width 64): ~0.56 GFLOP per image per time
- * step forward, x3 for forward + backward, so B = 64, T = 4 is ~430 GFLOP per step: ~6.5 ms at
- * the H100's 67 TFLOP/s fp32 peak, ~0.9 ms at its ~500 TFLOP/s dense TF32 rate.
+ * The arithmetic floor (ResNets, CIFAR stem, 32x32): the convolutions of one image and one
+ * time step take ~0.56 G multiply-adds at width 64 (count_resnet_macs below), 1.11 GFLOP; the
+ * backward pass costs twice the forward (input and weight gradients), so one step is
+ * 3 x 1.11 x T x B GFLOP: B = 64, T = 4 is ~850 GFLOP, ~1.7 ms at the ~500 TFLOP/s dense TF32
+ * rate of an H100 SXM and ~0.9 ms in BF16. The table prints the rate each step reached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +28,7 @@
 #include <time.h>
 
 #include "snn.h"
-#ifdef SNN_WITH_CUDA
-#include "tensor/cuda_options.h"
-#endif
+#include "tensor/arena.h"
 
 static double now(void)
 {
@@ -88,22 +93,107 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
     return m;
 }
 
+/* Multiply-adds of the convolutions and the classifier of a CIFAR-stem ResNet-18 for one image
+ * and one time step: 3x3 stem, four stages of two basic blocks (two 3x3 convs each; the first
+ * block of stages 2-4 halves the plane and adds a 1x1 stride-2 shortcut). */
+static double count_resnet18_macs(const snn_model_config *c)
+{
+    double w = c->width_base, plane = (double)c->height * c->width;
+    double macs = c->in_channels * 9.0 * w * plane;
+    for (int stage = 0; stage < 4; stage++) {
+        double out = w * (1 << stage), in = stage ? out / 2 : out;
+        if (stage) plane /= 4;
+        macs += in * 9 * out * plane + 3 * out * 9 * out * plane; /* four 3x3 convs */
+        if (stage) macs += in * out * plane;                      /* 1x1 shortcut */
+    }
+    return macs + 8 * w * c->classes;
+}
+
+typedef struct memory_row {
+    const char *fn;
+    size_t bytes;
+    int count;
+} memory_row;
+
+typedef struct memory_table {
+    memory_row rows[128];
+    int n;
+} memory_table;
+
+static void collect_row(const char *fn, size_t bytes, int count, void *ctx)
+{
+    memory_table *t = ctx;
+    if (t->n < 128) t->rows[t->n++] = (memory_row){fn, bytes, count};
+}
+
+static int by_bytes_descending(const void *a, const void *b)
+{
+    size_t x = ((const memory_row *)a)->bytes, y = ((const memory_row *)b)->bytes;
+    return (x < y) - (x > y);
+}
+
+/* One training step with the arena's memory profile on: what the step holds just before it
+ * ends (the activations the backward pass saved, by the op that saved them), the step arena's
+ * high-water mark, and the gradient pool's. */
+static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_device device, int batch,
+                                 const snn_model_config *c, snn_rng *rng)
+{
+    size_t n = (size_t)batch * (size_t)(c->in_channels * c->height * c->width);
+    float *images = malloc(n * sizeof *images), *labels = malloc((size_t)batch * sizeof *labels);
+    for (size_t i = 0; i < n; i++) images[i] = snn_rng_normal(rng);
+    for (int i = 0; i < batch; i++) labels[i] = (float)(i % c->classes);
+    snn_module_train(model, true);
+    snn_step_pool_reset_peak(device);
+    snn_arena_profile(true);
+    snn_step_begin();
+    snn_tensor *x = snn_from_host(SNN_SHAPE(batch, c->in_channels, c->height, c->width), images, device);
+    snn_tensor *y = snn_from_host(SNN_SHAPE(batch), labels, device);
+    snn_module_zero_grad(model);
+    snn_tensor *loss = snn_cross_entropy(snn_module_forward(model, x), y);
+    if (!loss || snn_backward(loss) != SNN_OK || snn_optimizer_step(opt) != SNN_OK) {
+        fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
+        exit(1);
+    }
+    snn_synchronize(device);
+    memory_table table = {.n = 0};
+    size_t high_water = snn_arena_profile_report(device, collect_row, &table);
+    snn_step_end();
+    snn_arena_profile(false);
+    qsort(table.rows, (size_t)table.n, sizeof table.rows[0], by_bytes_descending);
+    size_t held = 0;
+    for (int i = 0; i < table.n; i++) held += table.rows[i].bytes;
+    printf("\nmemory held at the end of one training step, batch %d, by the op that allocated it\n", batch);
+    printf("| allocated by | tensors | MB | MB / image | share |\n|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < table.n; i++)
+        printf("| %s | %d | %.1f | %.2f | %.1f%% |\n", table.rows[i].fn, table.rows[i].count,
+               table.rows[i].bytes / 1e6, table.rows[i].bytes / 1e6 / batch,
+               100.0 * (double)table.rows[i].bytes / (double)(held ? held : 1));
+    printf("| step arena, in all | | %.1f | %.2f | |\n", held / 1e6, held / 1e6 / batch);
+    printf("step arena high-water %.1f MB; gradient pool high-water %.1f MB (reserved %.1f MB)\n\n",
+           high_water / 1e6, snn_step_pool_peak_bytes(device) / 1e6,
+           snn_step_pool_reserved_bytes(device) / 1e6);
+    free(images);
+    free(labels);
+}
+
 int main(int argc, char **argv)
 {
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
-    const char *batches = "64,128";
-    int T = 4, steps = 20, width = 0, infer = 1, tf32 = 0;
+    const char *batches = "64,128", *precision_name = "fp32";
+    int T = 4, steps = 20, width = 0, infer = 1, memory = 0;
     for (int a = 1; a < argc; a += 2) {
         if (!strcmp(argv[a], "--no-infer")) { /* training steps only (for profilers) */
             infer = 0;
             a--;
             continue;
         }
-        if (!strcmp(argv[a], "--tf32")) { /* cuBLAS on TF32 tensor cores (fp32 by default) */
-#ifdef SNN_WITH_CUDA
-            snn_cuda_set_tf32(true);
-            tf32 = 1;
-#endif
+        if (!strcmp(argv[a], "--memory")) {
+            memory = 1;
+            a--;
+            continue;
+        }
+        if (!strcmp(argv[a], "--tf32")) { /* alias of --precision tf32 */
+            precision_name = "tf32";
             a--;
             continue;
         }
@@ -114,20 +204,28 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--batch")) batches = argv[a + 1];
         else if (!strcmp(argv[a], "--steps")) steps = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--width")) width = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--precision")) precision_name = argv[a + 1];
         else {
-            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] [--no-infer] [--tf32]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] "
+                            "[--precision fp32|tf32|bf16] [--memory] [--no-infer]\n", argv[0]);
             return 2;
         }
     }
     snn_device device;
     snn_model_kind kind;
-    if (snn_device_parse(device_name, &device) != SNN_OK || snn_model_kind_parse(model_name, &kind) != SNN_OK) {
+    snn_precision precision;
+    if (snn_device_parse(device_name, &device) != SNN_OK || snn_model_kind_parse(model_name, &kind) != SNN_OK ||
+        snn_precision_parse(precision_name, &precision) != SNN_OK) {
         fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
         return 2;
     }
     if (device == SNN_CUDA && !snn_cuda_available()) {
         printf("bench_train_step: no CUDA device\n");
         return 0;
+    }
+    if (snn_set_precision(precision) != SNN_OK) {
+        fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
+        return 2;
     }
     snn_rng rng;
     snn_rng_seed(&rng, 0);
@@ -140,23 +238,46 @@ int main(int argc, char **argv)
         return 1;
     }
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
-    printf("%s, T=%d, width %d, %lld parameters, device %s, LIF + ATan, Adam, GEMMs in %s\n",
+    bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
+    double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
+    printf("%s, T=%d, width %d, %lld parameters, device %s, LIF + ATan, Adam, precision %s\n",
            model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
-           tf32 ? "TF32" : "fp32");
-    printf("| phase | batch | ms / step | images / s | peak device MB |\n|---|---:|---:|---:|---:|\n");
+           snn_precision_name(precision));
+    if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
+                         gflop_per_image);
+    /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
+    time_steps(model, opt, device, 1, 1, true, &c, &rng);
+    printf("| phase | batch | ms / step | images / s | TFLOP/s | peak device MB | MB / image |\n"
+           "|---|---:|---:|---:|---:|---:|---:|\n");
     char list[64];
     snprintf(list, sizeof list, "%s", batches);
+    int first_batch = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int batch = atoi(tok);
+        if (!first_batch) first_batch = batch;
+        snn_arena_release_all(); /* this batch's peak alone: the arenas grow again from empty */
+        size_t base = snn_live_bytes(device);
+        snn_reset_peak_bytes(device);
         double t = time_steps(model, opt, device, batch, steps, true, &c, &rng);
-        printf("| train | %d | %.2f | %.0f | %.0f |\n", batch, 1e3 * t, batch / t,
-               (double)snn_peak_bytes(device) / 1e6);
+        size_t peak = snn_peak_bytes(device);
+        if (gflop_per_image > 0)
+            printf("| train | %d | %.2f | %.0f | %.1f | %.0f | %.1f |\n", batch, 1e3 * t, batch / t,
+                   gflop_per_image * batch / t / 1e3, peak / 1e6, (double)(peak - base) / 1e6 / batch);
+        else
+            printf("| train | %d | %.2f | %.0f | | %.0f | %.1f |\n", batch, 1e3 * t, batch / t, peak / 1e6,
+                   (double)(peak - base) / 1e6 / batch);
+        fflush(stdout);
     }
+    if (memory && first_batch) print_memory_profile(model, opt, device, first_batch, &c, &rng);
     int infer_batch[2] = {1, 64};
     for (int i = 0; infer && i < 2; i++) {
+        snn_arena_release_all();
+        size_t base = snn_live_bytes(device);
+        snn_reset_peak_bytes(device);
         double t = time_steps(model, opt, device, infer_batch[i], steps, false, &c, &rng);
-        printf("| infer | %d | %.2f | %.0f | %.0f |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t,
-               (double)snn_peak_bytes(device) / 1e6);
+        size_t peak = snn_peak_bytes(device);
+        printf("| infer | %d | %.2f | %.0f | | %.0f | %.1f |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t,
+               peak / 1e6, (double)(peak - base) / 1e6 / infer_batch[i]);
     }
     snn_optimizer_free(opt);
     snn_module_free(model);

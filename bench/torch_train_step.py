@@ -5,10 +5,12 @@ stem run once and repeated over T, multi-step with time folded into the batch fo
 written in plain torch with our own multi-step LIF loop, timed the same way: median of 20 steps
 after 3 warm-ups, the device synchronised around each step, Adam.
 
-    python3 bench/torch_train_step.py [--T 4] [--batch 64,128] [--tf32]
+    python3 bench/torch_train_step.py [--T 4] [--batch 64,128] [--tf32] [--bf16]
 
 PyTorch's defaults let cuDNN convolutions use TF32 (torch.backends.cudnn.allow_tf32 = True);
---tf32 keeps that, the default here turns it off so that both sides compute in fp32.
+--tf32 keeps that, the default here turns it off so that both sides compute in fp32. --bf16 runs
+the forward under torch.autocast(bfloat16): convolutions and the classifier in BF16, BN and the
+neurons as autocast chooses, fp32 master weights (the usual mixed-precision recipe).
 """
 import argparse
 import math
@@ -113,6 +115,7 @@ def main():
     ap.add_argument("--batch", default="64,128")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--tf32", action="store_true")
+    ap.add_argument("--bf16", action="store_true")
     a = ap.parse_args()
     torch.backends.cudnn.allow_tf32 = a.tf32
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
@@ -120,17 +123,20 @@ def main():
     dev = torch.device("cuda")
     model = SpikingResNet18(a.T).to(dev)
     opt = torch.optim.Adam(model.parameters(), 1e-3)
-    print(f"PyTorch {torch.__version__}, {torch.cuda.get_device_name()}, T={a.T}, tf32={'on' if a.tf32 else 'off'}")
+    print(f"PyTorch {torch.__version__}, {torch.cuda.get_device_name()}, T={a.T}, tf32={'on' if a.tf32 else 'off'}, bf16 autocast={'on' if a.bf16 else 'off'}")
     print("| phase | batch | ms / step | images / s | peak device MB |\n|---|---:|---:|---:|---:|")
     for b in [int(v) for v in a.batch.split(",")]:
         x = torch.randn(b, 3, 32, 32, device=dev)
         y = torch.arange(b, device=dev) % 10
         model.train()
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
 
         def step():
             opt.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
             opt.step()
 
         t = timed(step, a.steps)
@@ -138,7 +144,7 @@ def main():
     model.eval()
     for b in (1, 64):
         x = torch.randn(b, 3, 32, 32, device=dev)
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
             t = timed(lambda: model(x), a.steps)
         print(f"| infer | {b} | {1e3 * t:.2f} | {b / t:.0f} | {torch.cuda.max_memory_allocated() / 1e6:.0f} |")
 

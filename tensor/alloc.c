@@ -72,5 +72,6 @@ void snn_free(void *p, size_t bytes, snn_device device)
 
 size_t snn_live_bytes(snn_device device) { return atomic_load(&live_bytes[device]); }
 size_t snn_peak_bytes(snn_device device) { return atomic_load(&peak_bytes[device]); }
+void snn_reset_peak_bytes(snn_device device) { atomic_store(&peak_bytes[device], atomic_load(&live_bytes[device])); }
 uint64_t snn_alloc_count(void) { return atomic_load(&allocations); }
 void snn_alloc_fail_after(uint64_t n) { atomic_store(&fail_countdown, n); }

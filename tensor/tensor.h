@@ -150,6 +150,8 @@ void *snn_alloc(size_t bytes, snn_device device);
 void snn_free(void *p, size_t bytes, snn_device device);
 size_t snn_live_bytes(snn_device device);   /* allocated and not yet freed */
 size_t snn_peak_bytes(snn_device device);   /* high-water mark of snn_live_bytes */
+/* Starts the high-water mark again from what is live now (benchmarks measure one phase). */
+void snn_reset_peak_bytes(snn_device device);
 uint64_t snn_alloc_count(void);             /* successful allocations so far, all devices */
 /* Test hook: the n-th allocation from now (1 = the next) fails; 0 turns it off. */
 void snn_alloc_fail_after(uint64_t n);

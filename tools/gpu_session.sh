@@ -8,6 +8,8 @@
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
 #   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   tools/gpu_session.sh igemm     the tensor-core conv: parity, sanitizer, per-layer and per-step
+#                                  benchmarks in fp32 / TF32 / BF16 beside PyTorch
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -113,6 +115,30 @@ for stage in "$@"; do
       timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
     done ;;
+  igemm)
+    # issue 11: the tensor-core conv's parity, then its speed per layer and per training step
+    build || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "test_cuda_igemm (TF32 / BF16 against the fp32 im2col + cuBLAS reference)"
+    timeout 120 build-gpu/bin/test_cuda_igemm > "$LOGS/test_cuda_igemm.log" 2>&1
+    echo "exit $?" | summary; grep -E "FAIL|rel|checks" "$LOGS/test_cuda_igemm.log" | head -20 | summary
+    log "ctest -L cuda"
+    SNN_DATA_DIR=$PWD/.carry timeout 200 ctest --test-dir build-gpu -L cuda --output-on-failure -j 4 > "$LOGS/ctest_cuda.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Not Run|differs|FAIL" "$LOGS/ctest_cuda.log" | head -30 | summary
+    log "bench_conv2d_cuda (256 images: batch 64 x T 4)"
+    timeout 120 build-gpu/bin/bench_conv2d_cuda 2>&1 | tee "$LOGS/bench_conv2d_cuda.txt" | summary
+    for p in ${PRECISIONS:-fp32 tf32 bf16}; do
+      log "bench_train_step --precision $p (ResNet-18, T=4)"
+      timeout 150 build-gpu/bin/bench_train_step --precision $p --batch ${STEP_BATCHES:-16,64,128,256} \
+        --steps 10 --memory 2>&1 | tee "$LOGS/bench_train_step_$p.txt" | summary
+    done
+    for flag in --tf32 --bf16; do
+      log "PyTorch reference torch_train_step.py $flag"
+      timeout 120 python3 bench/torch_train_step.py $flag --batch ${STEP_BATCHES:-16,64,128,256} --steps 10 2>&1 | summary
+    done
+    log "compute-sanitizer memcheck on test_cuda_igemm"
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
+    echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_igemm.log")" | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
