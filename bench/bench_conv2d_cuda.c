@@ -29,6 +29,9 @@
 #include "conv_layers.h"
 #include "snn.h"
 #include "tensor/kernels.h"
+#ifdef SNN_WITH_CUDA
+#include "tensor/cuda_options.h"
+#include "tensor/kernels_cuda.h"
 
 static const layer layers[] = {
     {"fmnist conv1 1->128 28x28", 1, 28, 128, 3, 1, 1},
@@ -38,7 +41,9 @@ static const layer layers[] = {
     {"resnet 64->128 /2 3x3", 64, 32, 128, 3, 2, 1},
     {"resnet 64->128 /2 1x1", 64, 32, 128, 1, 2, 0},
     {"resnet 128->128 16x16", 128, 16, 128, 3, 1, 1},
+    {"resnet 128->256 /2 3x3", 128, 16, 256, 3, 2, 1},
     {"resnet 256->256 8x8", 256, 8, 256, 3, 1, 1},
+    {"resnet 256->512 /2 3x3", 256, 8, 512, 3, 2, 1},
     {"resnet 512->512 4x4", 512, 4, 512, 3, 1, 1},
 };
 
@@ -111,6 +116,8 @@ static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng)
     return 2.0 * (double)n * n * n / t[2] * 1e-12;
 }
 
+#endif /* SNN_WITH_CUDA */
+
 int main(int argc, char **argv)
 {
     const int images = argc > 1 ? atoi(argv[1]) : 256;
@@ -118,6 +125,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [images >= 1]\n", argv[0]);
         return 2;
     }
+#ifndef SNN_WITH_CUDA
+    printf("bench_conv2d_cuda: built without CUDA\n");
+    return 0;
+#else
     if (!snn_cuda_available()) {
         printf("bench_conv2d_cuda: no CUDA device\n");
         return 0;
@@ -135,8 +146,13 @@ int main(int argc, char **argv)
     snn_set_precision(SNN_PRECISION_FP32);
     printf("bench_conv2d_cuda: %d images; cuBLAS 8192^3 ceiling: fp32 %.1f, tf32 %.1f, "
            "bf16 %.1f TFLOP/s\n\n", images, ceiling[0], ceiling[1], ceiling[2]);
-    printf("| layer | precision | fwd ms | TFLOP/s | dgrad ms | TFLOP/s | wgrad ms | TFLOP/s | "
-           "step ms | %% of cuBLAS |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| layer | precision | path | fwd ms | TFLOP/s | dgrad ms | TFLOP/s | wgrad ms | TFLOP/s | "
+           "step ms | %% of cuBLAS |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    /* every precision on each path it can take; "auto" marks the one snn.c picks for the dims */
+    const struct { snn_precision precision; snn_conv_path path; } variants[5] = {
+        {SNN_PRECISION_FP32, SNN_CONV_PATH_IM2COL}, {SNN_PRECISION_TF32, SNN_CONV_PATH_IM2COL},
+        {SNN_PRECISION_TF32, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_BF16, SNN_CONV_PATH_IM2COL},
+        {SNN_PRECISION_BF16, SNN_CONV_PATH_IGEMM}};
     double total[3] = {0, 0, 0};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         const layer *l = &layers[i];
@@ -149,8 +165,13 @@ int main(int argc, char **argv)
         float *out = device_random(k, nout, &rng, false), *dout = device_random(k, nout, &rng, false);
         float *dx = device_random(k, nx, &rng, false), *dw = device_random(k, nw, &rng, false);
         const double flops = 2.0 * d.N * d.C_out * (double)(d.C_in * d.KH * d.KW) * d.H_out * d.W_out;
-        for (int p = 0; p < 3; p++) {
-            snn_set_precision(precisions[p]);
+        for (int v = 0; v < 5; v++) {
+            const int p = (int)variants[v].precision;
+            snn_set_precision(variants[v].precision);
+            snn_cuda_set_conv_path(SNN_CONV_PATH_AUTO); /* which path does snn.c take here? */
+            const bool chosen = p == SNN_PRECISION_FP32 ||
+                                snn_conv2d_uses_igemm_cuda(&d) == (variants[v].path == SNN_CONV_PATH_IGEMM);
+            snn_cuda_set_conv_path(variants[v].path);
             const size_t ws_bytes = k->conv2d_workspace_bytes(&d);
             float *ws = snn_alloc(ws_bytes ? ws_bytes : 1, SNN_CUDA);
             const double f = time_pass(k, FWD, &d, out, x, w, dout, dx, dw, ws);
@@ -158,14 +179,16 @@ int main(int argc, char **argv)
             const double h = time_pass(k, WGRAD, &d, out, x, w, dout, dx, dw, ws);
             /* the first conv of a network never needs dx (its input is the image) */
             const double step = f + h + (l->C_in > 3 ? g : 0.0);
-            total[p] += step;
-            printf("| %s | %s | %.3f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f%% |\n",
-                   l->name, snn_precision_name(precisions[p]), 1e3 * f, flops / f * 1e-12,
-                   1e3 * g, flops / g * 1e-12, 1e3 * h, flops / h * 1e-12, 1e3 * step,
-                   100.0 * 3.0 * flops / (f + g + h) * 1e-12 / ceiling[p]);
+            if (chosen) total[p] += step;
+            printf("| %s | %s | %s%s | %.3f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f%% |\n",
+                   l->name, snn_precision_name(variants[v].precision),
+                   variants[v].path == SNN_CONV_PATH_IGEMM ? "igemm" : "im2col", chosen ? " (auto)" : "",
+                   1e3 * f, flops / f * 1e-12, 1e3 * g, flops / g * 1e-12, 1e3 * h, flops / h * 1e-12,
+                   1e3 * step, 100.0 * 3.0 * flops / (f + g + h) * 1e-12 / ceiling[p]);
             fflush(stdout);
             snn_free(ws, ws_bytes ? ws_bytes : 1, SNN_CUDA);
         }
+        snn_cuda_set_conv_path(SNN_CONV_PATH_AUTO);
         snn_free(x, nx * sizeof *x, SNN_CUDA);
         snn_free(w, nw * sizeof *w, SNN_CUDA);
         snn_free(out, nout * sizeof *out, SNN_CUDA);
@@ -173,9 +196,10 @@ int main(int argc, char **argv)
         snn_free(dx, nx * sizeof *dx, SNN_CUDA);
         snn_free(dw, nw * sizeof *dw, SNN_CUDA);
     }
-    printf("\nsum of the step column over the layers listed (each once): fp32 %.2f ms, tf32 %.2f "
+    printf("\nsum of the step column over the layers listed (each once, the path auto takes): fp32 %.2f ms, tf32 %.2f "
            "ms, bf16 %.2f ms\n", 1e3 * total[0], 1e3 * total[1], 1e3 * total[2]);
     snn_set_precision(SNN_PRECISION_FP32);
     snn_shutdown();
     return 0;
+#endif
 }

@@ -49,9 +49,12 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Median seconds of `steps` timed calls after 3 warm-ups; train: forward+backward+update. */
+/* Median seconds of `steps` timed calls after 3 warm-ups; train: forward+backward+update.
+ * *first_peak: the device high-water mark over the warm-ups (the first step grows the arenas
+ * block by block); *steady_peak: over the timed steps (one coalesced arena block, a warm pool). */
 static double time_steps(snn_module *model, snn_optimizer *opt, snn_device device, int batch,
-                         int steps, bool train, const snn_model_config *c, snn_rng *rng)
+                         int steps, bool train, const snn_model_config *c, snn_rng *rng,
+                         size_t *first_peak, size_t *steady_peak)
 {
     size_t n = (size_t)batch * (size_t)(c->in_channels * c->height * c->width);
     float *images = malloc(n * sizeof *images), *labels = malloc((size_t)batch * sizeof *labels);
@@ -62,6 +65,10 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
     if (!train) snn_no_grad_begin();
     for (int s = -3; s < steps; s++) {
         snn_synchronize(device);
+        if (s == 0) {
+            if (first_peak) *first_peak = snn_peak_bytes(device);
+            snn_reset_peak_bytes(device);
+        }
         double t0 = now();
         snn_step_begin();
         snn_tensor *x = snn_from_host(SNN_SHAPE(batch, c->in_channels, c->height, c->width), images, device);
@@ -86,6 +93,7 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
         if (s >= 0) times[s] = t;
     }
     if (!train) snn_no_grad_end();
+    if (steady_peak) *steady_peak = snn_peak_bytes(device);
     double m = median(times, steps);
     free(times);
     free(images);
@@ -246,9 +254,12 @@ int main(int argc, char **argv)
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
-    time_steps(model, opt, device, 1, 1, true, &c, &rng);
-    printf("| phase | batch | ms / step | images / s | TFLOP/s | peak device MB | MB / image |\n"
-           "|---|---:|---:|---:|---:|---:|---:|\n");
+    time_steps(model, opt, device, 1, 1, true, &c, &rng, NULL, NULL);
+    printf("peak MB: the most device memory held in the first steps (the step arena grows block by "
+           "block, then is coalesced into one); steady MB: the most held over the timed steps; "
+           "MB / image: steady, above the model's own state (%.0f MB)\n", snn_live_bytes(device) / 1e6);
+    printf("| phase | batch | ms / step | images / s | TFLOP/s | peak MB | steady MB | MB / image |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     char list[64];
     snprintf(list, sizeof list, "%s", batches);
     int first_batch = 0;
@@ -258,14 +269,12 @@ int main(int argc, char **argv)
         snn_arena_release_all(); /* this batch's peak alone: the arenas grow again from empty */
         size_t base = snn_live_bytes(device);
         snn_reset_peak_bytes(device);
-        double t = time_steps(model, opt, device, batch, steps, true, &c, &rng);
-        size_t peak = snn_peak_bytes(device);
-        if (gflop_per_image > 0)
-            printf("| train | %d | %.2f | %.0f | %.1f | %.0f | %.1f |\n", batch, 1e3 * t, batch / t,
-                   gflop_per_image * batch / t / 1e3, peak / 1e6, (double)(peak - base) / 1e6 / batch);
-        else
-            printf("| train | %d | %.2f | %.0f | | %.0f | %.1f |\n", batch, 1e3 * t, batch / t, peak / 1e6,
-                   (double)(peak - base) / 1e6 / batch);
+        size_t peak, steady;
+        double t = time_steps(model, opt, device, batch, steps, true, &c, &rng, &peak, &steady);
+        char rate[32] = "";
+        if (gflop_per_image > 0) snprintf(rate, sizeof rate, "%.1f", gflop_per_image * batch / t / 1e3);
+        printf("| train | %d | %.2f | %.0f | %s | %.0f | %.0f | %.1f |\n", batch, 1e3 * t, batch / t, rate,
+               peak / 1e6, steady / 1e6, (double)(steady - base) / 1e6 / batch);
         fflush(stdout);
     }
     if (memory && first_batch) print_memory_profile(model, opt, device, first_batch, &c, &rng);
@@ -274,10 +283,10 @@ int main(int argc, char **argv)
         snn_arena_release_all();
         size_t base = snn_live_bytes(device);
         snn_reset_peak_bytes(device);
-        double t = time_steps(model, opt, device, infer_batch[i], steps, false, &c, &rng);
-        size_t peak = snn_peak_bytes(device);
-        printf("| infer | %d | %.2f | %.0f | | %.0f | %.1f |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t,
-               peak / 1e6, (double)(peak - base) / 1e6 / infer_batch[i]);
+        size_t peak, steady;
+        double t = time_steps(model, opt, device, infer_batch[i], steps, false, &c, &rng, &peak, &steady);
+        printf("| infer | %d | %.2f | %.0f | | %.0f | %.0f | %.1f |\n", infer_batch[i], 1e3 * t,
+               infer_batch[i] / t, peak / 1e6, steady / 1e6, (double)(steady - base) / 1e6 / infer_batch[i]);
     }
     snn_optimizer_free(opt);
     snn_module_free(model);

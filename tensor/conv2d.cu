@@ -37,7 +37,8 @@
  * This path is the fp32 one (the default precision, bit-reproducible, and the reference of the
  * tensor-core path). With the precision set to TF32 or BF16 (cuda_options.h) the three entry
  * points below hand over to the implicit-GEMM convolution of conv2d_igemm.cu, which needs
- * neither the column matrix nor its workspace.
+ * neither the column matrix nor its workspace, on the shapes where it beats this path run in
+ * the same precision (igemm_pays); the rest stay here, with cuBLAS on tensor cores.
  */
 #include <stdint.h>
 
@@ -87,12 +88,36 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
     return plan;
 }
 
-/* The tensor-core path runs for TF32 and BF16 (conv2d_igemm.cu). */
-static bool use_igemm(void) { return snn_cuda_precision() != SNN_PRECISION_FP32; }
+/* Whether the implicit-GEMM kernel beats im2col + cuBLAS (same precision) on these dims.
+ * Its tiles are 128 output positions x 128 output channels over 32-long slices of the
+ * reduction: a conv of few positions (small batches, 4x4 planes) makes too few tiles to fill
+ * the 132 SMs, and one of few input channels (the stem's 3, Fashion-MNIST's 1) wastes most of
+ * each slice and, in dgrad, most of each tile's 128 columns. cuBLAS picks a tile for the shape.
+ * Measured per layer by bench_conv2d_cuda (docs/benchmarks.md). */
+static bool igemm_pays(const snn_conv2d_dims *d)
+{
+    const int64_t positions = (int64_t)d->N * d->H_out * d->W_out;
+    const int64_t tiles = (positions + 127) / 128 * ((d->C_out + 127) / 128);
+    return d->C_in >= 16 && d->C_out >= 16 && tiles >= 128;
+}
+
+/* The tensor-core path runs for TF32 and BF16 (conv2d_igemm.cu) where it pays. A pure function
+ * of the dims and the process-wide options, so the workspace size and both passes agree. */
+static bool use_igemm(const snn_conv2d_dims *d)
+{
+    if (snn_cuda_precision() == SNN_PRECISION_FP32) return false;
+    switch (snn_cuda_conv_path()) {
+    case SNN_CONV_PATH_IGEMM: return true;
+    case SNN_CONV_PATH_IM2COL: return false;
+    default: return igemm_pays(d);
+    }
+}
+
+extern "C" bool snn_conv2d_uses_igemm_cuda(const snn_conv2d_dims *d) { return use_igemm(d); }
 
 extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
-    if (use_igemm()) return snn_conv2d_igemm_workspace_bytes_cuda(d);
+    if (use_igemm(d)) return snn_conv2d_igemm_workspace_bytes_cuda(d);
     return make_plan(d).floats * sizeof(float);
 }
 
@@ -219,7 +244,7 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
                                         float *workspace)
 {
     if (d->N <= 0 || d->C_out <= 0) return;
-    if (use_igemm()) {
+    if (use_igemm(d)) {
         snn_conv2d_igemm_forward_cuda(out, x, weight, bias, d, workspace);
         return;
     }
@@ -269,7 +294,7 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
     const conv_plan plan = make_plan(d);
     if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, plan.P);
     if (!dx && !dweight) return;
-    if (use_igemm()) {
+    if (use_igemm(d)) {
         snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
         return;
     }

@@ -139,6 +139,10 @@ extern "C" void snn_cuda_set_tf32(bool on)
 
 extern "C" bool snn_cuda_tf32(void) { return precision.load() == SNN_PRECISION_TF32; }
 
+static std::atomic<int> conv_path{SNN_CONV_PATH_AUTO};
+extern "C" void snn_cuda_set_conv_path(snn_conv_path path) { conv_path.store((int)path); }
+extern "C" snn_conv_path snn_cuda_conv_path(void) { return (snn_conv_path)conv_path.load(); }
+
 extern "C" void snn_cuda_shutdown(void)
 {
     /* Safe to call when nothing was created (the CPU-only path of snn_shutdown). */

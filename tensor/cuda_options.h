@@ -30,6 +30,18 @@ snn_precision snn_cuda_precision(void);
 void snn_cuda_set_tf32(bool on);
 /* True when the precision is TF32. */
 bool snn_cuda_tf32(void);
+
+/* Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes
+ * the implicit-GEMM kernel where its tiles fill the GPU and the reduction is long enough
+ * (conv2d.cu's igemm_pays), im2col + cuBLAS in the same precision elsewhere; the other two
+ * force one path, for benchmarks and tests. */
+typedef enum snn_conv_path {
+    SNN_CONV_PATH_AUTO,
+    SNN_CONV_PATH_IGEMM,
+    SNN_CONV_PATH_IM2COL
+} snn_conv_path;
+void snn_cuda_set_conv_path(snn_conv_path path);
+snn_conv_path snn_cuda_conv_path(void);
 #endif
 
 #ifdef __cplusplus

@@ -82,6 +82,15 @@ extern "C" void snn_gemm_strided_batched_cuda(bool trans_a, bool trans_b, int M,
 {
     if (M <= 0 || N <= 0 || batch <= 0) return;
     SNN_ASSERT(K > 0); /* conv2d, the only caller, always has C_in KH KW >= 1 */
+    if (snn_cuda_precision() == SNN_PRECISION_BF16) {
+        const cublasStatus_t status = cublasGemmStridedBatchedEx(
+            snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a), N, M, K, &alpha, B, CUDA_R_32F, ldb,
+            (long long)stride_b, A, CUDA_R_32F, lda, (long long)stride_a, &beta, C, CUDA_R_32F, ldc,
+            (long long)stride_c, batch, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
+        check_blas(status, "cublasGemmStridedBatchedEx", __LINE__, trans_a, trans_b, M, N, K, lda,
+                   ldb, ldc, batch);
+        return;
+    }
     const cublasStatus_t status = cublasSgemmStridedBatched(
         snn_cuda_blas(), blas_op(trans_b), blas_op(trans_a), N, M, K, &alpha, B, ldb,
         (long long)stride_b, A, lda, (long long)stride_a, &beta, C, ldc, (long long)stride_c,

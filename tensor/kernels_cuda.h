@@ -69,6 +69,9 @@ void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const flo
 /* conv2d_igemm.cu: the TF32 / BF16 tensor-core convolution that conv2d.cu hands over to when
  * the precision is not fp32; the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 size_t snn_conv2d_igemm_workspace_bytes_cuda(const snn_conv2d_dims *d);
+/* True when conv2d.cu hands a conv of these dims to the kernel below under the current
+ * precision and conv path (cuda_options.h). */
+bool snn_conv2d_uses_igemm_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_igemm_forward_cuda(float *out, const float *x, const float *weight,
                                    const float *bias, const snn_conv2d_dims *d, void *workspace);
 void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
