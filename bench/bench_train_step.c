@@ -13,7 +13,8 @@
  * high-water mark restarted between batch sizes) and what that peak costs per image above the
  * model's own state (parameters, gradients, Adam moments). --memory prints, for the first batch
  * size, what one training step holds at its end, by the name of the op that allocated it.
- * Then inference (eval mode, no tape) latency at batch 1 and throughput at batch 64. Inputs are
+ * Then inference (eval mode, no tape) latency at batch 1 and throughput at batch 64, eagerly
+ * and (CUDA) replayed as a CUDA Graph (nn/forward_graph.c). Inputs are
  * random normal images; their values do not change the work of a dense network.
  *
  * The arithmetic floor (ResNets, CIFAR stem, 32x32): the convolutions of one image and one
@@ -98,6 +99,42 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
     free(times);
     free(images);
     free(labels);
+    return m;
+}
+
+/* Median seconds of the eval forward replayed as a CUDA Graph (nn/forward_graph.c). */
+static double time_graph(snn_module *model, snn_device device, int batch, int steps,
+                         const snn_model_config *c, snn_rng *rng)
+{
+    size_t n = (size_t)batch * (size_t)(c->in_channels * c->height * c->width);
+    float *images = malloc(n * sizeof *images);
+    for (size_t i = 0; i < n; i++) images[i] = snn_rng_normal(rng);
+    snn_module_train(model, false);
+    const snn_shape shape = SNN_SHAPE(batch, c->in_channels, c->height, c->width);
+    snn_forward_graph *g = snn_forward_graph_new(model, shape, device);
+    if (!g) {
+        fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
+        exit(1);
+    }
+    double *times = malloc((size_t)steps * sizeof *times);
+    for (int s = -3; s < steps; s++) {
+        snn_step_begin();
+        snn_tensor *x = snn_from_host(shape, images, device);
+        snn_synchronize(device);
+        double t0 = now();
+        if (!snn_forward_graph_run(g, x)) {
+            fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
+            exit(1);
+        }
+        snn_synchronize(device);
+        double t = now() - t0;
+        snn_step_end();
+        if (s >= 0) times[s] = t;
+    }
+    snn_forward_graph_free(g);
+    double m = median(times, steps);
+    free(times);
+    free(images);
     return m;
 }
 
@@ -287,6 +324,10 @@ int main(int argc, char **argv)
         double t = time_steps(model, opt, device, infer_batch[i], steps, false, &c, &rng, &peak, &steady);
         printf("| infer | %d | %.2f | %.0f | | %.0f | %.0f | %.1f |\n", infer_batch[i], 1e3 * t,
                infer_batch[i] / t, peak / 1e6, steady / 1e6, (double)(steady - base) / 1e6 / infer_batch[i]);
+    }
+    for (int i = 0; infer && device == SNN_CUDA && i < 2; i++) {
+        double t = time_graph(model, device, infer_batch[i], steps, &c, &rng);
+        printf("| infer, CUDA Graph | %d | %.2f | %.0f | | | | |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t);
     }
     snn_optimizer_free(opt);
     snn_module_free(model);

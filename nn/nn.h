@@ -272,6 +272,22 @@ snn_status snn_checkpoint_load(const char *path, snn_module *model, snn_optimize
 snn_module *snn_checkpoint_load_model(const char *path, snn_device device, snn_metadata *metadata);
 
 /* ---------------------------------------------------------------------------------------------
+ * Inference graphs (nn/forward_graph.c): the eval forward of a fixed input shape recorded once
+ * as a CUDA Graph and replayed with one launch (on the CPU: the plain forward).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct snn_forward_graph snn_forward_graph;
+
+/* Records model's eval-mode, no-grad forward for inputs of `input_shape` on `device`. The model
+ * must be in eval mode and on `device`. Holds a step open until snn_forward_graph_free: make
+ * and free it in the same scope, outside steps opened after it. NULL with a message on error. */
+snn_forward_graph *snn_forward_graph_new(snn_module *model, snn_shape input_shape, snn_device device);
+/* Runs the recorded forward on x (the recorded shape and device). The result belongs to the
+ * graph (CUDA: overwritten by the next run) or to the caller's step (CPU). */
+snn_tensor *snn_forward_graph_run(snn_forward_graph *g, const snn_tensor *x);
+void snn_forward_graph_free(snn_forward_graph *g);
+
+/* ---------------------------------------------------------------------------------------------
  * SVG charts for reports (nn/svg.c): plain files any browser shows.
  * ------------------------------------------------------------------------------------------- */
 

@@ -143,6 +143,46 @@ static std::atomic<int> conv_path{SNN_CONV_PATH_AUTO};
 extern "C" void snn_cuda_set_conv_path(snn_conv_path path) { conv_path.store((int)path); }
 extern "C" snn_conv_path snn_cuda_conv_path(void) { return (snn_conv_path)conv_path.load(); }
 
+extern "C" snn_status snn_cuda_graph_capture_begin(void)
+{
+    const cudaError_t e = cudaStreamBeginCapture(snn_cuda_stream(), cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess)
+        return snn_error(SNN_ERR_STATE, "snn_cuda_graph_capture_begin: %s", cudaGetErrorString(e));
+    return SNN_OK;
+}
+
+extern "C" void *snn_cuda_graph_capture_end(void)
+{
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(snn_cuda_stream(), &graph);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* a kernel launched into a failed capture leaves its error */
+        return snn_error_null(SNN_ERR_STATE, "snn_cuda_graph_capture_end: %s (an op in the "
+                              "captured forward synchronised with the host or used another "
+                              "stream)", cudaGetErrorString(e));
+    }
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess)
+        return snn_error_null(SNN_ERR_STATE, "snn_cuda_graph_capture_end: instantiate: %s",
+                              cudaGetErrorString(e));
+    return exec;
+}
+
+extern "C" snn_status snn_cuda_graph_launch(void *graph)
+{
+    const cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph, snn_cuda_stream());
+    if (e != cudaSuccess)
+        return snn_error(SNN_ERR_STATE, "snn_cuda_graph_launch: %s", cudaGetErrorString(e));
+    return SNN_OK;
+}
+
+extern "C" void snn_cuda_graph_free(void *graph)
+{
+    if (graph) SNN_CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph));
+}
+
 extern "C" void snn_cuda_shutdown(void)
 {
     /* Safe to call when nothing was created (the CPU-only path of snn_shutdown). */

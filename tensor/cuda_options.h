@@ -42,6 +42,15 @@ typedef enum snn_conv_path {
 } snn_conv_path;
 void snn_cuda_set_conv_path(snn_conv_path path);
 snn_conv_path snn_cuda_conv_path(void);
+
+/* CUDA Graphs of the one stream (nn/forward_graph.c uses them): everything queued between
+ * begin and end is recorded, not run, and the returned graph replays it with one launch.
+ * Relaxed capture mode: a cudaMalloc the arena makes while capturing is allowed (and not
+ * recorded). end returns NULL with a message when the capture failed. */
+snn_status snn_cuda_graph_capture_begin(void);
+void *snn_cuda_graph_capture_end(void);
+snn_status snn_cuda_graph_launch(void *graph);
+void snn_cuda_graph_free(void *graph);
 #endif
 
 #ifdef __cplusplus
