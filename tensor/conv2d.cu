@@ -89,16 +89,17 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
 }
 
 /* Whether the implicit-GEMM kernel beats im2col + cuBLAS (same precision) on these dims.
- * Its tiles are 128 output positions x 128 output channels over 32-long slices of the
- * reduction: a conv of few positions (small batches, 4x4 planes) makes too few tiles to fill
- * the 132 SMs, and one of few input channels (the stem's 3, Fashion-MNIST's 1) wastes most of
- * each slice and, in dgrad, most of each tile's 128 columns. cuBLAS picks a tile for the shape.
- * Measured per layer by bench_conv2d_cuda (docs/benchmarks.md). */
+ * Measured per layer on the H100 at 256 images (bench_conv2d_cuda, docs/benchmarks.md): it wins
+ * only on full-resolution planes (ResNet-18's 32x32 layer1: 1.58 against 2.05 ms for the three
+ * passes in TF32, 1.34 against 2.04 in BF16), where im2col's column matrix is nine times the
+ * activation and moving it costs more than cuBLAS gains. On 16x16 and smaller planes cuBLAS's
+ * tuned tiles win by 1.3-3x; at stride 2 this kernel's dgrad also multiplies the zeros of the
+ * dilated window (4x the work); with 1 or 3 input channels most of each 32-long slice of the
+ * reduction is padding. */
 static bool igemm_pays(const snn_conv2d_dims *d)
 {
-    const int64_t positions = (int64_t)d->N * d->H_out * d->W_out;
-    const int64_t tiles = (positions + 127) / 128 * ((d->C_out + 127) / 128);
-    return d->C_in >= 16 && d->C_out >= 16 && tiles >= 128;
+    return d->stride == 1 && d->KH * d->KW > 1 && d->C_in >= 16 && d->C_out >= 16 &&
+           (int64_t)d->H_out * d->W_out >= 1024;
 }
 
 /* The tensor-core path runs for TF32 and BF16 (conv2d_igemm.cu) where it pays. A pure function

@@ -32,9 +32,9 @@ void snn_cuda_set_tf32(bool on);
 bool snn_cuda_tf32(void);
 
 /* Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes
- * the implicit-GEMM kernel where its tiles fill the GPU and the reduction is long enough
- * (conv2d.cu's igemm_pays), im2col + cuBLAS in the same precision elsewhere; the other two
- * force one path, for benchmarks and tests. */
+ * the implicit-GEMM kernel on the shapes where it was measured faster (full-resolution planes,
+ * stride 1: conv2d.cu's igemm_pays), im2col + cuBLAS in the same precision elsewhere; the other
+ * two force one path, for benchmarks and tests. */
 typedef enum snn_conv_path {
     SNN_CONV_PATH_AUTO,
     SNN_CONV_PATH_IGEMM,
