@@ -115,6 +115,11 @@ snn_status snn_gradcheck(const char *name, snn_gradcheck_fn f, int n_inputs, snn
 
 /* elementwise, with numpy broadcasting for the binary ones (autograd/fn_elementwise.c) */
 snn_tensor *snn_add(snn_tensor *a, snn_tensor *b);
+/* a + b written over a's memory, for a caller that never reads a's values again (a residual
+ * sum whose first operand is a batch-norm output): one activation less. a must be a STEP tensor
+ * of the sum's shape (b may broadcast). a's and the sum's gradients stay separate and correct:
+ * an add's backward reads no values. */
+snn_tensor *snn_add_into(snn_tensor *a, snn_tensor *b);
 snn_tensor *snn_sub(snn_tensor *a, snn_tensor *b);
 snn_tensor *snn_mul(snn_tensor *a, snn_tensor *b);
 snn_tensor *snn_div(snn_tensor *a, snn_tensor *b);

@@ -109,7 +109,9 @@ static void binary_backward(snn_node *node)
                                                 &s->bc);
 }
 
-static snn_tensor *binary(const char *fn, snn_binary_op op, snn_tensor *a, snn_tensor *b)
+/* into_a: y is written over a's memory (a view of a, so that y and a keep their own gradients);
+ * only for ops whose backward reads no input value (add). */
+static snn_tensor *binary_op(const char *fn, snn_binary_op op, snn_tensor *a, snn_tensor *b, bool into_a)
 {
     if (snn_check_same_device(fn, "a", a, "b", b)) return NULL;
     snn_broadcast bc;
@@ -118,7 +120,17 @@ static snn_tensor *binary(const char *fn, snn_binary_op op, snn_tensor *a, snn_t
     if (!k) return NULL;
     SNN_REQUIRE_KERNEL(k, fn, binary_forward);
     SNN_REQUIRE_KERNEL(k, fn, binary_backward);
-    snn_tensor *y = snn_step_tensor(fn, bc.out, a->device);
+    if (into_a && a->lifetime != SNN_STEP)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'a' (expected a STEP tensor to "
+                              "write over, got an OWNED one); hint: snn_add", fn);
+    if (into_a && !snn_shape_equal(a->shape, bc.out)) {
+        char bufa[96], bufo[96];
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'a' (the sum has shape %s, "
+                              "larger than a's %s: only b may broadcast)", fn,
+                              snn_shape_str(bc.out, bufo, sizeof bufo),
+                              snn_shape_str(a->shape, bufa, sizeof bufa));
+    }
+    snn_tensor *y = into_a ? snn_step_view(fn, a, bc.out) : snn_step_tensor(fn, bc.out, a->device);
     if (!y) return NULL;
     k->binary_forward(op, y->data, a->data, b->data, &bc);
     snn_tensor *inputs[2] = {a, b};
@@ -132,7 +144,17 @@ static snn_tensor *binary(const char *fn, snn_binary_op op, snn_tensor *a, snn_t
     return y;
 }
 
+static snn_tensor *binary(const char *fn, snn_binary_op op, snn_tensor *a, snn_tensor *b)
+{
+    return binary_op(fn, op, a, b, false);
+}
+
 snn_tensor *snn_add(snn_tensor *a, snn_tensor *b) { return binary("snn_add", SNN_BINARY_ADD, a, b); }
+snn_tensor *snn_add_into(snn_tensor *a, snn_tensor *b)
+{
+    /* out[i] = a[i] + b[i] over a[i]: each element read before it is written, by one thread */
+    return binary_op("snn_add_into", SNN_BINARY_ADD, a, b, true);
+}
 snn_tensor *snn_sub(snn_tensor *a, snn_tensor *b) { return binary("snn_sub", SNN_BINARY_SUB, a, b); }
 snn_tensor *snn_mul(snn_tensor *a, snn_tensor *b) { return binary("snn_mul", SNN_BINARY_MUL, a, b); }
 snn_tensor *snn_div(snn_tensor *a, snn_tensor *b) { return binary("snn_div", SNN_BINARY_DIV, a, b); }

@@ -26,7 +26,10 @@
 
 /* Forward: see the file header. Writes spike, h_seq (if not NULL), v_last (if not NULL; may
  * alias v_init: each thread reads its v_init before writing its v_last) and adds the spike
- * counts to activity (if not NULL; zeroed by the launcher). CPU: snn_lif_forward_cpu. */
+ * counts to activity (if not NULL; zeroed by the launcher). CPU: snn_lif_forward_cpu.
+ * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
+ * that then writes H[t] to the same address, and no thread reads an address another has
+ * written, so neither the read-only load path nor reordering can see a written value. */
 static __global__ void __launch_bounds__(BLOCK)
 lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,

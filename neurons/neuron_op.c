@@ -5,7 +5,8 @@
  *   x (T, N, ...)  --[ one node: fused forward over all T ]-->  spikes (T, N, ...)
  *
  * What the node keeps (grad mode only; no-grad mode allocates nothing beyond the spikes):
- *   H (T, N, ...)  the membrane after charging, 4 bytes per element per step
+ *   H (T, N, ...)  the membrane after charging, 4 bytes per element per step; in x's own
+ *                  memory when the caller gives x up (snn_neuron_multistep_consume, IF / LIF)
  * and pointers to tensors the graph holds anyway (x, w, the spikes). Everything is a STEP
  * tensor, gone at snn_step_end().
  */
@@ -89,10 +90,9 @@ snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_t
     return node;
 }
 
-snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
-                                 snn_tensor **activity)
+static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_config *cfg,
+                             snn_tensor *w, snn_tensor **activity, bool consume_x)
 {
-    const char *fn = "snn_neuron_multistep";
     if (activity) *activity = NULL;
     const snn_neuron_kernels *k = snn_neuron_check_args(fn, x, cfg, w);
     if (!k) return NULL;
@@ -118,7 +118,11 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
     const bool record = snn_should_record(2, inputs);
     snn_tensor *h_seq = NULL;                                     /* (T, N, ...) */
     if (record) {
-        h_seq = snn_step_tensor(fn, x->shape, x->device);
+        /* IF / LIF: each element's X[t] is read before its H[t] is written, by the same thread
+         * (lif.c, lif.cu), and their backward never reads X: H may take X's place */
+        const bool reuse = consume_x && x->lifetime == SNN_STEP && x->numel > 0 &&
+                           (cfg->kind == SNN_NEURON_IF || cfg->kind == SNN_NEURON_LIF);
+        h_seq = reuse ? snn_step_view(fn, x, x->shape) : snn_step_tensor(fn, x->shape, x->device);
         if (!h_seq) return NULL;
     }
     snn_neuron_forward_fn forward = snn_neuron_forward_of(k, cfg->kind);
@@ -131,6 +135,18 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
         return NULL;
     if (activity) *activity = act;
     return spike;
+}
+
+snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                 snn_tensor **activity)
+{
+    return multistep("snn_neuron_multistep", x, cfg, w, activity, false);
+}
+
+snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                         snn_tensor **activity)
+{
+    return multistep("snn_neuron_multistep_consume", x, cfg, w, activity, true);
 }
 
 float snn_activity_rate(const snn_tensor *activity, int64_t input_numel)

@@ -150,6 +150,14 @@ float snn_plif_tau(const snn_tensor *w);
 snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
                                  snn_tensor **activity);
 
+/* The same, for a caller that never reads x's values again (a model whose neuron follows a
+ * batch-norm or a residual sum used by nothing else): IF and LIF keep the membrane H they save
+ * for backward in x's memory instead of a new tensor (their backward reads H and the spikes,
+ * never x), one activation less per neuron layer. PLIF (its backward reads x), ST-BIF and
+ * no-grad mode behave as snn_neuron_multistep. x's gradient is unaffected. */
+snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                         snn_tensor **activity);
+
 /* Firing rate of an activity tensor: sum of counts / (elements of the input). NaN on error. */
 float snn_activity_rate(const snn_tensor *activity, int64_t input_numel);
 
