@@ -14,11 +14,18 @@ static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
     snn_neuron_layer_impl *n = m->impl;
     snn_tensor *w = n->config.kind == SNN_NEURON_PLIF ? m->params[0].tensor : NULL;
     snn_tensor *activity = NULL;
-    snn_tensor *spikes = snn_neuron_multistep(x, &n->config, w, &activity);
+    snn_tensor *spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
+                                          : snn_neuron_multistep(x, &n->config, w, &activity);
     n->last_spikes = spikes;
     n->last_activity = activity;
     n->last_step = snn_step_id();
     return spikes;
+}
+
+void snn_neuron_layer_set_consume_input(snn_module *m, bool on)
+{
+    SNN_ASSERT(m && m->ops == &snn_neuron_layer_ops);
+    ((snn_neuron_layer_impl *)m->impl)->consume_input = on;
 }
 
 static void neuron_free(snn_module *m) { snn_free(m->impl, sizeof(snn_neuron_layer_impl), SNN_CPU); }

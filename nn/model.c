@@ -70,6 +70,20 @@ static snn_status check_config(const snn_model_config *c)
     return snn_neuron_config_check(fn, &c->neuron);
 }
 
+/* Every neuron layer of a built model follows an op whose output feeds that neuron alone
+ * (batch-norm, linear, residual sum, the stem's repeat over T): let it keep its membrane in
+ * that output's memory. */
+static snn_module *neurons_consume_inputs(snn_module *m)
+{
+    for (int i = 0; m && i < m->n_children; i++) {
+        if (m->children[i]->ops == &snn_neuron_layer_ops)
+            snn_neuron_layer_set_consume_input(m->children[i], true);
+        else
+            neurons_consume_inputs(m->children[i]);
+    }
+    return m;
+}
+
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
 {
     if (!config || !rng)
@@ -77,9 +91,9 @@ snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
                               config ? "rng" : "config");
     if (check_config(config) != SNN_OK) return NULL;
     switch (config->kind) {
-    case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_new(config, rng);
+    case SNN_MODEL_SPIKING_CNN: return neurons_consume_inputs(snn_spiking_cnn_new(config, rng));
     case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_new(config, rng);
+    case SNN_MODEL_SEW_RESNET18: return neurons_consume_inputs(snn_resnet18_new(config, rng));
     }
     return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
 }

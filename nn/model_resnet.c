@@ -31,7 +31,8 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     h = snn_module_forward(ch[4], snn_module_forward(ch[3], h));
     snn_tensor *shortcut = m->n_children > 6 ? snn_module_forward(ch[6], x) : x;
     if (b->sew) return snn_add(snn_module_forward(ch[5], h), shortcut);
-    return snn_module_forward(ch[5], snn_add(h, shortcut));
+    /* h, bn2's output, feeds only this sum: the sum may take its memory (and sn2 the sum's) */
+    return snn_module_forward(ch[5], snn_add_into(h, shortcut));
 }
 
 static void block_free(snn_module *m) { snn_free(m->impl, sizeof(block_impl), SNN_CPU); }

@@ -131,6 +131,10 @@ snn_module *snn_dropout_new(float p, uint64_t seed);
 snn_module *snn_sequential_new(void);
 /* A neuron layer over (T, N, ...): multi-step, with the given configuration. */
 snn_module *snn_neuron_layer_new(const snn_neuron_config *config);
+/* Promises that nothing reads the layer's input after it (snn_neuron_multistep_consume): the
+ * model builders set it, since their neurons follow a batch-norm, a linear layer or a residual
+ * sum that feeds nothing else. Off by default. */
+void snn_neuron_layer_set_consume_input(snn_module *m, bool on);
 /* The firing rate (spikes per element) of the neuron layer's last forward, if that forward's
  * step is still open; -1 otherwise. Reads the device. */
 float snn_neuron_layer_firing_rate(snn_module *m);

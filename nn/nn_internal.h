@@ -34,6 +34,7 @@ typedef struct snn_neuron_layer_impl {
     /* the last forward's output and activity (STEP tensors of that step) */
     snn_tensor *last_spikes, *last_activity;
     uint64_t last_step;       /* snn_step_id() of that forward; stale once the step closes */
+    bool consume_input;       /* its input is dead after it: H may take the input's place */
     double spikes_sum;        /* running totals for the firing rate across steps */
     double elements_sum;
 } snn_neuron_layer_impl;
