@@ -10,6 +10,7 @@
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
 #   tools/gpu_session.sh igemm     the tensor-core conv: parity, sanitizer, per-layer and per-step
 #                                  benchmarks in fp32 / TF32 / BF16 beside PyTorch
+#   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -139,6 +140,27 @@ for stage in "$@"; do
     log "compute-sanitizer memcheck on test_cuda_igemm"
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
     echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_igemm.log")" | summary ;;
+  precision)
+    # issue 11: accuracy after 5 epochs in each precision; the three runs of a model share the GPU
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "spiking ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
+    for p in fp32 tf32 bf16; do
+      build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+        --epochs 5 --T 4 --precision $p --out "$LOGS/resnet_$p" > "$LOGS/resnet_$p.log" 2>&1 &
+    done
+    wait
+    for p in fp32 tf32 bf16; do echo "-- resnet18 $p"; grep -E "^epoch|done" "$LOGS/resnet_$p.log"; done | summary
+    log "spiking CNN (width 128, T=4) on Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
+    for p in fp32 tf32 bf16; do
+      build-gpu/bin/snn-train --device cuda --width 128 --T 4 --epochs 5 --precision $p \
+        --out "$LOGS/cnn_$p" > "$LOGS/cnn_$p.log" 2>&1 &
+    done
+    wait
+    for p in fp32 tf32 bf16; do echo "-- cnn $p"; grep -E "^epoch|done" "$LOGS/cnn_$p.log"; done | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
