@@ -147,20 +147,20 @@ for stage in "$@"; do
     mkdir -p /tmp/fmcifar
     [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
       build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
-    log "spiking ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
-    for p in fp32 tf32 bf16; do
-      build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
-        --epochs 5 --T 4 --precision $p --out "$LOGS/resnet_$p" > "$LOGS/resnet_$p.log" 2>&1 &
-    done
-    wait
-    for p in fp32 tf32 bf16; do echo "-- resnet18 $p"; grep -E "^epoch|done" "$LOGS/resnet_$p.log"; done | summary
     log "spiking CNN (width 128, T=4) on Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
     for p in fp32 tf32 bf16; do
       build-gpu/bin/snn-train --device cuda --width 128 --T 4 --epochs 5 --precision $p \
         --out "$LOGS/cnn_$p" > "$LOGS/cnn_$p.log" 2>&1 &
     done
     wait
-    for p in fp32 tf32 bf16; do echo "-- cnn $p"; grep -E "^epoch|done" "$LOGS/cnn_$p.log"; done | summary ;;
+    for p in fp32 tf32 bf16; do echo "-- cnn $p"; grep -E "^epoch|done" "$LOGS/cnn_$p.log"; done | summary
+    log "spiking ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
+    for p in fp32 tf32 bf16; do
+      build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+        --epochs 5 --T 4 --precision $p --out "$LOGS/resnet_$p" > "$LOGS/resnet_$p.log" 2>&1 &
+    done
+    wait
+    for p in fp32 tf32 bf16; do echo "-- resnet18 $p"; grep -E "^epoch|done" "$LOGS/resnet_$p.log"; done | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
