@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -53,7 +53,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

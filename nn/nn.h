@@ -30,9 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "autograd/autograd.h"
-#include "neurons/neurons.h"
-#include "tensor/tensor.h"
+#include "../autograd/autograd.h"
+#include "../neurons/neurons.h"
+#include "../tensor/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -34,8 +34,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "nn/nn.h"
-#include "tensor/kernels.h"
+#include "../nn/nn.h"
+#include "../tensor/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
