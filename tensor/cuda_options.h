@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * cuda_options.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
  * (tensor/cuda_context.cu). Safe to include from C; the functions exist only in builds with
  * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro or snn_cuda_compiled().
@@ -19,9 +20,9 @@ extern "C" {
 #endif
 
 #ifdef SNN_WITH_CUDA
-/* Selects TF32 tensor-core math (true) or fp32 (false, the default) for every cuBLAS call. */
+/** Selects TF32 tensor-core math (true) or fp32 (false, the default) for every cuBLAS call. */
 void snn_cuda_set_tf32(bool on);
-/* The current setting. */
+/** The current setting. */
 bool snn_cuda_tf32(void);
 #endif
 
