@@ -16,7 +16,8 @@ prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 # the headers land under include/snn/ and nowhere else in include/
 [ -f "$prefix/include/snn/snn.h" ] && [ "$(ls "$prefix/include")" = snn ] ||
-  { echo "downstream.sh: expected the headers under include/snn/ only" >&2; ls -R "$prefix/include" >&2; exit 1; }
+  { echo "downstream.sh: expected the headers under include/snn/ only" >&2
+    ls -R "$prefix/include" >&2; exit 1; }
 pcdir=$(dirname "$(find "$prefix" -name snn.pc -path '*/pkgconfig/*' | head -n 1)")
 echo "downstream.sh: installed $(grep -c Installing "$work/install.log") files into a fresh prefix"
 

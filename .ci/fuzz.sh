@@ -23,7 +23,8 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang not found" >&2; exit 2; }
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DSNN_CUDA=OFF -DSNN_FUZZ=ON -DSNN_BUILD_TESTS=OFF -DSNN_NATIVE=OFF >/dev/null
 cmake --build "$build" --target "${targets[@]}" fuzz_make_seeds -j2 >"$build/build.log" 2>&1 ||
-  { echo "fuzz.sh: building the fuzz targets with clang failed:" >&2; tail -n 30 "$build/build.log" >&2; exit 2; }
+  { echo "fuzz.sh: building the fuzz targets with clang failed:" >&2
+    tail -n 30 "$build/build.log" >&2; exit 2; }
 
 # 2. Seeds: valid inputs of each format, plain and gzip, written with standard tools.
 seeds="$build/seeds"

@@ -58,15 +58,18 @@ int main(int argc, char **argv)
     if (!net || snn_checkpoint_save(path, net, NULL, NULL) != SNN_OK) return failed(path);
     snn_module_free(net);
 
-    snn_tensor *a = snn_tensor_new(SNN_SHAPE(2, 3), SNN_CPU), *b = snn_tensor_new(SNN_SHAPE(4), SNN_CPU);
+    snn_tensor *a = snn_tensor_new(SNN_SHAPE(2, 3), SNN_CPU);
+    snn_tensor *b = snn_tensor_new(SNN_SHAPE(4), SNN_CPU);
     if (!a || !b) return failed("snn_tensor_new");
     snn_tensor_normal_(a, &rng, 0.0f, 1.0f);
     snn_tensor_fill(b, -0.0f);
-    snn_named_param items[2] = {{.name = "layer.weight", .tensor = a}, {.name = "b\"\\\u00e9", .tensor = b}};
+    /* a name with a quote, a backslash and an e-acute, which the header must escape */
+    snn_named_param items[2] = {{.name = "layer.weight", .tensor = a},
+                                {.name = "b\"\\\u00e9", .tensor = b}};
     snn_param_list list = {items, 2};
     snprintf(path, sizeof path, "%s/tensors.safetensors", argv[1]);
-    if (snn_safetensors_save(path, &list, "{\"note\":\"tab\\there \\u0001 \\\"q\\\"\",\"k\":\"\"}") != SNN_OK)
-        return failed(path);
+    const char *metadata = "{\"note\":\"tab\\there \\u0001 \\\"q\\\"\",\"k\":\"\"}";
+    if (snn_safetensors_save(path, &list, metadata) != SNN_OK) return failed(path);
     snn_param_list none = {NULL, 0};
     snprintf(path, sizeof path, "%s/empty.safetensors", argv[1]);
     if (snn_safetensors_save(path, &none, NULL) != SNN_OK) return failed(path);

@@ -8,8 +8,8 @@
  * The task: 16 x 16 grey images of noise with one bright quadrant; the class (0..3) is which
  * quadrant (top-left, top-right, bottom-left, bottom-right). Chance is 25%.
  *
- *     cmake -S examples/downstream -B build-app -DCMAKE_PREFIX_PATH=<prefix> && cmake --build build-app
- *     build-app/quadrants /tmp/quadrants.safetensors
+ *     cmake -S examples/downstream -B build-app -DCMAKE_PREFIX_PATH=<prefix>
+ *     cmake --build build-app && build-app/quadrants /tmp/quadrants.safetensors
  *
  * Exit status: 0 when the test accuracy reaches 90% (and the reloaded model agrees), 1 otherwise.
  * Glossary: T time steps, N batch, C channels, H x W image.
@@ -32,7 +32,8 @@ static void make_batch(snn_rng *rng, int n, float *images, float *labels)
         for (int y = 0; y < SIDE; y++) {
             for (int x = 0; x < SIDE; x++) {
                 int inside = (y < SIDE / 2) == top && (x < SIDE / 2) == left;
-                images[(i * SIDE + y) * SIDE + x] = 0.5f * snn_rng_uniform(rng) + (inside ? 0.5f : 0.0f);
+                float noise = 0.5f * snn_rng_uniform(rng);
+                images[(i * SIDE + y) * SIDE + x] = noise + (inside ? 0.5f : 0.0f);
             }
         }
     }
@@ -108,7 +109,8 @@ int main(int argc, char **argv)
 
     /* a checkpoint holds the model's configuration too: snn_checkpoint_load_model rebuilds it */
     if (argc > 1 && verdict == 0) {
-        if (snn_checkpoint_save(argv[1], net, opt, NULL) != SNN_OK) return fail("snn_checkpoint_save");
+        if (snn_checkpoint_save(argv[1], net, opt, NULL) != SNN_OK)
+            return fail("snn_checkpoint_save");
         snn_module *copy = snn_checkpoint_load_model(argv[1], SNN_CPU, NULL);
         if (!copy || predict(copy, images, TEST, again)) return fail("snn_checkpoint_load_model");
         verdict = memcmp(predicted, again, sizeof predicted) != 0;
