@@ -94,7 +94,7 @@ snn_status snn_surrogate_parse(const char *name, snn_surrogate *out);
 typedef enum snn_neuron_kind {
     SNN_NEURON_IF = 0,  /**< integrate-and-fire: H = V + X */
     SNN_NEURON_LIF,     /**< leaky: fixed tau */
-    SNN_NEURON_PLIF,    /**< ParametricLIF: 1/tau = sigmoid(w), w learned (Fang et al., ICCV 2021) */
+    SNN_NEURON_PLIF,    /**< ParametricLIF: 1/tau = sigmoid(w), w learned (Fang et al. 2021) */
     SNN_NEURON_STBIF,   /**< spike-threshold bipolar IF (SpikeZIP-TF): a quantized ANN as an SNN */
     SNN_NEURON_COUNT    /**< the number of kinds */
 } snn_neuron_kind;
@@ -109,7 +109,7 @@ typedef enum snn_reset_mode {
 typedef struct snn_neuron_config {
     snn_neuron_kind kind;    /**< the model */
     float v_threshold;       /**< V_th (IF, LIF, PLIF); default 1 */
-    float v_reset;           /**< hard reset target, also V[0]; ignored (taken as 0) by soft reset */
+    float v_reset;           /**< hard reset target, also V[0]; taken as 0 by soft reset */
     snn_reset_mode reset;    /**< IF, LIF, PLIF; default hard */
     bool detach_reset;       /**< the S in the reset is a constant in backward; default off */
     snn_surrogate surrogate; /**< default Sigmoid(alpha = 4) */

@@ -70,8 +70,9 @@ void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, 
  * activity: (N, C_in) per-plane spike counts (a channel is active where its count is nonzero),
  * or NULL to find the active channels by scanning x. bias may be NULL. d: the conv's sizes
  * (snn_conv2d_dims of tensor/kernels.h, installed beside this header). path: GEMM or EVENT.
- * All pointers are the caller's host memory. Inputs must be zero in the planes the activity marks silent. SNN_ERR_MEMORY if the scratch
- * cannot be had. Threads: one image per OpenMP task. */
+ * All pointers are the caller's host memory. Inputs must be zero in the planes the activity
+ * marks silent. SNN_ERR_MEMORY if the scratch cannot be had. Threads: one image per OpenMP
+ * task. */
 snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path);
@@ -102,7 +103,7 @@ void snn_sparse_transpose_weights_cuda(float *wt, const float *w, int C_out, int
 /** How snn_sparsify decides; start from snn_sparse_options_default(). */
 typedef struct snn_sparse_options {
     double max_ratio;          /**< go sparse only where sparse ms < max_ratio * dense ms (0.8) */
-    snn_sparse_path force;     /**< AUTO: decide by timing; GEMM/EVENT/DENSE: that path everywhere */
+    snn_sparse_path force;     /**< AUTO: decide by timing; GEMM/EVENT/DENSE: that path for all */
     bool allow_event;          /**< consider the event-driven kernel too (true) */
     FILE *log;                 /**< where the decision table goes (stdout); NULL-able via quiet */
     bool quiet;                /**< print nothing */
