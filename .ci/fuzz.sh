@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# .ci/fuzz.sh - builds the libFuzzer targets of data/ (fuzz/fuzz_{idx,tar,cifar}.c) with clang,
-# writes a small seed corpus, and runs each target for a bounded time. Exits non-zero when a
-# target crashes, trips ASan/UBSan, leaks (the targets check snn_live_bytes) or fails to build.
+# .ci/fuzz.sh - builds the libFuzzer targets (fuzz/fuzz_{idx,tar,cifar}.c for the parsers of
+# data/, fuzz/fuzz_safetensors.c for the checkpoint reader of nn/) with clang, writes a small
+# seed corpus, and runs each target for a bounded time. Exits non-zero when a target crashes,
+# trips ASan/UBSan, leaks (the targets check snn_live_bytes) or fails to build.
 #
 #   .ci/fuzz.sh                       # 20 s per target, build in build-fuzz/
 #   SNN_FUZZ_SECONDS=300 .ci/fuzz.sh  # longer
+#   SNN_FUZZ_TARGETS=fuzz_safetensors SNN_FUZZ_SECONDS=600 .ci/fuzz.sh   # one target
 #
 # Crash inputs are kept as build-fuzz/artifacts/<target>-crash-*; replay one with
 #   build-fuzz/bin/fuzz_idx build-fuzz/artifacts/fuzz_idx-crash-...
@@ -13,30 +15,20 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SNN_FUZZ_BUILD:-$root/build-fuzz}
 seconds=${SNN_FUZZ_SECONDS:-20}
-targets=(fuzz_idx fuzz_tar fuzz_cifar)
+read -r -a targets <<< "${SNN_FUZZ_TARGETS:-fuzz_idx fuzz_tar fuzz_cifar fuzz_safetensors}"
 
 command -v clang >/dev/null || { echo "fuzz.sh: clang not found" >&2; exit 2; }
 
-# 1. Build: snn_tensor through CMake with clang; the targets through CMake when the top-level
-#    CMakeLists adds fuzz/, else directly with clang against the built snn_tensor.
+# 1. Build through CMake with clang (fuzz/CMakeLists.txt): the targets, and fuzz_make_seeds.
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DSNN_CUDA=OFF -DSNN_FUZZ=ON -DSNN_BUILD_TESTS=OFF -DSNN_NATIVE=OFF >/dev/null
-cmake --build "$build" --target snn_tensor -j2 >/dev/null 2>&1 ||
-  { echo "fuzz.sh: building snn_tensor with clang failed" >&2; exit 2; }
-mkdir -p "$build/bin"
-if cmake --build "$build" --target help | grep -q fuzz_idx; then
-  cmake --build "$build" --target "${targets[@]}" -j2 >/dev/null
-else
-  for t in "${targets[@]}"; do
-    clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-          -fno-omit-frame-pointer -I"$root" -I"$root/data" "$root/fuzz/$t.c" "$root"/data/*.c \
-          "$build/lib/libsnn_tensor.a" -fopenmp -lz -lpthread -lm -o "$build/bin/$t"
-  done
-fi
+cmake --build "$build" --target "${targets[@]}" fuzz_make_seeds -j2 >"$build/build.log" 2>&1 ||
+  { echo "fuzz.sh: building the fuzz targets with clang failed:" >&2
+    tail -n 30 "$build/build.log" >&2; exit 2; }
 
 # 2. Seeds: valid inputs of each format, plain and gzip, written with standard tools.
 seeds="$build/seeds"
-rm -rf "$seeds" && mkdir -p "$seeds"/{fuzz_idx,fuzz_tar,fuzz_cifar}
+rm -rf "$seeds" && mkdir -p "$seeds"/{fuzz_idx,fuzz_tar,fuzz_cifar,fuzz_safetensors}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -65,6 +57,13 @@ cp "$work/c10.tar" "$work/c10.tar.gz" "$work/c100.tar.gz" "$seeds/fuzz_tar/"
 { printf '\x01'; cat "$work/c100.tar.gz"; } > "$seeds/fuzz_cifar/c100-fine"
 { printf '\x06'; cat "$work/c100.tar.gz"; } > "$seeds/fuzz_cifar/c100-coarse"
 { printf '\x03'; cat "$work/c10/cifar-10-batches-bin/test_batch.bin"; } > "$seeds/fuzz_cifar/records"
+
+# Checkpoints as snn.c writes them (fuzz/make_seeds.c), one written by PyTorch's safetensors,
+# and bare JSON headers.
+"$build/bin/fuzz_make_seeds" "$seeds/fuzz_safetensors"
+cp "$root/tests/ref/tiny_resnet.safetensors" "$seeds/fuzz_safetensors/"
+printf '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"__metadata__":{"k":"v\\u00e9"}}' \
+  > "$seeds/fuzz_safetensors/header.json"
 
 # 3. Run each target for a bounded time; the corpus grows in build-fuzz/corpus/<target>.
 mkdir -p "$build/artifacts"

@@ -60,6 +60,20 @@ static snn_status check_config(const snn_model_config *c)
     if (c->width_base < 1)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected >= 1, got %d)",
                          fn, c->width_base);
+    /* Upper bounds keep the builders' int arithmetic (8 x width, fan-ins, the CNN's flattened
+     * size) exact; configurations come from checkpoint files too. */
+    const int big = 1 << 16;
+    if (c->in_channels > big || c->height > big || c->width > big || c->width_base > big ||
+        c->classes > (1 << 24) || c->hidden > (1 << 24))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (sizes above the limits: input "
+                         "%dx%dx%d and width_base at most %d, classes and hidden at most %d; got "
+                         "input %dx%dx%d, width_base %d, classes %d, hidden %d)", fn, big, big,
+                         big, big, 1 << 24, c->in_channels, c->height, c->width, c->width_base,
+                         c->classes, c->hidden);
+    if (c->kind == SNN_MODEL_SPIKING_CNN &&
+        (int64_t)c->width_base * (c->height / 4) * (c->width / 4) > INT32_MAX)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNN's flattened features "
+                         "width_base * (height/4) * (width/4) exceed 2^31 - 1)", fn);
     if (c->kind == SNN_MODEL_SPIKING_CNN && (c->height % 4 || c->width % 4 || c->hidden < 1))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNN needs height and width "
                          "divisible by 4 and hidden >= 1, got %dx%d, hidden %d)", fn, c->height,
@@ -68,6 +82,22 @@ static snn_status check_config(const snn_model_config *c)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
     return snn_neuron_config_check(fn, &c->neuron);
+}
+
+double snn_model_param_floats(const snn_model_config *config)
+{
+    if (!config) {
+        snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad argument 'config' (got NULL)");
+        return -1.0;
+    }
+    if (check_config(config) != SNN_OK) return -1.0;
+    switch (config->kind) {
+    case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_param_floats(config);
+    case SNN_MODEL_RESNET18:
+    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_param_floats(config);
+    }
+    snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
+    return -1.0;
 }
 
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)

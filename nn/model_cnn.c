@@ -81,3 +81,13 @@ snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
     }
     return m;
 }
+
+/* Floats the CNN above holds (model_internal.h): conv (no bias) and batch-norm (weight, bias,
+ * running mean, running variance) twice, then fc1 and fc2 with their biases. */
+double snn_spiking_cnn_param_floats(const snn_model_config *c)
+{
+    const double W = c->width_base, hidden = c->hidden, classes = c->classes;
+    const double flat = W * (double)(c->height / 4) * (double)(c->width / 4);
+    return W * c->in_channels * 9 + 4 * W + W * W * 9 + 4 * W + (flat * hidden + hidden) +
+           (hidden * classes + classes);
+}

@@ -125,3 +125,20 @@ snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
     }
     return m;
 }
+
+/* Floats the ResNet-18 above holds (model_internal.h): the stem conv and batch-norm, per layer
+ * two blocks of two 3x3 convs with batch-norms (plus a 1x1 conv and batch-norm where the first
+ * block changes the shape), then fc. A batch-norm holds 4 floats per channel. */
+double snn_resnet18_param_floats(const snn_model_config *c)
+{
+    const double w = c->width_base;
+    double floats = w * c->in_channels * 9 + 4 * w, in = w;
+    for (int layer = 0; layer < 4; layer++) {
+        const double out = w * (double)(1 << layer);
+        floats += in * out * 9 + out * out * 9 + 8 * out;          /* block 0 */
+        if (layer > 0 || in != out) floats += in * out + 4 * out;  /* its downsample */
+        floats += 2 * (out * out * 9) + 8 * out;                   /* block 1 */
+        in = out;
+    }
+    return floats + in * c->classes + c->classes;
+}

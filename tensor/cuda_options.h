@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * cuda_options.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
  * (tensor/cuda_context.cu). Safe to include from C; the functions exist only in builds with
  * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro, or use the public
@@ -23,12 +24,14 @@ extern "C" {
 #endif
 
 #ifdef SNN_WITH_CUDA
-/* Selects the math of every later cuBLAS call and convolution (process-wide). */
+/** Selects the math of every later cuBLAS call and convolution, process-wide (tensor.h's
+ * snn_precision says what each rounds). */
 void snn_cuda_set_precision(snn_precision p);
+/** The current precision (SNN_PRECISION_FP32 until set). */
 snn_precision snn_cuda_precision(void);
-/* The older switch, kept: true selects TF32, false FP32. */
+/** The older switch, kept: true selects TF32, false FP32. */
 void snn_cuda_set_tf32(bool on);
-/* True when the precision is TF32. */
+/** True when the precision is TF32. */
 bool snn_cuda_tf32(void);
 #endif
 

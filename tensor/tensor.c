@@ -2,6 +2,7 @@
  * tensor.c - making, copying and filling tensors of both lifetimes (see tensor.h).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,18 @@ static int check_shape(const char *fn, snn_shape shape)
                       fn, d, snn_shape_str(shape, buf, sizeof buf));
             return 1;
         }
+    }
+    /* numel * sizeof(float) must be a size: a product that wraps would allocate a small block
+     * and then fill numel floats into it (sizes can come from files: checkpoint metadata) */
+    const int64_t max_numel = (int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / 2;
+    int64_t numel = 1;
+    for (int d = 0; d < shape.ndim && numel > 0; d++) {
+        if (shape.dim[d] > 0 && numel > max_numel / shape.dim[d]) {
+            snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'shape' (%s has more elements than "
+                      "memory can hold)", fn, snn_shape_str(shape, buf, sizeof buf));
+            return 1;
+        }
+        numel *= shape.dim[d];
     }
     return 0;
 }

@@ -41,7 +41,8 @@ int main(void)
 {
     test_require_cuda();
     if (!fashion_mnist_available()) {
-        fprintf(stderr, "skipped: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)\n");
+        fprintf(stderr, "skipped: no Fashion-MNIST where the programs look (apt-get install "
+                        "dataset-fashion-mnist, or point SNN_DATA_DIR at it)\n");
         return 77;
     }
     if (runner_begin("test_cuda_train")) return 1;
