@@ -12,7 +12,7 @@
  *
  * Distributed as Train.zip and Test.zip holding Train/<digit>/<id>.bin and Test/<digit>/<id>.bin;
  * read here straight from the zip (zip.c) or from the extracted folders. Samples are taken in
- * the order of their paths (sorted), so the zip and the folder give the same data set.
+ * the order of their file names (then paths), so the zip and the folder give the same data set.
  */
 #define _POSIX_C_SOURCE 200809L /* opendir, readdir */
 #include <dirent.h>
@@ -67,9 +67,15 @@ typedef struct sample_ref {
     int label;
 } sample_ref;
 
+/* By file name first (N-MNIST's ids number the samples across the digit folders, so this is
+ * the original order with the classes interleaved, and a prefix of the set holds every class),
+ * then by the whole path. */
 static int compare_refs(const void *a, const void *b)
 {
-    return strcmp(((const sample_ref *)a)->path, ((const sample_ref *)b)->path);
+    const char *pa = ((const sample_ref *)a)->path, *pb = ((const sample_ref *)b)->path;
+    const char *ba = strrchr(pa, '/'), *bb = strrchr(pb, '/');
+    int by_name = strcmp(ba ? ba + 1 : pa, bb ? bb + 1 : pb);
+    return by_name ? by_name : strcmp(pa, pb);
 }
 
 static const char *split_folder(snn_split split) { return split == SNN_SPLIT_TRAIN ? "Train" : "Test"; }

@@ -18,6 +18,11 @@ extern const snn_module_ops snn_resnet_model_ops;
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
 snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng);
+snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
+/* SNN_OK when x fits the model: (N, C, H, W), or (T, N, C, H, W) with the model's T for event
+ * frames; any_size skips the H, W check (ResNets take any size >= 8). */
+snn_status snn_model_check_input(const char *model, const snn_model_config *c, snn_tensor *x,
+                                 bool any_size);
 
 /* Poisson-encode an (N, C, H, W) image batch in [0, 1] into (T, N, C, H, W) spikes. */
 snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed);

@@ -142,14 +142,19 @@ snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum snn_model_kind {
-    SNN_MODEL_SPIKING_CNN,    /* 28x28: conv-BN-neuron-maxpool x2, fc-neuron, fc */
+    SNN_MODEL_SPIKING_CNN,    /* 28x28 (or 34x34 N-MNIST frames): conv-BN-neuron-maxpool x2,
+                                 fc-neuron, fc */
     SNN_MODEL_RESNET18,       /* spiking ResNet-18, CIFAR stem (3x3 conv, no max-pool) */
     SNN_MODEL_SEW_RESNET18,   /* SEW-ResNet-18 (Fang et al. 2021), ADD connection */
+    SNN_MODEL_DVS_NET,        /* event frames (DVS Gesture 128x128): conv-BN-neuron-maxpool
+                                 blocks down to 4x4 (5 at 128x128), fc-neuron, fc */
 } snn_model_kind;
 
 typedef enum snn_encoding {
     SNN_ENCODING_DIRECT,      /* the image repeated over T; the first conv+BN+neuron encode */
     SNN_ENCODING_POISSON,     /* each pixel in [0, 1] fires with probability = its value */
+    SNN_ENCODING_EVENTS,      /* the input already has a time axis: (T, N, C, H, W) event
+                                 frames (data.h's event sets); the stem runs on all T frames */
 } snn_encoding;
 
 typedef struct snn_model_config {

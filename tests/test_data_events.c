@@ -112,14 +112,14 @@ static void check_nmnist_set(const snn_dataset *ds)
     CHECK(ds->count == 3 && ds->time_steps == 2 && ds->channels == 2 && ds->height == 34 &&
           ds->width == 34 && ds->classes == 10);
     if (ds->count != 3) return;
-    /* sorted by path: Train/1/00001.bin, Train/3/00000.bin, Train/3/00002.bin */
-    CHECK(ds->labels[0] == 1 && ds->labels[1] == 3 && ds->labels[2] == 3);
+    /* sorted by file name: 00000.bin (3), 00001.bin (1), 00002.bin (3) */
+    CHECK(ds->labels[0] == 3 && ds->labels[1] == 1 && ds->labels[2] == 3);
     const int64_t bytes = snn_dataset_image_bytes(ds);
     const uint8_t *s0 = ds->images, *s1 = ds->images + bytes, *s2 = ds->images + 2 * bytes;
-    /* by number, T = 2: sample 1 (4 events) -> 2 + 2 */
-    CHECK(frame_at(s1, 34, 34, 0, 1, 2, 1) == 2);
-    CHECK(frame_at(s1, 34, 34, 1, 0, 33, 33) == 1 && frame_at(s1, 34, 34, 1, 0, 0, 0) == 1);
-    CHECK(frame_at(s0, 34, 34, 0, 1, 8, 7) == 1 && frame_at(s0, 34, 34, 1, 0, 8, 7) == 1);
+    /* by number, T = 2: sample 0 (4 events) -> 2 + 2 */
+    CHECK(frame_at(s0, 34, 34, 0, 1, 2, 1) == 2);
+    CHECK(frame_at(s0, 34, 34, 1, 0, 33, 33) == 1 && frame_at(s0, 34, 34, 1, 0, 0, 0) == 1);
+    CHECK(frame_at(s1, 34, 34, 0, 1, 8, 7) == 1 && frame_at(s1, 34, 34, 1, 0, 8, 7) == 1);
     CHECK(frame_at(s2, 34, 34, 1, 1, 4, 4) == 1); /* 1 event < T: the last frame */
     int total = 0;
     for (int64_t i = 0; i < 3 * bytes; i++) total += ds->images[i];
@@ -421,10 +421,12 @@ static void test_loader_time_major(void)
     snn_batch b;
     CHECK(loader && snn_loader_next(loader, &b));
     CHECK(b.time_steps == 2 && b.count == 2 && b.channels == 2);
-    /* (T, N, C, H, W): [t=0][n=1] is sample 1's first frame: 2 ON events at (y 2, x 1) */
+    /* (T, N, C, H, W): [t][n=0] is sample 0 (4 events): frame 0 has 2 ON events at (y 2, x 1),
+     * frame 1 an OFF event at (33, 33); [t=1][n=1] is sample 1's OFF event at (8, 7) */
     const int64_t plane = 34 * 34, frame = 2 * plane;
-    CHECK_CLOSE(b.images[(0 * 2 + 1) * frame + 1 * plane + 2 * 34 + 1], 2.0, 1e-5, 0);
-    CHECK_CLOSE(b.images[(1 * 2 + 1) * frame + 0 * plane + 33 * 34 + 33], 1.0, 1e-5, 0);
+    CHECK_CLOSE(b.images[(0 * 2 + 0) * frame + 1 * plane + 2 * 34 + 1], 2.0, 1e-5, 0);
+    CHECK_CLOSE(b.images[(1 * 2 + 0) * frame + 0 * plane + 33 * 34 + 33], 1.0, 1e-5, 0);
+    CHECK_CLOSE(b.images[(1 * 2 + 1) * frame + 0 * plane + 8 * 34 + 7], 1.0, 1e-5, 0);
     snn_step_begin();
     snn_tensor *x, *y;
     CHECK_OK(snn_batch_to_device(&b, SNN_CPU, &x, &y));
