@@ -107,6 +107,11 @@ static snn_status read_directory(snn_zip *z)
     if (disk_entries != entries || le16(eocd + 4) != 0 || le16(eocd + 6) != 0)
         return snn_error(SNN_ERR_FORMAT, "'%s': a multi-disk zip archive (expected one file)",
                          z->name);
+    if ((uint64_t)dir_offset + dir_size > z->size)
+        return snn_error(SNN_ERR_FORMAT,
+                         "'%s': corrupt zip archive (its directory of %u bytes at offset %u runs "
+                         "past the end, %llu bytes)",
+                         z->name, dir_size, dir_offset, (unsigned long long)z->size);
     /* Each record is at least 46 bytes: a lying count cannot make us allocate much. */
     if ((uint64_t)entries * CENTRAL_BYTES > dir_size)
         return snn_error(SNN_ERR_FORMAT,
@@ -242,7 +247,9 @@ snn_status snn_zip_read(snn_zip *z, int64_t index, uint8_t **out, uint64_t *size
                          "'%s' member '%s': compression method %u (expected 0 stored or 8 "
                          "deflated)",
                          z->name, e->name, e->method);
-    if (e->size > ZIP_MAX_MEMBER || (e->method == 0 && e->compressed != e->size))
+    /* deflate expands at most 1032:1, so a larger claim is a lie we need not allocate for */
+    if (e->size > ZIP_MAX_MEMBER || (e->method == 0 && e->compressed != e->size) ||
+        (e->method == 8 && e->size > (uint64_t)e->compressed * 1032 + 64))
         return snn_error(SNN_ERR_FORMAT, "'%s' member '%s': implausible sizes (%u compressed, "
                          "%u uncompressed)", z->name, e->name, e->compressed, e->size);
     uint8_t local[LOCAL_BYTES];
