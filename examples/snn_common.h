@@ -202,6 +202,7 @@ typedef struct eval_result {
     double elements[MAX_LAYERS];          /* neuron-steps per layer over the set */
     int classes;
     int64_t *confusion;                   /* (classes, classes): [true][predicted], optional */
+    FILE *predictions;                    /* optional: one predicted class per line */
 } eval_result;
 
 static UNUSED double eval_accuracy(const eval_result *r)
@@ -245,6 +246,7 @@ static UNUSED snn_status evaluate(snn_module *model, snn_loader *loader, snn_dev
         snn_tensor_copy_to_host(am, pred);
         r->loss_sum += (double)snn_tensor_item(loss) * batch.count;
         for (int i = 0; i < batch.count; i++) {
+            if (r->predictions) fprintf(r->predictions, "%d\n", (int)pred[i]);
             r->correct += pred[i] == lab[i];
             if (r->confusion) r->confusion[(int)lab[i] * r->classes + (int)pred[i]]++;
         }
