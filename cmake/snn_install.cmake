@@ -6,7 +6,8 @@
 #   <libdir>/libsnn.so.X.Y.Z, .so.X.Y, .so                with -DSNN_SHARED=ON
 #   <libdir>/cmake/snn/snn{Config,ConfigVersion,Targets}.cmake    find_package(snn CONFIG)
 #   <libdir>/pkgconfig/snn.pc (and snn-shared.pc)         pkg-config --cflags --libs snn
-#   bin/snn-train, snn-eval, snn-sparse, snn-make-cifar   the programs (examples/CMakeLists.txt)
+#   bin/snn-train, snn-eval, snn-sparse, snn-make-cifar, snn-make-nmnist (and snn-export-nir
+#                                                         with HDF5): the programs (examples/)
 #   share/doc/snn/README.md, CHANGELOG.md, docs/          the docs (and api/ when built)
 #
 # Headers: a program includes <snn/snn.h> (or one module, <snn/nn/nn.h>) with only

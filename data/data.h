@@ -2,7 +2,9 @@
  * @file
  * data.h - data sets and the batch loader of snn.c: Fashion-MNIST / MNIST (IDX, plain or .gz)
  * and CIFAR-10 / CIFAR-100 (binary version, straight from the .tar.gz or from the extracted
- * folder), then seeded shuffling, per-channel normalisation, augmentation and a prefetch thread.
+ * folder), the event-camera sets N-MNIST, DVS128 Gesture and CIFAR10-DVS (integrated into T
+ * frames of 2 polarity channels; docs/events.md), then seeded shuffling, per-channel
+ * normalisation, augmentation and a prefetch thread.
  *
  * Glossary: N samples (or batch size), C channels, H height, W width.
  *
@@ -75,14 +77,16 @@ typedef enum snn_split {
 
 /** A loaded data set; owns its arrays (snn_dataset_free). */
 typedef struct snn_dataset {
-    uint8_t *images;       /**< (count, channels, height, width), pixels 0..255 */
+    uint8_t *images;       /**< (count, channels, height, width), pixels 0..255; event sets:
+                                (count, time_steps, channels, height, width), event counts 0..255 */
     uint8_t *labels;       /**< (count), class indices in [0, classes) */
-    int64_t count;         /**< number of images */
-    int channels;          /**< C: 1 (MNIST) or 3 (CIFAR) */
+    int64_t count;         /**< number of samples */
+    int channels;          /**< C: 1 (MNIST), 3 (CIFAR) or 2 (event polarities) */
     int height;            /**< H */
     int width;             /**< W */
     int classes;           /**< number of classes */
-    char name[32];         /**< "fashion-mnist", "cifar10", ... */
+    int time_steps;        /**< event sets: frames T per sample; 0 for still images */
+    char name[32];         /**< "fashion-mnist", "cifar10", "nmnist", ... */
 } snn_dataset;
 
 /**
@@ -96,7 +100,7 @@ snn_status snn_dataset_load(const char *name, const char *path, snn_split split,
                             snn_dataset *out);
 /** Releases what a load took and zeroes *ds. A zeroed data set is a no-op. */
 void snn_dataset_free(snn_dataset *ds);
-/** Bytes of one image of `ds`: channels * height * width. */
+/** Bytes of one sample of `ds`: channels * height * width (times time_steps for event sets). */
 int64_t snn_dataset_image_bytes(const snn_dataset *ds);
 /** Writes into mean[] and std[] the usual per-channel mean and std (in [0, 1] pixel units) of
  * the data set `ds` names, for the loader's normalisation; (0.5, 0.5) for a name it does not
@@ -152,12 +156,14 @@ typedef struct snn_loader_config {
 
 /** One batch, owned by the loader. */
 typedef struct snn_batch {
-    const float *images;     /**< (count, channels, height, width); valid until the next call */
+    const float *images;     /**< (count, channels, height, width); valid until the next call;
+                                  event sets: (time_steps, count, channels, height, width) */
     const float *labels;     /**< (count), class indices as floats (autograd.h's convention) */
-    int count;               /**< N, images in this batch (0 at the end of an epoch) */
+    int count;               /**< N, samples in this batch (0 at the end of an epoch) */
     int channels;            /**< C */
     int height;              /**< H */
     int width;               /**< W */
+    int time_steps;          /**< event sets: T (the images are time-major); 0 otherwise */
     int64_t epoch;           /**< which epoch and which batch of it this is */
     int64_t index;           /**< the batch's number within its epoch, from 0 */
 } snn_batch;
@@ -189,10 +195,88 @@ bool snn_loader_next(snn_loader *loader, snn_batch *batch);
  * checkpoint. */
 void snn_loader_position(const snn_loader *loader, int64_t *epoch, int64_t *batch);
 
-/** Copies `batch` into two STEP tensors on `device` (inside a step): *images (count, C, H, W)
- * and *labels (count). SNN_ERR_ARGUMENT for a NULL or empty batch, or as snn_from_host. */
+/** Copies `batch` into two STEP tensors on `device` (inside a step): *images (count, C, H, W),
+ * or (T, count, C, H, W) for an event set, and *labels (count). SNN_ERR_ARGUMENT for a NULL or
+ * empty batch, or as snn_from_host. */
 snn_status snn_batch_to_device(const snn_batch *batch, snn_device device, snn_tensor **images,
                                snn_tensor **labels);
+
+/* ---------------------------------------------------------------------------------------------
+ * Event-camera data sets (data/events.c, event_nmnist.c, event_aedat.c, event_dvs.c;
+ * docs/events.md). A DVS camera reports events (t, x, y, polarity) instead of frames; a sample
+ * becomes T frames of 2 channels (OFF = 0, ON = 1), each pixel counting the events that fell
+ * into its frame (saturating at 255), as SpikingJelly's integrate-by-fixed-frames-number:
+ *   split by number: the events are cut into T slices of floor(n / T) events in file order,
+ *                    the remainder (n mod T events) going to the last frame;
+ *   split by time:   [t_min, t_max] is cut into T windows of floor((t_max - t_min) / T)
+ *                    microseconds, the last window taking everything up to t_max.
+ * Names: "nmnist" (34x34, 10 classes), "dvs-gesture" (128x128, 11), "cifar10-dvs" (128x128, 10).
+ * ------------------------------------------------------------------------------------------- */
+
+/** How a sample's events are cut into frames (see above). */
+typedef enum snn_event_split {
+    SNN_SPLIT_BY_NUMBER = 0,   /**< T slices of equal event counts, in file order */
+    SNN_SPLIT_BY_TIME = 1,     /**< T windows of equal duration */
+} snn_event_split;
+
+/** How an event set becomes frames; start from snn_event_frames_default(). */
+typedef struct snn_event_frames {
+    int frames;                /**< T, frames per sample; default 10 */
+    snn_event_split split_by;  /**< default SNN_SPLIT_BY_NUMBER */
+    int downsample;            /**< k: a frame pixel sums k x k sensor pixels (size ceil(H / k));
+                                    default 1 */
+} snn_event_frames;
+
+/** One event. */
+typedef struct snn_event {
+    int64_t t;                 /**< time in microseconds */
+    uint16_t x;                /**< pixel column */
+    uint16_t y;                /**< pixel row */
+    uint8_t p;                 /**< polarity: 0 (OFF) or 1 (ON) */
+} snn_event;
+
+/** The defaults listed in snn_event_frames. */
+snn_event_frames snn_event_frames_default(void);
+/** Parses `name` ("number" or "time") into *out; SNN_ERR_ARGUMENT with a message otherwise. */
+snn_status snn_event_split_parse(const char *name, snn_event_split *out);
+/** The name of `split`: "number" or "time". */
+const char *snn_event_split_name(snn_event_split split);
+/** True when `name` is one of the event-camera data sets above ("nmnist", "dvs-gesture",
+ * "cifar10-dvs"); false otherwise, NULL included. */
+bool snn_dataset_is_event(const char *name);
+/** Loads one split of an event data set as frames (frames NULL: the defaults). Files are looked
+ * for as snn_dataset_load does (path, `$SNN_DATA_DIR[/<name>]`, `/usr/share/datasets/<name>`):
+ *   nmnist       Train.zip / Test.zip as distributed, or the extracted Train/ and Test/ folders
+ *                (`<digit>/<id>.bin`); the path may also be the zip itself
+ *   dvs-gesture  DvsGesture.tar.gz (or .tar) as distributed, or the extracted DvsGesture/
+ *                folder: `userNN_<lighting>.aedat` (AEDAT 3.1) with its `_labels.csv`,
+ *                the split from trials_to_train.txt / trials_to_test.txt
+ *   cifar10-dvs  the per-class airplane.zip .. truck.zip as distributed (AEDAT 2.0 recordings),
+ *                or extracted class folders; train = the first 90% of each class by recording
+ *                number, test = the last 10%
+ * On success *out owns the frames (count, T, 2, H, W) and labels (snn_dataset_free); on error
+ * (a bad name, split or frames config: SNN_ERR_ARGUMENT; not found: SNN_ERR_IO; a broken file:
+ * SNN_ERR_FORMAT; SNN_ERR_MEMORY) *out is zeroed and holds nothing. snn_dataset_load() takes
+ * these names too (with the default frames). */
+snn_status snn_event_dataset_load(const char *name, const char *path, snn_split split,
+                                  const snn_event_frames *frames, snn_dataset *out);
+/** snn_event_dataset_load for an event set's `name` (with `frames`), snn_dataset_load for any
+ * other (`frames` unused); errors and ownership as those. */
+snn_status snn_dataset_load_frames(const char *name, const char *path, snn_split split,
+                                   const snn_event_frames *frames, snn_dataset *out);
+/** Writes into `frames` (T, 2, ceil(H / k), ceil(W / k)) bytes the integration (as above, with
+ * `config`) of the `n` events at `events` of a height x width sensor; events outside the sensor
+ * are an error the readers catch first, here skipped. */
+void snn_events_to_frames(uint8_t *frames, const snn_event *events, int64_t n, int height,
+                          int width, const snn_event_frames *config);
+
+/** Writes an N-MNIST look-alike zip at `path`: members `<folder>/<label>/<index>.bin` (e.g.
+ * "Train/3/00017.bin"), sample i (of `samples`, label labels[i]) holding
+ * events[offsets[i] .. offsets[i + 1]) in N-MNIST's 40-bit format (x, y < 256, t < 2^23 us).
+ * Written to a temporary name and renamed: it appears whole or not. SNN_ERR_ARGUMENT for NULL
+ * arguments or an event out of the format's range, SNN_ERR_IO, SNN_ERR_MEMORY. */
+snn_status snn_nmnist_write_zip(const char *path, const char *folder, const snn_event *events,
+                                const int64_t *offsets, const uint8_t *labels, int64_t samples);
 
 #ifdef __cplusplus
 }

@@ -96,13 +96,19 @@ static void make_batch(snn_loader *l, slot *s, int64_t epoch, int64_t index)
     if (count > cfg->batch_size) count = cfg->batch_size;
     SNN_ASSERT(count > 0);
     const int64_t image_bytes = snn_dataset_image_bytes(ds);
+    /* Event sets hold T frames per sample and are batched time-major, (T, count, C, H, W), the
+     * layout the multi-step layers take; each frame of a sample gets the same crop and flip. */
+    const int T = ds->time_steps > 0 ? ds->time_steps : 1;
+    const int64_t frame = (int64_t)ds->channels * ds->height * ds->width;
     for (int64_t i = 0; i < count; i++) {
         const int64_t position = first + i;
         const int64_t sample = l->order[position];
         snn_augment aug = snn_augment_draw(cfg->seed, epoch, position, cfg->crop_padding,
                                            cfg->random_crop, cfg->horizontal_flip);
-        snn_augment_apply(s->images + i * l->sample_floats, ds->images + sample * image_bytes,
-                          ds->channels, ds->height, ds->width, cfg->crop_padding, aug, &l->lut);
+        for (int t = 0; t < T; t++)
+            snn_augment_apply(s->images + ((int64_t)t * count + i) * frame,
+                              ds->images + sample * image_bytes + t * frame, ds->channels,
+                              ds->height, ds->width, cfg->crop_padding, aug, &l->lut);
         s->labels[i] = (float)ds->labels[sample];
     }
     s->count = (int)count;
@@ -328,6 +334,7 @@ bool snn_loader_next(snn_loader *l, snn_batch *out)
     out->channels = l->ds->channels;
     out->height = l->ds->height;
     out->width = l->ds->width;
+    out->time_steps = l->ds->time_steps;
     out->epoch = ready->epoch;
     out->index = ready->index;
     l->batch++;
@@ -343,9 +350,11 @@ snn_status snn_batch_to_device(const snn_batch *batch, snn_device device, snn_te
     if (batch->count <= 0 || !batch->images)
         return snn_error(SNN_ERR_ARGUMENT, "snn_batch_to_device: bad argument 'batch' (expected a "
                          "batch from snn_loader_next, got an empty one)");
-    snn_tensor *x = snn_from_host(SNN_SHAPE(batch->count, batch->channels, batch->height,
-                                            batch->width),
-                                  batch->images, device);
+    snn_shape shape = SNN_SHAPE(batch->count, batch->channels, batch->height, batch->width);
+    if (batch->time_steps > 0) /* an event set: (T, N, C, H, W) */
+        shape = SNN_SHAPE(batch->time_steps, batch->count, batch->channels, batch->height,
+                          batch->width);
+    snn_tensor *x = snn_from_host(shape, batch->images, device);
     snn_tensor *y = x ? snn_from_host(SNN_SHAPE(batch->count), batch->labels, device) : NULL;
     if (!x || !y) return snn_last_status() != SNN_OK ? snn_last_status() : SNN_ERR_MEMORY;
     *images = x;

@@ -150,7 +150,13 @@ static UNUSED int checkpoint_run_open(checkpoint_run *r, const char *program, co
     r->config = snn_model_config_of(r->model);
     r->dataset = dataset ? dataset : snn_metadata_get(&r->meta, "snn.train.dataset");
     if (!r->dataset) r->dataset = "fashion-mnist";
-    if (snn_dataset_load(r->dataset, data, SNN_SPLIT_TEST, &r->test) != SNN_OK) {
+    /* event sets: the frames the model was trained on (T, split mode, downsampling) */
+    snn_event_frames frames = {r->config->time_steps, SNN_SPLIT_BY_NUMBER, 1};
+    const char *f = snn_metadata_get(&r->meta, "snn.train.frames");
+    char split[16] = "";
+    if (f && sscanf(f, "%15[a-z],%d", split, &frames.downsample) == 2)
+        snn_event_split_parse(split, &frames.split_by);
+    if (snn_dataset_load_frames(r->dataset, data, SNN_SPLIT_TEST, &frames, &r->test) != SNN_OK) {
         fprintf(stderr, "%s: %s\n", program, snn_last_error());
         snn_module_free(r->model);
         return 1;
@@ -196,6 +202,7 @@ typedef struct eval_result {
     double elements[MAX_LAYERS];          /* neuron-steps per layer over the set */
     int classes;
     int64_t *confusion;                   /* (classes, classes): [true][predicted], optional */
+    FILE *predictions;                    /* optional: one predicted class per line */
 } eval_result;
 
 static UNUSED double eval_accuracy(const eval_result *r)
@@ -239,6 +246,7 @@ static UNUSED snn_status evaluate(snn_module *model, snn_loader *loader, snn_dev
         snn_tensor_copy_to_host(am, pred);
         r->loss_sum += (double)snn_tensor_item(loss) * batch.count;
         for (int i = 0; i < batch.count; i++) {
+            if (r->predictions) fprintf(r->predictions, "%d\n", (int)pred[i]);
             r->correct += pred[i] == lab[i];
             if (r->confusion) r->confusion[(int)lab[i] * r->classes + (int)pred[i]]++;
         }

@@ -21,8 +21,8 @@
 
 typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume, *precision;
-    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
+    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by;
+    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
     int limit_train, limit_test, augment, stop_after;
     bool tf32;
     float tau, lr, momentum, weight_decay, min_lr;
@@ -36,7 +36,8 @@ static train_options defaults(void)
         .device = "cpu", .precision = "fp32", .time_steps = 2, .width = 0, .hidden = 128, .epochs = 4,
         .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
-        .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f,
+        .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
+        .downsample = 1,
     };
 }
 
@@ -235,16 +236,18 @@ int main(int argc, char **argv)
 {
     train_options o = defaults();
     option table[] = {
-        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
+        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
+        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, dvsnet"},
         {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif"},
         {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
         {"--T", OPT_INT, &o.time_steps, "time steps"},
         {"--width", OPT_INT, &o.width, "channels of the first conv (0: the model's default, 32 / 64)"},
         {"--hidden", OPT_INT, &o.hidden, "hidden units of the CNN's first fc"},
-        {"--encoding", OPT_STRING, &o.encoding, "direct, poisson"},
+        {"--encoding", OPT_STRING, &o.encoding, "direct, poisson (event data sets: their frames)"},
+        {"--split-by", OPT_STRING, &o.split_by, "event data sets: cut each sample into T frames by event number or time"},
+        {"--downsample", OPT_INT, &o.downsample, "event data sets: sum k x k sensor pixels into one frame pixel"},
         {"--loss", OPT_STRING, &o.loss, "ce (cross-entropy on the time-mean output) or mse (firing rate vs one-hot)"},
         {"--epochs", OPT_INT, &o.epochs, "epochs to train (in all, counting resumed ones)"},
         {"--batch-size", OPT_INT, &o.batch_size, "batch size"},
@@ -359,10 +362,13 @@ int main(int argc, char **argv)
         }
     }
 
-    /* data */
+    /* data (event sets: T frames per sample, T = the model's time steps) */
+    snn_event_frames frames = {config.time_steps, SNN_SPLIT_BY_NUMBER, o.downsample};
+    if (snn_event_split_parse(o.split_by, &frames.split_by) != SNN_OK) return fail("--split-by");
     snn_dataset train_full, test_full;
-    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TRAIN, &train_full) != SNN_OK) return fail("--dataset");
-    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TEST, &test_full) != SNN_OK) {
+    if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TRAIN, &frames, &train_full) != SNN_OK)
+        return fail("--dataset");
+    if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TEST, &frames, &test_full) != SNN_OK) {
         snn_dataset_free(&train_full);
         return fail("--dataset");
     }
@@ -372,6 +378,7 @@ int main(int argc, char **argv)
     if (!o.resume) {
         config.in_channels = train.channels, config.height = train.height, config.width = train.width;
         config.classes = train.classes;
+        if (train.time_steps > 0) config.encoding = SNN_ENCODING_EVENTS;
     } else if (config.in_channels != train.channels || config.height != train.height ||
                config.width != train.width || config.classes != train.classes) {
         fprintf(stderr, "snn-train: --resume: the checkpoint's model takes %dx%dx%d images and %d "
@@ -463,6 +470,8 @@ int main(int argc, char **argv)
         snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)epoch + 1);
         snn_metadata_set(&meta, "snn.train.dataset", "%s", o.dataset);
         snn_metadata_set(&meta, "snn.train.optimizer", "%s", o.optimizer);
+        snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(frames.split_by),
+                         frames.downsample);
         snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", eval_accuracy(&ev));
         snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
         path_in(path, sizeof path, out_dir, "checkpoint.safetensors");

@@ -76,12 +76,7 @@ static snn_module *block_new(int in, int out, int stride, bool sew, const snn_ne
 static snn_tensor *resnet_forward(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
-    const snn_model_config *c = &impl->config;
-    if (x && (x->shape.ndim != 4 || x->shape.dim[1] != c->in_channels)) {
-        char buf[96];
-        return snn_error_null(SNN_ERR_ARGUMENT, "ResNet: bad argument 'x' (expected (N, %d, H, W), "
-                              "got %s)", c->in_channels, snn_shape_str(x->shape, buf, sizeof buf));
-    }
+    if (snn_model_check_input("ResNet", &impl->config, x, true) != SNN_OK) return NULL;
     return snn_model_run(m, x);
 }
 

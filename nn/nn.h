@@ -188,28 +188,33 @@ snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
 
 /** Which model snn_model_new builds. */
 typedef enum snn_model_kind {
-    SNN_MODEL_SPIKING_CNN,    /**< 28x28: conv-BN-neuron-maxpool x2, fc-neuron, fc */
+    SNN_MODEL_SPIKING_CNN,    /**< 28x28 (or 34x34 N-MNIST frames): conv-BN-neuron-maxpool x2,
+                                   fc-neuron, fc */
     SNN_MODEL_RESNET18,       /**< spiking ResNet-18, CIFAR stem (3x3 conv, no max-pool) */
     SNN_MODEL_SEW_RESNET18,   /**< SEW-ResNet-18 (Fang et al. 2021), ADD connection */
+    SNN_MODEL_DVS_NET,        /**< event frames (DVS Gesture 128x128): conv-BN-neuron-maxpool
+                                   blocks down to 4x4 (5 at 128x128), fc-neuron, fc */
 } snn_model_kind;
 
 /** How an image becomes T time steps of input. */
 typedef enum snn_encoding {
     SNN_ENCODING_DIRECT,      /**< the image repeated over T; the first conv+BN+neuron encode */
     SNN_ENCODING_POISSON,     /**< each pixel in [0, 1] fires with probability = its value */
+    SNN_ENCODING_EVENTS,      /**< the input already has a time axis: (T, N, C, H, W) event
+                                   frames (data.h's event sets); the stem runs on all T frames */
 } snn_encoding;
 
 /** What snn_model_new builds; start from snn_model_config_default(kind). */
 typedef struct snn_model_config {
     snn_model_kind kind;      /**< the model */
     int in_channels;          /**< C of the input images */
-    int height;               /**< H of the input images (CNN: a multiple of 4; ResNets: >= 8) */
+    int height;               /**< H of the input images (CNNs: >= 4; ResNets: >= 8) */
     int width;                /**< W of the input images (as height) */
     int classes;              /**< outputs (>= 2) */
     int width_base;           /**< channels of the first conv (CNN: 32, ResNet: 64) */
     int hidden;               /**< CNN: hidden units of the first fc */
     int time_steps;           /**< T (1..1024) */
-    snn_encoding encoding;    /**< direct or Poisson */
+    snn_encoding encoding;    /**< direct, Poisson or event frames */
     snn_neuron_config neuron; /**< every neuron layer's model */
     bool spiking_readout;     /**< CNN: the last fc feeds a neuron layer, so the output is a
                                  firing rate in [0, 1] (for the MSE rate loss) */
@@ -217,12 +222,14 @@ typedef struct snn_model_config {
 } snn_model_config;
 
 /** The defaults of `kind`: LIF neurons with the ATan surrogate, T = 4, direct encoding; the
- * CNN takes 1x28x28 images (width 32, hidden 128), the ResNets 3x32x32 (width 64); 10 classes. */
+ * CNN takes 1x28x28 images (width 32, hidden 128), the ResNets 3x32x32 (width 64), 10 classes;
+ * the DVS net takes 2x128x128 event frames (width 32, hidden 256, 11 classes). */
 snn_model_config snn_model_config_default(snn_model_kind kind);
 /** Builds the model `config` describes (copied), its weights drawn from `rng`, on the CPU
- * (snn_module_to moves it). Its forward maps images (N, C, H, W) to logits (N, classes), the
- * mean over T of the last layer. The caller owns it (snn_module_free). NULL with
- * SNN_ERR_ARGUMENT and a message naming the field for a bad configuration, or SNN_ERR_MEMORY. */
+ * (snn_module_to moves it). Its forward maps images (N, C, H, W), or event frames (T, N, C, H, W)
+ * with the events encoding, to logits (N, classes), the mean over T of the last layer. The caller
+ * owns it (snn_module_free). NULL with SNN_ERR_ARGUMENT and a message naming the field for a bad
+ * configuration, or SNN_ERR_MEMORY. */
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng);
 /** The configuration `model` was built with (owned by the model); NULL for a module that is not
  * a model. */

@@ -96,7 +96,18 @@ static void test_huge_models_are_refused(void)
     c = tiny_cnn();
     c.width_base = 1 << 16;
     c.height = c.width = 1 << 12;
-    check_refused("cnn_flat", &c, "width_base * (height/4) * (width/4) exceed 2^31 - 1)");
+    const char *flat = "flattened features, width_base x height x width after its pools, must "
+                       "be 1 .. 2^31 - 1";
+    check_refused("cnn_flat", &c, flat);
+    /* the DVS net stops after 8 blocks: a 65536-wide frame is still 256 wide there */
+    c = snn_model_config_default(SNN_MODEL_DVS_NET);
+    c.width_base = 1 << 16;
+    c.height = c.width = 1 << 16;
+    check_refused("dvsnet_flat", &c, flat);
+    /* nor may a side reach 0 before the other is down to 4 (fc1 would take nothing) */
+    c = snn_model_config_default(SNN_MODEL_DVS_NET);
+    c.height = 40, c.width = 12;
+    check_refused("dvsnet_empty", &c, flat);
 }
 
 static void test_wrapping_shapes_are_refused(void)
@@ -156,6 +167,14 @@ static void test_param_count_matches_builders(void)
     check_count(&c, "cnn 3x12x16 w3 readout");
     c.neuron = snn_neuron_config_default(SNN_NEURON_PLIF);
     check_count(&c, "cnn plif");
+    c = tiny_cnn();
+    c.height = c.width = 34;           /* N-MNIST frames: the pools round down, 34 -> 17 -> 8 */
+    check_count(&c, "cnn 34x34");
+    c = snn_model_config_default(SNN_MODEL_DVS_NET);
+    c.width_base = 2, c.hidden = 4;
+    check_count(&c, "dvsnet 2x128x128");
+    c.height = 40, c.width = 20;       /* blocks while either side is above 4: 2x1 at the end */
+    check_count(&c, "dvsnet 2x40x20");
     snn_model_kind kinds[2] = {SNN_MODEL_RESNET18, SNN_MODEL_SEW_RESNET18};
     for (int k = 0; k < 2; k++) {
         for (int w = 1; w <= 2; w++) {

@@ -8,6 +8,8 @@
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
 #   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
+#                                  runs the NIR file in plain PyTorch (h5py) against snn-eval
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -113,6 +115,23 @@ for stage in "$@"; do
       timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
     done ;;
+  nir)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    [ -x build-gpu/bin/snn-export-nir ] || { log "nir: snn-export-nir not built (no HDF5: apt-get install libhdf5-dev)"; continue; }
+    log "nir: spiking CNN on Fashion-MNIST (CUDA, 2 epochs, T=4), NIR export, the file run in PyTorch"
+    build-gpu/bin/snn-train --device cuda --epochs 2 --T 4 --out "$LOGS/nir_cnn" 2>&1 | grep -E "^epoch|done" | summary
+    ckpt="$LOGS/nir_cnn/checkpoint.safetensors"
+    build-gpu/bin/snn-export-nir --checkpoint "$ckpt" -o "$OUT/cnn.nir" 2>&1 | summary
+    build-gpu/bin/snn-eval --checkpoint "$ckpt" --device cpu --predictions "$LOGS/nir_pred.txt" 2>&1 | grep -E "accuracy" | summary
+    timeout 300 python3 tools/nir_check.py "$OUT/cnn.nir" --predictions "$LOGS/nir_pred.txt" --device cuda 2>&1 | summary
+    log "nir: SEW-ResNet-18 (width 16, 1 epoch on 20000 images), export and check"
+    build-gpu/bin/snn-train --device cuda --model sew-resnet18 --width 16 --epochs 1 --T 2 --limit-train 20000 \
+      --out "$LOGS/nir_sew" 2>&1 | grep -E "^epoch|done" | summary
+    build-gpu/bin/snn-export-nir --checkpoint "$LOGS/nir_sew/checkpoint.safetensors" -o "$LOGS/sew.nir" 2>&1 | summary
+    build-gpu/bin/snn-eval --checkpoint "$LOGS/nir_sew/checkpoint.safetensors" --device cuda \
+      --predictions "$LOGS/nir_sew_pred.txt" 2>&1 | grep -E "accuracy" | summary
+    timeout 300 python3 tools/nir_check.py "$LOGS/sew.nir" --predictions "$LOGS/nir_sew_pred.txt" --device cuda 2>&1 | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
