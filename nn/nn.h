@@ -179,6 +179,31 @@ const char *snn_model_kind_name(snn_model_kind kind);
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out);
 
 /* ---------------------------------------------------------------------------------------------
+ * Memory estimate (nn/model_memory.c): what a model and one step of it take, from the
+ * configuration alone, so that a program can refuse a size before allocating anything.
+ * Bytes are doubles: an absurd width must give an absurd number, not a wrapped one.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct snn_memory_estimate {
+    int64_t parameter_count;  /* trainable parameters (as snn_module_num_parameters) */
+    double parameters;        /* bytes: weights, biases, batch-norm statistics */
+    double gradients;         /* bytes: one per trainable parameter (training only) */
+    double optimizer;         /* bytes: optimizer state (training only) */
+    double step;              /* bytes: the step arena's high-water mark */
+    double workspace;         /* bytes: the largest conv workspace (part of `step`) */
+    double overhead;          /* bytes: fixed per device (GEMM buffers; CUDA scratch, cuBLAS) */
+    double total;             /* bytes on the model's device: the sum of the above */
+    double host;              /* bytes of host memory besides the data set (= total on the CPU) */
+} snn_memory_estimate;
+
+/* Estimates one step of `config` at `batch_size` on `device`: training (a tape, gradients and
+ * `optimizer_states` tensors per weight: 0 plain SGD, 1 SGD with momentum, 2 Adam) or
+ * evaluation (no tape). Needs no model and allocates nothing. */
+snn_status snn_model_memory_estimate(const snn_model_config *config, int batch_size,
+                                     snn_device device, bool training, int optimizer_states,
+                                     snn_memory_estimate *out);
+
+/* ---------------------------------------------------------------------------------------------
  * Optimizers and schedules (nn/optim.c, nn/schedule.c)
  * ------------------------------------------------------------------------------------------- */
 
