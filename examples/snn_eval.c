@@ -64,6 +64,7 @@ int main(int argc, char **argv)
         }
     }
     snn_loader_free(loader);
+    if (status == 0) status = finish_stdout("snn-eval");
     checkpoint_run_close(&run);
     return status;
 }
