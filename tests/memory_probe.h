@@ -7,6 +7,9 @@
  * step (snn_step_reserve), so the step runs in that one block and the arena's high-water mark
  * is exactly the bytes the step allocated, then runs the step as snn-train (training: zero
  * grad, forward, loss, backward, argmax, optimizer step) or snn-eval (no tape, eval mode) does.
+ * With `as_snn_train` the arena gets exactly the estimated step instead, as snn-train gives it,
+ * and on CUDA the drop of the device's free memory over the probe is recorded too: what the
+ * run took in all, cuBLAS and the kernels loaded on first use included.
  */
 #ifndef SNN_MEMORY_PROBE_H
 #define SNN_MEMORY_PROBE_H
@@ -32,6 +35,7 @@ typedef struct probe_result {
     double step;              /* the arena's high-water mark during the step */
     double owned;             /* live bytes after the step, less the arena: parameters,
                                  gradients, optimizer state, structs, per-device buffers */
+    double device_used;       /* CUDA, as_snn_train: free memory before - after (else 0) */
 } probe_result;
 
 /* A case of `kind` at width `width`, T `T` (the other fields: the model's defaults). */
@@ -47,7 +51,8 @@ static inline probe_case probe_make(const char *name, snn_model_kind kind, int w
 /* Runs the case on `device`; false (message in snn_last_error) when something failed. The
  * caller's arenas and buffers are released first (snn_shutdown) so that the live bytes start
  * from what the caller holds outside snn.c, normally nothing. */
-static inline bool probe_run(const probe_case *pc, snn_device device, probe_result *r)
+static inline bool probe_run(const probe_case *pc, snn_device device, bool as_snn_train,
+                             probe_result *r)
 {
     memset(r, 0, sizeof *r);
     const snn_model_config *c = &pc->config;
@@ -55,7 +60,9 @@ static inline bool probe_run(const probe_case *pc, snn_device device, probe_resu
                                   &r->estimate) != SNN_OK)
         return false;
     snn_shutdown();
-    size_t base = snn_live_bytes(device);
+    size_t base = snn_live_bytes(device), free_before = 0, free_after = 0, size = 0;
+    bool measure_free = as_snn_train && device == SNN_CUDA &&
+                        snn_device_memory(device, &free_before, &size) == SNN_OK;
     snn_rng rng;
     snn_rng_seed(&rng, 1);
     snn_module *model = snn_model_new(c, &rng);
@@ -75,7 +82,10 @@ static inline bool probe_run(const probe_case *pc, snn_device device, probe_resu
         r->parameter_count = snn_module_num_parameters(model);
     }
     /* one block far larger than the step: the high-water mark is then the step's own bytes */
-    if (ok) ok = snn_step_reserve(device, (size_t)(2.0 * r->estimate.step) + ((size_t)64 << 20)) == SNN_OK;
+    if (ok) {
+        double block = as_snn_train ? r->estimate.step : 2.0 * r->estimate.step + 67108864.0;
+        ok = snn_step_reserve(device, (size_t)block) == SNN_OK;
+    }
     float *host = NULL, *labels = NULL;
     size_t image = (size_t)c->in_channels * (size_t)c->height * (size_t)c->width;
     if (ok) {
@@ -108,6 +118,8 @@ static inline bool probe_run(const probe_case *pc, snn_device device, probe_resu
     if (ok) {
         r->step = (double)snn_step_peak_bytes(device);
         r->owned = (double)(snn_live_bytes(device) - base - snn_arena_reserved_bytes(device));
+        if (measure_free && snn_device_memory(device, &free_after, &size) == SNN_OK)
+            r->device_used = free_before > free_after ? (double)(free_before - free_after) : 0.0;
     }
     free(host);
     free(labels);

@@ -54,7 +54,7 @@ static void test_estimate_against_measured(void)
             "step est.", "step meas.", "ratio", "rest est.", "rest meas.");
     for (int i = 0; i < n_cases; i++) {
         probe_result r;
-        bool ok = probe_run(&cases[i], SNN_CPU, &r);
+        bool ok = probe_run(&cases[i], SNN_CPU, false, &r);
         CHECK(ok);
         if (!ok) {
             fprintf(stderr, "  %s: %s\n", cases[i].name, snn_last_error());

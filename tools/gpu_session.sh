@@ -8,6 +8,8 @@
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
 #   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   tools/gpu_session.sh reliability issue 19: memory estimate vs measured on the GPU, SIGTERM
+#                                  and resume on CUDA, sizes refused (needs .carry/ with the data)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -112,6 +114,22 @@ for stage in "$@"; do
       log "snn-sparse --device $dev: spiking ResNet-18"
       timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
+    done ;;
+  reliability)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    log "issue 19: the memory estimate against the measured step on the GPU; SIGTERM + resume on CUDA"
+    timeout 400 ctest --test-dir build-gpu -R '^(cuda_memory_estimate|cuda_train)$' -V \
+      > "$LOGS/reliability.log" 2>&1
+    echo "ctest exit $?" | summary
+    grep -E "case \(|  (cnn|resnet|sew)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK|checks,|tests passed|tests failed" \
+      "$LOGS/reliability.log" | summary
+    log "issue 19: sizes that cannot fit on the GPU are refused before allocating (want exit 2, not 137)"
+    for flags in "--width 100000" "--width 256 --T 16 --batch-size 60000"; do
+      timeout 120 build-gpu/bin/snn-train --device cuda $flags --epochs 1 --out /tmp/snn-refused \
+        > "$LOGS/refused.txt" 2>&1
+      echo "snn-train --device cuda $flags: exit $?" | summary
+      grep -E "needs about|weights|hint" "$LOGS/refused.txt" | summary
     done ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
