@@ -267,6 +267,13 @@ static UNUSED snn_status evaluate(snn_module *model, snn_loader *loader, snn_dev
             snn_free(pred, (size_t)cap * sizeof *pred, SNN_CPU);
             cap = batch.count;
             pred = snn_alloc((size_t)cap * sizeof *pred, SNN_CPU);
+            if (!pred) {
+                cap = 0;
+                status = SNN_ERR_MEMORY;
+                fprintf(stderr, "evaluate: out of host memory for %d predictions\n", batch.count);
+                snn_step_end();
+                break;
+            }
         }
         lab = (float *)batch.labels;
         snn_tensor_copy_to_host(am, pred);

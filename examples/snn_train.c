@@ -135,6 +135,10 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
     float *pred = malloc((size_t)o->batch_size * sizeof *pred);
     snn_status status = SNN_OK;
     snn_batch batch;
+    if (!pred) {
+        fprintf(stderr, "snn-train: out of host memory for %d predictions\n", o->batch_size);
+        return SNN_ERR_MEMORY;
+    }
     snn_module_train(model, true);
     while (!run_stop_requested() && snn_loader_next(loader, &batch)) {
         snn_optimizer_set_lr(opt, snn_schedule_lr(schedule, snn_optimizer_steps(opt)));
@@ -520,13 +524,6 @@ int main(int argc, char **argv)
         }
     }
 
-    /* the output folder, locked for this run before anything slow happens */
-    char out_dir[512], path[1024];
-    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
-    if (!o.out && make_dir("runs")) return 1;
-    if (make_dir(out_dir) || run_lock_folder("snn-train", out_dir, argc, argv)) return 1;
-
     /* data */
     snn_dataset train_full, test_full;
     if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TRAIN, &train_full) != SNN_OK) return fail("--dataset");
@@ -546,7 +543,7 @@ int main(int argc, char **argv)
                 "classes; --dataset %s has %dx%dx%d and %d\n", config.in_channels, config.height,
                 config.width, config.classes, o.dataset, train.channels, train.height, train.width,
                 train.classes);
-        return 2;
+        return drop_data(&train_full, &test_full, 2);
     }
     if (start_batch) { /* a mid-epoch position means something only with the same batches */
         char here[128];
@@ -560,6 +557,14 @@ int main(int argc, char **argv)
             return drop_data(&train_full, &test_full, 2);
         }
     }
+
+    /* the output folder, locked for this run before anything is built or trained */
+    char out_dir[512], path[1024];
+    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
+    else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
+    if ((!o.out && make_dir("runs")) || make_dir(out_dir) ||
+        run_lock_folder("snn-train", out_dir, argc, argv))
+        return drop_data(&train_full, &test_full, 1);
 
     /* memory: the model, one step and the batches must fit before any of it is allocated */
     int optimizer_states = strcmp(o.optimizer, "sgd") ? 2 : o.momentum > 0.0f ? 1 : 0;
