@@ -15,8 +15,8 @@
  *     limited to 16 GiB on a 512 GiB node is killed at 16 GiB, whatever MemAvailable says. For
  *     cgroup v2 every level from the process's cgroup up to the root with a memory.max is
  *     checked, the headroom being memory.max - (memory.current - inactive_file), since pages of
- *     inactive file cache are reclaimed before the limit kills anything. For cgroup v1 the one
- *     memory controller's memory.limit_in_bytes - memory.usage_in_bytes (less total_inactive_file).
+ *     inactive file cache are reclaimed before the limit kills anything. For cgroup v1 the same
+ *     walk with memory.limit_in_bytes - (memory.usage_in_bytes - total_inactive_file).
  *
  * The smallest of these is what is available.
  */
@@ -64,10 +64,11 @@ static int read_number(const char *path, size_t *out)
     return ok;
 }
 
-/* Headroom under a cgroup limit in `dir` (v2 file names when v2, else v1); 0 when no limit. */
-static int cgroup_headroom(const char *dir, int v2, size_t *out)
+/* Headroom under a cgroup limit in `dir` (v2 file names when v2, else v1) and the limit; 0
+ * when no limit. */
+static int cgroup_headroom(const char *dir, int v2, size_t *out, size_t *limit_out)
 {
-    char path[768];
+    char path[832];
     size_t limit = 0, usage = 0, inactive = 0;
     snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes");
     if (!read_number(path, &limit)) return 0;
@@ -78,50 +79,73 @@ static int cgroup_headroom(const char *dir, int v2, size_t *out)
     read_keyed(path, v2 ? "inactive_file" : "total_inactive_file", 1, &inactive);
     usage = inactive < usage ? usage - inactive : 0;
     *out = usage < limit ? limit - usage : 0;
+    *limit_out = limit;
     return 1;
 }
 
-/* The tightest cgroup headroom of this process; 0 when no memory limit applies. */
-static int cgroup_available(size_t *out)
+/* The tightest headroom (and its limit) over `base` + `rel` and each folder above it up to
+ * `base`. */
+static int headroom_up(const char *base, const char *rel, int v2, size_t *best, size_t *limit)
+{
+    char dir[768];
+    snprintf(dir, sizeof dir, "%s%s", base, strcmp(rel, "/") ? rel : "");
+    size_t base_len = strlen(base), headroom = 0, this_limit = 0;
+    int found = 0;
+    for (;;) {
+        if (cgroup_headroom(dir, v2, &headroom, &this_limit) && (!found || headroom < *best))
+            *best = headroom, *limit = this_limit, found = 1;
+        char *slash = strrchr(dir, '/');
+        if (strlen(dir) <= base_len || !slash || (size_t)(slash - dir) < base_len) break;
+        *slash = '\0';
+    }
+    return found;
+}
+
+/* The tightest cgroup headroom of this process and the limit it is under; 0 when no memory
+ * limit applies. The process's
+ * cgroup comes from /proc/self/cgroup: "0::<path>" for v2, "<n>:memory:<path>" (or a list of
+ * controllers that includes memory) for v1, which wins where both appear (hybrid systems keep
+ * the memory controller on v1). */
+static int cgroup_available(size_t *out, size_t *limit)
 {
     FILE *f = fopen("/proc/self/cgroup", "r");
-    char line[512], rel[512] = "";
-    int v1 = 0;
-    while (f && fgets(line, sizeof line, f)) {
+    if (!f) return 0;
+    char line[512], v2_path[512] = "", v1_path[512] = "";
+    while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "0::", 3) == 0) snprintf(rel, sizeof rel, "%s", line + 3);
-        else if (strstr(line, ":memory:")) v1 = 1;
-    }
-    if (f) fclose(f);
-    int found = 0;
-    size_t best = 0, headroom = 0;
-    if (v1) {
-        if (cgroup_headroom("/sys/fs/cgroup/memory", 0, &headroom)) best = headroom, found = 1;
-    } else {
-        /* v2: from the process's cgroup up to the root of the (namespaced) hierarchy */
-        char dir[600];
-        snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(rel, "/") ? rel : "");
-        for (;;) {
-            if (cgroup_headroom(dir, 1, &headroom) && (!found || headroom < best))
-                best = headroom, found = 1;
-            char *slash = strrchr(dir, '/');
-            if (!slash || slash - dir <= (long)strlen("/sys/fs/cgroup")) break;
-            *slash = '\0';
+        char *first = strchr(line, ':'), *second = first ? strchr(first + 1, ':') : NULL;
+        if (!first || !second) continue;
+        *second = '\0';
+        const char *controllers = first + 1, *path = second + 1;
+        if (strncmp(line, "0:", 2) == 0 && controllers[0] == '\0') {
+            snprintf(v2_path, sizeof v2_path, "%s", path);
+            continue;
         }
-        if (cgroup_headroom("/sys/fs/cgroup", 1, &headroom) && (!found || headroom < best))
-            best = headroom, found = 1;
+        /* v1: is "memory" one of the comma-separated controllers? */
+        for (const char *c = controllers; *c;) {
+            size_t n = strcspn(c, ",");
+            if (n == 6 && strncmp(c, "memory", 6) == 0) snprintf(v1_path, sizeof v1_path, "%s", path);
+            c += n + (c[n] == ',');
+        }
     }
+    fclose(f);
+    size_t best = 0;
+    int found = v1_path[0] ? headroom_up("/sys/fs/cgroup/memory", v1_path, 0, &best, limit)
+                           : v2_path[0] ? headroom_up("/sys/fs/cgroup", v2_path, 1, &best, limit) : 0;
     if (found) *out = best;
     return found;
 }
 
 int snn_memory_info_cpu(size_t *available, size_t *total)
 {
-    size_t avail = 0, all = 0, limited = 0;
+    size_t avail = 0, all = 0, limited = 0, limit = 0;
     if (!read_keyed("/proc/meminfo", "MemAvailable", 1024, &avail) ||
         !read_keyed("/proc/meminfo", "MemTotal", 1024, &all))
         return -1;
-    if (cgroup_available(&limited) && limited < avail) avail = limited;
+    if (cgroup_available(&limited, &limit) && limited < avail) {
+        avail = limited;
+        if (limit < all) all = limit; /* "of N" then names the limit the job runs under */
+    }
     *available = avail;
     *total = all;
     return 0;
