@@ -85,6 +85,7 @@ int main(int argc, char **argv)
     }
     if (r.predictions) fclose(r.predictions);
     snn_loader_free(loader);
+    if (status == 0) status = finish_stdout("snn-eval");
     checkpoint_run_close(&run);
     return status;
 }

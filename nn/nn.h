@@ -242,10 +242,39 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state);
  * (at most 256) modules into layers[] and their dotted names into names[] (static strings,
  * valid until the next call); returns how many. */
 int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max);
-/** "cnn", "resnet18" or "sew-resnet18" (a static string). */
+/** "cnn", "resnet18", "sew-resnet18" or "dvsnet" (a static string). */
 const char *snn_model_kind_name(snn_model_kind kind);
 /** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT for any other name. */
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory estimate (nn/model_memory.c): what a model and one step of it take, from the
+ * configuration alone, so that a program can refuse a size before allocating anything.
+ * Bytes are doubles: an absurd width must give an absurd number, not a wrapped one.
+ * ------------------------------------------------------------------------------------------- */
+
+/** What a model and one step of it take on its device, in bytes (doubles: an absurd width gives
+ * an absurd number, not a wrapped one). */
+typedef struct snn_memory_estimate {
+    int64_t parameter_count;  /**< trainable parameters (as snn_module_num_parameters) */
+    double parameters;        /**< bytes: weights, biases, batch-norm statistics */
+    double gradients;         /**< bytes: one per trainable parameter (training only) */
+    double optimizer;         /**< bytes: optimizer state (training only) */
+    double step;              /**< bytes: the step arena's high-water mark */
+    double workspace;         /**< bytes: the largest conv workspace (part of `step`) */
+    double overhead;          /**< bytes: fixed per device (GEMM buffers; CUDA scratch, cuBLAS) */
+    double total;             /**< bytes on the model's device: the sum of the above */
+    double host;              /**< bytes of host memory besides the data set (= total on the
+                                   CPU) */
+} snn_memory_estimate;
+
+/** Estimates into *out one step of `config` at `batch_size` on `device`: training (a tape,
+ * gradients and `optimizer_states` tensors per weight: 0 plain SGD, 1 SGD with momentum, 2 Adam)
+ * or evaluation (no tape). Needs no model and allocates nothing. SNN_ERR_ARGUMENT (message set,
+ * *out zeroed) for NULL pointers or sizes below 1. */
+snn_status snn_model_memory_estimate(const snn_model_config *config, int batch_size,
+                                     snn_device device, bool training, int optimizer_states,
+                                     snn_memory_estimate *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Optimizers and schedules (nn/optim.c, nn/schedule.c)

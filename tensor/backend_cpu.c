@@ -22,6 +22,7 @@ const snn_kernels snn_kernels_cpu = {
     .device_free = cpu_free,
     .copy = cpu_copy,
     .synchronize = cpu_synchronize,
+    .memory_info = snn_memory_info_cpu,
     .fill = snn_fill_cpu,
     .axpy = snn_axpy_cpu,
     .unary_forward = snn_unary_forward_cpu,

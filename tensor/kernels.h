@@ -113,6 +113,9 @@ typedef struct snn_kernels {
     void (*device_free)(void *p);
     void (*copy)(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
     void (*synchronize)(void);
+    /* Bytes that can be allocated now and the device's size; 0 on success, -1 when the device
+     * cannot tell (CPU: tensor/memory_info.c; CUDA: cudaMemGetInfo). */
+    int (*memory_info)(size_t *available, size_t *total);
 
     /* out[i] = value */
     void (*fill)(float *out, float value, int64_t n);

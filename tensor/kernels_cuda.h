@@ -21,6 +21,7 @@ void *snn_device_alloc_cuda(size_t bytes);
 void snn_device_free_cuda(void *p);
 void snn_copy_cuda(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
 void snn_synchronize_cuda(void);
+int snn_memory_info_cuda(size_t *available, size_t *total);
 
 /* elementwise.cu */
 void snn_fill_cuda(float *out, float value, int64_t n);

@@ -175,6 +175,20 @@ uint64_t snn_step_id(void);
 bool snn_step_is_open(uint64_t id);
 /** Bytes reserved by the step arenas of `device` (they are reused, not freed, between steps). */
 size_t snn_arena_reserved_bytes(snn_device device);
+/** Gives the arena of `device` one block of at least `bytes` now, outside any step, so that a
+ * first step whose size is known ahead (nn.h: snn_model_memory_estimate, its step less its
+ * gradient_pool) fits in it. Without it the first step grows the arena block by block (1 MiB,
+ * then doubling), which reserves up to twice what the step uses until the step ends: on CUDA,
+ * where cudaMalloc reserves for real, that can fail a step that fits. SNN_ERR_STATE inside a
+ * step, SNN_ERR_ARGUMENT for a bad device, SNN_ERR_MEMORY (arena left empty) when the block
+ * cannot be had. */
+snn_status snn_step_reserve(snn_device device, size_t bytes);
+/** The most bytes the arena of `device` had in use at once during the last outermost step (0
+ * before the first). With one block (after snn_step_reserve, or from the second step on) that
+ * is exactly what the step allocated there at its high-water mark. The gradients of
+ * activations are not in it: their data come from a pool beside the arena that gives each back
+ * as soon as backward is done with it (tensor/step_pool.c). */
+size_t snn_step_peak_bytes(snn_device device);
 /** Frees the arena blocks and every per-device resource (cuBLAS handle, CUDA stream, GEMM
  * scratch); call at exit, with no step open. snn.c may be used again afterwards. */
 void snn_shutdown(void);
@@ -229,6 +243,11 @@ void snn_synchronize(snn_device device);
 void snn_set_num_threads(int n);
 /** The OpenMP threads the CPU kernels use. */
 int snn_get_num_threads(void);
+/** Writes into *available the bytes `device` can still give now and into *total its size (CPU:
+ * MemAvailable, capped by the process's memory cgroup; CUDA: cudaMemGetInfo).
+ * SNN_ERR_ARGUMENT for a NULL pointer; SNN_ERR_UNSUPPORTED with a message (both set to 0) when
+ * it cannot tell or the device is missing. tensor/memory_info.c says how each number is read. */
+snn_status snn_device_memory(snn_device device, size_t *available, size_t *total);
 
 /* ---------------------------------------------------------------------------------------------
  * Precision of the GPU's matrix products

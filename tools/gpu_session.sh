@@ -10,6 +10,8 @@
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
 #   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
 #                                  runs the NIR file in plain PyTorch (h5py) against snn-eval
+#   tools/gpu_session.sh reliability issue 19: memory estimate vs measured on the GPU, SIGTERM
+#                                  and resume on CUDA, sizes refused (needs .carry/ with the data)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -132,6 +134,22 @@ for stage in "$@"; do
     build-gpu/bin/snn-eval --checkpoint "$LOGS/nir_sew/checkpoint.safetensors" --device cuda \
       --predictions "$LOGS/nir_sew_pred.txt" 2>&1 | grep -E "accuracy" | summary
     timeout 300 python3 tools/nir_check.py "$LOGS/sew.nir" --predictions "$LOGS/nir_sew_pred.txt" --device cuda 2>&1 | summary ;;
+  reliability)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    log "issue 19: the memory estimate against the measured step on the GPU; SIGTERM + resume on CUDA"
+    timeout 400 ctest --test-dir build-gpu -R '^(cuda_memory_estimate|cuda_train)$' -V \
+      > "$LOGS/reliability.log" 2>&1
+    echo "ctest exit $?" | summary
+    grep -E "case \(|  (cnn|resnet|sew)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK|checks,|tests passed|tests failed" \
+      "$LOGS/reliability.log" | summary
+    log "issue 19: sizes that cannot fit on the GPU are refused before allocating (want exit 2, not 137)"
+    for flags in "--width 100000" "--width 256 --T 16 --batch-size 60000"; do
+      timeout 120 build-gpu/bin/snn-train --device cuda $flags --epochs 1 --out /tmp/snn-refused \
+        > "$LOGS/refused.txt" 2>&1
+      echo "snn-train --device cuda $flags: exit $?" | summary
+      grep -E "needs about|weights|hint" "$LOGS/refused.txt" | summary
+    done ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
