@@ -617,8 +617,10 @@ int main(int argc, char **argv)
         ? snn_sgd_new(model, o.lr, o.momentum, o.weight_decay, false)
         : snn_adam_new(model, o.lr, o.weight_decay, strcmp(o.optimizer, "adamw") == 0);
     if (!opt) return fail("optimizer");
-    /* the first step's arena in one block: it needs no growth, and on CUDA no doubling */
-    if (snn_step_reserve(device, (size_t)memory.step) != SNN_OK) return fail("memory");
+    /* the first step's arena in one block: it needs no growth, and on CUDA no doubling (the
+     * gradients of activations come from the step pool, not from the arena) */
+    if (snn_step_reserve(device, (size_t)(memory.step - memory.gradient_pool)) != SNN_OK)
+        return fail("memory");
     int64_t steps_per_epoch = snn_loader_num_batches(train_loader);
     schedule.total_steps = steps_per_epoch * o.epochs;
     schedule.step_size = schedule.total_steps / 3 > 0 ? schedule.total_steps / 3 : 1;

@@ -260,8 +260,11 @@ typedef struct snn_memory_estimate {
     double parameters;        /**< bytes: weights, biases, batch-norm statistics */
     double gradients;         /**< bytes: one per trainable parameter (training only) */
     double optimizer;         /**< bytes: optimizer state (training only) */
-    double step;              /**< bytes: the step arena's high-water mark */
+    double step;              /**< bytes: the step arena's high-water mark, plus gradient_pool */
     double workspace;         /**< bytes: the largest conv workspace (part of `step`) */
+    double gradient_pool;     /**< bytes: the step pool's blocks for the gradients of
+                                   activations (training only; part of `step`, not of the arena:
+                                   snn_step_reserve the step less this) */
     double overhead;          /**< bytes: fixed per device (GEMM buffers; CUDA scratch, cuBLAS) */
     double total;             /**< bytes on the model's device: the sum of the above */
     double host;              /**< bytes of host memory besides the data set (= total on the

@@ -5,11 +5,14 @@
  *
  * A probe builds the model on the device, gives the step arena one block far larger than the
  * step (snn_step_reserve), so the step runs in that one block and the arena's high-water mark
- * is exactly the bytes the step allocated, then runs the step as snn-train (training: zero
- * grad, forward, loss, backward, argmax, optimizer step) or snn-eval (no tape, eval mode) does.
- * With `as_snn_train` the arena gets exactly the estimated step instead, as snn-train gives it,
- * and on CUDA the drop of the device's free memory over the probe is recorded too: what the
- * run took in all, cuBLAS and the kernels loaded on first use included.
+ * is exactly the bytes the step allocated there, then runs the step as snn-train (training:
+ * zero grad, forward, loss, backward, argmax, optimizer step) or snn-eval (no tape, eval mode)
+ * does. The step's memory is that mark plus what the step pool (tensor/step_pool.c) reserved
+ * for the gradients of activations: its blocks stay allocated after the step, for the next.
+ * With `as_snn_train` the arena gets exactly the estimated step less its gradient pool
+ * instead, as snn-train gives it, and on CUDA the drop of the device's free memory over the
+ * probe is recorded too: what the run took in all, cuBLAS and the kernels loaded on first use
+ * included.
  */
 #ifndef SNN_MEMORY_PROBE_H
 #define SNN_MEMORY_PROBE_H
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "snn.h"
+#include "tensor/arena.h"
 
 typedef struct probe_case {
     const char *name;
@@ -32,9 +36,11 @@ typedef struct probe_result {
     snn_memory_estimate estimate;
     int64_t parameter_count;  /* snn_module_num_parameters */
     double parameters;        /* bytes of every module tensor, buffers included */
-    double step;              /* the arena's high-water mark during the step */
-    double owned;             /* live bytes after the step, less the arena: parameters,
-                                 gradients, optimizer state, structs, per-device buffers */
+    double step;              /* the arena's high-water mark during the step + pool */
+    double pool;              /* the step pool's blocks after the step (part of `step`) */
+    double owned;             /* live bytes after the step, less the arena and the pool:
+                                 parameters, gradients, optimizer state, structs, per-device
+                                 buffers */
     double device_used;       /* CUDA, as_snn_train: free memory before - after (else 0) */
 } probe_result;
 
@@ -83,11 +89,15 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
     }
     /* one block far larger than the step: the high-water mark is then the step's own bytes */
     if (ok) {
-        double block = as_snn_train ? r->estimate.step : 2.0 * r->estimate.step + 67108864.0;
+        double block = as_snn_train ? r->estimate.step - r->estimate.gradient_pool
+                                    : 2.0 * r->estimate.step + 67108864.0;
         ok = snn_step_reserve(device, (size_t)block) == SNN_OK;
     }
     float *host = NULL, *labels = NULL;
-    size_t image = (size_t)c->in_channels * (size_t)c->height * (size_t)c->width;
+    /* event frames come as (T, N, C, H, W) */
+    const bool events = c->encoding == SNN_ENCODING_EVENTS;
+    size_t image = (size_t)c->in_channels * (size_t)c->height * (size_t)c->width *
+                   (size_t)(events ? c->time_steps : 1);
     if (ok) {
         host = malloc((size_t)pc->batch * image * sizeof *host);
         labels = malloc((size_t)pc->batch * sizeof *labels);
@@ -99,8 +109,10 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
         snn_module_train(model, pc->training);
         if (!pc->training) snn_no_grad_begin();
         snn_step_begin();
-        snn_tensor *x = snn_from_host(SNN_SHAPE(pc->batch, c->in_channels, c->height, c->width),
-                                      host, device);
+        snn_shape xs = events ? SNN_SHAPE(c->time_steps, pc->batch, c->in_channels, c->height,
+                                          c->width)
+                              : SNN_SHAPE(pc->batch, c->in_channels, c->height, c->width);
+        snn_tensor *x = snn_from_host(xs, host, device);
         snn_tensor *y = snn_from_host(SNN_SHAPE(pc->batch), labels, device);
         if (pc->training) snn_module_zero_grad(model);
         snn_tensor *out = x && y ? snn_module_forward(model, x) : NULL;
@@ -116,8 +128,10 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
         if (!pc->training) snn_no_grad_end();
     }
     if (ok) {
-        r->step = (double)snn_step_peak_bytes(device);
-        r->owned = (double)(snn_live_bytes(device) - base - snn_arena_reserved_bytes(device));
+        r->pool = (double)snn_step_pool_reserved_bytes(device);
+        r->step = (double)snn_step_peak_bytes(device) + r->pool;
+        r->owned = (double)(snn_live_bytes(device) - base - snn_arena_reserved_bytes(device)) -
+                   r->pool;
         if (measure_free && snn_device_memory(device, &free_after, &size) == SNN_OK)
             r->device_used = free_before > free_after ? (double)(free_before - free_after) : 0.0;
     }
