@@ -179,7 +179,8 @@ static UNUSED int checkpoint_run_open(checkpoint_run *r, const char *program, co
         return 2;
     }
     /* the evaluation's step and batches must fit (the model is already loaded) */
-    double image_bytes = 4.0 * ((double)c->in_channels * c->height * c->width + 1.0);
+    double image_bytes = 4.0 * ((double)c->in_channels * c->height * c->width *
+                                (r->view.time_steps > 0 ? r->view.time_steps : 1) + 1.0);
     run_memory_request request = {program, "evaluating", NULL, *c, batch_size, r->view.count,
                                   r->device, false, 0, 2.0 * image_bytes * batch_size, 0.0};
     snn_memory_estimate memory;
