@@ -99,6 +99,12 @@ snn_tensor *snn_tensor_new(snn_shape shape, snn_device device);
 void snn_tensor_free(snn_tensor *t);
 /* OWNED: a grad buffer for an owned tensor, allocated on first use (zero-filled). */
 snn_tensor *snn_tensor_grad(snn_tensor *t);
+/* OWNED: makes t's gradient a view of t->numel floats of `storage` (an OWNED tensor on t's
+ * device, not itself a view) from element `offset` on, so that many gradients share one
+ * contiguous buffer (dist/ all-reduces it in a few large pieces). A gradient t had is freed;
+ * the view's floats are left as they are. snn_tensor_free(t) frees the view, never the
+ * storage, which must outlive every view of it. */
+snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t offset);
 
 /* STEP tensors: live until the enclosing snn_step_end(). */
 snn_tensor *snn_empty(snn_shape shape, snn_device device);            /* uninitialised */
