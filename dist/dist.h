@@ -196,9 +196,11 @@ double snn_dist_exposed_ms(snn_dist *d);
  * `drop_option` and its value (argv[0] is re-executed as /proc/self/exe). Each child gets the
  * parent's environment unchanged plus RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and a
  * rendezvous on a loopback port the launcher holds open (SNN_DIST_INIT, SNN_DIST_LISTEN_FD).
- * Waits for all; when one fails or is killed, says which and how, stops the others (SIGTERM,
- * then SIGKILL after 10 s) and returns its exit code (128 + signal for a signal). Returns 0
- * when all succeed. SIGINT and SIGTERM sent to the launcher are passed to the ranks.
+ * Waits for all; when one fails or is killed, says which and how, gives the others 5 s to stop
+ * by themselves, then stops them (SIGTERM, then SIGKILL after 10 s), and returns the exit code
+ * of the root cause: a rank killed by a signal (128 + signal), else one that failed by itself,
+ * before ranks that stopped because another failed. Returns 0 when all succeed. SIGINT and
+ * SIGTERM sent to the launcher are passed to the ranks.
  */
 int snn_dist_launch(int n_ranks, int argc, char **argv, const char *drop_option);
 

@@ -191,13 +191,12 @@ int snn_dist_launch(int n_ranks, int argc, char **argv, const char *drop_option)
     close(fd);
     free(child_argv);
 
-    /* wait for every rank; after the first failure, give the others 5 s to stop on their own */
-    int left = n_children;
-    double deadline = 1e300;
-    int first_failed = code ? -2 : -1;
-    if (code) deadline = snn_dist_now(); /* a rank could not be started: stop the others */
-    while (left > 0) {
-        if (snn_dist_now() >= deadline) break;
+    /* Wait for every rank; after the first failure, give the others 5 s to stop on their own.
+     * The exit code is the root cause's: a rank killed by a signal, else one that failed by
+     * itself, before ranks that only stopped because another failed. */
+    int left = n_children, cause_rank = -1, cause_rank_class = 0;
+    double deadline = code ? snn_dist_now() : 1e300; /* a rank could not start: stop at once */
+    while (left > 0 && snn_dist_now() < deadline) {
         int status;
         pid_t pid = waitpid(-1, &status, deadline < 1e299 ? WNOHANG : 0);
         if (pid < 0 && errno == EINTR) continue;
@@ -213,14 +212,20 @@ int snn_dist_launch(int n_ranks, int argc, char **argv, const char *drop_option)
         char how[160];
         int c;
         describe(status, how, sizeof how, &c);
-        if (c != 0 && first_failed == -1) {
-            first_failed = r;
-            code = c;
+        if (c == 0) continue;
+        /* 3: killed by a signal, 2: failed by itself, 1: stopped because another failed */
+        int cls = WIFSIGNALED(status) ? 3 : c == SNN_DIST_EXIT_PEER ? 1 : 2;
+        if (cause_rank < 0) {
             fprintf(stderr, "%s: rank %d %s; stopping the other %d rank(s)\n", program, r, how,
                     left);
             deadline = snn_dist_now() + 5.0;
-        } else if (c != 0) {
+        } else {
             fprintf(stderr, "%s: rank %d %s\n", program, r, how);
+        }
+        if (cls > cause_rank_class) {
+            cause_rank = r;
+            cause_rank_class = cls;
+            code = c;
         }
     }
     if (left > 0) {

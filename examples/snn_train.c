@@ -8,6 +8,7 @@
  * 3 minutes (docs/benchmarks.md). The library's model default is T = 4.
  *   build/bin/snn-train --model resnet18 --dataset cifar10 --data runs/fmnist-cifar --device cuda
  *   build/bin/snn-train --resume runs/fashion-mnist-cnn/checkpoint.safetensors --epochs 6
+ *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
  *
  * Each epoch: train with a progress line (loss, accuracy, img/s, ETA), evaluate on the test
  * split, append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
@@ -18,17 +19,19 @@
 #include <unistd.h>
 
 #include "snn_common.h"
+#include "snn_dist.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"
 #endif
 
 typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume;
+    const char *optimizer, *schedule, *device, *out, *resume, *step_log;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
     int limit_train, limit_test, augment, stop_after;
     bool tf32;
     float tau, lr, momentum, weight_decay, min_lr;
+    train_dist_options dist;
 } train_options;
 
 static train_options defaults(void)
@@ -73,11 +76,20 @@ static void progress(const char *phase, int64_t epoch, int epochs, int64_t done,
     }
 }
 
+/* --step-log: one line "step,loss,lr" each time the loss is read (rank 0) */
+static void append_step_log(const char *path, int64_t step, float loss, float lr)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%lld,%.9g,%.9g\n", (long long)step, (double)loss, (double)lr);
+    fclose(f);
+}
+
 static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_schedule *schedule,
                               snn_loader *loader, const train_options *o, snn_device device,
-                              int64_t epoch, epoch_stats *st)
+                              snn_dist *dist, int64_t epoch, epoch_stats *st)
 {
-    bool tty = isatty(STDERR_FILENO);
+    bool tty = isatty(STDERR_FILENO), rank0 = train_dist_rank0(dist);
     int64_t total = snn_loader_num_batches(loader), done = 0;
     int64_t next_plain = total / 10 > 0 ? total / 10 : 1;
     const snn_model_config *config = snn_model_config_of(model);
@@ -95,34 +107,42 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         status = snn_batch_to_device(&batch, device, &x, &y);
         snn_tensor *out = status == SNN_OK ? snn_module_forward(model, x) : NULL;
         if (out) loss = mse ? snn_mse_loss(out, snn_one_hot(y, config->classes)) : snn_cross_entropy(out, y);
-        if (loss) status = snn_backward(loss);
+        if (loss) status = dist ? snn_dist_backward(dist, loss, batch.count, batch.global_count)
+                                : snn_backward(loss);
         else status = snn_last_status();
         /* Reading the loss synchronises with the device: only every log_every steps. */
         bool read = status == SNN_OK && (done % o->log_every == 0 || done + 1 == total);
         if (read) {
             float value = snn_tensor_item(loss);
-            if (!isfinite(value)) {
-                st->diverged = true;
-                snn_step_end();
-                fprintf(stderr, "\nsnn-train: the loss became %g at epoch %lld, batch %lld; stopping. "
-                        "The last checkpoint is kept as it was.\nhint: lower --lr (now %g) or use "
-                        "--schedule cosine --warmup 200\n", (double)value, (long long)epoch + 1,
-                        (long long)done, (double)snn_optimizer_lr(opt));
-                break;
-            }
             snn_tensor *am = snn_argmax(out);
             snn_tensor_copy_to_host(am, pred);
-            for (int i = 0; i < batch.count; i++) st->correct += pred[i] == batch.labels[i];
-            st->loss_sum += (double)value * batch.count;
-            st->seen += batch.count;
+            int64_t correct = 0, count = batch.count;
+            for (int i = 0; i < batch.count; i++) correct += pred[i] == batch.labels[i];
+            status = train_dist_read(dist, &value, &correct, &count); /* the global batch's */
+            if (status == SNN_OK && !isfinite(value)) {
+                st->diverged = true;
+                snn_step_end();
+                if (rank0)
+                    fprintf(stderr, "\nsnn-train: the loss became %g at epoch %lld, batch %lld; stopping. "
+                            "The last checkpoint is kept as it was.\nhint: lower --lr (now %g) or use "
+                            "--schedule cosine --warmup 200\n", (double)value, (long long)epoch + 1,
+                            (long long)done, (double)snn_optimizer_lr(opt));
+                break;
+            }
+            st->correct += correct;
+            st->loss_sum += (double)value * (double)count;
+            st->seen += count;
+            if (o->step_log && rank0)
+                append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
         snn_step_end();
+        if (status == SNN_OK) status = train_dist_after_step(dist, model);
         if (status != SNN_OK) break;
-        st->images += batch.count;
+        st->images += batch.global_count;
         done++;
         double elapsed = now_seconds() - start;
-        if (tty ? elapsed - last_draw > 0.25 : done >= next_plain) {
+        if (rank0 && (tty ? elapsed - last_draw > 0.25 : done >= next_plain)) {
             progress("train", epoch, o->epochs, done, total, st, elapsed, tty, false);
             last_draw = elapsed;
             if (!tty) next_plain += total / 10 > 0 ? total / 10 : 1;
@@ -130,7 +150,7 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
     }
     snn_synchronize(device);
     st->seconds = now_seconds() - start;
-    if (status == SNN_OK && !st->diverged)
+    if (status == SNN_OK && !st->diverged && rank0)
         progress("train", epoch, o->epochs, done, total, st, st->seconds, tty, true);
     free(pred);
     return status;
@@ -269,19 +289,25 @@ int main(int argc, char **argv)
         {"--out", OPT_STRING, &o.out, "output folder (default runs/<dataset>-<model>)"},
         {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
         {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
+        {"--step-log", OPT_STRING, &o.step_log, "append 'step,loss,lr' to this file each time the loss is read"},
+        {"--gpus", OPT_INT, &o.dist.gpus, "data-parallel on N GPUs of this host, one process each (with --device cpu: N CPU processes); --batch-size is per GPU"},
+        {"--init", OPT_STRING, &o.dist.init, "rendezvous of one rank of a multi-host run (RANK, WORLD_SIZE set): tcp://HOST:PORT or file:PATH"},
+        {"--sync-bn", OPT_FLAG, &o.dist.sync_bn, "several ranks: batch-norm statistics over the global batch (default: each rank's own)"},
     };
     int n_opts = (int)(sizeof table / sizeof table[0]);
     int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
                                "a spike raster and checkpoints to the output folder.", table, n_opts);
     if (parsed) return parsed == 2 ? 0 : 2;
+    train_dist_default_device(&o.dist, argc, argv, &o.device);
 
     /* validate the simple values first, naming the flag */
     snn_device device;
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
     if (o.epochs < 1 || o.batch_size < 1 || o.time_steps < 1 || o.hidden < 1 || o.width < 0 ||
-        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0) {
+        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0 ||
+        o.dist.gpus < 0) {
         fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; --width, "
-                "--warmup, --log-every, --limit-* and --stop-after >= 0\n");
+                "--warmup, --log-every, --limit-*, --stop-after and --gpus >= 0\n");
         return 2;
     }
     if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f)) {
@@ -317,6 +343,10 @@ int main(int argc, char **argv)
         if (device != SNN_CUDA) fprintf(stderr, "snn-train: --tf32 only changes CUDA runs; ignored on the cpu\n");
     }
     snn_set_num_threads(o.threads);
+    snn_dist *dist = NULL; /* one rank of a data-parallel run, or NULL */
+    int launched = train_dist_start(&o.dist, argc, argv, device, &dist);
+    if (launched >= 0) return launched; /* the --gpus launcher is done, or a rank did not start */
+    bool rank0 = train_dist_rank0(dist);
 
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
     snn_model_config config;
@@ -391,8 +421,11 @@ int main(int argc, char **argv)
     snn_loader_config tc = lc;
     tc.shuffle = false;
     tc.random_crop = tc.horizontal_flip = false;
+    train_dist_shard(dist, &lc);   /* each rank its slice of every global batch */
+    snn_dataset test_part = test;  /* and its part of the test set */
+    train_dist_slice(dist, &test_part);
     snn_loader *train_loader = snn_loader_new(&train, &lc);
-    snn_loader *test_loader = train_loader ? snn_loader_new(&test, &tc) : NULL;
+    snn_loader *test_loader = train_loader ? snn_loader_new(&test_part, &tc) : NULL;
     if (!test_loader) return fail("loader");
 
     /* model and optimizer */
@@ -412,28 +445,31 @@ int main(int argc, char **argv)
         const char *r = snn_metadata_get(&resume_meta, "snn.model.rng");
         if (r) snn_model_set_rng_state(model, strtoull(r, NULL, 10));
         if (snn_loader_seek(train_loader, start_epoch, 0) != SNN_OK) return fail("--resume");
-        fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
-                (long long)start_epoch, (long long)snn_optimizer_steps(opt));
+        if (rank0)
+            fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
+                    (long long)start_epoch, (long long)snn_optimizer_steps(opt));
     }
+    if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
     char out_dir[512], path[1024];
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
     else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
-    if (!o.out && make_dir("runs")) return 1;
-    if (make_dir(out_dir)) return 1;
+    if (rank0 && !o.out && make_dir("runs")) return 1;
+    if (rank0 && make_dir(out_dir)) return 1;
 
-    fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
-            "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
-            (long long)train.count, (long long)test.count, config.in_channels, config.height,
-            config.width, snn_device_name(device), config.time_steps,
-            snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
-            o.optimizer, o.batch_size, (long long)steps_per_epoch);
+    if (rank0)
+        fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
+                "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
+                (long long)train.count, (long long)test.count, config.in_channels, config.height,
+                config.width, snn_device_name(device), config.time_steps,
+                snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
+                o.optimizer, o.batch_size * snn_dist_world_size(dist), (long long)steps_per_epoch);
 
     int exit_code = 0;
     double run_start = now_seconds();
     for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
         epoch_stats st = {0};
-        if (train_epoch(model, opt, &schedule, train_loader, &o, device, epoch, &st) != SNN_OK) {
+        if (train_epoch(model, opt, &schedule, train_loader, &o, device, dist, epoch, &st) != SNN_OK) {
             exit_code = fail("training");
             break;
         }
@@ -442,9 +478,14 @@ int main(int argc, char **argv)
             break;
         }
         eval_result ev = {0};
-        if (evaluate(model, test_loader, device, &ev) != SNN_OK) {
+        if (train_dist_epoch_end(dist, model) != SNN_OK || evaluate(model, test_loader, device, &ev) != SNN_OK ||
+            train_dist_eval(dist, &ev) != SNN_OK) {
             exit_code = fail("evaluation");
             break;
+        }
+        if (!rank0) { /* rank 0 alone reports and writes files */
+            if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after) break;
+            continue;
         }
         fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | "
                 "%.0f img/s, %.1f s (%.1f s in all)\n", (long long)epoch + 1,
@@ -476,7 +517,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (exit_code == 0) {
+    if (exit_code == 0 && rank0) {
         path_in(path, sizeof path, out_dir, "raster.svg");
         if (write_raster(path, model, &test, &tc, device, 24) != SNN_OK)
             fprintf(stderr, "snn-train: raster: %s\n", snn_last_error());
@@ -490,6 +531,7 @@ int main(int argc, char **argv)
     snn_loader_free(train_loader);
     snn_dataset_free(&test_full);
     snn_dataset_free(&train_full);
+    train_dist_end(dist, exit_code);
     snn_shutdown();
     return exit_code;
 }
