@@ -8,6 +8,9 @@
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
 #   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   tools/gpu_session.sh dist      data-parallel training (NCCL): multigpu tests (skip on 1 GPU),
+#                                  the world-size-1 NCCL smoke, and with >= 2 GPUs the scaling
+#                                  table of bench_dist (needs .carry/ with the data for the tests)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -113,6 +116,41 @@ for stage in "$@"; do
       timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
     done ;;
+  dist)
+    # only what this stage runs: a full build is not needed
+    log "build (sm_90, Release): the data-parallel targets"
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+          > "$LOGS/cmake_dist.log" 2>&1 || { tail -20 "$LOGS/cmake_dist.log"; exit 1; }
+    grep -E "snn.c: CUDA" "$LOGS/cmake_dist.log" | summary
+    cmake --build build-gpu -j 16 --target snn-train snn-eval bench_dist test_multigpu_train \
+          test_cuda_dist_smoke test_cuda_batchnorm_sync > "$LOGS/build_dist.log" 2>&1 ||
+      { grep -E "error" "$LOGS/build_dist.log" | head -30 | summary; exit 1; }
+    nvidia-smi -L | summary
+    ngpu=$(nvidia-smi -L | wc -l)
+    export SNN_DATA_DIR=$PWD/.carry
+    log "ctest: sync-BN kernel parity, the world-size-1 NCCL smoke (--gpus 1 = the plain run, byte for byte), multigpu (skipped below 2 GPUs)"
+    ctest --test-dir build-gpu -R "cuda_batchnorm_sync|cuda_dist_smoke" --output-on-failure > "$LOGS/ctest_dist.log" 2>&1
+    timeout 300 ctest --test-dir build-gpu -L multigpu --output-on-failure >> "$LOGS/ctest_dist.log" 2>&1
+    grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
+      "$LOGS/ctest_dist.log" | summary
+    # scaling: 1 GPU without NCCL, 1 GPU through NCCL (world 1), then every GPU count up to 2
+    counts="1"; [ "$ngpu" -ge 2 ] && counts="1 2"
+    for spec in "resnet18 4 128 25" "cnn 2 128 100"; do
+      set -- $spec
+      log "bench_dist: $1, T=$2, batch $3 per GPU"
+      timeout 120 build-gpu/bin/bench_dist --plain --model $1 --T $2 --batch $3 --steps $4 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
+      for g in $counts; do
+        timeout 120 build-gpu/bin/bench_dist --gpus $g --model $1 --T $2 --batch $3 --steps $4 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
+      done
+    done
+    log "scaling table (efficiency = N-GPU img/s / (N x the plain 1-GPU img/s); exposed = comm not hidden by the backward, per step)"
+    awk '/^RESULT/ { delete kv; for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+           key = kv["model"]
+           if (kv["mode"] == "plain") { base[key] = kv["img_s"]; next }
+           up = 0; eff = 0
+           if (base[key] > 0) { up = kv["img_s"] / base[key]; eff = 100 * up / kv["gpus"] }
+           printf "%-9s %d GPU(s): %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
+      "$LOGS/bench_dist.txt" | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
