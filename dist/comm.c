@@ -115,6 +115,7 @@ static void release(snn_dist *d)
     snn_backward_set_hook(NULL, NULL);
     if (d->config.sync_batchnorm) snn_batchnorm_set_sync(NULL);
     snn_reducer_free(d->reducer);
+    snn_free(d->staging, d->staging_bytes, d->backend->device);
     snn_free(d, sizeof *d, SNN_CPU);
 }
 
@@ -171,15 +172,23 @@ static snn_status host_collective(snn_dist *d, bool gather, void *recv, const vo
         return gather ? d->backend->allgather(d->comm, recv, send, count, t)
                       : d->backend->allreduce_sum(d->comm, recv, count, t);
     const snn_kernels *k = snn_kernels_for(d->backend->device);
-    char *dev = snn_alloc(out_bytes + in_bytes, d->backend->device);
-    if (!dev) return snn_error(SNN_ERR_MEMORY, "snn_dist: out of device memory for %zu bytes",
-                               out_bytes + in_bytes);
+    const size_t need = out_bytes + in_bytes;
+    if (need > d->staging_bytes) { /* grows rarely: the loss read and evaluation sizes repeat */
+        snn_synchronize(d->backend->device);
+        snn_free(d->staging, d->staging_bytes, d->backend->device);
+        d->staging_bytes = need > 4096 ? need : 4096;
+        d->staging = snn_alloc(d->staging_bytes, d->backend->device);
+        if (!d->staging) {
+            d->staging_bytes = 0;
+            return snn_error(SNN_ERR_MEMORY, "snn_dist: out of device memory for %zu bytes", need);
+        }
+    }
+    char *dev = d->staging;
     char *dev_in = gather ? dev + out_bytes : dev;
     k->copy(dev_in, send, in_bytes, SNN_COPY_HOST_TO_DEVICE);
     snn_status st = gather ? d->backend->allgather(d->comm, dev, dev_in, count, t)
                            : d->backend->allreduce_sum(d->comm, dev, count, t);
     if (st == SNN_OK) k->copy(recv, dev, out_bytes, SNN_COPY_DEVICE_TO_HOST); /* waits */
-    snn_free(dev, out_bytes + in_bytes, d->backend->device);
     return st;
 }
 

@@ -96,6 +96,8 @@ struct snn_dist {
     snn_comm *comm;
     snn_reducer *reducer;       /* after snn_dist_attach */
     snn_batchnorm_sync bn_sync;
+    void *staging;              /* device memory for host collectives, kept between calls */
+    size_t staging_bytes;
 };
 
 /* reducer.c: the gradient buffer and the buckets of one attached model */

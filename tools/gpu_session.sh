@@ -11,6 +11,9 @@
 #   tools/gpu_session.sh dist      data-parallel training (NCCL): multigpu tests (skip on 1 GPU),
 #                                  the world-size-1 NCCL smoke, and with >= 2 GPUs the scaling
 #                                  table of bench_dist (needs .carry/ with the data for the tests)
+#   tools/gpu_session.sh distacc   2 GPUs: 5 epochs of the CIFAR-format ResNet-18 on 1 GPU x 128
+#                                  and on 2 GPUs x 64 with --sync-bn, test accuracy side by side
+#                                  (~5 minutes on H200s)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -151,6 +154,19 @@ for stage in "$@"; do
            if (base[key] > 0) { up = kv["img_s"] / base[key]; eff = 100 * up / kv["gpus"] }
            printf "%-9s %d GPU(s): %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
       "$LOGS/bench_dist.txt" | summary ;;
+  distacc)
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$LOGS/cmake_dist.log" 2>&1
+    cmake --build build-gpu -j 16 --target snn-train snn-make-cifar > "$LOGS/build_distacc.log" 2>&1 ||
+      { grep -E "error" "$LOGS/build_distacc.log" | head -30 | summary; exit 1; }
+    export SNN_DATA_DIR=$PWD/.carry
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs: 1 GPU x 128, then 2 GPUs x 64 with --sync-bn"
+    build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
+      --batch-size 128 --out "$LOGS/acc_1gpu" 2>&1 | grep -E "^epoch|done" | summary
+    build-gpu/bin/snn-train --gpus 2 --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
+      --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 | grep -E "^epoch|done|rank" | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
