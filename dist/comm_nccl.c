@@ -55,7 +55,9 @@
 #define GOODBYE 'B'
 
 struct snn_comm {
-    _Atomic(ncclComm_t) nccl;    /* NULL until ncclCommInitRank returns */
+    ncclComm_t nccl;             /* NULL until ncclCommInitRank returns and once destroyed; the
+                                    main thread sets it, the watchdog reads it, under comm_lock */
+    pthread_mutex_t comm_lock;
     int rank, world, device;
     double timeout_s;
     cudaStream_t compute, side;
@@ -84,7 +86,7 @@ static snn_status cuda_error(const char *what, cudaError_t e)
 
 static snn_status nccl_error(snn_comm *c, const char *what, ncclResult_t r)
 {
-    ncclComm_t comm = c ? atomic_load(&c->nccl) : NULL;
+    ncclComm_t comm = c ? c->nccl : NULL; /* the main thread's own field */
     return snn_error(SNN_ERR_IO, "nccl backend: rank %d: %s failed: %s (%s)", c ? c->rank : -1,
                      what, ncclGetErrorString(r), comm ? ncclGetLastError(comm) : "");
 }
@@ -133,7 +135,9 @@ static void fault(snn_comm *c, const char *what)
             c->rank, what, SNN_DIST_EXIT_PEER);
     fflush(stderr);
     alarm(30); /* the default action of SIGALRM ends the process should the abort hang */
-    ncclComm_t comm = atomic_load(&c->nccl);
+    pthread_mutex_lock(&c->comm_lock);
+    ncclComm_t comm = c->nccl;
+    pthread_mutex_unlock(&c->comm_lock);
     if (comm) ncclCommAbort(comm);
     _exit(SNN_DIST_EXIT_PEER);
 }
@@ -174,22 +178,21 @@ static void *watchdog_main(void *arg)
                 fault(c, what);
             }
         }
-        ncclComm_t comm = atomic_load(&c->nccl);
         ncclResult_t async = ncclSuccess;
-        if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess &&
-            async != ncclInProgress) {
-            char what[300];
+        char what[300] = "";
+        pthread_mutex_lock(&c->comm_lock); /* the communicator cannot be destroyed meanwhile */
+        if (c->nccl && ncclCommGetAsyncError(c->nccl, &async) == ncclSuccess &&
+            async != ncclSuccess && async != ncclInProgress)
             snprintf(what, sizeof what, "NCCL reported an error: %s (%s)",
-                     ncclGetErrorString(async), ncclGetLastError(comm));
-            fault(c, what);
-        }
+                     ncclGetErrorString(async), ncclGetLastError(c->nccl));
+        pthread_mutex_unlock(&c->comm_lock);
+        if (what[0]) fault(c, what);
         pthread_mutex_lock(&c->progress_lock);
         double issued = c->issued_at;
         bool stuck = issued > 0 && snn_dist_now() - issued > c->timeout_s &&
                      cudaEventQuery(c->progress) == cudaErrorNotReady;
         pthread_mutex_unlock(&c->progress_lock);
         if (stuck) {
-            char what[200];
             snprintf(what, sizeof what, "a collective made no progress for %.0f s (the timeout): "
                      "a rank hangs, or is gone without closing its connection", c->timeout_s);
             fault(c, what);
@@ -309,6 +312,7 @@ static void release(snn_comm *c, bool goodbye)
     snn_dist_link_close(c->link);
     destroy_cuda(c);
     pthread_mutex_destroy(&c->progress_lock);
+    pthread_mutex_destroy(&c->comm_lock);
     snn_free(c, sizeof *c, SNN_CPU);
 }
 
@@ -335,9 +339,9 @@ static snn_comm *nccl_open(const void *id, snn_dist_link *link, int rank, int wo
         return snn_error_null(SNN_ERR_MEMORY, "nccl backend: out of host memory");
     }
     memset(c, 0, sizeof *c);
-    atomic_init(&c->nccl, NULL);
     atomic_init(&c->stop, 0);
     pthread_mutex_init(&c->progress_lock, NULL);
+    pthread_mutex_init(&c->comm_lock, NULL);
     c->rank = rank;
     c->world = world;
     c->timeout_s = timeout_s;
@@ -356,8 +360,13 @@ static snn_comm *nccl_open(const void *id, snn_dist_link *link, int rank, int wo
         ncclUniqueId uid;
         memcpy(&uid, id, sizeof uid);
         ncclResult_t r = ncclCommInitRank(&comm, world, uid, rank);
-        if (r != ncclSuccess) st = nccl_error(c, "ncclCommInitRank", r);
-        else atomic_store(&c->nccl, comm);
+        if (r != ncclSuccess) {
+            st = nccl_error(c, "ncclCommInitRank", r);
+        } else {
+            pthread_mutex_lock(&c->comm_lock);
+            c->nccl = comm;
+            pthread_mutex_unlock(&c->comm_lock);
+        }
     }
     if (st != SNN_OK) {
         release(c, false);
@@ -366,11 +375,21 @@ static snn_comm *nccl_open(const void *id, snn_dist_link *link, int rank, int wo
     return c;
 }
 
+/* The communicator, taken from the watchdog's reach (NULL when there is none). */
+static ncclComm_t take_comm(snn_comm *c)
+{
+    pthread_mutex_lock(&c->comm_lock);
+    ncclComm_t comm = c->nccl;
+    c->nccl = NULL;
+    pthread_mutex_unlock(&c->comm_lock);
+    return comm;
+}
+
 static void nccl_abort(snn_comm *c)
 {
     if (!c) return;
     stop_watchdog(c);
-    ncclComm_t comm = atomic_load(&c->nccl);
+    ncclComm_t comm = take_comm(c);
     if (comm) ncclCommAbort(comm);
     release(c, false);
 }
@@ -390,12 +409,13 @@ static void nccl_close(snn_comm *c)
         nccl_abort(c);
         return;
     }
-    ncclComm_t comm = atomic_load(&c->nccl);
+    /* The watchdog keeps watching the sockets while the communicator is finalised (a peer that
+     * dies now still ends this rank), but no longer touches the communicator. */
+    ncclComm_t comm = take_comm(c);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
     ncclCommFinalize(comm); /* blocking communicator: returns once its work is flushed */
 #endif
     ncclCommDestroy(comm);
-    atomic_store(&c->nccl, NULL);
     release(c, true);
 }
 
