@@ -23,5 +23,6 @@
 #include "nn/nn.h"
 #include "data/data.h"
 #include "sparse/sparse.h"
+#include "dist/dist.h"
 
 #endif /* SNN_H */

@@ -81,8 +81,11 @@ float *snn_grad_for(snn_tensor *t);
 /** For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);
-/** Returns (1) and clears the report of snn_backward_out_of_memory, or 0 when none was made
- * (backward.c asks once per node). */
+/** For backward functions that cannot go on for another reason (a collective between ranks
+ * failed): snn_backward returns `status` naming the node, with snn_last_error()'s message. */
+void snn_backward_fail(snn_status status);
+/** Returns and clears the report of snn_backward_out_of_memory or snn_backward_fail: 0 when
+ * none was made, else the status to return (backward.c asks once per node). */
 int snn_backward_take_failure(void);
 
 /** Runs backward from a 1-element `loss` (seeded with 1): every node on the tape of the open
@@ -94,6 +97,18 @@ snn_status snn_backward(snn_tensor *loss);
 /** As snn_backward, from any output `out` with an explicit `seed` gradient of out's shape and
  * device (dL/dout). SNN_ERR_ARGUMENT for a NULL, mismatched or non-differentiable argument. */
 snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed);
+
+/** The gradient-ready hook's type: called with the `ctx` given to snn_backward_set_hook and a
+ * parameter whose gradient is final for this backward. */
+typedef void (*snn_grad_ready_fn)(void *ctx, snn_tensor *param);
+/** Gradient-ready hook, for data-parallel training (dist/): while set, snn_backward calls
+ * fn(ctx, p) once for each OWNED tensor p that requires grad and is an input of some node on
+ * the tape, right after the backward of the last node (in backward order) that takes p. From
+ * then on nothing adds to p->grad during this backward, so p's all-reduce can start while the
+ * rest of the backward runs. On CUDA the gradient's kernels are queued, not finished: the hook
+ * orders its own stream after them with an event. Tensors on no node get no call. fn = NULL
+ * turns it off. */
+void snn_backward_set_hook(snn_grad_ready_fn fn, void *ctx);
 
 /** Enters no-grad mode: ops record nothing and save nothing (inference must not pay for
  * training). Nests: each call needs its snn_no_grad_end(). */
@@ -228,6 +243,23 @@ snn_tensor *snn_avg_pool2d(snn_tensor *x, int kernel, int stride, int pad);
 snn_tensor *snn_batchnorm2d(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *running_mean, snn_tensor *running_var, bool training,
                             float momentum, float eps);
+
+/** Batch-norm across data-parallel ranks (dist/, snn-train --sync-bn): while a sync is set,
+ * training-mode snn_batchnorm2d takes its statistics over every rank's batch together (and its
+ * backward the matching sums), as one process with the union of the batches would. The
+ * callbacks work on memory of the tensors' device, in the order of the device's queued work
+ * (after what was queued before the call, before what is queued after it), and every rank
+ * makes the same calls in the same order; on failure they set snn_last_error() and return it. */
+typedef struct snn_batchnorm_sync {
+    void *ctx;   /**< passed to both callbacks */
+    int ranks;   /**< the number of ranks */
+    /** recv (ranks * n doubles) <- every rank's send (n doubles), in rank order */
+    snn_status (*allgather)(void *ctx, double *recv, const double *send, int64_t n);
+    /** buf (n doubles) <- its sum over the ranks, in place */
+    snn_status (*allreduce_sum)(void *ctx, double *buf, int64_t n);
+} snn_batchnorm_sync;
+/** Copies *sync (NULL: back to per-process statistics, the default). */
+void snn_batchnorm_set_sync(const snn_batchnorm_sync *sync);
 
 /** Dropout (autograd/fn_dropout.c): zeroes each element of x with probability p (0 <= p < 1)
  * and scales the rest by 1/(1-p) in training; the identity in eval. The mask is a hash of

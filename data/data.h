@@ -152,6 +152,13 @@ typedef struct snn_loader_config {
     int crop_padding;        /**< default 4 */
     bool horizontal_flip;    /**< mirror left-right with probability 1/2; default false */
     bool prefetch;           /**< background thread; default true */
+    /** Data-parallel sharding (dist/, docs/distributed.md): this loader is rank `shard` of
+     * `shards` (0 or 1 shards: unsharded, the default). Batch b is then the rank's slice of
+     * global batch b, which holds batch_size * shards samples of the epoch's order
+     * (snn_shard_slice): the ranks' batches side by side are the batch an unsharded loader
+     * with batch_size * shards gives, samples and augmentation alike. */
+    int shard;
+    int shards;              /**< see shard */
 } snn_loader_config;
 
 /** One batch, owned by the loader. */
@@ -166,6 +173,8 @@ typedef struct snn_batch {
     int time_steps;          /**< event sets: T (the images are time-major); 0 otherwise */
     int64_t epoch;           /**< which epoch and which batch of it this is */
     int64_t index;           /**< the batch's number within its epoch, from 0 */
+    int global_count;        /**< samples in the global batch this one is a slice of (sharded
+                                  loaders; else equal to count) */
 } snn_batch;
 
 /** A batch loader over one data set (opaque). */
@@ -194,6 +203,20 @@ bool snn_loader_next(snn_loader *loader, snn_batch *batch);
 /** Where the next call to snn_loader_next will read, into *epoch and *batch: save these in a
  * checkpoint. */
 void snn_loader_position(const snn_loader *loader, int64_t *epoch, int64_t *batch);
+
+/**
+ * Sharding, as a pure function of the sizes (the loader uses it; tests check it). With `count`
+ * samples per epoch, `batch` per rank and `shards` ranks, global batch `index` covers positions
+ * [index * batch * shards, + g) of the epoch's order, g = batch * shards except for a short
+ * last one; rank r (`shard`) takes its positions [r g / shards, (r + 1) g / shards): `batch`
+ * each for a full global batch, and as even a split as can be for the short one. *first is the
+ * slice's first position in the epoch's order, *n its length, *global = g.
+ */
+void snn_shard_slice(int64_t count, int batch, int shard, int shards, int64_t index,
+                     int64_t *first, int64_t *n, int64_t *global);
+/** Global batches per epoch: ceil(count / (batch * shards)), without a short last one when
+ * drop_last or when it holds fewer samples than there are ranks (one would get none). */
+int64_t snn_shard_batches(int64_t count, int batch, int shards, bool drop_last);
 
 /** Copies `batch` into two STEP tensors on `device` (inside a step): *images (count, C, H, W),
  * or (T, count, C, H, W) for an event set, and *labels (count). SNN_ERR_ARGUMENT for a NULL or

@@ -8,6 +8,7 @@
  * 3 minutes (docs/benchmarks.md). The library's model default is T = 4.
  *   build/bin/snn-train --model resnet18 --dataset cifar10 --data runs/fmnist-cifar --device cuda
  *   build/bin/snn-train --resume runs/fashion-mnist-cnn/checkpoint.safetensors --epochs 6
+ *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
  *
  * Each epoch: train with a progress line (loss, accuracy, img/s, ETA), evaluate on the test
  * split, append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
@@ -27,15 +28,18 @@
 #include "run_memory.h"
 #include "run_signals.h"
 #include "snn_common.h"
+#include "snn_dist.h"
 
 typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by;
+    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
     int limit_train, limit_test, augment, stop_after;
     int checkpoint_every;
+    int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
     bool tf32;
     float tau, lr, momentum, weight_decay, min_lr;
+    train_dist_options dist;
 } train_options;
 
 static train_options defaults(void)
@@ -47,7 +51,7 @@ static train_options defaults(void)
         .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
         .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
-        .downsample = 1,
+        .downsample = 1, .world_size = 1,
     };
 }
 
@@ -106,7 +110,7 @@ static int save_checkpoint(const char *out_dir, snn_module *model, snn_optimizer
     if (batches >= 0) {
         snn_metadata_set(&meta, "snn.train.batches_done", "%lld", (long long)batches);
         snn_metadata_set(&meta, "snn.train.position", "batch size %d, %lld images, seed %d",
-                         o->batch_size, (long long)images, o->seed);
+                         o->batch_size * o->world_size, (long long)images, o->seed);
         snn_metadata_set(&meta, "snn.train.epoch_stats", "%.17g %lld %lld %lld %.17g", st->loss_sum,
                          (long long)st->correct, (long long)st->seen, (long long)st->images, st->seconds);
     }
@@ -119,12 +123,25 @@ static int save_checkpoint(const char *out_dir, snn_module *model, snn_optimizer
     return 0;
 }
 
+/* --step-log: one line "step,loss,lr" each time the loss is read (rank 0) */
+static void append_step_log(const char *path, int64_t step, float loss, float lr)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%lld,%.9g,%.9g\n", (long long)step, (double)loss, (double)lr);
+    fclose(f);
+}
+
+/* Whether a signal asks the run to stop (run_signals.h): at once in a one-process run; in a
+ * data-parallel run only where the ranks agreed to (`agreed`), so that all stop together. */
+static bool stopping(const snn_dist *dist, bool agreed) { return dist ? agreed : run_stop_requested(); }
+
 static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_schedule *schedule,
                               snn_loader *loader, const train_options *o, snn_device device,
-                              int64_t epoch, epoch_stats *st, const char *out_dir,
+                              snn_dist *dist, int64_t epoch, epoch_stats *st, const char *out_dir,
                               double test_accuracy, int64_t images)
 {
-    bool tty = isatty(STDERR_FILENO);
+    bool tty = isatty(STDERR_FILENO), rank0 = train_dist_rank0(dist);
     int64_t total = snn_loader_num_batches(loader), done = 0, at_epoch = 0;
     snn_loader_position(loader, &at_epoch, &done); /* > 0 when resuming mid-epoch */
     const int64_t first = done, images_before = st->images;
@@ -141,7 +158,10 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         return SNN_ERR_MEMORY;
     }
     snn_module_train(model, true);
-    while (!run_stop_requested() && snn_loader_next(loader, &batch)) {
+    /* A signal stops the loop after the step it found running. The ranks of a data-parallel run
+     * must all stop at the same step: they agree at each loss read (train_dist_read). */
+    bool agreed_stop = false;
+    while (!stopping(dist, agreed_stop) && snn_loader_next(loader, &batch)) {
         snn_optimizer_set_lr(opt, snn_schedule_lr(schedule, snn_optimizer_steps(opt)));
         snn_step_begin();
         snn_module_zero_grad(model);
@@ -149,42 +169,51 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         status = snn_batch_to_device(&batch, device, &x, &y);
         snn_tensor *out = status == SNN_OK ? snn_module_forward(model, x) : NULL;
         if (out) loss = mse ? snn_mse_loss(out, snn_one_hot(y, config->classes)) : snn_cross_entropy(out, y);
-        if (loss) status = snn_backward(loss);
+        if (loss) status = dist ? snn_dist_backward(dist, loss, batch.count, batch.global_count)
+                                : snn_backward(loss);
         else status = snn_last_status();
         /* Reading the loss synchronises with the device: only every log_every steps. */
         bool read = status == SNN_OK && (done % o->log_every == 0 || done + 1 == total);
         if (read) {
             float value = snn_tensor_item(loss);
-            if (!isfinite(value)) {
-                st->diverged = true;
-                snn_step_end();
-                fprintf(stderr, "\nsnn-train: the loss became %g at epoch %lld, batch %lld; stopping. "
-                        "The last checkpoint is kept as it was.\nhint: lower --lr (now %g) or use "
-                        "--schedule cosine --warmup 200\n", (double)value, (long long)epoch + 1,
-                        (long long)done, (double)snn_optimizer_lr(opt));
-                break;
-            }
             snn_tensor *am = snn_argmax(out);
             snn_tensor_copy_to_host(am, pred);
-            for (int i = 0; i < batch.count; i++) st->correct += pred[i] == batch.labels[i];
-            st->loss_sum += (double)value * batch.count;
-            st->seen += batch.count;
+            int64_t correct = 0, count = batch.count;
+            for (int i = 0; i < batch.count; i++) correct += pred[i] == batch.labels[i];
+            agreed_stop = run_stop_requested();
+            status = train_dist_read(dist, &value, &correct, &count, &agreed_stop); /* global */
+            if (status == SNN_OK && !isfinite(value)) {
+                st->diverged = true;
+                snn_step_end();
+                if (rank0)
+                    fprintf(stderr, "\nsnn-train: the loss became %g at epoch %lld, batch %lld; stopping. "
+                            "The last checkpoint is kept as it was.\nhint: lower --lr (now %g) or use "
+                            "--schedule cosine --warmup 200\n", (double)value, (long long)epoch + 1,
+                            (long long)done, (double)snn_optimizer_lr(opt));
+                break;
+            }
+            st->correct += correct;
+            st->loss_sum += (double)value * (double)count;
+            st->seen += count;
+            if (o->step_log && rank0)
+                append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
         snn_step_end();
+        if (status == SNN_OK) status = train_dist_after_step(dist, model);
         if (status != SNN_OK) break;
-        st->images += batch.count;
+        st->images += batch.global_count;
         done++;
         st->batches = done;
         double elapsed = now_seconds() - start0;
-        if (tty ? elapsed - last_draw > 0.25 : done >= next_plain) {
+        if (rank0 && (tty ? elapsed - last_draw > 0.25 : done >= next_plain)) {
             progress("train", epoch, o->epochs, done - first, total - first, st, elapsed, tty, false,
                      images_before);
             last_draw = elapsed;
             if (!tty) next_plain += total / 10 > 0 ? total / 10 : 1;
         }
-        if (o->checkpoint_every && snn_optimizer_steps(opt) % o->checkpoint_every == 0 &&
-            done < total && !run_stop_requested()) {
+        if (rank0 && o->checkpoint_every && snn_optimizer_steps(opt) % o->checkpoint_every == 0 &&
+            done < total && !stopping(dist, agreed_stop)) {
             st->seconds += now_seconds() - start, start = now_seconds();
             if (save_checkpoint(out_dir, model, opt, o, epoch, done, st, test_accuracy, images)) {
                 st->save_failed = true;
@@ -195,7 +224,8 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
     snn_synchronize(device);
     st->seconds += now_seconds() - start;
     st->batches = done;
-    if (status == SNN_OK && !st->diverged && !st->save_failed && !run_stop_requested())
+    if (status == SNN_OK && !st->diverged && !st->save_failed && !stopping(dist, agreed_stop) &&
+        rank0)
         progress("train", epoch, o->epochs, done - first, total - first, st, now_seconds() - start0,
                  tty, true, images_before);
     free(pred);
@@ -414,6 +444,10 @@ int main(int argc, char **argv)
         {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
         {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
         {"--checkpoint-every", OPT_INT, &o.checkpoint_every, "also write the checkpoint every N steps, mid-epoch (0: at epoch ends)"},
+        {"--step-log", OPT_STRING, &o.step_log, "append 'step,loss,lr' to this file each time the loss is read"},
+        {"--gpus", OPT_INT, &o.dist.gpus, "data-parallel on N GPUs of this host, one process each (with --device cpu: N CPU processes); --batch-size is per GPU"},
+        {"--init", OPT_STRING, &o.dist.init, "rendezvous of one rank of a multi-host run (RANK, WORLD_SIZE set): tcp://HOST:PORT or file:PATH"},
+        {"--sync-bn", OPT_FLAG, &o.dist.sync_bn, "several ranks: batch-norm statistics over the global batch (default: each rank's own)"},
     };
     int n_opts = (int)(sizeof table / sizeof table[0]);
     int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
@@ -427,15 +461,17 @@ int main(int argc, char **argv)
     if (parsed) return parsed == 2 ? 0 : 2;
     run_signals_install();
     evaluate_stop_flag = &run_stop_signal;
+    train_dist_default_device(&o.dist, argc, argv, &o.device);
 
     /* validate the simple values first, naming the flag */
     snn_device device;
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
     if (o.epochs < 1 || o.batch_size < 1 || o.time_steps < 1 || o.hidden < 1 || o.width < 0 ||
         o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0 ||
-        o.checkpoint_every < 0) {
+        o.checkpoint_every < 0 || o.dist.gpus < 0) {
         fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; --width, "
-                "--warmup, --log-every, --limit-*, --stop-after and --checkpoint-every >= 0\n");
+                "--warmup, --log-every, --limit-*, --stop-after, --checkpoint-every and --gpus "
+                ">= 0\n");
         return 2;
     }
     if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f)) {
@@ -473,6 +509,11 @@ int main(int argc, char **argv)
     }
     if (snn_set_precision(precision) != SNN_OK) return fail("--precision");
     snn_set_num_threads(o.threads);
+    snn_dist *dist = NULL; /* one rank of a data-parallel run, or NULL */
+    int launched = train_dist_start(&o.dist, argc, argv, device, &dist);
+    if (launched >= 0) return launched; /* the --gpus launcher is done, or a rank did not start */
+    bool rank0 = train_dist_rank0(dist);
+    o.world_size = snn_dist_world_size(dist);
 
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
     snn_model_config config;
@@ -557,12 +598,13 @@ int main(int argc, char **argv)
     }
     if (start_batch) { /* a mid-epoch position means something only with the same batches */
         char here[128];
-        snprintf(here, sizeof here, "batch size %d, %lld images, seed %d", o.batch_size,
-                 (long long)train.count, o.seed);
+        snprintf(here, sizeof here, "batch size %d, %lld images, seed %d",
+                 o.batch_size * o.world_size, (long long)train.count, o.seed);
         const char *there = snn_metadata_get(&resume_meta, "snn.train.position");
         if (!there || strcmp(here, there) != 0) {
             fprintf(stderr, "snn-train: --resume %s stopped mid-epoch with %s; this run has %s\n"
-                    "hint: resume with the same --batch-size, --limit-train and --seed\n",
+                    "hint: resume with the same --batch-size, --limit-train, --seed and number "
+                    "of ranks\n",
                     o.resume, there ? there : "(unknown)", here);
             return drop_data(&train_full, &test_full, 2);
         }
@@ -572,8 +614,8 @@ int main(int argc, char **argv)
     char out_dir[512], path[1024];
     if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
     else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
-    if ((!o.out && make_dir("runs")) || make_dir(out_dir) ||
-        run_lock_folder("snn-train", out_dir, argc, argv))
+    if (rank0 && ((!o.out && make_dir("runs")) || make_dir(out_dir) ||
+                  run_lock_folder("snn-train", out_dir, argc, argv))) /* rank 0 writes the files */
         return drop_data(&train_full, &test_full, 1);
 
     /* memory: the model, one step and the batches must fit before any of it is allocated */
@@ -605,8 +647,11 @@ int main(int argc, char **argv)
     snn_loader_config tc = lc;
     tc.shuffle = false;
     tc.random_crop = tc.horizontal_flip = false;
+    train_dist_shard(dist, &lc);   /* each rank its slice of every global batch */
+    snn_dataset test_part = test;  /* and its part of the test set */
+    train_dist_slice(dist, &test_part);
     snn_loader *train_loader = snn_loader_new(&train, &lc);
-    snn_loader *test_loader = train_loader ? snn_loader_new(&test, &tc) : NULL;
+    snn_loader *test_loader = train_loader ? snn_loader_new(&test_part, &tc) : NULL;
     if (!test_loader) return fail("loader");
 
     /* model and optimizer */
@@ -630,28 +675,30 @@ int main(int argc, char **argv)
         const char *r = snn_metadata_get(&resume_meta, "snn.model.rng");
         if (r) snn_model_set_rng_state(model, strtoull(r, NULL, 10));
         if (snn_loader_seek(train_loader, start_epoch, start_batch) != SNN_OK) return fail("--resume");
-        if (start_batch)
+        if (start_batch && rank0)
             fprintf(stderr, "snn-train: resumed from %s in epoch %lld after batch %lld (step %lld)\n",
                     o.resume, (long long)start_epoch + 1, (long long)start_batch,
                     (long long)snn_optimizer_steps(opt));
-        else
+        else if (rank0)
             fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
                     (long long)start_epoch, (long long)snn_optimizer_steps(opt));
     }
+    if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
-    fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
-            "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
-            (long long)train.count, (long long)test.count, config.in_channels, config.height,
-            config.width, snn_device_name(device), config.time_steps,
-            snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
-            o.optimizer, o.batch_size, (long long)steps_per_epoch);
+    if (rank0)
+        fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
+                "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
+                (long long)train.count, (long long)test.count, config.in_channels, config.height,
+                config.width, snn_device_name(device), config.time_steps,
+                snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
+                o.optimizer, o.batch_size * o.world_size, (long long)steps_per_epoch);
 
     int exit_code = 0;
     const int64_t steps_at_start = snn_optimizer_steps(opt);
     double run_start = now_seconds();
     for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
         epoch_stats st = epoch == start_epoch ? resumed : (epoch_stats){0};
-        if (train_epoch(model, opt, &schedule, train_loader, &o, device, epoch, &st, out_dir,
+        if (train_epoch(model, opt, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
                         last_accuracy, train.count) != SNN_OK) {
             exit_code = fail("training");
             break;
@@ -661,14 +708,42 @@ int main(int argc, char **argv)
             break;
         }
         eval_result ev = {0};
-        if (!run_stop_requested() && evaluate(model, test_loader, device, &ev) != SNN_OK) {
+        /* a signal: in a data-parallel run the ranks agree first (the evaluation's collectives
+         * need all of them), and again after it (evaluate stops between batches on a signal) */
+        bool stop = false;
+        if (train_dist_stop(dist, run_stop_requested(), &stop) != SNN_OK) {
+            exit_code = fail("training");
+            break;
+        }
+        if (!stop && (train_dist_epoch_end(dist, model) != SNN_OK ||
+                      evaluate(model, test_loader, device, &ev) != SNN_OK ||
+                      train_dist_eval(dist, &ev) != SNN_OK)) {
             exit_code = fail("evaluation");
             break;
         }
-        if (run_stop_requested()) { /* mid-epoch, or before this epoch's evaluation */
-            exit_code = stop_on_signal(out_dir, model, opt, &o, epoch, &st, last_accuracy,
-                                       train.count, steps_per_epoch, steps_at_start);
+        if (!stop && train_dist_stop(dist, run_stop_requested(), &stop) != SNN_OK) {
+            exit_code = fail("evaluation");
             break;
+        }
+        if (stop) { /* mid-epoch, or before this epoch's evaluation; rank 0 writes the checkpoint */
+            exit_code = !rank0 ? RUN_EXIT_STOPPED
+                               : stop_on_signal(out_dir, model, opt, &o, epoch, &st, last_accuracy,
+                                                train.count, steps_per_epoch, steps_at_start);
+            break;
+        }
+        last_accuracy = eval_accuracy(&ev);
+        if (!rank0) { /* rank 0 alone reports and writes files; the others only agree on stopping */
+            bool stop_now = false;
+            if (train_dist_stop(dist, run_stop_requested(), &stop_now) != SNN_OK) {
+                exit_code = fail("training");
+                break;
+            }
+            if (stop_now && epoch + 1 < o.epochs) {
+                exit_code = RUN_EXIT_STOPPED;
+                break;
+            }
+            if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after) break;
+            continue;
         }
         fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | "
                 "%.0f img/s, %.1f s (%.1f s in all)\n", (long long)epoch + 1,
@@ -681,7 +756,6 @@ int main(int argc, char **argv)
             fprintf(stderr, " %s %.3f", ev.layer_names[l],
                     ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
         fputc('\n', stderr);
-        last_accuracy = eval_accuracy(&ev);
         if (run_lock_verify() || write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt)) ||
             save_checkpoint(out_dir, model, opt, &o, epoch, -1, &st, last_accuracy, train.count)) {
             fprintf(stderr, "snn-train: stopping; the checkpoint of the last epoch written is kept "
@@ -690,7 +764,12 @@ int main(int argc, char **argv)
             break;
         }
         path_in(path, sizeof path, out_dir, "checkpoint.safetensors");
-        if (run_stop_requested() && epoch + 1 < o.epochs) { /* came while the files were written */
+        bool stop_now = false; /* came while the files were written */
+        if (train_dist_stop(dist, run_stop_requested(), &stop_now) != SNN_OK) {
+            exit_code = fail("training");
+            break;
+        }
+        if (stop_now && epoch + 1 < o.epochs) {
             fprintf(stderr, "snn-train: %s: stopped after epoch %lld; continue with --resume %s\n",
                     run_signal_name(run_stop_signal), (long long)epoch + 1, path);
             exit_code = RUN_EXIT_STOPPED;
@@ -702,7 +781,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (exit_code == 0) {
+    if (exit_code == 0 && rank0) {
         path_in(path, sizeof path, out_dir, "raster.svg");
         if (write_raster(path, model, &test, &tc, device, 24) != SNN_OK)
             fprintf(stderr, "snn-train: raster: %s\n", snn_last_error());
@@ -716,6 +795,7 @@ int main(int argc, char **argv)
     snn_loader_free(train_loader);
     snn_dataset_free(&test_full);
     snn_dataset_free(&train_full);
+    train_dist_end(dist, exit_code);
     snn_shutdown();
     return exit_code;
 }

@@ -99,6 +99,11 @@ static snn_kernels make_cuda_table(void)
     k.batchnorm_forward_train = snn_batchnorm_forward_train_cuda;
     k.batchnorm_forward_eval = snn_batchnorm_forward_eval_cuda;
     k.batchnorm_backward = snn_batchnorm_backward_cuda;
+    k.batchnorm_stats = snn_batchnorm_stats_cuda;
+    k.batchnorm_stats_merge = snn_batchnorm_stats_merge_cuda;
+    k.batchnorm_normalise = snn_batchnorm_normalise_cuda;
+    k.batchnorm_backward_sums = snn_batchnorm_backward_sums_cuda;
+    k.batchnorm_backward_apply = snn_batchnorm_backward_apply_cuda;
     k.log_softmax_forward = snn_log_softmax_forward_cuda;
     k.log_softmax_backward = snn_log_softmax_backward_cuda;
     k.nll_forward = snn_nll_forward_cuda;

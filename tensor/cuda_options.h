@@ -33,6 +33,9 @@ snn_precision snn_cuda_precision(void);
 void snn_cuda_set_tf32(bool on);
 /** True when the precision is TF32. */
 bool snn_cuda_tf32(void);
+/** The one stream every snn.c kernel is queued on (a cudaStream_t), for code beside tensor/
+ * that orders its own streams against it with events (dist/comm_nccl.c). */
+struct CUstream_st *snn_cuda_stream(void);
 #endif
 
 #ifdef __cplusplus

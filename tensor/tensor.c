@@ -104,7 +104,7 @@ void snn_tensor_free(snn_tensor *t)
     if (!t) return;
     SNN_ASSERT(t->lifetime == SNN_OWNED && "snn_tensor_free() on a STEP tensor");
     snn_tensor_free(t->grad);
-    snn_free(t->data, (size_t)t->numel * sizeof(float), t->device);
+    if (!t->base) snn_free(t->data, (size_t)t->numel * sizeof(float), t->device); /* a view owns none */
     snn_free(t, sizeof *t, SNN_CPU);
 }
 
@@ -113,6 +113,34 @@ snn_tensor *snn_tensor_grad(snn_tensor *t)
     SNN_ASSERT(t && t->lifetime == SNN_OWNED);
     if (!t->grad) t->grad = snn_tensor_new(t->shape, t->device);
     return t->grad;
+}
+
+snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t offset)
+{
+    const char *fn = "snn_tensor_set_grad_view";
+    if (snn_check_tensor(fn, "tensor", t) || snn_check_tensor(fn, "storage", storage) ||
+        snn_check_same_device(fn, "tensor", t, "storage", storage))
+        return snn_last_status();
+    if (t->lifetime != SNN_OWNED || storage->lifetime != SNN_OWNED || storage->base)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected OWNED tensors and a "
+                         "storage that is not a view)", fn);
+    if (offset < 0 || offset + t->numel > storage->numel)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'offset' (expected 0..%lld for %lld "
+                         "elements in a storage of %lld, got %lld)", fn,
+                         (long long)(storage->numel - t->numel), (long long)t->numel,
+                         (long long)storage->numel, (long long)offset);
+    snn_tensor *g = snn_alloc(sizeof *g, SNN_CPU);
+    if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
+    memset(g, 0, sizeof *g);
+    g->shape = t->shape;
+    g->numel = t->numel;
+    g->device = t->device;
+    g->lifetime = SNN_OWNED;
+    g->data = storage->data + offset;
+    g->base = storage;
+    snn_tensor_free(t->grad);
+    t->grad = g;
+    return SNN_OK;
 }
 
 /* ---- STEP tensors ------------------------------------------------------------------------- */

@@ -125,6 +125,13 @@ void snn_tensor_free(snn_tensor *t);
 /** The gradient buffer of the OWNED tensor `t` (same shape and device), allocated zero-filled on
  * first use and owned by `t` (snn_tensor_free(t) frees it). NULL when out of memory. */
 snn_tensor *snn_tensor_grad(snn_tensor *t);
+/** OWNED: makes the gradient of the OWNED tensor `t` a view of t->numel floats of `storage` (an
+ * OWNED tensor on t's device, not itself a view) from element `offset` on, so that many
+ * gradients share one contiguous buffer (dist/ all-reduces it in a few large pieces). A
+ * gradient t had is freed; the view's floats are left as they are. snn_tensor_free(t) frees the
+ * view, never the storage, which must outlive every view of it. SNN_ERR_ARGUMENT for NULL or
+ * mismatched tensors or an offset out of range, SNN_ERR_MEMORY. */
+snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t offset);
 
 /** STEP: an uninitialised tensor of `shape` on `device`, living until the enclosing
  * snn_step_end(). NULL on error: a bad shape or device (SNN_ERR_ARGUMENT), no open step
