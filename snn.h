@@ -7,8 +7,9 @@
  *     autograd/autograd.h  the tape, backward, no-grad mode, gradcheck, differentiable ops
  *     neurons/neurons.h    IF, LIF, ParametricLIF, ST-BIF and their surrogate gradients
  *     nn/nn.h              layers, models, optimizers, schedules, checkpoints, SVG charts
- *     data/data.h          Fashion-MNIST / MNIST / CIFAR readers and the batch loader
+ *     data/data.h          Fashion-MNIST / MNIST / CIFAR / event-camera readers, the batch loader
  *     sparse/sparse.h      the sparse-execution pass for spike-fed convolutions
+ *     dist/dist.h          data-parallel training over several processes (NCCL, or TCP on CPUs)
  *
  * docs/architecture.md is the reading guide. Installed, the headers sit under include/snn/
  * and a program includes `<snn/snn.h>` (docs/api.md).

@@ -2,7 +2,7 @@
 # multiarch libdir), and the package files that let other projects build against snn.c:
 #
 #   include/snn/snn.h, include/snn/<folder>/<name>.h   the public headers, laid out as in the tree
-#   <libdir>/libsnn_{tensor,autograd,neurons,nn,data,sparse}.a   one static library per folder
+#   <libdir>/libsnn_{tensor,autograd,neurons,nn,data,sparse,dist}.a   one per folder
 #   <libdir>/libsnn.so.X.Y.Z, .so.X.Y, .so                with -DSNN_SHARED=ON
 #   <libdir>/cmake/snn/snn{Config,ConfigVersion,Targets}.cmake    find_package(snn CONFIG)
 #   <libdir>/pkgconfig/snn.pc (and snn-shared.pc)         pkg-config --cflags --libs snn
@@ -20,12 +20,13 @@
 #   snn::snn_tensor, snn::snn_autograd, ...   the per-folder static libraries
 #   snn::snn_shared   libsnn.so, when built with SNN_SHARED
 # The static libraries carry their dependencies (OpenMP, zlib, threads, libm; CUDA::cudart and
-# CUDA::cublas in a CUDA build), which snnConfig.cmake finds again with find_dependency.
+# CUDA::cublas in a CUDA build; libnccl, by its path, with SNN_NCCL), which snnConfig.cmake finds
+# again with find_dependency.
 include(CMakePackageConfigHelpers)
 
-set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse)
+set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_dist)
 # link order for a plain linker command line: users before what they use
-set(snn_link_order snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
+set(snn_link_order snn_dist snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
 
 # ---- the optional shared library: the static libraries' objects (built with -fPIC) in one .so
 if(SNN_SHARED)
@@ -45,6 +46,9 @@ if(SNN_SHARED)
     target_link_libraries(snn_shared PRIVATE CUDA::cudart CUDA::cublas)
     target_compile_definitions(snn_shared INTERFACE SNN_WITH_CUDA=1)
   endif()
+  if(SNN_NCCL)
+    target_link_libraries(snn_shared PRIVATE ${SNN_NCCL_LIBRARY})
+  endif()
   if(SNN_SANITIZE)
     target_link_options(snn_shared PUBLIC ${SNN_SANITIZE_FLAGS})
   endif()
@@ -62,7 +66,8 @@ set(snn_public_headers
     neurons/neurons.h
     nn/nn.h
     data/data.h
-    sparse/sparse.h)
+    sparse/sparse.h
+    dist/dist.h)
 foreach(header ${snn_public_headers})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/snn/${dir})
@@ -93,6 +98,10 @@ set(pc_deps "${OpenMP_C_FLAGS} -lz ${CMAKE_THREAD_LIBS_INIT} -lm")
 if(SNN_CUDA)
   set(pc_cflags " -DSNN_WITH_CUDA=1")
   set(pc_deps "${pc_deps} -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart -lstdc++")
+endif()
+if(SNN_NCCL)
+  get_filename_component(pc_nccl_dir ${SNN_NCCL_LIBRARY} DIRECTORY)
+  set(pc_deps "${pc_deps} -L${pc_nccl_dir} -lnccl")
 endif()
 string(REPLACE ";" " " pc_deps "${pc_deps}")
 string(REGEX REPLACE "  +" " " pc_deps "${pc_deps}")
