@@ -138,22 +138,26 @@ static UNUSED snn_status train_dist_stop(snn_dist *d, bool local, bool *stop)
 
 /* After each optimizer step: with SNN_DIST_VERIFY=1, checks that every rank holds the same
  * parameters (the multigpu tests set it; it copies the model to the host every step).
- * SNN_DIST_KILL=R:S is a test hook: rank R kills itself (SIGKILL) after its S-th step in this
- * run, so that tests can watch the other ranks stop. */
+ * SNN_DIST_KILL=R:S[:TERM] is a test hook: rank R kills itself (SIGKILL) after its S-th step in
+ * this run, so that tests can watch the other ranks stop; with ":TERM" it sends itself SIGTERM
+ * instead, a stop request that only this rank saw. */
 static UNUSED snn_status train_dist_after_step(snn_dist *d, snn_module *model)
 {
-    static int verify = -1, kill_rank = -1, kill_step = -1, steps = 0;
+    static int verify = -1, kill_rank = -1, kill_step = -1, kill_signal = SIGKILL, steps = 0;
     if (!d) return SNN_OK;
     if (verify < 0) {
         const char *v = getenv("SNN_DIST_VERIFY"), *k = getenv("SNN_DIST_KILL");
         verify = v && *v && strcmp(v, "0") != 0;
-        if (!k || sscanf(k, "%d:%d", &kill_rank, &kill_step) != 2) kill_rank = -1;
+        char how[8] = "";
+        int fields = k ? sscanf(k, "%d:%d:%7s", &kill_rank, &kill_step, how) : 0;
+        if (fields < 2) kill_rank = -1;
+        if (fields == 3 && strcmp(how, "TERM") == 0) kill_signal = SIGTERM;
     }
     if (++steps == kill_step && snn_dist_rank(d) == kill_rank) {
-        fprintf(stderr, "snn-train: rank %d: killing itself after step %d (SNN_DIST_KILL)\n",
-                kill_rank, steps);
+        fprintf(stderr, "snn-train: rank %d: sending itself %s after step %d (SNN_DIST_KILL)\n",
+                kill_rank, kill_signal == SIGTERM ? "SIGTERM" : "SIGKILL", steps);
         fflush(stderr);
-        raise(SIGKILL);
+        raise(kill_signal);
     }
     return verify ? snn_dist_check_replicas(d, model) : SNN_OK;
 }

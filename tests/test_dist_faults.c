@@ -6,7 +6,10 @@
  *     rank 0 stops with a message naming rank 1, the run ends within a bounded time with the
  *     killed rank's exit code, and the checkpoint of epoch 1 is intact (snn-eval reads it);
  *   - ranks started by hand (RANK / WORLD_SIZE, --init file:PATH), no launcher to help: rank 0
- *     stops by itself when rank 1 dies.
+ *     stops by itself when rank 1 dies;
+ *   - a SIGTERM that only rank 1 gets, mid-epoch: every rank stops after the same step (they
+ *     agree at the next loss read), rank 0 writes a mid-epoch checkpoint, all exit 75, and the
+ *     resumed run ends with the checkpoint an uninterrupted run writes, byte for byte.
  * The kill comes from the SNN_DIST_KILL=R:S test hook of snn-train. Skipped (exit 77) when
  * Fashion-MNIST is not installed.
  *
@@ -89,6 +92,28 @@ static void test_killed_rank_without_launcher(void)
     CHECK(access(rdv, F_OK) != 0); /* rank 0 removed the rendezvous file */
 }
 
+static void test_sigterm_on_one_rank_stops_all(void)
+{
+    char args[1024], a[600], b[600];
+    /* the reference: 2 epochs without a stop */
+    snprintf(args, sizeof args, COMMON " --gpus 2 --epochs 2 --out %s/whole", tmp);
+    CHECK(run(TRAIN " %s", args) == 0);
+    /* 5 steps per epoch: rank 1 gets SIGTERM after step 7, in epoch 2 */
+    snprintf(args, sizeof args, COMMON " --gpus 2 --epochs 2 --out %s/stopped", tmp);
+    int code = run("SNN_DIST_KILL=1:7:TERM " TRAIN " %s", args);
+    fprintf(stderr, "  SIGTERM on rank 1 only: exit %d\n", code);
+    CHECK(code == 75);
+    CHECK(output_contains("stopped in epoch 2 after batch"));
+    CHECK(output_contains("rank 0 exited with code 75") && output_contains("rank 1 exited with code 75"));
+    snprintf(args, sizeof args, COMMON " --gpus 2 --epochs 2 --out %s/stopped --resume "
+             "%s/stopped/checkpoint.safetensors", tmp, tmp);
+    CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("resumed from") && output_contains("in epoch 2 after batch"));
+    snprintf(a, sizeof a, "%s/whole/checkpoint.safetensors", tmp);
+    snprintf(b, sizeof b, "%s/stopped/checkpoint.safetensors", tmp);
+    CHECK(same_file(a, b));
+}
+
 int main(void)
 {
     if (!fashion_mnist_available()) {
@@ -98,6 +123,7 @@ int main(void)
     if (runner_begin("dist_faults")) return 1;
     RUN(test_killed_rank_under_the_launcher);
     RUN(test_killed_rank_without_launcher);
+    RUN(test_sigterm_on_one_rank_stops_all);
     runner_end(test_failures);
     return test_finish();
 }
