@@ -29,7 +29,7 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
  * checkpoint whose metadata describe a model larger than the file is refused before anything is
  * allocated. A lower bound: the 1-float parameters of ParametricLIF layers are left out.
  * snn_model_param_floats checks the configuration first (-1 with the error set when it is
- * bad); the per-builder counts sit next to their builders and follow them (test_checkpoint_fuzz
+ * bad); the per-builder counts sit next to their builders and follow them (test_checkpoint_hostile
  * compares them with built models). */
 double snn_model_param_floats(const snn_model_config *config);
 double snn_spiking_cnn_param_floats(const snn_model_config *c);
