@@ -147,7 +147,7 @@ for stage in "$@"; do
     timeout 400 ctest --test-dir build-gpu -R '^(cuda_memory_estimate|cuda_train)$' -V \
       > "$LOGS/reliability.log" 2>&1
     echo "ctest exit $?" | summary
-    grep -E "case \(|  (cnn|resnet|sew)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK|checks,|tests passed|tests failed" \
+    grep -E "case \(|  (cnn|resnet|sew|dvsnet)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK|checks,|tests passed|tests failed" \
       "$LOGS/reliability.log" | summary
     log "issue 19: sizes that cannot fit on the GPU are refused before allocating (want exit 2, not 137)"
     for flags in "--width 100000" "--width 256 --T 16 --batch-size 60000"; do
