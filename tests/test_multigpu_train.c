@@ -8,7 +8,10 @@
  *     uninterrupted run ends; the 2-GPU checkpoint resumes on 1 GPU and evaluates with snn-eval;
  *   - a killed rank ends the run within a bounded time, with messages naming it, and leaves the
  *     checkpoint of the last finished epoch intact (byte for byte the one of a run that stopped
- *     there by itself).
+ *     there by itself);
+ *   - a SIGTERM that rank 1 alone gets mid-epoch stops both ranks after the same step (the
+ *     next loss read, every 20 steps on CUDA), rank 0 saves a mid-epoch checkpoint, both exit 75, and
+ *     the resumed run ends where the uninterrupted one does, byte for byte.
  * Skipped (exit 77) with fewer than 2 GPUs, without NCCL in the build, or without Fashion-MNIST.
  * tests/test_dist_train.c and test_dist_faults.c run the same checks on CPU ranks in CI.
  *
@@ -123,6 +126,25 @@ static void test_killed_rank(void)
     CHECK(same_file(a, b)); /* epoch 1's, intact */
 }
 
+static void test_sigterm_on_one_rank(void)
+{
+    char args[1024];
+    /* 25 steps per epoch; rank 1 gets SIGTERM after its 30th step (batch 5 of epoch 2); the
+     * ranks read the loss, and agree, in batch 21 (index 20), and stop after it */
+    snprintf(args, sizeof args, COMMON2 " --out %s/sigterm", tmp);
+    int code = run("SNN_DIST_KILL=1:30:TERM " TRAIN " %s", args);
+    fprintf(stderr, "  SIGTERM on rank 1 only: exit %d\n", code);
+    CHECK(code == 75);
+    CHECK(output_contains("stopped in epoch 2 after batch 21 of 25"));
+    snprintf(args, sizeof args, COMMON2 " --out %s/sigterm --resume "
+             "%s/sigterm/checkpoint.safetensors", tmp, tmp);
+    CHECK(run(TRAIN " %s", args) == 0 && output_contains("in epoch 2 after batch 21"));
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", tmp); /* test_resume's */
+    snprintf(b, sizeof b, "%s/sigterm/checkpoint.safetensors", tmp);
+    CHECK(same_file(a, b));
+}
+
 int main(void)
 {
     test_require_cuda();
@@ -139,6 +161,7 @@ int main(void)
     RUN(test_two_gpus_follow_one);
     RUN(test_resume);
     RUN(test_killed_rank);
+    RUN(test_sigterm_on_one_rank);
     runner_end(test_failures);
     return test_finish();
 }
