@@ -2,6 +2,7 @@
 #
 #   make train    # installs what is missing, builds, trains the spiking CNN on Fashion-MNIST
 #   make test     # installs what is missing, builds, runs every test (ctest)
+#   make docs     # the API reference with Doxygen (apt-get install doxygen): build-docs/html/
 #
 # Extra arguments: make train ARGS="--epochs 2 --T 2"; make test CMAKE_FLAGS="-DSNN_CUDA=OFF".
 # The build itself is CMake (see CMakeLists.txt); this file only strings the steps together.
@@ -10,7 +11,7 @@ CMAKE_FLAGS ?=
 ARGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build train test clean
+.PHONY: deps build train test docs clean
 
 deps:
 	@tools/install_deps.sh
@@ -25,5 +26,8 @@ train: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure
 
+docs:
+	doxygen docs/Doxyfile
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-docs

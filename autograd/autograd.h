@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * autograd.h - the tape, backward(), no-grad mode, gradcheck, and the differentiable ops.
  *
  * A dynamic tape, as micrograd's but in C. When an op runs in grad mode and any input requires
@@ -18,6 +19,13 @@
  *
  * Layouts: ops on images take (N, C, H, W) or (T, N, C, H, W); a 5-D input is folded to
  * (T*N, C, H, W) and the output keeps the input's rank. snn_linear takes (..., in).
+ *
+ * Every differentiable op (the last part of this header) returns a STEP tensor: it lives until
+ * the enclosing snn_step_end() and is never freed by hand. On error it returns NULL and leaves a
+ * message: SNN_ERR_ARGUMENT for a bad shape, value or device mix (inputs of one op must share a
+ * device), SNN_ERR_STATE when no step is open, SNN_ERR_MEMORY when the step arena cannot grow,
+ * SNN_ERR_UNSUPPORTED when the device's backend lacks the kernel. A NULL input (the result of an
+ * earlier failed op) gives NULL and keeps the first message, so a chain is checked once.
  */
 #ifndef SNN_AUTOGRAD_H
 #define SNN_AUTOGRAD_H
@@ -26,86 +34,127 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * The tape
+ * The tape (what an op written outside autograd/ uses: neurons/, sparse/)
  * ------------------------------------------------------------------------------------------- */
 
+/** The most inputs a tape node has. */
 #define SNN_MAX_NODE_INPUTS 4
 
+/** One recorded op on the tape. */
 typedef struct snn_node snn_node;
-/* Reads node->out->grad and accumulates into the inputs' gradients (snn_grad_for). */
+/** Reads node->out->grad and accumulates into the inputs' gradients (snn_grad_for). */
 typedef void (*snn_backward_fn)(snn_node *node);
 
+/** A tape node: what backward needs to send an op's output gradient to its inputs. */
 struct snn_node {
-    const char *op;                           /* "conv2d": for messages and snn_tape_print */
-    snn_backward_fn backward;
-    snn_tensor *out;
-    snn_tensor *inputs[SNN_MAX_NODE_INPUTS];  /* NULL entries are allowed (an absent bias) */
-    int n_inputs;
-    void *saved;                              /* op-specific state, zeroed, in the step arena */
-    snn_node *prev;                           /* the node recorded before this one */
+    const char *op;                           /**< "conv2d": for messages and snn_tape_print */
+    snn_backward_fn backward;                 /**< sends out->grad to the inputs' gradients */
+    snn_tensor *out;                          /**< the op's output */
+    snn_tensor *inputs[SNN_MAX_NODE_INPUTS];  /**< NULL entries are allowed (an absent bias) */
+    int n_inputs;                             /**< entries used in inputs[] */
+    void *saved;                              /**< op-specific state, zeroed, in the step arena */
+    snn_node *prev;                           /**< the node recorded before this one */
 };
 
-/* True when grad mode is on (the default) and some input requires grad: the op must record. */
+/** True when grad mode is on (the default) and one of the `n_inputs` tensors in `inputs`
+ * requires grad: the op must record a node. NULL entries count as not requiring grad. */
 bool snn_should_record(int n_inputs, snn_tensor *const *inputs);
 
-/* Appends a node for `out`, with `saved_bytes` of zeroed op state; marks out->requires_grad and
- * out->grad_fn. NULL (message set) only when the step arena is out of memory. */
+/** Appends a node for op `op` (a static string) producing `out` from `n_inputs` `inputs`, with
+ * `saved_bytes` of zeroed op state (node->saved, in the step arena) for `backward`; marks
+ * out->requires_grad and out->grad_fn. Returns the node (owned by the step), or NULL (message
+ * set) when the step arena is out of memory or no step is open. */
 snn_node *snn_tape_record(const char *op, snn_backward_fn backward, snn_tensor *out, int n_inputs,
                           snn_tensor *const *inputs, size_t saved_bytes);
 
-/* For backward functions: the gradient buffer of `t` to accumulate into, created zero-filled on
+/** For backward functions: the gradient buffer of `t` to accumulate into, created zero-filled on
  * first use (OWNED grad for an OWNED tensor, STEP grad otherwise); NULL when t is NULL or does
  * not require grad. Views share their base's gradient layout, so a view gets its own buffer. */
 float *snn_grad_for(snn_tensor *t);
-/* For backward functions that allocate scratch: report that it could not be had; snn_backward
+/** For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);
-/* Returns and clears that report (backward.c, once per node). */
+/** For backward functions that cannot go on for another reason (a collective between ranks
+ * failed): snn_backward returns `status` naming the node, with snn_last_error()'s message. */
+void snn_backward_fail(snn_status status);
+/** Returns and clears the report of snn_backward_out_of_memory or snn_backward_fail: 0 when
+ * none was made, else the status to return (backward.c asks once per node). */
 int snn_backward_take_failure(void);
 
-/* Runs backward from a 1-element `loss` (seeded with 1). SNN_ERR_ARGUMENT if loss is not a
- * scalar or does not require grad. Call once per step. */
+/** Runs backward from a 1-element `loss` (seeded with 1): every node on the tape of the open
+ * steps whose output got a gradient accumulates (+=) into its inputs' gradients, so the .grad of
+ * OWNED parameters must be zeroed by the caller (snn_module_zero_grad). Call once per step.
+ * SNN_ERR_ARGUMENT if loss is NULL, not one element or does not require grad; SNN_ERR_MEMORY if
+ * a gradient buffer cannot be had (the gradients are then incomplete). */
 snn_status snn_backward(snn_tensor *loss);
-/* Same from any output with an explicit seed gradient of the same shape. */
+/** As snn_backward, from any output `out` with an explicit `seed` gradient of out's shape and
+ * device (dL/dout). SNN_ERR_ARGUMENT for a NULL, mismatched or non-differentiable argument. */
 snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed);
 
-/* No-grad mode: ops record nothing and save nothing (inference must not pay for training).
- * Nests. */
+/** The gradient-ready hook's type: called with the `ctx` given to snn_backward_set_hook and a
+ * parameter whose gradient is final for this backward. */
+typedef void (*snn_grad_ready_fn)(void *ctx, snn_tensor *param);
+/** Gradient-ready hook, for data-parallel training (dist/): while set, snn_backward calls
+ * fn(ctx, p) once for each OWNED tensor p that requires grad and is an input of some node on
+ * the tape, right after the backward of the last node (in backward order) that takes p. From
+ * then on nothing adds to p->grad during this backward, so p's all-reduce can start while the
+ * rest of the backward runs. On CUDA the gradient's kernels are queued, not finished: the hook
+ * orders its own stream after them with an event. Tensors on no node get no call. fn = NULL
+ * turns it off. */
+void snn_backward_set_hook(snn_grad_ready_fn fn, void *ctx);
+
+/** Enters no-grad mode: ops record nothing and save nothing (inference must not pay for
+ * training). Nests: each call needs its snn_no_grad_end(). */
 void snn_no_grad_begin(void);
+/** Leaves one level of no-grad mode. */
 void snn_no_grad_end(void);
+/** True when ops record (grad mode, the default), false inside no-grad mode. */
 bool snn_grad_enabled(void);
 
-/* Prints the tape, newest first, one node a line (op, output shape, inputs). */
+/** Prints the tape of the open steps to `out`, newest first, one node a line (op, output shape,
+ * inputs). */
 void snn_tape_print(FILE *out);
 
 /* ---------------------------------------------------------------------------------------------
- * gradcheck: analytic gradients (backward) against central finite differences.
- *
- * f maps the inputs to an output; the check differentiates L = sum(out * R) for a fixed random
- * R, so every output element counts. Each input element i is nudged by +-eps and
- * (L(x + eps) - L(x - eps)) / 2 eps, accumulated in double, is compared with dL/dx_i:
- *     |numeric - analytic| <= atol + rtol * |numeric|.
- * Kernels compute in float32, so eps around 1e-2..1e-3 and tolerances around 1e-2 are typical.
- * Inputs must be CPU step tensors with requires_grad set on those to check.
+ * gradcheck
  * ------------------------------------------------------------------------------------------- */
 
+/**
+ * The function gradcheck differentiates: maps the `inputs` (and the caller's `ctx`) to an
+ * output STEP tensor with the differentiable ops, or NULL on error.
+ *
+ * gradcheck compares analytic gradients (backward) with central finite differences. The check
+ * differentiates L = sum(out * R) for a fixed random R, so every output element counts. Each
+ * input element i is nudged by +-eps and (L(x + eps) - L(x - eps)) / 2 eps, accumulated in
+ * double, is compared with dL/dx_i:
+ *
+ *     |numeric - analytic| <= atol + rtol * |numeric|
+ *
+ * Kernels compute in float32, so eps around 1e-2..1e-3 and tolerances around 1e-2 are typical.
+ */
 typedef snn_tensor *(*snn_gradcheck_fn)(snn_tensor *const *inputs, void *ctx);
 
+/** How snn_gradcheck nudges and compares. */
 typedef struct snn_gradcheck_options {
-    float eps, atol, rtol;
-    uint64_t seed;      /* for R */
-    bool verbose;       /* print each mismatch */
+    float eps;          /**< the nudge (+-eps) of each input element */
+    float atol;         /**< absolute tolerance */
+    float rtol;         /**< relative tolerance, times |numeric| */
+    uint64_t seed;      /**< for R */
+    bool verbose;       /**< print each mismatch */
 } snn_gradcheck_options;
 
-/* Returns SNN_OK when every checked element agrees; otherwise SNN_ERR_NUMERIC with the worst
- * element named in snn_last_error(). Opens and closes its own steps. */
+/** Checks the gradients of `f` (called with `ctx`) with respect to those of the `n_inputs`
+ * `inputs` that have requires_grad set; inputs must be CPU step tensors (the caller's; each
+ * nudged value is put back). Returns SNN_OK when every checked element agrees; otherwise
+ * SNN_ERR_NUMERIC with the worst element and `name` in snn_last_error() (or the error of f).
+ * Opens and closes its own steps. */
 snn_status snn_gradcheck(const char *name, snn_gradcheck_fn f, int n_inputs, snn_tensor **inputs,
                          void *ctx, snn_gradcheck_options options);
 
@@ -114,68 +163,134 @@ snn_status snn_gradcheck(const char *name, snn_gradcheck_fn f, int n_inputs, snn
  * ------------------------------------------------------------------------------------------- */
 
 /* elementwise, with numpy broadcasting for the binary ones (autograd/fn_elementwise.c) */
+
+/** a + b, elementwise with numpy broadcasting (dims right-aligned; a size 1 stretches). */
 snn_tensor *snn_add(snn_tensor *a, snn_tensor *b);
-/* a + b written over a's memory, for a caller that never reads a's values again (a residual
+/** a + b written over a's memory, for a caller that never reads a's values again (a residual
  * sum whose first operand is a batch-norm output): one activation less. a must be a STEP tensor
  * of the sum's shape (b may broadcast). a's and the sum's gradients stay separate and correct:
  * an add's backward reads no values. */
 snn_tensor *snn_add_into(snn_tensor *a, snn_tensor *b);
+/** a - b, broadcast as snn_add. */
 snn_tensor *snn_sub(snn_tensor *a, snn_tensor *b);
+/** a * b, broadcast as snn_add. */
 snn_tensor *snn_mul(snn_tensor *a, snn_tensor *b);
+/** a / b, broadcast as snn_add. */
 snn_tensor *snn_div(snn_tensor *a, snn_tensor *b);
+/** s * x for a constant s. */
 snn_tensor *snn_scale(snn_tensor *x, float s);
+/** x + s for a constant s. */
 snn_tensor *snn_add_scalar(snn_tensor *x, float s);
+/** -x. */
 snn_tensor *snn_neg(snn_tensor *x);
+/** exp(x). */
 snn_tensor *snn_exp(snn_tensor *x);
+/** log(x) (x > 0; no check: log of 0 is -inf). */
 snn_tensor *snn_log(snn_tensor *x);
+/** max(x, 0); the gradient at 0 is 0. */
 snn_tensor *snn_relu(snn_tensor *x);
+/** 1 / (1 + exp(-x)). */
 snn_tensor *snn_sigmoid(snn_tensor *x);
+/** x * x. */
 snn_tensor *snn_square(snn_tensor *x);
 
 /* reductions (autograd/fn_reduce.c); dim may be negative (counted from the end) */
+
+/** The sum of x along `dim` (negative counts from the end), which is dropped, or kept with size
+ * 1 when keepdim. */
 snn_tensor *snn_sum(snn_tensor *x, int dim, bool keepdim);
+/** The mean of x along `dim`, as snn_sum. */
 snn_tensor *snn_mean(snn_tensor *x, int dim, bool keepdim);
-snn_tensor *snn_sum_all(snn_tensor *x);   /* shape [1] */
-snn_tensor *snn_mean_all(snn_tensor *x);  /* shape [1] */
-/* (...) -> (T, ...): the input repeated T times along a new leading time axis */
+/** The sum of every element of x, shape [1]. */
+snn_tensor *snn_sum_all(snn_tensor *x);
+/** The mean of every element of x, shape [1]. */
+snn_tensor *snn_mean_all(snn_tensor *x);
+/** (...) -> (T, ...): x repeated T (>= 1) times along a new leading time axis (x has at most
+ * 5 dims). */
 snn_tensor *snn_repeat_time(snn_tensor *x, int T);
 
 /* shape (autograd/fn_shape.c): views that share data, no copy */
+
+/** A view of x with `shape` (1 to 6 dims, same numel), sharing x's data. */
 snn_tensor *snn_reshape(snn_tensor *x, snn_shape shape);
-/* merges dims start..end (inclusive; negative counts from the end) into one */
+/** A view of x with dims start..end (inclusive; negative counts from the end) merged into one. */
 snn_tensor *snn_flatten(snn_tensor *x, int start, int end);
-/* same data, no gradient flows back through it */
+/** A view of x (same data) through which no gradient flows back. */
 snn_tensor *snn_detach(snn_tensor *x);
 
 /* matrices (autograd/fn_linear.c) */
-snn_tensor *snn_matmul(snn_tensor *a, snn_tensor *b);                 /* (M, K) x (K, N) */
-/* y = x w^T + b: x (..., in), w (out, in), b (out) or NULL */
+
+/** The matrix product of a (M, K) and b (K, N): (M, N). */
+snn_tensor *snn_matmul(snn_tensor *a, snn_tensor *b);
+/** y = x w^T + b: x (..., in), w (out, in), b (out) or NULL; y (..., out). */
 snn_tensor *snn_linear(snn_tensor *x, snn_tensor *w, snn_tensor *b);
 
 /* convolution and pooling (autograd/fn_conv2d.c, fn_pool2d.c) */
+
+/** 2-D convolution (cross-correlation, as PyTorch's conv2d): x (N, C_in, H, W) or
+ * (T, N, C_in, H, W), w (C_out, C_in, KH, KW), b (C_out) or NULL, stride >= 1, zero padding
+ * pad >= 0 on each side; y (.., C_out, H_out, W_out) with H_out = (H + 2 pad - KH) / stride + 1.
+ * One fused node with a hand-written backward. */
 snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad);
+/** Max over kernel x kernel windows of x (N, C, H, W) or (T, N, C, H, W), moved by `stride`,
+ * with `pad` (never the maximum) on each side; gradient to the (first) maximum. */
 snn_tensor *snn_max_pool2d(snn_tensor *x, int kernel, int stride, int pad);
+/** Mean over kernel x kernel windows, as snn_max_pool2d; padding counts as zeros in the mean
+ * (PyTorch's count_include_pad). */
 snn_tensor *snn_avg_pool2d(snn_tensor *x, int kernel, int stride, int pad);
 
-/* batch-norm over channels (autograd/fn_batchnorm.c). training: batch statistics, and the
- * running ones (OWNED, updated in place) move by `momentum`; eval: running statistics. */
+/** Batch-norm over the channels of x (N, C, H, W) or (T, N, C, H, W) (autograd/fn_batchnorm.c):
+ * y = gamma (x - mean) / sqrt(var + eps) + beta, gamma, beta (C) or NULL (no affine).
+ * training: batch statistics (biased variance), and running_mean, running_var (C; OWNED,
+ * updated in place; may be NULL) move by `momentum` toward them (the running variance gets
+ * the unbiased one, as PyTorch; needs N*H*W >= 2); eval: the running statistics. eps > 0,
+ * momentum in [0, 1]. */
 snn_tensor *snn_batchnorm2d(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *running_mean, snn_tensor *running_var, bool training,
                             float momentum, float eps);
 
-/* dropout (autograd/fn_dropout.c): zeroes with probability p and scales by 1/(1-p) in
- * training; the identity in eval. The mask is a hash of (seed, index): same on every device. */
+/** Batch-norm across data-parallel ranks (dist/, snn-train --sync-bn): while a sync is set,
+ * training-mode snn_batchnorm2d takes its statistics over every rank's batch together (and its
+ * backward the matching sums), as one process with the union of the batches would. The
+ * callbacks work on memory of the tensors' device, in the order of the device's queued work
+ * (after what was queued before the call, before what is queued after it), and every rank
+ * makes the same calls in the same order; on failure they set snn_last_error() and return it. */
+typedef struct snn_batchnorm_sync {
+    void *ctx;   /**< passed to both callbacks */
+    int ranks;   /**< the number of ranks */
+    /** recv (ranks * n doubles) <- every rank's send (n doubles), in rank order */
+    snn_status (*allgather)(void *ctx, double *recv, const double *send, int64_t n);
+    /** buf (n doubles) <- its sum over the ranks, in place */
+    snn_status (*allreduce_sum)(void *ctx, double *buf, int64_t n);
+} snn_batchnorm_sync;
+/** Copies *sync (NULL: back to per-process statistics, the default). */
+void snn_batchnorm_set_sync(const snn_batchnorm_sync *sync);
+
+/** Dropout (autograd/fn_dropout.c): zeroes each element of x with probability p (0 <= p < 1)
+ * and scales the rest by 1/(1-p) in training; the identity in eval. The mask is a hash of
+ * (seed, index): the same on every device. */
 snn_tensor *snn_dropout(snn_tensor *x, float p, bool training, uint64_t seed);
 
 /* losses (autograd/fn_loss.c). labels: (N) class indices stored as floats. Both return [1]. */
-snn_tensor *snn_log_softmax(snn_tensor *x);                      /* rows of (N, C) */
-snn_tensor *snn_nll_loss(snn_tensor *logp, snn_tensor *labels);  /* mean over N */
+
+/** Log-softmax of each row of x (N, C). */
+snn_tensor *snn_log_softmax(snn_tensor *x);
+/** -mean over N of logp[n, labels[n]]: logp (N, C) log-probabilities, labels (N) class indices
+ * in 0..C-1 stored as floats (checked on the CPU). Shape [1]. */
+snn_tensor *snn_nll_loss(snn_tensor *logp, snn_tensor *labels);
+/** snn_nll_loss(snn_log_softmax(logits), labels) in one: logits (N, C), labels (N). Shape [1]. */
 snn_tensor *snn_cross_entropy(snn_tensor *logits, snn_tensor *labels);
-snn_tensor *snn_mse_loss(snn_tensor *a, snn_tensor *b);          /* mean of (a - b)^2 */
+/** The mean of (a - b)^2 over every element; a and b of one shape. Shape [1]. */
+snn_tensor *snn_mse_loss(snn_tensor *a, snn_tensor *b);
 
 /* not differentiable */
-snn_tensor *snn_one_hot(snn_tensor *labels, int classes);        /* (N) -> (N, classes) */
-snn_tensor *snn_argmax(snn_tensor *x);                           /* (N, C) -> (N) */
+
+/** (N) class indices (floats in 0..classes-1) -> (N, classes) rows of 0 and 1. Not
+ * differentiable. */
+snn_tensor *snn_one_hot(snn_tensor *labels, int classes);
+/** The index of each row's largest element, (N, C) -> (N) (floats; the first on ties). Not
+ * differentiable. */
+snn_tensor *snn_argmax(snn_tensor *x);
 
 #ifdef __cplusplus
 }

@@ -56,10 +56,13 @@ snn_node *snn_tape_record(const char *op, snn_backward_fn backward, snn_tensor *
     return node;
 }
 
-/* Set when a gradient buffer could not be allocated during backward; snn_backward reports it. */
+/* Set when a backward function could not finish (0: none; else the snn_status to return);
+ * snn_backward reports it. */
 static int backward_failed;
 
-void snn_backward_out_of_memory(void) { backward_failed = 1; }
+void snn_backward_out_of_memory(void) { backward_failed = SNN_ERR_MEMORY; }
+
+void snn_backward_fail(snn_status status) { backward_failed = status != SNN_OK ? (int)status : SNN_ERR_STATE; }
 
 int snn_backward_take_failure(void)
 {
@@ -96,7 +99,7 @@ float *snn_grad_for(snn_tensor *t)
             t->grad = pooled_zeros(t);
         }
         if (!t->grad) {
-            backward_failed = 1;
+            backward_failed = SNN_ERR_MEMORY;
             return NULL;
         }
     }

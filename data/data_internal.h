@@ -8,6 +8,11 @@
  *   tar_write.c    a ustar writer on top of snn_gz_writer
  *   cifar.c        CIFAR-10/100 binary records, from a .tar.gz or a folder
  *   augment.c      one sample to floats: crop with padding, flip, normalise
+ *   zip.c          a ZIP archive reader (stored and deflated members); zip_write.c its mirror
+ *   events.c       event lists, frame integration, the event data sets by name
+ *   event_nmnist.c N-MNIST: the 40-bit .bin format, from Train.zip/Test.zip or folders
+ *   event_aedat.c  AEDAT 3.1 polarity packets, AEDAT 2.0 (CIFAR10-DVS), DVS Gesture label CSVs
+ *   event_dvs.c    DVS128 Gesture (tar.gz or folder) and CIFAR10-DVS (class zips or folders)
  *
  * Functions that fail store a message naming the file (snn_stream.name) and return a status.
  */
@@ -175,6 +180,110 @@ snn_augment snn_augment_draw(uint64_t seed, int64_t epoch, int64_t position, int
 void snn_augment_apply(float *out, const uint8_t *src, int channels, int height, int width,
                        int padding, snn_augment aug, const snn_norm_table *lut);
 
+/* ---- zip (zip.c, zip_write.c) --------------------------------------------------------------- */
+
+typedef struct snn_zip_entry {
+    char name[260];          /* the member's path inside the archive, NUL-terminated */
+    uint16_t method;         /* 0 stored, 8 deflated */
+    bool encrypted;
+    uint32_t crc, compressed, size;
+    uint64_t offset;         /* of its local header */
+} snn_zip_entry;
+
+typedef struct snn_zip {
+    char name[512];          /* the file (or label) every message names */
+    FILE *file;              /* NULL when reading from memory */
+    const uint8_t *data;     /* the archive in memory (not owned), or NULL */
+    uint64_t size;
+    snn_zip_entry *entries;  /* (count) from the central directory, in its order */
+    int64_t count, capacity;
+} snn_zip;
+
+snn_status snn_zip_open_file(snn_zip *z, const char *path);
+snn_status snn_zip_open_memory(snn_zip *z, const void *data, size_t size, const char *name);
+void snn_zip_close(snn_zip *z);
+/* Member `index`, inflated and CRC-checked, into a new block of *size + 1 bytes (free with
+ * snn_free(*out, *size + 1)). */
+snn_status snn_zip_read(snn_zip *z, int64_t index, uint8_t **out, uint64_t *size);
+
+typedef struct snn_zip_writer {
+    char path[512], tmp_path[520];
+    FILE *file;
+    uint64_t offset;
+    snn_zip_entry *entries;
+    int64_t count, capacity;
+} snn_zip_writer;
+
+snn_status snn_zip_writer_open(snn_zip_writer *w, const char *path);
+snn_status snn_zip_writer_add(snn_zip_writer *w, const char *name, const void *data, size_t size);
+/* Writes the directory, closes and renames into place; always releases everything. */
+snn_status snn_zip_writer_close(snn_zip_writer *w);
+void snn_zip_writer_abort(snn_zip_writer *w);
+
+/* ---- events (events.c, event_nmnist.c, event_aedat.c, event_dvs.c) ---------------------------- */
+
+/* No sample or file is believed when it claims more events than this. */
+#define SNN_EVENTS_MAX ((int64_t)1 << 28)
+
+typedef struct snn_event_list {
+    snn_event *items;        /* (count) */
+    int64_t count, capacity;
+} snn_event_list;
+
+/* Appends one event (grows by doubling); SNN_ERR_FORMAT past SNN_EVENTS_MAX naming `source`. */
+snn_status snn_event_list_push(snn_event_list *l, snn_event e, const char *source);
+void snn_event_list_free(snn_event_list *l);
+/* SNN_OK, or SNN_ERR_ARGUMENT naming `fn` and the bad field. */
+snn_status snn_event_frames_check(const char *fn, const snn_event_frames *f);
+/* Bytes of one sample's frames: T * 2 * ceil(H / k) * ceil(W / k). */
+int64_t snn_event_frame_bytes(const snn_event_frames *f, int height, int width);
+
+/* N-MNIST: 5 bytes per event, x = b0, y = b1, p = b2 >> 7, t = (b2 & 0x7F) << 16 | b3 << 8 | b4.
+ * Checks the size is a multiple of 5 and every pixel inside the 34 x 34 sensor. */
+snn_status snn_nmnist_decode(const uint8_t *data, uint64_t size, const char *source,
+                             snn_event_list *out);
+/* 5 n bytes into out; the caller checks x, y < 256, t < 2^23, p in {0, 1}. */
+void snn_nmnist_encode(uint8_t *out, const snn_event *events, int64_t n);
+/* A data set from an N-MNIST zip (members "<Train|Test>/<digit>/<name>.bin"). */
+snn_status snn_nmnist_read_zip(snn_zip *z, snn_split split, const snn_event_frames *f,
+                               snn_dataset *out);
+snn_status snn_nmnist_load(const char *path, snn_split split, const snn_event_frames *f,
+                           snn_dataset *out);
+
+/* Skips the '#' header lines of an AEDAT file; *offset = where the binary data starts. Checks
+ * the first line is "#!AER-DAT<version>" (version "3.1" or "2.0"). */
+snn_status snn_aedat_header(const uint8_t *data, uint64_t size, const char *source,
+                            const char *version, uint64_t *offset);
+/* AEDAT 3.1: the polarity events (packet type 1, 8 bytes each) of a whole file, valid ones only,
+ * every pixel checked against the width x height sensor. */
+snn_status snn_aedat3_decode(const uint8_t *data, uint64_t size, const char *source, int width,
+                             int height, snn_event_list *out);
+/* AEDAT 2.0 as in CIFAR10-DVS: big-endian (address, timestamp) pairs of a DVS128; see the file. */
+snn_status snn_aedat2_decode(const uint8_t *data, uint64_t size, const char *source,
+                             snn_event_list *out);
+
+/* One gesture of a DVS Gesture recording: events with start <= t < end, class label 0..10. */
+typedef struct snn_gesture_label {
+    int label;
+    int64_t start, end;
+} snn_gesture_label;
+
+/* "class,startTime_usec,endTime_usec" then one line per gesture (class 1..11). *out is a new
+ * block of *count entries (free with snn_free(*out, *count * sizeof **out); NULL when 0). */
+snn_status snn_gesture_labels_parse(const uint8_t *text, uint64_t size, const char *source,
+                                    snn_gesture_label **out, int *count);
+/* DVS Gesture from a tar (optionally gzip) archive: the file at `path`, or `size` bytes at `data`
+ * when path is NULL (read twice: labels and split lists first, then the recordings). */
+snn_status snn_dvs_gesture_read_tar(const char *path, const void *data, size_t size,
+                                    snn_split split, const snn_event_frames *f, snn_dataset *out);
+snn_status snn_dvs_gesture_load(const char *path, snn_split split, const snn_event_frames *f,
+                                snn_dataset *out);
+/* CIFAR10-DVS from class zips: zips[i] holds the recordings of class labels[i] (0..9). */
+snn_status snn_cifar10dvs_read_zips(snn_zip *zips, const int *labels, int n, snn_split split,
+                                    const snn_event_frames *f, snn_dataset *out);
+snn_status snn_cifar10dvs_load(const char *path, snn_split split, const snn_event_frames *f,
+                               snn_dataset *out);
+
 /* ---- helpers (dataset.c) -------------------------------------------------------------------- */
 
 /* Allocates images and labels for `count` samples; zeroes *out on failure (message set). */
@@ -183,6 +292,12 @@ snn_status snn_dataset_alloc(snn_dataset *out, const char *name, int64_t count, 
 /* "dir/file" into buf; SNN_ERR_ARGUMENT when it does not fit. */
 snn_status snn_path_join(char *buf, size_t size, const char *dir, const char *file);
 bool snn_path_is_dir(const char *path);
+/* The folder or file to read: `path` when given, else $SNN_DATA_DIR/<folder> when it exists,
+ * else $SNN_DATA_DIR, else /usr/share/datasets/<folder>. */
+snn_status snn_dataset_locate(const char *folder, const char *path, char *where, size_t size);
+/* Allocates an event data set of `count` samples of frames f of a height x width sensor. */
+snn_status snn_event_dataset_alloc(snn_dataset *out, const char *name, int64_t count,
+                                   const snn_event_frames *f, int height, int width, int classes);
 bool snn_path_exists(const char *path);
 
 #endif /* SNN_DATA_INTERNAL_H */

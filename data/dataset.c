@@ -44,7 +44,8 @@ snn_status snn_dataset_alloc(snn_dataset *out, const char *name, int64_t count, 
 
 int64_t snn_dataset_image_bytes(const snn_dataset *ds)
 {
-    return (int64_t)ds->channels * ds->height * ds->width;
+    int64_t frames = ds->time_steps > 0 ? ds->time_steps : 1;
+    return frames * ds->channels * ds->height * ds->width;
 }
 
 void snn_dataset_free(snn_dataset *ds)
@@ -79,6 +80,22 @@ bool snn_path_exists(const char *path)
 }
 
 /* ---- loading by name ----------------------------------------------------------------------- */
+
+snn_status snn_dataset_locate(const char *folder, const char *path, char *where, size_t size)
+{
+    /* Where to look: the argument, else $SNN_DATA_DIR[/<folder>], else the default root. */
+    const char *env = getenv("SNN_DATA_DIR");
+    snn_status st = SNN_OK;
+    if (path) {
+        snprintf(where, size, "%s", path);
+    } else if (env && env[0]) {
+        st = snn_path_join(where, size, env, folder);
+        if (st == SNN_OK && !snn_path_exists(where)) snprintf(where, size, "%s", env);
+    } else {
+        st = snn_path_join(where, size, DEFAULT_ROOT, folder);
+    }
+    return st;
+}
 
 typedef enum kind { KIND_IDX, KIND_CIFAR10, KIND_CIFAR100, KIND_CIFAR100_COARSE } kind;
 
@@ -123,28 +140,20 @@ snn_status snn_dataset_load(const char *name, const char *path, snn_split split,
                          "snn_dataset_load: bad argument 'split' (expected SNN_SPLIT_TRAIN or "
                          "SNN_SPLIT_TEST, got %d)",
                          (int)split);
+    if (snn_dataset_is_event(name)) return snn_event_dataset_load(name, path, split, NULL, out);
     int which = -1;
     for (int i = 0; i < N_KNOWN; i++)
         if (strcmp(name, known[i].name) == 0) which = i;
     if (which < 0)
         return snn_error(SNN_ERR_ARGUMENT,
                          "snn_dataset_load: bad argument 'name' (expected \"fashion-mnist\", "
-                         "\"mnist\", \"cifar10\", \"cifar100\" or \"cifar100-coarse\", got \"%s\")",
+                         "\"mnist\", \"cifar10\", \"cifar100\", \"cifar100-coarse\", \"nmnist\", "
+                         "\"dvs-gesture\" or \"cifar10-dvs\", got \"%s\")",
                          name);
 
-    /* Where to look: the argument, else $SNN_DATA_DIR[/<folder>], else the default root. */
     char where[1024];
-    const char *env = getenv("SNN_DATA_DIR");
-    snn_status st = SNN_OK;
     bool defaulted = path == NULL;
-    if (path) {
-        snprintf(where, sizeof where, "%s", path);
-    } else if (env && env[0]) {
-        st = snn_path_join(where, sizeof where, env, known[which].folder);
-        if (st == SNN_OK && !snn_path_exists(where)) snprintf(where, sizeof where, "%s", env);
-    } else {
-        st = snn_path_join(where, sizeof where, DEFAULT_ROOT, known[which].folder);
-    }
+    snn_status st = snn_dataset_locate(known[which].folder, path, where, sizeof where);
     if (st == SNN_OK) {
         switch (known[which].kind) {
         case KIND_IDX: st = snn_mnist_load(name, where, split, out); break;
@@ -181,6 +190,8 @@ void snn_dataset_default_norm(const snn_dataset *ds, float mean[SNN_DATA_MAX_CHA
     for (int c = 0; c < SNN_DATA_MAX_CHANNELS; c++) {
         mean[c] = 0.5f;
         std[c] = 0.5f;
+        /* event frames: the network sees the event counts themselves, x = count */
+        if (ds->time_steps > 0) mean[c] = 0.0f, std[c] = 1.0f / 255.0f;
     }
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(ds->name, table[i].name) != 0) continue;
@@ -202,7 +213,9 @@ void snn_dataset_measure_norm(const snn_dataset *ds, float mean[SNN_DATA_MAX_CHA
     for (int c = 0; c < ds->channels && c < SNN_DATA_MAX_CHANNELS; c++) {
         /* Exact integer sums: a histogram of the 256 values. */
         uint64_t histogram[256] = {0};
-        for (int64_t i = 0; i < ds->count; i++) {
+        /* event sets: every frame of every sample, (count * T) planes per channel */
+        const int64_t frames = ds->time_steps > 0 ? ds->time_steps : 1;
+        for (int64_t i = 0; i < ds->count * frames; i++) {
             const uint8_t *p = ds->images + (i * ds->channels + c) * plane;
             for (int64_t j = 0; j < plane; j++) histogram[p[j]]++;
         }

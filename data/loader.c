@@ -9,6 +9,11 @@
  * thread made a batch or when, so prefetch on and off give bit-identical batches, and a run
  * resumed with snn_loader_seek(e, b) sees exactly what the uninterrupted run saw.
  *
+ * Sharding (data-parallel training, one loader per rank): every rank draws the same epoch order
+ * and takes its slice of each global batch of B * shards positions (snn_shard_slice). Since
+ * augmentation follows the position, not the rank, the ranks together see exactly the batches
+ * of one unsharded loader with batch size B * shards.
+ *
  * Double buffering. Two slots of (B, C, H, W) floats + (B) labels. The caller holds one (the
  * batch snn_loader_next returned); the worker fills the other with the batch after it. The
  * next call waits for the worker (normally it is long done), hands its slot over and sets the
@@ -33,6 +38,7 @@ typedef struct slot {
     float *images;           /* (B, C, H, W) */
     float *labels;           /* (B) */
     int count;
+    int global_count;         /* of the global batch this slot is a slice of */
     int64_t epoch, index;
 } slot;
 
@@ -91,21 +97,28 @@ static void make_batch(snn_loader *l, slot *s, int64_t epoch, int64_t index)
     const snn_dataset *ds = l->ds;
     const snn_loader_config *cfg = &l->cfg;
     ensure_order(l, epoch);
-    const int64_t first = index * cfg->batch_size;
-    int64_t count = ds->count - first;
-    if (count > cfg->batch_size) count = cfg->batch_size;
-    SNN_ASSERT(count > 0);
+    int64_t first, count, global;
+    snn_shard_slice(ds->count, cfg->batch_size, cfg->shard, cfg->shards, index, &first, &count,
+                    &global);
+    SNN_ASSERT(count > 0 && count <= cfg->batch_size);
     const int64_t image_bytes = snn_dataset_image_bytes(ds);
+    /* Event sets hold T frames per sample and are batched time-major, (T, count, C, H, W), the
+     * layout the multi-step layers take; each frame of a sample gets the same crop and flip. */
+    const int T = ds->time_steps > 0 ? ds->time_steps : 1;
+    const int64_t frame = (int64_t)ds->channels * ds->height * ds->width;
     for (int64_t i = 0; i < count; i++) {
         const int64_t position = first + i;
         const int64_t sample = l->order[position];
         snn_augment aug = snn_augment_draw(cfg->seed, epoch, position, cfg->crop_padding,
                                            cfg->random_crop, cfg->horizontal_flip);
-        snn_augment_apply(s->images + i * l->sample_floats, ds->images + sample * image_bytes,
-                          ds->channels, ds->height, ds->width, cfg->crop_padding, aug, &l->lut);
+        for (int t = 0; t < T; t++)
+            snn_augment_apply(s->images + ((int64_t)t * count + i) * frame,
+                              ds->images + sample * image_bytes + t * frame, ds->channels,
+                              ds->height, ds->width, cfg->crop_padding, aug, &l->lut);
         s->labels[i] = (float)ds->labels[sample];
     }
     s->count = (int)count;
+    s->global_count = (int)global;
     s->epoch = epoch;
     s->index = index;
 }
@@ -152,6 +165,32 @@ static void submit(snn_loader *l, int which, int64_t epoch, int64_t index)
     pthread_mutex_unlock(&l->mutex);
 }
 
+/* ---- sharding -------------------------------------------------------------------------------- */
+
+void snn_shard_slice(int64_t count, int batch, int shard, int shards, int64_t index,
+                     int64_t *first, int64_t *n, int64_t *global)
+{
+    if (shards < 1) shards = 1, shard = 0;
+    const int64_t size = (int64_t)batch * shards;      /* a full global batch */
+    const int64_t start = index * size;
+    int64_t g = count - start;
+    if (g > size) g = size;
+    if (g < 0) g = 0;
+    /* rank r: [r g / S, (r + 1) g / S); for a full batch r g / S = r B exactly */
+    const int64_t lo = shard * g / shards, hi = (shard + 1) * g / shards;
+    *first = start + lo;
+    *n = hi - lo;
+    *global = g;
+}
+
+int64_t snn_shard_batches(int64_t count, int batch, int shards, bool drop_last)
+{
+    if (shards < 1) shards = 1;
+    const int64_t size = (int64_t)batch * shards;
+    const int64_t full = count / size, rest = count % size;
+    return full + (rest > 0 && !drop_last && rest >= shards ? 1 : 0);
+}
+
 /* ---- public API ---------------------------------------------------------------------------- */
 
 snn_loader_config snn_loader_config_default(void)
@@ -182,11 +221,20 @@ static snn_status check_config(const snn_dataset *ds, const snn_loader_config *c
     if (c->batch_size < 1)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'config.batch_size' (expected >= 1, "
                          "got %d)", fn, c->batch_size);
-    if (c->drop_last && c->batch_size > ds->count)
+    if (c->shards < 0 || c->shard < 0 || c->shard >= (c->shards > 1 ? c->shards : 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'config.shard' (expected shard in "
+                         "0..shards-1 and shards >= 0, got shard %d of %d)", fn, c->shard,
+                         c->shards);
+    const int shards = c->shards > 1 ? c->shards : 1;
+    if (c->drop_last && (int64_t)c->batch_size * shards > ds->count)
         return snn_error(SNN_ERR_ARGUMENT,
                          "%s: bad argument 'config.batch_size' (expected <= %lld samples with "
-                         "drop_last, got %d: no batch would be left)",
-                         fn, (long long)ds->count, c->batch_size);
+                         "drop_last, got %d x %d shards: no batch would be left)",
+                         fn, (long long)ds->count, c->batch_size, shards);
+    if (snn_shard_batches(ds->count, c->batch_size, shards, c->drop_last) < 1)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'dataset' (expected at least one "
+                         "sample per shard, got %lld samples for %d shards)", fn,
+                         (long long)ds->count, shards);
     if (c->random_crop && (c->crop_padding < 0 || c->crop_padding > 1024))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'config.crop_padding' (expected "
                          "0..1024, got %d)", fn, c->crop_padding);
@@ -210,7 +258,7 @@ snn_loader *snn_loader_new(const snn_dataset *ds, const snn_loader_config *confi
     if (!l->cfg.random_crop) l->cfg.crop_padding = 0;
     snn_norm_table_init(&l->lut, ds->channels, l->cfg.mean, l->cfg.std);
     const int64_t b = l->cfg.batch_size;
-    l->batches = l->cfg.drop_last ? ds->count / b : (ds->count + b - 1) / b;
+    l->batches = snn_shard_batches(ds->count, l->cfg.batch_size, l->cfg.shards, l->cfg.drop_last);
     l->sample_floats = snn_dataset_image_bytes(ds);
     l->order_epoch = -1;
     l->n_slots = l->cfg.prefetch ? 2 : 1;
@@ -325,9 +373,11 @@ bool snn_loader_next(snn_loader *l, snn_batch *out)
     out->images = ready->images;
     out->labels = ready->labels;
     out->count = ready->count;
+    out->global_count = ready->global_count;
     out->channels = l->ds->channels;
     out->height = l->ds->height;
     out->width = l->ds->width;
+    out->time_steps = l->ds->time_steps;
     out->epoch = ready->epoch;
     out->index = ready->index;
     l->batch++;
@@ -343,9 +393,11 @@ snn_status snn_batch_to_device(const snn_batch *batch, snn_device device, snn_te
     if (batch->count <= 0 || !batch->images)
         return snn_error(SNN_ERR_ARGUMENT, "snn_batch_to_device: bad argument 'batch' (expected a "
                          "batch from snn_loader_next, got an empty one)");
-    snn_tensor *x = snn_from_host(SNN_SHAPE(batch->count, batch->channels, batch->height,
-                                            batch->width),
-                                  batch->images, device);
+    snn_shape shape = SNN_SHAPE(batch->count, batch->channels, batch->height, batch->width);
+    if (batch->time_steps > 0) /* an event set: (T, N, C, H, W) */
+        shape = SNN_SHAPE(batch->time_steps, batch->count, batch->channels, batch->height,
+                          batch->width);
+    snn_tensor *x = snn_from_host(shape, batch->images, device);
     snn_tensor *y = x ? snn_from_host(SNN_SHAPE(batch->count), batch->labels, device) : NULL;
     if (!x || !y) return snn_last_status() != SNN_OK ? snn_last_status() : SNN_ERR_MEMORY;
     *images = x;

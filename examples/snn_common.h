@@ -7,12 +7,14 @@
 #define SNN_EXAMPLES_COMMON_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "run_memory.h"
 #include "snn.h"
 
 #define UNUSED __attribute__((unused))
@@ -102,8 +104,11 @@ static UNUSED double now_seconds(void)
 /* mkdir -p for one level under an existing parent; 0 on success. */
 static UNUSED int make_dir(const char *path)
 {
-    if (mkdir(path, 0755) == 0 || errno == EEXIST) return 0;
-    fprintf(stderr, "cannot create folder '%s': %s\n", path, strerror(errno));
+    struct stat st;
+    if (mkdir(path, 0755) == 0) return 0;
+    if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+    if (errno == EEXIST) fprintf(stderr, "cannot use '%s' as a folder: a file of that name is in the way\n", path);
+    else fprintf(stderr, "cannot create folder '%s': %s\n", path, strerror(errno));
     return 1;
 }
 
@@ -150,7 +155,13 @@ static UNUSED int checkpoint_run_open(checkpoint_run *r, const char *program, co
     r->config = snn_model_config_of(r->model);
     r->dataset = dataset ? dataset : snn_metadata_get(&r->meta, "snn.train.dataset");
     if (!r->dataset) r->dataset = "fashion-mnist";
-    if (snn_dataset_load(r->dataset, data, SNN_SPLIT_TEST, &r->test) != SNN_OK) {
+    /* event sets: the frames the model was trained on (T, split mode, downsampling) */
+    snn_event_frames frames = {r->config->time_steps, SNN_SPLIT_BY_NUMBER, 1};
+    const char *f = snn_metadata_get(&r->meta, "snn.train.frames");
+    char split[16] = "";
+    if (f && sscanf(f, "%15[a-z],%d", split, &frames.downsample) == 2)
+        snn_event_split_parse(split, &frames.split_by);
+    if (snn_dataset_load_frames(r->dataset, data, SNN_SPLIT_TEST, &frames, &r->test) != SNN_OK) {
         fprintf(stderr, "%s: %s\n", program, snn_last_error());
         snn_module_free(r->model);
         return 1;
@@ -167,6 +178,20 @@ static UNUSED int checkpoint_run_open(checkpoint_run *r, const char *program, co
         snn_module_free(r->model);
         return 2;
     }
+    /* the evaluation's step and batches must fit (the model is already loaded) */
+    double image_bytes = 4.0 * ((double)c->in_channels * c->height * c->width *
+                                (r->view.time_steps > 0 ? r->view.time_steps : 1) + 1.0);
+    run_memory_request request = {program, "evaluating", NULL, *c, batch_size, r->view.count,
+                                  r->device, false, 0, 2.0 * image_bytes * batch_size, 0.0};
+    snn_memory_estimate memory;
+    if (snn_model_memory_estimate(c, 1, r->device, false, 0, &memory) == SNN_OK)
+        request.held = memory.parameters;
+    if (run_memory_check(&request, 2.0 * image_bytes, &memory)) {
+        snn_dataset_free(&r->test);
+        snn_module_free(r->model);
+        snn_shutdown();
+        return 2;
+    }
     r->loader = snn_loader_config_default();
     r->loader.batch_size = batch_size;
     r->loader.shuffle = false;
@@ -174,6 +199,16 @@ static UNUSED int checkpoint_run_open(checkpoint_run *r, const char *program, co
     if (c->encoding == SNN_ENCODING_POISSON) /* spikes need pixel intensities in [0, 1] */
         for (int k = 0; k < SNN_DATA_MAX_CHANNELS; k++) r->loader.mean[k] = 0.0f, r->loader.std[k] = 1.0f;
     return 0;
+}
+
+/* A program whose results go to standard output: 0 when they were all written, else 1 with a
+ * message (a full disk or a closed pipe must not look like success). */
+static UNUSED int finish_stdout(const char *program)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "%s: cannot write the results to standard output: %s\n", program,
+            errno ? strerror(errno) : "write error");
+    return 1;
 }
 
 static UNUSED void checkpoint_run_close(checkpoint_run *r)
@@ -196,12 +231,17 @@ typedef struct eval_result {
     double elements[MAX_LAYERS];          /* neuron-steps per layer over the set */
     int classes;
     int64_t *confusion;                   /* (classes, classes): [true][predicted], optional */
+    FILE *predictions;                    /* optional: one predicted class per line */
 } eval_result;
 
 static UNUSED double eval_accuracy(const eval_result *r)
 {
     return r->total ? (double)r->correct / (double)r->total : 0.0;
 }
+
+/* A program that stops on signals (run_signals.h) points this at its flag: evaluate() then
+ * returns between two batches once it is set, and the program drops that partial result. */
+static UNUSED volatile sig_atomic_t *evaluate_stop_flag;
 
 /* Runs the model over the whole loader in eval mode without a tape; the model is left in eval
  * mode. Returns SNN_OK or the first error. */
@@ -218,7 +258,8 @@ static UNUSED snn_status evaluate(snn_module *model, snn_loader *loader, snn_dev
     snn_status status = SNN_OK;
     float *pred = NULL, *lab = NULL;
     int cap = 0;
-    while (status == SNN_OK && snn_loader_next(loader, &batch)) {
+    while (status == SNN_OK && !(evaluate_stop_flag && *evaluate_stop_flag) &&
+           snn_loader_next(loader, &batch)) {
         snn_step_begin();
         snn_tensor *x, *y;
         status = snn_batch_to_device(&batch, device, &x, &y);
@@ -234,11 +275,19 @@ static UNUSED snn_status evaluate(snn_module *model, snn_loader *loader, snn_dev
             snn_free(pred, (size_t)cap * sizeof *pred, SNN_CPU);
             cap = batch.count;
             pred = snn_alloc((size_t)cap * sizeof *pred, SNN_CPU);
+            if (!pred) {
+                cap = 0;
+                status = SNN_ERR_MEMORY;
+                fprintf(stderr, "evaluate: out of host memory for %d predictions\n", batch.count);
+                snn_step_end();
+                break;
+            }
         }
         lab = (float *)batch.labels;
         snn_tensor_copy_to_host(am, pred);
         r->loss_sum += (double)snn_tensor_item(loss) * batch.count;
         for (int i = 0; i < batch.count; i++) {
+            if (r->predictions) fprintf(r->predictions, "%d\n", (int)pred[i]);
             r->correct += pred[i] == lab[i];
             if (r->confusion) r->confusion[(int)lab[i] * r->classes + (int)pred[i]]++;
         }

@@ -10,6 +10,7 @@ int main(int argc, char **argv)
 {
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
     const char *precision_name = "fp32";
+    const char *predictions = NULL;
     int batch_size = 256, limit = 0, threads = 0;
     option table[] = {
         {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
@@ -20,6 +21,7 @@ int main(int argc, char **argv)
         {"--batch-size", OPT_INT, &batch_size, "batch size"},
         {"--limit-test", OPT_INT, &limit, "use only the first N test images (0: all)"},
         {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
+        {"--predictions", OPT_STRING, &predictions, "write each test image's predicted class to this file, one a line"},
     };
     int parsed = parse_options(argc, argv, "Evaluates a checkpoint on the test split.", table,
                                (int)(sizeof table / sizeof table[0]));
@@ -50,6 +52,10 @@ int main(int argc, char **argv)
     eval_result r = {0};
     int64_t confusion[100 * 100] = {0};
     if (c->classes <= 100) r.confusion = confusion;
+    if (predictions && !(r.predictions = fopen(predictions, "w"))) {
+        fprintf(stderr, "snn-eval: cannot write '%s': %s\n", predictions, strerror(errno));
+        status = 1;
+    }
     double t0 = now_seconds();
     if (loader && evaluate(model, loader, device, &r) != SNN_OK) {
         fprintf(stderr, "snn-eval: %s\n", snn_last_error());
@@ -77,7 +83,9 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (r.predictions) fclose(r.predictions);
     snn_loader_free(loader);
+    if (status == 0) status = finish_stdout("snn-eval");
     checkpoint_run_close(&run);
     return status;
 }

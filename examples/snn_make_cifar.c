@@ -15,12 +15,14 @@
  * Input: -i, else $SNN_DATA_DIR, else /usr/share/datasets/fashion-mnist (as snn_dataset_load).
  * Output: -o, default ./cifar-10-binary.tar.gz.
  */
+#define _DEFAULT_SOURCE /* sigaction (run_signals.h) */
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
 
 #include "data/data.h"
+#include "run_signals.h"
 #include "tensor/tensor.h"
 
 #define SIDE 32
@@ -78,6 +80,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *input = NULL, *output = "cifar-10-binary.tar.gz";
+    run_signals_ignore_file_size(); /* a file-size limit: EFBIG and a message, not a core dump */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
             input = argv[++i];
@@ -87,6 +90,15 @@ int main(int argc, char **argv)
             usage();
             return strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
+    }
+    /* the archive is written beside the output and renamed over it: never over a device, a
+     * pipe or a folder (as root, `-o /dev/full` would otherwise replace the device node) */
+    struct stat existing;
+    if (stat(output, &existing) == 0 && !S_ISREG(existing.st_mode)) {
+        fprintf(stderr, "snn-make-cifar: '%s' exists and is not a regular file; refusing to "
+                "replace it\nhint: -o names the archive to write, e.g. -o runs/fmnist-cifar/"
+                "cifar-10-binary.tar.gz\n", output);
+        return 1;
     }
     /* create the output's folder (one level, like snn-train's --out) so that
      * `-o runs/fmnist-cifar/cifar-10-binary.tar.gz` works on a fresh checkout */

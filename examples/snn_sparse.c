@@ -194,6 +194,7 @@ int main(int argc, char **argv)
     snn_free(pred_dense, bytes, SNN_CPU);
     snn_free(pred_sparse, bytes, SNN_CPU);
     snn_free(labels, bytes, SNN_CPU);
+    if (status == 0) status = finish_stdout("snn-sparse");
     checkpoint_run_close(&run);
     return status;
 }

@@ -8,24 +8,38 @@
  * 3 minutes (docs/benchmarks.md). The library's model default is T = 4.
  *   build/bin/snn-train --model resnet18 --dataset cifar10 --data runs/fmnist-cifar --device cuda
  *   build/bin/snn-train --resume runs/fashion-mnist-cnn/checkpoint.safetensors --epochs 6
+ *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
  *
  * Each epoch: train with a progress line (loss, accuracy, img/s, ETA), evaluate on the test
  * split, append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
  * curves (SVG) and write a checkpoint atomically. A NaN or infinite loss stops training with
  * a message and leaves the last good checkpoint as it was. --resume continues bit-exactly.
+ *
+ * Long runs (README "Long runs"): SIGINT / SIGTERM finish the current step, write a checkpoint
+ * that resumes exactly there (mid-epoch) and exit 75 (run_signals.h); --checkpoint-every N
+ * writes one every N steps; sizes that cannot fit are refused before anything is allocated
+ * (run_memory.h); the output folder is locked against a second run (run_lock.h).
  */
+#define _DEFAULT_SOURCE /* sigaction's SA_RESTART, flock */
 #include <math.h>
 #include <unistd.h>
 
+#include "run_lock.h"
+#include "run_memory.h"
+#include "run_signals.h"
 #include "snn_common.h"
+#include "snn_dist.h"
 
 typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume, *precision;
-    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
+    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
+    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
     int limit_train, limit_test, augment, stop_after;
+    int checkpoint_every;
+    int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
     bool tf32;
     float tau, lr, momentum, weight_decay, min_lr;
+    train_dist_options dist;
 } train_options;
 
 static train_options defaults(void)
@@ -36,7 +50,8 @@ static train_options defaults(void)
         .device = "cpu", .precision = "fp32", .time_steps = 2, .width = 0, .hidden = 128, .epochs = 4,
         .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
-        .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f,
+        .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
+        .downsample = 1, .world_size = 1,
     };
 }
 
@@ -47,13 +62,17 @@ typedef struct epoch_stats {
     int64_t correct, seen;        /* over the batches whose loss was read */
     int64_t images;
     double seconds;
+    int64_t batches;              /* batches of the epoch done (a resumed epoch counts its first part) */
     bool diverged;
+    bool save_failed;             /* a --checkpoint-every checkpoint could not be written */
 } epoch_stats;
 
+/* done / total: batches of this run's part of the epoch; images_before: images of the epoch
+ * that an earlier run did (a resumed epoch), left out of the rate */
 static void progress(const char *phase, int64_t epoch, int epochs, int64_t done, int64_t total,
-                     const epoch_stats *s, double elapsed, bool tty, bool final)
+                     const epoch_stats *s, double elapsed, bool tty, bool final, int64_t images_before)
 {
-    double rate = elapsed > 0 ? (double)s->images / elapsed : 0.0;
+    double rate = elapsed > 0 ? (double)(s->images - images_before) / elapsed : 0.0;
     double eta = done > 0 ? elapsed * (double)(total - done) / (double)done : 0.0;
     double loss = s->seen ? s->loss_sum / (double)s->seen : (double)NAN;
     double acc = s->seen ? 100.0 * (double)s->correct / (double)s->seen : (double)NAN;
@@ -70,21 +89,79 @@ static void progress(const char *phase, int64_t epoch, int epochs, int64_t done,
     }
 }
 
+/* The checkpoint, in <out>/checkpoint.safetensors. At an epoch's end (batches < 0) it records
+ * the epoch as done; mid-epoch it records how many batches of epoch `epoch` are done and the
+ * epoch's running statistics, so that --resume continues exactly there. 0, or 1 with the
+ * message printed (the previous checkpoint is then left as it was). */
+static int save_checkpoint(const char *out_dir, snn_module *model, snn_optimizer *opt,
+                                  const train_options *o, int64_t epoch, int64_t batches,
+                                  const epoch_stats *st, double test_accuracy, int64_t images)
+{
+    char path[1024];
+    snn_metadata meta = {0};
+    snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)(batches < 0 ? epoch + 1 : epoch));
+    snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
+    snn_metadata_set(&meta, "snn.train.optimizer", "%s", o->optimizer);
+    snn_event_split split = SNN_SPLIT_BY_NUMBER;
+    snn_event_split_parse(o->split_by, &split); /* checked before the data were loaded */
+    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
+    if (test_accuracy >= 0.0) snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", test_accuracy);
+    snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
+    if (batches >= 0) {
+        snn_metadata_set(&meta, "snn.train.batches_done", "%lld", (long long)batches);
+        snn_metadata_set(&meta, "snn.train.position", "batch size %d, %lld images, seed %d",
+                         o->batch_size * o->world_size, (long long)images, o->seed);
+        snn_metadata_set(&meta, "snn.train.epoch_stats", "%.17g %lld %lld %lld %.17g", st->loss_sum,
+                         (long long)st->correct, (long long)st->seen, (long long)st->images, st->seconds);
+    }
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
+    if (run_lock_verify()) return 1;
+    if (snn_checkpoint_save(path, model, opt, &meta) != SNN_OK) {
+        fprintf(stderr, "snn-train: checkpoint: %s\n", snn_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* --step-log: one line "step,loss,lr" each time the loss is read (rank 0) */
+static void append_step_log(const char *path, int64_t step, float loss, float lr)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%lld,%.9g,%.9g\n", (long long)step, (double)loss, (double)lr);
+    fclose(f);
+}
+
+/* Whether a signal asks the run to stop (run_signals.h): at once in a one-process run; in a
+ * data-parallel run only where the ranks agreed to (`agreed`), so that all stop together. */
+static bool stopping(const snn_dist *dist, bool agreed) { return dist ? agreed : run_stop_requested(); }
+
 static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_schedule *schedule,
                               snn_loader *loader, const train_options *o, snn_device device,
-                              int64_t epoch, epoch_stats *st)
+                              snn_dist *dist, int64_t epoch, epoch_stats *st, const char *out_dir,
+                              double test_accuracy, int64_t images)
 {
-    bool tty = isatty(STDERR_FILENO);
-    int64_t total = snn_loader_num_batches(loader), done = 0;
+    bool tty = isatty(STDERR_FILENO), rank0 = train_dist_rank0(dist);
+    int64_t total = snn_loader_num_batches(loader), done = 0, at_epoch = 0;
+    snn_loader_position(loader, &at_epoch, &done); /* > 0 when resuming mid-epoch */
+    const int64_t first = done, images_before = st->images;
     int64_t next_plain = total / 10 > 0 ? total / 10 : 1;
+    next_plain *= done / next_plain + 1;
     const snn_model_config *config = snn_model_config_of(model);
     bool mse = strcmp(o->loss, "mse") == 0;
-    double start = now_seconds(), last_draw = 0.0;
+    double start = now_seconds(), start0 = start, last_draw = 0.0;
     float *pred = malloc((size_t)o->batch_size * sizeof *pred);
     snn_status status = SNN_OK;
     snn_batch batch;
+    if (!pred) {
+        fprintf(stderr, "snn-train: out of host memory for %d predictions\n", o->batch_size);
+        return SNN_ERR_MEMORY;
+    }
     snn_module_train(model, true);
-    while (snn_loader_next(loader, &batch)) {
+    /* A signal stops the loop after the step it found running. The ranks of a data-parallel run
+     * must all stop at the same step: they agree at each loss read (train_dist_read). */
+    bool agreed_stop = false;
+    while (!stopping(dist, agreed_stop) && snn_loader_next(loader, &batch)) {
         snn_optimizer_set_lr(opt, snn_schedule_lr(schedule, snn_optimizer_steps(opt)));
         snn_step_begin();
         snn_module_zero_grad(model);
@@ -92,43 +169,65 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         status = snn_batch_to_device(&batch, device, &x, &y);
         snn_tensor *out = status == SNN_OK ? snn_module_forward(model, x) : NULL;
         if (out) loss = mse ? snn_mse_loss(out, snn_one_hot(y, config->classes)) : snn_cross_entropy(out, y);
-        if (loss) status = snn_backward(loss);
+        if (loss) status = dist ? snn_dist_backward(dist, loss, batch.count, batch.global_count)
+                                : snn_backward(loss);
         else status = snn_last_status();
         /* Reading the loss synchronises with the device: only every log_every steps. */
         bool read = status == SNN_OK && (done % o->log_every == 0 || done + 1 == total);
         if (read) {
             float value = snn_tensor_item(loss);
-            if (!isfinite(value)) {
-                st->diverged = true;
-                snn_step_end();
-                fprintf(stderr, "\nsnn-train: the loss became %g at epoch %lld, batch %lld; stopping. "
-                        "The last checkpoint is kept as it was.\nhint: lower --lr (now %g) or use "
-                        "--schedule cosine --warmup 200\n", (double)value, (long long)epoch + 1,
-                        (long long)done, (double)snn_optimizer_lr(opt));
-                break;
-            }
             snn_tensor *am = snn_argmax(out);
             snn_tensor_copy_to_host(am, pred);
-            for (int i = 0; i < batch.count; i++) st->correct += pred[i] == batch.labels[i];
-            st->loss_sum += (double)value * batch.count;
-            st->seen += batch.count;
+            int64_t correct = 0, count = batch.count;
+            for (int i = 0; i < batch.count; i++) correct += pred[i] == batch.labels[i];
+            agreed_stop = run_stop_requested();
+            status = train_dist_read(dist, &value, &correct, &count, &agreed_stop); /* global */
+            if (status == SNN_OK && !isfinite(value)) {
+                st->diverged = true;
+                snn_step_end();
+                if (rank0)
+                    fprintf(stderr, "\nsnn-train: the loss became %g at epoch %lld, batch %lld; stopping. "
+                            "The last checkpoint is kept as it was.\nhint: lower --lr (now %g) or use "
+                            "--schedule cosine --warmup 200\n", (double)value, (long long)epoch + 1,
+                            (long long)done, (double)snn_optimizer_lr(opt));
+                break;
+            }
+            st->correct += correct;
+            st->loss_sum += (double)value * (double)count;
+            st->seen += count;
+            if (o->step_log && rank0)
+                append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
         snn_step_end();
+        if (status == SNN_OK) status = train_dist_after_step(dist, model);
         if (status != SNN_OK) break;
-        st->images += batch.count;
+        st->images += batch.global_count;
         done++;
-        double elapsed = now_seconds() - start;
-        if (tty ? elapsed - last_draw > 0.25 : done >= next_plain) {
-            progress("train", epoch, o->epochs, done, total, st, elapsed, tty, false);
+        st->batches = done;
+        double elapsed = now_seconds() - start0;
+        if (rank0 && (tty ? elapsed - last_draw > 0.25 : done >= next_plain)) {
+            progress("train", epoch, o->epochs, done - first, total - first, st, elapsed, tty, false,
+                     images_before);
             last_draw = elapsed;
             if (!tty) next_plain += total / 10 > 0 ? total / 10 : 1;
         }
+        if (rank0 && o->checkpoint_every && snn_optimizer_steps(opt) % o->checkpoint_every == 0 &&
+            done < total && !stopping(dist, agreed_stop)) {
+            st->seconds += now_seconds() - start, start = now_seconds();
+            if (save_checkpoint(out_dir, model, opt, o, epoch, done, st, test_accuracy, images)) {
+                st->save_failed = true;
+                break;
+            }
+        }
     }
     snn_synchronize(device);
-    st->seconds = now_seconds() - start;
-    if (status == SNN_OK && !st->diverged)
-        progress("train", epoch, o->epochs, done, total, st, st->seconds, tty, true);
+    st->seconds += now_seconds() - start;
+    st->batches = done;
+    if (status == SNN_OK && !st->diverged && !st->save_failed && !stopping(dist, agreed_stop) &&
+        rank0)
+        progress("train", epoch, o->epochs, done - first, total - first, st, now_seconds() - start0,
+                 tty, true, images_before);
     free(pred);
     return status;
 }
@@ -140,24 +239,49 @@ static void path_in(char *buf, size_t size, const char *dir, const char *file)
     snprintf(buf, size, "%s/%s", dir, file);
 }
 
-/* Appends one epoch's metrics to metrics.csv and rewrites metrics.json and the SVG curves from
- * the CSV, so a resumed run continues the same files. */
-static void write_metrics(const char *out_dir, int64_t epoch, const epoch_stats *st,
-                          const eval_result *ev, float lr)
+/* A file written to <path>.tmp is complete: rename it over <path>. 0, or 1 with a message. */
+static int finish_file(FILE *f, const char *tmp, const char *path)
 {
-    char path[1024];
+    int e = 0;
+    if (fflush(f) != 0 || ferror(f)) e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (!e) return 0;
+    remove(tmp);
+    fprintf(stderr, "snn-train: cannot write '%s': %s; it is left as it was\n", path, strerror(e));
+    return 1;
+}
+
+/* Writes one epoch's metrics. metrics.csv keeps the rows of the earlier epochs and gets this
+ * epoch's row (a row of this epoch or a later one, left by a run that stopped before its
+ * checkpoint, is replaced, and a cut-off last line dropped), written to a temporary file and
+ * renamed over the old one; metrics.json and the SVG curves are redrawn from it, so a resumed
+ * run continues the same files. 0, or 1 with the message printed. */
+static int write_metrics(const char *out_dir, int64_t epoch, const epoch_stats *st,
+                         const eval_result *ev, float lr)
+{
+    char path[1024], tmp[1100], line[8192];
     path_in(path, sizeof path, out_dir, "metrics.csv");
-    bool fresh = access(path, F_OK) != 0 || epoch == 0;
-    FILE *f = fopen(path, fresh ? "w" : "a");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *old = epoch == 0 ? NULL : fopen(path, "r");
+    FILE *f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "snn-train: cannot write '%s': %s\n", path, strerror(errno));
-        return;
+        fprintf(stderr, "snn-train: cannot write '%s': %s\n", tmp, strerror(errno));
+        if (old) fclose(old);
+        return 1;
     }
-    if (fresh) {
+    if (old && fgets(line, sizeof line, old) && strncmp(line, "epoch,", 6) == 0 && strchr(line, '\n')) {
+        fputs(line, f);
+    } else {
         fprintf(f, "epoch,train_loss,train_accuracy,test_loss,test_accuracy,images_per_second,seconds,lr");
         for (int l = 0; l < ev->n_layers; l++) fprintf(f, ",firing_rate_%s", ev->layer_names[l]);
         fputc('\n', f);
     }
+    while (old && fgets(line, sizeof line, old)) {
+        long long row = strtoll(line, NULL, 10);
+        if (row >= 1 && row <= epoch && strchr(line, '\n')) fputs(line, f);
+    }
+    if (old) fclose(old);
     fprintf(f, "%lld,%.6f,%.6f,%.6f,%.6f,%.1f,%.2f,%.6g", (long long)epoch + 1,
             st->seen ? st->loss_sum / (double)st->seen : (double)NAN,
             st->seen ? (double)st->correct / (double)st->seen : (double)NAN,
@@ -166,7 +290,7 @@ static void write_metrics(const char *out_dir, int64_t epoch, const epoch_stats 
     for (int l = 0; l < ev->n_layers; l++)
         fprintf(f, ",%.6f", ev->elements[l] > 0 ? ev->spikes[l] / ev->elements[l] : 0.0);
     fputc('\n', f);
-    fclose(f);
+    if (finish_file(f, tmp, path)) return 1;
 
     /* read the CSV back: columns 0..7 then firing rates */
     enum { MAX_EPOCHS = 1000, COLS = 8 + MAX_LAYERS };
@@ -175,12 +299,12 @@ static void write_metrics(const char *out_dir, int64_t epoch, const epoch_stats 
     int rows = 0, cols = 0;
     f = fopen(path, "r");
     if (!f || !fgets(header, sizeof header, f)) {
+        fprintf(stderr, "snn-train: cannot read back '%s': %s\n", path, f ? "empty" : strerror(errno));
         if (f) fclose(f);
-        return;
+        return 1;
     }
     for (char *c = header; *c; c++) cols += *c == ',';
     cols++;
-    char line[8192];
     while (rows < MAX_EPOCHS && fgets(line, sizeof line, f)) {
         char *p = line;
         for (int c = 0; c < cols && c < COLS; c++) {
@@ -192,8 +316,13 @@ static void write_metrics(const char *out_dir, int64_t epoch, const epoch_stats 
     fclose(f);
 
     path_in(path, sizeof path, out_dir, "metrics.json");
-    f = fopen(path, "w");
-    if (f) {
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "snn-train: cannot write '%s': %s\n", tmp, strerror(errno));
+        return 1;
+    }
+    {
         fprintf(f, "[\n");
         for (int r = 0; r < rows; r++) {
             fprintf(f, "  {\"epoch\": %d, \"train_loss\": %.6f, \"train_accuracy\": %.6f, "
@@ -206,7 +335,7 @@ static void write_metrics(const char *out_dir, int64_t epoch, const epoch_stats 
             fprintf(f, "}}%s\n", r + 1 < rows ? "," : "");
         }
         fprintf(f, "]\n");
-        fclose(f);
+        if (finish_file(f, tmp, path)) return 1;
     }
 
     static double x[MAX_EPOCHS], c1[MAX_EPOCHS], c2[MAX_EPOCHS], c3[MAX_EPOCHS], c4[MAX_EPOCHS];
@@ -218,9 +347,14 @@ static void write_metrics(const char *out_dir, int64_t epoch, const epoch_stats 
     snn_svg_series loss[2] = {{"train", x, c1, rows}, {"test", x, c2, rows}};
     snn_svg_series acc[2] = {{"train", x, c3, rows}, {"test", x, c4, rows}};
     path_in(path, sizeof path, out_dir, "loss.svg");
-    snn_svg_line_chart(path, "Loss", "epoch", "loss", loss, 2);
+    snn_status drawn = snn_svg_line_chart(path, "Loss", "epoch", "loss", loss, 2);
     path_in(path, sizeof path, out_dir, "accuracy.svg");
-    snn_svg_line_chart(path, "Accuracy", "epoch", "accuracy (%)", acc, 2);
+    if (drawn == SNN_OK) drawn = snn_svg_line_chart(path, "Accuracy", "epoch", "accuracy (%)", acc, 2);
+    if (drawn != SNN_OK) {
+        fprintf(stderr, "snn-train: %s\n", snn_last_error());
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
@@ -231,20 +365,62 @@ static int fail(const char *what)
     return 1;
 }
 
+/* Frees the data sets on a way out before the model exists; returns `code`. */
+static int drop_data(snn_dataset *train, snn_dataset *test, int code)
+{
+    snn_dataset_free(test);
+    snn_dataset_free(train);
+    snn_shutdown();
+    return code;
+}
+
+/* A SIGINT or SIGTERM came and the step it found running has finished: save exactly where the
+ * run is (batch `st->batches` of epoch `epoch`) and say how to go on. RUN_EXIT_STOPPED, or 1
+ * when the checkpoint cannot be written (the previous one is then left as it was). */
+static int stop_on_signal(const char *out_dir, snn_module *model, snn_optimizer *opt,
+                          const train_options *o, int64_t epoch, const epoch_stats *st,
+                          double last_accuracy, int64_t images, int64_t steps_per_epoch,
+                          int64_t steps_at_start)
+{
+    const char *sig = run_signal_name(run_stop_signal);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
+    if (snn_optimizer_steps(opt) == steps_at_start) {
+        fprintf(stderr, "\nsnn-train: %s: stopped before the first step of this run; nothing new "
+                "to save%s%s\n", sig, o->resume ? ", continue with --resume " : "",
+                o->resume ? o->resume : "");
+        return RUN_EXIT_STOPPED;
+    }
+    if (save_checkpoint(out_dir, model, opt, o, epoch, st->batches, st, last_accuracy, images))
+        return 1;
+    if (st->batches < steps_per_epoch)
+        fprintf(stderr, "\nsnn-train: %s: stopped in epoch %lld after batch %lld of %lld (step %lld); "
+                "checkpoint saved\n", sig, (long long)epoch + 1, (long long)st->batches,
+                (long long)steps_per_epoch, (long long)snn_optimizer_steps(opt));
+    else
+        fprintf(stderr, "\nsnn-train: %s: stopped after training epoch %lld, before its evaluation "
+                "(step %lld); checkpoint saved\n", sig, (long long)epoch + 1,
+                (long long)snn_optimizer_steps(opt));
+    fprintf(stderr, "snn-train: continue with the same flags and --resume %s\n", path);
+    return RUN_EXIT_STOPPED;
+}
+
 int main(int argc, char **argv)
 {
     train_options o = defaults();
     option table[] = {
-        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
+        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
+        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, dvsnet"},
         {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif"},
         {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
         {"--T", OPT_INT, &o.time_steps, "time steps"},
         {"--width", OPT_INT, &o.width, "channels of the first conv (0: the model's default, 32 / 64)"},
         {"--hidden", OPT_INT, &o.hidden, "hidden units of the CNN's first fc"},
-        {"--encoding", OPT_STRING, &o.encoding, "direct, poisson"},
+        {"--encoding", OPT_STRING, &o.encoding, "direct, poisson (event data sets: their frames)"},
+        {"--split-by", OPT_STRING, &o.split_by, "event data sets: cut each sample into T frames by event number or time"},
+        {"--downsample", OPT_INT, &o.downsample, "event data sets: sum k x k sensor pixels into one frame pixel"},
         {"--loss", OPT_STRING, &o.loss, "ce (cross-entropy on the time-mean output) or mse (firing rate vs one-hot)"},
         {"--epochs", OPT_INT, &o.epochs, "epochs to train (in all, counting resumed ones)"},
         {"--batch-size", OPT_INT, &o.batch_size, "batch size"},
@@ -267,19 +443,35 @@ int main(int argc, char **argv)
         {"--out", OPT_STRING, &o.out, "output folder (default runs/<dataset>-<model>)"},
         {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
         {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
+        {"--checkpoint-every", OPT_INT, &o.checkpoint_every, "also write the checkpoint every N steps, mid-epoch (0: at epoch ends)"},
+        {"--step-log", OPT_STRING, &o.step_log, "append 'step,loss,lr' to this file each time the loss is read"},
+        {"--gpus", OPT_INT, &o.dist.gpus, "data-parallel on N GPUs of this host, one process each (with --device cpu: N CPU processes); --batch-size is per GPU"},
+        {"--init", OPT_STRING, &o.dist.init, "rendezvous of one rank of a multi-host run (RANK, WORLD_SIZE set): tcp://HOST:PORT or file:PATH"},
+        {"--sync-bn", OPT_FLAG, &o.dist.sync_bn, "several ranks: batch-norm statistics over the global batch (default: each rank's own)"},
     };
     int n_opts = (int)(sizeof table / sizeof table[0]);
     int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
-                               "a spike raster and checkpoints to the output folder.", table, n_opts);
+                               "a spike raster and checkpoints to the output folder.\n"
+                               "SIGINT / SIGTERM: finish the current step, save a checkpoint that --resume "
+                               "continues exactly\nthere (mid-epoch), exit 75; a second signal stops at once. "
+                               "Sizes that do not fit in memory are\nrefused before allocating "
+                               "(SNN_MEMORY_LIMIT=8G caps what is taken as available). One run per --out.\n"
+                               "Exit codes: 0 done, 1 failure, 2 bad flags or too large, 3 loss diverged, "
+                               "75 stopped by a signal.", table, n_opts);
     if (parsed) return parsed == 2 ? 0 : 2;
+    run_signals_install();
+    evaluate_stop_flag = &run_stop_signal;
+    train_dist_default_device(&o.dist, argc, argv, &o.device);
 
     /* validate the simple values first, naming the flag */
     snn_device device;
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
     if (o.epochs < 1 || o.batch_size < 1 || o.time_steps < 1 || o.hidden < 1 || o.width < 0 ||
-        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0) {
+        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0 ||
+        o.checkpoint_every < 0 || o.dist.gpus < 0) {
         fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; --width, "
-                "--warmup, --log-every, --limit-* and --stop-after >= 0\n");
+                "--warmup, --log-every, --limit-*, --stop-after, --checkpoint-every and --gpus "
+                ">= 0\n");
         return 2;
     }
     if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f)) {
@@ -317,11 +509,18 @@ int main(int argc, char **argv)
     }
     if (snn_set_precision(precision) != SNN_OK) return fail("--precision");
     snn_set_num_threads(o.threads);
+    snn_dist *dist = NULL; /* one rank of a data-parallel run, or NULL */
+    int launched = train_dist_start(&o.dist, argc, argv, device, &dist);
+    if (launched >= 0) return launched; /* the --gpus launcher is done, or a rank did not start */
+    bool rank0 = train_dist_rank0(dist);
+    o.world_size = snn_dist_world_size(dist);
 
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
     snn_model_config config;
     snn_metadata resume_meta = {0};
-    int64_t start_epoch = 0;
+    int64_t start_epoch = 0, start_batch = 0;
+    epoch_stats resumed = {0};   /* a checkpoint written mid-epoch: the epoch's first part */
+    double last_accuracy = -1.0; /* of the last evaluation (-1: none yet) */
     if (o.resume) {
         if (snn_checkpoint_read_metadata(o.resume, &resume_meta) != SNN_OK) return fail("--resume");
         if (snn_model_config_from_metadata(&resume_meta, &config) != SNN_OK) return fail("--resume");
@@ -338,6 +537,19 @@ int main(int argc, char **argv)
                     "optimizer state must match\n", o.resume, trained_with, o.optimizer);
             return 2;
         }
+        const char *acc = snn_metadata_get(&resume_meta, "snn.train.test_accuracy");
+        if (acc) last_accuracy = strtod(acc, NULL);
+        const char *b = snn_metadata_get(&resume_meta, "snn.train.batches_done");
+        const char *stats = snn_metadata_get(&resume_meta, "snn.train.epoch_stats");
+        long long correct = 0, seen = 0, images = 0;
+        if (b && (!stats || sscanf(stats, "%lg %lld %lld %lld %lg", &resumed.loss_sum, &correct,
+                                   &seen, &images, &resumed.seconds) != 5)) {
+            fprintf(stderr, "snn-train: --resume %s: bad snn.train.epoch_stats in a mid-epoch "
+                    "checkpoint\n", o.resume);
+            return 2;
+        }
+        if (b) start_batch = strtoll(b, NULL, 10);
+        resumed.correct = correct, resumed.seen = seen, resumed.images = images;
     } else {
         snn_model_kind kind;
         if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
@@ -359,10 +571,13 @@ int main(int argc, char **argv)
         }
     }
 
-    /* data */
+    /* data (event sets: T frames per sample, T = the model's time steps) */
+    snn_event_frames frames = {config.time_steps, SNN_SPLIT_BY_NUMBER, o.downsample};
+    if (snn_event_split_parse(o.split_by, &frames.split_by) != SNN_OK) return fail("--split-by");
     snn_dataset train_full, test_full;
-    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TRAIN, &train_full) != SNN_OK) return fail("--dataset");
-    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TEST, &test_full) != SNN_OK) {
+    if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TRAIN, &frames, &train_full) != SNN_OK)
+        return fail("--dataset");
+    if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TEST, &frames, &test_full) != SNN_OK) {
         snn_dataset_free(&train_full);
         return fail("--dataset");
     }
@@ -372,14 +587,55 @@ int main(int argc, char **argv)
     if (!o.resume) {
         config.in_channels = train.channels, config.height = train.height, config.width = train.width;
         config.classes = train.classes;
+        if (train.time_steps > 0) config.encoding = SNN_ENCODING_EVENTS;
     } else if (config.in_channels != train.channels || config.height != train.height ||
                config.width != train.width || config.classes != train.classes) {
         fprintf(stderr, "snn-train: --resume: the checkpoint's model takes %dx%dx%d images and %d "
                 "classes; --dataset %s has %dx%dx%d and %d\n", config.in_channels, config.height,
                 config.width, config.classes, o.dataset, train.channels, train.height, train.width,
                 train.classes);
-        return 2;
+        return drop_data(&train_full, &test_full, 2);
     }
+    if (start_batch) { /* a mid-epoch position means something only with the same batches */
+        char here[128];
+        snprintf(here, sizeof here, "batch size %d, %lld images, seed %d",
+                 o.batch_size * o.world_size, (long long)train.count, o.seed);
+        const char *there = snn_metadata_get(&resume_meta, "snn.train.position");
+        if (!there || strcmp(here, there) != 0) {
+            fprintf(stderr, "snn-train: --resume %s stopped mid-epoch with %s; this run has %s\n"
+                    "hint: resume with the same --batch-size, --limit-train, --seed and number "
+                    "of ranks\n",
+                    o.resume, there ? there : "(unknown)", here);
+            return drop_data(&train_full, &test_full, 2);
+        }
+    }
+
+    /* the output folder, locked for this run before anything is built or trained */
+    char out_dir[512], path[1024];
+    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
+    else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
+    if (rank0 && ((!o.out && make_dir("runs")) || make_dir(out_dir) ||
+                  run_lock_folder("snn-train", out_dir, argc, argv))) /* rank 0 writes the files */
+        return drop_data(&train_full, &test_full, 1);
+
+    /* memory: the model, one step and the batches must fit before any of it is allocated */
+    int optimizer_states = strcmp(o.optimizer, "sgd") ? 2 : o.momentum > 0.0f ? 1 : 0;
+    double image_bytes = 4.0 * ((double)train.channels * train.height * train.width *
+                                (train.time_steps > 0 ? train.time_steps : 1) + 1.0);
+    double per_image = 2.0 * 2.0 * image_bytes; /* two loaders, two batch slots each */
+    struct stat resume_file;
+    char flags[160];
+    int n = snprintf(flags, sizeof flags, "--T (%d), --width (%d)", config.time_steps, config.width_base);
+    if (config.kind == SNN_MODEL_SPIKING_CNN)
+        snprintf(flags + n, sizeof flags - (size_t)n, " or --hidden (%d)", config.hidden);
+    run_memory_request request = {
+        "snn-train", "training", o.resume ? "--T or --width (they come from the checkpoint)" : flags,
+        config, o.batch_size, train.count, device, true, optimizer_states,
+        per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
+            (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
+        0.0};
+    snn_memory_estimate memory;
+    if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;
     snn_loader_config lc = snn_loader_config_default();
     lc.batch_size = o.batch_size;
@@ -391,8 +647,11 @@ int main(int argc, char **argv)
     snn_loader_config tc = lc;
     tc.shuffle = false;
     tc.random_crop = tc.horizontal_flip = false;
+    train_dist_shard(dist, &lc);   /* each rank its slice of every global batch */
+    snn_dataset test_part = test;  /* and its part of the test set */
+    train_dist_slice(dist, &test_part);
     snn_loader *train_loader = snn_loader_new(&train, &lc);
-    snn_loader *test_loader = train_loader ? snn_loader_new(&test, &tc) : NULL;
+    snn_loader *test_loader = train_loader ? snn_loader_new(&test_part, &tc) : NULL;
     if (!test_loader) return fail("loader");
 
     /* model and optimizer */
@@ -404,6 +663,10 @@ int main(int argc, char **argv)
         ? snn_sgd_new(model, o.lr, o.momentum, o.weight_decay, false)
         : snn_adam_new(model, o.lr, o.weight_decay, strcmp(o.optimizer, "adamw") == 0);
     if (!opt) return fail("optimizer");
+    /* the first step's arena in one block: it needs no growth, and on CUDA no doubling (the
+     * gradients of activations come from the step pool, not from the arena) */
+    if (snn_step_reserve(device, (size_t)(memory.step - memory.gradient_pool)) != SNN_OK)
+        return fail("memory");
     int64_t steps_per_epoch = snn_loader_num_batches(train_loader);
     schedule.total_steps = steps_per_epoch * o.epochs;
     schedule.step_size = schedule.total_steps / 3 > 0 ? schedule.total_steps / 3 : 1;
@@ -411,40 +674,76 @@ int main(int argc, char **argv)
         if (snn_checkpoint_load(o.resume, model, opt) != SNN_OK) return fail("--resume");
         const char *r = snn_metadata_get(&resume_meta, "snn.model.rng");
         if (r) snn_model_set_rng_state(model, strtoull(r, NULL, 10));
-        if (snn_loader_seek(train_loader, start_epoch, 0) != SNN_OK) return fail("--resume");
-        fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
-                (long long)start_epoch, (long long)snn_optimizer_steps(opt));
+        if (snn_loader_seek(train_loader, start_epoch, start_batch) != SNN_OK) return fail("--resume");
+        if (start_batch && rank0)
+            fprintf(stderr, "snn-train: resumed from %s in epoch %lld after batch %lld (step %lld)\n",
+                    o.resume, (long long)start_epoch + 1, (long long)start_batch,
+                    (long long)snn_optimizer_steps(opt));
+        else if (rank0)
+            fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
+                    (long long)start_epoch, (long long)snn_optimizer_steps(opt));
     }
+    if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
-    char out_dir[512], path[1024];
-    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
-    if (!o.out && make_dir("runs")) return 1;
-    if (make_dir(out_dir)) return 1;
-
-    fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
-            "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
-            (long long)train.count, (long long)test.count, config.in_channels, config.height,
-            config.width, snn_device_name(device), config.time_steps,
-            snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
-            o.optimizer, o.batch_size, (long long)steps_per_epoch);
+    if (rank0)
+        fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
+                "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
+                (long long)train.count, (long long)test.count, config.in_channels, config.height,
+                config.width, snn_device_name(device), config.time_steps,
+                snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
+                o.optimizer, o.batch_size * o.world_size, (long long)steps_per_epoch);
 
     int exit_code = 0;
+    const int64_t steps_at_start = snn_optimizer_steps(opt);
     double run_start = now_seconds();
     for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
-        epoch_stats st = {0};
-        if (train_epoch(model, opt, &schedule, train_loader, &o, device, epoch, &st) != SNN_OK) {
+        epoch_stats st = epoch == start_epoch ? resumed : (epoch_stats){0};
+        if (train_epoch(model, opt, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
+                        last_accuracy, train.count) != SNN_OK) {
             exit_code = fail("training");
             break;
         }
-        if (st.diverged) {
-            exit_code = 3;
+        if (st.diverged || st.save_failed) {
+            exit_code = st.diverged ? 3 : 1;
             break;
         }
         eval_result ev = {0};
-        if (evaluate(model, test_loader, device, &ev) != SNN_OK) {
+        /* a signal: in a data-parallel run the ranks agree first (the evaluation's collectives
+         * need all of them), and again after it (evaluate stops between batches on a signal) */
+        bool stop = false;
+        if (train_dist_stop(dist, run_stop_requested(), &stop) != SNN_OK) {
+            exit_code = fail("training");
+            break;
+        }
+        if (!stop && (train_dist_epoch_end(dist, model) != SNN_OK ||
+                      evaluate(model, test_loader, device, &ev) != SNN_OK ||
+                      train_dist_eval(dist, &ev) != SNN_OK)) {
             exit_code = fail("evaluation");
             break;
+        }
+        if (!stop && train_dist_stop(dist, run_stop_requested(), &stop) != SNN_OK) {
+            exit_code = fail("evaluation");
+            break;
+        }
+        if (stop) { /* mid-epoch, or before this epoch's evaluation; rank 0 writes the checkpoint */
+            exit_code = !rank0 ? RUN_EXIT_STOPPED
+                               : stop_on_signal(out_dir, model, opt, &o, epoch, &st, last_accuracy,
+                                                train.count, steps_per_epoch, steps_at_start);
+            break;
+        }
+        last_accuracy = eval_accuracy(&ev);
+        if (!rank0) { /* rank 0 alone reports and writes files; the others only agree on stopping */
+            bool stop_now = false;
+            if (train_dist_stop(dist, run_stop_requested(), &stop_now) != SNN_OK) {
+                exit_code = fail("training");
+                break;
+            }
+            if (stop_now && epoch + 1 < o.epochs) {
+                exit_code = RUN_EXIT_STOPPED;
+                break;
+            }
+            if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after) break;
+            continue;
         }
         fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | "
                 "%.0f img/s, %.1f s (%.1f s in all)\n", (long long)epoch + 1,
@@ -457,17 +756,23 @@ int main(int argc, char **argv)
             fprintf(stderr, " %s %.3f", ev.layer_names[l],
                     ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
         fputc('\n', stderr);
-        write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt));
-
-        snn_metadata meta = {0};
-        snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)epoch + 1);
-        snn_metadata_set(&meta, "snn.train.dataset", "%s", o.dataset);
-        snn_metadata_set(&meta, "snn.train.optimizer", "%s", o.optimizer);
-        snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", eval_accuracy(&ev));
-        snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
+        if (run_lock_verify() || write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt)) ||
+            save_checkpoint(out_dir, model, opt, &o, epoch, -1, &st, last_accuracy, train.count)) {
+            fprintf(stderr, "snn-train: stopping; the checkpoint of the last epoch written is kept "
+                    "as it was\n");
+            exit_code = 1;
+            break;
+        }
         path_in(path, sizeof path, out_dir, "checkpoint.safetensors");
-        if (snn_checkpoint_save(path, model, opt, &meta) != SNN_OK) {
-            exit_code = fail("checkpoint");
+        bool stop_now = false; /* came while the files were written */
+        if (train_dist_stop(dist, run_stop_requested(), &stop_now) != SNN_OK) {
+            exit_code = fail("training");
+            break;
+        }
+        if (stop_now && epoch + 1 < o.epochs) {
+            fprintf(stderr, "snn-train: %s: stopped after epoch %lld; continue with --resume %s\n",
+                    run_signal_name(run_stop_signal), (long long)epoch + 1, path);
+            exit_code = RUN_EXIT_STOPPED;
             break;
         }
         if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after && epoch + 1 < o.epochs) {
@@ -476,7 +781,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (exit_code == 0) {
+    if (exit_code == 0 && rank0) {
         path_in(path, sizeof path, out_dir, "raster.svg");
         if (write_raster(path, model, &test, &tc, device, 24) != SNN_OK)
             fprintf(stderr, "snn-train: raster: %s\n", snn_last_error());
@@ -490,6 +795,7 @@ int main(int argc, char **argv)
     snn_loader_free(train_loader);
     snn_dataset_free(&test_full);
     snn_dataset_free(&train_full);
+    train_dist_end(dist, exit_code);
     snn_shutdown();
     return exit_code;
 }

@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * neurons.h - spiking neurons: IF, LIF, ParametricLIF and ST-BIF, with surrogate gradients.
  *
  * Dimension glossary: T time steps, N batch, C channels, H height, W width, F features.
@@ -39,118 +40,136 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor/tensor.h"
+#include "../tensor/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * Surrogate gradients: g is a smooth step (g(-inf) = 0, g(+inf) = 1); backward uses g'.
- *
- *   SIGMOID              g(x) = sigmoid(alpha x)
- *                        g'(x) = alpha sigmoid(alpha x) (1 - sigmoid(alpha x))        alpha = 4
- *   ATAN                 g(x) = arctan(pi/2 alpha x) / pi + 1/2
- *                        g'(x) = (alpha / 2) / (1 + (pi/2 alpha x)^2)                  alpha = 2
- *   PIECEWISE_QUADRATIC  g(x) = 0, -alpha^2/2 x|x| + alpha x + 1/2, 1
- *                        (for x < -1/alpha, |x| <= 1/alpha, x > 1/alpha)
- *                        g'(x) = max(0, alpha - alpha^2 |x|)                            alpha = 1
+ * Surrogate gradients
  * ------------------------------------------------------------------------------------------- */
 
+/**
+ * Which surrogate gradient: g is a smooth step (g(-inf) = 0, g(+inf) = 1); backward uses g'.
+ *
+ *     SIGMOID              g(x) = sigmoid(alpha x)
+ *                        g'(x) = alpha sigmoid(alpha x) (1 - sigmoid(alpha x))        alpha = 4
+ *     ATAN                 g(x) = arctan(pi/2 alpha x) / pi + 1/2
+ *                          g'(x) = (alpha / 2) / (1 + (pi/2 alpha x)^2)                alpha = 2
+ *     PIECEWISE_QUADRATIC  g(x) = 0, -alpha^2/2 x|x| + alpha x + 1/2, 1
+ *                          (for x < -1/alpha, |x| <= 1/alpha, x > 1/alpha)
+ *                          g'(x) = max(0, alpha - alpha^2 |x|)                          alpha = 1
+ */
 typedef enum snn_surrogate_kind {
-    SNN_SURROGATE_SIGMOID = 0,
-    SNN_SURROGATE_ATAN,
-    SNN_SURROGATE_PIECEWISE_QUADRATIC,
-    SNN_SURROGATE_COUNT
+    SNN_SURROGATE_SIGMOID = 0,          /**< sigmoid(alpha x), the SpikingJelly default */
+    SNN_SURROGATE_ATAN,                 /**< arctan, the Fashion-MNIST default of snn-train */
+    SNN_SURROGATE_PIECEWISE_QUADRATIC,  /**< g' a triangle of half-width 1/alpha, for teaching */
+    SNN_SURROGATE_COUNT                 /**< the number of kinds */
 } snn_surrogate_kind;
 
+/** A surrogate gradient: its kind and sharpness. */
 typedef struct snn_surrogate {
-    snn_surrogate_kind kind;
-    float alpha; /* sharpness: larger alpha, narrower and taller g' */
+    snn_surrogate_kind kind; /**< which g */
+    float alpha; /**< sharpness: larger alpha, narrower and taller g' */
 } snn_surrogate;
 
-/* The kind with its default alpha (4, 2, 1). */
+/** The surrogate `kind` with its default alpha (4, 2, 1). */
 snn_surrogate snn_surrogate_default(snn_surrogate_kind kind);
-/* g(x) and g'(x) of a surrogate (host functions; the kernels use the same inline math). */
+/** g(x) of the surrogate `s` (a host function; the kernels use the same inline math). */
 float snn_surrogate_g(snn_surrogate s, float x);
+/** g'(x) of the surrogate `s`: what backward uses for dS/dH at x = H - V_th. */
 float snn_surrogate_grad(snn_surrogate s, float x);
-/* "sigmoid", "atan", "piecewise_quadratic" */
+/** "sigmoid", "atan" or "piecewise_quadratic" (a static string). */
 const char *snn_surrogate_name(snn_surrogate_kind kind);
-/* Parses a name above (or "pwq") into the kind with its default alpha. */
+/** Parses `name` (a name above, or "pwq") into *out, the kind with its default alpha;
+ * SNN_ERR_ARGUMENT with a message for any other name. */
 snn_status snn_surrogate_parse(const char *name, snn_surrogate *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Neuron configuration
  * ------------------------------------------------------------------------------------------- */
 
+/** Which neuron model (DESIGN.md section 4 has the equations). */
 typedef enum snn_neuron_kind {
-    SNN_NEURON_IF = 0,  /* integrate-and-fire: H = V + X */
-    SNN_NEURON_LIF,     /* leaky: fixed tau */
-    SNN_NEURON_PLIF,    /* ParametricLIF: 1/tau = sigmoid(w), w learned (Fang et al., ICCV 2021) */
-    SNN_NEURON_STBIF,   /* spike-threshold bipolar IF (SpikeZIP-TF): a quantized ANN as an SNN */
-    SNN_NEURON_COUNT
+    SNN_NEURON_IF = 0,  /**< integrate-and-fire: H = V + X */
+    SNN_NEURON_LIF,     /**< leaky: fixed tau */
+    SNN_NEURON_PLIF,    /**< ParametricLIF: 1/tau = sigmoid(w), w learned (Fang et al. 2021) */
+    SNN_NEURON_STBIF,   /**< spike-threshold bipolar IF (SpikeZIP-TF): a quantized ANN as an SNN */
+    SNN_NEURON_COUNT    /**< the number of kinds */
 } snn_neuron_kind;
 
+/** What a spike does to the membrane. */
 typedef enum snn_reset_mode {
-    SNN_RESET_HARD = 0, /* V = V_reset after a spike */
-    SNN_RESET_SOFT,     /* V = H - V_th after a spike (the excess is kept) */
+    SNN_RESET_HARD = 0, /**< V = V_reset after a spike */
+    SNN_RESET_SOFT,     /**< V = H - V_th after a spike (the excess is kept) */
 } snn_reset_mode;
 
+/** A neuron layer's model and constants; start from snn_neuron_config_default(kind). */
 typedef struct snn_neuron_config {
-    snn_neuron_kind kind;
-    float v_threshold;       /* V_th (IF, LIF, PLIF); default 1 */
-    float v_reset;           /* hard reset target, also V[0]; ignored (taken as 0) by soft reset */
-    snn_reset_mode reset;    /* IF, LIF, PLIF; default hard */
-    bool detach_reset;       /* the S in the reset is a constant in backward; default off */
-    snn_surrogate surrogate; /* default Sigmoid(alpha = 4) */
-    float tau;               /* LIF: the time constant (> 1); PLIF: tau0, the initial value */
-    bool decay_input;        /* LIF, PLIF: the input is divided by tau too; default on */
-    /* ST-BIF: V[0] = theta/2, output theta S with S in {-1, 0, +1}, A = sum of S kept in
-     * [A_min, A_max] = [0, levels - 1], or [-levels/2, levels/2 - 1] when symmetric. Its reset
-     * is always "subtract theta" (soft); detach_reset applies. The surrogate's alpha is measured
-     * in units of 1/theta: the kernel uses slope alpha / theta (the paper's 4/theta). */
-    float theta;             /* default 1 */
-    int levels;              /* L >= 2; default 8 */
-    bool symmetric;          /* default off (unsigned levels) */
+    snn_neuron_kind kind;    /**< the model */
+    float v_threshold;       /**< V_th (IF, LIF, PLIF); default 1 */
+    float v_reset;           /**< hard reset target, also V[0]; taken as 0 by soft reset */
+    snn_reset_mode reset;    /**< IF, LIF, PLIF; default hard */
+    bool detach_reset;       /**< the S in the reset is a constant in backward; default off */
+    snn_surrogate surrogate; /**< default Sigmoid(alpha = 4) */
+    float tau;               /**< LIF: the time constant (> 1); PLIF: tau0, the initial value */
+    bool decay_input;        /**< LIF, PLIF: the input is divided by tau too; default on */
+    /** ST-BIF's threshold, default 1: V[0] = theta/2, output theta S with S in {-1, 0, +1},
+     * A = sum of S kept in [A_min, A_max] = [0, levels - 1], or [-levels/2, levels/2 - 1] when
+     * symmetric. Its reset is always "subtract theta" (soft); detach_reset applies. The
+     * surrogate's alpha is measured in units of 1/theta: the kernel uses slope alpha / theta
+     * (the paper's 4/theta). */
+    float theta;
+    int levels;              /**< L >= 2; default 8 */
+    bool symmetric;          /**< default off (unsigned levels) */
 } snn_neuron_config;
 
-/* The defaults above for `kind`. */
+/** The defaults above for `kind`. */
 snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind);
-/* SNN_OK, or SNN_ERR_ARGUMENT with a message naming `fn` and the bad field. */
+/** Checks every field of `cfg` for its kind: SNN_OK, or SNN_ERR_ARGUMENT with a message naming
+ * `fn` (the caller, for the message) and the bad field. */
 snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg);
-/* "if", "lif", "plif", "stbif" */
+/** "if", "lif", "plif" or "stbif" (a static string). */
 const char *snn_neuron_kind_name(snn_neuron_kind kind);
+/** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT with a message for any
+ * other name. */
 snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out);
-/* ST-BIF bounds of the spike count A for a config. */
+/** The ST-BIF bounds [*a_min, *a_max] of the spike count A for `cfg` (levels, symmetric). */
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max);
 
 /* ---------------------------------------------------------------------------------------------
  * ParametricLIF's parameter
  * ------------------------------------------------------------------------------------------- */
 
-/* OWNED 1-element tensor w = -ln(tau0 - 1), so that 1/tau = sigmoid(w) starts at 1/tau0;
- * requires_grad is set. tau0 > 1. Free with snn_tensor_free. NULL on error. */
+/** OWNED 1-element tensor w = -ln(tau0 - 1) on `device`, so that 1/tau = sigmoid(w) starts at
+ * 1/tau0; requires_grad is set. tau0 > 1. Free with snn_tensor_free. NULL on error
+ * (SNN_ERR_ARGUMENT for tau0 <= 1, or as snn_tensor_new). */
 snn_tensor *snn_plif_param_new(float tau0, snn_device device);
-/* The tau that w stands for: 1 / sigmoid(w). NaN on error. */
+/** The tau that PLIF's parameter `w` stands for: 1 / sigmoid(w). NaN on error (w NULL or not
+ * 1 element; message set). */
 float snn_plif_tau(const snn_tensor *w);
 
 /* ---------------------------------------------------------------------------------------------
  * Multi-step neurons (one fused autograd node)
  * ------------------------------------------------------------------------------------------- */
 
-/* x: (T, N, ...) input currents. Returns the spikes, a STEP tensor of x's shape (0/1; for
- * ST-BIF theta * S in {-theta, 0, theta}). The state starts at V[0] = V_reset (theta/2 for
- * ST-BIF) on every call.
- *   w:        PLIF's parameter (snn_plif_param_new); must be NULL for the other kinds.
- *   activity: when not NULL, receives a STEP tensor (T*N, C) holding, per time step, sample
- *             and channel, the number of elements that spiked in that channel's plane (nonzero
- *             outputs for ST-BIF). C is dim 2 of x ((T, N, C, H, W): plane H*W; (T, N, F): C = F,
- *             plane 1; (T, N): C = 1). Not differentiable. The sparse pass reads it.
+/** Runs the neurons of `cfg` over all T steps of x: (T, N, ...) input currents. Returns the
+ * spikes, a STEP tensor of x's shape (0/1; for ST-BIF theta * S in {-theta, 0, theta}), or NULL
+ * on error (a bad cfg, a missing or unexpected w, shapes, devices: SNN_ERR_ARGUMENT; as every
+ * op otherwise). The state starts at V[0] = V_reset (theta/2 for ST-BIF) on every call.
+ *
+ *   - w: PLIF's parameter (snn_plif_param_new), on x's device; must be NULL for the other kinds.
+ *   - activity: when not NULL, receives a STEP tensor (T*N, C) holding, per time step, sample
+ *     and channel, the number of elements that spiked in that channel's plane (nonzero outputs
+ *     for ST-BIF). C is dim 2 of x ((T, N, C, H, W): plane H*W; (T, N, F): C = F, plane 1;
+ *     (T, N): C = 1). Not differentiable. The sparse pass reads it.
+ *
  * Records one tape node when x or w requires grad; in no-grad mode saves nothing. */
 snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
                                  snn_tensor **activity);
 
-/* The same, for a caller that never reads x's values again (a model whose neuron follows a
+/** The same, for a caller that never reads x's values again (a model whose neuron follows a
  * batch-norm or a residual sum used by nothing else): IF and LIF keep the membrane H they save
  * for backward in x's memory instead of a new tensor (their backward reads H and the spikes,
  * never x), one activation less per neuron layer. PLIF (its backward reads x), ST-BIF and
@@ -158,11 +177,18 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
 snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
                                          snn_tensor **activity);
 
-/* Firing rate of an activity tensor: sum of counts / (elements of the input). NaN on error. */
+/** Firing rate of an `activity` tensor (as snn_neuron_multistep gives it): the sum of its
+ * counts / input_numel, the number of elements of the neurons' input. Reads the device. NaN on
+ * error (activity NULL, input_numel <= 0; message set). */
 float snn_activity_rate(const snn_tensor *activity, int64_t input_numel);
 
 /* ---------------------------------------------------------------------------------------------
- * Single-step neurons: one time step per call, state kept by the caller.
+ * Single-step neurons
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * The state of single-step neurons (snn_neuron_step): one time step per call, state kept by the
+ * caller.
  *
  *     snn_neuron_state st = {0};                  // or snn_neuron_state_reset(&st)
  *     snn_step_begin();
@@ -172,29 +198,37 @@ float snn_activity_rate(const snn_tensor *activity, int64_t input_numel);
  * The state's tensors are STEP tensors: they die with the step that made them, and a state
  * from a closed step is treated as reset. Each call is differentiable (through x, w and the
  * previous V) when grad mode is on, so BPTT works step by step too.
- * ------------------------------------------------------------------------------------------- */
-
+ */
 typedef struct snn_neuron_state {
-    snn_tensor *v;     /* (N, ...) membrane after the last step; NULL = reset */
-    snn_tensor *a;     /* ST-BIF: (N, ...) spike count A; NULL otherwise */
-    uint64_t step_id;  /* the step that made v and a (snn_step_id) */
+    snn_tensor *v;     /**< (N, ...) membrane after the last step; NULL = reset */
+    snn_tensor *a;     /**< ST-BIF: (N, ...) spike count A; NULL otherwise */
+    uint64_t step_id;  /**< the step that made v and a (snn_step_id) */
 } snn_neuron_state;
 
-/* Back to V = V_reset (theta/2, A = 0 for ST-BIF); a new batch size is fine afterwards. */
+/** Puts `state` back to V = V_reset (theta/2, A = 0 for ST-BIF); a new batch size is fine
+ * afterwards. Nothing is freed (its tensors belong to their step). */
 void snn_neuron_state_reset(snn_neuron_state *state);
 
-/* x: (N, ...) one time step. Returns the spikes (x's shape) and advances `state`.
- * activity as in snn_neuron_multistep, with shape (N, C). A state of another shape than x is an
- * error (reset it between batches). */
+/** Runs one time step of the neurons of `cfg` on x: (N, ...) input currents. Returns the
+ * spikes (a STEP tensor of x's shape) and advances `state`; w and activity as in
+ * snn_neuron_multistep, activity with shape (N, C). NULL on error as snn_neuron_multistep; a
+ * state of another shape than x is SNN_ERR_ARGUMENT (reset it between batches). */
 snn_tensor *snn_neuron_step(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
                             snn_neuron_state *state, snn_tensor **activity);
 
 /* ---------------------------------------------------------------------------------------------
+ * The spike function as a primitive op
+ * ------------------------------------------------------------------------------------------- */
+
+/**
  * The spike function as a primitive op, for composing neurons from primitives (the unrolled
  * reference the fused kernels are tested against, or new neuron models):
- *   forward  y = Heaviside(x) = (x >= 0 ? 1 : 0)
- *   backward dx += dy * g'(x) of the surrogate
- * ------------------------------------------------------------------------------------------- */
+ *
+ *     forward   y = Heaviside(x) = (x >= 0 ? 1 : 0)
+ *     backward  dx += dy * g'(x) of the surrogate
+ *
+ * Returns a STEP tensor of x's shape, or NULL on error as every op (autograd.h).
+ */
 snn_tensor *snn_heaviside(snn_tensor *x, snn_surrogate surrogate);
 
 #ifdef __cplusplus

@@ -14,7 +14,7 @@
  * Safety: the reader never looks past text[len); recursion stops at SNN_JSON_MAX_DEPTH; the node
  * count is capped at SNN_JSON_MAX_NODES, so a hostile header of L bytes costs at most
  * L bytes of strings and 1M nodes of memory. Tested through tests/test_checkpoint.c and fuzzed by
- * fuzz/fuzz_safetensors.c when the fuzz folder exists.
+ * fuzz/fuzz_safetensors.c (.ci/fuzz.sh).
  */
 #include "json.h"
 

@@ -19,6 +19,11 @@ snn_model_config snn_model_config_default(snn_model_kind kind)
     if (kind == SNN_MODEL_SPIKING_CNN) {
         c.in_channels = 1, c.height = 28, c.width = 28, c.classes = 10;
         c.width_base = 32, c.hidden = 128;
+    } else if (kind == SNN_MODEL_DVS_NET) {
+        /* DVS128 Gesture: 2 polarities, 128x128, 11 gestures, event frames */
+        c.in_channels = 2, c.height = 128, c.width = 128, c.classes = 11;
+        c.width_base = 32, c.hidden = 256;
+        c.encoding = SNN_ENCODING_EVENTS;
     } else {
         c.in_channels = 3, c.height = 32, c.width = 32, c.classes = 10;
         c.width_base = 64;
@@ -32,19 +37,21 @@ const char *snn_model_kind_name(snn_model_kind kind)
     case SNN_MODEL_SPIKING_CNN: return "cnn";
     case SNN_MODEL_RESNET18: return "resnet18";
     case SNN_MODEL_SEW_RESNET18: return "sew-resnet18";
+    case SNN_MODEL_DVS_NET: return "dvsnet";
     }
     return "unknown";
 }
 
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out)
 {
-    for (int k = SNN_MODEL_SPIKING_CNN; k <= SNN_MODEL_SEW_RESNET18; k++) {
+    for (int k = SNN_MODEL_SPIKING_CNN; k <= SNN_MODEL_DVS_NET; k++) {
         if (name && strcmp(name, snn_model_kind_name((snn_model_kind)k)) == 0) {
             *out = (snn_model_kind)k;
             return SNN_OK;
         }
     }
-    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18 or sew-resnet18)",
+    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18 "
+                     "or dvsnet)",
                      name ? name : "(null)");
 }
 
@@ -60,11 +67,34 @@ static snn_status check_config(const snn_model_config *c)
     if (c->width_base < 1)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected >= 1, got %d)",
                          fn, c->width_base);
-    if (c->kind == SNN_MODEL_SPIKING_CNN && (c->height % 4 || c->width % 4 || c->hidden < 1))
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNN needs height and width "
-                         "divisible by 4 and hidden >= 1, got %dx%d, hidden %d)", fn, c->height,
-                         c->width, c->hidden);
-    if (c->kind != SNN_MODEL_SPIKING_CNN && (c->height < 8 || c->width < 8))
+    /* Upper bounds keep the builders' int arithmetic (8 x width, fan-ins, the CNNs' flattened
+     * size) exact; configurations come from checkpoint files too. */
+    const int big = 1 << 16;
+    if (c->in_channels > big || c->height > big || c->width > big || c->width_base > big ||
+        c->classes > (1 << 24) || c->hidden > (1 << 24))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (sizes above the limits: input "
+                         "%dx%dx%d and width_base at most %d, classes and hidden at most %d; got "
+                         "input %dx%dx%d, width_base %d, classes %d, hidden %d)", fn, big, big,
+                         big, big, 1 << 24, c->in_channels, c->height, c->width, c->width_base,
+                         c->classes, c->hidden);
+    /* the CNN pools twice by 2 (floor: 34 -> 17 -> 8), the DVS net down to 4x4 */
+    if ((c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET) &&
+        (c->height < 4 || c->width < 4 || c->hidden < 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNNs need height and width >= 4 "
+                         "and hidden >= 1, got %dx%d, hidden %d)", fn, c->height, c->width,
+                         c->hidden);
+    if ((c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET) &&
+        (snn_cnn_flat_features(c) < 1 || snn_cnn_flat_features(c) > INT32_MAX))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the %s's flattened features, "
+                         "width_base x height x width after its pools, must be 1 .. 2^31 - 1; "
+                         "got %.0f for %dx%d)", fn, snn_model_kind_name(c->kind),
+                         snn_cnn_flat_features(c), c->height, c->width);
+    if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON &&
+        c->encoding != SNN_ENCODING_EVENTS)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'encoding' (got %d)", fn,
+                         (int)c->encoding);
+    if ((c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18) &&
+        (c->height < 8 || c->width < 8))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
     return snn_neuron_config_check(fn, &c->neuron);
@@ -84,6 +114,23 @@ static snn_module *neurons_consume_inputs(snn_module *m)
     return m;
 }
 
+double snn_model_param_floats(const snn_model_config *config)
+{
+    if (!config) {
+        snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad argument 'config' (got NULL)");
+        return -1.0;
+    }
+    if (check_config(config) != SNN_OK) return -1.0;
+    switch (config->kind) {
+    case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_param_floats(config);
+    case SNN_MODEL_RESNET18:
+    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_param_floats(config);
+    case SNN_MODEL_DVS_NET: return snn_dvs_net_param_floats(config);
+    }
+    snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
+    return -1.0;
+}
+
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
 {
     if (!config || !rng)
@@ -94,6 +141,7 @@ snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
     case SNN_MODEL_SPIKING_CNN: return neurons_consume_inputs(snn_spiking_cnn_new(config, rng));
     case SNN_MODEL_RESNET18:
     case SNN_MODEL_SEW_RESNET18: return neurons_consume_inputs(snn_resnet18_new(config, rng));
+    case SNN_MODEL_DVS_NET: return neurons_consume_inputs(snn_dvs_net_new(config, rng));
     }
     return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
 }
@@ -162,13 +210,38 @@ snn_tensor *snn_model_readout(snn_tensor *y)
     return snn_mean(y, 0, false);
 }
 
+snn_status snn_model_check_input(const char *model, const snn_model_config *c, snn_tensor *x,
+                                 bool any_size)
+{
+    if (!x) return SNN_OK; /* the forward of a failed op reports its own error */
+    const bool events = c->encoding == SNN_ENCODING_EVENTS;
+    const int d = events ? 1 : 0;
+    const snn_shape *s = &x->shape;
+    bool ok = s->ndim == 4 + d && s->dim[d + 1] == c->in_channels &&
+              (any_size || (s->dim[d + 2] == c->height && s->dim[d + 3] == c->width)) &&
+              (!events || s->dim[0] == c->time_steps);
+    if (ok) return SNN_OK;
+    char buf[96], want[96];
+    if (events)
+        snprintf(want, sizeof want, "(T=%d, N, %d, %d, %d) event frames", c->time_steps,
+                 c->in_channels, c->height, c->width);
+    else
+        snprintf(want, sizeof want, "(N, %d, %d, %d)", c->in_channels, c->height, c->width);
+    return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected %s, got %s)%s", model,
+                     want, snn_shape_str(x->shape, buf, sizeof buf),
+                     events ? "; hint: load the data set with frames = the model's T" : "");
+}
+
 snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
     const snn_model_config *c = &impl->config;
     snn_module **ch = m->children; /* stem conv, stem batch-norm, then the rest in order */
     snn_tensor *h;
-    if (c->encoding == SNN_ENCODING_DIRECT) {
+    if (c->encoding == SNN_ENCODING_EVENTS) {
+        /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
+        h = snn_module_forward(ch[1], snn_module_forward(ch[0], x));
+    } else if (c->encoding == SNN_ENCODING_DIRECT) {
         /* the image is the same at every step: the stem runs once and is repeated over T */
         h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
     } else {

@@ -18,23 +18,20 @@
 static snn_tensor *cnn_forward(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
-    const snn_model_config *c = &impl->config;
-    if (x && (x->shape.ndim != 4 || x->shape.dim[1] != c->in_channels ||
-              x->shape.dim[2] != c->height || x->shape.dim[3] != c->width)) {
-        char buf[96];
-        return snn_error_null(SNN_ERR_ARGUMENT, "SpikingCNN: bad argument 'x' (expected (N, %d, "
-                              "%d, %d), got %s)", c->in_channels, c->height, c->width,
-                              snn_shape_str(x->shape, buf, sizeof buf));
-    }
-    /* children: conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten fc1 sn3 fc2 [sn4] */
+    if (snn_model_check_input(m->ops->kind, &impl->config, x, false) != SNN_OK) return NULL;
+    /* children: conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten fc1 sn3 fc2 [sn4]; the DVS net:
+     * conv1 bn1 sn1 pool1 ... convB bnB snB poolB flatten fc1 sn fc2 */
     return snn_model_run(m, x);
 }
 
 static const snn_module_ops cnn_ops = {"SpikingCNN", cnn_forward, snn_model_free_impl, NULL};
+static const snn_module_ops dvs_ops = {"DVSNet", cnn_forward, snn_model_free_impl, NULL};
 
 const snn_model_config *snn_model_config_of(const snn_module *model)
 {
-    if (!model || (model->ops != &cnn_ops && model->ops != &snn_resnet_model_ops)) return NULL;
+    if (!model || (model->ops != &cnn_ops && model->ops != &dvs_ops &&
+                   model->ops != &snn_resnet_model_ops))
+        return NULL;
     return &((const snn_model_impl *)model->impl)->config;
 }
 
@@ -58,7 +55,8 @@ snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
         snn_free(impl, sizeof *impl, SNN_CPU);
         return NULL;
     }
-    int W = c->width_base, flat = W * (c->height / 4) * (c->width / 4);
+    /* two 2x2 max-pools, each rounding down: 28 -> 14 -> 7, 34 -> 17 -> 8 */
+    int W = c->width_base, flat = W * (c->height / 2 / 2) * (c->width / 2 / 2);
     /* bias-free convs: the batch-norm that follows has its own shift */
     snn_status s = SNN_OK;
     if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(c->in_channels, W, 3, 1, 1, false, rng));
@@ -80,4 +78,86 @@ snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
         return NULL;
     }
     return m;
+}
+
+/* The DVS net's number of conv blocks: one, then more while the frame is larger than 4x4,
+ * at most 8; each halves the frame (floor). */
+static int dvs_net_blocks(int h, int w)
+{
+    int blocks = 1;
+    for (h /= 2, w /= 2; (h > 4 || w > 4) && blocks < 8; h /= 2, w /= 2) blocks++;
+    return blocks;
+}
+
+double snn_cnn_flat_features(const snn_model_config *c)
+{
+    if (c->kind == SNN_MODEL_DVS_NET) {
+        const int blocks = dvs_net_blocks(c->height, c->width);
+        return (double)c->width_base * (double)(c->height >> blocks) * (double)(c->width >> blocks);
+    }
+    return (double)c->width_base * (double)(c->height / 4) * (double)(c->width / 4);
+}
+
+/* Floats the CNN above holds (model_internal.h): conv (no bias) and batch-norm (weight, bias,
+ * running mean, running variance) twice, then fc1 and fc2 with their biases. */
+double snn_spiking_cnn_param_floats(const snn_model_config *c)
+{
+    const double W = c->width_base, hidden = c->hidden, classes = c->classes;
+    const double flat = snn_cnn_flat_features(c);
+    return W * c->in_channels * 9 + 4 * W + W * W * 9 + 4 * W + (flat * hidden + hidden) +
+           (hidden * classes + classes);
+}
+
+/*
+ * The DVS network (the layout of SpikingJelly's DVSGestureNet, with our widths): blocks of
+ * conv 3x3 -> BN -> neuron -> max-pool 2 while the frame is larger than 4x4 (128: five blocks,
+ * 128 -> 4), then flatten -> fc1 -> neuron -> fc2 -> mean over T. Input: event frames
+ * (T, N, 2, H, W); every block keeps width_base channels.
+ */
+snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng)
+{
+    snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
+    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
+    *impl = (snn_model_impl){*c, c->seed};
+    snn_module *m = snn_module_new(&dvs_ops, impl);
+    if (!m) {
+        snn_free(impl, sizeof *impl, SNN_CPU);
+        return NULL;
+    }
+    int W = c->width_base, h = c->height, w = c->width, in = c->in_channels;
+    const int blocks = dvs_net_blocks(c->height, c->width);
+    snn_status s = SNN_OK;
+    for (int b = 1; s == SNN_OK && b <= blocks; b++) {
+        char name[16];
+        snprintf(name, sizeof name, "conv%d", b);
+        s = snn_module_add(m, name, snn_conv2d_new(in, W, 3, 1, 1, false, rng));
+        snprintf(name, sizeof name, "bn%d", b);
+        if (s == SNN_OK) s = snn_module_add(m, name, snn_batchnorm2d_new(W));
+        snprintf(name, sizeof name, "sn%d", b);
+        if (s == SNN_OK) s = snn_module_add(m, name, snn_neuron_layer_new(&c->neuron));
+        snprintf(name, sizeof name, "pool%d", b);
+        if (s == SNN_OK) s = snn_module_add(m, name, snn_max_pool2d_new(2, 2));
+        in = W, h /= 2, w /= 2;
+    }
+    if (s == SNN_OK) s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
+    if (s == SNN_OK) s = snn_module_add(m, "fc1", snn_linear_new(W * h * w, c->hidden, true, rng));
+    if (s == SNN_OK) s = snn_module_add(m, "sn_fc", snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK) s = snn_module_add(m, "fc2", snn_linear_new(c->hidden, c->classes, true, rng));
+    if (s == SNN_OK && c->spiking_readout)
+        s = snn_module_add(m, "sn_out", snn_neuron_layer_new(&c->neuron));
+    if (s != SNN_OK) {
+        snn_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Floats the DVS net holds (model_internal.h): per block a 3x3 conv (no bias) and a batch-norm,
+ * then fc1 and fc2 with their biases. */
+double snn_dvs_net_param_floats(const snn_model_config *c)
+{
+    const double W = c->width_base, hidden = c->hidden, classes = c->classes;
+    const int blocks = dvs_net_blocks(c->height, c->width);
+    const double convs = W * c->in_channels * 9 + 4 * W + (blocks - 1) * (W * W * 9 + 4 * W);
+    return convs + (snn_cnn_flat_features(c) * hidden + hidden) + (hidden * classes + classes);
 }

@@ -18,6 +18,26 @@ extern const snn_module_ops snn_resnet_model_ops;
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
 snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng);
+snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
+/* SNN_OK when x fits the model: (N, C, H, W), or (T, N, C, H, W) with the model's T for event
+ * frames; any_size skips the H, W check (ResNets take any size >= 8). */
+snn_status snn_model_check_input(const char *model, const snn_model_config *c, snn_tensor *x,
+                                 bool any_size);
+
+/* The floats of the parameters and buffers the model of a configuration holds, computed from
+ * the configuration without building it (in double: no overflow for any int sizes), so that a
+ * checkpoint whose metadata describe a model larger than the file is refused before anything is
+ * allocated. A lower bound: the 1-float parameters of ParametricLIF layers are left out.
+ * snn_model_param_floats checks the configuration first (-1 with the error set when it is
+ * bad); the per-builder counts sit next to their builders and follow them (test_checkpoint_hostile
+ * compares them with built models). */
+double snn_model_param_floats(const snn_model_config *config);
+double snn_spiking_cnn_param_floats(const snn_model_config *c);
+double snn_resnet18_param_floats(const snn_model_config *c);
+double snn_dvs_net_param_floats(const snn_model_config *c);
+/* The flattened features (width_base x the frame after the pools) that fc1 of the spiking CNN
+ * or the DVS net takes, in double (model.c bounds it before a builder's int arithmetic). */
+double snn_cnn_flat_features(const snn_model_config *c);
 
 /* Poisson-encode an (N, C, H, W) image batch in [0, 1] into (T, N, C, H, W) spikes. */
 snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed);

@@ -1,10 +1,18 @@
 /*
  * model_io.c - whole-model checkpoints: the model's tensors, the optimizer's state and the
  * metadata (with the model's configuration) in one safetensors file (nn/checkpoint.c).
+ *
+ * A checkpoint's metadata are read from a file that may come from anyone: the configuration
+ * they describe is checked (snn_model_new's limits) and its size compared with the file's before
+ * a model is built, so a small file cannot make snn_checkpoint_load_model allocate gigabytes.
  */
+#define _POSIX_C_SOURCE 200809L /* stat */
+
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "model_internal.h"
 #include "nn.h"
 #include "tensor/error.h"
 
@@ -21,7 +29,9 @@ snn_status snn_model_config_to_metadata(const snn_model_config *c, snn_metadata 
     SET("snn.model.width", "%d", c->width_base);
     SET("snn.model.hidden", "%d", c->hidden);
     SET("snn.model.time_steps", "%d", c->time_steps);
-    SET("snn.model.encoding", "%s", c->encoding == SNN_ENCODING_POISSON ? "poisson" : "direct");
+    SET("snn.model.encoding", "%s", c->encoding == SNN_ENCODING_POISSON  ? "poisson"
+                                    : c->encoding == SNN_ENCODING_EVENTS ? "events"
+                                                                         : "direct");
     SET("snn.model.spiking_readout", "%d", c->spiking_readout ? 1 : 0);
     SET("snn.model.seed", "%llu", (unsigned long long)c->seed);
     SET("snn.neuron.kind", "%s", snn_neuron_kind_name(n->kind));
@@ -59,7 +69,9 @@ snn_status snn_model_config_from_metadata(const snn_metadata *m, snn_model_confi
     if (!(v = snn_metadata_get(m, "snn.model.encoding")) || sscanf(v, "%15s", encoding) != 1) return missing("snn.model.encoding");
     if (!(v = snn_metadata_get(m, "snn.model.spiking_readout")) || sscanf(v, "%d", &readout) != 1) return missing("snn.model.spiking_readout");
     if (!(v = snn_metadata_get(m, "snn.model.seed")) || sscanf(v, "%llu", &seed) != 1) return missing("snn.model.seed");
-    c->encoding = strcmp(encoding, "poisson") == 0 ? SNN_ENCODING_POISSON : SNN_ENCODING_DIRECT;
+    c->encoding = strcmp(encoding, "poisson") == 0  ? SNN_ENCODING_POISSON
+                  : strcmp(encoding, "events") == 0 ? SNN_ENCODING_EVENTS
+                                                    : SNN_ENCODING_DIRECT;
     c->spiking_readout = readout != 0;
     c->seed = seed;
 
@@ -184,6 +196,17 @@ snn_module *snn_checkpoint_load_model(const char *path, snn_device device, snn_m
     if (snn_checkpoint_read_metadata(path, meta) != SNN_OK) return NULL;
     if (snn_model_config_from_metadata(meta, &config) != SNN_OK)
         return snn_error_null(SNN_ERR_FORMAT, "%s: not a model checkpoint (%s)", path, snn_last_error());
+    /* every parameter and buffer of the model is in the file, so the model cannot be larger */
+    double floats = snn_model_param_floats(&config);
+    if (floats < 0)
+        return snn_error_null(SNN_ERR_FORMAT, "%s: the model configuration in its metadata is bad "
+                              "(%s)", path, snn_last_error());
+    struct stat info;
+    if (stat(path, &info) == 0 && floats * (double)sizeof(float) > (double)info.st_size)
+        return snn_error_null(SNN_ERR_FORMAT, "%s: its metadata describe a %s model of at least "
+                              "%.0f floats (%.0f bytes), more than the file's %lld bytes can hold",
+                              path, snn_model_kind_name(config.kind), floats,
+                              floats * (double)sizeof(float), (long long)info.st_size);
     snn_rng rng;
     snn_rng_seed(&rng, 0); /* weights are overwritten by the load */
     snn_module *model = snn_model_new(&config, &rng);

@@ -77,12 +77,7 @@ static snn_module *block_new(int in, int out, int stride, bool sew, const snn_ne
 static snn_tensor *resnet_forward(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
-    const snn_model_config *c = &impl->config;
-    if (x && (x->shape.ndim != 4 || x->shape.dim[1] != c->in_channels)) {
-        char buf[96];
-        return snn_error_null(SNN_ERR_ARGUMENT, "ResNet: bad argument 'x' (expected (N, %d, H, W), "
-                              "got %s)", c->in_channels, snn_shape_str(x->shape, buf, sizeof buf));
-    }
+    if (snn_model_check_input("ResNet", &impl->config, x, true) != SNN_OK) return NULL;
     return snn_model_run(m, x);
 }
 
@@ -125,4 +120,21 @@ snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
         return NULL;
     }
     return m;
+}
+
+/* Floats the ResNet-18 above holds (model_internal.h): the stem conv and batch-norm, per layer
+ * two blocks of two 3x3 convs with batch-norms (plus a 1x1 conv and batch-norm where the first
+ * block changes the shape), then fc. A batch-norm holds 4 floats per channel. */
+double snn_resnet18_param_floats(const snn_model_config *c)
+{
+    const double w = c->width_base;
+    double floats = w * c->in_channels * 9 + 4 * w, in = w;
+    for (int layer = 0; layer < 4; layer++) {
+        const double out = w * (double)(1 << layer);
+        floats += in * out * 9 + out * out * 9 + 8 * out;          /* block 0 */
+        if (layer > 0 || in != out) floats += in * out + 4 * out;  /* its downsample */
+        floats += 2 * (out * out * 9) + 8 * out;                   /* block 1 */
+        in = out;
+    }
+    return floats + in * c->classes + c->classes;
 }

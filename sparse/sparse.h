@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * sparse.h - sparse execution of trained spiking nets: the pass that swaps every spike-fed
  * Conv2d for a SparseConv2d, and the sparse conv kernels it runs (DESIGN.md section 6).
  *
@@ -34,22 +35,23 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "nn/nn.h"
-#include "tensor/kernels.h"
+#include "../nn/nn.h"
+#include "../tensor/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* How a SparseConv2d runs. */
+/** How a SparseConv2d runs. */
 typedef enum snn_sparse_path {
-    SNN_SPARSE_AUTO = 0,   /* options only: decide by the calibration timings */
-    SNN_SPARSE_DENSE,      /* the dense conv (snn_conv2d), as before the swap */
-    SNN_SPARSE_GEMM,       /* channel-compacted im2col + GEMM over the active channels */
-    SNN_SPARSE_EVENT,      /* event-driven: one weight column (C_out contiguous) per spike */
+    SNN_SPARSE_AUTO = 0,   /**< options only: decide by the calibration timings */
+    SNN_SPARSE_DENSE,      /**< the dense conv (snn_conv2d), as before the swap */
+    SNN_SPARSE_GEMM,       /**< channel-compacted im2col + GEMM over the active channels */
+    SNN_SPARSE_EVENT,      /**< event-driven: one weight column (C_out contiguous) per spike */
 } snn_sparse_path;
 
-const char *snn_sparse_path_name(snn_sparse_path path);   /* "dense", "gemm", "event" */
+/** "auto", "dense", "gemm" or "event" (a static string). */
+const char *snn_sparse_path_name(snn_sparse_path path);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels (CPU). Weights are prepared once into wt: (C_in * KH * KW, C_out), row k = (c, kh, kw)
@@ -57,23 +59,25 @@ const char *snn_sparse_path_name(snn_sparse_path path);   /* "dense", "gemm", "e
  * the same in tiles of 32 output channels (C_out / 32, K, 32).
  * ------------------------------------------------------------------------------------------- */
 
-/* Floats the prepared weights take: K*C_out for (K, C_out), then ceil(C_out/32)*K*32 for the
+/** Floats the prepared weights take: K*C_out for (K, C_out), then ceil(C_out/32)*K*32 for the
  * same in tiles of 32 output channels (K = C_in*KH*KW). */
 size_t snn_sparse_weights_floats(int C_out, int C_in, int KH, int KW);
-/* wt (snn_sparse_weights_floats floats) <- w (C_out, C_in, KH, KW),
- * host memory. */
+/** wt (snn_sparse_weights_floats floats) <- w (C_out, C_in, KH, KW), both host memory of the
+ * caller. */
 void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, int KH, int KW);
 
-/* y (N, C_out, H_out, W_out) = conv(x (N, C_in, H, W), w) + bias over the active channels only.
+/** y (N, C_out, H_out, W_out) = conv(x (N, C_in, H, W), w) + bias over the active channels only.
  * activity: (N, C_in) per-plane spike counts (a channel is active where its count is nonzero),
- * or NULL to find the active channels by scanning x. bias may be NULL. path: GEMM or EVENT.
- * Inputs must be zero in the planes the activity marks silent. SNN_ERR_MEMORY if the scratch
- * cannot be had. Threads: one image per OpenMP task. */
+ * or NULL to find the active channels by scanning x. bias may be NULL. d: the conv's sizes
+ * (snn_conv2d_dims of tensor/kernels.h, installed beside this header). path: GEMM or EVENT.
+ * All pointers are the caller's host memory. Inputs must be zero in the planes the activity
+ * marks silent. SNN_ERR_MEMORY if the scratch cannot be had. Threads: one image per OpenMP
+ * task. */
 snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path);
 
-/* The same on the GPU (sparse/sparse_conv.cu; SNN_WITH_CUDA builds only): x, w in the original
+/** The same on the GPU (sparse/sparse_conv.cu; SNN_WITH_CUDA builds only): x, w in the original
  * (C_out, C_in, KH, KW) layout, bias and activity (N, C_in) all device pointers; call inside a
  * step (the transposed weight is scratch from the step arena). path GEMM: an implicit GEMM over
  * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each. Both sum in
@@ -83,77 +87,96 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
 snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w, const float *bias,
                                   const snn_conv2d_dims *d, const float *activity,
                                   snn_sparse_path path);
-/* The same with the weight already transposed to wt (C_in KH KW, C_out) on the device, as
+/** The same with the weight already transposed to wt (C_in KH KW, C_out) on the device, as
  * snn_sparse_transpose_weights_cuda makes it (a SparseConv2d keeps one, so inference does not
  * transpose on every call); needs no step. */
 snn_status snn_sparse_conv2d_prepared_cuda(float *y, const float *x, const float *wt,
                                            const float *bias, const snn_conv2d_dims *d,
                                            const float *activity, snn_sparse_path path);
-/* wt (K, C_out) <- w (C_out, K) transposed, both device pointers; queued on the stream. */
+/** wt (K, C_out) <- w (C_out, K) transposed, both device pointers; queued on the stream. */
 void snn_sparse_transpose_weights_cuda(float *wt, const float *w, int C_out, int64_t K);
 
 /* ---------------------------------------------------------------------------------------------
  * The pass
  * ------------------------------------------------------------------------------------------- */
 
+/** How snn_sparsify decides; start from snn_sparse_options_default(). */
 typedef struct snn_sparse_options {
-    double max_ratio;          /* go sparse only where sparse ms < max_ratio * dense ms (0.8) */
-    snn_sparse_path force;     /* AUTO: decide by timing; GEMM/EVENT/DENSE: that path everywhere */
-    bool allow_event;          /* consider the event-driven kernel too (true) */
-    FILE *log;                 /* where the decision table goes (stdout); NULL-able via quiet */
-    bool quiet;                /* print nothing */
+    double max_ratio;          /**< go sparse only where sparse ms < max_ratio * dense ms (0.8) */
+    snn_sparse_path force;     /**< AUTO: decide by timing; GEMM/EVENT/DENSE: that path for all */
+    bool allow_event;          /**< consider the event-driven kernel too (true) */
+    FILE *log;                 /**< where the decision table goes (stdout); NULL-able via quiet */
+    bool quiet;                /**< print nothing */
 } snn_sparse_options;
 
+/** The defaults listed in snn_sparse_options. */
 snn_sparse_options snn_sparse_options_default(void);
 
+/** The most swapped convs a report lists. */
 #define SNN_SPARSE_MAX_LAYERS 48
 
-/* What calibration measured for one swapped conv (times are per calibration batch, ms). */
+/** What calibration measured for one swapped conv (times are per calibration batch, ms). */
 typedef struct snn_sparse_layer_report {
-    char name[128];            /* "layer1.0.conv1": the module path, unchanged by the swap */
-    char source[128];          /* the neuron layer(s) whose activity it reads: "layer1.0.sn1",
+    char name[128];            /**< "layer1.0.conv1": the module path, unchanged by the swap */
+    char source[128];          /**< the neuron layer(s) whose activity it reads: "layer1.0.sn1",
                                   "layer1.0.sn2+sn1" for a residual sum (the union) */
-    int C_in, C_out, kernel, stride, H, W;   /* input plane H x W */
-    double firing_rate;        /* nonzero inputs / inputs */
-    double silent_planes;      /* fraction of (image, channel) planes with no spike */
-    int active_p95;            /* 95th percentile of active channels per image */
-    double dense_ms, gemm_ms, event_ms;      /* mean over calibration batches; 0 if not timed */
-    double max_abs_diff;       /* max |sparse - dense| over calibration, both sparse kernels */
-    snn_sparse_path path;      /* chosen */
-    long long sparse_calls, fallbacks;      /* after calibration: batches run sparse, fell back */
+    int C_in;                  /**< input channels */
+    int C_out;                 /**< output channels */
+    int kernel;                /**< kernel size (square) */
+    int stride;                /**< stride */
+    int H;                     /**< input plane height */
+    int W;                     /**< input plane width */
+    double firing_rate;        /**< nonzero inputs / inputs */
+    double silent_planes;      /**< fraction of (image, channel) planes with no spike */
+    int active_p95;            /**< 95th percentile of active channels per image */
+    double dense_ms;           /**< dense conv, mean over calibration batches; 0 if not timed */
+    double gemm_ms;            /**< the GEMM path, as dense_ms */
+    double event_ms;           /**< the event path, as dense_ms */
+    double max_abs_diff;       /**< max |sparse - dense| over calibration, both sparse kernels */
+    snn_sparse_path path;      /**< chosen */
+    long long sparse_calls;    /**< after calibration: batches run sparse */
+    long long fallbacks;       /**< after calibration: batches denser than calibrated, run dense */
 } snn_sparse_layer_report;
 
+/** What snn_sparsify did to a model, layer by layer. */
 typedef struct snn_sparse_report {
-    int count;                             /* swapped convs */
-    snn_sparse_layer_report layers[SNN_SPARSE_MAX_LAYERS];
-    int convs_seen;                        /* every Conv2d node in the calibration forward */
-    int residual_sum_fed;                  /* swapped convs fed by a residual sum (SEW): masked by
+    int count;                             /**< swapped convs */
+    snn_sparse_layer_report layers[SNN_SPARSE_MAX_LAYERS];  /**< the first count are filled */
+    int convs_seen;                        /**< every Conv2d node in the calibration forward */
+    int residual_sum_fed;                  /**< swapped convs fed by a residual sum (SEW): masked by
                                               the union of the operands' activities */
 } snn_sparse_report;
 
-/* Finds every Conv2d fed by spikes (one calibration forward with a tape, walked from the output:
+/** Finds every Conv2d fed by spikes (one calibration forward with a tape, walked from the output:
  * conv <- max-pool / flatten / reshape / views / eval dropout / residual sums <- neuron layers),
  * swaps each for a
  * SparseConv2d holding the same weight tensor under the same name, then runs the batches
  * (n_batches >= 1; 8 or more recommended) without a tape to time dense and sparse on the real
  * tensors and pick each layer's path. The model is put in eval mode. Must be called in grad
  * mode (it opens and closes its own steps; batches may be OWNED tensors or STEP tensors of an
- * enclosing step). report may be NULL. Calling it again re-calibrates the swapped layers. */
+ * enclosing step). report may be NULL. Calling it again re-calibrates the swapped layers.
+ * SNN_ERR_ARGUMENT for a NULL model, no or NULL batches; SNN_ERR_STATE in no-grad mode;
+ * SNN_ERR_UNSUPPORTED past SNN_SPARSE_MAX_LAYERS swaps; SNN_ERR_MEMORY; or the error of a
+ * forward (a batch of the wrong shape or device). */
 snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_batches,
                         const snn_sparse_options *options, snn_sparse_report *report);
 
-/* Fills report from the model's SparseConv2d modules (counters since calibration included). */
+/** Fills *report from the SparseConv2d modules of `model` (counters since calibration
+ * included). */
 void snn_sparse_collect(snn_module *model, snn_sparse_report *report);
-/* Prints the per-layer table of a report. */
+/** Prints the per-layer table of `report` to `out`. */
 void snn_sparse_print_report(const snn_sparse_report *report, FILE *out);
-/* Sets every SparseConv2d of the model to `path` (GEMM, EVENT or DENSE); returns how many. */
+/** Sets every SparseConv2d of `model` to `path` (GEMM, EVENT or DENSE); returns how many. */
 int snn_sparse_set_path(snn_module *model, snn_sparse_path path);
-/* Turns the sparse paths of every SparseConv2d off (dense conv) or back on, keeping the chosen
- * paths; for dense-vs-sparse comparisons on one model. Returns how many. */
+/** Turns the sparse paths of every SparseConv2d of `model` off (`on` false: dense conv) or back
+ * on, keeping the chosen paths; for dense-vs-sparse comparisons on one model. Returns how
+ * many. */
 int snn_sparse_enable(snn_module *model, bool on);
-/* Re-reads the weights of every SparseConv2d (after a checkpoint load into a sparsified model). */
+/** Re-reads the weights of every SparseConv2d of `model` (after a checkpoint load into a
+ * sparsified model). SNN_ERR_MEMORY when the prepared copy cannot be had; NULL model is a
+ * no-op. */
 snn_status snn_sparse_refresh_weights(snn_module *model);
-/* True for a SparseConv2d module. */
+/** True when `m` is a SparseConv2d module. */
 bool snn_is_sparse_conv(const snn_module *m);
 
 #ifdef __cplusplus

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime: gcc -fopenmp declares it anyway, clang not */
 /*
  * sparse_module.c - the SparseConv2d module: a conv that runs the sparse kernels on inputs whose
  * silent channels its source neuron layers' activity marks, and measures itself while the pass

@@ -8,6 +8,7 @@
  * Counters are atomic: the data loader's prefetch thread allocates too.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "error.h"
@@ -22,6 +23,7 @@ static _Atomic uint64_t fail_countdown; /* 0: off; 1: the next allocation fails 
 
 static void *host_alloc(size_t bytes)
 {
+    if (bytes > SIZE_MAX - SNN_HOST_ALIGN) return NULL; /* the rounding below would wrap */
     size_t rounded = (bytes + SNN_HOST_ALIGN - 1) / SNN_HOST_ALIGN * SNN_HOST_ALIGN;
     return aligned_alloc(SNN_HOST_ALIGN, rounded ? rounded : SNN_HOST_ALIGN);
 }

@@ -25,6 +25,7 @@ typedef struct arena {
     size_t used;      /* bytes used in blocks[current] */
     size_t below;     /* bytes in the blocks before blocks[current] (all of them count as used) */
     size_t high_water;/* most bytes in use at once since the last coalesce */
+    size_t last_peak; /* high_water of the last outermost step */
 } arena;
 
 typedef struct mark {
@@ -200,6 +201,7 @@ snn_status snn_step_begin(void)
 static void coalesce(arena *a, snn_device device)
 {
     size_t high_water = a->high_water;
+    a->last_peak = high_water;
     a->high_water = 0;
     if (a->nblocks <= 1) return;
     size_t total = (high_water + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB */
@@ -256,6 +258,34 @@ size_t snn_arena_reserved_bytes(snn_device device)
     return total;
 }
 
+snn_status snn_step_reserve(snn_device device, size_t bytes)
+{
+    const char *fn = "snn_step_reserve";
+    if (depth > 0)
+        return snn_error(SNN_ERR_STATE, "%s: a step is open; hint: reserve before the first "
+                         "snn_step_begin()", fn);
+    if (device != SNN_CPU && device != SNN_CUDA)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'device' (%d)", fn, (int)device);
+    arena *a = &arenas[device];
+    size_t size = (bytes + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB, as coalesce */
+    if (size == 0 || (a->nblocks >= 1 && a->blocks[0].size >= size)) return SNN_OK;
+    for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, device);
+    a->nblocks = 0;
+    void *p = snn_alloc(size, device);
+    if (!p)
+        return snn_error(SNN_ERR_MEMORY, "%s: out of %s memory for a step arena of %zu bytes "
+                         "(%zu live)", fn, snn_device_name(device), size, snn_live_bytes(device));
+    a->blocks[0].base = p;
+    a->blocks[0].size = size;
+    a->nblocks = 1;
+    return SNN_OK;
+}
+
+size_t snn_step_peak_bytes(snn_device device)
+{
+    return device == SNN_CPU || device == SNN_CUDA ? arenas[device].last_peak : 0;
+}
+
 void snn_arena_release_all(void)
 {
     SNN_ASSERT(depth == 0 && "snn_shutdown() with a step still open");
@@ -266,7 +296,7 @@ void snn_arena_release_all(void)
         for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, (snn_device)d);
         a->nblocks = 0;
         a->current = -1;
-        a->used = a->below = a->high_water = 0;
+        a->used = a->below = a->high_water = a->last_peak = 0;
     }
 }
 

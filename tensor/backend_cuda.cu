@@ -52,6 +52,21 @@ extern "C" void snn_synchronize_cuda(void)
     SNN_CUDA_CHECK(cudaStreamSynchronize(snn_cuda_stream()));
 }
 
+/* Free and total bytes of the current device as the driver sees them now: memory other
+ * processes hold is already taken out of `available`. The first call creates the context, so
+ * the context's own reservation is not counted as available either. */
+extern "C" int snn_memory_info_cuda(size_t *available, size_t *total)
+{
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* reported to the caller as "cannot tell" */
+        return -1;
+    }
+    *available = free_bytes;
+    *total = total_bytes;
+    return 0;
+}
+
 /* Field by field, so that a new entry in kernels.h left unset here is caught by the test
  * (tests/test_cuda_kernels.c checks that no entry is NULL). */
 static snn_kernels make_cuda_table(void)
@@ -62,6 +77,7 @@ static snn_kernels make_cuda_table(void)
     k.device_free = snn_device_free_cuda;
     k.copy = snn_copy_cuda;
     k.synchronize = snn_synchronize_cuda;
+    k.memory_info = snn_memory_info_cuda;
     k.fill = snn_fill_cuda;
     k.axpy = snn_axpy_cuda;
     k.unary_forward = snn_unary_forward_cuda;
@@ -83,6 +99,11 @@ static snn_kernels make_cuda_table(void)
     k.batchnorm_forward_train = snn_batchnorm_forward_train_cuda;
     k.batchnorm_forward_eval = snn_batchnorm_forward_eval_cuda;
     k.batchnorm_backward = snn_batchnorm_backward_cuda;
+    k.batchnorm_stats = snn_batchnorm_stats_cuda;
+    k.batchnorm_stats_merge = snn_batchnorm_stats_merge_cuda;
+    k.batchnorm_normalise = snn_batchnorm_normalise_cuda;
+    k.batchnorm_backward_sums = snn_batchnorm_backward_sums_cuda;
+    k.batchnorm_backward_apply = snn_batchnorm_backward_apply_cuda;
     k.log_softmax_forward = snn_log_softmax_forward_cuda;
     k.log_softmax_backward = snn_log_softmax_backward_cuda;
     k.nll_forward = snn_nll_forward_cuda;

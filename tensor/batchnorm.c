@@ -214,3 +214,151 @@ void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const fl
         }
     }
 }
+
+/* ---- across data-parallel ranks (sync-BN) --------------------------------------------------- */
+
+/*
+ * The training forward and backward above, cut where data-parallel ranks exchange per-channel
+ * sums (dist/, snn-train --sync-bn): every rank has M_r values of channel c, and the statistics
+ * are those of all sum_r M_r values together.
+ *
+ *   forward:  stats = (M_r, mean_r, M2_r) on each rank -> all-gather -> merge (Chan et al.'s
+ *             update, in rank order) -> the same tail as the fused forward -> normalise
+ *   backward: (sum dout, sum dout (x - mean), M_r) on each rank -> all-reduce (sum) -> dgamma
+ *             and dbeta from this rank's sums (the gradient all-reduce adds the ranks' shares),
+ *             dx from the global ones
+ *
+ * Merging two sets a, b (T. Chan, G. Golub, R. LeVeque, 1979), no large sums subtracted:
+ *     delta = mean_b - mean_a,  n = n_a + n_b,  mean = mean_a + delta n_b / n,
+ *     M2 = M2_a + M2_b + delta^2 n_a n_b / n
+ * With one rank, n_a = 0 makes the merge exact, so the pieces give the fused kernels' bits
+ * (tests/test_batchnorm_kernels.c checks it).
+ */
+
+/* Passes 1-2 of snn_batchnorm_forward_train_cpu: stats (C, 3) = (M, mean, M2). */
+void snn_batchnorm_stats_cpu(double *stats, const float *x, int N, int C, int HW)
+{
+    const int64_t M = (int64_t)N * HW;
+    const int64_t plane_stride = (int64_t)C * HW;
+
+#pragma omp parallel for schedule(static) if (M * C >= BN_PARALLEL_MIN)
+    for (int c = 0; c < C; c++) {
+        double sum = 0.0;
+        for (int n = 0; n < N; n++) sum += sum_f64(x + n * plane_stride + (int64_t)c * HW, HW);
+        const double mean = M > 0 ? sum / (double)M : 0.0;
+        double sq = 0.0;
+        for (int n = 0; n < N; n++)
+            sq += sum_sq_dev_f64(x + n * plane_stride + (int64_t)c * HW, mean, HW);
+        stats[3 * c] = (double)M;
+        stats[3 * c + 1] = mean;
+        stats[3 * c + 2] = sq;
+    }
+}
+
+void snn_batchnorm_stats_merge_cpu(double *merged, float *save_mean, float *save_invstd,
+                                   float *running_mean, float *running_var, const double *stats,
+                                   int R, int C, float momentum, float eps)
+{
+    for (int c = 0; c < C; c++) {
+        double n_a = 0.0, mean = 0.0, M2 = 0.0;
+        for (int r = 0; r < R; r++) {
+            const double *s = stats + ((int64_t)r * C + c) * 3;   // (count, mean, M2)
+            const double n_b = s[0];
+            if (n_b <= 0.0) continue;
+            const double n = n_a + n_b;
+            const double delta = s[1] - mean;
+            mean += delta * (n_b / n);
+            M2 += s[2] + delta * delta * (n_a * n_b / n);
+            n_a = n;
+        }
+        merged[3 * c] = n_a;
+        merged[3 * c + 1] = mean;
+        merged[3 * c + 2] = M2;
+        /* the tail of snn_batchnorm_forward_train_cpu's pass 2, over all ranks' values */
+        const double var = n_a > 0.0 ? M2 / n_a : 0.0;
+        save_mean[c] = (float)mean;
+        save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+        if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
+        if (running_var) {
+            const double unbiased = n_a > 1.0 ? M2 / (n_a - 1.0) : var;
+            running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
+        }
+    }
+}
+
+/* Pass 3 of snn_batchnorm_forward_train_cpu (the same split of the mean into head and tail). */
+void snn_batchnorm_normalise_cpu(float *out, const float *x, const double *merged,
+                                 const float *save_invstd, const float *gamma, const float *beta,
+                                 int N, int C, int HW)
+{
+    const int64_t M = (int64_t)N * HW;
+    const int64_t plane_stride = (int64_t)C * HW;
+
+#pragma omp parallel for schedule(static) if (M * C >= BN_PARALLEL_MIN)
+    for (int c = 0; c < C; c++) {
+        const double mean = merged[3 * c + 1];
+        const float mean_hi = (float)mean;
+        const float mean_lo = (float)(mean - (double)mean_hi);
+        const float scale = (gamma ? gamma[c] : 1.0f) * save_invstd[c];
+        const float shift = beta ? beta[c] : 0.0f;
+        for (int n = 0; n < N; n++) {
+            const float *xp = x + n * plane_stride + (int64_t)c * HW;    // (HW)
+            float *op = out + n * plane_stride + (int64_t)c * HW;        // (HW)
+            for (int64_t i = 0; i < HW; i++) op[i] = ((xp[i] - mean_hi) - mean_lo) * scale + shift;
+        }
+    }
+}
+
+/* Pass 1 of snn_batchnorm_backward_cpu: sums (C, 3) = (sum dout, sum dout (x - mean), M). */
+void snn_batchnorm_backward_sums_cpu(double *sums, const float *dout, const float *x,
+                                     const float *save_mean, int N, int C, int HW)
+{
+    const int64_t M = (int64_t)N * HW;
+    const int64_t plane_stride = (int64_t)C * HW;
+
+#pragma omp parallel for schedule(static) if (M * C >= BN_PARALLEL_MIN)
+    for (int c = 0; c < C; c++) {
+        double sum_dy = 0.0, sum_dy_dev = 0.0;
+        for (int n = 0; n < N; n++) {
+            const float *dop = dout + n * plane_stride + (int64_t)c * HW;
+            const float *xp = x + n * plane_stride + (int64_t)c * HW;
+            sum_dy += sum_f64(dop, HW);
+            sum_dy_dev += sum_dot_dev_f64(dop, xp, (double)save_mean[c], HW);
+        }
+        sums[3 * c] = sum_dy;
+        sums[3 * c + 1] = sum_dy_dev;
+        sums[3 * c + 2] = (double)M;
+    }
+}
+
+/* The rest of snn_batchnorm_backward_cpu: dgamma, dbeta from this rank's sums; pass 2 (dx)
+ * from the global sums and count. */
+void snn_batchnorm_backward_apply_cpu(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                      const float *x, const float *gamma, const float *save_mean,
+                                      const float *save_invstd, const double *local,
+                                      const double *global, int N, int C, int HW)
+{
+    const int64_t M = (int64_t)N * HW;
+    const int64_t plane_stride = (int64_t)C * HW;
+
+#pragma omp parallel for schedule(static) if (M * C >= BN_PARALLEL_MIN)
+    for (int c = 0; c < C; c++) {
+        const float mean = save_mean[c];
+        const float invstd = save_invstd[c];
+        if (dbeta) dbeta[c] += (float)local[3 * c];
+        if (dgamma) dgamma[c] += (float)(local[3 * c + 1] * (double)invstd);
+        if (!dx) continue;
+        const double M_all = global[3 * c + 2];
+        const double sum_dy_xhat = global[3 * c + 1] * (double)invstd;
+        const float a = (gamma ? gamma[c] : 1.0f) * invstd;
+        const float mean_dy = (float)(global[3 * c] / M_all);
+        const float k = (float)(sum_dy_xhat / M_all * (double)invstd);
+        for (int n = 0; n < N; n++) {
+            const float *dop = dout + n * plane_stride + (int64_t)c * HW;   // (HW)
+            const float *xp = x + n * plane_stride + (int64_t)c * HW;       // (HW)
+            float *dxp = dx + n * plane_stride + (int64_t)c * HW;           // (HW)
+            for (int64_t i = 0; i < HW; i++)
+                dxp[i] += a * (dop[i] - mean_dy - (xp[i] - mean) * k);
+        }
+    }
+}

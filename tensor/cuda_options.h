@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * cuda_options.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
  * (tensor/cuda_context.cu). Safe to include from C; the functions exist only in builds with
  * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro, or use the public
@@ -23,15 +24,20 @@ extern "C" {
 #endif
 
 #ifdef SNN_WITH_CUDA
-/* Selects the math of every later cuBLAS call and convolution (process-wide). */
+/** Selects the math of every later cuBLAS call and convolution, process-wide (tensor.h's
+ * snn_precision says what each rounds). */
 void snn_cuda_set_precision(snn_precision p);
+/** The current precision (SNN_PRECISION_FP32 until set). */
 snn_precision snn_cuda_precision(void);
-/* The older switch, kept: true selects TF32, false FP32. */
+/** The older switch, kept: true selects TF32, false FP32. */
 void snn_cuda_set_tf32(bool on);
-/* True when the precision is TF32. */
+/** True when the precision is TF32. */
 bool snn_cuda_tf32(void);
+/** The one stream every snn.c kernel is queued on (a cudaStream_t), for code beside tensor/
+ * that orders its own streams against it with events (dist/comm_nccl.c). */
+struct CUstream_st *snn_cuda_stream(void);
 
-/* Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes
+/** Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes
  * the implicit-GEMM kernel on the shapes where it was measured faster (full-resolution planes,
  * stride 1: conv2d.cu's igemm_pays), im2col + cuBLAS in the same precision elsewhere; the other
  * two force one path, for benchmarks and tests. */
@@ -40,16 +46,21 @@ typedef enum snn_conv_path {
     SNN_CONV_PATH_IGEMM,
     SNN_CONV_PATH_IM2COL
 } snn_conv_path;
+/** Selects the convolution path of later TF32 / BF16 convs (process-wide; AUTO by default). */
 void snn_cuda_set_conv_path(snn_conv_path path);
+/** The path snn_cuda_set_conv_path selected. */
 snn_conv_path snn_cuda_conv_path(void);
 
-/* CUDA Graphs of the one stream (nn/forward_graph.c uses them): everything queued between
+/** CUDA Graphs of the one stream (nn/forward_graph.c uses them): everything queued between
  * begin and end is recorded, not run, and the returned graph replays it with one launch.
  * Relaxed capture mode: a cudaMalloc the arena makes while capturing is allowed (and not
  * recorded). end returns NULL with a message when the capture failed. */
 snn_status snn_cuda_graph_capture_begin(void);
+/** Ends the recording begun by snn_cuda_graph_capture_begin: the instantiated graph, or NULL. */
 void *snn_cuda_graph_capture_end(void);
+/** Replays a graph from snn_cuda_graph_capture_end on the stream. */
 snn_status snn_cuda_graph_launch(void *graph);
+/** Frees a graph from snn_cuda_graph_capture_end (NULL is a no-op). */
 void snn_cuda_graph_free(void *graph);
 #endif
 

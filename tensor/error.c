@@ -13,9 +13,14 @@
 static _Thread_local char error_message[SNN_ERROR_CAPACITY];
 static _Thread_local snn_status error_status = SNN_OK;
 
+/* Formats into a local buffer first: a message may quote snn_last_error() to wrap an inner
+ * error ("%s: bad metadata: %s", path, snn_last_error()), and vsnprintf from a buffer into
+ * itself is undefined (it garbled those messages). */
 static void store(snn_status status, const char *fmt, va_list args)
 {
-    vsnprintf(error_message, sizeof error_message, fmt, args);
+    char message[SNN_ERROR_CAPACITY];
+    vsnprintf(message, sizeof message, fmt, args);
+    memcpy(error_message, message, sizeof message);
     error_status = status;
 }
 

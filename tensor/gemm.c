@@ -393,6 +393,8 @@ static float *pack_buffer(void)
     return my_slot->buffer;
 }
 
+size_t snn_gemm_pack_bytes_cpu(void) { return PACK_FLOATS * sizeof(float); }
+
 /* Called at shutdown, when no SGEMM runs: slots stay with their threads, buffers are freed. */
 void snn_gemm_release_cpu(void)
 {

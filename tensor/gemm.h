@@ -7,6 +7,7 @@
  *                         use it so that the threads do not fight over the cores.
  *   snn_gemm_release_cpu  frees the per-thread packing buffers the SGEMM keeps between calls;
  *                         snn_shutdown() calls it. A later SGEMM simply allocates them again.
+ *   snn_gemm_pack_bytes_cpu  the size of one such buffer (nn/model_memory.c counts them).
  *   snn_gemm_k_slice_cpu  how the SGEMM groups the sum over k for an (M, N, K) product, so that
  *                         code which must reproduce it bit for bit (sparse/: skipping zero terms
  *                         is exact only with the same grouping) asks instead of copying
@@ -23,6 +24,7 @@
 #define SNN_GEMM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +35,9 @@ void snn_gemm_serial_cpu(bool trans_a, bool trans_b, int M, int N, int K, float 
                          int ldc);
 
 void snn_gemm_release_cpu(void);
+
+/* Bytes of one thread's packing buffer (each thread that runs the blocked SGEMM keeps one). */
+size_t snn_gemm_pack_bytes_cpu(void);
 
 int snn_gemm_k_slice_cpu(int M, int N, int K);
 

@@ -113,6 +113,9 @@ typedef struct snn_kernels {
     void (*device_free)(void *p);
     void (*copy)(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
     void (*synchronize)(void);
+    /* Bytes that can be allocated now and the device's size; 0 on success, -1 when the device
+     * cannot tell (CPU: tensor/memory_info.c; CUDA: cudaMemGetInfo). */
+    int (*memory_info)(size_t *available, size_t *total);
 
     /* out[i] = value */
     void (*fill)(float *out, float value, int64_t n);
@@ -183,6 +186,33 @@ typedef struct snn_kernels {
     void (*batchnorm_backward)(float *dx, float *dgamma, float *dbeta, const float *dout,
                                const float *x, const float *gamma, const float *save_mean,
                                const float *save_invstd, int N, int C, int HW);
+
+    /* Batch-norm across data-parallel ranks (--sync-bn, dist/): the training forward and
+     * backward above, cut where the ranks exchange per-channel sums. With one rank the pieces
+     * give the fused kernels' bits. All sums in double.
+     *   forward:  stats (each rank) -> all-gather -> stats_merge -> normalise
+     *   backward: backward_sums (each rank) -> all-reduce (sum) -> backward_apply
+     * stats (C, 3) = (count M, mean, M2 = sum (x - mean)^2) of this rank's values */
+    void (*batchnorm_stats)(double *stats, const float *x, int N, int C, int HW);
+    /* merged (C, 3) <- the R ranks' stats (R, C, 3) merged in rank order (Chan et al.'s update);
+     * then save_mean, save_invstd and the running statistics as forward_train does, over all
+     * ranks' values (running stats may be NULL) */
+    void (*batchnorm_stats_merge)(double *merged, float *save_mean, float *save_invstd,
+                                  float *running_mean, float *running_var, const double *stats,
+                                  int R, int C, float momentum, float eps);
+    /* out = (x - mean) (gamma save_invstd) + beta, mean from merged (C, 3) (as forward_train) */
+    void (*batchnorm_normalise)(float *out, const float *x, const double *merged,
+                                const float *save_invstd, const float *gamma, const float *beta,
+                                int N, int C, int HW);
+    /* sums (C, 3) = (sum dout, sum dout (x - save_mean), count M) of this rank's values */
+    void (*batchnorm_backward_sums)(double *sums, const float *dout, const float *x,
+                                    const float *save_mean, int N, int C, int HW);
+    /* dbeta, dgamma += this rank's sums (local); dx += as in backward, with the sums and count
+     * of every rank (global = the all-reduced sums); NULL outputs are skipped */
+    void (*batchnorm_backward_apply)(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                     const float *x, const float *gamma, const float *save_mean,
+                                     const float *save_invstd, const double *local,
+                                     const double *global, int N, int C, int HW);
 
     /* rows of x (N, C): out = log_softmax(x) */
     void (*log_softmax_forward)(float *out, const float *x, int N, int C);

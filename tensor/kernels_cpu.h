@@ -7,6 +7,9 @@
 
 #include "kernels.h"
 
+/* memory_info.c: what the host can still give (MemAvailable, capped by a cgroup limit) */
+int snn_memory_info_cpu(size_t *available, size_t *total);
+
 /* elementwise.c */
 void snn_fill_cpu(float *out, float value, int64_t n);
 void snn_axpy_cpu(float *y, float alpha, const float *x, int64_t n);
@@ -66,6 +69,19 @@ void snn_batchnorm_forward_eval_cpu(float *out, const float *x, const float *gam
 void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const float *dout,
                                 const float *x, const float *gamma, const float *save_mean,
                                 const float *save_invstd, int N, int C, int HW);
+void snn_batchnorm_stats_cpu(double *stats, const float *x, int N, int C, int HW);
+void snn_batchnorm_stats_merge_cpu(double *merged, float *save_mean, float *save_invstd,
+                                   float *running_mean, float *running_var, const double *stats,
+                                   int R, int C, float momentum, float eps);
+void snn_batchnorm_normalise_cpu(float *out, const float *x, const double *merged,
+                                 const float *save_invstd, const float *gamma, const float *beta,
+                                 int N, int C, int HW);
+void snn_batchnorm_backward_sums_cpu(double *sums, const float *dout, const float *x,
+                                     const float *save_mean, int N, int C, int HW);
+void snn_batchnorm_backward_apply_cpu(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                      const float *x, const float *gamma, const float *save_mean,
+                                      const float *save_invstd, const double *local,
+                                      const double *global, int N, int C, int HW);
 
 /* loss.c */
 void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C);

@@ -21,6 +21,7 @@ void *snn_device_alloc_cuda(size_t bytes);
 void snn_device_free_cuda(void *p);
 void snn_copy_cuda(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
 void snn_synchronize_cuda(void);
+int snn_memory_info_cuda(size_t *available, size_t *total);
 
 /* elementwise.cu */
 void snn_fill_cuda(float *out, float value, int64_t n);
@@ -97,6 +98,19 @@ void snn_batchnorm_forward_eval_cuda(float *out, const float *x, const float *ga
 void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbeta, const float *dout,
                                  const float *x, const float *gamma, const float *save_mean,
                                  const float *save_invstd, int N, int C, int HW);
+void snn_batchnorm_stats_cuda(double *stats, const float *x, int N, int C, int HW);
+void snn_batchnorm_stats_merge_cuda(double *merged, float *save_mean, float *save_invstd,
+                                    float *running_mean, float *running_var, const double *stats,
+                                    int R, int C, float momentum, float eps);
+void snn_batchnorm_normalise_cuda(float *out, const float *x, const double *merged,
+                                  const float *save_invstd, const float *gamma, const float *beta,
+                                  int N, int C, int HW);
+void snn_batchnorm_backward_sums_cuda(double *sums, const float *dout, const float *x,
+                                      const float *save_mean, int N, int C, int HW);
+void snn_batchnorm_backward_apply_cuda(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                       const float *x, const float *gamma, const float *save_mean,
+                                       const float *save_invstd, const double *local,
+                                       const double *global, int N, int C, int HW);
 
 /* loss.cu */
 void snn_log_softmax_forward_cuda(float *out, const float *x, int N, int C);

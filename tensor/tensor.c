@@ -2,6 +2,7 @@
  * tensor.c - making, copying and filling tensors of both lifetimes (see tensor.h).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,6 +55,18 @@ static int check_shape(const char *fn, snn_shape shape)
             return 1;
         }
     }
+    /* numel * sizeof(float) must be a size: a product that wraps would allocate a small block
+     * and then fill numel floats into it (sizes can come from files: checkpoint metadata) */
+    const int64_t max_numel = (int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / 2;
+    int64_t numel = 1;
+    for (int d = 0; d < shape.ndim && numel > 0; d++) {
+        if (shape.dim[d] > 0 && numel > max_numel / shape.dim[d]) {
+            snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'shape' (%s has more elements than "
+                      "memory can hold)", fn, snn_shape_str(shape, buf, sizeof buf));
+            return 1;
+        }
+        numel *= shape.dim[d];
+    }
     return 0;
 }
 
@@ -91,7 +104,7 @@ void snn_tensor_free(snn_tensor *t)
     if (!t) return;
     SNN_ASSERT(t->lifetime == SNN_OWNED && "snn_tensor_free() on a STEP tensor");
     snn_tensor_free(t->grad);
-    snn_free(t->data, (size_t)t->numel * sizeof(float), t->device);
+    if (!t->base) snn_free(t->data, (size_t)t->numel * sizeof(float), t->device); /* a view owns none */
     snn_free(t, sizeof *t, SNN_CPU);
 }
 
@@ -100,6 +113,34 @@ snn_tensor *snn_tensor_grad(snn_tensor *t)
     SNN_ASSERT(t && t->lifetime == SNN_OWNED);
     if (!t->grad) t->grad = snn_tensor_new(t->shape, t->device);
     return t->grad;
+}
+
+snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t offset)
+{
+    const char *fn = "snn_tensor_set_grad_view";
+    if (snn_check_tensor(fn, "tensor", t) || snn_check_tensor(fn, "storage", storage) ||
+        snn_check_same_device(fn, "tensor", t, "storage", storage))
+        return snn_last_status();
+    if (t->lifetime != SNN_OWNED || storage->lifetime != SNN_OWNED || storage->base)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected OWNED tensors and a "
+                         "storage that is not a view)", fn);
+    if (offset < 0 || offset + t->numel > storage->numel)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'offset' (expected 0..%lld for %lld "
+                         "elements in a storage of %lld, got %lld)", fn,
+                         (long long)(storage->numel - t->numel), (long long)t->numel,
+                         (long long)storage->numel, (long long)offset);
+    snn_tensor *g = snn_alloc(sizeof *g, SNN_CPU);
+    if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
+    memset(g, 0, sizeof *g);
+    g->shape = t->shape;
+    g->numel = t->numel;
+    g->device = t->device;
+    g->lifetime = SNN_OWNED;
+    g->data = storage->data + offset;
+    g->base = storage;
+    snn_tensor_free(t->grad);
+    t->grad = g;
+    return SNN_OK;
 }
 
 /* ---- STEP tensors ------------------------------------------------------------------------- */

@@ -28,7 +28,7 @@ static void test_table_complete(void)
 {
 #define HAS(entry) CHECK(gpu->entry != NULL)
     CHECK(gpu->name && strcmp(gpu->name, "cuda") == 0);
-    HAS(device_alloc); HAS(device_free); HAS(copy); HAS(synchronize);
+    HAS(device_alloc); HAS(device_free); HAS(copy); HAS(synchronize); HAS(memory_info);
     HAS(fill); HAS(axpy); HAS(unary_forward); HAS(unary_backward);
     HAS(binary_forward); HAS(binary_backward); HAS(sum_dim); HAS(expand_dim); HAS(gemm);
     HAS(bias_forward); HAS(bias_backward); HAS(conv2d_workspace_bytes); HAS(conv2d_forward);

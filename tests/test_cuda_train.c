@@ -3,7 +3,8 @@
  * test_cuda_train.c - snn-train and snn-eval on the GPU, end to end: a short CUDA run learns,
  * its checkpoint (saved from device tensors) evaluates to the same accuracy with snn-eval on the
  * GPU and on the CPU, and resuming on the GPU continues bit-exactly (every CUDA reduction in
- * snn.c sums in a fixed order). Skipped (exit 77) without a GPU or without Fashion-MNIST.
+ * snn.c sums in a fixed order), also from a checkpoint written mid-epoch by SIGTERM at a random
+ * step. Skipped (exit 77) without a GPU or without Fashion-MNIST.
  * Run: ctest --test-dir build -R '^cuda_train$' --output-on-failure
  */
 #include "program_runner.h"
@@ -37,15 +38,52 @@ static void test_cuda_run_resume_and_eval(void)
     }
 }
 
+/* SIGTERM at a random moment of a CUDA run: it finishes the step, saves, exits 75, and resuming
+ * ends bit-identical to the unbroken run of test_cuda_run_resume_and_eval. */
+static void test_cuda_sigterm_then_resume(void)
+{
+    const char *common = "--device cuda --T 2 --batch-size 64 --limit-train 6400 --limit-test 1000";
+    char args[1600], dir[300], a[600], b[600];
+    snprintf(dir, sizeof dir, "%s/sigterm", tmp);
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    srand(seed);
+    int code = 0;
+    double delay = 0.0;
+    for (int attempt = 0; attempt < 6; attempt++) {
+        snprintf(args, sizeof args, "rm -rf %s %s/sigterm.txt", dir, tmp);
+        CHECK(system(args) == 0);
+        snprintf(args, sizeof args, "%s --epochs 2 --out %s", common, dir);
+        pid_t pid = spawn(TRAIN, args, "sigterm.txt");
+        CHECK(pid > 0 && wait_for_log(pid, "sigterm.txt", "steps/epoch", 120.0));
+        delay = (double)rand() / RAND_MAX * 2.0 / (attempt + 1);
+        struct timespec pause = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+        nanosleep(&pause, NULL);
+        kill(pid, SIGTERM);
+        code = reap(pid);
+        if (code != 0 && !log_has("sigterm.txt", "before the first step")) break;
+    }
+    fprintf(stderr, "  SIGTERM %.3f s into training (seed %u): exit %d, %s\n", delay, seed, code,
+            log_has("sigterm.txt", "stopped in epoch") ? "mid-epoch"
+            : log_has("sigterm.txt", "before its evaluation") ? "before an evaluation" : "at an epoch's end");
+    CHECK(code == 75 && log_has("sigterm.txt", "SIGTERM: stopped"));
+    snprintf(args, sizeof args, "%s --epochs 2 --out %s --resume %s/checkpoint.safetensors", common, dir, dir);
+    CHECK(run(TRAIN " %s", args) == 0 && output_contains("resumed from"));
+    snprintf(a, sizeof a, "%s/straight/checkpoint.safetensors", tmp);
+    snprintf(b, sizeof b, "%s/checkpoint.safetensors", dir);
+    CHECK(same_file(a, b));
+}
+
 int main(void)
 {
     test_require_cuda();
     if (!fashion_mnist_available()) {
-        fprintf(stderr, "skipped: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)\n");
+        fprintf(stderr, "skipped: no Fashion-MNIST where the programs look (apt-get install "
+                        "dataset-fashion-mnist, or point SNN_DATA_DIR at it)\n");
         return 77;
     }
     if (runner_begin("test_cuda_train")) return 1;
     RUN(test_cuda_run_resume_and_eval);
+    RUN(test_cuda_sigterm_then_resume);
     runner_end(test_failures);
     return test_finish();
 }

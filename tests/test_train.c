@@ -7,7 +7,8 @@
  *   - a loss that turns NaN or infinite stops training with a message and leaves the last good
  *     checkpoint as it was;
  *   - bad flags are clear errors; --help works.
- * Skipped (exit 77) when Fashion-MNIST is not installed (Debian package dataset-fashion-mnist).
+ * Skipped (exit 77) when Fashion-MNIST is not where snn-train looks ($SNN_DATA_DIR, else the
+ * folder of the Debian package dataset-fashion-mnist).
  * Run: ctest --test-dir build -R '^train$' --output-on-failure
  */
 
@@ -121,7 +122,8 @@ static void test_bad_flags(void)
 int main(void)
 {
     if (!fashion_mnist_available()) {
-        fprintf(stderr, "skipped: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)\n");
+        fprintf(stderr, "skipped: no Fashion-MNIST where the programs look (apt-get install "
+                        "dataset-fashion-mnist, or point SNN_DATA_DIR at it)\n");
         return 77;
     }
     if (runner_begin("test_train")) return 1;

@@ -11,6 +11,16 @@
 #   tools/gpu_session.sh igemm     the tensor-core conv: parity, sanitizer, per-layer and per-step
 #                                  benchmarks in fp32 / TF32 / BF16 beside PyTorch
 #   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
+#   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
+#                                  runs the NIR file in plain PyTorch (h5py) against snn-eval
+#   tools/gpu_session.sh reliability issue 19: memory estimate vs measured on the GPU, SIGTERM
+#                                  and resume on CUDA, sizes refused (needs .carry/ with the data)
+#   tools/gpu_session.sh dist      data-parallel training (NCCL): multigpu tests (skip on 1 GPU),
+#                                  the world-size-1 NCCL smoke, and with >= 2 GPUs the scaling
+#                                  table of bench_dist (needs .carry/ with the data for the tests)
+#   tools/gpu_session.sh distacc   2 GPUs: 5 epochs of the CIFAR-format ResNet-18 on 1 GPU x 128
+#                                  and on 2 GPUs x 64 with --sync-bn, test accuracy side by side
+#                                  (~5 minutes on H200s)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -161,6 +171,87 @@ for stage in "$@"; do
     done
     wait
     for p in fp32 tf32 bf16; do echo "-- resnet18 $p"; grep -E "^epoch|done" "$LOGS/resnet_$p.log"; done | summary ;;
+  nir)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    [ -x build-gpu/bin/snn-export-nir ] || { log "nir: snn-export-nir not built (no HDF5: apt-get install libhdf5-dev)"; continue; }
+    log "nir: spiking CNN on Fashion-MNIST (CUDA, 2 epochs, T=4), NIR export, the file run in PyTorch"
+    build-gpu/bin/snn-train --device cuda --epochs 2 --T 4 --out "$LOGS/nir_cnn" 2>&1 | grep -E "^epoch|done" | summary
+    ckpt="$LOGS/nir_cnn/checkpoint.safetensors"
+    build-gpu/bin/snn-export-nir --checkpoint "$ckpt" -o "$OUT/cnn.nir" 2>&1 | summary
+    build-gpu/bin/snn-eval --checkpoint "$ckpt" --device cpu --predictions "$LOGS/nir_pred.txt" 2>&1 | grep -E "accuracy" | summary
+    timeout 300 python3 tools/nir_check.py "$OUT/cnn.nir" --predictions "$LOGS/nir_pred.txt" --device cuda 2>&1 | summary
+    log "nir: SEW-ResNet-18 (width 16, 1 epoch on 20000 images), export and check"
+    build-gpu/bin/snn-train --device cuda --model sew-resnet18 --width 16 --epochs 1 --T 2 --limit-train 20000 \
+      --out "$LOGS/nir_sew" 2>&1 | grep -E "^epoch|done" | summary
+    build-gpu/bin/snn-export-nir --checkpoint "$LOGS/nir_sew/checkpoint.safetensors" -o "$LOGS/sew.nir" 2>&1 | summary
+    build-gpu/bin/snn-eval --checkpoint "$LOGS/nir_sew/checkpoint.safetensors" --device cuda \
+      --predictions "$LOGS/nir_sew_pred.txt" 2>&1 | grep -E "accuracy" | summary
+    timeout 300 python3 tools/nir_check.py "$LOGS/sew.nir" --predictions "$LOGS/nir_sew_pred.txt" --device cuda 2>&1 | summary ;;
+  reliability)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    log "issue 19: the memory estimate against the measured step on the GPU; SIGTERM + resume on CUDA"
+    timeout 400 ctest --test-dir build-gpu -R '^(cuda_memory_estimate|cuda_train)$' -V \
+      > "$LOGS/reliability.log" 2>&1
+    echo "ctest exit $?" | summary
+    grep -E "case \(|  (cnn|resnet|sew|dvsnet)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK|checks,|tests passed|tests failed" \
+      "$LOGS/reliability.log" | summary
+    log "issue 19: sizes that cannot fit on the GPU are refused before allocating (want exit 2, not 137)"
+    for flags in "--width 100000" "--width 256 --T 16 --batch-size 60000"; do
+      timeout 120 build-gpu/bin/snn-train --device cuda $flags --epochs 1 --out /tmp/snn-refused \
+        > "$LOGS/refused.txt" 2>&1
+      echo "snn-train --device cuda $flags: exit $?" | summary
+      grep -E "needs about|weights|hint" "$LOGS/refused.txt" | summary
+    done ;;
+  dist)
+    # only what this stage runs: a full build is not needed
+    log "build (sm_90, Release): the data-parallel targets"
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+          > "$LOGS/cmake_dist.log" 2>&1 || { tail -20 "$LOGS/cmake_dist.log"; exit 1; }
+    grep -E "snn.c: CUDA" "$LOGS/cmake_dist.log" | summary
+    cmake --build build-gpu -j 16 --target snn-train snn-eval bench_dist test_multigpu_train \
+          test_cuda_dist_smoke test_cuda_batchnorm_sync > "$LOGS/build_dist.log" 2>&1 ||
+      { grep -E "error" "$LOGS/build_dist.log" | head -30 | summary; exit 1; }
+    nvidia-smi -L | summary
+    ngpu=$(nvidia-smi -L | wc -l)
+    export SNN_DATA_DIR=$PWD/.carry
+    log "ctest: sync-BN kernel parity, the world-size-1 NCCL smoke (--gpus 1 = the plain run, byte for byte), multigpu (skipped below 2 GPUs)"
+    ctest --test-dir build-gpu -R "cuda_batchnorm_sync|cuda_dist_smoke" --output-on-failure > "$LOGS/ctest_dist.log" 2>&1
+    timeout 300 ctest --test-dir build-gpu -L multigpu --output-on-failure >> "$LOGS/ctest_dist.log" 2>&1
+    grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
+      "$LOGS/ctest_dist.log" | summary
+    # scaling: 1 GPU without NCCL, 1 GPU through NCCL (world 1), then every GPU count up to 2
+    counts="1"; [ "$ngpu" -ge 2 ] && counts="1 2"
+    for spec in "resnet18 4 128 25" "cnn 2 128 100"; do
+      set -- $spec
+      log "bench_dist: $1, T=$2, batch $3 per GPU"
+      timeout 120 build-gpu/bin/bench_dist --plain --model $1 --T $2 --batch $3 --steps $4 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
+      for g in $counts; do
+        timeout 120 build-gpu/bin/bench_dist --gpus $g --model $1 --T $2 --batch $3 --steps $4 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
+      done
+    done
+    log "scaling table (efficiency = N-GPU img/s / (N x the plain 1-GPU img/s); exposed = comm not hidden by the backward, per step)"
+    awk '/^RESULT/ { delete kv; for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+           key = kv["model"]
+           if (kv["mode"] == "plain") { base[key] = kv["img_s"]; next }
+           up = 0; eff = 0
+           if (base[key] > 0) { up = kv["img_s"] / base[key]; eff = 100 * up / kv["gpus"] }
+           printf "%-9s %d GPU(s): %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
+      "$LOGS/bench_dist.txt" | summary ;;
+  distacc)
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$LOGS/cmake_dist.log" 2>&1
+    cmake --build build-gpu -j 16 --target snn-train snn-make-cifar > "$LOGS/build_distacc.log" 2>&1 ||
+      { grep -E "error" "$LOGS/build_distacc.log" | head -30 | summary; exit 1; }
+    export SNN_DATA_DIR=$PWD/.carry
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs: 1 GPU x 128, then 2 GPUs x 64 with --sync-bn"
+    build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
+      --batch-size 128 --out "$LOGS/acc_1gpu" 2>&1 | grep -E "^epoch|done" | summary
+    build-gpu/bin/snn-train --gpus 2 --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
+      --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 | grep -E "^epoch|done|rank" | summary ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs what snn.c needs on a Debian machine, only what is missing:
-#   cmake, a C compiler, make, zlib (zlib1g-dev), and the default data set (dataset-fashion-mnist,
-#   which puts Fashion-MNIST under /usr/share/datasets/fashion-mnist). With SNN_WITH_CLANG=1 also
-#   clang and its runtime libraries (libFuzzer, sanitizers) for the fuzzers of .ci/fuzz.sh.
+#   cmake, a C compiler, make, zlib (zlib1g-dev), the HDF5 C library (libhdf5-dev: NIR export and
+#   import; optional, the build leaves NIR out without it), and the default data set
+#   (dataset-fashion-mnist, which puts Fashion-MNIST under /usr/share/datasets/fashion-mnist).
+#   With SNN_WITH_CLANG=1 also clang and its runtime libraries (libFuzzer, sanitizers) for the
+#   fuzzers of .ci/fuzz.sh; with SNN_WITH_DOCS=1 doxygen (the API reference, docs/Doxyfile);
+#   with SNN_WITH_PKGCONFIG=1 pkg-config (building examples/downstream against an installed
+#   snn.c, .ci/downstream.sh).
 # The CUDA backend is built when nvcc is found (CUDA Toolkit with cuBLAS); it is not installed here.
 set -euo pipefail
 
@@ -20,8 +24,10 @@ install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
 
-packages=(cmake gcc make zlib1g-dev dataset-fashion-mnist)
+packages=(cmake gcc make zlib1g-dev libhdf5-dev dataset-fashion-mnist)
 [ "${SNN_WITH_CLANG:-0}" = 1 ] && packages+=(clang)
+[ "${SNN_WITH_DOCS:-0}" = 1 ] && packages+=(doxygen)
+[ "${SNN_WITH_PKGCONFIG:-0}" = 1 ] && packages+=(pkg-config)
 missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 install "${missing[@]+"${missing[@]}"}"

@@ -1,0 +1,139 @@
+# What `cmake --install <build>` puts where (GNUInstallDirs: Debian's layout under /usr, with the
+# multiarch libdir), and the package files that let other projects build against snn.c:
+#
+#   include/snn/snn.h, include/snn/<folder>/<name>.h   the public headers, laid out as in the tree
+#   <libdir>/libsnn_{tensor,autograd,neurons,nn,data,sparse,dist}.a   one per folder
+#   <libdir>/libsnn.so.X.Y.Z, .so.X.Y, .so                with -DSNN_SHARED=ON
+#   <libdir>/cmake/snn/snn{Config,ConfigVersion,Targets}.cmake    find_package(snn CONFIG)
+#   <libdir>/pkgconfig/snn.pc (and snn-shared.pc)         pkg-config --cflags --libs snn
+#   bin/snn-train, snn-eval, snn-sparse, snn-make-cifar, snn-make-nmnist (and snn-export-nir
+#                                                         with HDF5): the programs (examples/)
+#   share/doc/snn/README.md, CHANGELOG.md, docs/          the docs (and api/ when built)
+#
+# Headers: a program includes <snn/snn.h> (or one module, <snn/nn/nn.h>) with only
+# <prefix>/include on its include path. The public headers include each other by relative paths
+# ("../tensor/tensor.h"), which resolve the same way in the source tree and in include/snn/, so
+# no folder name of snn.c (tensor/, nn/, data/) lands on a user's include path.
+#
+# Targets exported under the namespace snn::
+#   snn::snn          everything, static (what a program links: target_link_libraries(app snn::snn))
+#   snn::snn_tensor, snn::snn_autograd, ...   the per-folder static libraries
+#   snn::snn_shared   libsnn.so, when built with SNN_SHARED
+# The static libraries carry their dependencies (OpenMP, zlib, threads, libm; CUDA::cudart and
+# CUDA::cublas in a CUDA build; libnccl, by its path, with SNN_NCCL), which snnConfig.cmake finds
+# again with find_dependency.
+include(CMakePackageConfigHelpers)
+
+set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_dist)
+# link order for a plain linker command line: users before what they use
+set(snn_link_order snn_dist snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
+
+# ---- the optional shared library: the static libraries' objects (built with -fPIC) in one .so
+if(SNN_SHARED)
+  set(objects)
+  foreach(lib ${snn_libraries})
+    list(APPEND objects $<TARGET_OBJECTS:${lib}>)
+  endforeach()
+  add_library(snn_shared SHARED ${objects})
+  # While MAJOR is 0 every MINOR release may break the ABI, so the soname carries both numbers.
+  set_target_properties(snn_shared PROPERTIES OUTPUT_NAME snn LINKER_LANGUAGE C
+                        VERSION ${PROJECT_VERSION}
+                        SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  target_include_directories(snn_shared PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                               $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(snn_shared PRIVATE OpenMP::OpenMP_C ZLIB::ZLIB Threads::Threads m)
+  if(SNN_CUDA)
+    target_link_libraries(snn_shared PRIVATE CUDA::cudart CUDA::cublas)
+    target_compile_definitions(snn_shared INTERFACE SNN_WITH_CUDA=1)
+  endif()
+  if(SNN_NCCL)
+    target_link_libraries(snn_shared PRIVATE ${SNN_NCCL_LIBRARY})
+  endif()
+  if(SNN_SANITIZE)
+    target_link_options(snn_shared PUBLIC ${SNN_SANITIZE_FLAGS})
+  endif()
+  # every symbol resolved at link time: a missing dependency fails here, not in a user's program
+  target_link_options(snn_shared PRIVATE "LINKER:--no-undefined")
+  set(snn_shared_target snn_shared)
+endif()
+
+# ---- headers
+set(snn_public_headers
+    snn.h
+    tensor/tensor.h tensor/version.h tensor/cuda_options.h
+    tensor/kernels.h            # internal, but sparse/sparse.h needs its snn_conv2d_dims
+    autograd/autograd.h
+    neurons/neurons.h
+    nn/nn.h
+    data/data.h
+    sparse/sparse.h
+    dist/dist.h)
+foreach(header ${snn_public_headers})
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/snn/${dir})
+endforeach()
+
+# ---- libraries and the CMake package
+install(TARGETS ${snn_libraries} snn ${snn_shared_target}
+        EXPORT snnTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+set(snn_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/snn)
+install(EXPORT snnTargets NAMESPACE snn:: DESTINATION ${snn_cmake_dir})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/snnConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/snnConfig.cmake
+                              INSTALL_DESTINATION ${snn_cmake_dir})
+# 0.x: a user asking for 0.1 gets 0.1.z only (the ABI may change with every MINOR release)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/snnConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/snnConfig.cmake ${PROJECT_BINARY_DIR}/snnConfigVersion.cmake
+        DESTINATION ${snn_cmake_dir})
+
+# ---- pkg-config. The static libraries need their dependencies on every link line, so they
+# are in Libs (not Libs.private). prefix is filled in at install time, so that
+# `cmake --install build --prefix DIR` gives a snn.pc that points at DIR.
+set(pc_cflags "")
+set(pc_deps "${OpenMP_C_FLAGS} -lz ${CMAKE_THREAD_LIBS_INIT} -lm")
+if(SNN_CUDA)
+  set(pc_cflags " -DSNN_WITH_CUDA=1")
+  set(pc_deps "${pc_deps} -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart -lstdc++")
+endif()
+if(SNN_NCCL)
+  get_filename_component(pc_nccl_dir ${SNN_NCCL_LIBRARY} DIRECTORY)
+  set(pc_deps "${pc_deps} -L${pc_nccl_dir} -lnccl")
+endif()
+string(REPLACE ";" " " pc_deps "${pc_deps}")
+string(REGEX REPLACE "  +" " " pc_deps "${pc_deps}")
+set(pc_static_libs "")
+foreach(lib ${snn_link_order})
+  string(APPEND pc_static_libs " -l${lib}")
+endforeach()
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(pc_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+set(prefix "@prefix@")   # kept as a placeholder until install time
+set(pc_files snn)
+if(SNN_SHARED)
+  list(APPEND pc_files snn-shared)
+endif()
+foreach(pc ${pc_files})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc.in @ONLY)
+  install(CODE "set(prefix \"\${CMAKE_INSTALL_PREFIX}\")
+    configure_file(\"${PROJECT_BINARY_DIR}/${pc}.pc.in\" \"${PROJECT_BINARY_DIR}/${pc}.pc\" @ONLY)")
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
+unset(prefix)
+
+# ---- docs: README's links into docs/ keep working from share/doc/snn/
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        PATTERN Doxyfile EXCLUDE)
+# the API reference, when `cmake --build build --target docs` made it (cmake/snn_docs.cmake)
+install(DIRECTORY ${PROJECT_BINARY_DIR}/docs/html/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/api
+        OPTIONAL)

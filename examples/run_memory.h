@@ -1,0 +1,180 @@
+/*
+ * run_memory.h - the programs' size check: before a model is built, the bytes it and one step
+ * need (snn_model_memory_estimate, nn/model_memory.c) are compared with what the device can
+ * still give (snn_device_memory: MemAvailable capped by the memory cgroup, or cudaMemGetInfo),
+ * and a size that cannot fit is refused with both numbers and the flags that change it.
+ *
+ * Without it, a width or batch too large was found out by the allocator, and with Linux's
+ * overcommit that means the OOM killer (exit 137, no message, an hour of data loading lost)
+ * whenever malloc said yes to more than the machine has.
+ *
+ * A run fits when its estimate is at most RUN_MEMORY_USABLE of what is available: the rest is
+ * left for what the estimate does not count (the C library's own heap, other processes growing
+ * meanwhile). SNN_MEMORY_LIMIT (bytes, or with a K/M/G/T suffix) caps what the programs take
+ * as available on every device, for a machine shared with other jobs; the tests use it to
+ * make "too large" deterministic.
+ */
+#ifndef SNN_EXAMPLES_RUN_MEMORY_H
+#define SNN_EXAMPLES_RUN_MEMORY_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "snn.h"
+
+#define RUN_MEMORY_USABLE 0.95
+
+/* "812.4 MiB", "3.21 GiB", "1.49 TiB" into buf */
+static const char *run_bytes(double bytes, char *buf, size_t size)
+{
+    if (bytes < 1073741824.0) snprintf(buf, size, "%.1f MiB", bytes / 1048576.0);
+    else if (bytes < 1099511627776.0) snprintf(buf, size, "%.2f GiB", bytes / 1073741824.0);
+    else snprintf(buf, size, "%.2f TiB", bytes / 1099511627776.0);
+    return buf;
+}
+
+/* SNN_MEMORY_LIMIT in bytes, or 0 when unset or unreadable (a warning says so). */
+static double run_memory_limit(const char *program)
+{
+    const char *v = getenv("SNN_MEMORY_LIMIT");
+    if (!v || !*v) return 0.0;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    double unit = 1.0;
+    if (end && *end) {
+        switch (*end) {
+        case 'k': case 'K': unit = 1024.0; break;
+        case 'm': case 'M': unit = 1048576.0; break;
+        case 'g': case 'G': unit = 1073741824.0; break;
+        case 't': case 'T': unit = 1099511627776.0; break;
+        default: unit = -1.0;
+        }
+        if (unit > 0 && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB")) unit = -1.0;
+    }
+    if (!(x > 0) || unit < 0) {
+        fprintf(stderr, "%s: warning: ignoring SNN_MEMORY_LIMIT='%s' (expected bytes, e.g. "
+                "8G or 512M)\n", program, v);
+        return 0.0;
+    }
+    return x * unit;
+}
+
+/* What `device` can give: the device's answer, capped by SNN_MEMORY_LIMIT (*capped says
+ * whether the cap applied). -1 when unknown. */
+static double run_memory_available(const char *program, snn_device device, double *total,
+                                   bool *capped)
+{
+    size_t avail = 0, size = 0;
+    double limit = run_memory_limit(program);
+    *capped = false;
+    if (snn_device_memory(device, &avail, &size) != SNN_OK) {
+        *total = limit;
+        *capped = limit > 0;
+        return limit > 0 ? limit : -1.0;
+    }
+    *total = (double)size;
+    *capped = limit > 0 && limit < (double)avail;
+    return *capped ? limit : (double)avail;
+}
+
+typedef struct run_memory_request {
+    const char *program;     /* "snn-train" */
+    const char *what;        /* "training" or "evaluating" */
+    const char *size_flags;  /* the flags besides --batch-size that shrink it, or NULL */
+    snn_model_config config;
+    int batch_size;
+    int64_t images;          /* the data set's size: a batch never holds more (0: no cap) */
+    snn_device device;
+    bool training;
+    int optimizer_states;
+    double host_extra;       /* host bytes besides the model: batches, a checkpoint being read */
+    double held;             /* bytes of the estimate already allocated (a model loaded first) */
+} run_memory_request;
+
+/* The images one step holds at batch size `batch`. */
+static int run_step_batch(const run_memory_request *r, int batch)
+{
+    return r->images > 0 && r->images < batch ? (int)r->images : batch;
+}
+
+/* The largest batch size <= r->batch_size whose estimate fits `usable` on the device and
+ * `host_usable` on the host; 0 when not even one image fits. */
+static int run_memory_largest_batch(const run_memory_request *r, double usable, double host_usable,
+                                    double host_per_image)
+{
+    int lo = 0, hi = r->batch_size;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        snn_memory_estimate e;
+        double host_extra = r->host_extra - host_per_image * (r->batch_size - mid);
+        bool fits = snn_model_memory_estimate(&r->config, run_step_batch(r, mid), r->device,
+                                              r->training, r->optimizer_states, &e) == SNN_OK &&
+                    e.total - r->held + (r->device == SNN_CPU ? host_extra : 0.0) <= usable &&
+                    e.host - (r->device == SNN_CPU ? r->held : 0.0) + host_extra <= host_usable;
+        if (fits) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Checks the request. Returns 0 when it fits (or when the device cannot tell, with a note) and
+ * fills *out; else prints why and returns 2 (the command line must change). `host_per_image`
+ * is the part of host_extra that grows with the batch (the loader's buffers). */
+static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
+                                                    double host_per_image,
+                                                    snn_memory_estimate *out)
+{
+    const char *p = r->program, *dev = snn_device_name(r->device);
+    if (snn_model_memory_estimate(&r->config, run_step_batch(r, r->batch_size), r->device,
+                                  r->training, r->optimizer_states, out) != SNN_OK) {
+        fprintf(stderr, "%s: %s\n", p, snn_last_error());
+        return 2;
+    }
+    double total = 0.0, host_total = 0.0;
+    bool capped = false, host_capped = false;
+    double avail = run_memory_available(p, r->device, &total, &capped);
+    double host_avail = avail;
+    host_total = total, host_capped = capped;
+    if (r->device != SNN_CPU) host_avail = run_memory_available(p, SNN_CPU, &host_total, &host_capped);
+    double need = out->total - r->held + (r->device == SNN_CPU ? r->host_extra : 0.0);
+    double host_need = out->host - (r->device == SNN_CPU ? r->held : 0.0) + r->host_extra;
+    bool device_ok = avail < 0 || need <= RUN_MEMORY_USABLE * avail;
+    bool host_ok = host_avail < 0 || host_need <= RUN_MEMORY_USABLE * host_avail;
+    if (avail < 0 || host_avail < 0)
+        fprintf(stderr, "%s: note: cannot tell how much %s memory is available (%s); the sizes are "
+                "not checked\n", p, avail < 0 ? dev : "host", snn_last_error());
+    char b[8][32];
+    if (device_ok && host_ok) {
+        if (avail >= 0)
+            fprintf(stderr, "%s: memory: about %s of %s memory for the model and one step (%s "
+                    "available%s)\n", p, run_bytes(need, b[0], 32), dev, run_bytes(avail, b[1], 32),
+                    capped ? " under SNN_MEMORY_LIMIT" : "");
+        return 0;
+    }
+    bool on_device = !device_ok;
+    double n = on_device ? need : host_need, a = on_device ? avail : host_avail;
+    double t = on_device ? total : host_total;
+    bool cap = on_device ? capped : host_capped;
+    const char *where = on_device && r->device != SNN_CPU ? "the GPU" : "this machine";
+    fprintf(stderr, "%s: %s %s at --batch-size %d needs about %s of %s memory, but %s has %s "
+            "available (%s%s); refusing before allocating anything.\n"
+            "  weights %s, gradients and optimizer state %s, one step (T=%d) %s, fixed %s%s%s\n", p,
+            r->what, snn_model_kind_name(r->config.kind), r->batch_size, run_bytes(n, b[0], 32),
+            on_device ? dev : "host", where, run_bytes(a, b[1], 32),
+            cap ? "SNN_MEMORY_LIMIT; it has " : "of ", run_bytes(t, b[2], 32),
+            run_bytes(out->parameters, b[3], 32), run_bytes(out->gradients + out->optimizer, b[4], 32),
+            r->config.time_steps, run_bytes(out->step, b[5], 32), run_bytes(out->overhead, b[6], 32),
+            r->host_extra > 0 && (!on_device || r->device == SNN_CPU) ? ", data batches and files " : "",
+            r->host_extra > 0 && (!on_device || r->device == SNN_CPU) ? run_bytes(r->host_extra, b[7], 32) : "");
+    int best = run_memory_largest_batch(r, RUN_MEMORY_USABLE * avail, RUN_MEMORY_USABLE * host_avail,
+                                        host_per_image);
+    if (best > 0)
+        fprintf(stderr, "hint: the largest --batch-size that fits is about %d%s%s\n", best,
+                r->size_flags ? "; or lower " : "", r->size_flags ? r->size_flags : "");
+    else
+        fprintf(stderr, "hint: not even --batch-size 1 fits%s%s\n",
+                r->size_flags ? ": lower " : "", r->size_flags ? r->size_flags : "");
+    return 2;
+}
+
+#endif /* SNN_EXAMPLES_RUN_MEMORY_H */

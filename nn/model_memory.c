@@ -1,0 +1,405 @@
+/*
+ * model_memory.c - snn_model_memory_estimate: the bytes a model and one step of it need on its
+ * device, computed from the configuration alone, before anything is allocated.
+ *
+ * Why: a width or batch size too large for the machine used to be found out by the allocator,
+ * and with Linux overcommit that means the OOM killer (exit 137, no message) rather than a
+ * NULL from malloc. Programs now compare this estimate with snn_device_memory() first and
+ * refuse with both numbers (examples/run_memory.h).
+ *
+ * How it is computed. The architecture is a function of the configuration (model_cnn.c,
+ * model_resnet.c), so the estimate walks the same layers with shapes only, and adds up what
+ * each op allocates, as the ops do it (autograd/fn_*.c, neurons/neuron_op.c):
+ *
+ *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w
+ *   gradients    one per trainable weight (training only; OWNED, allocated by the first backward)
+ *   optimizer    `optimizer_states` tensors per trainable weight (SGD momentum 1, Adam 2)
+ *   step         the step arena at its high-water mark, plus the step pool's blocks for the
+ *                gradients of activations (gradient_pool, below). Nothing is freed from the
+ *                arena inside a step, so its mark is the sum of every arena allocation, plus the
+ *                largest conv workspace (scratch taken and given back inside one op):
+ *                  every op output                       4 B/element
+ *                  neuron layers: spike counts per (t, n, c) plane, and in training H[t]
+ *                  batch-norm (training): batch mean and 1/std per channel
+ *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
+ *                  views (flatten, reshape): no data of their own
+ *                  the input batch, labels, argmax, one-hot; each tensor's struct, each tape node
+ *                  and each gradient's struct (host arena), each allocation rounded up to 64 B
+ *                  (host) / 256 B (CUDA)
+ *   gradient_pool  (training) the data of the gradients of activations do not sit in the arena:
+ *                they come from the step pool (tensor/step_pool.c) when the first consumer's
+ *                backward asks for them and go back as soon as the producing op's backward is
+ *                done (autograd/backward.c). What the pool holds is its blocks, kept across
+ *                steps, so the estimate records each op's output and inputs during the walk
+ *                (the tape, in the same order) and replays the backward pass against a copy of
+ *                the pool's policy (256-byte rounding, best fit among free blocks of at most
+ *                twice the size asked for, else a new block): the sum of the blocks it ends with
+ *                is the estimate. This replaced "every gradient for the whole step", which the
+ *                pool made 60-70% too high for training steps.
+ *   overhead     fixed per device: the CPU SGEMM's packing buffer per thread; on CUDA the
+ *                context's scratch plus SNN_CUDA_HEADROOM for what cuBLAS and lazily loaded
+ *                kernels take outside snn_alloc
+ *
+ * How close it is: tests/test_memory_estimate.c builds models, runs one training (or
+ * evaluation) step on the CPU and compares: parameters, gradients and optimizer state exactly,
+ * and the step within a few percent of the arena's measured high-water mark plus the bytes the
+ * step pool reserved, never below it
+ * (docs/benchmarks.md has the table; bench/bench_memory.c prints the same on CUDA). When an op
+ * starts saving more or less, that test says by how much, and this file is where to follow.
+ *
+ * Test: ctest --test-dir build -R memory_estimate
+ */
+#include <math.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "tensor/error.h"
+#include "tensor/gemm.h"
+
+/* What cuBLAS (its workspace, 32 MiB on Hopper), the kernels CUDA loads on first use and the
+ * driver's allocation granularity take on the GPU outside snn_alloc: a round margin. */
+#define SNN_CUDA_HEADROOM ((double)(256u << 20))
+#define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* tensor/cuda_common.cuh */
+
+/* The most tape nodes a model's step records: ResNet-18 makes about 80, the DVS net at most 40. */
+#define WALK_MAX_NODES 256
+
+typedef struct walk {
+    const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
+    bool training;           /* a tape: saved tensors, nodes and gradients */
+    double align;            /* the arena's rounding of each device allocation */
+    double device;           /* step bytes on the device */
+    double host;             /* step bytes in the host arena: tensor structs, tape nodes */
+    double workspace;        /* the largest conv workspace */
+    double params, trainable;/* elements */
+    /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
+     * (ids of earlier nodes' outputs; -1 for an input that gets no pooled gradient) */
+    int nodes;
+    double numel[WALK_MAX_NODES];
+    int in[WALK_MAX_NODES][2];
+} walk;
+
+static double round_up(double bytes, double align) { return ceil(bytes / align) * align; }
+static double struct_bytes(void) { return round_up((double)sizeof(snn_tensor), 64.0); }
+/* A tape node and its op's saved state, which is private to each op (autograd/fn_*.c,
+ * neurons/neuron_op.c) and at most 192 bytes in the host arena: 64 for conv, batch-norm and the
+ * reductions, 128 for a neuron layer, 192 for the binary ops (the residual addition). */
+static double node_bytes(void) { return round_up((double)sizeof(snn_node), 64.0) + 192.0; }
+
+/* One device allocation of `numel` 4-byte elements. */
+static void alloc(walk *w, double numel) { w->device += round_up(4.0 * numel, w->align); }
+
+/* A step tensor that never gets a gradient (the input batch, labels, argmax, one-hot). */
+static void constant(walk *w, double numel)
+{
+    w->host += struct_bytes();
+    alloc(w, numel);
+}
+
+/* In training, a tape node making a tensor of `numel` elements from in0 and in1 (ids, or -1):
+ * the node and the gradient's struct in the host arena, the gradient's data recorded for the
+ * pool. Returns the tensor's id; -1 without a tape. */
+static int record(walk *w, double numel, int in0, int in1)
+{
+    if (!w->training) return -1;
+    SNN_ASSERT(w->nodes < WALK_MAX_NODES);
+    w->host += node_bytes() + struct_bytes();
+    w->numel[w->nodes] = numel;
+    w->in[w->nodes][0] = in0;
+    w->in[w->nodes][1] = in1;
+    return w->nodes++;
+}
+
+/* An op's output, made from in0 and in1; in training also its tape node and gradient. */
+static int output(walk *w, double numel, int in0, int in1)
+{
+    constant(w, numel);
+    return record(w, numel, in0, in1);
+}
+
+/* A view (flatten, reshape) of `in`: a struct, and in training a node and a gradient of its own. */
+static int view(walk *w, double numel, int in)
+{
+    w->host += struct_bytes();
+    return record(w, numel, in, -1);
+}
+
+/* A copy of the step pool's policy (tensor/step_pool.c): blocks rounded to 256 bytes, the
+ * smallest free block of at most twice the size asked for, else a new block. */
+typedef struct pool_copy {
+    double size[WALK_MAX_NODES];
+    bool busy[WALK_MAX_NODES];
+    int blocks;
+    double reserved;          /* the sum of the blocks' sizes */
+} pool_copy;
+
+static int pool_take(pool_copy *p, double numel)
+{
+    double need = round_up(4.0 * numel, 256.0);
+    int best = -1;
+    for (int b = 0; b < p->blocks; b++)
+        if (!p->busy[b] && p->size[b] >= need && p->size[b] <= 2.0 * need &&
+            (best < 0 || p->size[b] < p->size[best]))
+            best = b;
+    if (best < 0) {
+        best = p->blocks++;
+        p->size[best] = need;
+        p->reserved += need;
+    }
+    p->busy[best] = true;
+    return best;
+}
+
+/* The bytes the step pool holds after the backward of the recorded tape, as backward.c runs
+ * it: the loss (the last node) gets its seed first; then each node, newest first, has a block
+ * taken for each input's gradient that has none yet, and gives its own back. */
+static double gradient_pool_bytes(const walk *w)
+{
+    if (w->nodes == 0) return 0.0;
+    pool_copy p = {.blocks = 0};
+    int grad[WALK_MAX_NODES]; /* each tensor's block; -1 while it has none */
+    for (int i = 0; i < w->nodes; i++) grad[i] = -1;
+    grad[w->nodes - 1] = pool_take(&p, w->numel[w->nodes - 1]);
+    for (int n = w->nodes - 1; n >= 0; n--) {
+        if (grad[n] < 0) continue; /* not on the loss's path */
+        for (int i = 0; i < 2; i++) {
+            int t = w->in[n][i];
+            if (t >= 0 && grad[t] < 0) grad[t] = pool_take(&p, w->numel[t]);
+        }
+        p.busy[grad[n]] = false;
+    }
+    return p.reserved;
+}
+
+static void param(walk *w, double numel, bool trainable)
+{
+    w->params += numel;
+    if (trainable) w->trainable += numel;
+}
+
+/* conv k x k, no bias, on `images` images of (cin, *h, *wd) (tensor `in`); updates *h, *wd to
+ * the output. Returns the output's id. */
+static int conv(walk *w, int in, double images, int cin, int cout, int k, int stride, int pad,
+                int *h, int *wd)
+{
+    int ho = (*h + 2 * pad - k) / stride + 1, wo = (*wd + 2 * pad - k) / stride + 1;
+    param(w, (double)cout * cin * k * k, true);
+    int out = output(w, images * cout * ho * wo, in, -1);
+    /* the same workspace serves forward and backward; ask the device for sizes its planning
+     * arithmetic (int fields) is made for, else take the im2col matrix (C_in K K, images
+     * H_out W_out) as the size: a size that large is refused whatever the exact number */
+    double ws = 4.0 * cin * k * k * images * ho * wo;
+    if (w->k && w->k->conv2d_workspace_bytes && images <= (double)(1 << 24) && ws < 1e12) {
+        snn_conv2d_dims d = {(int)images, cin, *h, *wd, cout, k, k, stride, pad, ho, wo};
+        ws = (double)w->k->conv2d_workspace_bytes(&d);
+    }
+    ws = round_up(ws, w->align);
+    if (ws > w->workspace) w->workspace = ws;
+    *h = ho, *wd = wo;
+    return out;
+}
+
+static int batchnorm(walk *w, int in, double numel, int channels)
+{
+    param(w, 2.0 * channels, true);   /* weight, bias */
+    param(w, 2.0 * channels, false);  /* running mean, running var */
+    int out = output(w, numel, in, -1);
+    if (w->training) alloc(w, channels), alloc(w, channels); /* batch mean, 1 / std */
+    return out;
+}
+
+/* A multi-step neuron layer over (T, N, C, ...) with `planes` = T N. */
+static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, double planes,
+                  int channels)
+{
+    if (n->kind == SNN_NEURON_PLIF) param(w, 1.0, true);
+    int out = output(w, numel, in, -1); /* spikes */
+    constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
+    if (w->training) constant(w, numel); /* H[t] for backward */
+    return out;
+}
+
+static int max_pool(walk *w, int in, double out_numel)
+{
+    int out = output(w, out_numel, in, -1);
+    alloc(w, out_numel); /* int32 argmax */
+    return out;
+}
+
+static int linear(walk *w, int in, double rows, double in_features, int out_features)
+{
+    param(w, in_features * out_features + out_features, true);
+    return output(w, rows * out_features, in, -1);
+}
+
+/* The stem: conv 3x3 + batch-norm, run once on N images and repeated over T (direct
+ * encoding), or run on the T N frames (Poisson-encoded, or event frames as they come), then
+ * the first neuron layer. Returns the neuron layer's id; *per_image: its elements per image. */
+static int stem(walk *w, const snn_model_config *c, double T, double N, int width, int *h,
+                int *wd, double *per_image)
+{
+    double images = N;
+    if (c->encoding == SNN_ENCODING_POISSON) constant(w, T * N * c->in_channels * *h * *wd);
+    if (c->encoding != SNN_ENCODING_DIRECT) images = T * N;
+    int x = conv(w, -1, images, c->in_channels, width, 3, 1, 1, h, wd); /* the input: no grad */
+    *per_image = (double)width * *h * *wd;
+    x = batchnorm(w, x, images * *per_image, width);
+    if (c->encoding == SNN_ENCODING_DIRECT) x = output(w, T * N * *per_image, x, -1); /* repeat */
+    return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
+}
+
+/* Two pools by 2 (floor), as model_cnn.c's builder. Returns the last layer's id. */
+static int walk_cnn(walk *w, const snn_model_config *c, double T, double N)
+{
+    int h = c->height, wd = c->width, W = c->width_base;
+    double TN = T * N, per_image;
+    int x = stem(w, c, T, N, W, &h, &wd, &per_image);
+    h /= 2, wd /= 2;
+    x = max_pool(w, x, TN * W * h * wd);
+    x = conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
+    x = batchnorm(w, x, TN * W * h * wd, W);
+    x = neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
+    h /= 2, wd /= 2;
+    x = max_pool(w, x, TN * W * h * wd);
+    double flat = (double)W * h * wd;
+    x = view(w, TN * flat, x);
+    x = linear(w, x, TN, flat, c->hidden);
+    x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
+    x = linear(w, x, TN, c->hidden, c->classes);
+    if (c->spiking_readout) x = neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
+    return x;
+}
+
+/* The DVS net (model_cnn.c): conv-BN-neuron-maxpool blocks while the frame is larger than 4x4
+ * (at most 8), then flatten, fc1, neuron, fc2. Returns the last layer's id. */
+static int walk_dvs_net(walk *w, const snn_model_config *c, double T, double N)
+{
+    int h = c->height, wd = c->width, W = c->width_base;
+    double TN = T * N, per_image;
+    int x = stem(w, c, T, N, W, &h, &wd, &per_image);
+    h /= 2, wd /= 2;
+    x = max_pool(w, x, TN * W * h * wd);
+    for (int b = 2; b <= 8 && (h > 4 || wd > 4); b++) {
+        x = conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
+        x = batchnorm(w, x, TN * W * h * wd, W);
+        x = neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
+        h /= 2, wd /= 2;
+        x = max_pool(w, x, TN * W * h * wd);
+    }
+    double flat = (double)W * h * wd;
+    x = view(w, TN * flat, x);
+    x = linear(w, x, TN, flat, c->hidden);
+    x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
+    x = linear(w, x, TN, c->hidden, c->classes);
+    if (c->spiking_readout) x = neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
+    return x;
+}
+
+/* A basic block (model_resnet.c) on tensor `x`; updates *h, *wd. Returns its output's id. */
+static int block(walk *w, int x, const snn_model_config *c, double TN, int in, int out,
+                 int stride, int *h, int *wd)
+{
+    bool sew = c->kind == SNN_MODEL_SEW_RESNET18;
+    int h0 = *h, w0 = *wd;
+    int y = conv(w, x, TN, in, out, 3, stride, 1, h, wd);
+    double numel = TN * out * *h * *wd;
+    y = batchnorm(w, y, numel, out);
+    y = neuron(w, y, &c->neuron, numel, TN, out);
+    int h1 = *h, w1 = *wd;
+    y = conv(w, y, TN, out, out, 3, 1, 1, &h1, &w1);
+    y = batchnorm(w, y, numel, out);
+    int shortcut = x;
+    if (stride != 1 || in != out) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
+        shortcut = conv(w, x, TN, in, out, 1, stride, 0, &h0, &w0);
+        shortcut = batchnorm(w, shortcut, numel, out);
+        if (sew) shortcut = neuron(w, shortcut, &c->neuron, numel, TN, out);
+    }
+    if (sew) y = neuron(w, y, &c->neuron, numel, TN, out);
+    y = output(w, numel, y, shortcut); /* the residual addition */
+    if (!sew) y = neuron(w, y, &c->neuron, numel, TN, out);
+    return y;
+}
+
+static int walk_resnet(walk *w, const snn_model_config *c, double T, double N)
+{
+    int h = c->height, wd = c->width, width = c->width_base;
+    double TN = T * N, per_image;
+    int x = stem(w, c, T, N, width, &h, &wd, &per_image);
+    int in = width;
+    for (int layer = 0; layer < 4; layer++) {
+        int out = width << layer;
+        x = block(w, x, c, TN, in, out, layer ? 2 : 1, &h, &wd);
+        x = block(w, x, c, TN, out, out, 1, &h, &wd);
+        in = out;
+    }
+    x = view(w, TN * in * h * wd, x);  /* adaptive average pool: (.., C, H W) */
+    x = output(w, TN * in, x, -1);     /* its mean */
+    x = view(w, TN * in, x);           /* back to (.., C, 1, 1) */
+    x = view(w, TN * in, x);           /* flatten */
+    return linear(w, x, TN, in, c->classes);
+}
+
+snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, snn_device device,
+                                     bool training, int optimizer_states, snn_memory_estimate *out)
+{
+    const char *fn = "snn_model_memory_estimate";
+    if (!c || !out)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn, c ? "out" : "config");
+    memset(out, 0, sizeof *out);
+    const bool cnn = c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET;
+    if (batch_size < 1 || c->time_steps < 1 || c->width_base < 1 || c->in_channels < 1 ||
+        c->height < 1 || c->width < 1 || c->classes < 1 || optimizer_states < 0 ||
+        (cnn && c->hidden < 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected sizes >= 1, got batch %d, "
+                         "T %d, width %d, hidden %d, input %dx%dx%d, %d classes, %d optimizer "
+                         "states)", fn, batch_size, c->time_steps, c->width_base, c->hidden,
+                         c->in_channels, c->height, c->width, c->classes, optimizer_states);
+    /* int fields that the walk shifts (ResNet: 8 x width channels) must not overflow */
+    if (!cnn && c->width_base > (1 << 27))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected <= %d for a "
+                         "ResNet, got %d)", fn, 1 << 27, c->width_base);
+    walk w = {0};
+    w.k = snn_kernels_for(device);
+    w.training = training;
+    w.align = device == SNN_CPU ? 64.0 : 256.0;
+    double T = c->time_steps, N = batch_size;
+
+    /* the batch (event frames: T per sample) and its labels */
+    constant(&w, (c->encoding == SNN_ENCODING_EVENTS ? T : 1.0) * N * c->in_channels * c->height *
+                 c->width);
+    constant(&w, N);
+    int x = c->kind == SNN_MODEL_SPIKING_CNN ? walk_cnn(&w, c, T, N)
+          : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(&w, c, T, N)
+                                             : walk_resnet(&w, c, T, N);
+    x = output(&w, N * c->classes, x, -1); /* readout: the mean over T */
+    if (c->spiking_readout) {   /* MSE of the rate against one-hot: one_hot, sub, square, a
+                                   reshape to one dim, its mean */
+        constant(&w, N * c->classes);
+        x = output(&w, N * c->classes, x, -1);
+        x = output(&w, N * c->classes, x, -1);
+        x = view(&w, N * c->classes, x);
+        output(&w, 1, x, -1);
+    } else {                    /* cross-entropy: log-softmax, then the NLL */
+        x = output(&w, N * c->classes, x, -1);
+        output(&w, 1, x, -1);
+    }
+    constant(&w, N); /* argmax for the accuracy */
+
+    out->parameter_count = (int64_t)w.trainable;
+    out->parameters = 4.0 * w.params;
+    out->gradients = training ? 4.0 * w.trainable : 0.0;
+    out->optimizer = training ? 4.0 * w.trainable * optimizer_states : 0.0;
+    out->workspace = w.workspace;
+    out->gradient_pool = gradient_pool_bytes(&w);
+    out->step = w.device + w.workspace + out->gradient_pool + (device == SNN_CPU ? w.host : 0.0);
+    if (device == SNN_CPU) {
+        out->overhead = (double)(snn_get_num_threads() + 1) * (double)snn_gemm_pack_bytes_cpu();
+    } else {
+        out->overhead = SNN_CUDA_CONTEXT_SCRATCH + SNN_CUDA_HEADROOM;
+    }
+    out->total = out->parameters + out->gradients + out->optimizer + out->step + out->overhead;
+    /* host memory besides the data: all of it on the CPU; for CUDA the model is built on the
+     * host before it moves, and the host arena holds the step's structs and tape nodes */
+    out->host = device == SNN_CPU ? out->total : out->parameters + w.host;
+    return SNN_OK;
+}

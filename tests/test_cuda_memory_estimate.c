@@ -1,0 +1,97 @@
+/*
+ * test_cuda_memory_estimate.c - snn_model_memory_estimate (nn/model_memory.c) on the GPU: the
+ * CPU test (test_memory_estimate) run with device memory.
+ *   - first, on a fresh context, one run as snn-train does it (the arena given exactly the
+ *     estimated step): the drop of cudaMemGetInfo's free memory over the run (weights,
+ *     gradients, Adam, the arena, the reduction scratch, cuBLAS and its workspace, the kernels
+ *     loaded on first use) must stay within the estimate's total, whose fixed part carries
+ *     a 256 MiB margin for what CUDA takes outside snn_alloc;
+ *   - then, per case: parameters exactly, the step never below the arena's measured high-water
+ *     mark plus the step pool's blocks (the gradients of activations) and at most STEP_SLACK
+ *     above it; the pool's part alone never below what the pool reserved.
+ * The printed table goes to docs/benchmarks.md. Skipped (77) without a GPU.
+ * Run: ctest --test-dir build -R cuda_memory_estimate --output-on-failure
+ */
+#include "memory_probe.h"
+#include "test.h"
+
+#define STEP_SLACK 1.05
+
+static void test_total_as_snn_train(void)
+{
+    probe_case pc = probe_make("resnet18 w32 T4 N64 adam", SNN_MODEL_RESNET18, 32, 4, 64, true, 2);
+    probe_result r;
+    bool ok = probe_run(&pc, SNN_CUDA, true, &r);
+    CHECK(ok);
+    if (!ok) {
+        fprintf(stderr, "  %s\n", snn_last_error());
+        return;
+    }
+    char b[3][32];
+    fprintf(stderr, "  %s: estimated total %s, the device's free memory dropped by %s "
+            "(margin %s)\n", pc.name, probe_mib(r.estimate.total, b[0], 32),
+            probe_mib(r.device_used, b[1], 32), probe_mib(r.estimate.total - r.device_used, b[2], 32));
+    CHECK(r.device_used > 0.0 && r.device_used <= r.estimate.total);
+}
+
+static void test_estimate_against_measured(void)
+{
+    probe_case cases[8];
+    int n = 0;
+    cases[n++] = probe_make("cnn w32 T4 N128 adam", SNN_MODEL_SPIKING_CNN, 32, 4, 128, true, 2);
+    cases[n] = probe_make("cnn w128 T4 N128 mse sgd", SNN_MODEL_SPIKING_CNN, 128, 4, 128, true, 1);
+    cases[n].config.spiking_readout = true;
+    n++;
+    cases[n++] = probe_make("resnet18 w64 T4 N32 adam", SNN_MODEL_RESNET18, 64, 4, 32, true, 2);
+    cases[n] = probe_make("sew-resnet18 w32 T2 N64 poisson", SNN_MODEL_SEW_RESNET18, 32, 2, 64, true, 1);
+    cases[n].config.encoding = SNN_ENCODING_POISSON;
+    n++;
+    cases[n] = probe_make("dvsnet 128x128 w32 T8 N16 adam", SNN_MODEL_DVS_NET, 32, 8, 16, true, 2);
+    n++;
+    cases[n] = probe_make("cnn 34x34 events w32 T10 N64", SNN_MODEL_SPIKING_CNN, 32, 10, 64, true,
+                          2);
+    cases[n].config.encoding = SNN_ENCODING_EVENTS;
+    cases[n].config.in_channels = 2, cases[n].config.height = cases[n].config.width = 34;
+    n++;
+    cases[n++] = probe_make("resnet18 w64 T4 N128 eval", SNN_MODEL_RESNET18, 64, 4, 128, false, 0);
+    cases[n++] = probe_make("cnn w32 T4 N1024 eval", SNN_MODEL_SPIKING_CNN, 32, 4, 1024, false, 0);
+    fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
+            "step meas.", "ratio", "pool est.", "pool meas.");
+    for (int i = 0; i < n; i++) {
+        probe_result r;
+        bool ok = probe_run(&cases[i], SNN_CUDA, false, &r);
+        CHECK(ok);
+        if (!ok) {
+            fprintf(stderr, "  %s: %s\n", cases[i].name, snn_last_error());
+            continue;
+        }
+        const snn_memory_estimate *e = &r.estimate;
+        char b[4][32];
+        fprintf(stderr, "  %-32s %10lld %12s %12s %7.3f %12s %12s\n", cases[i].name,
+                (long long)r.parameter_count, probe_mib(e->step, b[0], 32),
+                probe_mib(r.step, b[1], 32), e->step / r.step,
+                probe_mib(e->gradient_pool, b[2], 32), probe_mib(r.pool, b[3], 32));
+        CHECK(r.parameter_count == e->parameter_count);
+        CHECK(r.parameters == e->parameters);
+        CHECK(r.step > 0 && e->step >= r.step);
+        CHECK(e->step <= STEP_SLACK * r.step);
+        CHECK(e->gradient_pool >= r.pool);
+        CHECK(r.owned <= e->parameters + e->gradients + e->optimizer + e->overhead);
+    }
+}
+
+static void test_device_memory(void)
+{
+    size_t avail = 0, total = 0;
+    CHECK_OK(snn_device_memory(SNN_CUDA, &avail, &total));
+    CHECK(total > ((size_t)1 << 30) && avail > 0 && avail <= total);
+}
+
+int main(void)
+{
+    test_require_cuda();
+    RUN(test_total_as_snn_train); /* first: the context is fresh */
+    RUN(test_device_memory);
+    RUN(test_estimate_against_measured);
+    return test_finish();
+}

@@ -1,0 +1,172 @@
+/*
+ * test_memory_estimate.c - snn_model_memory_estimate (nn/model_memory.c) against what one step
+ * really takes on the CPU, for the CNN, the ResNet-18, the SEW-ResNet-18 and the DVS net,
+ * direct, Poisson and event-frame input, IF / LIF / PLIF, cross-entropy and MSE, SGD (with and
+ * without momentum) and Adam, training and evaluation:
+ *   - parameters (count and bytes) exactly;
+ *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
+ *     reserved for the gradients of activations, and at most STEP_SLACK above it (the table
+ *     printed here is the one in docs/benchmarks.md); the pool's part alone never below what
+ *     the pool reserved;
+ *   - everything else the run holds (gradients, optimizer state, GEMM buffers, structs) within
+ *     the estimate's parameters + gradients + optimizer + overhead;
+ *   - absurd sizes give absurd (not wrapped) numbers, and bad arguments are refused.
+ * The same probe runs on the GPU in test_cuda_memory_estimate.
+ * Run: ctest --test-dir build -R memory_estimate --output-on-failure
+ */
+#include "memory_probe.h"
+#include "test.h"
+
+/* How far above the measured step the estimate may be. It is an upper bound by design (every
+ * allocation rounded up, the largest workspace added on top of everything); more than this
+ * means an op saves less than nn/model_memory.c thinks: follow it there. */
+#define STEP_SLACK 1.05
+
+static probe_case cases[16];
+static int n_cases;
+
+static void add(probe_case c) { cases[n_cases++] = c; }
+
+static void make_cases(void)
+{
+    probe_case c = probe_make("cnn w32 T2 N16 adam", SNN_MODEL_SPIKING_CNN, 32, 2, 16, true, 2);
+    add(c);
+    c = probe_make("cnn w8 T4 N8 plif mse sgd", SNN_MODEL_SPIKING_CNN, 8, 4, 8, true, 0);
+    c.config.hidden = 16;
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_PLIF);
+    c.config.spiking_readout = true;
+    add(c);
+    c = probe_make("cnn w16 T3 N4 poisson if", SNN_MODEL_SPIKING_CNN, 16, 3, 4, true, 1);
+    c.config.encoding = SNN_ENCODING_POISSON;
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_IF);
+    add(c);
+    add(probe_make("resnet18 w4 T2 N4 adam", SNN_MODEL_RESNET18, 4, 2, 4, true, 2));
+    add(probe_make("sew-resnet18 w4 T2 N4 sgd", SNN_MODEL_SEW_RESNET18, 4, 2, 4, true, 1));
+    c = probe_make("resnet18 w8 T1 N2 poisson", SNN_MODEL_RESNET18, 8, 1, 2, true, 2);
+    c.config.encoding = SNN_ENCODING_POISSON;
+    add(c);
+    c = probe_make("cnn 34x34 events w8 T3 N4", SNN_MODEL_SPIKING_CNN, 8, 3, 4, true, 2);
+    c.config.encoding = SNN_ENCODING_EVENTS;
+    c.config.in_channels = 2, c.config.height = c.config.width = 34, c.config.hidden = 32;
+    add(c);
+    c = probe_make("dvsnet 64x64 w4 T2 N2 sgd", SNN_MODEL_DVS_NET, 4, 2, 2, true, 1);
+    c.config.height = c.config.width = 64, c.config.hidden = 32;
+    add(c);
+    add(probe_make("cnn w32 T2 N64 eval", SNN_MODEL_SPIKING_CNN, 32, 2, 64, false, 0));
+    add(probe_make("sew-resnet18 w4 T2 N8 eval", SNN_MODEL_SEW_RESNET18, 4, 2, 8, false, 0));
+}
+
+static void test_estimate_against_measured(void)
+{
+    make_cases();
+    fprintf(stderr, "  %-28s %8s %11s %11s %6s %10s %10s %10s %10s\n", "case (cpu, 2 threads)",
+            "params", "step est.", "step meas.", "ratio", "pool est.", "pool meas.", "rest est.",
+            "rest meas.");
+    for (int i = 0; i < n_cases; i++) {
+        probe_result r;
+        bool ok = probe_run(&cases[i], SNN_CPU, false, &r);
+        CHECK(ok);
+        if (!ok) {
+            fprintf(stderr, "  %s: %s\n", cases[i].name, snn_last_error());
+            continue;
+        }
+        const snn_memory_estimate *e = &r.estimate;
+        double rest = e->parameters + e->gradients + e->optimizer + e->overhead;
+        char b[6][32];
+        fprintf(stderr, "  %-28s %8lld %11s %11s %6.3f %10s %10s %10s %10s\n", cases[i].name,
+                (long long)r.parameter_count, probe_mib(e->step, b[0], 32), probe_mib(r.step, b[1], 32),
+                e->step / r.step, probe_mib(e->gradient_pool, b[4], 32),
+                probe_mib(r.pool, b[5], 32),
+                probe_mib(rest, b[2], 32), probe_mib(r.owned, b[3], 32));
+        CHECK(r.parameter_count == e->parameter_count);
+        CHECK(r.parameters == e->parameters);
+        CHECK(r.step > 0 && e->step >= r.step);
+        CHECK(e->step <= STEP_SLACK * r.step);
+        CHECK(e->gradient_pool >= r.pool);
+        CHECK(cases[i].training ? r.pool > 0 : r.pool == 0 && e->gradient_pool == 0);
+        CHECK(r.owned <= rest);
+        CHECK(e->total >= r.step + r.owned);
+        CHECK(e->host == e->total); /* on the CPU the host holds it all */
+    }
+}
+
+static void test_absurd_and_bad_sizes(void)
+{
+    snn_model_config c = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    c.width_base = 100000;
+    snn_memory_estimate e;
+    CHECK_OK(snn_model_memory_estimate(&c, 128, SNN_CPU, true, 2, &e));
+    /* conv2 alone holds 100000 x 100000 x 3 x 3 floats: the 360 GB of the report */
+    CHECK(e.parameters > 3.6e11 && e.total > 4.0 * 3.6e11);
+    c.width_base = 2147483647;
+    CHECK_OK(snn_model_memory_estimate(&c, 2147483647, SNN_CPU, true, 2, &e));
+    CHECK(e.total > 1e22 && isfinite(e.total));
+    /* resnet widths shift by 3: the largest accepted one still gives a finite answer */
+    snn_model_config r = snn_model_config_default(SNN_MODEL_RESNET18);
+    r.width_base = 1 << 27;
+    r.time_steps = 1024;
+    CHECK_OK(snn_model_memory_estimate(&r, 1 << 20, SNN_CPU, true, 2, &e));
+    CHECK(e.total > 1e20 && isfinite(e.total));
+    r.width_base = (1 << 27) + 1;
+    CHECK(snn_model_memory_estimate(&r, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
+    c.width_base = 32;
+    CHECK(snn_model_memory_estimate(&c, 0, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "batch 0") != NULL);
+    c.time_steps = 0;
+    CHECK(snn_model_memory_estimate(&c, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
+    CHECK(snn_model_memory_estimate(NULL, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
+    /* the step grows with the batch and with T; evaluation needs less than training */
+    snn_model_config d = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    snn_memory_estimate a, b, t, ev;
+    CHECK_OK(snn_model_memory_estimate(&d, 64, SNN_CPU, true, 2, &a));
+    CHECK_OK(snn_model_memory_estimate(&d, 128, SNN_CPU, true, 2, &b));
+    d.time_steps = 8;
+    CHECK_OK(snn_model_memory_estimate(&d, 64, SNN_CPU, true, 2, &t));
+    CHECK_OK(snn_model_memory_estimate(&d, 64, SNN_CPU, false, 0, &ev));
+    CHECK(b.step > 1.9 * a.step - a.workspace && t.step > a.step && ev.step < t.step);
+    CHECK(ev.gradients == 0.0 && ev.optimizer == 0.0);
+}
+
+static void test_device_memory(void)
+{
+    size_t avail = 0, total = 0;
+    CHECK_OK(snn_device_memory(SNN_CPU, &avail, &total));
+    CHECK(total > 0 && avail > 0 && avail <= total);
+    CHECK(snn_device_memory(SNN_CPU, NULL, &total) == SNN_ERR_ARGUMENT);
+    if (!snn_cuda_available()) {
+        CHECK(snn_device_memory(SNN_CUDA, &avail, &total) == SNN_ERR_UNSUPPORTED);
+        CHECK(avail == 0 && total == 0);
+    }
+}
+
+static void test_step_reserve(void)
+{
+    /* a reserved block is kept by the first step, which then needs no growth */
+    CHECK_OK(snn_step_reserve(SNN_CPU, 3u << 20));
+    CHECK(snn_arena_reserved_bytes(SNN_CPU) == 3u << 20);
+    CHECK_OK(snn_step_reserve(SNN_CPU, 1u << 20)); /* smaller: nothing changes */
+    CHECK(snn_arena_reserved_bytes(SNN_CPU) == 3u << 20);
+    snn_step_begin();
+    CHECK(snn_step_reserve(SNN_CPU, 1u << 20) == SNN_ERR_STATE);
+    CHECK(snn_zeros(SNN_SHAPE(1000), SNN_CPU) != NULL);
+    snn_step_end();
+    CHECK(snn_arena_reserved_bytes(SNN_CPU) == 3u << 20);
+    CHECK(snn_step_peak_bytes(SNN_CPU) >= 4000 && snn_step_peak_bytes(SNN_CPU) < 8192);
+    /* a block that cannot be had is a clear error, and the arena is left empty */
+    snn_alloc_fail_after(1);
+    CHECK(snn_step_reserve(SNN_CPU, 5u << 20) == SNN_ERR_MEMORY);
+    snn_alloc_fail_after(0);
+    CHECK(strstr(snn_last_error(), "snn_step_reserve") != NULL);
+    CHECK(snn_arena_reserved_bytes(SNN_CPU) == 0);
+    snn_shutdown();
+}
+
+int main(void)
+{
+    snn_set_num_threads(2); /* the CPU conv workspace depends on the thread count */
+    RUN(test_device_memory);
+    RUN(test_step_reserve);
+    RUN(test_absurd_and_bad_sizes);
+    RUN(test_estimate_against_measured);
+    return test_finish();
+}
