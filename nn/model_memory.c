@@ -215,7 +215,11 @@ static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, dou
     if (n->kind == SNN_NEURON_PLIF) param(w, 1.0, true);
     int out = output(w, numel, in, -1); /* spikes */
     constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
-    if (w->training) constant(w, numel); /* H[t] for backward */
+    if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
+                        * (the builders' neurons consume their inputs: neuron_op.c) */
+        if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) w->host += struct_bytes();
+        else constant(w, numel);
+    }
     return out;
 }
 
@@ -315,7 +319,12 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
         if (sew) shortcut = neuron(w, shortcut, &c->neuron, numel, TN, out);
     }
     if (sew) y = neuron(w, y, &c->neuron, numel, TN, out);
-    y = output(w, numel, y, shortcut); /* the residual addition */
+    if (sew) {
+        y = output(w, numel, y, shortcut); /* the residual addition */
+    } else {                               /* written over bn2's output (snn_add_into): a view */
+        w->host += struct_bytes();
+        y = record(w, numel, y, shortcut);
+    }
     if (!sew) y = neuron(w, y, &c->neuron, numel, TN, out);
     return y;
 }
