@@ -32,19 +32,25 @@ const char *snn_model_kind_name(snn_model_kind kind)
     case SNN_MODEL_SPIKING_CNN: return "cnn";
     case SNN_MODEL_RESNET18: return "resnet18";
     case SNN_MODEL_SEW_RESNET18: return "sew-resnet18";
+    case SNN_MODEL_RESNET34: return "resnet34";
+    case SNN_MODEL_SEW_RESNET34: return "sew-resnet34";
+    case SNN_MODEL_RESNET50: return "resnet50";
+    case SNN_MODEL_SEW_RESNET50: return "sew-resnet50";
+    case SNN_MODEL_KIND_COUNT: break;
     }
     return "unknown";
 }
 
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out)
 {
-    for (int k = SNN_MODEL_SPIKING_CNN; k <= SNN_MODEL_SEW_RESNET18; k++) {
+    for (int k = SNN_MODEL_SPIKING_CNN; k < SNN_MODEL_KIND_COUNT; k++) {
         if (name && strcmp(name, snn_model_kind_name((snn_model_kind)k)) == 0) {
             *out = (snn_model_kind)k;
             return SNN_OK;
         }
     }
-    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18 or sew-resnet18)",
+    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18, "
+                     "resnet34, sew-resnet34, resnet50 or sew-resnet50)",
                      name ? name : "(null)");
 }
 
@@ -79,7 +85,12 @@ snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
     switch (config->kind) {
     case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_new(config, rng);
     case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_new(config, rng);
+    case SNN_MODEL_SEW_RESNET18:
+    case SNN_MODEL_RESNET34:
+    case SNN_MODEL_SEW_RESNET34:
+    case SNN_MODEL_RESNET50:
+    case SNN_MODEL_SEW_RESNET50: return snn_resnet_new(config, rng);
+    case SNN_MODEL_KIND_COUNT: break;
     }
     return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
 }

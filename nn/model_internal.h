@@ -17,7 +17,8 @@ typedef struct snn_model_impl {
 extern const snn_module_ops snn_resnet_model_ops;
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
-snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng);
+/* ResNet-18, -34, -50 and the SEW variants (model_resnet.c). */
+snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng);
 
 /* Poisson-encode an (N, C, H, W) image batch in [0, 1] into (T, N, C, H, W) spikes. */
 snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed);

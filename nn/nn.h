@@ -145,6 +145,11 @@ typedef enum snn_model_kind {
     SNN_MODEL_SPIKING_CNN,    /* 28x28: conv-BN-neuron-maxpool x2, fc-neuron, fc */
     SNN_MODEL_RESNET18,       /* spiking ResNet-18, CIFAR stem (3x3 conv, no max-pool) */
     SNN_MODEL_SEW_RESNET18,   /* SEW-ResNet-18 (Fang et al. 2021), ADD connection */
+    SNN_MODEL_RESNET34,       /* spiking ResNet-34: basic blocks 3, 4, 6, 3 */
+    SNN_MODEL_SEW_RESNET34,
+    SNN_MODEL_RESNET50,       /* spiking ResNet-50: bottleneck blocks 3, 4, 6, 3 (1x1, 3x3, 1x1) */
+    SNN_MODEL_SEW_RESNET50,
+    SNN_MODEL_KIND_COUNT
 } snn_model_kind;
 
 typedef enum snn_encoding {
