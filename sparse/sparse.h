@@ -106,7 +106,7 @@ typedef struct snn_sparse_options {
 
 snn_sparse_options snn_sparse_options_default(void);
 
-#define SNN_SPARSE_MAX_LAYERS 48
+#define SNN_SPARSE_MAX_LAYERS 64   /* ResNet-50 has 52 spike-fed convs */
 
 /* What calibration measured for one swapped conv (times are per calibration batch, ms). */
 typedef struct snn_sparse_layer_report {

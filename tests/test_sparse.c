@@ -10,7 +10,9 @@
  * +-theta), which the kernels round exactly as the dense path does; all of it at 1, 2, 3 and 16
  * threads. The dense SGEMM keeps its grouping when no packing buffer can be had.
  * Pass: the spiking CNN gets conv2 only; the spiking ResNet-18 and the SEW-ResNet-18 every conv
- * but the stem (SEW: 10 of them read a residual sum, masked by the union of its operands).
+ * but the stem (SEW: 10 of them read a residual sum, masked by the union of its operands); the
+ * (SEW-)ResNet-50 all 52 of its bottleneck and downsample convs, 1x1 ones included (SEW: 18
+ * through a residual sum).
  * Names, tensors and the number of parameters are unchanged, and the sparsified model's output
  * equals the dense model's bit for bit on both kernels. A batch denser than calibrated falls
  * back to dense; a forward with a tape runs dense. test_finish() checks that nothing leaks.
@@ -300,6 +302,38 @@ static void test_pass_sew(void)
     check_model(cfg, resnet_convs, 19, 10, 2);
 }
 
+/* The 52 convs of a ResNet-50 after the stem: conv1 (1x1), conv2 (3x3), conv3 (1x1) of each of
+ * its 3, 4, 6, 3 bottleneck blocks, and the downsample of each stage's first block. */
+static int resnet50_convs(char names[][32])
+{
+    static const int blocks[4] = {3, 4, 6, 3};
+    int n = 0;
+    for (int l = 0; l < 4; l++)
+        for (int b = 0; b < blocks[l]; b++) {
+            for (int c = 1; c <= 3; c++) snprintf(names[n++], 32, "layer%d.%d.conv%d", l + 1, b, c);
+            if (b == 0) snprintf(names[n++], 32, "layer%d.0.downsample.0", l + 1);
+        }
+    return n;
+}
+
+static void test_pass_resnet50(void)
+{
+    char names[64][32];
+    const char *expect[64];
+    const int n = resnet50_convs(names);
+    for (int i = 0; i < n; i++) expect[i] = names[i];
+    CHECK(n == 52);
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_RESNET50);
+    cfg.width_base = 4;
+    cfg.height = cfg.width = 16;
+    cfg.time_steps = 2;
+    check_model(cfg, expect, n, 0, 2);   /* the 1x1 convs too: they read spikes */
+    /* SEW: the conv1 of the 15 blocks after layer1.0 and the downsample of stages 2-4 read a
+     * residual sum (layer3.5.conv1 the union of 6 neuron layers) */
+    cfg.kind = SNN_MODEL_SEW_RESNET50;
+    check_model(cfg, expect, n, 18, 2);
+}
+
 /* stem conv -> neuron -> conv: calibrated on weak inputs (few spikes), run on strong ones. */
 static void test_fallback_and_tape(void)
 {
@@ -366,6 +400,7 @@ int main(void)
     RUN(test_pass_cnn);
     RUN(test_pass_resnet);
     RUN(test_pass_sew);
+    RUN(test_pass_resnet50);
     RUN(test_fallback_and_tape);
     return test_finish();
 }
