@@ -29,6 +29,7 @@ typedef struct train_options {
     int limit_train, limit_test, augment, stop_after;
     bool tf32;
     float tau, lr, momentum, weight_decay, min_lr;
+    float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
 } train_options;
 
 static train_options defaults(void)
@@ -47,6 +48,7 @@ static train_options defaults(void)
 
 typedef struct epoch_stats {
     double loss_sum;
+    double penalty_sum;           /* the activity penalty (before LAMBDA), where the loss was read */
     int64_t correct, seen;        /* over the batches whose loss was read */
     int64_t images;
     double seconds;
@@ -95,7 +97,11 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         status = snn_batch_to_device(&batch, device, &x, &y);
         snn_tensor *out = status == SNN_OK ? snn_module_forward(model, x) : NULL;
         if (out) loss = mse ? snn_mse_loss(out, snn_one_hot(y, config->classes)) : snn_cross_entropy(out, y);
-        if (loss) status = snn_backward(loss);
+        /* --activity-penalty: loss + LAMBDA * penalty is what is minimised; loss alone is logged */
+        snn_tensor *penalty = loss && o->activity_penalty > 0.0f ? snn_activity_penalty(model) : NULL;
+        snn_tensor *objective = penalty ? snn_add(loss, snn_scale(penalty, o->activity_penalty)) : loss;
+        if (!objective) loss = NULL;
+        if (loss) status = snn_backward(objective);
         else status = snn_last_status();
         /* Reading the loss synchronises with the device: only every log_every steps. */
         bool read = status == SNN_OK && (done % o->log_every == 0 || done + 1 == total);
@@ -114,6 +120,7 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
             snn_tensor_copy_to_host(am, pred);
             for (int i = 0; i < batch.count; i++) st->correct += pred[i] == batch.labels[i];
             st->loss_sum += (double)value * batch.count;
+            if (penalty) st->penalty_sum += (double)snn_tensor_item(penalty) * batch.count;
             st->seen += batch.count;
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
@@ -269,6 +276,7 @@ int main(int argc, char **argv)
         {"--out", OPT_STRING, &o.out, "output folder (default runs/<dataset>-<model>)"},
         {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
         {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
+        {"--activity-penalty", OPT_FLOAT, &o.activity_penalty, "LAMBDA: add LAMBDA x the per-plane group-lasso spike penalty (docs/sparse.md) to train for silent channels (0: off)"},
     };
     int n_opts = (int)(sizeof table / sizeof table[0]);
     int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
@@ -284,8 +292,8 @@ int main(int argc, char **argv)
                 "--warmup, --log-every, --limit-* and --stop-after >= 0\n");
         return 2;
     }
-    if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f)) {
-        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay >= 0 and --tau > 1\n");
+    if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f) || !(o.activity_penalty >= 0.0f)) {
+        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 and --tau > 1\n");
         return 2;
     }
     if (strcmp(o.loss, "ce") && strcmp(o.loss, "mse")) {
@@ -452,6 +460,9 @@ int main(int argc, char **argv)
                 st.seen ? 100.0 * (double)st.correct / (double)st.seen : (double)NAN,
                 ev.total ? ev.loss_sum / (double)ev.total : (double)NAN, 100.0 * eval_accuracy(&ev),
                 (double)st.images / st.seconds, st.seconds, now_seconds() - run_start);
+        if (o.activity_penalty > 0.0f && st.seen)
+            fprintf(stderr, "  activity penalty %.4f (x LAMBDA %g)\n", st.penalty_sum / (double)st.seen,
+                    (double)o.activity_penalty);
         fprintf(stderr, "  firing rates:");
         for (int l = 0; l < ev.n_layers; l++)
             fprintf(stderr, " %s %.3f", ev.layer_names[l],
@@ -463,6 +474,7 @@ int main(int argc, char **argv)
         snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)epoch + 1);
         snn_metadata_set(&meta, "snn.train.dataset", "%s", o.dataset);
         snn_metadata_set(&meta, "snn.train.optimizer", "%s", o.optimizer);
+        snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o.activity_penalty);
         snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", eval_accuracy(&ev));
         snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
         path_in(path, sizeof path, out_dir, "checkpoint.safetensors");

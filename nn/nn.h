@@ -136,6 +136,13 @@ snn_module *snn_neuron_layer_new(const snn_neuron_config *config);
 float snn_neuron_layer_firing_rate(snn_module *m);
 /* The spikes (T, N, ...) of the neuron layer's last forward, or NULL once its step closed. */
 snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
+/* Activity penalty (nn/activity_penalty.c): a loss term that trains toward silent (t, n, c)
+ * planes, which the sparse convs skip. Over the model's neuron layers that ran in this step
+ * (a spiking readout excepted), the mean of each layer's mean over planes of
+ * ||S_plane||_2 / sqrt(plane size), i.e. of sqrt(plane firing rate) for spikes: a STEP scalar
+ * [1] in [0, 1], differentiable through the spikes (group lasso per plane). Call it after the
+ * forward, in the same step:  loss = snn_add(ce, snn_scale(snn_activity_penalty(net), lambda)) */
+snn_tensor *snn_activity_penalty(snn_module *model);
 
 /* ---------------------------------------------------------------------------------------------
  * Models
