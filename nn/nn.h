@@ -185,6 +185,9 @@ const snn_model_config *snn_model_config_of(const snn_module *model);
 /* The state of a model's own random stream (Poisson encoding), for checkpoints. */
 uint64_t snn_model_rng_state(const snn_module *model);
 void snn_model_set_rng_state(snn_module *model, uint64_t state);
+/* Runs the model at another number of time steps from now on (no weight depends on T): e.g. a
+ * net trained at T = 4 measured at T = 16. SNN_ERR_ARGUMENT for a non-model or T outside 1..1024. */
+snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
 /* The names of the model's neuron layers, in forward order (for firing-rate reports). */
 int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max);
 const char *snn_model_kind_name(snn_model_kind kind);
