@@ -79,7 +79,9 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
  * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each. Both sum in
  * ascending (c, kh, kw) order, so they equal each other bit for bit. No host sync: each block
  * lists its image's active channels itself. SNN_ERR_UNSUPPORTED for a layer the kernels do not
- * cover (GEMM: channel list over 48 KiB of shared memory; EVENT: C_out > 512 or > 32 taps). */
+ * cover (GEMM: channel list over 48 KiB of shared memory; EVENT: > 32 taps, W + 2 pad > 64).
+ * The event kernel splits C_out over blocks (512 channels at most per block, fewer at small
+ * batches), so any C_out runs. */
 snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w, const float *bias,
                                   const snn_conv2d_dims *d, const float *activity,
                                   snn_sparse_path path);

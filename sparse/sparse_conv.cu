@@ -250,12 +250,18 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
  *   y[n, o, p] = bias[o] + sum over nonzero x[n, c, window(p, t)], c ascending, t = (kh, kw)
  *                ascending, of x * wt[(c, t), o]
  *
- * One block = one image n and EV_PB consecutive output positions; the block stages the input
+ * One block = one image n, EV_PB consecutive output positions and a tile of 32 OJ output channels
+ * (o0 .. o0 + 32 OJ: all of C_out when it fits and the grid is full, else split over o_blocks
+ * blocks - C_out > 512, or a small batch whose images alone would leave SMs idle); the block
+ * stages the input
  * rows those positions read, for a chunk of its active channels at a time, in shared memory
  * (coalesced along w; each channel's slice padded to an odd number of floats, so 32 lanes
  * reading 32 channels at one offset hit 32 banks), and one 64-bit mask per staged row of which
  * columns are nonzero (a warp ballot per 32 columns, bit iw + pad). A warp owns PW positions; a
- * lane owns output channels lane + 32 j (j < OJ), accumulators in registers. For one position,
+ * lane owns output channels o0 + lane + 32 j (j < OJ), accumulators in registers (blocks of
+ * other channel tiles stage the same rows and list the same terms: the split trades that
+ * repeated bookkeeping for parallelism, and each block's weight rows shrink to 32 OJ floats,
+ * which L1 holds better). For one position,
  * the lanes take 32 channels at once and each reads its KH KW-bit mask of nonzero taps off KH
  * row masks (a shift and an AND per row); a warp prefix sum of their counts writes the group's
  * nonzero (channel, tap) terms, in ascending order, into the warp's buffer; then the warp adds
@@ -267,7 +273,7 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
  * wt (L1 when the layer's weight fits, L2 otherwise) - no reuse across positions, which is why
  * this path wins at low firing rates and the GEMM path (reuse across 16-128 positions) above.
  * Order: the same ascending (c, kh, kw) with one fmaf per nonzero term as the GEMM kernel, so
- * the two are bitwise equal.
+ * the two are bitwise equal; each output is summed by one lane of one block whatever the split.
  * ------------------------------------------------------------------------------------------- */
 
 #define EV_WARPS (SP_THREADS / 32)
@@ -284,13 +290,14 @@ static int event_input_rows(const snn_conv2d_dims *d, int PB)
 /* Shared memory of one event block (EV_SMEM_BYTES): the list (C_in ints, rounded up to 4), one
  * term buffer per warp (32 KH KW ints: a group's worth), the row masks (chunk, mask_words) as
  * 64-bit words, the staged rows (chunk, slice) floats (both strides odd). At the end the output
- * tile (C_out, PB + 1) reuses everything after the list. */
+ * tile (32 OJ channels at most, PB + 1) reuses everything after the list.
+ * Grid: N * o_blocks * p_blocks blocks, block b = (n o_blocks + ob) p_blocks + pb. */
 template <int OJ, int PW, int KS>
 static __global__ void __launch_bounds__(SP_THREADS)
 sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
                          const float *__restrict__ wt, const float *__restrict__ bias,
                          const float *__restrict__ activity, snn_conv2d_dims d, int p_blocks,
-                         int slice, int mask_words, int chunk)
+                         int o_blocks, int slice, int mask_words, int chunk)
 {
     constexpr int PB = PW * EV_WARPS;                 /* positions per block */
     /* nonzero terms whose weight loads are issued together: 16 loads in flight per lane
@@ -302,7 +309,9 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
 
     const int KH = KS ? KS : d.KH, KW = KS ? KS : d.KW, KK = KH * KW;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int n = blockIdx.x / p_blocks, p0 = (blockIdx.x % p_blocks) * PB;
+    const int p0 = (blockIdx.x % p_blocks) * PB, block_no = blockIdx.x / p_blocks;
+    const int n = block_no / o_blocks, o0 = (block_no % o_blocks) * 32 * OJ;  /* channel tile */
+    const int tile_c = min(32 * OJ, d.C_out - o0);                           /* its width */
     const int term_cap = 32 * (KS ? KS * KS : d.KH * d.KW);   /* one group of 32 channels */
     int *terms = (int *)(ev_smem + list_floats) + warp * term_cap;  /* this warp's term buffer */
     const int terms_floats = (EV_WARPS * term_cap + 1) & ~1;   /* keeps the masks 8-B aligned */
@@ -396,11 +405,11 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
                             const int a = term >> 5, t = term & 31;
                             const int kh = t / KW, kw = t - kh * KW;
                             v[u] = s_pos[a * slice + kh * d.W + kw];
-                            const float *w_row = wt + ((size_t)list[a0 + a] * KK + t) * d.C_out;
+                            const float *w_row = wt + ((size_t)list[a0 + a] * KK + t) * d.C_out + o0;
 #pragma unroll
                             for (int j = 0; j < OJ; j++) {
-                                const int o = lane + 32 * j;
-                                if (o < d.C_out) w[u][j] = __ldg(w_row + o);
+                                const int o = lane + 32 * j;   /* in the tile */
+                                if (o < tile_c) w[u][j] = __ldg(w_row + o);
                             }
                         }
                     }
@@ -415,7 +424,7 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
         }
     }
 
-    /* out tile (C_out, PB + 1) through shared memory (the +1 keeps the lanes' stores on 32
+    /* out tile (tile_c, PB + 1) through shared memory (the +1 keeps the lanes' stores on 32
      * banks), then written along p */
     __syncthreads();
     float *out_tile = ev_smem + list_floats;   /* over the masks and the stage: all read */
@@ -424,40 +433,63 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
 #pragma unroll
         for (int j = 0; j < OJ; j++) {
             const int o = lane + 32 * j;
-            if (o < d.C_out) out_tile[o * (PB + 1) + warp + EV_WARPS * i] = acc[i][j];
+            if (o < tile_c) out_tile[o * (PB + 1) + warp + EV_WARPS * i] = acc[i][j];
         }
     __syncthreads();
-    for (int i = tid; i < d.C_out * PB; i += SP_THREADS) {
+    for (int i = tid; i < tile_c * PB; i += SP_THREADS) {
         const int o = i / PB, pp = i - o * PB, p = p0 + pp;
         if (p < P)
-            y[((size_t)n * d.C_out + o) * P + p] = out_tile[o * (PB + 1) + pp] + (bias ? bias[o] : 0.0f);
+            y[((size_t)n * d.C_out + o0 + o) * P + p] =
+                out_tile[o * (PB + 1) + pp] + (bias ? bias[o0 + o] : 0.0f);
     }
 }
 
 template <int OJ, int PW>
-static void launch_event_kernel(unsigned blocks, size_t bytes, float *y, const float *x,
-                                const float *wt, const float *bias, const float *activity,
-                                const snn_conv2d_dims *d, int p_blocks, int slice, int mask_words,
-                                int chunk)
+static void launch_event_kernel(size_t bytes, float *y, const float *x, const float *wt,
+                                const float *bias, const float *activity,
+                                const snn_conv2d_dims *d, int slice, int mask_words, int chunk)
 {
+    constexpr int PB = PW * EV_WARPS;
+    const int P = d->H_out * d->W_out, p_blocks = (P + PB - 1) / PB;
+    const int o_blocks = (d->C_out + 32 * OJ - 1) / (32 * OJ);
+    const unsigned blocks = (unsigned)((int64_t)d->N * o_blocks * p_blocks);
     void (*kernel)(float *, const float *, const float *, const float *, const float *,
-                   snn_conv2d_dims, int, int, int, int) = sparse_conv_event_kernel<OJ, PW, 0>;
+                   snn_conv2d_dims, int, int, int, int, int) = sparse_conv_event_kernel<OJ, PW, 0>;
     if (d->KH == 3 && d->KW == 3) kernel = sparse_conv_event_kernel<OJ, PW, 3>;
     else if (d->KH == 1 && d->KW == 1) kernel = sparse_conv_event_kernel<OJ, PW, 1>;
     SNN_CUDA_LAUNCH(kernel, blocks, SP_THREADS, bytes, y, x, wt, bias, activity, *d, p_blocks,
-                    slice, mask_words, chunk);
+                    o_blocks, slice, mask_words, chunk);
 }
 
-/* Launches the event kernel for OJ = ceil(C_out / 32) (1 to 16); false if C_out is larger, the
- * kernel has more than 32 taps, a padded row (W + 2 pad) does not fit the 64-bit row masks, or
- * the staging does not fit. */
+/* The channel tile of the event kernel, as OJ (32 OJ channels per block, OJ in 1, 2, 4, 8, 16):
+ * all of C_out when it fits in 16 x 32, else 512 at a time; then halved (down to 64 channels)
+ * while the grid has fewer blocks than two per SM, so that a small batch still fills the GPU. */
+static int event_tile_oj(const snn_conv2d_dims *d)
+{
+    int oj = 1;
+    while (oj < 16 && 32 * oj < d->C_out) oj *= 2;
+    const int64_t want = 2 * (int64_t)snn_cuda_sm_count();
+    const int P = d->H_out * d->W_out;
+    for (;;) {
+        const int PB = (oj > 8 ? 2 : 4) * EV_WARPS, p_blocks = (P + PB - 1) / PB;
+        const int64_t blocks = (int64_t)d->N * p_blocks * ((d->C_out + 32 * oj - 1) / (32 * oj));
+        if (blocks >= want || oj <= 2) return oj;
+        oj /= 2;
+    }
+}
+
+/* Launches the event kernel (channel tile from event_tile_oj); false if the kernel has more than
+ * 32 taps, a padded row (W + 2 pad) does not fit the 64-bit row masks, or the staging does not
+ * fit. */
 static bool launch_event(float *y, const float *x, const float *wt, const float *bias,
                          const snn_conv2d_dims *d, const float *activity)
 {
-    const int OJ = (d->C_out + 31) / 32;
-    if (OJ > 16 || d->KH * d->KW > 32 || d->W + 2 * d->pad > 64) return false;
+    if (d->KH * d->KW > 32 || d->W + 2 * d->pad > 64) return false;
+    const int OJ = event_tile_oj(d);
     const int PW = OJ > 8 ? 2 : 4, PB = PW * EV_WARPS;
     const int P = d->H_out * d->W_out, p_blocks = (P + PB - 1) / PB;
+    const int o_blocks = (d->C_out + 32 * OJ - 1) / (32 * OJ);
+    const int tile_c = d->C_out < 32 * OJ ? d->C_out : 32 * OJ;
     const int rows = event_input_rows(d, PB);
     const int slice = (rows * d->W) | 1;                       /* odd: conflict-free lanes */
     const int mask_words = rows | 1;
@@ -467,15 +499,17 @@ static bool launch_event(float *y, const float *x, const float *wt, const float 
     const size_t budget = EV_SMEM_BYTES / sizeof(float) - list_floats - terms_floats;
     int chunk = (int)(budget / (size_t)(slice + 2 * mask_words));
     if (chunk > d->C_in) chunk = d->C_in;
-    if (chunk < 1 || (size_t)d->C_out * (PB + 1) > budget || (int64_t)d->N * p_blocks > 0x7fffffff)
+    if (chunk < 1 || (size_t)tile_c * (PB + 1) > budget ||
+        (int64_t)d->N * o_blocks * p_blocks > 0x7fffffff)
         return false;
     const size_t bytes = EV_SMEM_BYTES;
-    const unsigned blocks = (unsigned)((int64_t)d->N * p_blocks);
-    if (OJ == 1) launch_event_kernel<1, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else if (OJ == 2) launch_event_kernel<2, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else if (OJ <= 4) launch_event_kernel<4, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else if (OJ <= 8) launch_event_kernel<8, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else launch_event_kernel<16, 2>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+    switch (OJ) {
+    case 1: launch_event_kernel<1, 4>(bytes, y, x, wt, bias, activity, d, slice, mask_words, chunk); break;
+    case 2: launch_event_kernel<2, 4>(bytes, y, x, wt, bias, activity, d, slice, mask_words, chunk); break;
+    case 4: launch_event_kernel<4, 4>(bytes, y, x, wt, bias, activity, d, slice, mask_words, chunk); break;
+    case 8: launch_event_kernel<8, 4>(bytes, y, x, wt, bias, activity, d, slice, mask_words, chunk); break;
+    default: launch_event_kernel<16, 2>(bytes, y, x, wt, bias, activity, d, slice, mask_words, chunk); break;
+    }
     return true;
 }
 
@@ -501,9 +535,9 @@ extern "C" snn_status snn_sparse_conv2d_prepared_cuda(float *y, const float *x, 
     if (path == SNN_SPARSE_EVENT) {
         if (!launch_event(y, x, wt, bias, d, activity))
             return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: no event kernel for "
-                             "C_out %d (at most 512), kernel %dx%d (at most 32 taps, W + 2 pad at "
-                             "most 64: got %d), C_in %d", d->C_out, d->KH, d->KW,
-                             d->W + 2 * d->pad, d->C_in);
+                             "kernel %dx%d (at most 32 taps, W + 2 pad at most 64: got %d), C_in "
+                             "%d, C_out %d (shared memory)", d->KH, d->KW, d->W + 2 * d->pad,
+                             d->C_in, d->C_out);
         return SNN_OK;
     }
 
