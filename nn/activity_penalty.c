@@ -5,8 +5,8 @@
  * Dimension glossary: T time steps, N batch, C channels, P = H * W elements per plane, L neuron
  * layers, G = T * N * C planes of a layer, S the layer's spikes (T, N, C, H, W).
  *
- *   penalty = (1 / L) sum_l (1 / G_l) sum_g ||S_g||_2 / sqrt(P_l)
- *           = (1 / L) sum_l mean_g sqrt(rate_g)       for spikes in {0, 1}, rate_g = count_g / P
+ *   penalty = sum_l (1 / G_l) sum_g ||S_g||_2 / sqrt(P_l)
+ *           = sum_l mean_g sqrt(rate_g)               for spikes in {0, 1}, rate_g = count_g / P
  *
  * Why this form. What the GPU's sparse conv saves is proportional to the silent planes, not to the
  * spikes: a plane with one spike costs as much as a full one. An L1 penalty on the spikes (the
@@ -14,7 +14,7 @@
  * per plane (group lasso) is the convex penalty whose minimisers have whole groups at zero: its
  * gradient gives each spike of plane g
  *
- *   dpenalty/dS[g, p] = S[g, p] / (L G sqrt(P) ||S_g||) = 1 / (L G sqrt(P count_g))   (spikes)
+ *   dpenalty/dS[g, p] = S[g, p] / (G sqrt(P) ||S_g||) = 1 / (G sqrt(P count_g))   (spikes)
  *
  * so a plane with 1 spike pushes that spike 10x harder than a plane with 100 pushes each of its
  * own: nearly silent planes go silent, busy planes (which carry the signal) are left mostly
@@ -25,10 +25,12 @@
  * reaches the membrane through the surrogate: dL/dH[t] = dL/dS[t] g'(H[t] - V_th) (plus the
  * reset and leak terms of BPTT, neurons.h). g' peaks at the threshold, so the spikes that barely
  * crossed it are removed first; from H the gradient flows into the batch-norm shift and the conv
- * weights that feed the plane's channel. The normalisation makes the term scale-free: it lies in
- * [0, 1] (1: every neuron fires at every step), and summed over a layer the push on its spikes
- * equals the layer's term itself (the norm is homogeneous of degree 1), so one LAMBDA means
- * about the same on a CNN and a ResNet-50.
+ * weights that feed the plane's channel. The normalisation makes each layer's term scale-free: it
+ * lies in [0, 1] (1: every neuron fires at every step), and summed over the layer the push on its
+ * spikes equals the term itself (the norm is homogeneous of degree 1). Layers are summed, not
+ * averaged, so LAMBDA is the pressure on every layer whatever the depth (the classification
+ * loss's gradient reaching a layer does not shrink with depth either, batch-norm keeps it so):
+ * one LAMBDA means about the same on a CNN and a ResNet-50, and the penalty lies in [0, L].
  * Test: tests/test_activity_penalty.c.
  */
 #include <math.h>
@@ -78,7 +80,7 @@ snn_tensor *snn_activity_penalty(snn_module *model)
         snn_tensor *norms = snn_spike_plane_norms(spikes[i]);   /* (T, N, C) */
         if (!norms) return NULL;
         const double plane = (double)spikes[i]->numel / (double)norms->numel;
-        const double scale = 1.0 / ((double)norms->numel * sqrt(plane) * (double)used);
+        const double scale = 1.0 / ((double)norms->numel * sqrt(plane));
         snn_tensor *term = snn_scale(snn_sum_all(norms), (float)scale);
         total = total && term ? snn_add(total, term) : term;
         if (!total) return NULL;

@@ -138,9 +138,9 @@ float snn_neuron_layer_firing_rate(snn_module *m);
 snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
 /* Activity penalty (nn/activity_penalty.c): a loss term that trains toward silent (t, n, c)
  * planes, which the sparse convs skip. Over the model's neuron layers that ran in this step
- * (a spiking readout excepted), the mean of each layer's mean over planes of
+ * (a spiking readout excepted), the sum of each layer's mean over planes of
  * ||S_plane||_2 / sqrt(plane size), i.e. of sqrt(plane firing rate) for spikes: a STEP scalar
- * [1] in [0, 1], differentiable through the spikes (group lasso per plane). Call it after the
+ * [1] in [0, layers], differentiable through the spikes (group lasso per plane). Call it after the
  * forward, in the same step:  loss = snn_add(ce, snn_scale(snn_activity_penalty(net), lambda)) */
 snn_tensor *snn_activity_penalty(snn_module *model);
 

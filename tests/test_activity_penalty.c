@@ -171,7 +171,7 @@ static double penalty_by_hand(snn_module **layers, int n)
         total += sum / (double)planes;
         used++;
     }
-    return used ? total / used : 0.0;
+    return used ? total : 0.0;
 }
 
 static void check_model_penalty(snn_model_config cfg, int images, bool readout_left_out)
@@ -200,7 +200,7 @@ static void check_model_penalty(snn_model_config cfg, int images, bool readout_l
     CHECK(pen != NULL && pen->numel == 1);
     if (pen) {
         const double want = penalty_by_hand(layers, readout_left_out ? n - 1 : n);
-        CHECK(want > 0.0 && want < 1.0);
+        CHECK(want > 0.0 && want < (double)(readout_left_out ? n - 1 : n));
         CHECK_CLOSE(pen->data[0], want, 1e-6, 1e-5);
         CHECK_OK(snn_backward(pen));
         /* the gradient reaches a batch-norm shift through the surrogate */
