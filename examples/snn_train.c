@@ -247,7 +247,7 @@ int main(int argc, char **argv)
     option table[] = {
         {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
+        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50"},
         {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif"},
         {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},

@@ -15,6 +15,7 @@
  * (12 B per element); the per-plane scalars are negligible.
  */
 #include "neuron_cuda.cuh"
+#include "tensor/error.h"
 
 #define PN_WARPS (SNN_CUDA_BLOCK / 32)
 

@@ -8,6 +8,9 @@
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
 #   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   tools/gpu_session.sh sparse15    issue 15 in one run (~8 min): CUDA tests, golden files,
+#                                  GPU tables, ResNet-18 trained at 4 activity penalties and
+#                                  measured sparse vs dense (GPU and CPU), ResNet-50 at T = 16
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -113,6 +116,76 @@ for stage in "$@"; do
       timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
     done ;;
+  sparse15)
+    # Issue 15, everything in one run of ~8 minutes (each step under a timeout). Outputs in $OUT:
+    # summary.txt, sparse15.csv (one line per snn-sparse run), sparse15_tradeoff.svg,
+    # tiny_resnet50.safetensors (commit it to tests/ref/), resnet18_weights.part-* (the weights
+    # of the most penalised ResNet-18, for the CPU measurement on another machine:
+    # cat resnet18_weights.part-* > weights.safetensors). Checkpoints stay out of logs.tgz.
+    S15_START=$(date +%s)
+    s15_time() { echo "   ($(( $(date +%s) - S15_START )) s since the stage began)" | summary; }
+    build || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    export SNN_DATA_DIR=$PWD/.carry
+    CK=/tmp/sparse15; mkdir -p "$CK" /tmp/fmcifar
+    CSV="$OUT/sparse15.csv"; rm -f "$CSV"
+    log "sparse15: golden files (PyTorch; ResNet-50 from the first seed with every membrane 2e-6 from V_th)"
+    PYTHONUNBUFFERED=1 timeout 150 python3 tests/ref/make_ref.py 2>&1 | summary
+    cp tests/ref/tiny_resnet50.safetensors "$OUT/" 2>/dev/null
+    log "sparse15: CUDA tests (sparse kernels, activity penalty, golden ResNet-18/50 on both devices)"
+    timeout 150 ctest --test-dir build-gpu -R "cuda_sparse|cuda_activity_penalty|model_resnet50|cuda_model" \
+      --output-on-failure > "$LOGS/ctest_sparse15.log" 2>&1
+    grep -E "Test +#|tests passed|tests failed|differs|FAIL|gradient of|step [0-9]" "$LOGS/ctest_sparse15.log" | head -40 | summary
+    s15_time
+    log "sparse15: bench_sparse GPU tables (256 images per call = batch 64 x T 4), ResNet-18 and -50 shapes"
+    timeout 120 build-gpu/bin/bench_sparse 16 16 3 --gpu-only --gpu-images 256 --resnet50 2>&1 \
+      | tee "$LOGS/bench_sparse15.txt" | summary
+    s15_time
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    # LAMBDA per layer (the penalty sums the layers): 0, then a decade and a half of pressure
+    for lam in ${SPARSE15_LAMBDAS:-0 1 3 10}; do
+      log "sparse15: ResNet-18 (width 64, T = 4, 1 epoch, TF32 training) with --activity-penalty $lam"
+      timeout 100 build-gpu/bin/snn-train --device cuda --tf32 --model resnet18 --dataset cifar10 \
+        --data /tmp/fmcifar --T 4 --epochs 1 --batch-size 128 --activity-penalty $lam --out "$CK/r18_$lam" 2>&1 \
+        | grep -E "^epoch|penalty|firing|done" | cut -c1-400 | summary
+      log "sparse15: snn-sparse --device cuda, LAMBDA $lam (2000 test images, fp32)"
+      timeout 90 build-gpu/bin/snn-sparse --checkpoint "$CK/r18_$lam/checkpoint.safetensors" --data /tmp/fmcifar \
+        --device cuda --limit-test 2000 --passes 3 --csv "$CSV" > "$LOGS/sparse_r18_${lam}_cuda.txt" 2>&1
+      grep -E "^layer|^layer[1-4]|accuracy|identical|swapped|latency|throughput|test set|end to end" \
+        "$LOGS/sparse_r18_${lam}_cuda.txt" | summary
+      s15_time
+    done
+    for lam in ${SPARSE15_CPU_LAMBDAS:-0 10}; do
+      log "sparse15: snn-sparse --device cpu (16 threads), LAMBDA $lam (256 test images)"
+      timeout 90 build-gpu/bin/snn-sparse --checkpoint "$CK/r18_$lam/checkpoint.safetensors" --data /tmp/fmcifar \
+        --device cpu --threads 16 --limit-test 256 --calib-batches 4 --passes 1 --reps 5 --csv "$CSV" \
+        > "$LOGS/sparse_r18_${lam}_cpu.txt" 2>&1
+      grep -E "accuracy|identical|swapped|latency|throughput|test set|end to end" "$LOGS/sparse_r18_${lam}_cpu.txt" | summary
+      s15_time
+    done
+    log "sparse15: ResNet-50 (width 64), trained briefly at T = 4 (10000 images, LAMBDA ${SPARSE15_R50_LAMBDA:-3}), measured at T = 16"
+    timeout 100 build-gpu/bin/snn-train --device cuda --tf32 --model resnet50 --dataset cifar10 --data /tmp/fmcifar \
+      --T 4 --epochs 1 --limit-train 10000 --limit-test 1000 --batch-size 64 \
+      --activity-penalty ${SPARSE15_R50_LAMBDA:-3} --out "$CK/r50" 2>&1 | grep -E "^epoch|penalty|done" | summary
+    timeout 120 build-gpu/bin/snn-sparse --checkpoint "$CK/r50/checkpoint.safetensors" --data /tmp/fmcifar --T 16 \
+      --device cuda --batch-size 32 --limit-test 512 --passes 2 --reps 5 --csv "$CSV" > "$LOGS/sparse_r50_cuda.txt" 2>&1
+    cat "$LOGS/sparse_r50_cuda.txt" | summary
+    s15_time
+    timeout 120 build-gpu/bin/snn-sparse --checkpoint "$CK/r50/checkpoint.safetensors" --data /tmp/fmcifar --T 16 \
+      --device cpu --threads 16 --batch-size 16 --limit-test 32 --calib-batches 2 --passes 1 --reps 2 \
+      --csv "$CSV" > "$LOGS/sparse_r50_cpu.txt" 2>&1
+    grep -E "accuracy|identical|swapped|latency|throughput|test set|end to end|^layer" "$LOGS/sparse_r50_cpu.txt" | head -70 | summary
+    log "sparse15: the trade-off (accuracy against speed-up)"
+    cat "$CSV" | summary
+    build-gpu/bin/snn-sparse-plot "$CSV" "$OUT/sparse15_tradeoff.svg" resnet18 2>&1 | summary
+    last=$(echo ${SPARSE15_LAMBDAS:-0 1 3 10} | awk '{print $NF}')
+    if [ -f "$CK/r18_$last/checkpoint.safetensors" ]; then
+      python3 tools/export_weights.py "$CK/r18_$last/checkpoint.safetensors" "$CK/weights.safetensors" > /dev/null &&
+        split -b 15000000 "$CK/weights.safetensors" "$OUT/resnet18_weights.part-"
+    fi
+    for d in "$CK"/r18_* "$CK"/r50; do cp "$d/metrics.csv" "$LOGS/metrics_$(basename "$d").csv" 2>/dev/null; done
+    s15_time ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
