@@ -75,7 +75,10 @@ static double time_passes(snn_module *model, const snn_dataset *view, const snn_
         snn_synchronize(device);
         double t = now_seconds() - t0;
         snn_loader_free(loader);
-        if (!ok) return -1.0;
+        if (!ok) {
+            best = -1.0;
+            break;
+        }
         if (best < 0.0 || t < best) best = t;
     }
     snn_no_grad_end();

@@ -7,7 +7,7 @@
  *      1517 (37 x 41: several warps' strides), 31 and 32 (the two sides of the thread-per-plane
  *      / warp-per-plane switch), 1024 (32 x 32), each with spikes {0, 1} and silent planes:
  *      the norms bit for bit (integer sums are exact in any order); ST-BIF-like {-theta, 0,
- *      theta} and normal values: norms within 1e-6 relative. Backward: dx pre-filled with the
+ *      theta} and normal values: norms within 1e-5 relative. Backward: dx pre-filled with the
  *      same random values on both sides (it accumulates), |got - want| <= 1e-5 (|want| +
  *      max|want|) (nvcc may contract dx += s x into an fma), silent planes untouched;
  *   2. snn_spike_plane_norms on CUDA tensors, backward through the tape: the same values (bit
@@ -60,7 +60,7 @@ static void test_kernels(void)
             gpu->plane_norm_forward(y_g, x_g, pc.planes, pc.plane);
             float *y = download(y_g, pc.planes);
             if (values == 0) check_bits("norm", y, y_c, pc.planes);
-            else check_close("norm", y, y_c, pc.planes, 1e-6);
+            else check_close("norm", y, y_c, pc.planes, GRAD_RTOL);   /* orders differ */
             /* backward from the CPU's norms on both sides, so the check is of the kernel alone */
             float *yc_g = dev_from(y_c, pc.planes);
             gpu->plane_norm_backward(dx_g, dy_g, x_g, yc_g, pc.planes, pc.plane);
