@@ -117,7 +117,9 @@ for stage in "$@"; do
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
     done ;;
   sparse15)
-    # Issue 15, everything in one run of ~8 minutes (each step under a timeout). Outputs in $OUT:
+    # Issue 15, everything in one run of ~8 minutes (each step under a timeout). ResNet-50 at
+    # T = 16 runs batch 16 (256 images per conv call, as ResNet-18's 64 x T 4) and 4 calibration
+    # batches: calibration copies every spike-fed conv's tensors to the host. Outputs in $OUT:
     # summary.txt, sparse15.csv (one line per snn-sparse run), sparse15_tradeoff.svg,
     # tiny_resnet50.safetensors (commit it to tests/ref/), resnet18_weights.part-* (the weights
     # of the ResNet-18 trained at SPARSE15_EXPORT, for the CPU measurement on another machine:
@@ -170,7 +172,8 @@ for stage in "$@"; do
       --T 4 --epochs 1 --limit-train 10000 --limit-test 1000 --batch-size 64 \
       --activity-penalty ${SPARSE15_R50_LAMBDA:-1.5} --out "$CK/r50" 2>&1 | grep -E "^epoch|penalty|done" | summary
     timeout 120 build-gpu/bin/snn-sparse --checkpoint "$CK/r50/checkpoint.safetensors" --data /tmp/fmcifar --T 16 \
-      --device cuda --batch-size 32 --limit-test 512 --passes 2 --reps 5 --csv "$CSV" > "$LOGS/sparse_r50_cuda.txt" 2>&1
+      --device cuda --batch-size 16 --calib-batches 4 --limit-test 512 --passes 2 --reps 5 --csv "$CSV" \
+      > "$LOGS/sparse_r50_cuda.txt" 2>&1
     cat "$LOGS/sparse_r50_cuda.txt" | summary
     s15_time
     timeout 120 build-gpu/bin/snn-sparse --checkpoint "$CK/r50/checkpoint.safetensors" --data /tmp/fmcifar --T 16 \
