@@ -23,7 +23,8 @@
  * the sparse output equals the dense output bit for bit.
  *
  * CUDA (SNN_CUDA builds): sparse_conv.cu has the same two paths (an implicit GEMM over the
- * active channels, and an event-driven kernel), listing the active channels on the device with
+ * active channels, and an event-driven kernel, also in a variant with its weight rows staged in
+ * shared memory), listing the active channels on the device with
  * no host sync; both sum in plain k order, so they agree with the dense cuBLAS conv within fp32
  * rounding (a different order), not bitwise. Without SNN_CUDA a SparseConv2d on the GPU runs
  * the dense conv.
@@ -47,9 +48,12 @@ typedef enum snn_sparse_path {
     SNN_SPARSE_DENSE,      /* the dense conv (snn_conv2d), as before the swap */
     SNN_SPARSE_GEMM,       /* channel-compacted im2col + GEMM over the active channels */
     SNN_SPARSE_EVENT,      /* event-driven: one weight column (C_out contiguous) per spike */
+    SNN_SPARSE_EVENT_SMEM, /* CUDA: the event path with each chunk's weight rows staged in shared
+                              memory (the CPU runs its event path) */
 } snn_sparse_path;
 
-const char *snn_sparse_path_name(snn_sparse_path path);   /* "dense", "gemm", "event" */
+/* "dense", "gemm", "event", "event-smem" */
+const char *snn_sparse_path_name(snn_sparse_path path);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernels (CPU). Weights are prepared once into wt: (C_in * KH * KW, C_out), row k = (c, kh, kw)
@@ -76,8 +80,9 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
 /* The same on the GPU (sparse/sparse_conv.cu; SNN_WITH_CUDA builds only): x, w in the original
  * (C_out, C_in, KH, KW) layout, bias and activity (N, C_in) all device pointers; call inside a
  * step (the transposed weight is scratch from the step arena). path GEMM: an implicit GEMM over
- * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each. Both sum in
- * ascending (c, kh, kw) order, so they equal each other bit for bit. No host sync: each block
+ * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each; EVENT_SMEM:
+ * the same with the rows staged in shared memory. All sum in ascending (c, kh, kw) order, so
+ * they equal each other bit for bit. No host sync: each block
  * lists its image's active channels itself. SNN_ERR_UNSUPPORTED for a layer the kernels do not
  * cover (GEMM: channel list over 48 KiB of shared memory; EVENT: > 32 taps, W + 2 pad > 64).
  * The event kernel splits C_out over blocks (512 channels at most per block, fewer at small
@@ -120,6 +125,7 @@ typedef struct snn_sparse_layer_report {
     double silent_planes;      /* fraction of (image, channel) planes with no spike */
     int active_p95;            /* 95th percentile of active channels per image */
     double dense_ms, gemm_ms, event_ms;      /* mean over calibration batches; 0 if not timed */
+    double event_smem_ms;                    /* CUDA only (0 on the CPU) */
     double max_abs_diff;       /* max |sparse - dense| over calibration, both sparse kernels */
     snn_sparse_path path;      /* chosen */
     long long sparse_calls, fallbacks;      /* after calibration: batches run sparse, fell back */
