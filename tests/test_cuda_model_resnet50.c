@@ -1,7 +1,7 @@
 /*
  * test_cuda_model_resnet50.c - the golden check of test_model_resnet50.c on the GPU: the tiny
  * spiking ResNet-50 against tests/ref/tiny_resnet50.safetensors. Skipped (exit 77) without a GPU
- * or while the file has not been made.
+ * or the file.
  */
 #include "model_golden.h"
 

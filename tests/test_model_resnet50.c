@@ -1,8 +1,8 @@
 /*
  * test_model_resnet50.c - snn.c's tiny spiking ResNet-50 (bottleneck blocks) on the CPU against
  * the PyTorch golden file tests/ref/tiny_resnet50.safetensors (see model_golden.h and
- * tests/ref/make_ref.py): logits, loss, every gradient and 10 SGD losses. Skipped (exit 77) while
- * the file has not been made. Run: ctest --test-dir build -R '^model_resnet50$'
+ * tests/ref/make_ref.py): logits, loss, every gradient and 10 SGD losses. Skipped (exit 77) if
+ * the file is missing. Run: ctest --test-dir build -R '^model_resnet50$'
  */
 #include "model_golden.h"
 
