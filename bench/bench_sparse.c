@@ -18,7 +18,9 @@
  * sparse kernels given the (N, C_in) activity table, as a SparseConv2d runs them: the active-
  * channel lists are built inside the timed call. Best of `reps` runs each. "same" says whether
  * both sparse outputs equal the dense output bit for bit. With a CUDA build and a GPU a second
- * table times the dense CUDA conv against sparse_conv.cu on the same kind of inputs.
+ * table times the dense CUDA conv against sparse_conv.cu's three kernels (GEMM, event, and
+ * event-smem: the event kernel with its weight rows staged in shared memory) on the same kind
+ * of inputs.
  * Napkin math: dense does C_out * C_in*K*K * P multiply-adds per image; the GEMM path
  * C_out * |active|*K*K * P, so its ceiling is 1 / (1 - s) on top of the im2col and scatter; the
  * event path does spikes * K*K * C_out adds, rate * that of dense, but with scattered stores.
