@@ -33,8 +33,8 @@ static double rel_norm_diff(const float *got, const float *want, int64_t n)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* Exits 77 (ctest: skipped, never passed) when the golden file has not been made yet: the
- * ResNet-50's comes from make_ref.py on the GPU machine (tools/gpu_session.sh sparse15). */
+/* Exits 77 (ctest: skipped, never passed) when the golden file is missing (both are committed;
+ * python3 tests/ref/make_ref.py makes them again). */
 static inline void golden_require(const char *path)
 {
     FILE *f = fopen(path, "rb");
