@@ -90,4 +90,9 @@ void snn_heaviside_forward_cpu(float *out, const float *x, int64_t n);
 void snn_heaviside_backward_cpu(float *dx, const float *dout, const float *x,
                                 snn_surrogate_kind kind, float alpha, int64_t n);
 
+/* plane_norm.c */
+void snn_plane_norm_forward_cpu(float *norm, const float *x, int64_t planes, int64_t plane);
+void snn_plane_norm_backward_cpu(float *dx, const float *dnorm, const float *x, const float *norm,
+                                 int64_t planes, int64_t plane);
+
 #endif /* SNN_NEURON_CPU_H */

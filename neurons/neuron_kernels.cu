@@ -15,4 +15,6 @@ extern "C" const snn_neuron_kernels snn_neuron_kernels_cuda = {
     /* .stbif_backward = */ snn_stbif_backward_cuda,
     /* .heaviside_forward = */ snn_heaviside_forward_cuda,
     /* .heaviside_backward = */ snn_heaviside_backward_cuda,
+    /* .plane_norm_forward = */ snn_plane_norm_forward_cuda,
+    /* .plane_norm_backward = */ snn_plane_norm_backward_cuda,
 };

@@ -95,6 +95,11 @@ typedef struct snn_neuron_kernels {
     /* dx[i] += dout[i] * g'(x[i]) */
     void (*heaviside_backward)(float *dx, const float *dout, const float *x,
                                snn_surrogate_kind kind, float alpha, int64_t n);
+    /* x viewed as (planes, plane): norm[g] = sqrt(sum_p x[g, p]^2) (plane_norm.c) */
+    void (*plane_norm_forward)(float *norm, const float *x, int64_t planes, int64_t plane);
+    /* dx[g, p] += dnorm[g] * x[g, p] / norm[g], nothing where norm[g] = 0 */
+    void (*plane_norm_backward)(float *dx, const float *dnorm, const float *x, const float *norm,
+                                int64_t planes, int64_t plane);
 } snn_neuron_kernels;
 
 /* The table of a device, or NULL when this build or machine has none (neuron_dispatch.c). */

@@ -231,6 +231,17 @@ snn_tensor *snn_neuron_step(snn_tensor *x, const snn_neuron_config *cfg, snn_ten
  */
 snn_tensor *snn_heaviside(snn_tensor *x, snn_surrogate surrogate);
 
+/* ---------------------------------------------------------------------------------------------
+ * The L2 norm of each (t, n, c) plane of a spike tensor (plane_norm.c), the group-lasso term of
+ * the activity penalty (nn.h: snn_activity_penalty):
+ *   forward  y[t, n, c] = sqrt(sum over the plane of x^2)    (= sqrt(spike count) for {0, 1})
+ *   backward dx += dy * x / y, nothing where y = 0 (a silent plane: subgradient 0)
+ * x: (T, N, C, ...) -> (T, N, C); (T, N, F) -> (T, N, F) (planes of one element: |x|);
+ * (T, N) -> (T, N). Differentiable in x; through the neuron's spike output it reaches the
+ * membrane by the surrogate. CPU and CUDA.
+ * ------------------------------------------------------------------------------------------- */
+snn_tensor *snn_spike_plane_norms(snn_tensor *x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,20 +38,25 @@ const char *snn_model_kind_name(snn_model_kind kind)
     case SNN_MODEL_RESNET18: return "resnet18";
     case SNN_MODEL_SEW_RESNET18: return "sew-resnet18";
     case SNN_MODEL_DVS_NET: return "dvsnet";
+    case SNN_MODEL_RESNET34: return "resnet34";
+    case SNN_MODEL_SEW_RESNET34: return "sew-resnet34";
+    case SNN_MODEL_RESNET50: return "resnet50";
+    case SNN_MODEL_SEW_RESNET50: return "sew-resnet50";
+    case SNN_MODEL_KIND_COUNT: break;
     }
     return "unknown";
 }
 
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out)
 {
-    for (int k = SNN_MODEL_SPIKING_CNN; k <= SNN_MODEL_DVS_NET; k++) {
+    for (int k = SNN_MODEL_SPIKING_CNN; k < SNN_MODEL_KIND_COUNT; k++) {
         if (name && strcmp(name, snn_model_kind_name((snn_model_kind)k)) == 0) {
             *out = (snn_model_kind)k;
             return SNN_OK;
         }
     }
-    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18 "
-                     "or dvsnet)",
+    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18, "
+                     "dvsnet, resnet34, sew-resnet34, resnet50 or sew-resnet50)",
                      name ? name : "(null)");
 }
 
@@ -93,8 +98,10 @@ static snn_status check_config(const snn_model_config *c)
         c->encoding != SNN_ENCODING_EVENTS)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'encoding' (got %d)", fn,
                          (int)c->encoding);
-    if ((c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18) &&
-        (c->height < 8 || c->width < 8))
+    const bool resnet = c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18 ||
+                        c->kind == SNN_MODEL_RESNET34 || c->kind == SNN_MODEL_SEW_RESNET34 ||
+                        c->kind == SNN_MODEL_RESNET50 || c->kind == SNN_MODEL_SEW_RESNET50;
+    if (resnet && (c->height < 8 || c->width < 8))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
     return snn_neuron_config_check(fn, &c->neuron);
@@ -124,8 +131,13 @@ double snn_model_param_floats(const snn_model_config *config)
     switch (config->kind) {
     case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_param_floats(config);
     case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_param_floats(config);
+    case SNN_MODEL_SEW_RESNET18:
+    case SNN_MODEL_RESNET34:
+    case SNN_MODEL_SEW_RESNET34:
+    case SNN_MODEL_RESNET50:
+    case SNN_MODEL_SEW_RESNET50: return snn_resnet_param_floats(config);
     case SNN_MODEL_DVS_NET: return snn_dvs_net_param_floats(config);
+    case SNN_MODEL_KIND_COUNT: break;
     }
     snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
     return -1.0;
@@ -140,8 +152,13 @@ snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
     switch (config->kind) {
     case SNN_MODEL_SPIKING_CNN: return neurons_consume_inputs(snn_spiking_cnn_new(config, rng));
     case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18: return neurons_consume_inputs(snn_resnet18_new(config, rng));
+    case SNN_MODEL_SEW_RESNET18:
+    case SNN_MODEL_RESNET34:
+    case SNN_MODEL_SEW_RESNET34:
+    case SNN_MODEL_RESNET50:
+    case SNN_MODEL_SEW_RESNET50: return neurons_consume_inputs(snn_resnet_new(config, rng));
     case SNN_MODEL_DVS_NET: return neurons_consume_inputs(snn_dvs_net_new(config, rng));
+    case SNN_MODEL_KIND_COUNT: break;
     }
     return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
 }

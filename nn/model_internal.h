@@ -17,7 +17,8 @@ typedef struct snn_model_impl {
 extern const snn_module_ops snn_resnet_model_ops;
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
-snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng);
+/* ResNet-18, -34, -50 and the SEW variants (model_resnet.c). */
+snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng);
 snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
 /* SNN_OK when x fits the model: (N, C, H, W), or (T, N, C, H, W) with the model's T for event
  * frames; any_size skips the H, W check (ResNets take any size >= 8). */
@@ -33,7 +34,7 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
  * compares them with built models). */
 double snn_model_param_floats(const snn_model_config *config);
 double snn_spiking_cnn_param_floats(const snn_model_config *c);
-double snn_resnet18_param_floats(const snn_model_config *c);
+double snn_resnet_param_floats(const snn_model_config *c);
 double snn_dvs_net_param_floats(const snn_model_config *c);
 /* The flattened features (width_base x the frame after the pools) that fc1 of the spiking CNN
  * or the DVS net takes, in double (model.c bounds it before a builder's int arithmetic). */

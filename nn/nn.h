@@ -185,6 +185,13 @@ float snn_neuron_layer_firing_rate(snn_module *m);
 /** The spikes (T, N, ...) of the neuron layer `m`'s last forward (a STEP tensor of that step), or
  * NULL once its step closed. */
 snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
+/* Activity penalty (nn/activity_penalty.c): a loss term that trains toward silent (t, n, c)
+ * planes, which the sparse convs skip. Over the model's neuron layers that ran in this step
+ * (a spiking readout excepted), the sum of each layer's mean over planes of
+ * ||S_plane||_2 / sqrt(plane size), i.e. of sqrt(plane firing rate) for spikes: a STEP scalar
+ * [1] in [0, layers], differentiable through the spikes (group lasso per plane). Call it after the
+ * forward, in the same step:  loss = snn_add(ce, snn_scale(snn_activity_penalty(net), lambda)) */
+snn_tensor *snn_activity_penalty(snn_module *model);
 
 /* ---------------------------------------------------------------------------------------------
  * Models
@@ -198,6 +205,11 @@ typedef enum snn_model_kind {
     SNN_MODEL_SEW_RESNET18,   /**< SEW-ResNet-18 (Fang et al. 2021), ADD connection */
     SNN_MODEL_DVS_NET,        /**< event frames (DVS Gesture 128x128): conv-BN-neuron-maxpool
                                    blocks down to 4x4 (5 at 128x128), fc-neuron, fc */
+    SNN_MODEL_RESNET34,       /**< spiking ResNet-34: basic blocks 3, 4, 6, 3 */
+    SNN_MODEL_SEW_RESNET34,   /**< SEW-ResNet-34 */
+    SNN_MODEL_RESNET50,       /**< spiking ResNet-50: bottleneck blocks 3, 4, 6, 3 (1x1, 3x3, 1x1) */
+    SNN_MODEL_SEW_RESNET50,   /**< SEW-ResNet-50 */
+    SNN_MODEL_KIND_COUNT      /**< the number of kinds (not a model) */
 } snn_model_kind;
 
 /** How an image becomes T time steps of input. */
@@ -242,11 +254,16 @@ const snn_model_config *snn_model_config_of(const snn_module *model);
 uint64_t snn_model_rng_state(const snn_module *model);
 /** Restores the state of a model's random stream (from snn_model_rng_state). */
 void snn_model_set_rng_state(snn_module *model, uint64_t state);
+/** Runs the model at another number of time steps from now on (no weight depends on T): e.g. a
+ * net trained at T = 4 measured at T = 16 (a snn_forward_graph recorded before keeps its T).
+ * SNN_ERR_ARGUMENT for a non-model or T outside 1..1024. */
+snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
 /** Finds the neuron layers of `model` in forward order (for firing-rate reports): up to `max`
  * (at most 256) modules into layers[] and their dotted names into names[] (static strings,
  * valid until the next call); returns how many. */
 int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max);
-/** "cnn", "resnet18", "sew-resnet18" or "dvsnet" (a static string). */
+/** "cnn", "resnet18", "sew-resnet18", "dvsnet", "resnet34", "sew-resnet34", "resnet50" or
+ * "sew-resnet50" (a static string). */
 const char *snn_model_kind_name(snn_model_kind kind);
 /** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT for any other name. */
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out);
