@@ -24,7 +24,7 @@ train: build
 	$(BUILD)/bin/snn-train $(ARGS)
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure
+	ctest --test-dir $(BUILD) --output-on-failure -j $(shell nproc)
 
 docs:
 	doxygen docs/Doxyfile

@@ -72,6 +72,7 @@ typedef struct walk {
     double device;           /* step bytes on the device */
     double host;             /* step bytes in the host arena: tensor structs, tape nodes */
     double workspace;        /* the largest conv workspace */
+    double forward_peak;     /* the most the arena held during a conv of the forward */
     double params, trainable;/* elements */
     /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
      * (ids of earlier nodes' outputs; -1 for an input that gets no pooled gradient) */
@@ -196,6 +197,7 @@ static int conv(walk *w, int in, double images, int cin, int cout, int k, int st
     }
     ws = round_up(ws, w->align);
     if (ws > w->workspace) w->workspace = ws;
+    if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
     *h = ho, *wd = wo;
     return out;
 }
@@ -425,7 +427,12 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     out->optimizer = training ? 4.0 * w.trainable * optimizer_states : 0.0;
     out->workspace = w.workspace;
     out->gradient_pool = gradient_pool_bytes(&w);
-    out->step = w.device + w.workspace + out->gradient_pool + (device == SNN_CPU ? w.host : 0.0);
+    /* training: backward runs the largest workspace with everything the forward made held;
+     * eval: the workspace is given back after each conv, so the high-water is the larger of the
+     * end of the forward and a conv's moment (the first convs' are the largest: little is held) */
+    const double arena = w.training ? w.device + w.workspace
+                                    : (w.forward_peak > w.device ? w.forward_peak : w.device);
+    out->step = arena + out->gradient_pool + (device == SNN_CPU ? w.host : 0.0);
     if (device == SNN_CPU) {
         out->overhead = (double)(snn_get_num_threads() + 1) * (double)snn_gemm_pack_bytes_cpu();
     } else {

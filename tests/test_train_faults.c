@@ -208,7 +208,7 @@ static void test_sizes_refused(void)
     /* 1.5 TiB: more than any machine this runs on */
     snprintf(args, sizeof args, COMMON " --width 100000 --out %s", dir);
     CHECK(run(TRAIN " %s", args) == 2);
-    CHECK(output_contains("needs about 1.46 TiB") && output_contains("available") &&
+    CHECK(output_contains("needs about 1.44 TiB") && output_contains("available") &&
           output_contains("not even --batch-size 1 fits") && output_contains("--width (100000)"));
     /* under a cap: the batch that fits is named */
     snprintf(args, sizeof args, "SNN_MEMORY_LIMIT=256M " TRAIN " " COMMON " --width 256 --batch-size 4096 "
