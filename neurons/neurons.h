@@ -88,6 +88,9 @@ typedef enum snn_neuron_kind {
     SNN_NEURON_LIF,     /* leaky: fixed tau */
     SNN_NEURON_PLIF,    /* ParametricLIF: 1/tau = sigmoid(w), w learned (Fang et al., ICCV 2021) */
     SNN_NEURON_STBIF,   /* spike-threshold bipolar IF (SpikeZIP-TF): a quantized ANN as an SNN */
+    SNN_NEURON_RELU,    /* ANN activation: y = max(x, 0), no time dynamics (models run T = 1) */
+    SNN_NEURON_QCLIP,   /* ANN activation: ST-BIF's L-level quantizer with a learned step (LSQ);
+                           a QANN made of it converts to ST-BIF (nn/ann2snn.c) */
     SNN_NEURON_COUNT
 } snn_neuron_kind;
 
@@ -108,7 +111,8 @@ typedef struct snn_neuron_config {
     /* ST-BIF: V[0] = theta/2, output theta S with S in {-1, 0, +1}, A = sum of S kept in
      * [A_min, A_max] = [0, levels - 1], or [-levels/2, levels/2 - 1] when symmetric. Its reset
      * is always "subtract theta" (soft); detach_reset applies. The surrogate's alpha is measured
-     * in units of 1/theta: the kernel uses slope alpha / theta (the paper's 4/theta). */
+     * in units of 1/theta: the kernel uses slope alpha / theta (the paper's 4/theta).
+     * QCLIP: the same levels and bounds; theta is the initial value of the learned step. */
     float theta;             /* default 1 */
     int levels;              /* L >= 2; default 8 */
     bool symmetric;          /* default off (unsigned levels) */
@@ -118,11 +122,13 @@ typedef struct snn_neuron_config {
 snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind);
 /* SNN_OK, or SNN_ERR_ARGUMENT with a message naming `fn` and the bad field. */
 snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg);
-/* "if", "lif", "plif", "stbif" */
+/* "if", "lif", "plif", "stbif", "relu", "qclip" */
 const char *snn_neuron_kind_name(snn_neuron_kind kind);
 snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out);
-/* ST-BIF bounds of the spike count A for a config. */
+/* ST-BIF bounds of the spike count A for a config (QCLIP: the bounds of its levels). */
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max);
+/* True for the ANN activations (RELU, QCLIP): stateless, a model made of them runs T = 1. */
+bool snn_neuron_is_ann(snn_neuron_kind kind);
 
 /* ---------------------------------------------------------------------------------------------
  * ParametricLIF's parameter
@@ -140,8 +146,10 @@ float snn_plif_tau(const snn_tensor *w);
 
 /* x: (T, N, ...) input currents. Returns the spikes, a STEP tensor of x's shape (0/1; for
  * ST-BIF theta * S in {-theta, 0, theta}). The state starts at V[0] = V_reset (theta/2 for
- * ST-BIF) on every call.
- *   w:        PLIF's parameter (snn_plif_param_new); must be NULL for the other kinds.
+ * ST-BIF) on every call. The ANN kinds (RELU, QCLIP) have no state: they run snn_relu or
+ * snn_qclip on x, and their activity is NULL (no spikes to count).
+ *   w:        PLIF's parameter (snn_plif_param_new), QCLIP's step (snn_qclip_step_new); must
+ *             be NULL for the other kinds.
  *   activity: when not NULL, receives a STEP tensor (T*N, C) holding, per time step, sample
  *             and channel, the number of elements that spiked in that channel's plane (nonzero
  *             outputs for ST-BIF). C is dim 2 of x ((T, N, C, H, W): plane H*W; (T, N, F): C = F,
@@ -152,6 +160,38 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
 
 /* Firing rate of an activity tensor: sum of counts / (elements of the input). NaN on error. */
 float snn_activity_rate(const snn_tensor *activity, int64_t input_numel);
+
+/* ---------------------------------------------------------------------------------------------
+ * The quantized clip activation (QCLIP) of a QANN: the quantizer ST-BIF stands in for.
+ *
+ *   y = s clip(floor(x / s + 1/2), A_min, A_max),  s = max(step[0], SNN_QCLIP_MIN_STEP)
+ *
+ * with ST-BIF's bounds (snn_stbif_bounds). The step is learned as in LSQ (Esser et al.,
+ * "Learned Step Size Quantization", ICLR 2020): backward is the straight-through estimator
+ *   dx += dy                            where A_min <= x/s <= A_max, else nothing
+ *   dstep += g sum dy (floor(x/s + 1/2) - x/s  inside,  A_min below,  A_max above)
+ *   g = 1 / sqrt(F max(A_max, -A_min)),  F = elements per sample (x is (T, N, ...))
+ * ------------------------------------------------------------------------------------------- */
+
+#define SNN_QCLIP_MIN_STEP 1e-6f
+
+/* OWNED 1-element step tensor holding `step` (> 0), requires_grad set. NULL on error. */
+snn_tensor *snn_qclip_step_new(float step, snn_device device);
+/* x: (T, N, ...); step: 1 element on x's device; cfg: a QCLIP config (levels, symmetric). */
+snn_tensor *snn_qclip(snn_tensor *x, snn_tensor *step, const snn_neuron_config *cfg);
+
+/* ---------------------------------------------------------------------------------------------
+ * The max-pool of a converted SNN (nn/ann2snn.c): the max-pool of the running sums of its
+ * input, emitted as changes, so that what it has emitted by step t is the max-pool of all it
+ * has received (a QANN's max-pool sees the whole quantized activation, an SNN only its spikes
+ * so far; the max of sums is not the sum of per-step maxima):
+ *
+ *   S[t] = x[0] + ... + x[t]            y[t] = P(S[t]) - P(S[t-1]),  P(S[-1]) = 0
+ *   so  y[0] + ... + y[t] = P(S[t])     (P: K x K max-pool at stride >= K, no padding)
+ *
+ * x: (T, N, C, H, W). A plane that is silent at step t stays silent in y[t]. Differentiable.
+ * ------------------------------------------------------------------------------------------- */
+snn_tensor *snn_running_max_pool2d(snn_tensor *x, int kernel, int stride);
 
 /* ---------------------------------------------------------------------------------------------
  * Single-step neurons: one time step per call, state kept by the caller.
