@@ -150,6 +150,8 @@ typedef enum snn_model_kind {
 typedef enum snn_encoding {
     SNN_ENCODING_DIRECT,      /* the image repeated over T; the first conv+BN+neuron encode */
     SNN_ENCODING_POISSON,     /* each pixel in [0, 1] fires with probability = its value */
+    SNN_ENCODING_FIRST_STEP,  /* the stem's output at t = 0 only, zeros after, and the readout
+                                 SUMS over T: a converted ST-BIF network (nn/ann2snn.c) */
 } snn_encoding;
 
 typedef struct snn_model_config {
@@ -166,6 +168,8 @@ typedef struct snn_model_config {
 } snn_model_config;
 
 snn_model_config snn_model_config_default(snn_model_kind kind);
+/* Models built with an ANN activation (neuron kind RELU or QCLIP) must have time_steps = 1 and
+ * direct encoding: they are ANNs, the T = 1 case of the same builders. */
 /* Builds the model; NULL with a message for a bad configuration. */
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng);
 /* The configuration a model was built with; NULL for a module that is not a model. */
@@ -177,6 +181,33 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state);
 int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max);
 const char *snn_model_kind_name(snn_model_kind kind);
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out);
+/* Sets the number of time steps a model runs from now on (1..1024; ANN models stay at 1). */
+snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
+
+/* ---------------------------------------------------------------------------------------------
+ * ANN -> SNN conversion (nn/ann2snn.c, docs/ann2snn.md): a QANN (a model built with neuron kind
+ * QCLIP, trained as any model) becomes the ST-BIF network that computes the same logits:
+ *   - each QCLIP layer becomes an ST-BIF layer with theta = its learned step, same levels;
+ *   - each batch-norm is folded into the conv before it: the conv's weight takes the scale, the
+ *     shift becomes a bias added at t = 0 only (a module in the batch-norm's place, "bnX.bias");
+ *     a linear layer's bias is likewise added at t = 0 only;
+ *   - each max-pool becomes a running max-pool (snn_running_max_pool2d); residual sums stay
+ *     sums of spike trains (they are linear);
+ *   - the image enters at t = 0 only and the readout sums over T (SNN_ENCODING_FIRST_STEP).
+ * After snn_ann_to_snn_time_bound(qann) steps the summed output equals the QANN's logits up to
+ * float rounding. The QANN is left as it was; the SNN is a new model on its device, in eval
+ * mode, sharing nothing with it. NULL with a message naming what it cannot convert (a spiking
+ * or ReLU model, Poisson encoding, an overlapping max-pool, a conv with its own bias, a module
+ * it does not know, e.g. a SparseConv2d: sparsify after converting).
+ * ------------------------------------------------------------------------------------------- */
+snn_module *snn_ann_to_snn(snn_module *qann, int time_steps);
+/* The steps after which a converted network's summed output has settled to its QANN's, from the
+ * configuration (of the QANN or of its SNN): D_1 + (K - 1) (L - 1), with K the most quantizers on
+ * a path from the input to the output and D_1 = max(A_max, -A_min) (see docs/ann2snn.md);
+ * -1 (message set) for a model that is neither. */
+int snn_ann_to_snn_time_bound(const snn_module *model);
+/* The running max-pool layer of converted networks (snn_running_max_pool2d) as a module. */
+snn_module *snn_running_max_pool2d_new(int kernel, int stride);
 
 /* ---------------------------------------------------------------------------------------------
  * Optimizers and schedules (nn/optim.c, nn/schedule.c)
