@@ -26,8 +26,8 @@ typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
     const char *optimizer, *schedule, *device, *out, *resume;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
-    int limit_train, limit_test, augment, stop_after;
-    bool tf32;
+    int limit_train, limit_test, augment, stop_after, levels;
+    bool tf32, symmetric;
     float tau, lr, momentum, weight_decay, min_lr;
 } train_options;
 
@@ -241,7 +241,9 @@ int main(int argc, char **argv)
         {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
         {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
-        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif"},
+        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
+        {"--levels", OPT_INT, &o.levels, "qclip / stbif: quantization levels L (0: the default, 8)"},
+        {"--symmetric", OPT_FLAG, &o.symmetric, "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
         {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
         {"--T", OPT_INT, &o.time_steps, "time steps"},
@@ -346,8 +348,10 @@ int main(int argc, char **argv)
         if (snn_neuron_kind_parse(o.neuron, &nk) != SNN_OK) return fail("--neuron");
         config.neuron = snn_neuron_config_default(nk);
         config.neuron.tau = o.tau;
+        if (o.levels) config.neuron.levels = o.levels;
+        config.neuron.symmetric = o.symmetric;
         if (snn_surrogate_parse(o.surrogate, &config.neuron.surrogate) != SNN_OK) return fail("--surrogate");
-        config.time_steps = o.time_steps;
+        config.time_steps = snn_neuron_is_ann(nk) ? 1 : o.time_steps; /* an ANN has no time */
         config.hidden = o.hidden;
         if (o.width) config.width_base = o.width;
         config.spiking_readout = strcmp(o.loss, "mse") == 0;
