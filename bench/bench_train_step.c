@@ -4,6 +4,9 @@
  *
  *   build/bin/bench_train_step [--device cuda] [--model resnet18|sew-resnet18|cnn] [--T 4]
  *                              [--batch 64,128] [--steps 20] [--width 64]
+ *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
+ * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
+ * (docs/ann2snn.md).
  *
  * For each batch size: median ms per step (forward, backward, Adam update; timed with the
  * device synchronised around each step), images per second (counting each image once, not T
@@ -91,7 +94,7 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
 int main(int argc, char **argv)
 {
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
-    const char *batches = "64,128";
+    const char *batches = "64,128", *neuron = "lif", *infer_batches = "1,64";
     int T = 4, steps = 20, width = 0, infer = 1, tf32 = 0;
     for (int a = 1; a < argc; a += 2) {
         if (!strcmp(argv[a], "--no-infer")) { /* training steps only (for profilers) */
@@ -114,14 +117,18 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--batch")) batches = argv[a + 1];
         else if (!strcmp(argv[a], "--steps")) steps = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--width")) width = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--neuron")) neuron = argv[a + 1]; /* relu: the ANN, T = 1 */
+        else if (!strcmp(argv[a], "--infer-batch")) infer_batches = argv[a + 1];
         else {
-            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] [--no-infer] [--tf32]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] [--neuron lif|relu|stbif|...] [--infer-batch B1,B2] [--no-infer] [--tf32]\n", argv[0]);
             return 2;
         }
     }
     snn_device device;
     snn_model_kind kind;
-    if (snn_device_parse(device_name, &device) != SNN_OK || snn_model_kind_parse(model_name, &kind) != SNN_OK) {
+    snn_neuron_kind neuron_kind;
+    if (snn_device_parse(device_name, &device) != SNN_OK || snn_model_kind_parse(model_name, &kind) != SNN_OK ||
+        snn_neuron_kind_parse(neuron, &neuron_kind) != SNN_OK) {
         fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
         return 2;
     }
@@ -132,6 +139,9 @@ int main(int argc, char **argv)
     snn_rng rng;
     snn_rng_seed(&rng, 0);
     snn_model_config c = snn_model_config_default(kind);
+    c.neuron = snn_neuron_config_default(neuron_kind);
+    c.neuron.surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    if (snn_neuron_is_ann(neuron_kind)) T = 1; /* an ANN: one pass */
     c.time_steps = T;
     if (width) c.width_base = width;
     snn_module *model = snn_model_new(&c, &rng);
@@ -140,9 +150,9 @@ int main(int argc, char **argv)
         return 1;
     }
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
-    printf("%s, T=%d, width %d, %lld parameters, device %s, LIF + ATan, Adam, GEMMs in %s\n",
+    printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons, Adam, GEMMs in %s\n",
            model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
-           tf32 ? "TF32" : "fp32");
+           neuron, tf32 ? "TF32" : "fp32");
     printf("| phase | batch | ms / step | images / s | peak device MB |\n|---|---:|---:|---:|---:|\n");
     char list[64];
     snprintf(list, sizeof list, "%s", batches);
@@ -152,10 +162,11 @@ int main(int argc, char **argv)
         printf("| train | %d | %.2f | %.0f | %.0f |\n", batch, 1e3 * t, batch / t,
                (double)snn_peak_bytes(device) / 1e6);
     }
-    int infer_batch[2] = {1, 64};
-    for (int i = 0; infer && i < 2; i++) {
-        double t = time_steps(model, opt, device, infer_batch[i], steps, false, &c, &rng);
-        printf("| infer | %d | %.2f | %.0f | %.0f |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t,
+    snprintf(list, sizeof list, "%s", infer_batches);
+    for (char *tok = strtok(list, ","); infer && tok; tok = strtok(NULL, ",")) {
+        int batch = atoi(tok);
+        double t = time_steps(model, opt, device, batch, steps, false, &c, &rng);
+        printf("| infer | %d | %.2f | %.0f | %.0f |\n", batch, 1e3 * t, batch / t,
                (double)snn_peak_bytes(device) / 1e6);
     }
     snn_optimizer_free(opt);
