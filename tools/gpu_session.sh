@@ -8,6 +8,8 @@
 #   tools/gpu_session.sh train     snn-train --device cuda runs (needs .carry/ with the data)
 #   tools/gpu_session.sh cudatests   only the ctest `cuda` label (parity tests)
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
+#   tools/gpu_session.sh ann2snn   ANN -> SNN: the conversion tests, the ANN vs SNN profile
+#                                  table (bench_train_step), snn-ann2snn on CUDA (needs .carry/)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -113,6 +115,33 @@ for stage in "$@"; do
       timeout 300 build-gpu/bin/snn-sparse --checkpoint "$LOGS/resnet_sparse/checkpoint.safetensors" \
         --data /tmp/fmcifar --device $dev --limit-test 2000 2>&1 | summary
     done ;;
+  ann2snn)
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    log "ctest: the conversion tests (CPU and CUDA) and the CUDA sparse test (signed spikes)"
+    ctest --test-dir build-gpu -R 'ann2snn|cuda_sparse' --output-on-failure > "$LOGS/ctest_ann2snn.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Skipped|FAIL|differs|max \|" "$LOGS/ctest_ann2snn.log" | head -30 | summary
+    log "ANN vs SNN profile: bench_train_step, ResNet-18 (width 64, 32x32), ms per step: train B=32, infer B=1 and B=32"
+    echo "| neurons | T | train B=32 | infer B=1 | infer B=32 | peak MB (train) |" | summary
+    echo "|---|---:|---:|---:|---:|---:|" | summary
+    for run in relu:1 lif:4 lif:8 stbif:4 stbif:8; do
+      n=${run%:*}; t=${run#*:}
+      timeout 150 build-gpu/bin/bench_train_step --device cuda --model resnet18 --neuron "$n" --T "$t" \
+        --batch 32 --infer-batch 1,32 --steps 10 > "$LOGS/bench_${n}_$t.txt" 2>&1
+      awk -F'|' -v n="$n" -v t="$t" '/^\| train \| 32 /{tr=$4; mb=$6} /^\| infer \| 1 /{i1=$4}
+        /^\| infer \| 32 /{i32=$4} END {printf "| %s | %s |%s|%s|%s|%s|\n", n, t, tr, i1, i32, mb}' \
+        "$LOGS/bench_${n}_$t.txt" | summary
+    done
+    log "snn-ann2snn --device cuda: Fashion-MNIST CNN, 4 levels, QANN and ReLU ANN (4 epochs each)"
+    timeout 300 build-gpu/bin/snn-ann2snn --device cuda --relu-baseline --out "$LOGS/ann2snn_fmnist" 2>&1 | summary
+    cp "$LOGS/ann2snn_fmnist/accuracy_vs_T.svg" "$OUT/ann2snn_fmnist.svg" 2>/dev/null
+    log "snn-ann2snn --device cuda: ResNet-18 on the CIFAR-format Fashion-MNIST (2 epochs of 30000, 2000 test images)"
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    timeout 300 build-gpu/bin/snn-ann2snn --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+      --epochs 2 --limit-train 30000 --limit-test 2000 --out "$LOGS/ann2snn_resnet" 2>&1 | summary
+    cp "$LOGS/ann2snn_resnet/accuracy_vs_T.svg" "$OUT/ann2snn_resnet.svg" 2>/dev/null ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
