@@ -72,7 +72,9 @@ static snn_status check_config(const snn_model_config *c)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (a %s model is an ANN: expected "
                          "time_steps 1 and direct encoding, got %d and %s)", fn,
                          snn_neuron_kind_name(c->neuron.kind), c->time_steps,
-                         c->encoding == SNN_ENCODING_DIRECT ? "direct" : "another");
+                         c->encoding == SNN_ENCODING_DIRECT    ? "direct"
+                         : c->encoding == SNN_ENCODING_POISSON ? "poisson"
+                                                               : "first-step");
     return snn_neuron_config_check(fn, &c->neuron);
 }
 
