@@ -100,10 +100,14 @@ static snn_status check_model(const snn_module *qann)
         return refuse("", "a ReLU ANN: its activations are unbounded reals, which no spike count "
                       "over finitely many steps reproduces", "train the same model with --neuron "
                       "qclip (a quantized ANN), then convert that");
+    if (c->neuron.kind == SNN_NEURON_STBIF && c->encoding == SNN_ENCODING_FIRST_STEP)
+        return refuse("", "a network already converted from a QANN", "convert the QANN once; "
+                      "snn_model_set_time_steps changes the SNN's T");
     if (c->neuron.kind != SNN_NEURON_QCLIP) {
         char what[96];
         snprintf(what, sizeof what, "a spiking network (%s neurons)", snn_neuron_kind_name(c->neuron.kind));
-        return refuse("", what, "only a QANN (neuron kind qclip) converts");
+        return refuse("", what, "only a QANN converts: train the same model with --neuron "
+                      "qclip (neuron kind SNN_NEURON_QCLIP, T = 1), then convert that");
     }
     if (c->encoding != SNN_ENCODING_DIRECT)
         return refuse("", "a model with Poisson or first-step encoding", "a QANN takes the image "

@@ -410,7 +410,7 @@ static void test_refusals(void)
     c = tiny_qann(SNN_MODEL_RESNET18);
     m = snn_model_new(&c, &rng);
     snn_module *snn = snn_ann_to_snn(m, 4);
-    expect_refused(snn, "spiking network (stbif"); /* converting twice */
+    expect_refused(snn, "already converted"); /* converting twice */
     CHECK(snn_ann_to_snn(m, 0) == NULL && strstr(snn_last_error(), "time_steps"));
     snn_clear_error();
     snn_module_free(snn);
