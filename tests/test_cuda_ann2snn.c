@@ -16,6 +16,9 @@
  *                    within rounding of a level boundary may land one level apart when the
  *                    sums run in another order); a CUDA training step of the QANN gives step
  *                    gradients within 5% of the CPU's (finite, nonzero).
+ *   ReLU ANN         the CNN and SEW-ResNet-18 with ReLU (the profile's baseline): CUDA logits
+ *                    within 1e-4 of the CPU's, a training step's loss within 1e-4 and its
+ *                    stem-conv gradient within 1e-3 of the largest entry.
  *   sparse SNN       the converted CNN on CUDA, sparsified: the GEMM and event paths give the
  *                    same logits bit for bit, the dense SNN's predictions, logits within 1e-4
  *                    for at least 3/4 of the images.
@@ -172,6 +175,7 @@ static void check_network(snn_model_kind kind, int bound)
     run_logits(q_gpu, x, shape, SNN_CUDA, q_g, ny);
     snn_module *snn_c = snn_ann_to_snn(q_cpu, bound), *snn_g = snn_ann_to_snn(q_gpu, bound);
     CHECK(snn_c && snn_g);
+    if (!snn_c || !snn_g) fprintf(stderr, "  %s: %s\n", snn_model_kind_name(kind), snn_last_error());
     if (snn_c && snn_g) {
         run_logits(snn_c, x, shape, SNN_CPU, s_c, ny);
         run_logits(snn_g, x, shape, SNN_CUDA, s_g, ny);
@@ -239,6 +243,69 @@ static void test_networks(void)
     check_network(SNN_MODEL_SEW_RESNET18, 51);
 }
 
+/* The ReLU ANN (the profile's baseline, T = 1) on CUDA: the CPU's logits in eval mode, and in
+ * one training step (batch statistics) the CPU's loss and first-conv gradient. ReLU has no level
+ * to flip, so these are rounding-close for every image. */
+static void check_relu_model(snn_model_kind kind)
+{
+    enum { N = 4 };
+    snn_model_config c = tiny_qann(kind);
+    c.neuron = snn_neuron_config_default(SNN_NEURON_RELU);
+    snn_module *m[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        snn_rng init;
+        snn_rng_seed(&init, 100 + (uint64_t)kind); /* the same weights on both devices */
+        m[d] = snn_model_new(&c, &init);
+        CHECK(m[d] != NULL);
+        if (m[d] && d == 1 && snn_module_to(m[d], SNN_CUDA) != SNN_OK) {
+            CHECK(false);
+            snn_module_free(m[d]);
+            m[d] = NULL;
+        }
+    }
+    const snn_shape shape = SNN_SHAPE(N, c.in_channels, c.height, c.width);
+    const int64_t nx = N * c.in_channels * c.height * c.width, ny = N * c.classes;
+    float x[N * 28 * 28 > N * 3 * 8 * 8 ? N * 28 * 28 : N * 3 * 8 * 8];
+    float logits[2][N * 10], labels[N] = {0, 3, 5, 9}, loss[2] = {NAN, NAN};
+    float grad[2][64];
+    int64_t n_grad = 0;
+    for (int64_t i = 0; i < nx; i++) x[i] = snn_rng_normal(&rng);
+    for (int d = 0; d < 2 && m[0] && m[1]; d++) {
+        const snn_device device = d ? SNN_CUDA : SNN_CPU;
+        run_logits(m[d], x, shape, device, logits[d], ny);
+        CHECK_OK(snn_step_begin());
+        snn_module_train(m[d], true);
+        snn_tensor *y = snn_module_forward(m[d], snn_from_host(shape, x, device));
+        snn_tensor *l = y ? snn_cross_entropy(y, snn_from_host(SNN_SHAPE(N), labels, device)) : NULL;
+        CHECK(l != NULL);
+        if (l && snn_backward(l) == SNN_OK) loss[d] = snn_tensor_item(l);
+        snn_tensor *w = m[d]->children[0]->params[0].tensor; /* the stem conv's weight */
+        n_grad = w->numel;
+        CHECK(w->grad != NULL && n_grad <= 64);
+        if (w->grad && n_grad <= 64) CHECK_OK(snn_tensor_copy_to_host(w->grad, grad[d]));
+        snn_step_end();
+    }
+    if (m[0] && m[1]) {
+        const double scale = fmax(1.0, max_abs(logits[0], ny));
+        fprintf(stderr, "  relu %s: max |logits cuda - cpu| %.3g, loss %.7g vs %.7g, max |dW cuda - "
+                "cpu| %.3g of %.3g\n", snn_model_kind_name(kind), max_diff(logits[1], logits[0], ny),
+                (double)loss[1], (double)loss[0], max_diff(grad[1], grad[0], n_grad),
+                max_abs(grad[0], n_grad));
+        CHECK(max_diff(logits[1], logits[0], ny) <= 1e-4 * scale);
+        CHECK_CLOSE(loss[1], loss[0], 1e-6, 1e-4);
+        CHECK(max_abs(grad[0], n_grad) > 0.0);
+        CHECK(max_diff(grad[1], grad[0], n_grad) <= 1e-3 * max_abs(grad[0], n_grad));
+    }
+    snn_module_free(m[0]);
+    snn_module_free(m[1]);
+}
+
+static void test_relu_models(void)
+{
+    check_relu_model(SNN_MODEL_SPIKING_CNN);
+    check_relu_model(SNN_MODEL_SEW_RESNET18);
+}
+
 /* The converted CNN on CUDA, sparsified: its signed spikes through both CUDA sparse paths. */
 static void test_sparse_snn(void)
 {
@@ -294,6 +361,7 @@ int main(void)
     RUN(test_running_pool);
     RUN(test_networks);
     RUN(test_training_step);
+    RUN(test_relu_models);
     RUN(test_sparse_snn);
     return test_finish();
 }
