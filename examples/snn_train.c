@@ -456,11 +456,13 @@ int main(int argc, char **argv)
                 st.seen ? 100.0 * (double)st.correct / (double)st.seen : (double)NAN,
                 ev.total ? ev.loss_sum / (double)ev.total : (double)NAN, 100.0 * eval_accuracy(&ev),
                 (double)st.images / st.seconds, st.seconds, now_seconds() - run_start);
-        fprintf(stderr, "  firing rates:");
-        for (int l = 0; l < ev.n_layers; l++)
-            fprintf(stderr, " %s %.3f", ev.layer_names[l],
-                    ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
-        fputc('\n', stderr);
+        if (!snn_neuron_is_ann(config.neuron.kind)) { /* an ANN's activations are not spikes */
+            fprintf(stderr, "  firing rates:");
+            for (int l = 0; l < ev.n_layers; l++)
+                fprintf(stderr, " %s %.3f", ev.layer_names[l],
+                        ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
+            fputc('\n', stderr);
+        }
         write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt));
 
         snn_metadata meta = {0};

@@ -18,7 +18,9 @@
  *                    T* = D_1 + (K - 1)(L - 1) (CNN 9, ResNets 51), and not at T = 1.
  *   sparse SNN       the converted CNN sparsified (GEMM and event paths) gives the dense SNN's
  *                    logits bit for bit: its spikes are -theta, 0, +theta.
- *   refusals         LIF, ReLU, Poisson and sparsified models are refused with a message.
+ *   refusals         a LIF SNN, a ReLU ANN, an already converted SNN, a module the rewrite does
+ *                    not know and a max-pool with overlapping windows are refused, each with a
+ *                    message that names it (and where it is); so are NULL and T < 1.
  *   ANN models       relu / qclip models run T = 1 only, train (finite, nonzero step gradients),
  *                    and keep their levels through a checkpoint.
  * Run: ctest -R ann2snn
