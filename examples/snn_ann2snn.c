@@ -192,159 +192,115 @@ static int parse_steps(const char *list, int extra, int *out, int cap)
     return m;
 }
 
-int main(int argc, char **argv)
+/* Steps 1-4 of the header on loaded data; returns the exit code, having printed why when not
+ * 0. Frees what it allocates on every path. */
+static int compare(const options *o, snn_device device, snn_model_kind kind,
+                   const snn_dataset *train_set, const snn_dataset *test, snn_loader *train_loader,
+                   snn_loader *test_loader, const char *out_dir)
 {
-    options o = {.dataset = "fashion-mnist", .model = "cnn", .device = "cpu",
-                 .steps = "1,2,4,8,16,32,64", .levels = 4, .epochs = 4, .batch_size = 128,
-                 .hidden = 128, .augment = -1, .lr = 1e-3f};
-    option table[] = {
-        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
-        {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
-        {"--levels", OPT_INT, &o.levels, "quantization levels L of the QANN (>= 2)"},
-        {"--symmetric", OPT_FLAG, &o.symmetric, "signed levels [-L/2, L/2-1] instead of [0, L-1]"},
-        {"--checkpoint", OPT_STRING, &o.checkpoint, "a trained QANN to load instead of training one"},
-        {"--epochs", OPT_INT, &o.epochs, "training epochs"},
-        {"--batch-size", OPT_INT, &o.batch_size, "batch size (training and evaluation)"},
-        {"--lr", OPT_FLOAT, &o.lr, "Adam learning rate (cosine schedule)"},
-        {"--width", OPT_INT, &o.width, "channels of the first conv (0: the model's default)"},
-        {"--hidden", OPT_INT, &o.hidden, "hidden units of the CNN's first fc"},
-        {"--augment", OPT_INT, &o.augment, "random crop + flip: 1 on, 0 off (-1: on for 32x32)"},
-        {"--relu-baseline", OPT_FLAG, &o.relu_baseline, "also train the same model with ReLU"},
-        {"--steps", OPT_STRING, &o.steps, "time steps T to run the SNN for (T* is added)"},
-        {"--no-sparse", OPT_FLAG, &o.no_sparse, "skip the sparse run at T*"},
-        {"--device", OPT_STRING, &o.device, "cpu, cuda"},
-        {"--seed", OPT_INT, &o.seed, "random seed"},
-        {"--threads", OPT_INT, &o.threads, "CPU threads (0: all cores)"},
-        {"--limit-train", OPT_INT, &o.limit_train, "use only the first N training images (0: all)"},
-        {"--limit-test", OPT_INT, &o.limit_test, "use only the first N test images (0: all)"},
-        {"--out", OPT_STRING, &o.out, "output folder (default runs/ann2snn-<dataset>-<model>)"},
-    };
-    int parsed = parse_options(argc, argv, "Trains a quantized ANN, converts it to an ST-BIF spiking "
-                               "network and compares the two for T = 1 .. 64.", table,
-                               (int)(sizeof table / sizeof table[0]));
-    if (parsed) return parsed == 2 ? 0 : 2;
-    snn_device device;
-    snn_model_kind kind;
-    if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
-    if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
-    if (o.levels < 2 || o.epochs < 0 || o.batch_size < 1 || o.hidden < 1 || o.width < 0 ||
-        o.limit_train < 0 || o.limit_test < 0 || !(o.lr > 0.0f)) {
-        fprintf(stderr, "snn-ann2snn: --levels >= 2, --batch-size and --hidden >= 1, --lr > 0; "
-                "--epochs, --width and --limit-* >= 0\n");
-        return 2;
-    }
-    if (device == SNN_CUDA && !snn_cuda_available()) {
-        fprintf(stderr, "snn-ann2snn: --device cuda: no CUDA device or no CUDA backend in this build\n");
-        return 2;
-    }
-    snn_set_num_threads(o.threads);
-
-    /* data */
-    snn_dataset train_full, test_full;
-    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TRAIN, &train_full) != SNN_OK) return fail("--dataset");
-    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TEST, &test_full) != SNN_OK) {
-        snn_dataset_free(&train_full);
-        return fail("--dataset");
-    }
-    snn_dataset train_set = train_full, test = test_full;
-    if (o.limit_train && o.limit_train < train_set.count) train_set.count = o.limit_train;
-    if (o.limit_test && o.limit_test < test.count) test.count = o.limit_test;
-    snn_loader_config lc = snn_loader_config_default();
-    lc.batch_size = o.batch_size;
-    lc.seed = (uint64_t)o.seed;
-    lc.random_crop = lc.horizontal_flip = o.augment < 0 ? train_set.height == 32 : o.augment != 0;
-    snn_dataset_default_norm(&train_set, lc.mean, lc.std);
-    snn_loader_config tc = lc;
-    tc.shuffle = false;
-    tc.random_crop = tc.horizontal_flip = false;
-    snn_loader *train_loader = snn_loader_new(&train_set, &lc);
-    snn_loader *test_loader = train_loader ? snn_loader_new(&test, &tc) : NULL;
-    if (!test_loader) return fail("loader");
-
-    char out_dir[512], path[1024];
-    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else snprintf(out_dir, sizeof out_dir, "runs/ann2snn-%s-%s", o.dataset, o.model);
-    if ((!o.out && make_dir("runs")) || make_dir(out_dir)) return 1;
-
+    char path[1024];
     /* 1. the QANN (and the ReLU ANN) */
     snn_model_config config = snn_model_config_default(kind);
-    config.in_channels = train_set.channels, config.height = train_set.height;
-    config.width = train_set.width, config.classes = train_set.classes;
+    config.in_channels = train_set->channels, config.height = train_set->height;
+    config.width = train_set->width, config.classes = train_set->classes;
     config.time_steps = 1;
-    config.hidden = o.hidden;
-    if (o.width) config.width_base = o.width;
-    config.seed = (uint64_t)o.seed;
+    config.hidden = o->hidden;
+    if (o->width) config.width_base = o->width;
+    config.seed = (uint64_t)o->seed;
     config.neuron = snn_neuron_config_default(SNN_NEURON_QCLIP);
-    config.neuron.levels = o.levels;
-    config.neuron.symmetric = o.symmetric;
+    config.neuron.levels = o->levels;
+    config.neuron.symmetric = o->symmetric;
     snn_rng rng;
-    snn_rng_seed(&rng, (uint64_t)o.seed);
+    snn_rng_seed(&rng, (uint64_t)o->seed);
     snn_module *qann = NULL;
-    int exit_code = 0;
-    if (o.checkpoint) {
-        qann = snn_checkpoint_load_model(o.checkpoint, device, NULL);
+    if (o->checkpoint) {
+        qann = snn_checkpoint_load_model(o->checkpoint, device, NULL);
         if (!qann) return fail("--checkpoint");
         config = *snn_model_config_of(qann);
         snn_module *probe = NULL;
         if (config.neuron.kind != SNN_NEURON_QCLIP && !(probe = snn_ann_to_snn(qann, 1))) {
             /* the conversion's own refusal says what the model is and what to train instead */
-            fprintf(stderr, "snn-ann2snn: --checkpoint %s: %s\n", o.checkpoint, snn_last_error());
+            fprintf(stderr, "snn-ann2snn: --checkpoint %s: %s\n", o->checkpoint, snn_last_error());
             snn_module_free(qann);
             return 2;
         }
         snn_module_free(probe);
-        if (config.in_channels != test.channels || config.height != test.height ||
-            config.width != test.width || config.classes != test.classes) {
+        if (config.in_channels != test->channels || config.height != test->height ||
+            config.width != test->width || config.classes != test->classes) {
             fprintf(stderr, "snn-ann2snn: --checkpoint %s is a QANN for %dx%dx%d images and %d "
-                    "classes, not for %s (%dx%dx%d, %d classes)\n", o.checkpoint,
-                    config.in_channels, config.height, config.width, config.classes, o.dataset,
-                    test.channels, test.height, test.width, test.classes);
+                    "classes, not for %s (%dx%dx%d, %d classes)\n", o->checkpoint,
+                    config.in_channels, config.height, config.width, config.classes, o->dataset,
+                    test->channels, test->height, test->width, test->classes);
             snn_module_free(qann);
             return 2;
         }
     } else {
         qann = snn_model_new(&config, &rng);
-        if (!qann || snn_module_to(qann, device) != SNN_OK) return fail("model");
+        if (!qann || snn_module_to(qann, device) != SNN_OK) {
+            snn_module_free(qann);
+            return fail("model");
+        }
         fprintf(stderr, "snn-ann2snn: training the QANN: %s, %d levels%s, on %s (%lld images), %s\n",
-                o.model, o.levels, o.symmetric ? " (symmetric)" : "", o.dataset,
-                (long long)train_set.count, snn_device_name(device));
-        if (train(qann, train_loader, &o, device, "QANN")) return 3;
+                o->model, o->levels, o->symmetric ? " (symmetric)" : "", o->dataset,
+                (long long)train_set->count, snn_device_name(device));
+        if (train(qann, train_loader, o, device, "QANN")) {
+            snn_module_free(qann);
+            return 3;
+        }
         snn_metadata meta = {0};
-        snn_metadata_set(&meta, "snn.train.dataset", "%s", o.dataset);
-        snn_metadata_set(&meta, "snn.train.epochs_done", "%d", o.epochs);
+        snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
+        snn_metadata_set(&meta, "snn.train.epochs_done", "%d", o->epochs);
         snprintf(path, sizeof path, "%s/qann.safetensors", out_dir);
-        if (snn_checkpoint_save(path, qann, NULL, &meta) != SNN_OK) return fail("checkpoint");
+        if (snn_checkpoint_save(path, qann, NULL, &meta) != SNN_OK) {
+            snn_module_free(qann);
+            return fail("checkpoint");
+        }
     }
     const int classes = config.classes;
-    const int64_t n_test = test.count;
+    const int64_t n_test = test->count;
     set_run q = {0}, s = {0};
     q.logits = calloc((size_t)(n_test * classes), sizeof(float));
     s.logits = calloc((size_t)(n_test * classes), sizeof(float));
     q.pred = calloc((size_t)n_test, sizeof(int));
     s.pred = calloc((size_t)n_test, sizeof(int));
     int *dense_pred = calloc((size_t)n_test, sizeof(int));
+    snn_module *relu = NULL, *snn = NULL;
+    int exit_code = 0;
     if (!q.logits || !s.logits || !q.pred || !s.pred || !dense_pred) {
         fprintf(stderr, "snn-ann2snn: out of host memory\n");
-        return 1;
+        exit_code = 1;
+        goto done;
     }
 
     double relu_acc = -1.0;
-    if (o.relu_baseline) {
+    if (o->relu_baseline) {
         snn_model_config rc = config;
         rc.neuron = snn_neuron_config_default(SNN_NEURON_RELU);
-        snn_module *relu = snn_model_new(&rc, &rng);
-        if (!relu || snn_module_to(relu, device) != SNN_OK) return fail("relu model");
-        if (train(relu, train_loader, &o, device, "ReLU ANN")) return 3;
-        if (run_set(relu, test_loader, device, classes, &s) != SNN_OK) return fail("evaluation");
+        relu = snn_model_new(&rc, &rng);
+        if (!relu || snn_module_to(relu, device) != SNN_OK) {
+            exit_code = fail("relu model");
+            goto done;
+        }
+        if (train(relu, train_loader, o, device, "ReLU ANN")) {
+            exit_code = 3;
+            goto done;
+        }
+        if (run_set(relu, test_loader, device, classes, &s) != SNN_OK) {
+            exit_code = fail("evaluation");
+            goto done;
+        }
         relu_acc = percent(s.correct, s.count);
         snn_module_free(relu);
+        relu = NULL;
     }
 
     /* 2. the QANN on the test split */
-    if (run_set(qann, test_loader, device, classes, &q) != SNN_OK) return fail("evaluation");
+    if (run_set(qann, test_loader, device, classes, &q) != SNN_OK) {
+        exit_code = fail("evaluation");
+        goto done;
+    }
     const double q_acc = percent(q.correct, q.count);
-    printf("snn-ann2snn: %s on %s, %d levels%s, %s, %lld test images\n", o.model, o.dataset,
+    printf("snn-ann2snn: %s on %s, %d levels%s, %s, %lld test images\n", o->model, o->dataset,
            config.neuron.levels, config.neuron.symmetric ? " symmetric" : "", snn_device_name(device),
            (long long)q.count);
     if (relu_acc >= 0.0)
@@ -357,13 +313,12 @@ int main(int argc, char **argv)
     /* 3. the SNN for each T */
     const int bound = snn_ann_to_snn_time_bound(qann);
     int Ts[32];
-    const int n_T = parse_steps(o.steps, bound, Ts, 32);
-    if (n_T < 1) {
-        fprintf(stderr, "snn-ann2snn: bad --steps '%s' (expected a list like 1,2,4 of 1..1024)\n", o.steps);
-        return 2;
+    const int n_T = parse_steps(o->steps, bound, Ts, 32); /* >= 1: checked in main */
+    snn = snn_ann_to_snn(qann, Ts[0]);
+    if (!snn) {
+        exit_code = fail("conversion");
+        goto done;
     }
-    snn_module *snn = snn_ann_to_snn(qann, Ts[0]);
-    if (!snn) return fail("conversion");
     printf("converted: ST-BIF SNN; derived bound T* = %d steps\n\n", bound);
     printf("| T | SNN accuracy | agreement with QANN | logits exact | max abs(logit diff) | "
            "spikes / neuron | seconds |\n|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -411,15 +366,15 @@ int main(int argc, char **argv)
         snn_svg_series series[3] = {{"SNN accuracy", xs, acc, n_T}, {"QANN accuracy", xs, qline, n_T},
                                     {"SNN = QANN (%)", xs, agree, n_T}};
         char title[160];
-        snprintf(title, sizeof title, "ST-BIF SNN vs its QANN: %s on %s, %d levels", o.model,
-                 o.dataset, config.neuron.levels);
+        snprintf(title, sizeof title, "ST-BIF SNN vs its QANN: %s on %s, %d levels", o->model,
+                 o->dataset, config.neuron.levels);
         snprintf(path, sizeof path, "%s/accuracy_vs_T.svg", out_dir);
         if (snn_svg_line_chart(path, title, "log2 T (time steps)", "test set (%)", series, 3) != SNN_OK)
             fprintf(stderr, "snn-ann2snn: %s\n", snn_last_error());
     }
 
     /* 4. the sparse SNN at T* */
-    if (exit_code == 0 && !o.no_sparse) {
+    if (exit_code == 0 && !o->no_sparse) {
         snn_tensor *calib[8] = {0};
         int n_calib = 0;
         snn_batch batch;
@@ -448,9 +403,94 @@ int main(int argc, char **argv)
     }
     printf("results: %s/results.csv, %s/accuracy_vs_T.svg\n", out_dir, out_dir);
 
+done:
     free(q.logits), free(s.logits), free(q.pred), free(s.pred), free(dense_pred);
     snn_module_free(snn);
+    snn_module_free(relu);
     snn_module_free(qann);
+    return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.dataset = "fashion-mnist", .model = "cnn", .device = "cpu",
+                 .steps = "1,2,4,8,16,32,64", .levels = 4, .epochs = 4, .batch_size = 128,
+                 .hidden = 128, .augment = -1, .lr = 1e-3f};
+    option table[] = {
+        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
+        {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
+        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
+        {"--levels", OPT_INT, &o.levels, "quantization levels L of the QANN (>= 2)"},
+        {"--symmetric", OPT_FLAG, &o.symmetric, "signed levels [-L/2, L/2-1] instead of [0, L-1]"},
+        {"--checkpoint", OPT_STRING, &o.checkpoint, "a trained QANN to load instead of training one"},
+        {"--epochs", OPT_INT, &o.epochs, "training epochs"},
+        {"--batch-size", OPT_INT, &o.batch_size, "batch size (training and evaluation)"},
+        {"--lr", OPT_FLOAT, &o.lr, "Adam learning rate (cosine schedule)"},
+        {"--width", OPT_INT, &o.width, "channels of the first conv (0: the model's default)"},
+        {"--hidden", OPT_INT, &o.hidden, "hidden units of the CNN's first fc"},
+        {"--augment", OPT_INT, &o.augment, "random crop + flip: 1 on, 0 off (-1: on for 32x32)"},
+        {"--relu-baseline", OPT_FLAG, &o.relu_baseline, "also train the same model with ReLU"},
+        {"--steps", OPT_STRING, &o.steps, "time steps T to run the SNN for (T* is added)"},
+        {"--no-sparse", OPT_FLAG, &o.no_sparse, "skip the sparse run at T*"},
+        {"--device", OPT_STRING, &o.device, "cpu, cuda"},
+        {"--seed", OPT_INT, &o.seed, "random seed"},
+        {"--threads", OPT_INT, &o.threads, "CPU threads (0: all cores)"},
+        {"--limit-train", OPT_INT, &o.limit_train, "use only the first N training images (0: all)"},
+        {"--limit-test", OPT_INT, &o.limit_test, "use only the first N test images (0: all)"},
+        {"--out", OPT_STRING, &o.out, "output folder (default runs/ann2snn-<dataset>-<model>)"},
+    };
+    int parsed = parse_options(argc, argv, "Trains a quantized ANN, converts it to an ST-BIF spiking "
+                               "network and compares the two for T = 1 .. 64.", table,
+                               (int)(sizeof table / sizeof table[0]));
+    if (parsed) return parsed == 2 ? 0 : 2;
+    snn_device device;
+    snn_model_kind kind;
+    if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
+    if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
+    if (o.levels < 2 || o.epochs < 0 || o.batch_size < 1 || o.hidden < 1 || o.width < 0 ||
+        o.limit_train < 0 || o.limit_test < 0 || !(o.lr > 0.0f)) {
+        fprintf(stderr, "snn-ann2snn: --levels >= 2, --batch-size and --hidden >= 1, --lr > 0; "
+                "--epochs, --width and --limit-* >= 0\n");
+        return 2;
+    }
+    int steps_given[32];
+    if (parse_steps(o.steps, 0, steps_given, 32) < 1) { /* before training; compare() adds T* */
+        fprintf(stderr, "snn-ann2snn: bad --steps '%s' (expected a list like 1,2,4 of 1..1024)\n", o.steps);
+        return 2;
+    }
+    if (device == SNN_CUDA && !snn_cuda_available()) {
+        fprintf(stderr, "snn-ann2snn: --device cuda: no CUDA device or no CUDA backend in this build\n");
+        return 2;
+    }
+    snn_set_num_threads(o.threads);
+
+    /* data */
+    snn_dataset train_full, test_full;
+    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TRAIN, &train_full) != SNN_OK) return fail("--dataset");
+    if (snn_dataset_load(o.dataset, o.data, SNN_SPLIT_TEST, &test_full) != SNN_OK) {
+        snn_dataset_free(&train_full);
+        return fail("--dataset");
+    }
+    snn_dataset train_set = train_full, test = test_full;
+    if (o.limit_train && o.limit_train < train_set.count) train_set.count = o.limit_train;
+    if (o.limit_test && o.limit_test < test.count) test.count = o.limit_test;
+    snn_loader_config lc = snn_loader_config_default();
+    lc.batch_size = o.batch_size;
+    lc.seed = (uint64_t)o.seed;
+    lc.random_crop = lc.horizontal_flip = o.augment < 0 ? train_set.height == 32 : o.augment != 0;
+    snn_dataset_default_norm(&train_set, lc.mean, lc.std);
+    snn_loader_config tc = lc;
+    tc.shuffle = false;
+    tc.random_crop = tc.horizontal_flip = false;
+    snn_loader *train_loader = snn_loader_new(&train_set, &lc);
+    snn_loader *test_loader = train_loader ? snn_loader_new(&test, &tc) : NULL;
+    char out_dir[512];
+    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
+    else snprintf(out_dir, sizeof out_dir, "runs/ann2snn-%s-%s", o.dataset, o.model);
+    int exit_code = 1;
+    if (!test_loader) exit_code = fail("loader");
+    else if ((o.out || !make_dir("runs")) && !make_dir(out_dir))
+        exit_code = compare(&o, device, kind, &train_set, &test, train_loader, test_loader, out_dir);
     snn_loader_free(test_loader);
     snn_loader_free(train_loader);
     snn_dataset_free(&test_full);
