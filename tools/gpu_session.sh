@@ -122,7 +122,7 @@ for stage in "$@"; do
     build || exit 1
     export SNN_DATA_DIR=$PWD/.carry
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
-    log "ctest -V: test_ann2snn (CPU), test_cuda_ann2snn, test_cuda_sparse (signed spikes)  [$((SECONDS - t0)) s]"
+    log "ctest -V: test_ann2snn, test_ann2snn_program (CPU), test_cuda_ann2snn, test_cuda_sparse (signed spikes)  [$((SECONDS - t0)) s]"
     timeout 180 ctest --test-dir build-gpu -R 'ann2snn|cuda_sparse' -V > "$LOGS/ctest_ann2snn.log" 2>&1
     grep -E "tests passed|tests failed|Failed|Skipped|FAIL|differs|beyond|dstep|max \||step gradient|checks, " \
       "$LOGS/ctest_ann2snn.log" | head -40 | summary
