@@ -208,6 +208,10 @@ snn_tensor *snn_mean_all(snn_tensor *x);
 /** (...) -> (T, ...): x repeated T (>= 1) times along a new leading time axis (x has at most
  * 5 dims). */
 snn_tensor *snn_repeat_time(snn_tensor *x, int T);
+/* (...) -> (T, ...): the input at t = 0 and zeros after (autograd/fn_time.c) */
+snn_tensor *snn_first_step(snn_tensor *x, int T);
+/* x (T, N, C, ...) with bias (C) added at t = 0 only (autograd/fn_time.c) */
+snn_tensor *snn_add_first_step(snn_tensor *x, snn_tensor *bias);
 
 /* shape (autograd/fn_shape.c): views that share data, no copy */
 

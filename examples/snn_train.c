@@ -34,10 +34,10 @@ typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
     const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
-    int limit_train, limit_test, augment, stop_after;
+    int limit_train, limit_test, augment, stop_after, levels;
     int checkpoint_every;
     int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
-    bool tf32;
+    bool tf32, symmetric;
     float tau, lr, momentum, weight_decay, min_lr;
     train_dist_options dist;
     float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
@@ -420,7 +420,9 @@ int main(int argc, char **argv)
         {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
         {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50, dvsnet"},
-        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif"},
+        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
+        {"--levels", OPT_INT, &o.levels, "qclip / stbif: quantization levels L (0: the default, 8)"},
+        {"--symmetric", OPT_FLAG, &o.symmetric, "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
         {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
         {"--T", OPT_INT, &o.time_steps, "time steps"},
@@ -567,8 +569,10 @@ int main(int argc, char **argv)
         if (snn_neuron_kind_parse(o.neuron, &nk) != SNN_OK) return fail("--neuron");
         config.neuron = snn_neuron_config_default(nk);
         config.neuron.tau = o.tau;
+        if (o.levels) config.neuron.levels = o.levels;
+        config.neuron.symmetric = o.symmetric;
         if (snn_surrogate_parse(o.surrogate, &config.neuron.surrogate) != SNN_OK) return fail("--surrogate");
-        config.time_steps = o.time_steps;
+        config.time_steps = snn_neuron_is_ann(nk) ? 1 : o.time_steps; /* an ANN has no time */
         config.hidden = o.hidden;
         if (o.width) config.width_base = o.width;
         config.spiking_readout = strcmp(o.loss, "mse") == 0;
@@ -763,11 +767,13 @@ int main(int argc, char **argv)
         if (o.activity_penalty > 0.0f && st.seen)
             fprintf(stderr, "  activity penalty %.4f (x LAMBDA %g)\n", st.penalty_sum / (double)st.seen,
                     (double)o.activity_penalty);
-        fprintf(stderr, "  firing rates:");
-        for (int l = 0; l < ev.n_layers; l++)
-            fprintf(stderr, " %s %.3f", ev.layer_names[l],
-                    ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
-        fputc('\n', stderr);
+        if (!snn_neuron_is_ann(config.neuron.kind)) { /* an ANN's activations are not spikes */
+            fprintf(stderr, "  firing rates:");
+            for (int l = 0; l < ev.n_layers; l++)
+                fprintf(stderr, " %s %.3f", ev.layer_names[l],
+                        ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
+            fputc('\n', stderr);
+        }
         if (run_lock_verify() || write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt)) ||
             save_checkpoint(out_dir, model, opt, &o, epoch, -1, &st, last_accuracy, train.count)) {
             fprintf(stderr, "snn-train: stopping; the checkpoint of the last epoch written is kept "

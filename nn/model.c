@@ -95,7 +95,7 @@ static snn_status check_config(const snn_model_config *c)
                          "got %.0f for %dx%d)", fn, snn_model_kind_name(c->kind),
                          snn_cnn_flat_features(c), c->height, c->width);
     if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON &&
-        c->encoding != SNN_ENCODING_EVENTS)
+        c->encoding != SNN_ENCODING_EVENTS && c->encoding != SNN_ENCODING_FIRST_STEP)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'encoding' (got %d)", fn,
                          (int)c->encoding);
     const bool resnet = c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18 ||
@@ -104,6 +104,15 @@ static snn_status check_config(const snn_model_config *c)
     if (resnet && (c->height < 8 || c->width < 8))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
+    if (snn_neuron_is_ann(c->neuron.kind) &&
+        (c->time_steps != 1 || c->encoding != SNN_ENCODING_DIRECT))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (a %s model is an ANN: expected "
+                         "time_steps 1 and direct encoding, got %d and %s)", fn,
+                         snn_neuron_kind_name(c->neuron.kind), c->time_steps,
+                         c->encoding == SNN_ENCODING_DIRECT    ? "direct"
+                         : c->encoding == SNN_ENCODING_POISSON ? "poisson"
+                         : c->encoding == SNN_ENCODING_EVENTS  ? "event frames"
+                                                               : "first-step");
     return snn_neuron_config_check(fn, &c->neuron);
 }
 
@@ -261,12 +270,31 @@ snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
         /* the image is the same at every step: the stem runs once and is repeated over T */
         h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
+    } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
+        /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
+        h = snn_first_step(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
     } else {
         h = snn_model_encode(c, x, &impl->encode_seed);
         h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
     }
     for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
+    if (h && c->encoding == SNN_ENCODING_FIRST_STEP) return snn_sum(h, 0, false); /* (N, K) */
     return h ? snn_model_readout(h) : NULL;
+}
+
+snn_status snn_model_set_time_steps(snn_module *model, int time_steps)
+{
+    const char *fn = "snn_model_set_time_steps";
+    if (!snn_model_config_of(model))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'model' (expected a model made by "
+                         "snn_model_new or snn_ann_to_snn)", fn);
+    snn_model_config *c = &((snn_model_impl *)model->impl)->config;
+    if (time_steps < 1 || time_steps > 1024 || (snn_neuron_is_ann(c->neuron.kind) && time_steps != 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'time_steps' (expected 1..1024, and 1 "
+                         "for a %s model, got %d)", fn, snn_neuron_kind_name(c->neuron.kind),
+                         time_steps);
+    c->time_steps = time_steps;
+    return SNN_OK;
 }
 
 void snn_model_free_impl(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }

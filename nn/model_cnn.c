@@ -45,16 +45,6 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state)
     if (snn_model_config_of(model)) ((snn_model_impl *)model->impl)->encode_seed = state;
 }
 
-snn_status snn_model_set_time_steps(snn_module *model, int time_steps)
-{
-    if (!snn_model_config_of(model) || time_steps < 1 || time_steps > 1024)
-        return snn_error(SNN_ERR_ARGUMENT, "snn_model_set_time_steps: bad argument '%s' (expected "
-                         "a model and 1..1024 steps, got %d)", snn_model_config_of(model) ?
-                         "time_steps" : "model", time_steps);
-    ((snn_model_impl *)model->impl)->config.time_steps = time_steps;
-    return SNN_OK;
-}
-
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
 {
     snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);

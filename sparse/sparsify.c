@@ -7,8 +7,11 @@
  * is visited once; for a "snn_conv2d" node whose weight (inputs[1]) is a Conv2d module's weight,
  * its input is followed back through ops that keep a silent channel silent: "snn_max_pool2d",
  * "snn_flatten", "snn_reshape", a view without a node (detach: its base), eval dropout (which
- * returns its input, so it leaves no trace). The walk succeeds at a "neuron" node whose output is
- * some neuron layer's last spikes: that layer's activity (T*N, C) is the conv's channel mask.
+ * returns its input, so it leaves no trace), and a converted SNN's running max-pool (its output
+ * plane at step t is zero where its input plane is: neurons/running_pool.c). The walk succeeds
+ * at a "neuron" node whose output is some neuron layer's last spikes: that layer's activity
+ * (T*N, C) is the conv's channel mask (it counts nonzero outputs, so ST-BIF's -theta spikes
+ * count as well as its +theta ones).
  * At "snn_add" (the SEW-ResNet's residual sum of two spike tensors) both operands are followed;
  * the sum is zero where both are, so the mask is the union of their sources' activities (their
  * counts added at run time). Anything else stops it: the image (no node), so the stem conv never
@@ -89,7 +92,7 @@ static bool trace_sources(const tree *t, snn_tensor *x, found *f, int depth)
             return false;
         }
         if (!strcmp(node->op, "snn_max_pool2d") || !strcmp(node->op, "snn_flatten") ||
-            !strcmp(node->op, "snn_reshape")) {
+            !strcmp(node->op, "snn_reshape") || !strcmp(node->op, "running_max_pool2d")) {
             x = node->inputs[0];
             continue;
         }

@@ -2,7 +2,8 @@
  * test_cuda_sparse.c - the CUDA sparse conv (sparse/sparse_conv.cu) and sparsified models on the
  * GPU. Skipped (exit 77) without a GPU.
  *
- * Kernels: random {0, 1} inputs with whole channels silent; the three CUDA sparse kernels (GEMM,
+ * Kernels: random {0, 1} inputs with whole channels silent (then SEW's residual sums {1, 2, 3}
+ * and ST-BIF's signed spikes +-theta in their place); the three CUDA sparse kernels (GEMM,
  * event-driven, event-driven with weights staged in shared memory) must equal a host reference
  * that sums every output in plain k order with fmaf BIT FOR BIT (the kernels keep that order and
  * skipping a zero term is exact; the output starts as NaN, so every entry must be written), and
@@ -33,6 +34,11 @@ typedef struct conv_case {
     double p_silent, rate;
 } conv_case;
 
+/* 0: spikes {0, 1}; 1: SEW residual sums {0, 1, 2, 3}; 2: ST-BIF's signed spikes {0, +-0.37}.
+ * The kernels multiply every nonzero input by its weight with one fmaf, like the reference, so
+ * all three must match it bit for bit (a skipped zero adds +-0 to a sum that is never -0). */
+static int spike_values;
+
 static void check_case(conv_case cc, uint64_t seed)
 {
     snn_rng rng;
@@ -54,6 +60,8 @@ static void check_case(conv_case cc, uint64_t seed)
             int count = 0;
             for (int i = 0; i < HW; i++) {
                 float v = !silent && (double)snn_rng_uniform(&rng) < cc.rate ? 1.0f : 0.0f;
+                if (v != 0.0f && spike_values == 1) v = (float)(1 + snn_rng_below(&rng, 3));
+                if (v != 0.0f && spike_values == 2) v = snn_rng_below(&rng, 2) ? 0.37f : -0.37f;
                 x[((int64_t)n * cc.C_in + c) * HW + i] = v;
                 count += v != 0.0f;
             }
@@ -131,7 +139,10 @@ static void test_kernel(void)
         {1, 200, 16, 300, 3, 1, 1, 0.6, 0.1},   /* C_out 300: a partial last tile of every kind */
         {2, 2048, 4, 512, 1, 1, 0, 0.8, 0.05},  /* C_in 2048: a long list, event-smem chunks */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 300 + i);
+    for (spike_values = 0; spike_values <= 2; spike_values++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_case(cases[i], 300 + i + 50 * (size_t)spike_values);
+    spike_values = 0;
 }
 
 /* dense output of the model on CUDA vs its sparsified output */

@@ -25,6 +25,8 @@
 #                                  activity penalties, sparse vs dense on the GPU and the CPU
 #   tools/gpu_session.sh sparse15b   issue 15, call 2 of 2 (<= ~8.5 min): its CUDA tests, the GPU
 #                                  kernel tables, ResNet-50 trained briefly, run at T = 16
+#   tools/gpu_session.sh ann2snn   ANN -> SNN: the conversion tests, the ANN vs SNN profile
+#                                  table (bench_train_step), snn-ann2snn on CUDA (needs .carry/)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -374,6 +376,63 @@ for stage in "$@"; do
     cat "$CSV" | summary
     cp "$CK/r50/metrics.csv" "$LOGS/metrics_r50.csv" 2>/dev/null
     s15_time ;;
+  ann2snn)
+    # issue 14: QANN -> ST-BIF conversion. ~4 min after a build (every part has its own timeout;
+    # the elapsed seconds are logged after each). Pass/fail: docs/ann2snn.md, "Running it on a GPU".
+    t0=$SECONDS
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "ctest -V: test_ann2snn, test_ann2snn_program (CPU), test_cuda_ann2snn, test_cuda_sparse (signed spikes)  [$((SECONDS - t0)) s]"
+    timeout 180 ctest --test-dir build-gpu -R 'ann2snn|cuda_sparse' -V > "$LOGS/ctest_ann2snn.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Skipped|FAIL|differs|beyond|dstep|max \||step gradient|checks, " \
+      "$LOGS/ctest_ann2snn.log" | head -40 | summary
+    log "ANN vs SNN profile: bench_train_step, ResNet-18 (width 64, 3x32x32, fp32), median ms per step  [$((SECONDS - t0)) s]"
+    rows="$LOGS/ann2snn_profile_rows.txt"; : > "$rows"
+    for run in relu:1 lif:4 lif:8 stbif:4 stbif:8; do
+      n=${run%:*}; t=${run#*:}
+      timeout 60 build-gpu/bin/bench_train_step --device cuda --model resnet18 --neuron "$n" --T "$t" \
+        --batch 32 --infer-batch 1,32 --steps 20 > "$LOGS/bench_${n}_$t.txt" 2>&1
+      # columns found by their header names (bench_train_step's table may gain columns)
+      awk -F'|' -v n="$n" -v t="$t" '
+        /^\| phase \|/ { for (i = 1; i <= NF; i++) { h = $i; gsub(/^ +| +$/, "", h); col[h] = i } }
+        /^\| train \| 32 / { tr = $col["ms / step"] + 0; mb = $col["peak MB"] + 0 }
+        /^\| infer \| 1 / { i1 = $col["ms / step"] + 0 }
+        /^\| infer \| 32 / { i32 = $col["ms / step"] + 0 }
+        END { print n, t, tr + 0, i1 + 0, i32 + 0, mb + 0 }' "$LOGS/bench_${n}_$t.txt" >> "$rows"
+    done
+    {
+      echo "| neurons | T | train B=32 ms | infer B=1 ms | infer B=32 ms | train / ANN | infer B=1 / ANN | infer B=32 / ANN | peak MB (train) |"
+      echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+      awk 'function r(a, b) { return (a > 0 && b > 0) ? sprintf("%.2fx", a / b) : "-" }
+        NR == 1 { a_tr = $3; a_i1 = $4; a_i32 = $5 }
+        { printf "| %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %.0f |\n", $1, $2, $3, $4, $5,
+                 r($3, a_tr), r($4, a_i1), r($5, a_i32), $6
+          if (NR > 1) { tr[NR] = r($3, a_tr); i1[NR] = r($4, a_i1); name[NR] = $1 " T=" $2
+                        ok_tr[NR] = a_tr > 0 && $3 > 0 && $3 <= 3 * a_tr; ok_i1[NR] = a_i1 > 0 && $4 > 0 && $4 <= 2 * a_i1 } }
+        END { for (k = 2; k <= NR; k++)
+                printf "check: %s: training B=32 %s the ANN (target <= 3x): %s; inference B=1 %s (target <= 2x): %s\n",
+                       name[k], tr[k], ok_tr[k] ? "PASS" : "MISS", i1[k], ok_i1[k] ? "PASS" : "MISS" }' "$rows"
+    } | summary
+    log "snn-ann2snn --device cuda: Fashion-MNIST CNN, 4 levels; QANN and ReLU ANN, 4 epochs each; T = 1..64 and T*  [$((SECONDS - t0)) s]"
+    timeout 150 build-gpu/bin/snn-ann2snn --device cuda --relu-baseline --out "$LOGS/ann2snn_fmnist" \
+      > "$LOGS/ann2snn_fmnist.txt" 2> "$LOGS/ann2snn_fmnist.err"
+    echo "exit $?" | summary; cat "$LOGS/ann2snn_fmnist.txt" | summary
+    grep -E "epoch|snn-ann2snn:" "$LOGS/ann2snn_fmnist.err" | tail -12 | summary
+    cp "$LOGS/ann2snn_fmnist/accuracy_vs_T.svg" "$OUT/ann2snn_fmnist.svg" 2>/dev/null
+    cp "$LOGS/ann2snn_fmnist/results.csv" "$OUT/ann2snn_fmnist.csv" 2>/dev/null
+    log "snn-ann2snn --device cuda: ResNet-18 on the CIFAR-format Fashion-MNIST (2 epochs of 30000, batch 64, 2000 test images)  [$((SECONDS - t0)) s]"
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      timeout 60 build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    timeout 200 build-gpu/bin/snn-ann2snn --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+      --epochs 2 --batch-size 64 --limit-train 30000 --limit-test 2000 --out "$LOGS/ann2snn_resnet" \
+      > "$LOGS/ann2snn_resnet.txt" 2> "$LOGS/ann2snn_resnet.err"
+    echo "exit $?" | summary; cat "$LOGS/ann2snn_resnet.txt" | summary
+    grep -E "epoch|snn-ann2snn:" "$LOGS/ann2snn_resnet.err" | tail -12 | summary
+    cp "$LOGS/ann2snn_resnet/accuracy_vs_T.svg" "$OUT/ann2snn_resnet.svg" 2>/dev/null
+    cp "$LOGS/ann2snn_resnet/results.csv" "$OUT/ann2snn_resnet.csv" 2>/dev/null
+    log "ann2snn done  [$((SECONDS - t0)) s]" ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
