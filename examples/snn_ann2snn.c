@@ -419,7 +419,7 @@ int main(int argc, char **argv)
     option table[] = {
         {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18"},
+        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50"},
         {"--levels", OPT_INT, &o.levels, "quantization levels L of the QANN (>= 2)"},
         {"--symmetric", OPT_FLAG, &o.symmetric, "signed levels [-L/2, L/2-1] instead of [0, L-1]"},
         {"--checkpoint", OPT_STRING, &o.checkpoint, "a trained QANN to load instead of training one"},

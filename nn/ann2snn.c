@@ -74,6 +74,7 @@ static snn_status check_tree(const snn_module *m, const char *path)
                  ops == &snn_avg_pool2d_ops || ops == &snn_adaptive_avg_pool_ops ||
                  ops == &snn_flatten_ops || ops == &snn_linear_ops || ops == &snn_dropout_ops ||
                  ops == &snn_sequential_ops || strcmp(ops->kind, "BasicBlock") == 0 ||
+                 strcmp(ops->kind, "Bottleneck") == 0 ||
                  snn_model_config_of(m) != NULL;
     if (!known) {
         snprintf(what, sizeof what, "a %s module", ops->kind);
@@ -254,9 +255,25 @@ int snn_ann_to_snn_time_bound(const snn_module *model)
     }
     int a_min, a_max;
     snn_stbif_bounds(&c->neuron, &a_min, &a_max);
-    /* quantizers on the longest path: CNN sn1, sn2, sn3 (and sn4); ResNet-18: the stem's, then
-     * two per block (sn1, and sn2 after the residual sum or on the SEW branch) in 8 blocks */
-    const int K = c->kind == SNN_MODEL_SPIKING_CNN ? 3 + (c->spiking_readout ? 1 : 0) : 1 + 2 * 8;
+    /* quantizers on the longest path: CNN sn1, sn2, sn3 (and sn4); DVS net one per conv block,
+     * then fc1's (and the readout's); ResNets: the stem's, then per block two (basic: sn1, and
+     * sn2 after the residual sum or on the SEW branch) or three (bottleneck) in 8 blocks
+     * (ResNet-18) or 16 (ResNet-34, -50) */
+    int K;
+    switch (c->kind) {
+    case SNN_MODEL_SPIKING_CNN: K = 3 + (c->spiking_readout ? 1 : 0); break;
+    case SNN_MODEL_DVS_NET: { /* as its builder: blocks while the frame is larger than 4x4 */
+        int blocks = 1, h = c->height / 2, w = c->width / 2;
+        for (int b = 2; b <= 8 && (h > 4 || w > 4); b++) blocks++, h /= 2, w /= 2;
+        K = blocks + 1 + (c->spiking_readout ? 1 : 0);
+        break;
+    }
+    case SNN_MODEL_RESNET34:
+    case SNN_MODEL_SEW_RESNET34: K = 1 + 2 * 16; break;
+    case SNN_MODEL_RESNET50:
+    case SNN_MODEL_SEW_RESNET50: K = 1 + 3 * 16; break;
+    default: K = 1 + 2 * 8; break; /* ResNet-18, SEW-ResNet-18 */
+    }
     const int first = a_max > -a_min ? a_max : -a_min; /* from A = 0 to either bound */
     return first + (K - 1) * (a_max - a_min);
 }

@@ -327,10 +327,13 @@ static void check_network(snn_model_kind kind, int want_bound)
 
 static void test_networks(void)
 {
-    /* CNN: K = 3 quantizers on a path, L = 4: 3 + 2 * 3; ResNets: K = 17: 3 + 16 * 3 */
+    /* CNN: K = 3 quantizers on a path, L = 4: 3 + 2 * 3; ResNet-18: K = 17: 3 + 16 * 3;
+     * ResNet-34: K = 33 (16 basic blocks); ResNet-50: K = 49 (16 bottlenecks of three) */
     check_network(SNN_MODEL_SPIKING_CNN, 9);
     check_network(SNN_MODEL_RESNET18, 51);
     check_network(SNN_MODEL_SEW_RESNET18, 51);
+    check_network(SNN_MODEL_SEW_RESNET34, 99);
+    check_network(SNN_MODEL_RESNET50, 147);
 }
 
 /* The converted CNN, sparsified: ST-BIF's signed spikes through both CPU sparse paths. */
