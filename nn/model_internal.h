@@ -28,7 +28,8 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
 /* The floats of the parameters and buffers the model of a configuration holds, computed from
  * the configuration without building it (in double: no overflow for any int sizes), so that a
  * checkpoint whose metadata describe a model larger than the file is refused before anything is
- * allocated. A lower bound: the 1-float parameters of ParametricLIF layers are left out.
+ * allocated. A lower bound: the 1-float parameters of ParametricLIF and QCLIP layers are left
+ * out.
  * snn_model_param_floats checks the configuration first (-1 with the error set when it is
  * bad); the per-builder counts sit next to their builders and follow them (test_checkpoint_hostile
  * compares them with built models). */

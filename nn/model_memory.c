@@ -11,7 +11,8 @@
  * model_resnet.c), so the estimate walks the same layers with shapes only, and adds up what
  * each op allocates, as the ops do it (autograd/fn_*.c, neurons/neuron_op.c):
  *
- *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w
+ *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w, QCLIP's
+ *                step
  *   gradients    one per trainable weight (training only; OWNED, allocated by the first backward)
  *   optimizer    `optimizer_states` tensors per trainable weight (SGD momentum 1, Adam 2)
  *   step         the step arena at its high-water mark, plus the step pool's blocks for the
@@ -20,6 +21,7 @@
  *                largest conv workspace (scratch taken and given back inside one op):
  *                  every op output                       4 B/element
  *                  neuron layers: spike counts per (t, n, c) plane, and in training H[t]
+ *                  (the ANN activations ReLU and QCLIP: their output only)
  *                  batch-norm (training): batch mean and 1/std per channel
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  views (flatten, reshape): no data of their own
@@ -215,7 +217,9 @@ static int batchnorm(walk *w, int in, double numel, int channels)
 static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, double planes,
                   int channels)
 {
-    if (n->kind == SNN_NEURON_PLIF) param(w, 1.0, true);
+    if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) param(w, 1.0, true);
+    /* the ANN activations (snn_relu, snn_qclip): their output alone, no activity, no state */
+    if (snn_neuron_is_ann(n->kind)) return output(w, numel, in, -1);
     int out = output(w, numel, in, -1); /* spikes */
     constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
     if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
@@ -380,6 +384,10 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn, c ? "out" : "config");
     memset(out, 0, sizeof *out);
     const bool cnn = c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET;
+    if (c->encoding == SNN_ENCODING_FIRST_STEP)
+        return snn_error(SNN_ERR_UNSUPPORTED, "%s: a network converted from a QANN (first-step "
+                         "encoding) is not covered: its layers are not the builders' (nn/ann2snn.c); "
+                         "hint: it runs inference only; size it by its QANN's configuration", fn);
     if (batch_size < 1 || c->time_steps < 1 || c->width_base < 1 || c->in_channels < 1 ||
         c->height < 1 || c->width < 1 || c->classes < 1 || optimizer_states < 0 ||
         (cnn && c->hidden < 1))
