@@ -208,6 +208,12 @@ snn_tensor *snn_mean_all(snn_tensor *x);
 /** (...) -> (T, ...): x repeated T (>= 1) times along a new leading time axis (x has at most
  * 5 dims). */
 snn_tensor *snn_repeat_time(snn_tensor *x, int T);
+/** (...) -> (T, ...): x at t = 0 and zeros after (T >= 1; autograd/fn_time.c), the input of a
+ * network converted from a QANN. */
+snn_tensor *snn_first_step(snn_tensor *x, int T);
+/** x (T, N, C, ...) with bias (C) added at t = 0 only (autograd/fn_time.c): a folded
+ * batch-norm's shift in a converted network. */
+snn_tensor *snn_add_first_step(snn_tensor *x, snn_tensor *bias);
 
 /* shape (autograd/fn_shape.c): views that share data, no copy */
 

@@ -3,8 +3,11 @@
  * layer shapes of the spiking CNN and the spiking ResNet-18, at firing rates 1-25 %.
  *
  *   build/bin/bench_sparse [threads] [images] [reps]   (default 2 threads, 16 images = T 4 x N 4, 7)
+ *   build/bin/bench_sparse 16 16 7 --gpu-only --gpu-images 256,512 --resnet50
  *
- * The GPU table runs at `images` and again at 256 (batch 64 x T 4).
+ * The GPU table runs at `images` and again at 256 (batch 64 x T 4), or at the --gpu-images
+ * list (512: batch 32 x T 16, the ResNet-50 setting); --gpu-only skips the CPU table;
+ * --resnet50 adds ResNet-50's bottleneck shapes (its 1x1 convs, up to 2048 channels).
  *
  * Inputs are {0, 1} with the structure trained nets show (DESIGN.md section 6): for one image a
  * whole channel is silent with probability s, and inside the active channels each element fires
@@ -15,7 +18,9 @@
  * sparse kernels given the (N, C_in) activity table, as a SparseConv2d runs them: the active-
  * channel lists are built inside the timed call. Best of `reps` runs each. "same" says whether
  * both sparse outputs equal the dense output bit for bit. With a CUDA build and a GPU a second
- * table times the dense CUDA conv against sparse_conv.cu on the same kind of inputs.
+ * table times the dense CUDA conv against sparse_conv.cu's three kernels (GEMM, event, and
+ * event-smem: the event kernel with its weight rows staged in shared memory) on the same kind
+ * of inputs.
  * Napkin math: dense does C_out * C_in*K*K * P multiply-adds per image; the GEMM path
  * C_out * |active|*K*K * P, so its ceiling is 1 / (1 - s) on top of the im2col and scatter; the
  * event path does spikes * K*K * C_out adds, rate * that of dense, but with scattered stores.
@@ -39,6 +44,21 @@ static const layer layers[] = {
     {"resnet 256->256 8x8", 256, 8, 256, 3, 1, 1},
     {"resnet 512->512 4x4", 512, 4, 512, 3, 1, 1},
 };
+
+#ifdef SNN_WITH_CUDA
+/* the 1x1 and 3x3 convs of a width-64 ResNet-50's bottlenecks (CIFAR stem: 32x32 in layer1) */
+static const layer layers50[] = {
+    {"r50 256->64 1x1 32x32", 256, 32, 64, 1, 1, 0},
+    {"r50 64->64 3x3 32x32", 64, 32, 64, 3, 1, 1},
+    {"r50 64->256 1x1 32x32", 64, 32, 256, 1, 1, 0},
+    {"r50 512->128 1x1 16x16", 512, 16, 128, 1, 1, 0},
+    {"r50 128->512 1x1 16x16", 128, 16, 512, 1, 1, 0},
+    {"r50 1024->256 1x1 8x8", 1024, 8, 256, 1, 1, 0},
+    {"r50 256->256 3x3 8x8", 256, 8, 256, 3, 1, 1},
+    {"r50 512->2048 1x1 4x4", 512, 4, 2048, 1, 1, 0},
+    {"r50 2048->512 1x1 4x4", 2048, 4, 512, 1, 1, 0},
+};
+#endif
 
 static const double rates[] = {0.01, 0.02, 0.05, 0.10, 0.25};
 static const double silent[] = {0.81, 0.75, 0.60, 0.50, 0.36};
@@ -114,18 +134,18 @@ static layer_buffers new_buffers(int N, const layer *l, snn_rng *rng)
  * covers this many back-to-back calls between two device syncs and is divided by it. */
 #define GPU_CALLS 10
 
-/* The same table on the GPU: dense snn_conv2d (im2col + cuBLAS) against sparse_conv.cu's two
- * paths, all timed between device syncs, best of reps; max |diff| (of the last path run, event) instead of
- * bitwise (different orders).
+/* The same table on the GPU: dense snn_conv2d (im2col + cuBLAS) against sparse_conv.cu's three
+ * kernels (GEMM, event, event with weights in shared memory), all timed between device syncs,
+ * best of reps; max |diff| (of the last kernel run) instead of bitwise (different orders).
  * "active" is the fraction of (image, channel) planes with a spike: the issue's GPU target
  * (>= 2x) applies where it is at most 25 %. */
-static void bench_cuda(int N, int reps, snn_rng *rng)
+static void bench_cuda(const layer *table, size_t n_layers, int N, int reps, snn_rng *rng)
 {
     printf("\nGPU, %d images per call, best of %d timings of %d calls\n", N, reps, GPU_CALLS);
-    printf("%-24s %5s %7s %9s %9s %9s %8s %8s %10s\n", "layer", "rate", "active", "dense ms",
-           "gemm ms", "event ms", "gemm x", "event x", "max|diff|");
-    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
-        const layer *l = &layers[li];
+    printf("%-24s %5s %7s %9s %9s %9s %9s %8s %8s %8s %10s\n", "layer", "rate", "active", "dense ms",
+           "gemm ms", "event ms", "smem ms", "gemm x", "event x", "smem x", "max|diff|");
+    for (size_t li = 0; li < n_layers; li++) {
+        const layer *l = &table[li];
         layer_buffers bufs = new_buffers(N, l, rng);
         const snn_conv2d_dims d = bufs.d;
         const int HW = bufs.HW;
@@ -141,7 +161,7 @@ static void bench_cuda(int N, int reps, snn_rng *rng)
             snn_tensor *tw = snn_from_host(SNN_SHAPE(l->C_out, l->C_in, l->K, l->K), w, SNN_CUDA);
             snn_tensor *ta = snn_from_host(SNN_SHAPE(N, l->C_in), act, SNN_CUDA);
             snn_tensor *ty = snn_empty(SNN_SHAPE(N, l->C_out, d.H_out, d.W_out), SNN_CUDA);
-            double best[3] = {1e30, 1e30, 1e30};
+            double best[4] = {1e30, 1e30, 1e30, 1e30};
             bool have_dense = false;
             for (int r = 0; r <= reps; r++) {     /* r = 0 warms up */
                 snn_synchronize(SNN_CUDA);
@@ -156,14 +176,14 @@ static void bench_cuda(int N, int reps, snn_rng *rng)
                 snn_synchronize(SNN_CUDA);
                 double t = (now() - t0) / GPU_CALLS;
                 if (r > 0 && t < best[0]) best[0] = t;
-                for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
+                for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT_SMEM; path++) {
                     t0 = now();
                     for (int c = 0; c < GPU_CALLS; c++)
                         snn_sparse_conv2d_cuda(ty->data, tx->data, tw->data, NULL, &d, ta->data,
                                                (snn_sparse_path)path);
                     snn_synchronize(SNN_CUDA);
                     t = (now() - t0) / GPU_CALLS;
-                    const int k = path == SNN_SPARSE_GEMM ? 1 : 2;
+                    const int k = path - SNN_SPARSE_GEMM + 1;   /* 1 gemm, 2 event, 3 smem */
                     if (r > 0 && t < best[k]) best[k] = t;
                 }
             }
@@ -176,10 +196,10 @@ static void bench_cuda(int N, int reps, snn_rng *rng)
             }
             snn_no_grad_end();
             snn_step_end();
-            printf("%-24s %4.0f%% %6.0f%% %9.3f %9.3f %9.3f %7.2fx %7.2fx %10.2g\n", l->name,
-                   100.0 * rates[ri], 100.0 * (double)active_planes / ((double)N * l->C_in),
-                   1e3 * best[0], 1e3 * best[1], 1e3 * best[2], best[0] / best[1],
-                   best[0] / best[2], diff);
+            printf("%-24s %4.0f%% %6.0f%% %9.3f %9.3f %9.3f %9.3f %7.2fx %7.2fx %7.2fx %10.2g\n",
+                   l->name, 100.0 * rates[ri], 100.0 * (double)active_planes / ((double)N * l->C_in),
+                   1e3 * best[0], 1e3 * best[1], 1e3 * best[2], 1e3 * best[3], best[0] / best[1],
+                   best[0] / best[2], best[0] / best[3], diff);
             fflush(stdout);
         }
         free_buffers(&bufs, l);
@@ -191,13 +211,33 @@ int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 2, N = argc > 2 ? atoi(argv[2]) : 16;
     const int reps = argc > 3 ? atoi(argv[3]) : 7;
+    bool gpu_only = false, resnet50 = false;
+    int gpu_images[8] = {0}, n_gpu_images = 0;
+    for (int a = 4; a < argc; a++) {
+        if (!strcmp(argv[a], "--gpu-only")) gpu_only = true;
+        else if (!strcmp(argv[a], "--resnet50")) resnet50 = true;
+        else if (!strcmp(argv[a], "--gpu-images") && a + 1 < argc) {
+            for (char *p = argv[++a]; *p && n_gpu_images < 8; p += *p == ',') {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p || v < 1) break;
+                gpu_images[n_gpu_images++] = (int)v;
+                p = end;
+            }
+        } else {
+            fprintf(stderr, "bench_sparse: unknown argument '%s'\n", argv[a]);
+            return 2;
+        }
+    }
+    if (!n_gpu_images) gpu_images[n_gpu_images++] = N, gpu_images[n_gpu_images++] = 256;
     snn_set_num_threads(threads);
     snn_rng rng;
     snn_rng_seed(&rng, 1);
     printf("bench_sparse: %d threads, %d images per call (T*N), best of %d\n\n", threads, N, reps);
-    printf("%-24s %5s %7s %9s %9s %9s %8s %8s %5s\n", "layer", "rate", "silent", "dense ms",
-           "gemm ms", "event ms", "gemm x", "event x", "same");
-    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+    if (!gpu_only)
+        printf("%-24s %5s %7s %9s %9s %9s %8s %8s %5s\n", "layer", "rate", "silent", "dense ms",
+               "gemm ms", "event ms", "gemm x", "event x", "same");
+    for (size_t li = 0; !gpu_only && li < sizeof layers / sizeof layers[0]; li++) {
         const layer *l = &layers[li];
         layer_buffers bufs = new_buffers(N, l, &rng);
         const snn_conv2d_dims d = bufs.d;
@@ -253,12 +293,18 @@ int main(int argc, char **argv)
     }
 #ifdef SNN_WITH_CUDA
     if (snn_cuda_available()) {
-        bench_cuda(N, reps, &rng);
-        bench_cuda(256, reps, &rng);   /* batch 64 x T 4: the throughput setting of snn-sparse */
+        /* by default `images` and 256 (batch 64 x T 4: the throughput setting of snn-sparse) */
+        for (int i = 0; i < n_gpu_images; i++) {
+            bench_cuda(layers, sizeof layers / sizeof layers[0], gpu_images[i], reps, &rng);
+            if (resnet50)
+                bench_cuda(layers50, sizeof layers50 / sizeof layers50[0], gpu_images[i], reps, &rng);
+        }
     }
     else printf("\nGPU: no CUDA device visible.\n");
 #else
     printf("\nGPU: built without SNN_CUDA (the CUDA table needs a CUDA build and a GPU).\n");
+    (void)resnet50;
+    (void)gpu_images;
 #endif
     snn_shutdown();
     return 0;

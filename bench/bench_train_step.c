@@ -6,6 +6,9 @@
  *   build/bin/bench_train_step [--device cuda] [--model resnet18|sew-resnet18|cnn] [--T 4]
  *                              [--batch 16,64,128,256] [--steps 20] [--width 64]
  *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
+ *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
+ * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
+ * (docs/ann2snn.md).
  *
  * For each batch size: median ms per step (forward, backward, Adam update; timed with the
  * device synchronised around each step), images per second (counting each image once, not T
@@ -13,7 +16,8 @@
  * high-water mark restarted between batch sizes) and what that peak costs per image above the
  * model's own state (parameters, gradients, Adam moments). --memory prints, for the first batch
  * size, what one training step holds at its end, by the name of the op that allocated it.
- * Then inference (eval mode, no tape) latency at batch 1 and throughput at batch 64, eagerly
+ * Then inference (eval mode, no tape) at the --infer-batch sizes (default: latency at batch 1
+ * and throughput at batch 64), eagerly
  * and (CUDA) replayed as a CUDA Graph (nn/forward_graph.c). Inputs are
  * random normal images; their values do not change the work of a dense network.
  *
@@ -224,7 +228,8 @@ static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_devi
 int main(int argc, char **argv)
 {
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
-    const char *batches = "64,128", *precision_name = "fp32";
+    const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
+    const char *infer_batches = "1,64";
     int T = 4, steps = 20, width = 0, infer = 1, memory = 0;
     for (int a = 1; a < argc; a += 2) {
         if (!strcmp(argv[a], "--no-infer")) { /* training steps only (for profilers) */
@@ -250,17 +255,22 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--steps")) steps = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--width")) width = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--precision")) precision_name = argv[a + 1];
+        else if (!strcmp(argv[a], "--neuron")) neuron = argv[a + 1]; /* relu: the ANN, T = 1 */
+        else if (!strcmp(argv[a], "--infer-batch")) infer_batches = argv[a + 1];
         else {
             fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] "
-                            "[--precision fp32|tf32|bf16] [--memory] [--no-infer]\n", argv[0]);
+                            "[--precision fp32|tf32|bf16] [--memory] [--no-infer] "
+                            "[--neuron lif|relu|stbif|...] [--infer-batch B1,B2]\n", argv[0]);
             return 2;
         }
     }
     snn_device device;
     snn_model_kind kind;
     snn_precision precision;
+    snn_neuron_kind neuron_kind;
     if (snn_device_parse(device_name, &device) != SNN_OK || snn_model_kind_parse(model_name, &kind) != SNN_OK ||
-        snn_precision_parse(precision_name, &precision) != SNN_OK) {
+        snn_precision_parse(precision_name, &precision) != SNN_OK ||
+        snn_neuron_kind_parse(neuron, &neuron_kind) != SNN_OK) {
         fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
         return 2;
     }
@@ -275,6 +285,9 @@ int main(int argc, char **argv)
     snn_rng rng;
     snn_rng_seed(&rng, 0);
     snn_model_config c = snn_model_config_default(kind);
+    c.neuron = snn_neuron_config_default(neuron_kind);
+    c.neuron.surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    if (snn_neuron_is_ann(neuron_kind)) T = 1; /* an ANN: one pass */
     c.time_steps = T;
     if (width) c.width_base = width;
     snn_module *model = snn_model_new(&c, &rng);
@@ -285,9 +298,9 @@ int main(int argc, char **argv)
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
     double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
-    printf("%s, T=%d, width %d, %lld parameters, device %s, LIF + ATan, Adam, precision %s\n",
+    printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons (ATan), Adam, precision %s\n",
            model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
-           snn_precision_name(precision));
+           neuron, snn_precision_name(precision));
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
@@ -315,8 +328,11 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (memory && first_batch) print_memory_profile(model, opt, device, first_batch, &c, &rng);
-    int infer_batch[2] = {1, 64};
-    for (int i = 0; infer && i < 2; i++) {
+    int infer_batch[8], n_infer = 0;
+    snprintf(list, sizeof list, "%s", infer_batches);
+    for (char *tok = strtok(list, ","); tok && n_infer < 8; tok = strtok(NULL, ","))
+        if (atoi(tok) > 0) infer_batch[n_infer++] = atoi(tok);
+    for (int i = 0; infer && i < n_infer; i++) {
         snn_arena_release_all();
         size_t base = snn_live_bytes(device);
         snn_reset_peak_bytes(device);
@@ -325,7 +341,7 @@ int main(int argc, char **argv)
         printf("| infer | %d | %.2f | %.0f | | %.0f | %.0f | %.1f |\n", infer_batch[i], 1e3 * t,
                infer_batch[i] / t, peak / 1e6, steady / 1e6, (double)(steady - base) / 1e6 / infer_batch[i]);
     }
-    for (int i = 0; infer && device == SNN_CUDA && i < 2; i++) {
+    for (int i = 0; infer && device == SNN_CUDA && i < n_infer; i++) {
         double t = time_graph(model, device, infer_batch[i], steps, &c, &rng);
         printf("| infer, CUDA Graph | %d | %.2f | %.0f | | | | |\n", infer_batch[i], 1e3 * t, infer_batch[i] / t);
     }

@@ -34,12 +34,13 @@ typedef struct train_options {
     const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
     const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
-    int limit_train, limit_test, augment, stop_after;
+    int limit_train, limit_test, augment, stop_after, levels;
     int checkpoint_every;
     int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
-    bool tf32;
+    bool tf32, symmetric;
     float tau, lr, momentum, weight_decay, min_lr;
     train_dist_options dist;
+    float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
 } train_options;
 
 static train_options defaults(void)
@@ -59,6 +60,7 @@ static train_options defaults(void)
 
 typedef struct epoch_stats {
     double loss_sum;
+    double penalty_sum;           /* the activity penalty (before LAMBDA), where the loss was read */
     int64_t correct, seen;        /* over the batches whose loss was read */
     int64_t images;
     double seconds;
@@ -102,6 +104,7 @@ static int save_checkpoint(const char *out_dir, snn_module *model, snn_optimizer
     snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)(batches < 0 ? epoch + 1 : epoch));
     snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
     snn_metadata_set(&meta, "snn.train.optimizer", "%s", o->optimizer);
+    snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
     snn_event_split split = SNN_SPLIT_BY_NUMBER;
     snn_event_split_parse(o->split_by, &split); /* checked before the data were loaded */
     snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
@@ -169,8 +172,12 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         status = snn_batch_to_device(&batch, device, &x, &y);
         snn_tensor *out = status == SNN_OK ? snn_module_forward(model, x) : NULL;
         if (out) loss = mse ? snn_mse_loss(out, snn_one_hot(y, config->classes)) : snn_cross_entropy(out, y);
-        if (loss) status = dist ? snn_dist_backward(dist, loss, batch.count, batch.global_count)
-                                : snn_backward(loss);
+        /* --activity-penalty: loss + LAMBDA * penalty is what is minimised; loss alone is logged */
+        snn_tensor *penalty = loss && o->activity_penalty > 0.0f ? snn_activity_penalty(model) : NULL;
+        snn_tensor *objective = penalty ? snn_add(loss, snn_scale(penalty, o->activity_penalty)) : loss;
+        if (!objective) loss = NULL;
+        if (loss) status = dist ? snn_dist_backward(dist, objective, batch.count, batch.global_count)
+                                : snn_backward(objective);
         else status = snn_last_status();
         /* Reading the loss synchronises with the device: only every log_every steps. */
         bool read = status == SNN_OK && (done % o->log_every == 0 || done + 1 == total);
@@ -195,6 +202,7 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
             st->correct += correct;
             st->loss_sum += (double)value * (double)count;
             st->seen += count;
+            if (penalty) st->penalty_sum += (double)snn_tensor_item(penalty) * (double)count; /* this rank's */
             if (o->step_log && rank0)
                 append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
@@ -411,8 +419,10 @@ int main(int argc, char **argv)
     option table[] = {
         {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
         {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, dvsnet"},
-        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif"},
+        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50, dvsnet"},
+        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
+        {"--levels", OPT_INT, &o.levels, "qclip / stbif: quantization levels L (0: the default, 8)"},
+        {"--symmetric", OPT_FLAG, &o.symmetric, "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
         {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
         {"--T", OPT_INT, &o.time_steps, "time steps"},
@@ -448,6 +458,7 @@ int main(int argc, char **argv)
         {"--gpus", OPT_INT, &o.dist.gpus, "data-parallel on N GPUs of this host, one process each (with --device cpu: N CPU processes); --batch-size is per GPU"},
         {"--init", OPT_STRING, &o.dist.init, "rendezvous of one rank of a multi-host run (RANK, WORLD_SIZE set): tcp://HOST:PORT or file:PATH"},
         {"--sync-bn", OPT_FLAG, &o.dist.sync_bn, "several ranks: batch-norm statistics over the global batch (default: each rank's own)"},
+        {"--activity-penalty", OPT_FLOAT, &o.activity_penalty, "LAMBDA: add LAMBDA x the per-plane group-lasso spike penalty (docs/sparse.md) to train for silent channels (0: off)"},
     };
     int n_opts = (int)(sizeof table / sizeof table[0]);
     int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
@@ -474,8 +485,8 @@ int main(int argc, char **argv)
                 ">= 0\n");
         return 2;
     }
-    if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f)) {
-        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay >= 0 and --tau > 1\n");
+    if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f) || !(o.activity_penalty >= 0.0f)) {
+        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 and --tau > 1\n");
         return 2;
     }
     if (strcmp(o.loss, "ce") && strcmp(o.loss, "mse")) {
@@ -558,8 +569,10 @@ int main(int argc, char **argv)
         if (snn_neuron_kind_parse(o.neuron, &nk) != SNN_OK) return fail("--neuron");
         config.neuron = snn_neuron_config_default(nk);
         config.neuron.tau = o.tau;
+        if (o.levels) config.neuron.levels = o.levels;
+        config.neuron.symmetric = o.symmetric;
         if (snn_surrogate_parse(o.surrogate, &config.neuron.surrogate) != SNN_OK) return fail("--surrogate");
-        config.time_steps = o.time_steps;
+        config.time_steps = snn_neuron_is_ann(nk) ? 1 : o.time_steps; /* an ANN has no time */
         config.hidden = o.hidden;
         if (o.width) config.width_base = o.width;
         config.spiking_readout = strcmp(o.loss, "mse") == 0;
@@ -751,11 +764,16 @@ int main(int argc, char **argv)
                 st.seen ? 100.0 * (double)st.correct / (double)st.seen : (double)NAN,
                 ev.total ? ev.loss_sum / (double)ev.total : (double)NAN, 100.0 * eval_accuracy(&ev),
                 (double)st.images / st.seconds, st.seconds, now_seconds() - run_start);
-        fprintf(stderr, "  firing rates:");
-        for (int l = 0; l < ev.n_layers; l++)
-            fprintf(stderr, " %s %.3f", ev.layer_names[l],
-                    ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
-        fputc('\n', stderr);
+        if (o.activity_penalty > 0.0f && st.seen)
+            fprintf(stderr, "  activity penalty %.4f (x LAMBDA %g)\n", st.penalty_sum / (double)st.seen,
+                    (double)o.activity_penalty);
+        if (!snn_neuron_is_ann(config.neuron.kind)) { /* an ANN's activations are not spikes */
+            fprintf(stderr, "  firing rates:");
+            for (int l = 0; l < ev.n_layers; l++)
+                fprintf(stderr, " %s %.3f", ev.layer_names[l],
+                        ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
+            fputc('\n', stderr);
+        }
         if (run_lock_verify() || write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt)) ||
             save_checkpoint(out_dir, model, opt, &o, epoch, -1, &st, last_accuracy, train.count)) {
             fprintf(stderr, "snn-train: stopping; the checkpoint of the last epoch written is kept "

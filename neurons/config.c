@@ -27,7 +27,8 @@ snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind)
     return c;
 }
 
-static const char *const kind_names[SNN_NEURON_COUNT] = {"if", "lif", "plif", "stbif"};
+static const char *const kind_names[SNN_NEURON_COUNT] = {"if", "lif", "plif", "stbif", "relu",
+                                                         "qclip"};
 
 const char *snn_neuron_kind_name(snn_neuron_kind kind)
 {
@@ -43,7 +44,12 @@ snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out)
         }
     }
     return snn_error(SNN_ERR_ARGUMENT, "snn_neuron_kind_parse: bad neuron '%s' (expected if, lif, "
-                     "plif or stbif)", name ? name : "(null)");
+                     "plif, stbif, relu or qclip)", name ? name : "(null)");
+}
+
+bool snn_neuron_is_ann(snn_neuron_kind kind)
+{
+    return kind == SNN_NEURON_RELU || kind == SNN_NEURON_QCLIP;
 }
 
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max)
@@ -63,15 +69,16 @@ snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'cfg' (expected a neuron config, got "
                          "NULL); hint: start from snn_neuron_config_default()", fn);
     if ((unsigned)cfg->kind >= SNN_NEURON_COUNT)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.kind (expected SNN_NEURON_IF, _LIF, _PLIF "
-                         "or _STBIF, got %d)", fn, (int)cfg->kind);
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.kind (expected SNN_NEURON_IF, _LIF, _PLIF, "
+                         "_STBIF, _RELU or _QCLIP, got %d)", fn, (int)cfg->kind);
     if ((unsigned)cfg->surrogate.kind >= SNN_SURROGATE_COUNT)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.surrogate.kind (expected 0 to %d, got %d)",
                          fn, SNN_SURROGATE_COUNT - 1, (int)cfg->surrogate.kind);
     if (!(cfg->surrogate.alpha > 0.0f) || !isfinite(cfg->surrogate.alpha))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.surrogate.alpha (expected > 0, got %g)", fn,
                          (double)cfg->surrogate.alpha);
-    if (cfg->kind == SNN_NEURON_STBIF) {
+    if (cfg->kind == SNN_NEURON_RELU) return SNN_OK;
+    if (cfg->kind == SNN_NEURON_STBIF || cfg->kind == SNN_NEURON_QCLIP) {
         if (!(cfg->theta > 0.0f) || !isfinite(cfg->theta))
             return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.theta (expected > 0, got %g)", fn,
                              (double)cfg->theta);
@@ -106,7 +113,7 @@ snn_neuron_params snn_neuron_params_from(const snn_neuron_config *cfg)
     p.alpha = cfg->surrogate.alpha;
     p.tau = cfg->tau;
     p.decay_input = cfg->decay_input;
-    if (cfg->kind == SNN_NEURON_STBIF) {
+    if (cfg->kind == SNN_NEURON_STBIF || cfg->kind == SNN_NEURON_QCLIP) {
         int a_min, a_max;
         snn_stbif_bounds(cfg, &a_min, &a_max);
         p.theta = cfg->theta;

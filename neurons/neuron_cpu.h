@@ -90,4 +90,22 @@ void snn_heaviside_forward_cpu(float *out, const float *x, int64_t n);
 void snn_heaviside_backward_cpu(float *dx, const float *dout, const float *x,
                                 snn_surrogate_kind kind, float alpha, int64_t n);
 
+/* plane_norm.c */
+void snn_plane_norm_forward_cpu(float *norm, const float *x, int64_t planes, int64_t plane);
+void snn_plane_norm_backward_cpu(float *dx, const float *dnorm, const float *x, const float *norm,
+                                 int64_t planes, int64_t plane);
+
+/* qclip.c */
+void snn_qclip_forward_cpu(float *y, const float *x, const float *step,
+                           const snn_neuron_params *p, int64_t n);
+void snn_qclip_backward_cpu(float *dx, float *dstep, const float *dy, const float *x,
+                            const float *step, const snn_neuron_params *p, float grad_scale,
+                            int64_t n);
+
+/* running_pool.c */
+void snn_running_max_pool_forward_cpu(float *y, int32_t *argmax, const float *x,
+                                      const snn_running_pool_dims *d);
+void snn_running_max_pool_backward_cpu(float *dx, const float *dy, const int32_t *argmax,
+                                       const snn_running_pool_dims *d);
+
 #endif /* SNN_NEURON_CPU_H */

@@ -1,6 +1,7 @@
 /*
- * neuron_cuda.cuh - what the CUDA neuron kernels (lif.cu, stbif.cu, heaviside.cu) share, and
- * the launchers that make up snn_neuron_kernels_cuda (neuron_kernels.cu). Internal; CUDA only.
+ * neuron_cuda.cuh - what the CUDA neuron kernels (lif.cu, stbif.cu, heaviside.cu, plane_norm.cu,
+ * qclip.cu, running_pool.cu) share, and the launchers that make up snn_neuron_kernels_cuda
+ * (neuron_kernels.cu). Internal; CUDA only.
  *
  * Dimension glossary: T time steps, N batch, C channels, plane elements per (n, c) (H * W or 1),
  * M = N * C * plane elements per time step. Every buffer is viewed as (T, M), time first.
@@ -182,6 +183,24 @@ void snn_stbif_backward_cuda(float *dx, float *dv_init, float *dw, const float *
 void snn_heaviside_forward_cuda(float *out, const float *x, int64_t n);
 void snn_heaviside_backward_cuda(float *dx, const float *dout, const float *x,
                                  snn_surrogate_kind kind, float alpha, int64_t n);
+
+/* plane_norm.cu */
+void snn_plane_norm_forward_cuda(float *norm, const float *x, int64_t planes, int64_t plane);
+void snn_plane_norm_backward_cuda(float *dx, const float *dnorm, const float *x,
+                                  const float *norm, int64_t planes, int64_t plane);
+
+/* qclip.cu */
+void snn_qclip_forward_cuda(float *y, const float *x, const float *step,
+                            const snn_neuron_params *p, int64_t n);
+void snn_qclip_backward_cuda(float *dx, float *dstep, const float *dy, const float *x,
+                             const float *step, const snn_neuron_params *p, float grad_scale,
+                             int64_t n);
+
+/* running_pool.cu */
+void snn_running_max_pool_forward_cuda(float *y, int32_t *argmax, const float *x,
+                                       const snn_running_pool_dims *d);
+void snn_running_max_pool_backward_cuda(float *dx, const float *dy, const int32_t *argmax,
+                                        const snn_running_pool_dims *d);
 
 } /* extern "C" */
 

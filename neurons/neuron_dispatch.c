@@ -3,7 +3,8 @@
  * that knows whether this build has CUDA (STYLE.md 2).
  *
  * The CUDA table, `snn_neuron_kernels_cuda`, is defined in neurons/neuron_kernels.cu (kernels in
- * lif.cu, stbif.cu, heaviside.cu) and declared in neuron_kernels.h under SNN_WITH_CUDA.
+ * lif.cu, stbif.cu, heaviside.cu, plane_norm.cu, qclip.cu, running_pool.cu) and declared in
+ * neuron_kernels.h under SNN_WITH_CUDA.
  */
 #include "neuron_cpu.h"
 #include "tensor/error.h"
@@ -16,6 +17,12 @@ const snn_neuron_kernels snn_neuron_kernels_cpu = {
     .stbif_backward = snn_stbif_backward_cpu,
     .heaviside_forward = snn_heaviside_forward_cpu,
     .heaviside_backward = snn_heaviside_backward_cpu,
+    .plane_norm_forward = snn_plane_norm_forward_cpu,
+    .plane_norm_backward = snn_plane_norm_backward_cpu,
+    .qclip_forward = snn_qclip_forward_cpu,
+    .qclip_backward = snn_qclip_backward_cpu,
+    .running_max_pool_forward = snn_running_max_pool_forward_cpu,
+    .running_max_pool_backward = snn_running_max_pool_backward_cpu,
 };
 
 const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device)

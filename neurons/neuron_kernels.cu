@@ -15,4 +15,10 @@ extern "C" const snn_neuron_kernels snn_neuron_kernels_cuda = {
     /* .stbif_backward = */ snn_stbif_backward_cuda,
     /* .heaviside_forward = */ snn_heaviside_forward_cuda,
     /* .heaviside_backward = */ snn_heaviside_backward_cuda,
+    /* .plane_norm_forward = */ snn_plane_norm_forward_cuda,
+    /* .plane_norm_backward = */ snn_plane_norm_backward_cuda,
+    /* .qclip_forward = */ snn_qclip_forward_cuda,
+    /* .qclip_backward = */ snn_qclip_backward_cuda,
+    /* .running_max_pool_forward = */ snn_running_max_pool_forward_cuda,
+    /* .running_max_pool_backward = */ snn_running_max_pool_backward_cuda,
 };

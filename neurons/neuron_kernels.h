@@ -82,6 +82,17 @@ typedef void (*snn_neuron_backward_fn)(float *dx, float *dv_init, float *dw, con
                                        const float *a_init, const float *w,
                                        const snn_neuron_params *p, const snn_neuron_dims *d);
 
+/* The running max-pool's geometry (running_pool.c): x (T, planes, H, W) -> y (T, planes,
+ * H_out, W_out), K x K windows at stride >= K (no overlap), no padding. */
+typedef struct snn_running_pool_dims {
+    int64_t T, planes;        /* planes = N * C */
+    int H, W, K, stride;
+    int H_out, W_out;         /* (H - K) / stride + 1, likewise W */
+} snn_running_pool_dims;
+
+/* Most elements a running max-pool window may hold (K <= 4): its running sums live in registers. */
+#define SNN_RUNNING_POOL_MAX_WINDOW 16
+
 typedef struct snn_neuron_kernels {
     const char *name; /* "cpu", "cuda" */
     /* IF, LIF and PLIF: one fused kernel, the kind selects the charge equation (lif.c) */
@@ -95,6 +106,28 @@ typedef struct snn_neuron_kernels {
     /* dx[i] += dout[i] * g'(x[i]) */
     void (*heaviside_backward)(float *dx, const float *dout, const float *x,
                                snn_surrogate_kind kind, float alpha, int64_t n);
+    /* x viewed as (planes, plane): norm[g] = sqrt(sum_p x[g, p]^2) (plane_norm.c) */
+    void (*plane_norm_forward)(float *norm, const float *x, int64_t planes, int64_t plane);
+    /* dx[g, p] += dnorm[g] * x[g, p] / norm[g], nothing where norm[g] = 0 */
+    void (*plane_norm_backward)(float *dx, const float *dnorm, const float *x, const float *norm,
+                                int64_t planes, int64_t plane);
+    /* QCLIP (qclip.c), n elements; step [1] is a device scalar (no host sync):
+     *   y[i] = s clip(floor(x[i]/s + 1/2), A_min, A_max),  s = max(step[0], SNN_QCLIP_MIN_STEP) */
+    void (*qclip_forward)(float *y, const float *x, const float *step, const snn_neuron_params *p,
+                          int64_t n);
+    /* dx[i] += dy[i] where A_min <= x/s <= A_max; dstep[0] += grad_scale sum_i dy[i] dy/ds
+     * (LSQ, neuron_math.h); either output may be NULL */
+    void (*qclip_backward)(float *dx, float *dstep, const float *dy, const float *x,
+                           const float *step, const snn_neuron_params *p, float grad_scale,
+                           int64_t n);
+    /* The running max-pool (running_pool.c): y[t] = P(S[t]) - P(S[t-1]), S the running sum
+     * of x over t. argmax (T, planes, H_out, W_out): the window index kh K + kw of each max,
+     * or NULL when backward will not run. */
+    void (*running_max_pool_forward)(float *y, int32_t *argmax, const float *x,
+                                     const snn_running_pool_dims *d);
+    /* dx (T, planes, H, W) += the gradient through time from dy and the forward's argmax */
+    void (*running_max_pool_backward)(float *dx, const float *dy, const int32_t *argmax,
+                                      const snn_running_pool_dims *d);
 } snn_neuron_kernels;
 
 /* The table of a device, or NULL when this build or machine has none (neuron_dispatch.c). */

@@ -29,6 +29,10 @@
  *   dS/dH = [A < A_max] g'(H - theta) + [A > A_min] g'(H)
  *   dV/dH = 1 - theta dS/dH   (1 with detach_reset),   G_H = G_Y theta dS/dH + G_V dV/dH
  *   G_X = G_H,  G_V[t-1] = G_H
+ *
+ * QCLIP, the ANN quantizer ST-BIF converges to (stateless; LSQ's straight-through backward):
+ *   y = s clip(floor(x/s + 1/2), A_min, A_max);  dy/dx = [A_min <= x/s <= A_max]
+ *   dy/ds = floor(x/s + 1/2) - x/s inside, A_min below, A_max above
  */
 #ifndef SNN_NEURON_MATH_H
 #define SNN_NEURON_MATH_H
@@ -119,6 +123,37 @@ SNN_HD static inline float snn_stbif_grad_h(const snn_neuron_params *p, float h,
     const float keep = p->detach_reset ? 0.0f : 1.0f;
     const float dv_dh = 1.0f - p->theta * ds_dh * keep;
     return gy * p->theta * ds_dh + gv * dv_dh;
+}
+
+/* ---- QCLIP (the quantizer ST-BIF replaces; qclip.c) ------------------------------------------
+ * r = x / s, y = s clip(floor(r + 1/2), A_min, A_max). Division, add, floor, compare, multiply:
+ * nothing for nvcc to contract, so the CUDA forward gives the CPU's bits. */
+
+/* The step the quantizer uses: the learned one, kept away from 0. */
+SNN_HD static inline float snn_qclip_step_value(float step)
+{
+    return step > SNN_QCLIP_MIN_STEP ? step : SNN_QCLIP_MIN_STEP;
+}
+
+/* The level of r = x / s: clip(floor(r + 1/2), A_min, A_max); NaN stays NaN. */
+SNN_HD static inline float snn_qclip_level(const snn_neuron_params *p, float r)
+{
+    const float q = floorf(r + 0.5f);
+    return q < p->a_min ? p->a_min : (q > p->a_max ? p->a_max : q);
+}
+
+/* LSQ's dy/ds at r = x / s: floor(r + 1/2) - r inside [A_min, A_max], the bound outside. */
+SNN_HD static inline float snn_qclip_dy_ds(const snn_neuron_params *p, float r)
+{
+    if (r < p->a_min) return p->a_min;
+    if (r > p->a_max) return p->a_max;
+    return floorf(r + 0.5f) - r;
+}
+
+/* LSQ's dy/dx at r = x / s: 1 inside [A_min, A_max], 0 outside (and for NaN). */
+SNN_HD static inline bool snn_qclip_passes(const snn_neuron_params *p, float r)
+{
+    return r >= p->a_min && r <= p->a_max;
 }
 
 #endif /* SNN_NEURON_MATH_H */

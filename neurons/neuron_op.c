@@ -30,19 +30,22 @@ const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
 {
     if (snn_check_tensor(fn, "x", x)) return NULL; /* first: keeps an earlier op's message */
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return NULL;
-    if (cfg->kind == SNN_NEURON_PLIF) {
+    if (cfg->kind == SNN_NEURON_PLIF || cfg->kind == SNN_NEURON_QCLIP) {
+        const bool plif = cfg->kind == SNN_NEURON_PLIF;
         if (!w)
-            return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected PLIF's "
-                                  "1-element parameter, got NULL); hint: make it with "
-                                  "snn_plif_param_new(tau0, device)", fn);
+            return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected %s 1-element "
+                                  "parameter, got NULL); hint: make it with %s", fn,
+                                  plif ? "PLIF's" : "QCLIP's step, a",
+                                  plif ? "snn_plif_param_new(tau0, device)"
+                                       : "snn_qclip_step_new(step, device)");
         if (w->numel != 1)
             return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected 1 element, "
                                   "got %lld)", fn, (long long)w->numel);
         if (snn_check_same_device(fn, "x", x, "w", w)) return NULL;
     } else if (w) {
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'w' (expected NULL for a %s "
-                              "neuron, got a tensor); hint: only plif learns a parameter", fn,
-                              snn_neuron_kind_name(cfg->kind));
+                              "neuron, got a tensor); hint: only plif and qclip learn a "
+                              "parameter", fn, snn_neuron_kind_name(cfg->kind));
     }
     return snn_neuron_kernels_or_error(fn, x->device);
 }
@@ -96,6 +99,8 @@ static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_con
     if (activity) *activity = NULL;
     const snn_neuron_kernels *k = snn_neuron_check_args(fn, x, cfg, w);
     if (!k) return NULL;
+    if (cfg->kind == SNN_NEURON_RELU) return snn_relu(x); /* ANN kinds: no state, no spikes */
+    if (cfg->kind == SNN_NEURON_QCLIP) return snn_qclip(x, w, cfg);
     if (x->shape.ndim < 2) {
         char buf[96];
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (T, N, ...) with "

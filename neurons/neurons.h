@@ -96,6 +96,9 @@ typedef enum snn_neuron_kind {
     SNN_NEURON_LIF,     /**< leaky: fixed tau */
     SNN_NEURON_PLIF,    /**< ParametricLIF: 1/tau = sigmoid(w), w learned (Fang et al. 2021) */
     SNN_NEURON_STBIF,   /**< spike-threshold bipolar IF (SpikeZIP-TF): a quantized ANN as an SNN */
+    SNN_NEURON_RELU,    /**< ANN activation: y = max(x, 0), no time dynamics (models run T = 1) */
+    SNN_NEURON_QCLIP,   /**< ANN activation: ST-BIF's L-level quantizer with a learned step (LSQ);
+                             a QANN made of it converts to ST-BIF (nn/ann2snn.c) */
     SNN_NEURON_COUNT    /**< the number of kinds */
 } snn_neuron_kind;
 
@@ -119,7 +122,8 @@ typedef struct snn_neuron_config {
      * A = sum of S kept in [A_min, A_max] = [0, levels - 1], or [-levels/2, levels/2 - 1] when
      * symmetric. Its reset is always "subtract theta" (soft); detach_reset applies. The
      * surrogate's alpha is measured in units of 1/theta: the kernel uses slope alpha / theta
-     * (the paper's 4/theta). */
+     * (the paper's 4/theta). QCLIP: the same levels and bounds; theta is the initial value of its
+     * learned step. */
     float theta;
     int levels;              /**< L >= 2; default 8 */
     bool symmetric;          /**< default off (unsigned levels) */
@@ -130,13 +134,16 @@ snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind);
 /** Checks every field of `cfg` for its kind: SNN_OK, or SNN_ERR_ARGUMENT with a message naming
  * `fn` (the caller, for the message) and the bad field. */
 snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg);
-/** "if", "lif", "plif" or "stbif" (a static string). */
+/** "if", "lif", "plif", "stbif", "relu" or "qclip" (a static string). */
 const char *snn_neuron_kind_name(snn_neuron_kind kind);
 /** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT with a message for any
  * other name. */
 snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out);
-/** The ST-BIF bounds [*a_min, *a_max] of the spike count A for `cfg` (levels, symmetric). */
+/** The ST-BIF bounds [*a_min, *a_max] of the spike count A for `cfg` (levels, symmetric);
+ * for QCLIP the bounds of its levels. */
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max);
+/** True for the ANN activations (RELU, QCLIP): stateless, a model made of them runs T = 1. */
+bool snn_neuron_is_ann(snn_neuron_kind kind);
 
 /* ---------------------------------------------------------------------------------------------
  * ParametricLIF's parameter
@@ -181,6 +188,41 @@ snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config 
  * counts / input_numel, the number of elements of the neurons' input. Reads the device. NaN on
  * error (activity NULL, input_numel <= 0; message set). */
 float snn_activity_rate(const snn_tensor *activity, int64_t input_numel);
+
+/* ---------------------------------------------------------------------------------------------
+ * The quantized clip activation (QCLIP) of a QANN: the quantizer ST-BIF stands in for.
+ *
+ *   y = s clip(floor(x / s + 1/2), A_min, A_max),  s = max(step[0], SNN_QCLIP_MIN_STEP)
+ *
+ * with ST-BIF's bounds (snn_stbif_bounds). The step is learned as in LSQ (Esser et al.,
+ * "Learned Step Size Quantization", ICLR 2020): backward is the straight-through estimator
+ *   dx += dy                            where A_min <= x/s <= A_max, else nothing
+ *   dstep += g sum dy (floor(x/s + 1/2) - x/s  inside,  A_min below,  A_max above)
+ *   g = 1 / sqrt(F max(A_max, -A_min)),  F = elements per sample (x is (T, N, ...))
+ * ------------------------------------------------------------------------------------------- */
+
+/** The smallest step QCLIP uses (a learned step below it is taken as this). */
+#define SNN_QCLIP_MIN_STEP 1e-6f
+
+/** OWNED 1-element step tensor holding `step` (> 0), requires_grad set. NULL on error. */
+snn_tensor *snn_qclip_step_new(float step, snn_device device);
+/** The quantized clip of x (T, N, ...) above; step: 1 element on x's device; cfg: a QCLIP config
+ * (levels, symmetric). Differentiable in x and step. */
+snn_tensor *snn_qclip(snn_tensor *x, snn_tensor *step, const snn_neuron_config *cfg);
+
+/* ---------------------------------------------------------------------------------------------
+ * The max-pool of a converted SNN (nn/ann2snn.c): the max-pool of the running sums of its
+ * input, emitted as changes, so that what it has emitted by step t is the max-pool of all it
+ * has received (a QANN's max-pool sees the whole quantized activation, an SNN only its spikes
+ * so far; the max of sums is not the sum of per-step maxima):
+ *
+ *   S[t] = x[0] + ... + x[t]            y[t] = P(S[t]) - P(S[t-1]),  P(S[-1]) = 0
+ *   so  y[0] + ... + y[t] = P(S[t])     (P: K x K max-pool at stride >= K, no padding)
+ * ------------------------------------------------------------------------------------------- */
+
+/** The running max-pool above of x (T, N, C, H, W), K = `kernel` at `stride` (>= kernel, no
+ * padding). A plane that is silent at step t stays silent in y[t]. Differentiable. */
+snn_tensor *snn_running_max_pool2d(snn_tensor *x, int kernel, int stride);
 
 /* ---------------------------------------------------------------------------------------------
  * Single-step neurons
@@ -230,6 +272,20 @@ snn_tensor *snn_neuron_step(snn_tensor *x, const snn_neuron_config *cfg, snn_ten
  * Returns a STEP tensor of x's shape, or NULL on error as every op (autograd.h).
  */
 snn_tensor *snn_heaviside(snn_tensor *x, snn_surrogate surrogate);
+
+/* ---------------------------------------------------------------------------------------------
+ * The L2 norm of each (t, n, c) plane of a spike tensor (plane_norm.c), the group-lasso term of
+ * the activity penalty (nn.h: snn_activity_penalty):
+ *   forward  y[t, n, c] = sqrt(sum over the plane of x^2)    (= sqrt(spike count) for {0, 1})
+ *   backward dx += dy * x / y, nothing where y = 0 (a silent plane: subgradient 0)
+ * x: (T, N, C, ...) -> (T, N, C); (T, N, F) -> (T, N, F) (planes of one element: |x|);
+ * (T, N) -> (T, N). Differentiable in x; through the neuron's spike output it reaches the
+ * membrane by the surrogate. CPU and CUDA.
+ * ------------------------------------------------------------------------------------------- */
+
+/** The L2 norm of each (t, n, c) plane of x (above): a STEP tensor (T, N, C), or NULL on error as
+ * every op. */
+snn_tensor *snn_spike_plane_norms(snn_tensor *x);
 
 #ifdef __cplusplus
 }

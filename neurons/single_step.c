@@ -38,6 +38,14 @@ snn_tensor *snn_neuron_step(snn_tensor *x, const snn_neuron_config *cfg, snn_ten
     if (x->shape.ndim < 1)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (N, ...) with at "
                               "least 1 dim, got a 0-D tensor)", fn);
+    if (cfg->kind == SNN_NEURON_RELU) return snn_relu(x); /* ANN kinds: stateless */
+    if (cfg->kind == SNN_NEURON_QCLIP && x->shape.ndim < SNN_MAX_DIMS) {
+        snn_shape one_step = {.ndim = x->shape.ndim + 1}; /* (1, N, ...), as the op expects */
+        one_step.dim[0] = 1;
+        for (int i = 0; i < x->shape.ndim; i++) one_step.dim[i + 1] = x->shape.dim[i];
+        return snn_reshape(snn_qclip(snn_reshape(x, one_step), w, cfg), x->shape);
+    }
+    if (cfg->kind == SNN_NEURON_QCLIP) return snn_qclip(x, w, cfg);
     const bool stbif = cfg->kind == SNN_NEURON_STBIF;
 
     /* A state from a closed step is a reset state (its tensors died with that step). */

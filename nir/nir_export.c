@@ -22,11 +22,13 @@
  *   AvgPool2d, the ResNet's global average pool -> AvgPool2d (kernel = the map for the latter)
  *   Flatten                 -> Flatten of (C, H, W), start_dim 0, end_dim -1
  *   Dropout                 -> nothing (the identity at inference)
- *   spiking ResNet block    -> sn2 gets edges from conv2 and from the shortcut's terms
- *   SEW block (ADD)         -> its output is the terms of sn2 plus the shortcut's terms
+ *   spiking ResNet block    -> its last neuron (sn2; sn3 in a bottleneck) gets edges from the
+ *                              last conv and from the shortcut's terms
+ *   SEW block (ADD)         -> its output is the terms of the last neuron plus the shortcut's
  * plus Input (C, H, W) and Output (classes) nodes. Direct encoding needs nothing: the image is
  * fed at every step. Not exportable (an error naming the layer): soft reset (NIR resets to
- * v_reset), ST-BIF (bipolar spikes and counters), max-pooling of non-spike values.
+ * v_reset), ST-BIF (bipolar spikes and counters), the ANN activations (ReLU, QCLIP), the layers
+ * of converted networks, max-pooling of non-spike values.
  */
 #include <math.h>
 #include <string.h>
@@ -130,6 +132,10 @@ static snn_status export_conv(nir_graph *g, flow *f, snn_module *conv, snn_modul
 static snn_status export_neuron(nir_graph *g, flow *f, snn_module *m, const char *name)
 {
     const snn_neuron_config *c = &((const snn_neuron_layer_impl *)m->impl)->config;
+    if (snn_neuron_is_ann(c->kind))
+        return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s' is an ANN activation (%s), not a "
+                         "spiking neuron (NIR has no ReLU or quantizer node)", name,
+                         snn_neuron_kind_name(c->kind));
     if (c->kind == SNN_NEURON_STBIF)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s' is an ST-BIF neuron (NIR has "
                          "no bipolar spikes or spike counters)", name);
@@ -237,35 +243,45 @@ static snn_status export_children(nir_graph *g, flow *f, snn_module *m, const ch
                                   bool sew);
 
 /* children: conv1 bn1 sn1 conv2 bn2 sn2 [downsample: conv bn [sn]] (model_resnet.c) */
+/* A residual block: basic (conv1 bn1 sn1 conv2 bn2 sn2) or bottleneck (conv1 bn1 sn1 conv2 bn2
+ * sn2 conv3 bn3 sn3), then the downsample if any (model_resnet.c). */
 static snn_status export_block(nir_graph *g, flow *f, snn_module *m, const char *prefix, bool sew)
 {
     flow shortcut = *f;
     char name[NIR_NAME];
     snn_module **ch = m->children;
-    join(name, prefix, "conv1");
-    snn_status st = export_conv(g, f, ch[0], ch[1], name);
-    join(name, prefix, "sn1");
-    if (st == SNN_OK) st = export_neuron(g, f, ch[2], name);
-    join(name, prefix, "conv2");
-    if (st == SNN_OK) st = export_conv(g, f, ch[3], ch[4], name);
-    if (st == SNN_OK && m->n_children > 6) {
+    const int convs = strcmp(m->ops->kind, "Bottleneck") == 0 ? 3 : 2, last = 3 * convs - 1;
+    snn_status st = SNN_OK;
+    for (int k = 0; k < convs && st == SNN_OK; k++) {
+        char part[16];
+        snprintf(part, sizeof part, "conv%d", k + 1);
+        join(name, prefix, part);
+        st = export_conv(g, f, ch[3 * k], ch[3 * k + 1], name);
+        if (k + 1 < convs) {
+            snprintf(part, sizeof part, "sn%d", k + 1);
+            join(name, prefix, part);
+            if (st == SNN_OK) st = export_neuron(g, f, ch[3 * k + 2], name);
+        }
+    }
+    if (st == SNN_OK && m->n_children > last + 1) {
         char down[NIR_NAME];
         join(down, prefix, "downsample");
-        st = export_children(g, &shortcut, m->children[6], down, sew);
+        st = export_children(g, &shortcut, m->children[last + 1], down, sew);
     }
-    char sn2[NIR_NAME];
-    join(sn2, prefix, "sn2");
+    char sn_last[NIR_NAME], part[16];
+    snprintf(part, sizeof part, "sn%d", convs);
+    join(sn_last, prefix, part);
     if (st != SNN_OK) return st;
     if (!sew) {
-        /* sn2(bn2(conv2(...)) + shortcut): sn2 gets both */
+        /* sn_last(bn_last(conv_last(...)) + shortcut): the last neuron gets both */
         if (f->n_terms + shortcut.n_terms > MAX_TERMS)
             return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s': too many residual terms", prefix);
         for (int i = 0; i < shortcut.n_terms; i++)
             snprintf(f->terms[f->n_terms++], NIR_NAME, "%s", shortcut.terms[i]);
-        return export_neuron(g, f, ch[5], sn2);
+        return export_neuron(g, f, ch[last], sn_last);
     }
-    /* SEW: sn2(...) + shortcut, the sum left to the consumers */
-    st = export_neuron(g, f, ch[5], sn2);
+    /* SEW: sn_last(...) + shortcut, the sum left to the consumers */
+    st = export_neuron(g, f, ch[last], sn_last);
     if (st != SNN_OK) return st;
     if (f->n_terms + shortcut.n_terms > MAX_TERMS)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s': too many residual terms", prefix);
@@ -303,7 +319,7 @@ static snn_status export_children(nir_graph *g, flow *f, snn_module *m, const ch
             continue;
         } else if (ops == &snn_sequential_ops) {
             st = export_children(g, f, c, name, sew);
-        } else if (strcmp(ops->kind, "BasicBlock") == 0) {
+        } else if (strcmp(ops->kind, "BasicBlock") == 0 || strcmp(ops->kind, "Bottleneck") == 0) {
             st = export_block(g, f, c, name, sew);
         } else {
             st = snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: layer '%s' of kind %s has no NIR "
@@ -322,7 +338,8 @@ snn_status nir_from_model(nir_graph *g, snn_module *model)
     memset(g, 0, sizeof *g);
     g->time_steps = c->time_steps;
     /* SEW blocks without a downsample look like plain blocks: tell them by the model's kind */
-    bool sew = c->kind == SNN_MODEL_SEW_RESNET18;
+    bool sew = c->kind == SNN_MODEL_SEW_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET34 ||
+               c->kind == SNN_MODEL_SEW_RESNET50;
     flow f = {.ndim = 3, .shape = {c->in_channels, c->height, c->width}};
     nir_node *in = nir_add_node(g, "Input", "input");
     snn_status st = in ? nir_add_ints(in, "shape", 3, f.shape) : snn_last_status();

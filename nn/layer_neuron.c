@@ -3,7 +3,9 @@
  *
  * It keeps the last forward's activity (spike counts per (t, n, c) plane, written by the neuron
  * kernel itself) so that firing rates can be reported without an extra pass. ParametricLIF owns
- * its learned w (one scalar per layer, as SpikingJelly's ParametricLIFNode).
+ * its learned w (one scalar per layer, as SpikingJelly's ParametricLIFNode), QCLIP its learned
+ * step (one scalar per layer, as LSQ's activation quantizers). The ANN kinds (RELU, QCLIP) keep
+ * no activity: their firing rate reads -1.
  */
 #include "nn.h"
 #include "nn_internal.h"
@@ -12,7 +14,8 @@
 static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
 {
     snn_neuron_layer_impl *n = m->impl;
-    snn_tensor *w = n->config.kind == SNN_NEURON_PLIF ? m->params[0].tensor : NULL;
+    /* PLIF's w, QCLIP's step: the layer's one parameter */
+    snn_tensor *w = m->n_params > 0 ? m->params[0].tensor : NULL;
     snn_tensor *activity = NULL;
     snn_tensor *spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
                                           : snn_neuron_multistep(x, &n->config, w, &activity);
@@ -52,6 +55,13 @@ snn_module *snn_neuron_layer_new(const snn_neuron_config *config)
             return NULL;
         }
         snn_module_add_param(m, "w", w, true);
+    } else if (config->kind == SNN_NEURON_QCLIP) {
+        snn_tensor *step = snn_qclip_step_new(config->theta, SNN_CPU);
+        if (!step) {
+            snn_module_free(m);
+            return NULL;
+        }
+        snn_module_add_param(m, "step", step, true);
     }
     return m;
 }

@@ -38,20 +38,25 @@ const char *snn_model_kind_name(snn_model_kind kind)
     case SNN_MODEL_RESNET18: return "resnet18";
     case SNN_MODEL_SEW_RESNET18: return "sew-resnet18";
     case SNN_MODEL_DVS_NET: return "dvsnet";
+    case SNN_MODEL_RESNET34: return "resnet34";
+    case SNN_MODEL_SEW_RESNET34: return "sew-resnet34";
+    case SNN_MODEL_RESNET50: return "resnet50";
+    case SNN_MODEL_SEW_RESNET50: return "sew-resnet50";
+    case SNN_MODEL_KIND_COUNT: break;
     }
     return "unknown";
 }
 
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out)
 {
-    for (int k = SNN_MODEL_SPIKING_CNN; k <= SNN_MODEL_DVS_NET; k++) {
+    for (int k = SNN_MODEL_SPIKING_CNN; k < SNN_MODEL_KIND_COUNT; k++) {
         if (name && strcmp(name, snn_model_kind_name((snn_model_kind)k)) == 0) {
             *out = (snn_model_kind)k;
             return SNN_OK;
         }
     }
-    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18 "
-                     "or dvsnet)",
+    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18, "
+                     "dvsnet, resnet34, sew-resnet34, resnet50 or sew-resnet50)",
                      name ? name : "(null)");
 }
 
@@ -90,13 +95,24 @@ static snn_status check_config(const snn_model_config *c)
                          "got %.0f for %dx%d)", fn, snn_model_kind_name(c->kind),
                          snn_cnn_flat_features(c), c->height, c->width);
     if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON &&
-        c->encoding != SNN_ENCODING_EVENTS)
+        c->encoding != SNN_ENCODING_EVENTS && c->encoding != SNN_ENCODING_FIRST_STEP)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'encoding' (got %d)", fn,
                          (int)c->encoding);
-    if ((c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18) &&
-        (c->height < 8 || c->width < 8))
+    const bool resnet = c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18 ||
+                        c->kind == SNN_MODEL_RESNET34 || c->kind == SNN_MODEL_SEW_RESNET34 ||
+                        c->kind == SNN_MODEL_RESNET50 || c->kind == SNN_MODEL_SEW_RESNET50;
+    if (resnet && (c->height < 8 || c->width < 8))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
+    if (snn_neuron_is_ann(c->neuron.kind) &&
+        (c->time_steps != 1 || c->encoding != SNN_ENCODING_DIRECT))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (a %s model is an ANN: expected "
+                         "time_steps 1 and direct encoding, got %d and %s)", fn,
+                         snn_neuron_kind_name(c->neuron.kind), c->time_steps,
+                         c->encoding == SNN_ENCODING_DIRECT    ? "direct"
+                         : c->encoding == SNN_ENCODING_POISSON ? "poisson"
+                         : c->encoding == SNN_ENCODING_EVENTS  ? "event frames"
+                                                               : "first-step");
     return snn_neuron_config_check(fn, &c->neuron);
 }
 
@@ -124,8 +140,13 @@ double snn_model_param_floats(const snn_model_config *config)
     switch (config->kind) {
     case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_param_floats(config);
     case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18: return snn_resnet18_param_floats(config);
+    case SNN_MODEL_SEW_RESNET18:
+    case SNN_MODEL_RESNET34:
+    case SNN_MODEL_SEW_RESNET34:
+    case SNN_MODEL_RESNET50:
+    case SNN_MODEL_SEW_RESNET50: return snn_resnet_param_floats(config);
     case SNN_MODEL_DVS_NET: return snn_dvs_net_param_floats(config);
+    case SNN_MODEL_KIND_COUNT: break;
     }
     snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
     return -1.0;
@@ -140,8 +161,13 @@ snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
     switch (config->kind) {
     case SNN_MODEL_SPIKING_CNN: return neurons_consume_inputs(snn_spiking_cnn_new(config, rng));
     case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18: return neurons_consume_inputs(snn_resnet18_new(config, rng));
+    case SNN_MODEL_SEW_RESNET18:
+    case SNN_MODEL_RESNET34:
+    case SNN_MODEL_SEW_RESNET34:
+    case SNN_MODEL_RESNET50:
+    case SNN_MODEL_SEW_RESNET50: return neurons_consume_inputs(snn_resnet_new(config, rng));
     case SNN_MODEL_DVS_NET: return neurons_consume_inputs(snn_dvs_net_new(config, rng));
+    case SNN_MODEL_KIND_COUNT: break;
     }
     return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
 }
@@ -244,12 +270,31 @@ snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
         /* the image is the same at every step: the stem runs once and is repeated over T */
         h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
+    } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
+        /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
+        h = snn_first_step(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
     } else {
         h = snn_model_encode(c, x, &impl->encode_seed);
         h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
     }
     for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
+    if (h && c->encoding == SNN_ENCODING_FIRST_STEP) return snn_sum(h, 0, false); /* (N, K) */
     return h ? snn_model_readout(h) : NULL;
+}
+
+snn_status snn_model_set_time_steps(snn_module *model, int time_steps)
+{
+    const char *fn = "snn_model_set_time_steps";
+    if (!snn_model_config_of(model))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'model' (expected a model made by "
+                         "snn_model_new or snn_ann_to_snn)", fn);
+    snn_model_config *c = &((snn_model_impl *)model->impl)->config;
+    if (time_steps < 1 || time_steps > 1024 || (snn_neuron_is_ann(c->neuron.kind) && time_steps != 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'time_steps' (expected 1..1024, and 1 "
+                         "for a %s model, got %d)", fn, snn_neuron_kind_name(c->neuron.kind),
+                         time_steps);
+    c->time_steps = time_steps;
+    return SNN_OK;
 }
 
 void snn_model_free_impl(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }

@@ -17,7 +17,8 @@ typedef struct snn_model_impl {
 extern const snn_module_ops snn_resnet_model_ops;
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
-snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng);
+/* ResNet-18, -34, -50 and the SEW variants (model_resnet.c). */
+snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng);
 snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
 /* SNN_OK when x fits the model: (N, C, H, W), or (T, N, C, H, W) with the model's T for event
  * frames; any_size skips the H, W check (ResNets take any size >= 8). */
@@ -27,13 +28,14 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
 /* The floats of the parameters and buffers the model of a configuration holds, computed from
  * the configuration without building it (in double: no overflow for any int sizes), so that a
  * checkpoint whose metadata describe a model larger than the file is refused before anything is
- * allocated. A lower bound: the 1-float parameters of ParametricLIF layers are left out.
+ * allocated. A lower bound: the 1-float parameters of ParametricLIF and QCLIP layers are left
+ * out.
  * snn_model_param_floats checks the configuration first (-1 with the error set when it is
  * bad); the per-builder counts sit next to their builders and follow them (test_checkpoint_hostile
  * compares them with built models). */
 double snn_model_param_floats(const snn_model_config *config);
 double snn_spiking_cnn_param_floats(const snn_model_config *c);
-double snn_resnet18_param_floats(const snn_model_config *c);
+double snn_resnet_param_floats(const snn_model_config *c);
 double snn_dvs_net_param_floats(const snn_model_config *c);
 /* The flattened features (width_base x the frame after the pools) that fc1 of the spiking CNN
  * or the DVS net takes, in double (model.c bounds it before a builder's int arithmetic). */
@@ -44,7 +46,8 @@ snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t 
 /* (T, N, K) -> (N, K), the mean over time. */
 snn_tensor *snn_model_readout(snn_tensor *y);
 /* A model's forward after its input check: encoding, the stem (children 0 and 1: conv and
- * batch-norm), the remaining children in order, the readout. */
+ * batch-norm), the remaining children in order, the readout (the mean over T; the sum for
+ * SNN_ENCODING_FIRST_STEP, a converted network's). */
 snn_tensor *snn_model_run(snn_module *m, snn_tensor *x);
 /* free_impl of every model: frees its snn_model_impl. */
 void snn_model_free_impl(snn_module *m);

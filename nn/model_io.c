@@ -29,9 +29,10 @@ snn_status snn_model_config_to_metadata(const snn_model_config *c, snn_metadata 
     SET("snn.model.width", "%d", c->width_base);
     SET("snn.model.hidden", "%d", c->hidden);
     SET("snn.model.time_steps", "%d", c->time_steps);
-    SET("snn.model.encoding", "%s", c->encoding == SNN_ENCODING_POISSON  ? "poisson"
-                                    : c->encoding == SNN_ENCODING_EVENTS ? "events"
-                                                                         : "direct");
+    SET("snn.model.encoding", "%s", c->encoding == SNN_ENCODING_POISSON      ? "poisson"
+                                    : c->encoding == SNN_ENCODING_EVENTS     ? "events"
+                                    : c->encoding == SNN_ENCODING_FIRST_STEP ? "first_step"
+                                                                             : "direct");
     SET("snn.model.spiking_readout", "%d", c->spiking_readout ? 1 : 0);
     SET("snn.model.seed", "%llu", (unsigned long long)c->seed);
     SET("snn.neuron.kind", "%s", snn_neuron_kind_name(n->kind));
@@ -69,9 +70,10 @@ snn_status snn_model_config_from_metadata(const snn_metadata *m, snn_model_confi
     if (!(v = snn_metadata_get(m, "snn.model.encoding")) || sscanf(v, "%15s", encoding) != 1) return missing("snn.model.encoding");
     if (!(v = snn_metadata_get(m, "snn.model.spiking_readout")) || sscanf(v, "%d", &readout) != 1) return missing("snn.model.spiking_readout");
     if (!(v = snn_metadata_get(m, "snn.model.seed")) || sscanf(v, "%llu", &seed) != 1) return missing("snn.model.seed");
-    c->encoding = strcmp(encoding, "poisson") == 0  ? SNN_ENCODING_POISSON
-                  : strcmp(encoding, "events") == 0 ? SNN_ENCODING_EVENTS
-                                                    : SNN_ENCODING_DIRECT;
+    c->encoding = strcmp(encoding, "poisson") == 0      ? SNN_ENCODING_POISSON
+                  : strcmp(encoding, "events") == 0     ? SNN_ENCODING_EVENTS
+                  : strcmp(encoding, "first_step") == 0 ? SNN_ENCODING_FIRST_STEP
+                                                        : SNN_ENCODING_DIRECT;
     c->spiking_readout = readout != 0;
     c->seed = seed;
 

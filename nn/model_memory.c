@@ -11,7 +11,8 @@
  * model_resnet.c), so the estimate walks the same layers with shapes only, and adds up what
  * each op allocates, as the ops do it (autograd/fn_*.c, neurons/neuron_op.c):
  *
- *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w
+ *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w, QCLIP's
+ *                step
  *   gradients    one per trainable weight (training only; OWNED, allocated by the first backward)
  *   optimizer    `optimizer_states` tensors per trainable weight (SGD momentum 1, Adam 2)
  *   step         the step arena at its high-water mark, plus the step pool's blocks for the
@@ -20,6 +21,7 @@
  *                largest conv workspace (scratch taken and given back inside one op):
  *                  every op output                       4 B/element
  *                  neuron layers: spike counts per (t, n, c) plane, and in training H[t]
+ *                  (the ANN activations ReLU and QCLIP: their output only)
  *                  batch-norm (training): batch mean and 1/std per channel
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  views (flatten, reshape): no data of their own
@@ -61,8 +63,9 @@
 #define SNN_CUDA_HEADROOM ((double)(256u << 20))
 #define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* tensor/cuda_common.cuh */
 
-/* The most tape nodes a model's step records: ResNet-18 makes about 80, the DVS net at most 40. */
-#define WALK_MAX_NODES 256
+/* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
+ * the DVS net at most 40. */
+#define WALK_MAX_NODES 512
 
 typedef struct walk {
     const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
@@ -214,7 +217,9 @@ static int batchnorm(walk *w, int in, double numel, int channels)
 static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, double planes,
                   int channels)
 {
-    if (n->kind == SNN_NEURON_PLIF) param(w, 1.0, true);
+    if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) param(w, 1.0, true);
+    /* the ANN activations (snn_relu, snn_qclip): their output alone, no activity, no state */
+    if (snn_neuron_is_ann(n->kind)) return output(w, numel, in, -1);
     int out = output(w, numel, in, -1); /* spikes */
     constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
     if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
@@ -301,18 +306,30 @@ static int walk_dvs_net(walk *w, const snn_model_config *c, double T, double N)
     return x;
 }
 
-/* A basic block (model_resnet.c) on tensor `x`; updates *h, *wd. Returns its output's id. */
-static int block(walk *w, int x, const snn_model_config *c, double TN, int in, int out,
-                 int stride, int *h, int *wd)
+/* A block (model_resnet.c) on tensor `x`, from `in` channels to `planes` (basic) or 4 x planes
+ * (bottleneck); updates *h, *wd. Returns its output's id. */
+static int block(walk *w, int x, const snn_model_config *c, double TN, int in, int planes,
+                 int stride, bool sew, bool bottleneck, int *h, int *wd)
 {
-    bool sew = c->kind == SNN_MODEL_SEW_RESNET18;
-    int h0 = *h, w0 = *wd;
-    int y = conv(w, x, TN, in, out, 3, stride, 1, h, wd);
-    double numel = TN * out * *h * *wd;
-    y = batchnorm(w, y, numel, out);
-    y = neuron(w, y, &c->neuron, numel, TN, out);
+    const int out = bottleneck ? 4 * planes : planes;
+    int h0 = *h, w0 = *wd, y = x;
+    if (bottleneck) { /* conv1 1x1 in -> planes, conv2 3x3 (stride) planes -> planes */
+        y = conv(w, y, TN, in, planes, 1, 1, 0, h, wd);
+        y = batchnorm(w, y, TN * planes * *h * *wd, planes);
+        y = neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+        y = conv(w, y, TN, planes, planes, 3, stride, 1, h, wd);
+        y = batchnorm(w, y, TN * planes * *h * *wd, planes);
+        y = neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+    } else {          /* conv1 3x3 (stride) in -> out */
+        y = conv(w, y, TN, in, out, 3, stride, 1, h, wd);
+        y = batchnorm(w, y, TN * out * *h * *wd, out);
+        y = neuron(w, y, &c->neuron, TN * out * *h * *wd, TN, out);
+    }
+    /* the last conv: bottleneck conv3 1x1 planes -> out, basic conv2 3x3 out -> out */
+    const int last_in = bottleneck ? planes : out, k = bottleneck ? 1 : 3;
     int h1 = *h, w1 = *wd;
-    y = conv(w, y, TN, out, out, 3, 1, 1, &h1, &w1);
+    y = conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
+    double numel = TN * out * *h * *wd;
     y = batchnorm(w, y, numel, out);
     int shortcut = x;
     if (stride != 1 || in != out) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
@@ -323,7 +340,7 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     if (sew) y = neuron(w, y, &c->neuron, numel, TN, out);
     if (sew) {
         y = output(w, numel, y, shortcut); /* the residual addition */
-    } else {                               /* written over bn2's output (snn_add_into): a view */
+    } else {      /* written over the last batch-norm's output (snn_add_into): a view */
         w->host += struct_bytes();
         y = record(w, numel, y, shortcut);
     }
@@ -331,16 +348,25 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     return y;
 }
 
+/* ResNet-18 / -34 (basic blocks) and -50 (bottlenecks), plain or SEW, as snn_resnet_new. */
 static int walk_resnet(walk *w, const snn_model_config *c, double T, double N)
 {
+    const snn_model_kind kind = c->kind;
+    const bool sew = kind == SNN_MODEL_SEW_RESNET18 || kind == SNN_MODEL_SEW_RESNET34 ||
+                     kind == SNN_MODEL_SEW_RESNET50;
+    const bool bottleneck = kind == SNN_MODEL_RESNET50 || kind == SNN_MODEL_SEW_RESNET50;
+    const bool deep = bottleneck || kind == SNN_MODEL_RESNET34 || kind == SNN_MODEL_SEW_RESNET34;
+    static const int blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3};
+    const int *blocks = deep ? blocks34 : blocks18;
     int h = c->height, wd = c->width, width = c->width_base;
     double TN = T * N, per_image;
     int x = stem(w, c, T, N, width, &h, &wd, &per_image);
     int in = width;
     for (int layer = 0; layer < 4; layer++) {
-        int out = width << layer;
-        x = block(w, x, c, TN, in, out, layer ? 2 : 1, &h, &wd);
-        x = block(w, x, c, TN, out, out, 1, &h, &wd);
+        const int planes = width << layer, out = bottleneck ? 4 * planes : planes;
+        for (int b = 0; b < blocks[layer]; b++)
+            x = block(w, x, c, TN, b ? out : in, planes, b || !layer ? 1 : 2, sew, bottleneck,
+                      &h, &wd);
         in = out;
     }
     x = view(w, TN * in * h * wd, x);  /* adaptive average pool: (.., C, H W) */
@@ -358,6 +384,10 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn, c ? "out" : "config");
     memset(out, 0, sizeof *out);
     const bool cnn = c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET;
+    if (c->encoding == SNN_ENCODING_FIRST_STEP)
+        return snn_error(SNN_ERR_UNSUPPORTED, "%s: a network converted from a QANN (first-step "
+                         "encoding) is not covered: its layers are not the builders' (nn/ann2snn.c); "
+                         "hint: it runs inference only; size it by its QANN's configuration", fn);
     if (batch_size < 1 || c->time_steps < 1 || c->width_base < 1 || c->in_channels < 1 ||
         c->height < 1 || c->width < 1 || c->classes < 1 || optimizer_states < 0 ||
         (cnn && c->hidden < 1))
@@ -365,10 +395,13 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
                          "T %d, width %d, hidden %d, input %dx%dx%d, %d classes, %d optimizer "
                          "states)", fn, batch_size, c->time_steps, c->width_base, c->hidden,
                          c->in_channels, c->height, c->width, c->classes, optimizer_states);
-    /* int fields that the walk shifts (ResNet: 8 x width channels) must not overflow */
-    if (!cnn && c->width_base > (1 << 27))
+    /* int fields that the walk shifts (ResNet: 8 x width channels, a bottleneck's output 4 x
+     * that) must not overflow */
+    const int max_width = 1 << 27 >> (c->kind == SNN_MODEL_RESNET50 ||
+                                      c->kind == SNN_MODEL_SEW_RESNET50 ? 2 : 0);
+    if (!cnn && c->width_base > max_width)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected <= %d for a "
-                         "ResNet, got %d)", fn, 1 << 27, c->width_base);
+                         "%s, got %d)", fn, max_width, snn_model_kind_name(c->kind), c->width_base);
     walk w = {0};
     w.k = snn_kernels_for(device);
     w.training = training;

@@ -1,17 +1,26 @@
 /*
- * model_resnet.c - spiking ResNet-18 and SEW-ResNet-18 with the CIFAR stem.
+ * model_resnet.c - spiking ResNet-18, -34 and -50, and their SEW variants, with the CIFAR stem.
  *
  *   stem:   conv 3x3 (C_in -> 64w) -> bn -> [repeat over T] -> sn        (no max-pool)
- *   layer1: 2 blocks, 64w channels;  layer2: 128w, stride 2;  layer3: 256w, stride 2;
- *   layer4: 512w, stride 2;  global average pool -> flatten -> fc -> mean over T
+ *   layer1: 64w channels;  layer2: 128w, stride 2;  layer3: 256w, stride 2;  layer4: 512w, stride 2
+ *           (ResNet-18: 2, 2, 2, 2 basic blocks; ResNet-34: 3, 4, 6, 3 basic blocks;
+ *            ResNet-50: 3, 4, 6, 3 bottleneck blocks, whose outputs are 4x wider: 256w .. 2048w)
+ *   then:   global average pool -> flatten -> fc -> mean over T
  *
  * Basic block of the spiking ResNet (SpikingJelly's spiking_resnet: the neuron sits where the
  * ReLU was, after the residual addition):
  *   out = sn2( bn2(conv2( sn1(bn1(conv1(x))) )) + shortcut(x) ),  shortcut = bn(conv1x1) or x
- * SEW block (Fang et al., "Deep Residual Learning in Spiking Neural Networks", 2021), ADD:
- *   out = sn2(bn2(conv2( sn1(bn1(conv1(x))) ))) + shortcut(x),  shortcut = sn(bn(conv1x1)) or x
+ * Bottleneck block (ResNet-50; torchvision's "v1.5": the stride sits on the 3x3 conv):
+ *   out = sn3( bn3(conv3_1x1( sn2(bn2(conv2_3x3( sn1(bn1(conv1_1x1(x))) ))) )) + shortcut(x) )
+ *   conv1: in -> p, conv2: p -> p (stride), conv3: p -> 4p; shortcut = bn(conv1x1) where the
+ *   stride or the width changes (the first block of every stage), else x
+ * SEW blocks (Fang et al., "Deep Residual Learning in Spiking Neural Networks", 2021), ADD: the
+ * last neuron moves before the sum and the shortcut conv gets a neuron of its own,
+ *   out = sn_last(bn_last(conv_last(...))) + shortcut(x),  shortcut = sn(bn(conv1x1)) or x
  * so a SEW block passes spikes (integers) around the residual path. Blocks are composed from
- * primitive ops: no hand-written backward.
+ * primitive ops: no hand-written backward. Every conv but the stem's reads spikes (or, in SEW,
+ * sums of spikes), so the sparse pass swaps all of them: 19 in ResNet-18, 35 in ResNet-34, 52
+ * in ResNet-50 (its 1x1 convs included).
  * Direct encoding: the stem conv and bn run once on N images, then repeat over T (see
  * model_cnn.c for why that is exact).
  */
@@ -20,43 +29,64 @@
 
 typedef struct block_impl {
     bool sew;
+    bool bottleneck;
 } block_impl;
 
-/* children: conv1 bn1 sn1 conv2 bn2 sn2 [downsample] */
+/* children: conv1 bn1 sn1 conv2 bn2 sn2 [conv3 bn3 sn3] [downsample]: groups of three, the
+ * last neuron of the main path is the block's output neuron */
 static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
 {
     block_impl *b = m->impl;
     snn_module **ch = m->children;
-    snn_tensor *h = snn_module_forward(ch[2], snn_module_forward(ch[1], snn_module_forward(ch[0], x)));
-    h = snn_module_forward(ch[4], snn_module_forward(ch[3], h));
-    snn_tensor *shortcut = m->n_children > 6 ? snn_module_forward(ch[6], x) : x;
-    if (b->sew) return snn_add(snn_module_forward(ch[5], h), shortcut);
-    /* h, bn2's output, feeds only this sum: the sum may take its memory (and sn2 the sum's) */
-    return snn_module_forward(ch[5], snn_add_into(h, shortcut));
+    const int convs = b->bottleneck ? 3 : 2, last = 3 * convs - 1;   /* index of the last neuron */
+    snn_tensor *h = x;
+    for (int i = 0; i < 3 * (convs - 1) && h; i++) h = snn_module_forward(ch[i], h);
+    h = snn_module_forward(ch[last - 1], snn_module_forward(ch[last - 2], h));
+    snn_tensor *shortcut = m->n_children > last + 1 ? snn_module_forward(ch[last + 1], x) : x;
+    if (b->sew) return snn_add(snn_module_forward(ch[last], h), shortcut);
+    /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the sum
+     * may take its memory (and the last neuron the sum's) */
+    return snn_module_forward(ch[last], snn_add_into(h, shortcut));
 }
 
 static void block_free(snn_module *m) { snn_free(m->impl, sizeof(block_impl), SNN_CPU); }
 
 static const snn_module_ops block_ops = {"BasicBlock", block_forward, block_free, NULL};
+static const snn_module_ops bottleneck_ops = {"Bottleneck", block_forward, block_free, NULL};
 
-static snn_module *block_new(int in, int out, int stride, bool sew, const snn_neuron_config *neuron,
-                             snn_rng *rng)
+/* A block from in channels to `planes` (basic) or 4 * planes (bottleneck) channels. */
+static snn_module *block_new(int in, int planes, int stride, bool sew, bool bottleneck,
+                             const snn_neuron_config *neuron, snn_rng *rng)
 {
     block_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
     if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
     impl->sew = sew;
-    snn_module *m = snn_module_new(&block_ops, impl);
+    impl->bottleneck = bottleneck;
+    snn_module *m = snn_module_new(bottleneck ? &bottleneck_ops : &block_ops, impl);
     if (!m) {
         snn_free(impl, sizeof *impl, SNN_CPU);
         return NULL;
     }
+    const int out = bottleneck ? 4 * planes : planes;
     snn_status s = SNN_OK;
-    if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(in, out, 3, stride, 1, false, rng));
-    if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(out));
-    if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(neuron));
-    if (s == SNN_OK) s = snn_module_add(m, "conv2", snn_conv2d_new(out, out, 3, 1, 1, false, rng));
-    if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(out));
-    if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(neuron));
+    if (bottleneck) {
+        if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(in, planes, 1, 1, 0, false, rng));
+        if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(planes));
+        if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(neuron));
+        if (s == SNN_OK) s = snn_module_add(m, "conv2", snn_conv2d_new(planes, planes, 3, stride, 1, false, rng));
+        if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(planes));
+        if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(neuron));
+        if (s == SNN_OK) s = snn_module_add(m, "conv3", snn_conv2d_new(planes, out, 1, 1, 0, false, rng));
+        if (s == SNN_OK) s = snn_module_add(m, "bn3", snn_batchnorm2d_new(out));
+        if (s == SNN_OK) s = snn_module_add(m, "sn3", snn_neuron_layer_new(neuron));
+    } else {
+        if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(in, out, 3, stride, 1, false, rng));
+        if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(out));
+        if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(neuron));
+        if (s == SNN_OK) s = snn_module_add(m, "conv2", snn_conv2d_new(out, out, 3, 1, 1, false, rng));
+        if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(out));
+        if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(neuron));
+    }
     if (s == SNN_OK && (stride != 1 || in != out)) {
         snn_module *down = snn_sequential_new();
         if (!down) s = snn_last_status();
@@ -81,9 +111,9 @@ static snn_tensor *resnet_forward(snn_module *m, snn_tensor *x)
     return snn_model_run(m, x);
 }
 
-const snn_module_ops snn_resnet_model_ops = {"SpikingResNet18", resnet_forward, snn_model_free_impl, NULL};
+const snn_module_ops snn_resnet_model_ops = {"SpikingResNet", resnet_forward, snn_model_free_impl, NULL};
 
-snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
+snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng)
 {
     snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
     if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
@@ -93,7 +123,13 @@ snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
         snn_free(impl, sizeof *impl, SNN_CPU);
         return NULL;
     }
-    bool sew = c->kind == SNN_MODEL_SEW_RESNET18;
+    const snn_model_kind k = c->kind;
+    const bool sew = k == SNN_MODEL_SEW_RESNET18 || k == SNN_MODEL_SEW_RESNET34 ||
+                     k == SNN_MODEL_SEW_RESNET50;
+    const bool bottleneck = k == SNN_MODEL_RESNET50 || k == SNN_MODEL_SEW_RESNET50;
+    const bool deep = bottleneck || k == SNN_MODEL_RESNET34 || k == SNN_MODEL_SEW_RESNET34;
+    static const int blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3};
+    const int *blocks = deep ? blocks34 : blocks18;
     int w = c->width_base;
     snn_status s = SNN_OK;
     if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(c->in_channels, w, 3, 1, 1, false, rng));
@@ -101,11 +137,15 @@ snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
     if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(&c->neuron));
     int in = w;
     for (int layer = 0; layer < 4 && s == SNN_OK; layer++) {
-        int out = w << layer, stride = layer ? 2 : 1;
+        const int planes = w << layer, out = bottleneck ? 4 * planes : planes;
         snn_module *seq = snn_sequential_new();
         if (!seq) s = snn_last_status();
-        if (s == SNN_OK) s = snn_module_add(seq, "0", block_new(in, out, stride, sew, &c->neuron, rng));
-        if (s == SNN_OK) s = snn_module_add(seq, "1", block_new(out, out, 1, sew, &c->neuron, rng));
+        for (int b = 0; b < blocks[layer] && s == SNN_OK; b++) {
+            char index[16];
+            snprintf(index, sizeof index, "%d", b);
+            s = snn_module_add(seq, index, block_new(b ? out : in, planes, b || !layer ? 1 : 2, sew,
+                                                     bottleneck, &c->neuron, rng));
+        }
         char name[16];
         snprintf(name, sizeof name, "layer%d", layer + 1);
         if (s == SNN_OK) s = snn_module_add(m, name, seq);
@@ -122,18 +162,29 @@ snn_module *snn_resnet18_new(const snn_model_config *c, snn_rng *rng)
     return m;
 }
 
-/* Floats the ResNet-18 above holds (model_internal.h): the stem conv and batch-norm, per layer
- * two blocks of two 3x3 convs with batch-norms (plus a 1x1 conv and batch-norm where the first
- * block changes the shape), then fc. A batch-norm holds 4 floats per channel. */
-double snn_resnet18_param_floats(const snn_model_config *c)
+/* Floats the ResNets above hold (model_internal.h), following snn_resnet_new: the stem conv
+ * and batch-norm; per block its convs with batch-norms (basic: two 3x3; bottleneck: 1x1, 3x3,
+ * 1x1 to 4x the planes), plus a 1x1 conv and batch-norm where the block changes the stride or
+ * the width; then fc. A batch-norm holds 4 floats per channel. */
+double snn_resnet_param_floats(const snn_model_config *c)
 {
+    const snn_model_kind k = c->kind;
+    const bool bottleneck = k == SNN_MODEL_RESNET50 || k == SNN_MODEL_SEW_RESNET50;
+    const bool deep = bottleneck || k == SNN_MODEL_RESNET34 || k == SNN_MODEL_SEW_RESNET34;
+    static const int blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3};
+    const int *blocks = deep ? blocks34 : blocks18;
     const double w = c->width_base;
     double floats = w * c->in_channels * 9 + 4 * w, in = w;
     for (int layer = 0; layer < 4; layer++) {
-        const double out = w * (double)(1 << layer);
-        floats += in * out * 9 + out * out * 9 + 8 * out;          /* block 0 */
-        if (layer > 0 || in != out) floats += in * out + 4 * out;  /* its downsample */
-        floats += 2 * (out * out * 9) + 8 * out;                   /* block 1 */
+        const double planes = w * (double)(1 << layer), out = bottleneck ? 4 * planes : planes;
+        for (int b = 0; b < blocks[layer]; b++) {
+            const double bin = b ? out : in;
+            if (bottleneck)
+                floats += bin * planes + planes * planes * 9 + planes * out + 8 * planes + 4 * out;
+            else
+                floats += bin * out * 9 + out * out * 9 + 8 * out;
+            if (b == 0 && (layer > 0 || bin != out)) floats += bin * out + 4 * out; /* downsample */
+        }
         in = out;
     }
     return floats + in * c->classes + c->classes;

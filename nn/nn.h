@@ -185,6 +185,14 @@ float snn_neuron_layer_firing_rate(snn_module *m);
 /** The spikes (T, N, ...) of the neuron layer `m`'s last forward (a STEP tensor of that step), or
  * NULL once its step closed. */
 snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
+/** Activity penalty (nn/activity_penalty.c): a loss term that trains toward silent (t, n, c)
+ * planes, which the sparse convs skip. Over the model's neuron layers that ran in this step
+ * (a spiking readout excepted), the sum of each layer's mean over planes of
+ * ||S_plane||_2 / sqrt(plane size), i.e. of sqrt(plane firing rate) for spikes: a STEP scalar
+ * [1] in [0, layers], differentiable through the spikes (group lasso per plane). Call it after the
+ * forward, in the same step:  loss = snn_add(ce, snn_scale(snn_activity_penalty(net), lambda)).
+ * NULL with SNN_ERR_STATE when no neuron layer ran in this step. */
+snn_tensor *snn_activity_penalty(snn_module *model);
 
 /* ---------------------------------------------------------------------------------------------
  * Models
@@ -198,6 +206,11 @@ typedef enum snn_model_kind {
     SNN_MODEL_SEW_RESNET18,   /**< SEW-ResNet-18 (Fang et al. 2021), ADD connection */
     SNN_MODEL_DVS_NET,        /**< event frames (DVS Gesture 128x128): conv-BN-neuron-maxpool
                                    blocks down to 4x4 (5 at 128x128), fc-neuron, fc */
+    SNN_MODEL_RESNET34,       /**< spiking ResNet-34: basic blocks 3, 4, 6, 3 */
+    SNN_MODEL_SEW_RESNET34,   /**< SEW-ResNet-34 */
+    SNN_MODEL_RESNET50,       /**< spiking ResNet-50: bottleneck blocks 3, 4, 6, 3 (1x1, 3x3, 1x1) */
+    SNN_MODEL_SEW_RESNET50,   /**< SEW-ResNet-50 */
+    SNN_MODEL_KIND_COUNT      /**< the number of kinds (not a model) */
 } snn_model_kind;
 
 /** How an image becomes T time steps of input. */
@@ -206,6 +219,8 @@ typedef enum snn_encoding {
     SNN_ENCODING_POISSON,     /**< each pixel in [0, 1] fires with probability = its value */
     SNN_ENCODING_EVENTS,      /**< the input already has a time axis: (T, N, C, H, W) event
                                    frames (data.h's event sets); the stem runs on all T frames */
+    SNN_ENCODING_FIRST_STEP,  /**< the stem's output at t = 0 only, zeros after, and the readout
+                                   SUMS over T: a converted ST-BIF network (nn/ann2snn.c) */
 } snn_encoding;
 
 /** What snn_model_new builds; start from snn_model_config_default(kind). */
@@ -218,7 +233,7 @@ typedef struct snn_model_config {
     int width_base;           /**< channels of the first conv (CNN: 32, ResNet: 64) */
     int hidden;               /**< CNN: hidden units of the first fc */
     int time_steps;           /**< T (1..1024) */
-    snn_encoding encoding;    /**< direct, Poisson or event frames */
+    snn_encoding encoding;    /**< direct, Poisson, event frames or first step (converted) */
     snn_neuron_config neuron; /**< every neuron layer's model */
     bool spiking_readout;     /**< CNN: the last fc feeds a neuron layer, so the output is a
                                  firing rate in [0, 1] (for the MSE rate loss) */
@@ -233,7 +248,9 @@ snn_model_config snn_model_config_default(snn_model_kind kind);
  * (snn_module_to moves it). Its forward maps images (N, C, H, W), or event frames (T, N, C, H, W)
  * with the events encoding, to logits (N, classes), the mean over T of the last layer. The caller
  * owns it (snn_module_free). NULL with SNN_ERR_ARGUMENT and a message naming the field for a bad
- * configuration, or SNN_ERR_MEMORY. */
+ * configuration, or SNN_ERR_MEMORY. Models built with an ANN activation (neuron kind RELU or
+ * QCLIP) must have time_steps = 1 and direct encoding: they are ANNs, the T = 1 case of the
+ * same builders. */
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng);
 /** The configuration `model` was built with (owned by the model); NULL for a module that is not
  * a model. */
@@ -242,14 +259,46 @@ const snn_model_config *snn_model_config_of(const snn_module *model);
 uint64_t snn_model_rng_state(const snn_module *model);
 /** Restores the state of a model's random stream (from snn_model_rng_state). */
 void snn_model_set_rng_state(snn_module *model, uint64_t state);
+/** Runs the model at another number of time steps from now on (no weight depends on T): e.g. a
+ * net trained at T = 4 measured at T = 16 (a snn_forward_graph recorded before keeps its T).
+ * SNN_ERR_ARGUMENT for a non-model or T outside 1..1024 (ANN models stay at 1). */
+snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
 /** Finds the neuron layers of `model` in forward order (for firing-rate reports): up to `max`
  * (at most 256) modules into layers[] and their dotted names into names[] (static strings,
  * valid until the next call); returns how many. */
 int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max);
-/** "cnn", "resnet18", "sew-resnet18" or "dvsnet" (a static string). */
+/** "cnn", "resnet18", "sew-resnet18", "dvsnet", "resnet34", "sew-resnet34", "resnet50" or
+ * "sew-resnet50" (a static string). */
 const char *snn_model_kind_name(snn_model_kind kind);
 /** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT for any other name. */
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * ANN -> SNN conversion (nn/ann2snn.c, docs/ann2snn.md): a QANN (a model built with neuron kind
+ * QCLIP, trained as any model) becomes the ST-BIF network that computes the same logits:
+ *   - each QCLIP layer becomes an ST-BIF layer with theta = its learned step, same levels;
+ *   - each batch-norm is folded into the conv before it: the conv's weight takes the scale, the
+ *     shift becomes a bias added at t = 0 only (a module in the batch-norm's place, "bnX.bias");
+ *     a linear layer's bias is likewise added at t = 0 only;
+ *   - each max-pool becomes a running max-pool (snn_running_max_pool2d); residual sums stay
+ *     sums of spike trains (they are linear);
+ *   - the image enters at t = 0 only and the readout sums over T (SNN_ENCODING_FIRST_STEP).
+ * After snn_ann_to_snn_time_bound(qann) steps the summed output equals the QANN's logits up to
+ * float rounding. The QANN is left as it was; the SNN is a new model on its device, in eval
+ * mode, sharing nothing with it. NULL with a message naming what it cannot convert (a spiking
+ * or ReLU model, Poisson encoding, an overlapping max-pool, a conv with its own bias, a module
+ * it does not know, e.g. a SparseConv2d: sparsify after converting).
+ * ------------------------------------------------------------------------------------------- */
+
+/** Converts the QANN `qann` into the ST-BIF network described above, run at `time_steps`. */
+snn_module *snn_ann_to_snn(snn_module *qann, int time_steps);
+/** The steps after which a converted network's summed output has settled to its QANN's, from the
+ * configuration (of the QANN or of its SNN): D_1 + (K - 1) (L - 1), with K the most quantizers on
+ * a path from the input to the output and D_1 = max(A_max, -A_min) (see docs/ann2snn.md);
+ * -1 (message set) for a model that is neither. */
+int snn_ann_to_snn_time_bound(const snn_module *model);
+/** The running max-pool layer of converted networks (snn_running_max_pool2d) as a module. */
+snn_module *snn_running_max_pool2d_new(int kernel, int stride);
 
 /* ---------------------------------------------------------------------------------------------
  * Memory estimate (nn/model_memory.c): what a model and one step of it take, from the

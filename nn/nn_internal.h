@@ -55,4 +55,12 @@ extern const snn_module_ops snn_dropout_ops;
 extern const snn_module_ops snn_sequential_ops;
 extern const snn_module_ops snn_neuron_layer_ops;
 
+/* The layers only a converted network has (nn/layer_ann2snn.c). The constructors take over the
+ * OWNED tensors given (and free them on failure). */
+extern const snn_module_ops snn_first_step_bias_ops;
+extern const snn_module_ops snn_first_step_linear_ops;
+extern const snn_module_ops snn_running_max_pool2d_ops;
+snn_module *snn_first_step_bias_new(snn_tensor *bias);
+snn_module *snn_first_step_linear_new(snn_tensor *weight, snn_tensor *bias);
+
 #endif /* SNN_NN_INTERNAL_H */

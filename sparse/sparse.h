@@ -24,7 +24,8 @@
  * the sparse output equals the dense output bit for bit.
  *
  * CUDA (SNN_CUDA builds): sparse_conv.cu has the same two paths (an implicit GEMM over the
- * active channels, and an event-driven kernel), listing the active channels on the device with
+ * active channels, and an event-driven kernel, also in a variant with its weight rows staged in
+ * shared memory), listing the active channels on the device with
  * no host sync; both sum in plain k order, so they agree with the dense cuBLAS conv within fp32
  * rounding (a different order), not bitwise. Without SNN_CUDA a SparseConv2d on the GPU runs
  * the dense conv.
@@ -48,9 +49,11 @@ typedef enum snn_sparse_path {
     SNN_SPARSE_DENSE,      /**< the dense conv (snn_conv2d), as before the swap */
     SNN_SPARSE_GEMM,       /**< channel-compacted im2col + GEMM over the active channels */
     SNN_SPARSE_EVENT,      /**< event-driven: one weight column (C_out contiguous) per spike */
+    SNN_SPARSE_EVENT_SMEM, /**< CUDA: the event path with each chunk's weight rows staged in
+                                shared memory (the CPU runs its event path) */
 } snn_sparse_path;
 
-/** "auto", "dense", "gemm" or "event" (a static string). */
+/** "auto", "dense", "gemm", "event" or "event-smem" (a static string). */
 const char *snn_sparse_path_name(snn_sparse_path path);
 
 /* ---------------------------------------------------------------------------------------------
@@ -80,10 +83,13 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
 /** The same on the GPU (sparse/sparse_conv.cu; SNN_WITH_CUDA builds only): x, w in the original
  * (C_out, C_in, KH, KW) layout, bias and activity (N, C_in) all device pointers; call inside a
  * step (the transposed weight is scratch from the step arena). path GEMM: an implicit GEMM over
- * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each. Both sum in
- * ascending (c, kh, kw) order, so they equal each other bit for bit. No host sync: each block
+ * the active channels; EVENT: only the nonzero inputs, one C_out row of FMAs each; EVENT_SMEM:
+ * the same with the rows staged in shared memory. All sum in ascending (c, kh, kw) order, so
+ * they equal each other bit for bit. No host sync: each block
  * lists its image's active channels itself. SNN_ERR_UNSUPPORTED for a layer the kernels do not
- * cover (GEMM: channel list over 48 KiB of shared memory; EVENT: C_out > 512 or > 32 taps). */
+ * cover (GEMM: channel list over 48 KiB of shared memory; EVENT: > 32 taps, W + 2 pad > 64).
+ * The event kernel splits C_out over blocks (512 channels at most per block, fewer at small
+ * batches), so any C_out runs. */
 snn_status snn_sparse_conv2d_cuda(float *y, const float *x, const float *w, const float *bias,
                                   const snn_conv2d_dims *d, const float *activity,
                                   snn_sparse_path path);
@@ -112,8 +118,8 @@ typedef struct snn_sparse_options {
 /** The defaults listed in snn_sparse_options. */
 snn_sparse_options snn_sparse_options_default(void);
 
-/** The most swapped convs a report lists. */
-#define SNN_SPARSE_MAX_LAYERS 48
+/** The most swapped convs a report lists (ResNet-50 has 52 spike-fed convs). */
+#define SNN_SPARSE_MAX_LAYERS 64
 
 /** What calibration measured for one swapped conv (times are per calibration batch, ms). */
 typedef struct snn_sparse_layer_report {
@@ -132,6 +138,7 @@ typedef struct snn_sparse_layer_report {
     double dense_ms;           /**< dense conv, mean over calibration batches; 0 if not timed */
     double gemm_ms;            /**< the GEMM path, as dense_ms */
     double event_ms;           /**< the event path, as dense_ms */
+    double event_smem_ms;      /**< the event-smem path, as dense_ms (CUDA only; 0 on the CPU) */
     double max_abs_diff;       /**< max |sparse - dense| over calibration, both sparse kernels */
     snn_sparse_path path;      /**< chosen */
     long long sparse_calls;    /**< after calibration: batches run sparse */

@@ -75,6 +75,7 @@ const char *snn_sparse_path_name(snn_sparse_path path)
     case SNN_SPARSE_DENSE: return "dense";
     case SNN_SPARSE_GEMM: return "gemm";
     case SNN_SPARSE_EVENT: return "event";
+    case SNN_SPARSE_EVENT_SMEM: return "event-smem";
     }
     return "?";
 }
@@ -424,6 +425,7 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path)
 {
+    if (path == SNN_SPARSE_EVENT_SMEM) path = SNN_SPARSE_EVENT;   /* a CUDA variant of it */
     SNN_ASSERT(path == SNN_SPARSE_GEMM || path == SNN_SPARSE_EVENT);
     if (d->N <= 0) return SNN_OK;
     const int64_t P = (int64_t)d->H_out * d->W_out, K = (int64_t)d->C_in * d->KH * d->KW;

@@ -1,7 +1,8 @@
 /*
  * sparse_conv.cu - the sparse conv on the GPU, two paths over the same sum: a GEMM over each
  * image's active input channels (first below), and an event-driven kernel over its nonzero
- * inputs (second half of the file). Both list the active channels on the device.
+ * inputs (second half of the file; with its weight rows in registers from L1/L2, or staged in
+ * shared memory: the EVENT_SMEM path). All list the active channels on the device.
  *
  * GEMM path:
  *   y[n, o, p] = bias[o] + sum_{k in K(n)} wt[k, o] col_n[k, p]
@@ -250,12 +251,18 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
  *   y[n, o, p] = bias[o] + sum over nonzero x[n, c, window(p, t)], c ascending, t = (kh, kw)
  *                ascending, of x * wt[(c, t), o]
  *
- * One block = one image n and EV_PB consecutive output positions; the block stages the input
+ * One block = one image n, EV_PB consecutive output positions and a tile of 32 OJ output channels
+ * (o0 .. o0 + 32 OJ: all of C_out when it fits and the grid is full, else split over o_blocks
+ * blocks - C_out > 512, or a small batch whose images alone would leave SMs idle); the block
+ * stages the input
  * rows those positions read, for a chunk of its active channels at a time, in shared memory
  * (coalesced along w; each channel's slice padded to an odd number of floats, so 32 lanes
  * reading 32 channels at one offset hit 32 banks), and one 64-bit mask per staged row of which
  * columns are nonzero (a warp ballot per 32 columns, bit iw + pad). A warp owns PW positions; a
- * lane owns output channels lane + 32 j (j < OJ), accumulators in registers. For one position,
+ * lane owns output channels o0 + lane + 32 j (j < OJ), accumulators in registers (blocks of
+ * other channel tiles stage the same rows and list the same terms: the split trades that
+ * repeated bookkeeping for parallelism, and each block's weight rows shrink to 32 OJ floats,
+ * which L1 holds better). For one position,
  * the lanes take 32 channels at once and each reads its KH KW-bit mask of nonzero taps off KH
  * row masks (a shift and an AND per row); a warp prefix sum of their counts writes the group's
  * nonzero (channel, tap) terms, in ascending order, into the warp's buffer; then the warp adds
@@ -267,7 +274,7 @@ static void launch_tiles(float *y, const float *x, const float *wt, const float 
  * wt (L1 when the layer's weight fits, L2 otherwise) - no reuse across positions, which is why
  * this path wins at low firing rates and the GEMM path (reuse across 16-128 positions) above.
  * Order: the same ascending (c, kh, kw) with one fmaf per nonzero term as the GEMM kernel, so
- * the two are bitwise equal.
+ * the two are bitwise equal; each output is summed by one lane of one block whatever the split.
  * ------------------------------------------------------------------------------------------- */
 
 #define EV_WARPS (SP_THREADS / 32)
@@ -283,14 +290,22 @@ static int event_input_rows(const snn_conv2d_dims *d, int PB)
 
 /* Shared memory of one event block (EV_SMEM_BYTES): the list (C_in ints, rounded up to 4), one
  * term buffer per warp (32 KH KW ints: a group's worth), the row masks (chunk, mask_words) as
- * 64-bit words, the staged rows (chunk, slice) floats (both strides odd). At the end the output
- * tile (C_out, PB + 1) reuses everything after the list. */
-template <int OJ, int PW, int KS>
+ * 64-bit words, the staged rows (chunk, slice) floats (both strides odd), and with SW the
+ * chunk's weight rows for the block's channel tile, (chunk, KH KW, tile_c) floats. At the end the
+ * output tile (32 OJ channels at most, PB + 1) reuses everything after the list.
+ * Grid: N * o_blocks * p_blocks blocks, block b = (n o_blocks + ob) p_blocks + pb.
+ * SW (staged weights, the EVENT_SMEM path): each chunk also copies its channels' KH KW rows of
+ * the tile from wt into shared memory (coalesced, once per block), and the terms read them there:
+ * a row fetched once serves every position of the block, where without SW every nonzero term
+ * reads its row from L1/L2 (4 B per FMA). It pays when the block's positions reuse the rows
+ * (denser planes, wide blocks) and the layer's weight does not stay in L1; it costs a copy of
+ * all KH KW rows of every active channel, used or not, and smaller chunks (more passes). */
+template <int OJ, int PW, int KS, bool SW>
 static __global__ void __launch_bounds__(SP_THREADS)
 sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
                          const float *__restrict__ wt, const float *__restrict__ bias,
                          const float *__restrict__ activity, snn_conv2d_dims d, int p_blocks,
-                         int slice, int mask_words, int chunk)
+                         int o_blocks, int slice, int mask_words, int chunk)
 {
     constexpr int PB = PW * EV_WARPS;                 /* positions per block */
     /* nonzero terms whose weight loads are issued together: 16 loads in flight per lane
@@ -302,12 +317,15 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
 
     const int KH = KS ? KS : d.KH, KW = KS ? KS : d.KW, KK = KH * KW;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int n = blockIdx.x / p_blocks, p0 = (blockIdx.x % p_blocks) * PB;
+    const int p0 = (blockIdx.x % p_blocks) * PB, block_no = blockIdx.x / p_blocks;
+    const int n = block_no / o_blocks, o0 = (block_no % o_blocks) * 32 * OJ;  /* channel tile */
+    const int tile_c = min(32 * OJ, d.C_out - o0);                           /* its width */
     const int term_cap = 32 * (KS ? KS * KS : d.KH * d.KW);   /* one group of 32 channels */
     int *terms = (int *)(ev_smem + list_floats) + warp * term_cap;  /* this warp's term buffer */
     const int terms_floats = (EV_WARPS * term_cap + 1) & ~1;   /* keeps the masks 8-B aligned */
     unsigned long long *row_bits = (unsigned long long *)(ev_smem + list_floats + terms_floats);
     float *stage = ev_smem + list_floats + terms_floats + 2 * chunk * mask_words; /* (chunk, slice) */
+    float *w_stage = stage + chunk * slice;           /* SW: (chunk, KK, tile_c) */
     const int P = d.H_out * d.W_out, HW = d.H * d.W;
     const int count = sparse_active_channels(list, activity, n, d.C_in);
 
@@ -331,6 +349,13 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
             const int a = i / (rows * d.W), rw = i - a * rows * d.W;
             stage[a * slice + rw] = x[((size_t)n * d.C_in + list[a0 + a]) * HW +
                                       (size_t)row0 * d.W + rw];
+        }
+        if (SW) {   /* the chunk's weight rows of this tile, row r = a KK + t */
+            for (int i = tid; i < ca * KK * tile_c; i += SP_THREADS) {
+                const int r = i / tile_c, o = i - r * tile_c;
+                const int a = r / KK, t = r - a * KK;
+                w_stage[i] = __ldg(wt + ((size_t)list[a0 + a] * KK + t) * d.C_out + o0 + o);
+            }
         }
         __syncthreads();
         /* row_bits[a][r] bit (iw + pad) = x[a, row0 + r, iw] != 0: one warp per staged row */
@@ -396,11 +421,13 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
                             const int a = term >> 5, t = term & 31;
                             const int kh = t / KW, kw = t - kh * KW;
                             v[u] = s_pos[a * slice + kh * d.W + kw];
-                            const float *w_row = wt + ((size_t)list[a0 + a] * KK + t) * d.C_out;
+                            const float *w_row =
+                                SW ? w_stage + (a * KK + t) * tile_c
+                                   : wt + ((size_t)list[a0 + a] * KK + t) * d.C_out + o0;
 #pragma unroll
                             for (int j = 0; j < OJ; j++) {
-                                const int o = lane + 32 * j;
-                                if (o < d.C_out) w[u][j] = __ldg(w_row + o);
+                                const int o = lane + 32 * j;   /* in the tile */
+                                if (o < tile_c) w[u][j] = SW ? w_row[o] : __ldg(w_row + o);
                             }
                         }
                     }
@@ -415,7 +442,7 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
         }
     }
 
-    /* out tile (C_out, PB + 1) through shared memory (the +1 keeps the lanes' stores on 32
+    /* out tile (tile_c, PB + 1) through shared memory (the +1 keeps the lanes' stores on 32
      * banks), then written along p */
     __syncthreads();
     float *out_tile = ev_smem + list_floats;   /* over the masks and the stage: all read */
@@ -424,58 +451,111 @@ sparse_conv_event_kernel(float *__restrict__ y, const float *__restrict__ x,
 #pragma unroll
         for (int j = 0; j < OJ; j++) {
             const int o = lane + 32 * j;
-            if (o < d.C_out) out_tile[o * (PB + 1) + warp + EV_WARPS * i] = acc[i][j];
+            if (o < tile_c) out_tile[o * (PB + 1) + warp + EV_WARPS * i] = acc[i][j];
         }
     __syncthreads();
-    for (int i = tid; i < d.C_out * PB; i += SP_THREADS) {
+    for (int i = tid; i < tile_c * PB; i += SP_THREADS) {
         const int o = i / PB, pp = i - o * PB, p = p0 + pp;
         if (p < P)
-            y[((size_t)n * d.C_out + o) * P + p] = out_tile[o * (PB + 1) + pp] + (bias ? bias[o] : 0.0f);
+            y[((size_t)n * d.C_out + o0 + o) * P + p] =
+                out_tile[o * (PB + 1) + pp] + (bias ? bias[o0 + o] : 0.0f);
     }
 }
 
-template <int OJ, int PW>
-static void launch_event_kernel(unsigned blocks, size_t bytes, float *y, const float *x,
-                                const float *wt, const float *bias, const float *activity,
-                                const snn_conv2d_dims *d, int p_blocks, int slice, int mask_words,
-                                int chunk)
+template <int OJ, int PW, bool SW>
+static void launch_event_kernel(size_t bytes, float *y, const float *x, const float *wt,
+                                const float *bias, const float *activity,
+                                const snn_conv2d_dims *d, int slice, int mask_words, int chunk)
 {
+    constexpr int PB = PW * EV_WARPS;
+    const int P = d->H_out * d->W_out, p_blocks = (P + PB - 1) / PB;
+    const int o_blocks = (d->C_out + 32 * OJ - 1) / (32 * OJ);
+    const unsigned blocks = (unsigned)((int64_t)d->N * o_blocks * p_blocks);
     void (*kernel)(float *, const float *, const float *, const float *, const float *,
-                   snn_conv2d_dims, int, int, int, int) = sparse_conv_event_kernel<OJ, PW, 0>;
-    if (d->KH == 3 && d->KW == 3) kernel = sparse_conv_event_kernel<OJ, PW, 3>;
-    else if (d->KH == 1 && d->KW == 1) kernel = sparse_conv_event_kernel<OJ, PW, 1>;
+                   snn_conv2d_dims, int, int, int, int, int) = sparse_conv_event_kernel<OJ, PW, 0, SW>;
+    if (d->KH == 3 && d->KW == 3) kernel = sparse_conv_event_kernel<OJ, PW, 3, SW>;
+    else if (d->KH == 1 && d->KW == 1) kernel = sparse_conv_event_kernel<OJ, PW, 1, SW>;
     SNN_CUDA_LAUNCH(kernel, blocks, SP_THREADS, bytes, y, x, wt, bias, activity, *d, p_blocks,
-                    slice, mask_words, chunk);
+                    o_blocks, slice, mask_words, chunk);
 }
 
-/* Launches the event kernel for OJ = ceil(C_out / 32) (1 to 16); false if C_out is larger, the
- * kernel has more than 32 taps, a padded row (W + 2 pad) does not fit the 64-bit row masks, or
- * the staging does not fit. */
-static bool launch_event(float *y, const float *x, const float *wt, const float *bias,
-                         const snn_conv2d_dims *d, const float *activity)
+/* The channel tile of the event kernel, as OJ (32 OJ channels per block, OJ in 1, 2, 4, 8, 16):
+ * all of C_out when it fits in 16 x 32, else 512 at a time; then halved (down to 64 channels)
+ * while the grid has fewer blocks than two per SM, so that a small batch still fills the GPU. */
+static int event_tile_oj(const snn_conv2d_dims *d)
 {
-    const int OJ = (d->C_out + 31) / 32;
-    if (OJ > 16 || d->KH * d->KW > 32 || d->W + 2 * d->pad > 64) return false;
-    const int PW = OJ > 8 ? 2 : 4, PB = PW * EV_WARPS;
-    const int P = d->H_out * d->W_out, p_blocks = (P + PB - 1) / PB;
-    const int rows = event_input_rows(d, PB);
-    const int slice = (rows * d->W) | 1;                       /* odd: conflict-free lanes */
-    const int mask_words = rows | 1;
+    int oj = 1;
+    while (oj < 16 && 32 * oj < d->C_out) oj *= 2;
+    const int64_t want = 2 * (int64_t)snn_cuda_sm_count();
+    const int P = d->H_out * d->W_out;
+    for (;;) {
+        const int PB = (oj > 8 ? 2 : 4) * EV_WARPS, p_blocks = (P + PB - 1) / PB;
+        const int64_t blocks = (int64_t)d->N * p_blocks * ((d->C_out + 32 * oj - 1) / (32 * oj));
+        if (blocks >= want || oj <= 2) return oj;
+        oj /= 2;
+    }
+}
+
+/* The event kernel's shared-memory plan for a channel tile of 32 OJ: the staged rows per chunk;
+ * chunk = 0 when it does not fit. */
+typedef struct event_plan {
+    int OJ, PB, slice, mask_words, chunk;
+} event_plan;
+
+static event_plan plan_event(const snn_conv2d_dims *d, int OJ, bool staged)
+{
+    event_plan e = {OJ, (OJ > 8 ? 2 : 4) * EV_WARPS, 0, 0, 0};
+    const int P = d->H_out * d->W_out, p_blocks = (P + e.PB - 1) / e.PB;
+    const int o_blocks = (d->C_out + 32 * OJ - 1) / (32 * OJ);
+    const int tile_c = d->C_out < 32 * OJ ? d->C_out : 32 * OJ;
+    const int rows = event_input_rows(d, e.PB);
+    e.slice = (rows * d->W) | 1;                       /* odd: conflict-free lanes */
+    e.mask_words = rows | 1;
     const size_t list_floats = (size_t)((d->C_in + 3) & ~3);
     const size_t terms_floats = (size_t)((EV_WARPS * 32 * d->KH * d->KW + 1) & ~1);
-    if ((list_floats + terms_floats) * sizeof(float) >= EV_SMEM_BYTES) return false;
+    if ((list_floats + terms_floats) * sizeof(float) >= EV_SMEM_BYTES) return e;
     const size_t budget = EV_SMEM_BYTES / sizeof(float) - list_floats - terms_floats;
-    int chunk = (int)(budget / (size_t)(slice + 2 * mask_words));
+    const size_t per_channel = (size_t)(e.slice + 2 * e.mask_words) +
+                               (staged ? (size_t)d->KH * d->KW * tile_c : 0);
+    int chunk = (int)(budget / per_channel);
     if (chunk > d->C_in) chunk = d->C_in;
-    if (chunk < 1 || (size_t)d->C_out * (PB + 1) > budget || (int64_t)d->N * p_blocks > 0x7fffffff)
-        return false;
+    if (chunk >= 1 && (size_t)tile_c * (e.PB + 1) <= budget &&
+        (int64_t)d->N * o_blocks * p_blocks <= 0x7fffffff)
+        e.chunk = chunk;
+    return e;
+}
+
+/* Launches the event kernel; false if the kernel has more than 32 taps, a padded row (W + 2 pad)
+ * does not fit the 64-bit row masks, or the staging does not fit. Channel tile from
+ * event_tile_oj; staged (weights in shared memory): at most 128 channels, fewer while a chunk
+ * would hold under 4 channels. */
+static bool launch_event(float *y, const float *x, const float *wt, const float *bias,
+                         const snn_conv2d_dims *d, const float *activity, bool staged)
+{
+    if (d->KH * d->KW > 32 || d->W + 2 * d->pad > 64) return false;
+    int OJ = event_tile_oj(d);
+    if (staged && OJ > 4) OJ = 4;
+    event_plan e = plan_event(d, OJ, staged);
+    while (staged && e.chunk < 4 && OJ > 1) e = plan_event(d, OJ /= 2, staged);
+    if (e.chunk < 1) return false;
     const size_t bytes = EV_SMEM_BYTES;
-    const unsigned blocks = (unsigned)((int64_t)d->N * p_blocks);
-    if (OJ == 1) launch_event_kernel<1, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else if (OJ == 2) launch_event_kernel<2, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else if (OJ <= 4) launch_event_kernel<4, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else if (OJ <= 8) launch_event_kernel<8, 4>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
-    else launch_event_kernel<16, 2>(blocks, bytes, y, x, wt, bias, activity, d, p_blocks, slice, mask_words, chunk);
+#define SNN_EVENT_ARGS bytes, y, x, wt, bias, activity, d, e.slice, e.mask_words, e.chunk
+    if (staged) {
+        switch (OJ) {
+        case 1: launch_event_kernel<1, 4, true>(SNN_EVENT_ARGS); break;
+        case 2: launch_event_kernel<2, 4, true>(SNN_EVENT_ARGS); break;
+        default: launch_event_kernel<4, 4, true>(SNN_EVENT_ARGS); break;
+        }
+        return true;
+    }
+    switch (OJ) {
+    case 1: launch_event_kernel<1, 4, false>(SNN_EVENT_ARGS); break;
+    case 2: launch_event_kernel<2, 4, false>(SNN_EVENT_ARGS); break;
+    case 4: launch_event_kernel<4, 4, false>(SNN_EVENT_ARGS); break;
+    case 8: launch_event_kernel<8, 4, false>(SNN_EVENT_ARGS); break;
+    default: launch_event_kernel<16, 2, false>(SNN_EVENT_ARGS); break;
+    }
+#undef SNN_EVENT_ARGS
     return true;
 }
 
@@ -498,12 +578,12 @@ extern "C" snn_status snn_sparse_conv2d_prepared_cuda(float *y, const float *x, 
     if (K * d->C_out > INT32_MAX)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: weight too large (C_out %d "
                          "x C_in %d x %dx%d over 2^31 floats)", d->C_out, d->C_in, d->KH, d->KW);
-    if (path == SNN_SPARSE_EVENT) {
-        if (!launch_event(y, x, wt, bias, d, activity))
+    if (path == SNN_SPARSE_EVENT || path == SNN_SPARSE_EVENT_SMEM) {
+        if (!launch_event(y, x, wt, bias, d, activity, path == SNN_SPARSE_EVENT_SMEM))
             return snn_error(SNN_ERR_UNSUPPORTED, "snn_sparse_conv2d_cuda: no event kernel for "
-                             "C_out %d (at most 512), kernel %dx%d (at most 32 taps, W + 2 pad at "
-                             "most 64: got %d), C_in %d", d->C_out, d->KH, d->KW,
-                             d->W + 2 * d->pad, d->C_in);
+                             "kernel %dx%d (at most 32 taps, W + 2 pad at most 64: got %d), C_in "
+                             "%d, C_out %d (shared memory)", d->KH, d->KW, d->W + 2 * d->pad,
+                             d->C_in, d->C_out);
         return SNN_OK;
     }
 

@@ -28,7 +28,7 @@ typedef struct sparse_impl {
     /* calibration statistics */
     int64_t *hist;               /* (C_in + 1): images with that many active channels */
     double nonzero, inputs, silent, planes;
-    double dense_s, gemm_s, event_s;
+    double dense_s, gemm_s, event_s, event_smem_s;   /* event_smem_s: CUDA only, else 0 */
     int batches, H, W;
     double max_diff;
     long long sparse_calls, fallbacks;

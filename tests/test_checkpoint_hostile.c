@@ -175,8 +175,9 @@ static void test_param_count_matches_builders(void)
     check_count(&c, "dvsnet 2x128x128");
     c.height = 40, c.width = 20;       /* blocks while either side is above 4: 2x1 at the end */
     check_count(&c, "dvsnet 2x40x20");
-    snn_model_kind kinds[2] = {SNN_MODEL_RESNET18, SNN_MODEL_SEW_RESNET18};
-    for (int k = 0; k < 2; k++) {
+    snn_model_kind kinds[6] = {SNN_MODEL_RESNET18, SNN_MODEL_SEW_RESNET18, SNN_MODEL_RESNET34,
+                               SNN_MODEL_SEW_RESNET34, SNN_MODEL_RESNET50, SNN_MODEL_SEW_RESNET50};
+    for (int k = 0; k < 6; k++) {
         for (int w = 1; w <= 2; w++) {
             c = snn_model_config_default(kinds[k]);
             c.in_channels = w, c.height = c.width = 8, c.width_base = w, c.classes = 2 + 3 * w;

@@ -36,7 +36,7 @@ static void test_total_as_snn_train(void)
 
 static void test_estimate_against_measured(void)
 {
-    probe_case cases[8];
+    probe_case cases[12];
     int n = 0;
     cases[n++] = probe_make("cnn w32 T4 N128 adam", SNN_MODEL_SPIKING_CNN, 32, 4, 128, true, 2);
     cases[n] = probe_make("cnn w128 T4 N128 mse sgd", SNN_MODEL_SPIKING_CNN, 128, 4, 128, true, 1);
@@ -55,6 +55,8 @@ static void test_estimate_against_measured(void)
     n++;
     cases[n++] = probe_make("resnet18 w64 T4 N128 eval", SNN_MODEL_RESNET18, 64, 4, 128, false, 0);
     cases[n++] = probe_make("cnn w32 T4 N1024 eval", SNN_MODEL_SPIKING_CNN, 32, 4, 1024, false, 0);
+    cases[n++] = probe_make("resnet50 w16 T2 N32 adam", SNN_MODEL_RESNET50, 16, 2, 32, true, 2);
+    cases[n++] = probe_make("sew-resnet34 w32 T2 N32 sgd", SNN_MODEL_SEW_RESNET34, 32, 2, 32, true, 1);
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {

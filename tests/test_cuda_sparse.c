@@ -2,17 +2,23 @@
  * test_cuda_sparse.c - the CUDA sparse conv (sparse/sparse_conv.cu) and sparsified models on the
  * GPU. Skipped (exit 77) without a GPU.
  *
- * Kernels: random {0, 1} inputs with whole channels silent; both CUDA sparse paths (GEMM and
- * event-driven) must equal a host reference that sums every output in plain k order with fmaf BIT FOR BIT (the kernel
- * keeps that order and skipping a zero term is exact; the output starts as NaN, so every entry
- * must be written), and agree with the dense CUDA conv
- * (cuBLAS, its own order) within |diff| <= 1e-4 + 1e-4 |dense|. Shapes: 3x3 stride 1 and 2,
- * 1x1 stride 2, 4x4 and 7x7 outputs, C_out not a multiple of the tile, all-zero and all-active.
+ * Kernels: random {0, 1} inputs with whole channels silent (then SEW's residual sums {1, 2, 3}
+ * and ST-BIF's signed spikes +-theta in their place); the three CUDA sparse kernels (GEMM,
+ * event-driven, event-driven with weights staged in shared memory) must equal a host reference
+ * that sums every output in plain k order with fmaf BIT FOR BIT (the kernels keep that order and
+ * skipping a zero term is exact; the output starts as NaN, so every entry must be written), and
+ * agree with the dense CUDA conv (cuBLAS, its own order) within |diff| <= 1e-4 + 1e-4 |dense|.
+ * Shapes: 3x3 stride 1 and 2, 1x1 stride 2, 5x5, 4x4 and 7x7 outputs, C_out not a multiple of the
+ * tile, all-zero and all-active, ResNet-50's wide 1x1 convs (C_out 1024, 2048: the event kernel
+ * splits the output channels over blocks; C_in 2048) and single images (channel tiles split
+ * further to fill the GPU).
  * Models: the spiking CNN, spiking ResNet-18 and SEW-ResNet-18 on CUDA, sparsified (the swapped
- * set as on the CPU), give the same logits bit for bit on the GEMM and the event path, the dense
+ * set as on the CPU), give the same logits bit for bit on the GEMM and both event paths, the dense
  * model's predictions, and logits within that tolerance but
  * for at most a quarter of them: the two summation orders may flip a spike whose membrane
- * potential sits within rounding of the threshold, which moves some logits further.
+ * potential sits within rounding of the threshold, which moves some logits further. The
+ * (SEW-)ResNet-50 (52 swapped convs) is checked for the bitwise agreement of the sparse paths
+ * only: 49 neuron layers deep, a flipped spike can move a random net's argmax.
  */
 #include <math.h>
 #include <string.h>
@@ -27,6 +33,11 @@ typedef struct conv_case {
     int N, C_in, H, C_out, k, stride, pad;
     double p_silent, rate;
 } conv_case;
+
+/* 0: spikes {0, 1}; 1: SEW residual sums {0, 1, 2, 3}; 2: ST-BIF's signed spikes {0, +-0.37}.
+ * The kernels multiply every nonzero input by its weight with one fmaf, like the reference, so
+ * all three must match it bit for bit (a skipped zero adds +-0 to a sum that is never -0). */
+static int spike_values;
 
 static void check_case(conv_case cc, uint64_t seed)
 {
@@ -49,6 +60,8 @@ static void check_case(conv_case cc, uint64_t seed)
             int count = 0;
             for (int i = 0; i < HW; i++) {
                 float v = !silent && (double)snn_rng_uniform(&rng) < cc.rate ? 1.0f : 0.0f;
+                if (v != 0.0f && spike_values == 1) v = (float)(1 + snn_rng_below(&rng, 3));
+                if (v != 0.0f && spike_values == 2) v = snn_rng_below(&rng, 2) ? 0.37f : -0.37f;
                 x[((int64_t)n * cc.C_in + c) * HW + i] = v;
                 count += v != 0.0f;
             }
@@ -81,7 +94,7 @@ static void check_case(conv_case cc, uint64_t seed)
     CHECK(tx && tw && ta && ty && td);
     if (tx && tw && ta && ty && td) {
         CHECK_OK(snn_tensor_copy_to_host(td, dense));
-        for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
+        for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT_SMEM; path++) {
             CHECK_OK(snn_tensor_fill(ty, NAN));   /* every output must be written */
             CHECK_OK(snn_sparse_conv2d_cuda(ty->data, tx->data, tw->data, NULL, &d, ta->data,
                                             (snn_sparse_path)path));
@@ -118,12 +131,22 @@ static void test_kernel(void)
         {3, 32, 8, 64, 3, 1, 1, 0.0, 1.0},      /* all active */
         {2, 256, 32, 64, 3, 1, 1, 0.3, 0.1},    /* event: the channels staged in chunks */
         {2, 64, 32, 128, 3, 2, 1, 0.5, 0.05},   /* stride 2 on 32x32 */
+        {2, 128, 4, 1024, 1, 1, 0, 0.5, 0.1},   /* 1x1 to 1024 channels: C_out split over blocks */
+        {1, 256, 4, 2048, 1, 1, 0, 0.8, 0.05},  /* ResNet-50 layer4 conv3, one image */
+        {1, 64, 8, 256, 3, 1, 1, 0.6, 0.1},     /* one image: channel tiles split to fill the GPU */
+        {1, 32, 32, 64, 1, 2, 0, 0.5, 0.1},     /* 1x1 stride 2 downsample, one image */
+        {2, 64, 8, 256, 5, 1, 2, 0.5, 0.2},     /* 5x5: event-smem's tile halved to 32 channels */
+        {1, 200, 16, 300, 3, 1, 1, 0.6, 0.1},   /* C_out 300: a partial last tile of every kind */
+        {2, 2048, 4, 512, 1, 1, 0, 0.8, 0.05},  /* C_in 2048: a long list, event-smem chunks */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(cases[i], 300 + i);
+    for (spike_values = 0; spike_values <= 2; spike_values++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_case(cases[i], 300 + i + 50 * (size_t)spike_values);
+    spike_values = 0;
 }
 
 /* dense output of the model on CUDA vs its sparsified output */
-static void check_model(snn_model_config cfg, int expect_swapped, int images)
+static void check_model(snn_model_config cfg, int expect_swapped, int images, bool against_dense)
 {
     snn_rng rng;
     snn_rng_seed(&rng, 9);
@@ -137,9 +160,9 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
         snn_tensor_normal_(batches[i], &rng, 0.5f, 1.0f);
     }
     const int64_t out_n = (int64_t)images * cfg.classes;
-    float dense_out[64 * 10], sparse_out[64 * 10], event_out[64 * 10];
-    float *outs[3] = {dense_out, sparse_out, event_out};
-    for (int pass = 0; pass < 3; pass++) {
+    float dense_out[64 * 10], sparse_out[64 * 10], event_out[64 * 10], smem_out[64 * 10];
+    float *outs[4] = {dense_out, sparse_out, event_out, smem_out};
+    for (int pass = 0; pass < 4; pass++) {
         if (pass == 1) {
             snn_sparse_options o = snn_sparse_options_default();
             o.force = SNN_SPARSE_GEMM;
@@ -149,6 +172,7 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
             CHECK(rep.count == expect_swapped);
         }
         if (pass == 2) CHECK(snn_sparse_set_path(m, SNN_SPARSE_EVENT) == expect_swapped);
+        if (pass == 3) CHECK(snn_sparse_set_path(m, SNN_SPARSE_EVENT_SMEM) == expect_swapped);
         snn_no_grad_begin();
         snn_step_begin();
         snn_tensor *y = snn_module_forward(m, batches[1]);
@@ -162,7 +186,7 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
      * must agree; a few logits may move by a flipped spike's weight (printed) */
     int off = 0;
     double worst = 0.0;
-    for (int64_t i = 0; i < out_n; i++) {
+    for (int64_t i = 0; against_dense && i < out_n; i++) {
         double e = fabs((double)sparse_out[i] - (double)dense_out[i]);
         if (e > worst) worst = e;
         off += e > 1e-4 + 1e-4 * fabs((double)dense_out[i]);
@@ -170,7 +194,7 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
     fprintf(stderr, "  model: %d of %lld logits off by more than 1e-4 (max |diff| %.3g)\n", off,
             (long long)out_n, worst);
     CHECK(off <= out_n / 4);
-    for (int i = 0; i < images; i++) {
+    for (int i = 0; against_dense && i < images; i++) {
         int a = 0, b = 0;
         for (int k = 1; k < cfg.classes; k++) {
             if (dense_out[i * cfg.classes + k] > dense_out[i * cfg.classes + a]) a = k;
@@ -178,8 +202,9 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images)
         }
         CHECK(a == b);
     }
-    /* the two sparse paths sum the same terms in the same order: the same logits, bit for bit */
+    /* the sparse paths sum the same terms in the same order: the same logits, bit for bit */
     CHECK(memcmp(event_out, sparse_out, (size_t)out_n * sizeof *event_out) == 0);
+    CHECK(memcmp(smem_out, sparse_out, (size_t)out_n * sizeof *smem_out) == 0);
     /* a batch under half the calibrated images runs dense on CUDA: every swapped layer falls
      * back once (the sparse kernels' timings were taken at the calibration batch size) */
     snn_tensor *one = snn_tensor_new(SNN_SHAPE(1, cfg.in_channels, cfg.height, cfg.width), SNN_CUDA);
@@ -203,13 +228,18 @@ static void test_models(void)
 {
     snn_model_config cnn = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
     cnn.width_base = 16, cnn.hidden = 32, cnn.time_steps = 2;
-    check_model(cnn, 1, 8);
+    check_model(cnn, 1, 8, true);
     snn_model_config res = snn_model_config_default(SNN_MODEL_RESNET18);
     res.width_base = 8, res.height = res.width = 16, res.time_steps = 2;
-    check_model(res, 19, 4);
+    check_model(res, 19, 4, true);
     snn_model_config sew = snn_model_config_default(SNN_MODEL_SEW_RESNET18);
     sew.width_base = 8, sew.height = sew.width = 16, sew.time_steps = 2;
-    check_model(sew, 19, 4);   /* 10 of them masked by the union of a residual sum's operands */
+    check_model(sew, 19, 4, true);   /* 10 of them masked by the union of a residual sum's operands */
+    snn_model_config r50 = snn_model_config_default(SNN_MODEL_RESNET50);
+    r50.width_base = 8, r50.height = r50.width = 16, r50.time_steps = 2;
+    check_model(r50, 52, 4, false);
+    r50.kind = SNN_MODEL_SEW_RESNET50;
+    check_model(r50, 52, 4, false);
 }
 
 #endif /* SNN_WITH_CUDA */

@@ -1,7 +1,8 @@
 /*
  * test_memory_estimate.c - snn_model_memory_estimate (nn/model_memory.c) against what one step
- * really takes on the CPU, for the CNN, the ResNet-18, the SEW-ResNet-18 and the DVS net,
- * direct, Poisson and event-frame input, IF / LIF / PLIF, cross-entropy and MSE, SGD (with and
+ * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW) and the DVS
+ * net, direct, Poisson and event-frame input, IF / LIF / PLIF / ST-BIF and the ANN activations
+ * ReLU / QCLIP, cross-entropy and MSE, SGD (with and
  * without momentum) and Adam, training and evaluation:
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
@@ -22,7 +23,7 @@
  * means an op saves less than nn/model_memory.c thinks: follow it there. */
 #define STEP_SLACK 1.05
 
-static probe_case cases[16];
+static probe_case cases[24];
 static int n_cases;
 
 static void add(probe_case c) { cases[n_cases++] = c; }
@@ -54,6 +55,25 @@ static void make_cases(void)
     add(c);
     add(probe_make("cnn w32 T2 N64 eval", SNN_MODEL_SPIKING_CNN, 32, 2, 64, false, 0));
     add(probe_make("sew-resnet18 w4 T2 N8 eval", SNN_MODEL_SEW_RESNET18, 4, 2, 8, false, 0));
+    /* the deeper ResNets: more basic blocks, and bottlenecks (1x1, 3x3, 1x1 to 4x the planes) */
+    add(probe_make("resnet34 w4 T2 N2 sgd", SNN_MODEL_RESNET34, 4, 2, 2, true, 1));
+    add(probe_make("sew-resnet34 w2 T2 N4 eval", SNN_MODEL_SEW_RESNET34, 2, 2, 4, false, 0));
+    add(probe_make("resnet50 w4 T2 N2 adam", SNN_MODEL_RESNET50, 4, 2, 2, true, 2));
+    add(probe_make("sew-resnet50 w2 T2 N2 sgd", SNN_MODEL_SEW_RESNET50, 2, 2, 2, true, 0));
+    add(probe_make("resnet50 w2 T1 N4 eval", SNN_MODEL_RESNET50, 2, 1, 4, false, 0));
+    /* the ANN activations (T = 1): an output each, QCLIP's step a parameter; and ST-BIF */
+    c = probe_make("cnn w16 T1 N8 relu adam", SNN_MODEL_SPIKING_CNN, 16, 1, 8, true, 2);
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_RELU);
+    add(c);
+    c = probe_make("resnet18 w4 T1 N4 qclip sgd", SNN_MODEL_RESNET18, 4, 1, 4, true, 1);
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_QCLIP);
+    add(c);
+    c = probe_make("sew-resnet50 w2 T1 qclip eval", SNN_MODEL_SEW_RESNET50, 2, 1, 2, false, 0);
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_QCLIP);
+    add(c);
+    c = probe_make("resnet18 w4 T2 N2 stbif adam", SNN_MODEL_RESNET18, 4, 2, 2, true, 2);
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+    add(c);
 }
 
 static void test_estimate_against_measured(void)
@@ -115,6 +135,11 @@ static void test_absurd_and_bad_sizes(void)
     c.time_steps = 0;
     CHECK(snn_model_memory_estimate(&c, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
     CHECK(snn_model_memory_estimate(NULL, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
+    /* a converted network's layers are not the builders': refused, not guessed */
+    snn_model_config fs = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    fs.encoding = SNN_ENCODING_FIRST_STEP;
+    CHECK(snn_model_memory_estimate(&fs, 1, SNN_CPU, false, 0, &e) == SNN_ERR_UNSUPPORTED);
+    CHECK(strstr(snn_last_error(), "converted") != NULL);
     /* the step grows with the batch and with T; evaluation needs less than training */
     snn_model_config d = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
     snn_memory_estimate a, b, t, ev;

@@ -171,6 +171,11 @@ static void test_dvs_and_resnets(void)
     c.kind = SNN_MODEL_SEW_RESNET18;
     conv_gain = 3.0f, bn_shift = 0.0f;
     check_model("SEW-ResNet-18 (width 4)", c, 8);
+    c.kind = SNN_MODEL_SEW_RESNET34, c.width_base = 2;
+    check_model("SEW-ResNet-34 (width 2)", c, 10);
+    c.kind = SNN_MODEL_RESNET50;
+    conv_gain = 3.0f, bn_shift = 1.2f;
+    check_model("spiking ResNet-50 (width 2, bottlenecks)", c, 11);
 }
 
 static void test_refusals(void)
@@ -186,6 +191,11 @@ static void test_refusals(void)
     c.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
     m = snn_model_new(&c, &rng);
     CHECK(snn_nir_write(path, m) == SNN_ERR_UNSUPPORTED && strstr(snn_last_error(), "ST-BIF"));
+    snn_module_free(m);
+    c.neuron = snn_neuron_config_default(SNN_NEURON_RELU);
+    c.time_steps = 1;
+    m = snn_model_new(&c, &rng);
+    CHECK(snn_nir_write(path, m) == SNN_ERR_UNSUPPORTED && strstr(snn_last_error(), "ANN activation"));
     snn_module_free(m);
     /* not an HDF5 file, and a missing file: NULL with the file named */
     FILE *f = fopen(path, "wb");

@@ -10,10 +10,14 @@
  * +-theta), which the kernels round exactly as the dense path does; all of it at 1, 2, 3 and 16
  * threads. The dense SGEMM keeps its grouping when no packing buffer can be had.
  * Pass: the spiking CNN gets conv2 only; the spiking ResNet-18 and the SEW-ResNet-18 every conv
- * but the stem (SEW: 10 of them read a residual sum, masked by the union of its operands).
+ * but the stem (SEW: 10 of them read a residual sum, masked by the union of its operands); the
+ * (SEW-)ResNet-50 all 52 of its bottleneck and downsample convs, 1x1 ones included (SEW: 18
+ * through a residual sum).
  * Names, tensors and the number of parameters are unchanged, and the sparsified model's output
- * equals the dense model's bit for bit on both kernels. A batch denser than calibrated falls
- * back to dense; a forward with a tape runs dense. test_finish() checks that nothing leaks.
+ * equals the dense model's bit for bit on both kernels (and on EVENT_SMEM, the CUDA kernel that
+ * the CPU maps to its event path; the CPU calibration never times it). A batch denser than
+ * calibrated falls back to dense; a forward with a tape runs dense. test_finish() checks that
+ * nothing leaks.
  */
 #include <string.h>
 
@@ -79,7 +83,8 @@ static void check_case(conv_case cc, uint64_t seed)
     snn_tensor *tb = snn_from_host(SNN_SHAPE(cc.C_out), b, SNN_CPU);
     snn_tensor *dense = snn_conv2d(tx, tw, cc.bias ? tb : NULL, cc.stride, cc.pad);
     CHECK(dense != NULL);
-    for (int path = SNN_SPARSE_GEMM; dense && path <= SNN_SPARSE_EVENT; path++) {
+    /* EVENT_SMEM is a CUDA kernel: on the CPU it runs the event path (and must equal it) */
+    for (int path = SNN_SPARSE_GEMM; dense && path <= SNN_SPARSE_EVENT_SMEM; path++) {
         for (int scan = 0; scan < 2; scan++) {
             memset(y, 0xff, (size_t)ny * sizeof *y); /* NaN: every element must be written */
             CHECK_OK(snn_sparse_conv2d_cpu(y, x, wt, cc.bias ? b : NULL, &d, scan ? NULL : act,
@@ -236,6 +241,8 @@ static void check_model(snn_model_config cfg, const char *const *expect, int n_e
         if (!ok) fprintf(stderr, "  unexpected swap: %s\n", rep.layers[i].name);
         CHECK(ok);
         CHECK(rep.layers[i].max_abs_diff == 0.0);
+        /* the CPU times GEMM and event, never the CUDA-only event-smem kernel */
+        CHECK(rep.layers[i].event_smem_ms == 0.0);
     }
     CHECK_OK(snn_module_parameters(m, &after));
     CHECK(before.count == after.count);
@@ -246,7 +253,7 @@ static void check_model(snn_model_config cfg, const char *const *expect, int n_e
     snn_param_list_free(&before);
     snn_param_list_free(&after);
 
-    for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
+    for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT_SMEM; path++) {
         CHECK(snn_sparse_set_path(m, (snn_sparse_path)path) == n_expect);
         memset(sparse_out, 0, sizeof sparse_out);
         run_model(m, batches[1], sparse_out, out_n);
@@ -255,9 +262,9 @@ static void check_model(snn_model_config cfg, const char *const *expect, int n_e
     /* the sparse kernels really ran (no fallback on a batch like the calibration ones) */
     snn_sparse_report after_rep;
     snn_sparse_collect(m, &after_rep);
-    /* every swapped layer ran a sparse kernel in both passes (the batch was a calibration
+    /* every swapped layer ran a sparse kernel in all three passes (the batch was a calibration
      * batch, so it is not denser than the calibrated 95th percentile) */
-    for (int i = 0; i < after_rep.count; i++) CHECK(after_rep.layers[i].sparse_calls == 2);
+    for (int i = 0; i < after_rep.count; i++) CHECK(after_rep.layers[i].sparse_calls == 3);
     for (int i = 0; i < 2; i++) snn_tensor_free(batches[i]);
     snn_module_free(m);
 }
@@ -298,6 +305,38 @@ static void test_pass_sew(void)
      * downsample convs read a residual sum of spike tensors (values 0, 1, 2, ...), masked by the
      * union of the operands' activities; the output still equals dense bit for bit */
     check_model(cfg, resnet_convs, 19, 10, 2);
+}
+
+/* The 52 convs of a ResNet-50 after the stem: conv1 (1x1), conv2 (3x3), conv3 (1x1) of each of
+ * its 3, 4, 6, 3 bottleneck blocks, and the downsample of each stage's first block. */
+static int resnet50_convs(char names[][32])
+{
+    static const int blocks[4] = {3, 4, 6, 3};
+    int n = 0;
+    for (int l = 0; l < 4; l++)
+        for (int b = 0; b < blocks[l]; b++) {
+            for (int c = 1; c <= 3; c++) snprintf(names[n++], 32, "layer%d.%d.conv%d", l + 1, b, c);
+            if (b == 0) snprintf(names[n++], 32, "layer%d.0.downsample.0", l + 1);
+        }
+    return n;
+}
+
+static void test_pass_resnet50(void)
+{
+    char names[64][32];
+    const char *expect[64];
+    const int n = resnet50_convs(names);
+    for (int i = 0; i < n; i++) expect[i] = names[i];
+    CHECK(n == 52);
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_RESNET50);
+    cfg.width_base = 4;
+    cfg.height = cfg.width = 16;
+    cfg.time_steps = 2;
+    check_model(cfg, expect, n, 0, 2);   /* the 1x1 convs too: they read spikes */
+    /* SEW: the conv1 of the 15 blocks after layer1.0 and the downsample of stages 2-4 read a
+     * residual sum (layer3.5.conv1 the union of 6 neuron layers) */
+    cfg.kind = SNN_MODEL_SEW_RESNET50;
+    check_model(cfg, expect, n, 18, 2);
 }
 
 /* stem conv -> neuron -> conv: calibrated on weak inputs (few spikes), run on strong ones. */
@@ -366,6 +405,7 @@ int main(void)
     RUN(test_pass_cnn);
     RUN(test_pass_resnet);
     RUN(test_pass_sew);
+    RUN(test_pass_resnet50);
     RUN(test_fallback_and_tape);
     return test_finish();
 }

@@ -21,6 +21,12 @@
 #   tools/gpu_session.sh distacc   2 GPUs: 5 epochs of the CIFAR-format ResNet-18 on 1 GPU x 128
 #                                  and on 2 GPUs x 64 with --sync-bn, test accuracy side by side
 #                                  (~5 minutes on H200s)
+#   tools/gpu_session.sh sparse15a   issue 15, call 1 of 2 (<= ~8.5 min): ResNet-18 trained at 4
+#                                  activity penalties, sparse vs dense on the GPU and the CPU
+#   tools/gpu_session.sh sparse15b   issue 15, call 2 of 2 (<= ~8.5 min): its CUDA tests, the GPU
+#                                  kernel tables, ResNet-50 trained briefly, run at T = 16
+#   tools/gpu_session.sh ann2snn   ANN -> SNN: the conversion tests, the ANN vs SNN profile
+#                                  table (bench_train_step), snn-ann2snn on CUDA (needs .carry/)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -33,11 +39,24 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 summary() { tee -a "$OUT/summary.txt"; }
 
 build() {
-  # incremental: a warm machine keeps build-gpu/ between calls
-  log "build (sm_90, Release)"
+  # incremental: a warm machine keeps build-gpu/ between calls; arguments: only those targets
+  log "build (sm_90, Release)${1:+: $*}"
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
         > "$LOGS/cmake.log" 2>&1 || { tail -20 "$LOGS/cmake.log"; return 1; }
-  cmake --build build-gpu -j 16 -- -k > "$LOGS/build.log" 2>&1 || grep -E "error" "$LOGS/build.log" | head -30
+  cmake --build build-gpu -j 16 ${1:+--target "$@"} -- -k > "$LOGS/build.log" 2>&1 ||
+    grep -E "error" "$LOGS/build.log" | head -30
+}
+
+# sparse15a / sparse15b: seconds since the stage began (S15_START); s15_go SECONDS command...
+# runs the command under `timeout`, cut to what is left until S15_END, or skips it (and says so)
+# when under 15 s are left, so that each stage fits one device call.
+s15_time() { echo "   ($(( $(date +%s) - S15_START )) s since the stage began)" | summary; }
+s15_go() {
+  local t=$1 left=$(( S15_END - $(date +%s) )); shift
+  # (straight into summary.txt: the callers send the command's own output elsewhere)
+  if (( left < 15 )); then echo "   skipped (stage budget spent): ${*:1:4}" >> "$OUT/summary.txt"; return 124; fi
+  (( left < t )) && t=$left
+  timeout "$t" "$@"
 }
 
 for stage in "$@"; do
@@ -255,6 +274,165 @@ for stage in "$@"; do
       --batch-size 128 --out "$LOGS/acc_1gpu" 2>&1 | grep -E "^epoch|done" | summary
     build-gpu/bin/snn-train --gpus 2 --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
       --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 | grep -E "^epoch|done|rank" | summary ;;
+  sparse15)
+    echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
+         "then tools/gpu_session.sh sparse15b (separate calls)"
+    exit 2 ;;
+  sparse15a)
+    # Issue 15, part a (one device call, at most ~8.5 min: each step's timeout is cut to what is
+    # left of SPARSE15_BUDGET seconds, build included; a step with under 15 s left is skipped
+    # and says so). The trade-off of the activity penalty on the spiking ResNet-18 (width 64,
+    # T = 4): trained one epoch (TF32) at each LAMBDA, then snn-sparse dense vs sparse on the
+    # GPU (fp32, 2000 test images, batch 64) and, for SPARSE15_CPU_LAMBDAS, on this host's CPU
+    # (16 threads, 256 images). Outputs in $OUT: summary.txt, sparse15.csv (one line per
+    # snn-sparse run), sparse15_tradeoff.svg, resnet18_weights.part-* (the weights of the net
+    # trained at SPARSE15_EXPORT, for the CPU measurement on another machine:
+    # cat resnet18_weights.part-* > weights.safetensors). Checkpoints stay out of logs.tgz.
+    S15_START=$(date +%s); S15_END=$(( S15_START + ${SPARSE15_BUDGET:-500} ))
+    build snn-train snn-sparse snn-make-cifar snn-sparse-plot || exit 1
+    s15_time
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    export SNN_DATA_DIR=$PWD/.carry
+    CK=/tmp/sparse15; mkdir -p "$CK" /tmp/fmcifar
+    CSV="$OUT/sparse15.csv"; rm -f "$CSV"
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    cpu_lams=" ${SPARSE15_CPU_LAMBDAS:-0 1.5 5} "
+    # LAMBDA per layer (the penalty sums the layers): 0, then a decade of pressure around the
+    # CNN's knee on the CPU (no cost at 1, -8 points at 3.3 after 100 steps: docs/sparse.md 7)
+    for lam in ${SPARSE15_LAMBDAS:-0 0.5 1.5 5}; do
+      log "sparse15a: ResNet-18 (width 64, T = 4, 1 epoch, TF32 training) with --activity-penalty $lam"
+      s15_go 100 build-gpu/bin/snn-train --device cuda --tf32 --model resnet18 --dataset cifar10 \
+        --data /tmp/fmcifar --T 4 --epochs 1 --batch-size 128 --activity-penalty $lam --out "$CK/r18_$lam" 2>&1 \
+        | grep -E "^epoch|penalty|firing|done" | cut -c1-400 | summary
+      log "sparse15a: snn-sparse --device cuda, LAMBDA $lam (2000 test images, fp32)"
+      s15_go 90 build-gpu/bin/snn-sparse --checkpoint "$CK/r18_$lam/checkpoint.safetensors" --data /tmp/fmcifar \
+        --device cuda --limit-test 2000 --passes 3 --csv "$CSV" > "$LOGS/sparse_r18_${lam}_cuda.txt" 2>&1
+      grep -E "^layer|accuracy|identical|swapped|latency|throughput|test set|end to end|snn-sparse:" \
+        "$LOGS/sparse_r18_${lam}_cuda.txt" | summary
+      s15_time
+      if [[ "$cpu_lams" == *" $lam "* ]]; then
+        log "sparse15a: snn-sparse --device cpu (16 threads), LAMBDA $lam (256 test images)"
+        s15_go 90 build-gpu/bin/snn-sparse --checkpoint "$CK/r18_$lam/checkpoint.safetensors" --data /tmp/fmcifar \
+          --device cpu --threads 16 --limit-test 256 --calib-batches 4 --passes 1 --reps 5 --csv "$CSV" \
+          > "$LOGS/sparse_r18_${lam}_cpu.txt" 2>&1
+        grep -E "accuracy|identical|swapped|latency|throughput|test set|end to end|snn-sparse:" \
+          "$LOGS/sparse_r18_${lam}_cpu.txt" | summary
+        s15_time
+      fi
+    done
+    log "sparse15a: the trade-off (accuracy against speed-up)"
+    cat "$CSV" | summary
+    build-gpu/bin/snn-sparse-plot "$CSV" "$OUT/sparse15_tradeoff.svg" resnet18 2>&1 | summary
+    exp=${SPARSE15_EXPORT:-1.5}
+    if [ -f "$CK/r18_$exp/checkpoint.safetensors" ]; then
+      python3 tools/export_weights.py "$CK/r18_$exp/checkpoint.safetensors" "$CK/weights.safetensors" > /dev/null &&
+        split -b 15000000 "$CK/weights.safetensors" "$OUT/resnet18_weights.part-"
+    fi
+    for d in "$CK"/r18_*; do cp "$d/metrics.csv" "$LOGS/metrics_$(basename "$d").csv" 2>/dev/null; done
+    s15_time ;;
+  sparse15b)
+    # Issue 15, part b (one device call, at most ~8.5 min under SPARSE15_BUDGET, as sparse15a):
+    # the CUDA tests of the issue (sparse kernels incl. event-smem, activity penalty, golden
+    # ResNet-18/50 on both devices), bench_sparse's GPU tables (ResNet-18 and -50 shapes, 256
+    # images per call, the smem column), and a width-64 ResNet-50 trained briefly at T = 4
+    # (10000 images, LAMBDA SPARSE15_R50_LAMBDA) then run at T = 16 (batch 16: 256 images per
+    # conv call; 4 calibration batches, since calibration copies every spike-fed conv's tensors
+    # to the host) on the GPU and on this host's CPU. Outputs: summary.txt, sparse15_r50.csv.
+    S15_START=$(date +%s); S15_END=$(( S15_START + ${SPARSE15_BUDGET:-500} ))
+    build snn-train snn-sparse snn-make-cifar bench_sparse test_cuda_sparse test_cuda_activity_penalty \
+      test_model_resnet50 test_cuda_model_resnet50 test_cuda_model || exit 1
+    s15_time
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    export SNN_DATA_DIR=$PWD/.carry
+    CK=/tmp/sparse15; mkdir -p "$CK" /tmp/fmcifar
+    CSV="$OUT/sparse15_r50.csv"; rm -f "$CSV"
+    log "sparse15b: CUDA tests (sparse kernels, activity penalty, golden ResNet-18/50 on both devices)"
+    s15_go 150 ctest --test-dir build-gpu -R "^(cuda_sparse|cuda_activity_penalty|model_resnet50|cuda_model|cuda_model_resnet50)$" \
+      --output-on-failure > "$LOGS/ctest_sparse15.log" 2>&1
+    grep -E "Test +#|tests passed|tests failed|differs|FAIL|gradient of|step [0-9]" "$LOGS/ctest_sparse15.log" | head -40 | summary
+    s15_time
+    log "sparse15b: bench_sparse GPU tables (256 images per call = batch 64 x T 4), ResNet-18 and -50 shapes"
+    s15_go 120 build-gpu/bin/bench_sparse 16 16 3 --gpu-only --gpu-images 256 --resnet50 2>&1 \
+      | tee "$LOGS/bench_sparse15.txt" | summary
+    s15_time
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "sparse15b: ResNet-50 (width 64), trained briefly at T = 4 (10000 images, LAMBDA ${SPARSE15_R50_LAMBDA:-1.5}), measured at T = 16"
+    s15_go 100 build-gpu/bin/snn-train --device cuda --tf32 --model resnet50 --dataset cifar10 --data /tmp/fmcifar \
+      --T 4 --epochs 1 --limit-train 10000 --limit-test 1000 --batch-size 64 \
+      --activity-penalty ${SPARSE15_R50_LAMBDA:-1.5} --out "$CK/r50" 2>&1 | grep -E "^epoch|penalty|done" | summary
+    s15_time
+    s15_go 120 build-gpu/bin/snn-sparse --checkpoint "$CK/r50/checkpoint.safetensors" --data /tmp/fmcifar --T 16 \
+      --device cuda --batch-size 16 --calib-batches 4 --limit-test 512 --passes 2 --reps 5 --csv "$CSV" \
+      > "$LOGS/sparse_r50_cuda.txt" 2>&1
+    cat "$LOGS/sparse_r50_cuda.txt" | summary
+    s15_time
+    s15_go 120 build-gpu/bin/snn-sparse --checkpoint "$CK/r50/checkpoint.safetensors" --data /tmp/fmcifar --T 16 \
+      --device cpu --threads 16 --batch-size 16 --limit-test 32 --calib-batches 2 --passes 1 --reps 2 \
+      --csv "$CSV" > "$LOGS/sparse_r50_cpu.txt" 2>&1
+    grep -E "accuracy|identical|swapped|latency|throughput|test set|end to end|^layer|snn-sparse:" \
+      "$LOGS/sparse_r50_cpu.txt" | head -70 | summary
+    cat "$CSV" | summary
+    cp "$CK/r50/metrics.csv" "$LOGS/metrics_r50.csv" 2>/dev/null
+    s15_time ;;
+  ann2snn)
+    # issue 14: QANN -> ST-BIF conversion. ~4 min after a build (every part has its own timeout;
+    # the elapsed seconds are logged after each). Pass/fail: docs/ann2snn.md, "Running it on a GPU".
+    t0=$SECONDS
+    build || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "ctest -V: test_ann2snn, test_ann2snn_program (CPU), test_cuda_ann2snn, test_cuda_sparse (signed spikes)  [$((SECONDS - t0)) s]"
+    timeout 180 ctest --test-dir build-gpu -R 'ann2snn|cuda_sparse' -V > "$LOGS/ctest_ann2snn.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Skipped|FAIL|differs|beyond|dstep|max \||step gradient|checks, " \
+      "$LOGS/ctest_ann2snn.log" | head -40 | summary
+    log "ANN vs SNN profile: bench_train_step, ResNet-18 (width 64, 3x32x32, fp32), median ms per step  [$((SECONDS - t0)) s]"
+    rows="$LOGS/ann2snn_profile_rows.txt"; : > "$rows"
+    for run in relu:1 lif:4 lif:8 stbif:4 stbif:8; do
+      n=${run%:*}; t=${run#*:}
+      timeout 60 build-gpu/bin/bench_train_step --device cuda --model resnet18 --neuron "$n" --T "$t" \
+        --batch 32 --infer-batch 1,32 --steps 20 > "$LOGS/bench_${n}_$t.txt" 2>&1
+      # columns found by their header names (bench_train_step's table may gain columns)
+      awk -F'|' -v n="$n" -v t="$t" '
+        /^\| phase \|/ { for (i = 1; i <= NF; i++) { h = $i; gsub(/^ +| +$/, "", h); col[h] = i } }
+        /^\| train \| 32 / { tr = $col["ms / step"] + 0; mb = $col["peak MB"] + 0 }
+        /^\| infer \| 1 / { i1 = $col["ms / step"] + 0 }
+        /^\| infer \| 32 / { i32 = $col["ms / step"] + 0 }
+        END { print n, t, tr + 0, i1 + 0, i32 + 0, mb + 0 }' "$LOGS/bench_${n}_$t.txt" >> "$rows"
+    done
+    {
+      echo "| neurons | T | train B=32 ms | infer B=1 ms | infer B=32 ms | train / ANN | infer B=1 / ANN | infer B=32 / ANN | peak MB (train) |"
+      echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+      awk 'function r(a, b) { return (a > 0 && b > 0) ? sprintf("%.2fx", a / b) : "-" }
+        NR == 1 { a_tr = $3; a_i1 = $4; a_i32 = $5 }
+        { printf "| %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %.0f |\n", $1, $2, $3, $4, $5,
+                 r($3, a_tr), r($4, a_i1), r($5, a_i32), $6
+          if (NR > 1) { tr[NR] = r($3, a_tr); i1[NR] = r($4, a_i1); name[NR] = $1 " T=" $2
+                        ok_tr[NR] = a_tr > 0 && $3 > 0 && $3 <= 3 * a_tr; ok_i1[NR] = a_i1 > 0 && $4 > 0 && $4 <= 2 * a_i1 } }
+        END { for (k = 2; k <= NR; k++)
+                printf "check: %s: training B=32 %s the ANN (target <= 3x): %s; inference B=1 %s (target <= 2x): %s\n",
+                       name[k], tr[k], ok_tr[k] ? "PASS" : "MISS", i1[k], ok_i1[k] ? "PASS" : "MISS" }' "$rows"
+    } | summary
+    log "snn-ann2snn --device cuda: Fashion-MNIST CNN, 4 levels; QANN and ReLU ANN, 4 epochs each; T = 1..64 and T*  [$((SECONDS - t0)) s]"
+    timeout 150 build-gpu/bin/snn-ann2snn --device cuda --relu-baseline --out "$LOGS/ann2snn_fmnist" \
+      > "$LOGS/ann2snn_fmnist.txt" 2> "$LOGS/ann2snn_fmnist.err"
+    echo "exit $?" | summary; cat "$LOGS/ann2snn_fmnist.txt" | summary
+    grep -E "epoch|snn-ann2snn:" "$LOGS/ann2snn_fmnist.err" | tail -12 | summary
+    cp "$LOGS/ann2snn_fmnist/accuracy_vs_T.svg" "$OUT/ann2snn_fmnist.svg" 2>/dev/null
+    cp "$LOGS/ann2snn_fmnist/results.csv" "$OUT/ann2snn_fmnist.csv" 2>/dev/null
+    log "snn-ann2snn --device cuda: ResNet-18 on the CIFAR-format Fashion-MNIST (2 epochs of 30000, batch 64, 2000 test images)  [$((SECONDS - t0)) s]"
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      timeout 60 build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    timeout 200 build-gpu/bin/snn-ann2snn --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+      --epochs 2 --batch-size 64 --limit-train 30000 --limit-test 2000 --out "$LOGS/ann2snn_resnet" \
+      > "$LOGS/ann2snn_resnet.txt" 2> "$LOGS/ann2snn_resnet.err"
+    echo "exit $?" | summary; cat "$LOGS/ann2snn_resnet.txt" | summary
+    grep -E "epoch|snn-ann2snn:" "$LOGS/ann2snn_resnet.err" | tail -12 | summary
+    cp "$LOGS/ann2snn_resnet/accuracy_vs_T.svg" "$OUT/ann2snn_resnet.svg" 2>/dev/null
+    cp "$LOGS/ann2snn_resnet/results.csv" "$OUT/ann2snn_resnet.csv" 2>/dev/null
+    log "ann2snn done  [$((SECONDS - t0)) s]" ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
