@@ -377,8 +377,11 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
     if (exit_code == 0 && !o->no_sparse) {
         snn_tensor *calib[8] = {0};
         int n_calib = 0;
+        /* calibration runs its batches' forwards at T* in one step: at a ResNet's T* = 51 one
+         * batch of 64 holds ~27 GB on the GPU (an H100 ran out with 8), so long runs take one */
+        const int max_calib = bound > 16 ? 1 : 8;
         snn_batch batch;
-        while (n_calib < 8 && snn_loader_next(test_loader, &batch)) {
+        while (n_calib < max_calib && snn_loader_next(test_loader, &batch)) {
             calib[n_calib] = snn_tensor_new(SNN_SHAPE(batch.count, batch.channels, batch.height, batch.width), device);
             if (!calib[n_calib] || snn_tensor_copy_from_host(calib[n_calib], batch.images) != SNN_OK) break;
             n_calib++;
