@@ -13,6 +13,8 @@
 #   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
 #   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
 #                                  runs the NIR file in plain PyTorch (h5py) against snn-eval
+#   tools/gpu_session.sh nircheck  NIR files exported on the dev machine (.carry/nir/) run by
+#                                  tools/nir_check.py in PyTorch on the GPU against snn-eval
 #   tools/gpu_session.sh reliability issue 19: memory estimate vs measured on the GPU, SIGTERM
 #                                  and resume on CUDA, sizes refused (needs .carry/ with the data)
 #   tools/gpu_session.sh dist      data-parallel training (NCCL): multigpu tests (skip on 1 GPU),
@@ -74,8 +76,11 @@ for stage in "$@"; do
     grep -E "FAIL|CHECK failed|rel|error" "$LOGS/ctest.log" | head -40 | summary
     # API errors are off: our own calls are checked by SNN_CUDA_CHECK, and libnccl probes kernels
     # of other architectures (cudaFuncGetAttributes -> error 209) on purpose while it starts
-    log "compute-sanitizer memcheck on the CUDA tests"
+    # SANITIZE=none skips memcheck; SANITIZE=REGEX runs it on the CUDA tests whose name matches
+    [ "${SANITIZE:-all}" = none ] && continue
+    log "compute-sanitizer memcheck on the CUDA tests (${SANITIZE:-all})"
     for t in build-gpu/bin/test_cuda_*; do
+      [ "${SANITIZE:-all}" = all ] || [[ $(basename "$t") =~ ${SANITIZE} ]] || continue
       SNN_DATA_DIR=$PWD/.carry timeout ${SANITIZER_TIMEOUT:-100} compute-sanitizer --tool memcheck \
         --report-api-errors no --error-exitcode 9 "$t" > "$LOGS/sanitizer_$(basename "$t").log" 2>&1
       echo "$(basename "$t"): exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_$(basename "$t").log")" | summary
@@ -210,6 +215,16 @@ for stage in "$@"; do
     build-gpu/bin/snn-eval --checkpoint "$LOGS/nir_sew/checkpoint.safetensors" --device cuda \
       --predictions "$LOGS/nir_sew_pred.txt" 2>&1 | grep -E "accuracy" | summary
     timeout 300 python3 tools/nir_check.py "$LOGS/sew.nir" --predictions "$LOGS/nir_sew_pred.txt" --device cuda 2>&1 | summary ;;
+  nircheck)
+    # NIR files exported on the dev machine (HDF5 there) with snn-eval's predictions beside them,
+    # carried in .carry/nir/<name>.nir + <name>_pred.txt: each run in plain PyTorch on this GPU
+    log "nir: the carried NIR files run in plain PyTorch (h5py) on the GPU against snn-eval"
+    for f in .carry/nir/*.nir; do
+      [ -f "$f" ] || { log "nircheck: no .carry/nir/*.nir"; break; }
+      log "nir_check.py $(basename "$f")"
+      timeout 240 python3 tools/nir_check.py "$f" --predictions "${f%.nir}_pred.txt" \
+        --data .carry/fashion-mnist --device cuda 2>&1 | summary
+    done ;;
   reliability)
     build || exit 1
     export SNN_DATA_DIR=$PWD/.carry
