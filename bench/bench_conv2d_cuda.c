@@ -1,25 +1,36 @@
 /*
- * bench_conv2d_cuda.c - the GPU convolutions on the layers snn.c trains, in each precision:
- * fp32 (im2col + cuBLAS SGEMM, tensor/conv2d.cu) and TF32 / BF16 (the implicit-GEMM
- * tensor-core kernel, tensor/conv2d_igemm.cu). Not a test; the parity tests are
+ * bench_conv2d_cuda.c - the GPU convolutions on the layers snn.c trains, in each precision and
+ * on each path: fp32 (im2col + cuBLAS SGEMM, tensor/conv2d.cu), TF32 and BF16 on the
+ * implicit-GEMM tensor-core kernel (tensor/conv2d_igemm.cu) and on im2col + cuBLAS (TF32: fp32
+ * operands, TF32 math; BF16: the column matrix, dout and the weight in bf16, cublasGemmEx on
+ * bf16 operands with fp32 accumulation). Not a test; the parity tests are
  * tests/test_cuda_layers.c and tests/test_cuda_igemm.c.
  *
  *   build/bin/bench_conv2d_cuda [images]      (default 256 = batch 64 x T 4 of the ResNet step)
  *
- * For each layer and precision: forward, dgrad (dx alone) and wgrad (dweight alone), the
+ * For each layer, precision and path: forward, dgrad (dx alone) and wgrad (dweight alone), the
  * median ms of 9 timed calls after 2 warm-ups (the device synchronised around each call), and
  * TFLOP/s = 2 N C_out C_in KH KW H_out W_out / time for each of the three products (dgrad
  * counts its useful terms only: at stride 2 the kernel also multiplies the zeros of the
- * transposed window, 4x the work). Then the ceiling each precision has on this device: cuBLAS
- * on a large square product (8192^3) in the same mode, so "% of cuBLAS" says how close a conv
- * gets to what the library reaches on the friendliest shape.
+ * transposed window, 4x the work), and the workspace the conv takes from the step arena. Then
+ * the ceiling each precision has on this device: cuBLAS on a large square product (8192^3) in
+ * the same mode (BF16: bf16 operands, as the BF16 convs now use; the old fp32-operand
+ * "FAST_16BF" figure is printed beside it), so "% of cuBLAS" says how close a conv gets to what
+ * the library reaches on the friendliest shape.
+ *
+ * Last, the decision check: per layer, for TF32 and BF16, which path was faster here against
+ * the one conv2d.cu's decision table (igemm_pays) picks, and the sum of the step column with
+ * the table's choice and with the measured best. A MISMATCH line (the table's path more than
+ * 5% slower than the other) is the integrator's cue to update the table in tensor/conv2d.cu
+ * from these numbers.
  *
  * Napkin math, spiking ResNet-18 (width 64, 32x32, T = 4, batch 64: 256 images): ~0.56 G
  * multiply-adds per image forward (1.11 GFLOP), so ~850 GFLOP per training step (backward is
  * twice the forward); the H100's dense peaks are ~67 TFLOP/s fp32 (CUDA cores), ~495 TF32 and
  * ~990 BF16 (tensor cores, datasheet, SXM), so the convolutions' floor is ~1.7 ms in TF32 and
  * ~0.9 ms in BF16 per step. The bytes moved are small beside it: one layer-1 activation of 256
- * images is 67 MB, ~25 us at 2.7 TB/s.
+ * images is 67 MB, ~25 us at 2.7 TB/s; its BF16 column matrix (576 x 262,144 entries) is 302 MB
+ * (604 MB in fp32), written once and read once per forward and per weight gradient.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,17 +106,30 @@ static double time_pass(const snn_kernels *k, int pass, const snn_conv2d_dims *d
     return t[4];
 }
 
-/* cuBLAS on an n^3 square product in the current precision: TFLOP/s */
-static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng)
+/* cuBLAS on an n^3 square product in the current precision: TFLOP/s. bf16_operands: the
+ * operands converted to bf16 first and multiplied by snn_gemm_bf16_cuda (the BF16 convs' GEMM). */
+static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng, bool bf16_operands)
 {
     const size_t nn = (size_t)n * n;
     float *a = device_random(k, nn, rng, false), *b = device_random(k, nn, rng, false);
     float *c = device_random(k, nn, rng, false);
+    snn_bf16 *a16 = NULL, *b16 = NULL;
+    if (bf16_operands) {
+        a16 = snn_alloc(nn * sizeof *a16, SNN_CUDA);
+        b16 = snn_alloc(nn * sizeof *b16, SNN_CUDA);
+        if (!a16 || !b16) {
+            fprintf(stderr, "bench_conv2d_cuda: out of device memory (bf16 operands)\n");
+            exit(EXIT_FAILURE);
+        }
+        snn_to_bf16_cuda(a16, a, (int64_t)nn);
+        snn_to_bf16_cuda(b16, b, (int64_t)nn);
+    }
     double t[5];
     for (int r = -1; r < 5; r++) {
         k->synchronize();
         double t0 = now();
-        k->gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        if (bf16_operands) snn_gemm_bf16_cuda(false, false, n, n, n, 1.0f, a16, n, b16, n, 0.0f, c, n);
+        else k->gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
         k->synchronize();
         if (r >= 0) t[r] = now() - t0;
     }
@@ -113,6 +137,8 @@ static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng)
     snn_free(a, nn * sizeof *a, SNN_CUDA);
     snn_free(b, nn * sizeof *b, SNN_CUDA);
     snn_free(c, nn * sizeof *c, SNN_CUDA);
+    snn_free(a16, nn * sizeof *a16, SNN_CUDA);
+    snn_free(b16, nn * sizeof *b16, SNN_CUDA);
     return 2.0 * (double)n * n * n / t[2] * 1e-12;
 }
 
@@ -141,20 +167,28 @@ int main(int argc, char **argv)
     double ceiling[3];
     for (int p = 0; p < 3; p++) {
         snn_set_precision(precisions[p]);
-        ceiling[p] = gemm_ceiling(k, 8192, &rng);
+        ceiling[p] = gemm_ceiling(k, 8192, &rng, precisions[p] == SNN_PRECISION_BF16);
     }
+    snn_set_precision(SNN_PRECISION_BF16);
+    const double fast_16bf = gemm_ceiling(k, 8192, &rng, false);
     snn_set_precision(SNN_PRECISION_FP32);
     printf("bench_conv2d_cuda: %d images; cuBLAS 8192^3 ceiling: fp32 %.1f, tf32 %.1f, "
-           "bf16 %.1f TFLOP/s\n\n", images, ceiling[0], ceiling[1], ceiling[2]);
+           "bf16 %.1f TFLOP/s (bf16 operands; fp32 operands with FAST_16BF, as the linear "
+           "layers: %.1f)\n\n", images, ceiling[0], ceiling[1], ceiling[2], fast_16bf);
     printf("| layer | precision | path | fwd ms | TFLOP/s | dgrad ms | TFLOP/s | wgrad ms | TFLOP/s | "
-           "step ms | %% of cuBLAS |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "step ms | %% of cuBLAS | ws MB |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     /* every precision on each path it can take; "auto" marks the one snn.c picks for the dims */
     const struct { snn_precision precision; snn_conv_path path; } variants[5] = {
         {SNN_PRECISION_FP32, SNN_CONV_PATH_IM2COL}, {SNN_PRECISION_TF32, SNN_CONV_PATH_IM2COL},
         {SNN_PRECISION_TF32, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_BF16, SNN_CONV_PATH_IM2COL},
         {SNN_PRECISION_BF16, SNN_CONV_PATH_IGEMM}};
     double total[3] = {0, 0, 0};
-    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+    /* the decision check: per layer, TF32 and BF16 (index 1, 2): step ms on each path, and
+     * whether the table sends the layer to igemm */
+    enum { LAYERS = sizeof layers / sizeof layers[0] };
+    double step_ms[LAYERS][3][2] = {{{0.0}}}; /* [layer][precision][igemm] */
+    bool auto_igemm[LAYERS][3] = {{false}};
+    for (size_t i = 0; i < LAYERS; i++) {
         const layer *l = &layers[i];
         const snn_conv2d_dims d = layer_dims(images, l);
         const size_t nx = (size_t)d.N * d.C_in * d.H * d.W;
@@ -180,11 +214,14 @@ int main(int argc, char **argv)
             /* the first conv of a network never needs dx (its input is the image) */
             const double step = f + h + (l->C_in > 3 ? g : 0.0);
             if (chosen) total[p] += step;
-            printf("| %s | %s | %s%s | %.3f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f%% |\n",
-                   l->name, snn_precision_name(variants[v].precision),
-                   variants[v].path == SNN_CONV_PATH_IGEMM ? "igemm" : "im2col", chosen ? " (auto)" : "",
-                   1e3 * f, flops / f * 1e-12, 1e3 * g, flops / g * 1e-12, 1e3 * h, flops / h * 1e-12,
-                   1e3 * step, 100.0 * 3.0 * flops / (f + g + h) * 1e-12 / ceiling[p]);
+            const bool igemm = variants[v].path == SNN_CONV_PATH_IGEMM;
+            step_ms[i][p][igemm] = 1e3 * step;
+            if (p != SNN_PRECISION_FP32 && chosen) auto_igemm[i][p] = igemm;
+            printf("| %s | %s | %s%s | %.3f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f%% | %.1f |\n",
+                   l->name, snn_precision_name(variants[v].precision), igemm ? "igemm" : "im2col",
+                   chosen ? " (auto)" : "", 1e3 * f, flops / f * 1e-12, 1e3 * g, flops / g * 1e-12,
+                   1e3 * h, flops / h * 1e-12, 1e3 * step,
+                   100.0 * 3.0 * flops / (f + g + h) * 1e-12 / ceiling[p], (double)ws_bytes / 1e6);
             fflush(stdout);
             snn_free(ws, ws_bytes ? ws_bytes : 1, SNN_CUDA);
         }
@@ -198,6 +235,28 @@ int main(int argc, char **argv)
     }
     printf("\nsum of the step column over the layers listed (each once, the path auto takes): fp32 %.2f ms, tf32 %.2f "
            "ms, bf16 %.2f ms\n", 1e3 * total[0], 1e3 * total[1], 1e3 * total[2]);
+    /* the decision check (tensor/conv2d.cu, igemm_rule_for): measured winner against the table */
+    printf("\ndecision check at %d images (step ms; the table in tensor/conv2d.cu against the faster "
+           "path measured here):\n", images);
+    for (int p = 1; p < 3; p++) {
+        double best_total = 0.0;
+        int mismatches = 0;
+        for (size_t i = 0; i < LAYERS; i++) {
+            const bool igemm_faster = step_ms[i][p][1] < step_ms[i][p][0];
+            const double best = step_ms[i][p][igemm_faster], table = step_ms[i][p][auto_igemm[i][p]];
+            /* within 5% is timing noise, not a wrong decision */
+            const bool ok = table <= 1.05 * best;
+            best_total += best;
+            mismatches += !ok;
+            printf("  %s %-30s igemm %7.3f  im2col %7.3f  faster %-6s  table %-6s (%.2fx)  %s\n",
+                   snn_precision_name(precisions[p]), layers[i].name, step_ms[i][p][1],
+                   step_ms[i][p][0], igemm_faster ? "igemm" : "im2col",
+                   auto_igemm[i][p] ? "igemm" : "im2col", table / best, ok ? "ok" : "MISMATCH");
+        }
+        printf("  %s: sum %.2f ms with the table's paths, %.2f ms with the faster ones; %d "
+               "mismatch(es)\n", snn_precision_name(precisions[p]), 1e3 * total[p], best_total,
+               mismatches);
+    }
     snn_set_precision(SNN_PRECISION_FP32);
     snn_shutdown();
     return 0;

@@ -191,7 +191,10 @@ static int conv(walk *w, int in, double images, int cin, int cout, int k, int st
     int out = output(w, images * cout * ho * wo, in, -1);
     /* the same workspace serves forward and backward; ask the device for sizes its planning
      * arithmetic (int fields) is made for, else take the im2col matrix (C_in K K, images
-     * H_out W_out) as the size: a size that large is refused whatever the exact number */
+     * H_out W_out) as the size: a size that large is refused whatever the exact number. On
+     * CUDA the size depends on the precision and conv path set now (BF16's im2col matrix is
+     * bf16, the implicit-GEMM layers need none), so estimate after snn_set_precision, as the
+     * programs do. */
     double ws = 4.0 * cin * k * k * images * ho * wo;
     if (w->k && w->k->conv2d_workspace_bytes && images <= (double)(1 << 24) && ws < 1e12) {
         snn_conv2d_dims d = {(int)images, cin, *h, *wd, cout, k, k, stride, pad, ho, wo};

@@ -34,13 +34,28 @@
  * Memory traffic per image: im2col writes CK P floats (KH KW times the input for stride 1) and
  * the SGEMMs read them; the SGEMMs do C_out CK P FMAs forward and twice that backward.
  *
- * This path is the fp32 one (the default precision, bit-reproducible, and the reference of the
- * tensor-core path). With the precision set to TF32 or BF16 (cuda_options.h) the three entry
- * points below hand over to the implicit-GEMM convolution of conv2d_igemm.cu, which needs
- * neither the column matrix nor its workspace, on the shapes where it beats this path run in
- * the same precision (igemm_pays); the rest stay here, with cuBLAS on tensor cores.
+ * Precisions. This path is the fp32 one (the default precision, bit-reproducible, and the
+ * reference of the tensor-core paths). With the precision set to TF32 or BF16 (cuda_options.h)
+ * the three entry points below hand over to the implicit-GEMM convolution of conv2d_igemm.cu,
+ * which needs neither the column matrix nor its workspace, on the shapes where it beats this
+ * path run in the same precision (igemm_pays); the rest stay here, on tensor cores:
+ *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
+ *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
+ *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv
+ *               that is a conversion: x cannot be multiplied as it is), the weight is converted
+ *               into the workspace once per call, and the GEMM writes fp32 out as in fp32;
+ *     backward  the swap that makes doutT writes it in bf16; dweight += doutT col^T from the
+ *               bf16 col and doutT, accumulated in fp32 into dweight; dcol = weight^T doutT in
+ *               fp32, col2im in fp32 as before. dcol (4 B an entry) reuses col's buffer (2 B an
+ *               entry), so it is made for ceil(g/2) images at a time. 1x1 stride 1: dx_j +=
+ *               weight^T doutT_j straight into dx (doutT_j: rows g P apart).
+ *     Bytes per entry of col and doutT: 2 written and 2 read instead of 4 and 4, so the
+ *     workspace per image is 2 (CK + C_out) P bytes (4 C_out P for the side-by-side forward's
+ *     fp32 outT) against 4 (CK + C_out) P, and a chunk holds about twice the images. The
+ *     tensor cores run bf16 at twice their TF32 rate.
  */
 #include <stdint.h>
+#include <type_traits>
 
 #include "cuda_common.cuh"
 #include "cuda_options.h"
@@ -50,70 +65,132 @@
 /* Workspace budget per call. The op layer takes the workspace as scratch from the step arena
  * and gives it back as soon as the conv's kernels are queued, so only one is held at a time.
  * 256 MiB fits 108 images of the widest ResNet-18 (CIFAR) im2col (64 channels at 32x32) per
- * chunk, so a batch of 64 x T = 4 takes 3 chunks: on the H100 the training step went from
- * 62.7 to 55.4 ms against 32 MiB (13 images per chunk, 20 chunks per conv). */
+ * chunk in fp32 (about twice that in BF16), so a batch of 64 x T = 4 takes 3 chunks: on the
+ * H100 the training step went from 62.7 to 55.4 ms against 32 MiB (13 images per chunk, 20
+ * chunks per conv). */
 #define CONV_WORKSPACE_BUDGET ((int64_t)256 << 20)
 /* cuBLAS runs a strided batch over the grid's z dimension: stay within its limit. */
 #define CONV_MAX_CHUNK 65535
 
+/* Output planes smaller than this take the forward side by side: a per-image product
+ * out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) with P = 16 or 64 columns is a thin
+ * GEMM that rereads the whole weight for every image, while one (C_out, CK) x (CK, g P) product
+ * reads it once per chunk; the price is one extra pass over the (small) output to put the image
+ * axis back in front. */
+#define CONV_SIDE_BY_SIDE_BELOW 128
+
 typedef struct conv_plan {
-    int64_t CK;      /* C_in KH KW: rows of col */
-    int64_t P;       /* H_out W_out: columns of col per image */
-    int G;           /* images per chunk */
-    bool direct;     /* 1x1, stride 1, pad 0: x_n is col_n */
-    int64_t col_floats; /* col (CK, G P), rounded up to 64 floats so doutT starts 256-B aligned */
-    size_t floats;   /* workspace: col + doutT (C_out, G P) */
+    int64_t CK;          /* C_in KH KW: rows of col */
+    int64_t P;           /* H_out W_out: columns of col per image */
+    int G;               /* images per chunk */
+    bool bf16;           /* operands in bf16 (precision BF16) */
+    bool one_by_one;     /* 1x1, stride 1, pad 0: x_n is col_n, dx_n += weight^T dout_n */
+    bool direct;         /* the fp32 forward multiplies x_n itself (one_by_one, not bf16) */
+    bool side_by_side;   /* the forward lays the chunk's images side by side (small planes) */
+    size_t col_bytes;    /* col (CK, G P): 4 B an entry, rounded up to 256 B so that what
+                            follows is aligned; bf16: 2 B an entry, and room for dcol (fp32)
+                            of ceil(G/2) images */
+    size_t aux_bytes;    /* doutT (C_out, G P), 4 or 2 B an entry; the side-by-side forward's
+                            outT (C_out, G P) is fp32 in both */
+    size_t weight_bytes; /* bf16: the weight (C_out, CK) converted; fp32: 0 */
+    size_t bytes;        /* the workspace: col, then aux, then the bf16 weight */
 } conv_plan;
 
-/* A pure function of the dims, so that the workspace size and both passes agree. */
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* A pure function of the dims and the precision, so that the workspace size and both passes
+ * agree. */
 static conv_plan make_plan(const snn_conv2d_dims *d)
 {
-    conv_plan plan;
+    conv_plan plan = {};
     plan.CK = (int64_t)d->C_in * d->KH * d->KW;
     plan.P = (int64_t)d->H_out * d->W_out;
-    plan.direct = d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0;
-    const int64_t per_image = (plan.CK + d->C_out) * plan.P; /* floats */
-    int64_t G = CONV_WORKSPACE_BUDGET / (int64_t)sizeof(float) / (per_image > 0 ? per_image : 1);
+    plan.bf16 = snn_cuda_precision() == SNN_PRECISION_BF16;
+    plan.one_by_one = d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0;
+    plan.direct = plan.one_by_one && !plan.bf16;
+    plan.side_by_side = !plan.direct && plan.P < CONV_SIDE_BY_SIDE_BELOW;
+    const int64_t operand = plan.bf16 ? 2 : 4;               /* bytes of a col / doutT entry */
+    const int64_t aux_entry = plan.side_by_side ? 4 : operand; /* outT is fp32 */
+    const int64_t per_image = (plan.CK * operand + d->C_out * aux_entry) * plan.P; /* bytes */
+    plan.weight_bytes = plan.bf16 ? (size_t)round_up((int64_t)d->C_out * plan.CK * 2, 256) : 0;
+    const int64_t budget = CONV_WORKSPACE_BUDGET - (int64_t)plan.weight_bytes;
+    int64_t G = budget > 0 ? budget / (per_image > 0 ? per_image : 1) : 1;
     if (G > d->N) G = d->N;
     if (G > CONV_MAX_CHUNK) G = CONV_MAX_CHUNK;
     if (G < 1) G = 1;
-    /* indices inside one chunk must fit in int (cuBLAS dims, 32-bit fast paths) */
+    /* indices inside one chunk must fit in int (cuBLAS dims, 32-bit fast paths): elements of
+     * col + doutT per image, or of the input image */
+    const int64_t entries = (plan.CK + d->C_out) * plan.P;
     const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
-    const int64_t largest = per_image > x_image ? per_image : x_image;
+    const int64_t largest = entries > x_image ? entries : x_image;
     if (largest > 0 && G > (int64_t)INT32_MAX / largest) G = (int64_t)INT32_MAX / largest;
     if (G < 1) G = 1;
     plan.G = (int)G;
-    plan.col_floats = (plan.CK * G * plan.P + 63) / 64 * 64;
-    plan.floats = (size_t)(plan.col_floats + (int64_t)d->C_out * G * plan.P);
+    if (!plan.bf16) {
+        plan.col_bytes = (size_t)round_up(plan.CK * G * plan.P, 64) * sizeof(float);
+        plan.aux_bytes = (size_t)(d->C_out * G * plan.P) * sizeof(float);
+    } else {
+        /* col: G images in bf16, or dcol: ceil(G/2) in fp32, the same bytes for even G */
+        plan.col_bytes = (size_t)round_up(plan.CK * plan.P * 4 * ((G + 1) / 2), 256);
+        plan.aux_bytes = (size_t)round_up(d->C_out * G * plan.P * aux_entry, 256);
+    }
+    plan.bytes = plan.col_bytes + plan.aux_bytes + plan.weight_bytes;
     return plan;
 }
 
-/* Whether the implicit-GEMM kernel beats im2col + cuBLAS (same precision) on these dims.
- * Measured per layer on the H100 at 256 images (bench_conv2d_cuda, docs/benchmarks.md): it wins
- * only on full-resolution planes (ResNet-18's 32x32 layer1: 1.58 against 2.05 ms for the three
- * passes in TF32, 1.34 against 2.04 in BF16), where im2col's column matrix is nine times the
- * activation and moving it costs more than cuBLAS gains. On 16x16 and smaller planes cuBLAS's
- * tuned tiles win by 1.3-3x; at stride 2 this kernel's dgrad also multiplies the zeros of the
- * dilated window (4x the work); with 1 or 3 input channels most of each 32-long slice of the
- * reduction is padding; and a batch too small to give every SM a tile (inference at batch 1:
- * 0.58 against 0.48 ms per ResNet-18 forward in TF32) leaves the GPU idle. */
-static bool igemm_pays(const snn_conv2d_dims *d)
+/* ==== The decision table: which path AUTO gives a TF32 / BF16 conv ========================
+ * The implicit-GEMM kernel or im2col + cuBLAS in the same precision, from bench_conv2d_cuda on
+ * the H100 at 256 images (docs/benchmarks.md). The kernel wins only on full-resolution planes
+ * (ResNet-18's 32x32 layer1: 1.58 against 2.05 ms for the three passes in TF32), where
+ * im2col's column matrix is nine times the activation and moving it costs more than cuBLAS
+ * gains. On 16x16 and smaller planes cuBLAS's tuned tiles win by 1.3-3x; at stride 2 this
+ * kernel's dgrad also multiplies the zeros of the dilated window (4x the work); with 1 or 3
+ * input channels most of each 32-long slice of the reduction is padding; and a batch too small
+ * to give every SM a tile (inference at batch 1: 0.58 against 0.48 ms per ResNet-18 forward in
+ * TF32) leaves the GPU idle.
+ *
+ * INTEGRATOR: the BF16 row below is the TF32 rule, measured when "BF16 im2col" still fed cuBLAS
+ * fp32 operands (TF32 arithmetic, TF32 speed: 1.34 ms igemm against 2.04 im2col on layer1).
+ * With bf16 operands the im2col column got faster; re-derive the BF16 row from the "decision
+ * check" lines bench_conv2d_cuda prints (measured winner against this rule, per layer), and
+ * write the numbers and the date here and in docs/benchmarks.md. To send every BF16 conv to
+ * cuBLAS, set min_plane to INT32_MAX. */
+typedef struct igemm_rule {
+    int64_t min_plane;     /* H_out W_out at least this (full-resolution planes) */
+    int min_channels;      /* C_in and C_out at least this */
+    int64_t min_positions; /* N H_out W_out at least this: a tile for every SM */
+} igemm_rule;
+
+static igemm_rule igemm_rule_for(snn_precision p)
 {
-    const int64_t positions = (int64_t)d->N * d->H_out * d->W_out;
-    return d->stride == 1 && d->KH * d->KW > 1 && d->C_in >= 16 && d->C_out >= 16 &&
-           (int64_t)d->H_out * d->W_out >= 1024 &&
-           positions >= 128 * 132; /* a 128-position tile for each of the H100's 132 SMs */
+    /* 128 * 132: a 128-position tile for each of the H100's 132 SMs */
+    const igemm_rule tf32 = {1024, 16, 128 * 132}; /* H100, 2026-11-24 */
+    const igemm_rule bf16 = {1024, 16, 128 * 132}; /* NOT RE-MEASURED yet: see above */
+    const igemm_rule never = {INT32_MAX, INT32_MAX, INT64_MAX};
+    return p == SNN_PRECISION_TF32 ? tf32 : p == SNN_PRECISION_BF16 ? bf16 : never;
+}
+
+/* Whether the implicit-GEMM kernel beats im2col + cuBLAS (same precision) on these dims:
+ * stride 1 and a real window (KH KW > 1) always, the table's thresholds for the rest. */
+static bool igemm_pays(const snn_conv2d_dims *d, snn_precision p)
+{
+    const igemm_rule r = igemm_rule_for(p);
+    const int64_t plane = (int64_t)d->H_out * d->W_out;
+    return d->stride == 1 && d->KH * d->KW > 1 && d->C_in >= r.min_channels &&
+           d->C_out >= r.min_channels && plane >= r.min_plane &&
+           (int64_t)d->N * plane >= r.min_positions;
 }
 
 /* The tensor-core path runs for TF32 and BF16 (conv2d_igemm.cu) where it pays. A pure function
  * of the dims and the process-wide options, so the workspace size and both passes agree. */
 static bool use_igemm(const snn_conv2d_dims *d)
 {
-    if (snn_cuda_precision() == SNN_PRECISION_FP32) return false;
+    const snn_precision p = snn_cuda_precision();
+    if (p == SNN_PRECISION_FP32) return false;
     switch (snn_cuda_conv_path()) {
     case SNN_CONV_PATH_IGEMM: return true;
     case SNN_CONV_PATH_IM2COL: return false;
-    default: return igemm_pays(d);
+    default: return igemm_pays(d, p);
     }
 }
 
@@ -122,7 +199,7 @@ extern "C" bool snn_conv2d_uses_igemm_cuda(const snn_conv2d_dims *d) { return us
 extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
     if (use_igemm(d)) return snn_conv2d_igemm_workspace_bytes_cuda(d);
-    return make_plan(d).floats * sizeof(float);
+    return make_plan(d).bytes;
 }
 
 /* The two column layouts of a chunk of g images. */
@@ -132,19 +209,28 @@ enum col_layout {
 };
 
 /* Index math. Inside one chunk every index fits in int (make_plan caps G so that the chunk's
- * col, doutT and x all stay below 2^31 floats), so the kernels below divide in 32 bits: a
+ * col, doutT and x all stay below 2^31 elements), so the kernels below divide in 32 bits: a
  * 64-bit division is a ~70-instruction software routine on the GPU, and with five of them per
  * column entry the first version of im2col was bound by integer arithmetic, not by memory
  * (16 ms of a 55 ms ResNet-18 step on the H100, about a fifth of the bandwidth it needs). */
 
-/* col = im2col of the g images at x (g, C_in, H, W), padding read as 0. One thread per
- * (image j, channel ci, output position p): it works out its window once and copies the KH KW
- * inputs under it into the KH KW rows (ci, kh, kw) of column p. Neighbouring threads hold
- * neighbouring p, so each of the KH KW stores is coalesced across the warp, in either layout.
- * Traffic: 4 B written per col entry (KH KW times the input for stride 1); x is read through
- * L1, each input feeding up to KH KW entries of neighbouring threads.
- * CPU: the im2col of conv2d.c. */
-static __global__ void conv2d_im2col_kernel(float *__restrict__ col, const float *__restrict__ x,
+/* A GEMM operand element from an fp32 value: fp32 as it is, bf16 rounded to nearest (ties to
+ * even, as snn_to_bf16_cuda and the tests' host rounding). */
+static __device__ __forceinline__ void store_operand(float *dst, float v) { *dst = v; }
+static __device__ __forceinline__ void store_operand(snn_bf16 *dst, float v)
+{
+    *dst = __float2bfloat16_rn(v);
+}
+
+/* col = im2col of the g images at x (g, C_in, H, W), padding read as 0, stored as T (float, or
+ * bf16 for the BF16 GEMMs). One thread per (image j, channel ci, output position p): it works
+ * out its window once and copies the KH KW inputs under it into the KH KW rows (ci, kh, kw) of
+ * column p. Neighbouring threads hold neighbouring p, so each of the KH KW stores is coalesced
+ * across the warp, in either layout. Traffic: sizeof(T) B (4 or 2) written per col entry (KH KW
+ * times the input for stride 1); x is read through L1, each input feeding up to KH KW entries
+ * of neighbouring threads. CPU: the im2col of conv2d.c. */
+template <typename T>
+static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__restrict__ x,
                                             snn_conv2d_dims d, int g, int P, col_layout layout)
 {
     const int KK = d.KH * d.KW, CK = d.C_in * KK;
@@ -157,7 +243,7 @@ static __global__ void conv2d_im2col_kernel(float *__restrict__ col, const float
         const int ih0 = oh * d.stride - d.pad, iw0 = ow * d.stride - d.pad;
         const float *plane = x + (size_t)image_channel * d.H * d.W;  // x[j, ci] (H, W)
         /* row (ci, 0, 0) of this column, and the step between consecutive rows */
-        float *dst;
+        T *dst;
         int row_step;
         if (layout == COL_PER_IMAGE) {
             dst = col + ((size_t)j * CK + (size_t)ci * KK) * P + p;
@@ -171,18 +257,20 @@ static __global__ void conv2d_im2col_kernel(float *__restrict__ col, const float
             const bool row_in = ih >= 0 && ih < d.H;
             for (int kw = 0; kw < d.KW; kw++) {
                 const int iw = iw0 + kw;
-                *dst = row_in && iw >= 0 && iw < d.W ? plane[ih * d.W + iw] : 0.0f;
+                store_operand(dst, row_in && iw >= 0 && iw < d.W ? plane[ih * d.W + iw] : 0.0f);
                 dst += row_step;
             }
         }
     }
 }
 
-/* dst (B, A, P) = src (A, B, P) with the two outer axes swapped: the backward's
- * doutT (C_out, g, P) from dout (g, C_out, P), and the forward's out (g, C_out, P) from the
- * side-by-side product (C_out, g, P). One thread per element, consecutive threads along p.
- * Traffic: 4 B read + 4 B written per element, both coalesced along p. */
-static __global__ void conv2d_swap_outer_kernel(float *__restrict__ dst, const float *__restrict__ src,
+/* dst (B, A, P) = src (A, B, P) with the two outer axes swapped, stored as T: the backward's
+ * doutT (C_out, g, P) from dout (g, C_out, P) (bf16 for the BF16 GEMMs), and the forward's
+ * out (g, C_out, P) from the side-by-side product (C_out, g, P) (fp32). One thread per
+ * element, consecutive threads along p. Traffic: 4 B read + sizeof(T) B written per element,
+ * both coalesced along p. */
+template <typename T>
+static __global__ void conv2d_swap_outer_kernel(T *__restrict__ dst, const float *__restrict__ src,
                                                 int A, int B, int P)
 {
     const int total = A * B * P;
@@ -190,12 +278,12 @@ static __global__ void conv2d_swap_outer_kernel(float *__restrict__ dst, const f
          idx += gridDim.x * blockDim.x) {
         const int ba = idx / P, p = idx - ba * P;           /* idx = (b, a, p) in dst */
         const int b = ba / A, a = ba - b * A;
-        dst[idx] = src[((size_t)a * B + b) * P + p];
+        store_operand(dst + idx, src[((size_t)a * B + b) * P + p]);
     }
 }
 
-/* dx (g, C_in, H, W) += col2im(dcol), dcol laid out (CK, g, P): one thread per input element
- * gathers every (kh, kw) whose window put it at output (oh, ow) =
+/* dx (g, C_in, H, W) += col2im(dcol), dcol (fp32) laid out (CK, g, P): one thread per input
+ * element gathers every (kh, kw) whose window put it at output (oh, ow) =
  * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
  * the output, summing in ascending (kh, kw). Neighbouring threads hold neighbouring iw, so for
  * stride 1 the KH KW reads are coalesced too. STRIDE: 1 or 2 known at compile time (the
@@ -236,12 +324,149 @@ static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
     }
 }
 
-/* Output planes smaller than this take the forward side by side: a per-image product
- * out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) with P = 16 or 64 columns is a thin
- * GEMM that rereads the whole weight for every image, while one (C_out, CK) x (CK, g P) product
- * reads it once per chunk; the price is one extra pass over the (small) output to put the image
- * axis back in front. */
-#define CONV_SIDE_BY_SIDE_BELOW 128
+/* ---- launchers: one per kernel, and the GEMMs of each operand type ----------------------- */
+
+template <typename T>
+static void im2col(T *col, const float *x, const snn_conv2d_dims *d, int g, int P,
+                   col_layout layout)
+{
+    SNN_CUDA_LAUNCH(conv2d_im2col_kernel<T>, snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, col, x, *d, g, P, layout);
+}
+
+template <typename T> static void swap_outer(T *dst, const float *src, int A, int B, int P)
+{
+    SNN_CUDA_LAUNCH(conv2d_swap_outer_kernel<T>, snn_cuda_grid((int64_t)A * B * P, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, dst, src, A, B, P);
+}
+
+static void col2im(float *dx, const float *dcol, const snn_conv2d_dims *d, int g, int P)
+{
+    void (*kernel)(float *, const float *, snn_conv2d_dims, int, int) =
+        d->stride == 1 ? conv2d_backward_col2im_kernel<1>
+        : d->stride == 2 ? conv2d_backward_col2im_kernel<2>
+                         : conv2d_backward_col2im_kernel<0>;
+    SNN_CUDA_LAUNCH(kernel, snn_cuda_grid((int64_t)g * d->C_in * d->H * d->W, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, dx, dcol, *d, g, P);
+}
+
+/* fp32 operands: cuBLAS SGEMM (TF32 through the handle's math mode); bf16 operands: GemmEx
+ * with bf16 A and B, fp32 C and accumulation (gemm.cu). */
+static void gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
+                 int ldb, float beta, float *C, int ldc)
+{
+    snn_gemm_cuda(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+static void gemm(bool ta, bool tb, int M, int N, int K, const snn_bf16 *A, int lda,
+                 const snn_bf16 *B, int ldb, float beta, float *C, int ldc)
+{
+    snn_gemm_bf16_cuda(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+static void gemm_batched(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
+                         int64_t stride_a, const float *B, int ldb, int64_t stride_b, float beta,
+                         float *C, int ldc, int64_t stride_c, int batch)
+{
+    snn_gemm_strided_batched_cuda(ta, tb, M, N, K, 1.0f, A, lda, stride_a, B, ldb, stride_b, beta,
+                                  C, ldc, stride_c, batch);
+}
+static void gemm_batched(bool ta, bool tb, int M, int N, int K, const snn_bf16 *A, int lda,
+                         int64_t stride_a, const snn_bf16 *B, int ldb, int64_t stride_b,
+                         float beta, float *C, int ldc, int64_t stride_c, int batch)
+{
+    snn_gemm_bf16_strided_batched_cuda(ta, tb, M, N, K, 1.0f, A, lda, stride_a, B, ldb, stride_b,
+                                       beta, C, ldc, stride_c, batch);
+}
+
+/* ---- the two passes, for operands of type T (float: fp32 / TF32; snn_bf16: BF16) ---------- */
+
+/* out (N, C_out, P) = weight (C_out, CK) x im2col(x), chunk by chunk. col (T) and outT (fp32)
+ * are the workspace's first two regions; weight is in T. */
+template <typename T>
+static void forward_chunks(float *out, const float *x, const T *weight, const snn_conv2d_dims *d,
+                           const conv_plan &plan, T *col, float *outT)
+{
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W; /* floats per input image */
+    const int64_t out_image = (int64_t)d->C_out * plan.P;   /* floats per output image */
+    const int P = (int)plan.P, CK = (int)plan.CK;
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
+        const float *xg = x + n0 * x_image;                  // (g, C_in, H, W)
+        float *outg = out + n0 * out_image;                  // (g, C_out, P)
+        if (plan.side_by_side) {
+            /* outT (C_out, g P) = weight (C_out, CK) x col (CK, g P), then out = swap(outT) */
+            const int wide = g * P;
+            im2col(col, xg, d, g, P, COL_SIDE_BY_SIDE);
+            gemm(false, false, d->C_out, wide, CK, weight, CK, col, wide, 0.0f, outT, wide);
+            swap_outer(outg, outT, d->C_out, g, P);
+            continue;
+        }
+        const T *cols = col;                                 // (g, CK, P)
+        bool direct = false;
+        if constexpr (std::is_same<T, float>::value) {
+            direct = plan.direct;
+            if (direct) cols = xg; /* 1x1 stride 1: x_j already is col_j */
+        }
+        if (!direct) im2col(col, xg, d, g, P, COL_PER_IMAGE);
+        /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
+        gemm_batched(false, false, d->C_out, P, CK, weight, CK, 0, cols, P, (int64_t)CK * P, 0.0f,
+                     outg, P, out_image, g);
+    }
+}
+
+/* dweight += sum_n dout_n col_n^T and dx += col2im(weight^T dout_n), chunk by chunk (either
+ * may be NULL). col (T) and doutT (T) are the workspace's first two regions, dcol (fp32) shares
+ * col's; weight is in T (NULL when dx is). */
+template <typename T>
+static void backward_chunks(float *dx, float *dweight, const float *dout, const float *x,
+                            const T *weight, const snn_conv2d_dims *d, const conv_plan &plan,
+                            T *col, float *dcol, T *doutT)
+{
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
+    const int64_t out_image = (int64_t)d->C_out * plan.P;
+    const int P = (int)plan.P, CK = (int)plan.CK;
+    /* fp32 1x1 stride 1 reads dout itself for dx; every other product reads doutT */
+    const bool need_doutT = dweight || (dx && !plan.direct);
+    /* dcol takes col's buffer: all g images at once in fp32; in bf16 the buffer holds fp32
+     * dcol for ceil(G/2) images (make_plan), so the chunk's dgrad runs in two halves */
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
+        const int wide = g * P;                               /* columns of the chunk matrix */
+        const float *xg = x + n0 * x_image;                   // (g, C_in, H, W)
+        const float *doutg = dout + n0 * out_image;           // (g, C_out, P)
+        float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
+
+        if (need_doutT) /* doutT (C_out, g, P) = dout (g, C_out, P) with the outer axes swapped */
+            swap_outer(doutT, doutg, g, d->C_out, P);
+        if (dweight) {
+            /* dweight (C_out, CK) += doutT (C_out, g P) x col^T (g P, CK) */
+            im2col(col, xg, d, g, P, COL_SIDE_BY_SIDE);
+            gemm(false, true, d->C_out, CK, wide, doutT, wide, col, wide, 1.0f, dweight, CK);
+        }
+        if (!dx) continue;
+        if (plan.one_by_one) {
+            /* dx_j (C_in, P) += weight^T (C_in, C_out) x dout_j (C_out, P), g at once */
+            if constexpr (std::is_same<T, float>::value)
+                gemm_batched(true, false, d->C_in, P, d->C_out, weight, d->C_in, 0, doutg, P,
+                             out_image, 1.0f, dxg, P, x_image, g);
+            else /* dout_j from doutT (C_out, g, P): rows g P apart, images P apart */
+                gemm_batched(true, false, d->C_in, P, d->C_out, weight, d->C_in, 0, doutT, wide,
+                             P, 1.0f, dxg, P, x_image, g);
+            continue;
+        }
+        /* dcol (CK, h P) = weight^T (CK, C_out) x doutT (C_out, h P) for images j0 .. j0+h-1,
+         * into col's buffer (the dweight GEMM that read col is queued before it on the same
+         * stream), then dx of those images += col2im(dcol) */
+        const int half = plan.bf16 ? (g + 1) / 2 : g;
+        for (int j0 = 0; j0 < g; j0 += half) {
+            const int h = g - j0 < half ? g - j0 : half;
+            gemm(true, false, CK, h * P, d->C_out, weight, CK, doutT + (size_t)j0 * P, wide, 0.0f,
+                 dcol, h * P);
+            col2im(dxg + j0 * x_image, dcol, d, h, P);
+        }
+    }
+}
+
+/* ---- the entry points of the kernel table -------------------------------------------------- */
 
 extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight,
                                         const float *bias, const snn_conv2d_dims *d,
@@ -253,39 +478,15 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
         return;
     }
     const conv_plan plan = make_plan(d);
-    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;      /* floats per input image */
-    const int64_t out_image = (int64_t)d->C_out * plan.P;        /* floats per output image */
-    const bool side_by_side = !plan.direct && plan.P < CONV_SIDE_BY_SIDE_BELOW;
-    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
-        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
-        const float *xg = x + n0 * x_image;                       // (g, C_in, H, W)
-        float *outg = out + n0 * out_image;                       // (g, C_out, P)
-        const int entries = (int)((int64_t)g * d->C_in * plan.P); /* im2col threads */
-        if (side_by_side) {
-            /* outT (C_out, g P) = weight (C_out, CK) x col (CK, g P), then out = swap(outT) */
-            const int wide = (int)(g * plan.P);
-            float *outT = workspace + plan.col_floats;
-            SNN_CUDA_LAUNCH(conv2d_im2col_kernel, snn_cuda_grid(entries, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, workspace, xg, *d, g, (int)plan.P,
-                            COL_SIDE_BY_SIDE);
-            snn_gemm_cuda(false, false, d->C_out, wide, (int)plan.CK, 1.0f, weight, (int)plan.CK,
-                          workspace, wide, 0.0f, outT, wide);
-            SNN_CUDA_LAUNCH(conv2d_swap_outer_kernel,
-                            snn_cuda_grid((int64_t)d->C_out * wide, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, outg, outT, d->C_out, g, (int)plan.P);
-            continue;
-        }
-        const float *cols = xg;                                   // (g, CK, P)
-        if (!plan.direct) {
-            SNN_CUDA_LAUNCH(conv2d_im2col_kernel, snn_cuda_grid(entries, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, workspace, xg, *d, g, (int)plan.P,
-                            COL_PER_IMAGE);
-            cols = workspace;
-        }
-        /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
-        snn_gemm_strided_batched_cuda(false, false, d->C_out, (int)plan.P, (int)plan.CK, 1.0f,
-                                      weight, (int)plan.CK, 0, cols, (int)plan.P,
-                                      plan.CK * plan.P, 0.0f, outg, (int)plan.P, out_image, g);
+    char *ws = (char *)workspace;
+    float *outT = (float *)(ws + plan.col_bytes);
+    if (plan.bf16) {
+        /* the weight (C_out, CK) in bf16, after col and outT */
+        snn_bf16 *wb = (snn_bf16 *)(ws + plan.col_bytes + plan.aux_bytes);
+        snn_to_bf16_cuda(wb, weight, (int64_t)d->C_out * plan.CK);
+        forward_chunks<snn_bf16>(out, x, wb, d, plan, (snn_bf16 *)ws, outT);
+    } else {
+        forward_chunks<float>(out, x, weight, d, plan, (float *)ws, outT);
     }
     if (bias) snn_bias_forward_cuda(out, bias, d->N, d->C_out, plan.P);
 }
@@ -302,49 +503,17 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
         snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
         return;
     }
-
-    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
-    const int64_t out_image = (int64_t)d->C_out * plan.P;
-    float *col = workspace;                                   // (CK, G*P), then dcol
-    float *doutT = workspace + plan.col_floats;               // (C_out, G*P)
-    const bool need_doutT = dweight || (dx && !plan.direct);
-
-    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
-        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
-        const int wide = (int)(g * plan.P);                   /* columns of the chunk matrix */
-        const float *xg = x + n0 * x_image;                   // (g, C_in, H, W)
-        const float *doutg = dout + n0 * out_image;           // (g, C_out, P)
-        float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
-
-        if (need_doutT)   /* doutT (C_out, g, P) = dout (g, C_out, P) with the outer axes swapped */
-            SNN_CUDA_LAUNCH(conv2d_swap_outer_kernel,
-                            snn_cuda_grid((int64_t)d->C_out * wide, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, doutT, doutg, g, d->C_out, (int)plan.P);
-        if (dweight) {
-            /* dweight (C_out, CK) += doutT (C_out, g P) x col^T (g P, CK) */
-            SNN_CUDA_LAUNCH(conv2d_im2col_kernel,
-                            snn_cuda_grid((int64_t)g * d->C_in * plan.P, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, col, xg, *d, g, (int)plan.P, COL_SIDE_BY_SIDE);
-            snn_gemm_cuda(false, true, d->C_out, (int)plan.CK, wide, 1.0f, doutT, wide, col, wide,
-                          1.0f, dweight, (int)plan.CK);
+    char *ws = (char *)workspace;
+    if (plan.bf16) {
+        snn_bf16 *wb = NULL; /* only the input gradient reads the weight */
+        if (dx) {
+            wb = (snn_bf16 *)(ws + plan.col_bytes + plan.aux_bytes);
+            snn_to_bf16_cuda(wb, weight, (int64_t)d->C_out * plan.CK);
         }
-        if (!dx) continue;
-        if (plan.direct) {
-            /* dx_j (C_in, P) += weight^T (C_in, C_out) x dout_j (C_out, P), g at once */
-            snn_gemm_strided_batched_cuda(true, false, d->C_in, (int)plan.P, d->C_out, 1.0f,
-                                          weight, d->C_in, 0, doutg, (int)plan.P, out_image, 1.0f,
-                                          dxg, (int)plan.P, x_image, g);
-        } else {
-            /* dcol (CK, g P) = weight^T (CK, C_out) x doutT (C_out, g P), into col's buffer
-             * (the dweight SGEMM that read col is queued before it on the same stream) */
-            snn_gemm_cuda(true, false, (int)plan.CK, wide, d->C_out, 1.0f, weight, (int)plan.CK,
-                          doutT, wide, 0.0f, col, wide);
-            void (*col2im)(float *, const float *, snn_conv2d_dims, int, int) =
-                d->stride == 1 ? conv2d_backward_col2im_kernel<1>
-                : d->stride == 2 ? conv2d_backward_col2im_kernel<2>
-                                 : conv2d_backward_col2im_kernel<0>;
-            SNN_CUDA_LAUNCH(col2im, snn_cuda_grid((int64_t)g * x_image, SNN_CUDA_BLOCK),
-                            SNN_CUDA_BLOCK, 0, dxg, col, *d, g, (int)plan.P);
-        }
+        backward_chunks<snn_bf16>(dx, dweight, dout, x, wb, d, plan, (snn_bf16 *)ws, (float *)ws,
+                                  (snn_bf16 *)(ws + plan.col_bytes));
+    } else {
+        backward_chunks<float>(dx, dweight, dout, x, weight, d, plan, (float *)ws, (float *)ws,
+                               (float *)(ws + plan.col_bytes));
     }
 }

@@ -9,8 +9,9 @@
  *
  * FP32 (the default, what the parity tests against the CPU expect) runs cuBLAS SGEMM and the
  * im2col convolution of conv2d.cu; TF32 and BF16 run the implicit-GEMM convolution of
- * conv2d_igemm.cu and cuBLAS with TF32 / BF16 tensor-core math, fp32 accumulation throughout.
- * tensor.h's snn_precision comment gives the rounding of each.
+ * conv2d_igemm.cu and cuBLAS with TF32 / BF16 tensor-core math, fp32 accumulation throughout
+ * (BF16's im2col convolutions hand cuBLAS bf16 copies of the column matrix, dout and the
+ * weight). tensor.h's snn_precision comment gives the rounding of each.
  */
 #ifndef SNN_CUDA_H
 #define SNN_CUDA_H

@@ -12,6 +12,18 @@
 
 #include "kernels.h"
 
+/* A bf16 number as stored (1 sign, 8 exponent and 7 mantissa bits: the top half of an fp32).
+ * CUDA code sees cuda_bf16.h's __nv_bfloat16; C code (benches, tests) an opaque 2-byte struct
+ * of the same size, so that it can pass device pointers to the bf16 functions below. */
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 snn_bf16;
+#else
+typedef struct snn_bf16 {
+    uint16_t bits;
+} snn_bf16;
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,6 +64,17 @@ void snn_gemm_strided_batched_cuda(bool trans_a, bool trans_b, int M, int N, int
                                    const float *A, int lda, int64_t stride_a, const float *B,
                                    int ldb, int64_t stride_b, float beta, float *C, int ldc,
                                    int64_t stride_c, int batch);
+/* The same two with bf16 operands A and B (CUDA_R_16BF), fp32 C, fp32 accumulation
+ * (CUBLAS_COMPUTE_32F), whatever the precision setting: conv2d.cu's BF16 path. K >= 1. */
+void snn_gemm_bf16_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                        const snn_bf16 *A, int lda, const snn_bf16 *B, int ldb, float beta,
+                        float *C, int ldc);
+void snn_gemm_bf16_strided_batched_cuda(bool trans_a, bool trans_b, int M, int N, int K,
+                                        float alpha, const snn_bf16 *A, int lda, int64_t stride_a,
+                                        const snn_bf16 *B, int ldb, int64_t stride_b, float beta,
+                                        float *C, int ldc, int64_t stride_c, int batch);
+/* dst[i] = src[i] rounded to bf16 (to nearest, ties to even), n elements. */
+void snn_to_bf16_cuda(snn_bf16 *dst, const float *src, int64_t n);
 
 /* bias.cu */
 void snn_bias_forward_cuda(float *out, const float *bias, int64_t outer, int64_t channels,

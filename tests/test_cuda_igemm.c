@@ -1,27 +1,50 @@
 /*
- * test_cuda_igemm.c - the tensor-core convolution (tensor/conv2d_igemm.cu) against the CPU
- * reference, in TF32 and BF16: forward (with and without bias), the input gradient and the
- * weight gradient, on the shapes the models use (3x3 stride 1 and 2, 1x1 stride 2, the
- * stem's 3 input channels, the CNN's 1 input channel) and on awkward ones (channel counts
- * that fill no tile, a K that ends inside a slice, 5x5, 3x1, stride 3, one image). Also: every
- * output element is written (the output starts as NaN), backward accumulates into what its
- * gradients held, a NULL gradient is skipped, two runs agree bit for bit (no atomics), and
- * the BF16 cuBLAS GEMM of the linear layers. Without a GPU it exits 77 (skipped).
+ * test_cuda_igemm.c - the tensor-core convolutions against the CPU reference, in TF32 and BF16,
+ * on both paths a TF32 / BF16 conv can take, each forced with snn_cuda_set_conv_path:
+ *   igemm   the implicit-GEMM kernel (tensor/conv2d_igemm.cu);
+ *   im2col  the column matrix and cuBLAS (tensor/conv2d.cu): TF32 math on fp32 operands, or in
+ *           BF16 the column matrix, dout and the weight converted to bf16 and cublasGemmEx on
+ *           bf16 operands with fp32 accumulation.
+ * Forward (with and without bias), the input gradient and the weight gradient, on the shapes
+ * the models use (3x3 stride 1 and 2, 1x1 stride 2 and 1, the stem's 3 input channels, the
+ * CNN's layers, every ResNet-18 stage) and on awkward ones (channel counts that fill no tile, a
+ * K that ends inside a slice, 5x5, 3x1, stride 3, one image, an odd number of images, a batch
+ * that the im2col workspace takes in several chunks). Also: every output element is written
+ * (the output and the workspace start as NaN), backward accumulates into what its gradients
+ * held, a NULL gradient is skipped, two runs agree bit for bit (no atomics), and the BF16
+ * cuBLAS GEMM of the linear layers. Without a GPU it exits 77 (skipped).
  *
- * Tolerances, as ||cuda - cpu|| / ||cpu|| over the whole tensor: TF32 rounds each operand to
- * a 10-bit mantissa (relative error up to 2^-11), BF16 to 7 bits (2^-8); with random signs the
- * errors of a K-term sum grow like sqrt(K) while the sum itself does too, so the relative
- * error of the result stays near the per-operand one: 2e-3 for TF32 (as the TF32 cuBLAS
- * tests) and 1e-2 for BF16 (measured 2-4e-3 on the H100; METHOD.md expects 1e-3..1e-2).
+ * Tolerances, as ||cuda - ref|| / ||ref|| over the whole tensor:
+ *   - against the fp32 CPU reference: TF32 rounds each operand to a 10-bit mantissa (relative
+ *     error up to 2^-11), BF16 to 7 bits (2^-8, rms ~1.6e-3); with random signs the errors of a
+ *     K-term sum grow like sqrt(K) while the sum itself does too, so the relative error of the
+ *     result stays near the per-operand one: 2e-3 for TF32 (as the TF32 cuBLAS tests) and 1e-2
+ *     for BF16 (measured 2-4e-3 on the H100; 1e-3 would fail on rounding alone, and a wrong
+ *     index or a missed term gives errors of order 1);
+ *   - BF16 only, against the CPU reference run on operands rounded to bf16 on the host (x, the
+ *     weight and dout; bias and the initial gradients stay fp32): 5e-4. Both paths round with
+ *     round-to-nearest-even, the products of two bf16 are exact in fp32 and both sides add them
+ *     in fp32, so only the summation order differs (~1e-5 here). Had the GPU kept fp32 or TF32
+ *     operands, the distance to this reference would be the bf16 rounding itself, 1.5-2.5e-3:
+ *     this check proves the operands really are bf16, and rounded as the kernels say;
+ *   - BF16 against TF32 on the same path and inputs: at least one element differs (bf16
+ *     rounds coarser than TF32; "BF16" cuBLAS on fp32 operands once ran TF32 kernels, bit for
+ *     bit the TF32 results).
  * Backward results are compared as increments (got - initial vs want - initial), so a
  * wrong gradient cannot hide behind the values it was added to.
  *
  * Run on the GPU machine: ctest -R cuda_igemm --output-on-failure
  */
+#include <stdint.h>
+
 #include "cuda_parity.h"
 #include "tensor/error.h"
+#ifdef SNN_WITH_CUDA
+#include "tensor/kernels_cuda.h" /* snn_conv2d_uses_igemm_cuda */
+#endif
 
 #define BF16_NORM_TOL 1e-2
+#define BF16_OPERAND_TOL 5e-4
 
 static double precision_tol(snn_precision p) { return p == SNN_PRECISION_BF16 ? BF16_NORM_TOL : TF32_NORM_TOL; }
 
@@ -34,12 +57,43 @@ static snn_conv2d_dims conv_dims(int N, int C_in, int H, int W, int C_out, int K
     return d;
 }
 
+/* f rounded to bf16 (to nearest, ties to even), as __float2bfloat16_rn and cvt.rn.bf16x2 do;
+ * the inputs here are finite. */
+static float bf16_round(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static float *copy_host(const float *h, size_t n)
+{
+    float *c = host_floats(n);
+    memcpy(c, h, n * sizeof *c);
+    return c;
+}
+
+static float *bf16_host(const float *h, size_t n)
+{
+    float *c = host_floats(n);
+    for (size_t i = 0; i < n; i++) c[i] = bf16_round(h[i]);
+    return c;
+}
+
+static float *download_host(const float *dev, size_t n)
+{
+    float *h = host_floats(n);
+    download(h, dev, n * sizeof *h);
+    return h;
+}
+
 /* ||(got - init) - (want - init)|| / ||want - init||: the increment a backward kernel added */
-static void expect_increment(const char *what, const float *got_dev, const float *want,
+static void expect_increment(const char *what, const float *got, const float *want,
                              const float *init, size_t n, double tol)
 {
-    float *got = host_floats(n);
-    download(got, got_dev, n * sizeof *got);
     double diff = 0.0, ref = 0.0;
     for (size_t i = 0; i < n; i++) {
         const double inc_got = (double)got[i] - (double)init[i];
@@ -51,113 +105,310 @@ static void expect_increment(const char *what, const float *got_dev, const float
     test_checks++;
     if (!(rel < tol)) {
         test_failures++;
-        fprintf(stderr, "FAIL %s: ||cuda - cpu|| / ||cpu|| of the increment = %.3g (limit %.1g)\n",
+        fprintf(stderr, "FAIL %s: ||cuda - ref|| / ||ref|| of the increment = %.3g (limit %.1g)\n",
                 what, rel, tol);
     }
 }
 
-static float *copy_host(const float *h, size_t n)
+/* ||got - want|| / ||want|| on host arrays */
+static void expect_norm_host(const char *what, const float *got, const float *want, size_t n,
+                             double tol)
 {
-    float *c = host_floats(n);
-    memcpy(c, h, n * sizeof *c);
-    return c;
+    double diff = 0.0, ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = (double)got[i] - (double)want[i];
+        diff += e * e;
+        ref += (double)want[i] * (double)want[i];
+    }
+    const double rel = sqrt(diff) / (ref > 0.0 ? sqrt(ref) : 1.0);
+    test_checks++;
+    if (!(rel < tol)) {
+        test_failures++;
+        fprintf(stderr, "FAIL %s: ||cuda - ref|| / ||ref|| = %.3g (limit %.1g)\n", what, rel, tol);
+    }
 }
 
-/* skip: bit 0 drops dx, bit 1 dweight. `spikes`: x holds 0/1 (a spiking layer's input). */
-static void igemm_case(snn_precision p, snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
+/* At least one of the n elements differs bit for bit. */
+static void expect_differ(const char *what, const float *a, const float *b, size_t n)
 {
-    char what[240], dims[160];
-    snprintf(dims, sizeof dims, "%s N=%d Cin=%d %dx%d Cout=%d k=%dx%d s=%d p=%d%s skip=%d%s",
-             snn_precision_name(p), d.N, d.C_in, d.H, d.W, d.C_out, d.KH, d.KW, d.stride, d.pad,
-             with_bias ? " bias" : "", skip, spikes ? " spikes" : "");
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) differ += memcmp(a + i, b + i, sizeof *a) != 0;
+    test_checks++;
+    if (differ == 0) {
+        test_failures++;
+        fprintf(stderr, "FAIL %s: the BF16 result equals the TF32 one bit for bit (%zu elements):"
+                " are the operands really bf16?\n", what, n);
+    }
+}
+
+/* The workspace starts as NaN: 0x7fc07fc0 is a NaN as one fp32 and as two bf16, so a kernel
+ * that reads an entry nobody wrote spreads NaN into its result. */
+static void fill_nan(void *dev, size_t bytes)
+{
+    const uint32_t bits = 0x7fc07fc0u;
+    float nan_both;
+    memcpy(&nan_both, &bits, sizeof nan_both);
+    gpu->fill(dev, nan_both, (int64_t)(bytes / sizeof(float)));
+}
+
+/* The conv path (cuda_options.h exists only in CUDA builds; without one, parity_begin has
+ * exited 77 before any of this runs). */
+static void force_path(bool igemm)
+{
+#ifdef SNN_WITH_CUDA
+    snn_cuda_set_conv_path(igemm ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL);
+#else
+    (void)igemm;
+#endif
+}
+
+static void auto_path(void)
+{
+#ifdef SNN_WITH_CUDA
+    snn_cuda_set_conv_path(SNN_CONV_PATH_AUTO);
+#endif
+}
+
+static bool uses_igemm(const snn_conv2d_dims *d)
+{
+#ifdef SNN_WITH_CUDA
+    return snn_conv2d_uses_igemm_cuda(d);
+#else
+    (void)d;
+    return false;
+#endif
+}
+
+/* One shape's inputs, and what the CPU computes from them: in fp32, and on x, the weight and
+ * dout rounded to bf16 (what the BF16 GPU paths must reproduce up to summation order). */
+typedef struct conv_inputs {
+    snn_conv2d_dims d;
+    bool with_bias;
+    int skip;                     /* bit 0 drops dx, bit 1 dweight */
+    size_t nx, nw, nout;
+    const float *dx0, *dw0;       /* the gradients' initial values (host) */
+    const float *out, *dx, *dw;   /* fp32 reference (dx, dw: dx0, dw0 + the gradients) */
+    const float *out_b, *dx_b, *dw_b; /* reference on bf16-rounded operands */
+    const float *d_x, *d_w, *d_bias, *d_dout; /* device copies of the inputs */
+    char dims[160];
+} conv_inputs;
+
+/* Host copies of what one GPU run gave. */
+typedef struct conv_results {
+    float *out, *dx, *dw;
+} conv_results;
+
+/* Runs the shape on the GPU in precision p on the forced path and compares; returns the
+ * results for the TF32 / BF16 comparison. */
+static conv_results gpu_run(const conv_inputs *c, snn_precision p, bool igemm)
+{
+    const snn_conv2d_dims *d = &c->d;
+    const bool bf16 = p == SNN_PRECISION_BF16;
     const double tol = precision_tol(p);
-    const size_t nx = (size_t)d.N * d.C_in * d.H * d.W;
-    const size_t nw = (size_t)d.C_out * d.C_in * d.KH * d.KW;
-    const size_t nout = (size_t)d.N * d.C_out * d.H_out * d.W_out;
-    float *x = spikes ? integer_host(nx, 2) : random_host(nx, -1.0f, 1.0f);
-    float *w = random_host(nw, -1.0f, 1.0f), *bias = random_host((size_t)d.C_out, -1.0f, 1.0f);
-    float *out = host_floats(nout);
-    SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
-    float *ws_cpu = tracked_alloc(cpu->conv2d_workspace_bytes(&d), SNN_CPU);
+    char tag[224], what[288];
+    snprintf(tag, sizeof tag, "%s %s %s", igemm ? "igemm" : "im2col", snn_precision_name(p),
+             c->dims);
     SNN_ASSERT(snn_set_precision(p) == SNN_OK);
-    float *ws_gpu = tracked_alloc(gpu->conv2d_workspace_bytes(&d), SNN_CUDA);
-    float *d_x = dev_copy(x, nx), *d_w = dev_copy(w, nw), *d_bias = dev_copy(bias, (size_t)d.C_out);
+    force_path(igemm);
+    snprintf(what, sizeof what, "path taken %s", tag);
+    test_checks++;
+    if (uses_igemm(d) != igemm) {
+        test_failures++;
+        fprintf(stderr, "FAIL %s: the forced path is not the one conv2d.cu takes\n", what);
+    }
+    const size_t ws_bytes = gpu->conv2d_workspace_bytes(d);
+    float *ws = tracked_alloc(ws_bytes, SNN_CUDA);
+    conv_results r = {NULL, NULL, NULL};
 
-    /* forward, into an output of NaN: an element the kernel misses stays NaN and fails */
-    float *nan_out = host_floats(nout);
-    for (size_t i = 0; i < nout; i++) nan_out[i] = NAN;
-    float *d_out = dev_copy(nan_out, nout);
-    cpu->conv2d_forward(out, x, w, with_bias ? bias : NULL, &d, ws_cpu);
-    gpu->conv2d_forward(d_out, d_x, d_w, with_bias ? d_bias : NULL, &d, ws_gpu);
-    snprintf(what, sizeof what, "igemm forward %s", dims);
-    expect_norm(what, d_out, out, nout, tol);
-
+    /* forward, into an output and a workspace of NaN: an element missed stays NaN and fails */
+    float *d_out = dev_floats(c->nout);
+    fill_nan(d_out, c->nout * sizeof(float));
+    fill_nan(ws, ws_bytes);
+    gpu->conv2d_forward(d_out, c->d_x, c->d_w, c->with_bias ? c->d_bias : NULL, d, ws);
+    r.out = download_host(d_out, c->nout);
+    snprintf(what, sizeof what, "forward %s", tag);
+    expect_norm_host(what, r.out, c->out, c->nout, tol);
+    if (bf16) {
+        snprintf(what, sizeof what, "forward against bf16 operands %s", tag);
+        expect_norm_host(what, r.out, c->out_b, c->nout, BF16_OPERAND_TOL);
+    }
     /* a second run gives the same bits */
-    float *d_out2 = dev_floats(nout);
-    gpu->conv2d_forward(d_out2, d_x, d_w, with_bias ? d_bias : NULL, &d, ws_gpu);
-    float *first = host_floats(nout);
-    download(first, d_out, nout * sizeof *first);
-    snprintf(what, sizeof what, "igemm forward deterministic %s", dims);
-    expect_exact(what, d_out2, first, nout * sizeof *first);
+    float *d_out2 = dev_floats(c->nout);
+    fill_nan(ws, ws_bytes);
+    gpu->conv2d_forward(d_out2, c->d_x, c->d_w, c->with_bias ? c->d_bias : NULL, d, ws);
+    snprintf(what, sizeof what, "forward deterministic %s", tag);
+    expect_exact(what, d_out2, r.out, c->nout * sizeof(float));
 
-    /* backward accumulates into random initial gradients */
-    float *dout = random_host(nout, -1.0f, 1.0f);
-    float *dx0 = random_host(nx, -1.0f, 1.0f), *dw0 = random_host(nw, -1.0f, 1.0f);
-    float *dx = copy_host(dx0, nx), *dw = copy_host(dw0, nw);
-    float *d_dout = dev_copy(dout, nout), *d_dx = dev_copy(dx0, nx), *d_dw = dev_copy(dw0, nw);
-    cpu->conv2d_backward(skip & 1 ? NULL : dx, skip & 2 ? NULL : dw, NULL, dout, x, w, &d, ws_cpu);
-    gpu->conv2d_backward(skip & 1 ? NULL : d_dx, skip & 2 ? NULL : d_dw, NULL, d_dout, d_x, d_w, &d,
-                         ws_gpu);
-    if (skip & 1) {
-        snprintf(what, sizeof what, "igemm dx untouched when NULL %s", dims);
-        expect_exact(what, d_dx, dx0, nx * sizeof *dx0);
+    /* backward accumulates into the initial gradients */
+    float *d_dx = dev_copy(c->dx0, c->nx), *d_dw = dev_copy(c->dw0, c->nw);
+    fill_nan(ws, ws_bytes);
+    gpu->conv2d_backward(c->skip & 1 ? NULL : d_dx, c->skip & 2 ? NULL : d_dw, NULL, c->d_dout,
+                         c->d_x, c->d_w, d, ws);
+    if (c->skip & 1) {
+        snprintf(what, sizeof what, "dx untouched when NULL %s", tag);
+        expect_exact(what, d_dx, c->dx0, c->nx * sizeof(float));
     } else {
-        snprintf(what, sizeof what, "igemm dgrad %s", dims);
-        expect_increment(what, d_dx, dx, dx0, nx, tol);
+        r.dx = download_host(d_dx, c->nx);
+        snprintf(what, sizeof what, "dgrad %s", tag);
+        expect_increment(what, r.dx, c->dx, c->dx0, c->nx, tol);
+        if (bf16) {
+            snprintf(what, sizeof what, "dgrad against bf16 operands %s", tag);
+            expect_increment(what, r.dx, c->dx_b, c->dx0, c->nx, BF16_OPERAND_TOL);
+        }
+        float *d_dx2 = dev_copy(c->dx0, c->nx);
+        fill_nan(ws, ws_bytes);
+        gpu->conv2d_backward(d_dx2, NULL, NULL, c->d_dout, c->d_x, c->d_w, d, ws);
+        snprintf(what, sizeof what, "dgrad deterministic %s", tag);
+        expect_exact(what, d_dx2, r.dx, c->nx * sizeof(float));
     }
-    if (skip & 2) {
-        snprintf(what, sizeof what, "igemm dweight untouched when NULL %s", dims);
-        expect_exact(what, d_dw, dw0, nw * sizeof *dw0);
+    if (c->skip & 2) {
+        snprintf(what, sizeof what, "dweight untouched when NULL %s", tag);
+        expect_exact(what, d_dw, c->dw0, c->nw * sizeof(float));
     } else {
-        snprintf(what, sizeof what, "igemm wgrad %s", dims);
-        expect_increment(what, d_dw, dw, dw0, nw, tol);
-        /* the split-K partial sums are added in a fixed order: a rerun adds the same bits */
-        float *got_dw = host_floats(nw);
-        download(got_dw, d_dw, nw * sizeof *got_dw);
-        float *d_dw2 = dev_copy(dw0, nw);
-        gpu->conv2d_backward(NULL, d_dw2, NULL, d_dout, d_x, d_w, &d, ws_gpu);
-        snprintf(what, sizeof what, "igemm wgrad deterministic %s", dims);
-        expect_exact(what, d_dw2, got_dw, nw * sizeof *got_dw);
+        r.dw = download_host(d_dw, c->nw);
+        snprintf(what, sizeof what, "wgrad %s", tag);
+        expect_increment(what, r.dw, c->dw, c->dw0, c->nw, tol);
+        if (bf16) {
+            snprintf(what, sizeof what, "wgrad against bf16 operands %s", tag);
+            expect_increment(what, r.dw, c->dw_b, c->dw0, c->nw, BF16_OPERAND_TOL);
+        }
+        /* split-K partial sums are added in a fixed order: a rerun adds the same bits */
+        float *d_dw2 = dev_copy(c->dw0, c->nw);
+        fill_nan(ws, ws_bytes);
+        gpu->conv2d_backward(NULL, d_dw2, NULL, c->d_dout, c->d_x, c->d_w, d, ws);
+        snprintf(what, sizeof what, "wgrad deterministic %s", tag);
+        expect_exact(what, d_dw2, r.dw, c->nw * sizeof(float));
     }
+    auto_path();
     SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+    return r;
+}
+
+/* One shape on both paths in both precisions. `spikes`: x holds 0/1 (a spiking layer's input). */
+static void conv_shape(snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
+{
+    conv_inputs c;
+    memset(&c, 0, sizeof c);
+    c.d = d;
+    c.with_bias = with_bias;
+    c.skip = skip;
+    snprintf(c.dims, sizeof c.dims, "N=%d Cin=%d %dx%d Cout=%d k=%dx%d s=%d p=%d%s skip=%d%s",
+             d.N, d.C_in, d.H, d.W, d.C_out, d.KH, d.KW, d.stride, d.pad,
+             with_bias ? " bias" : "", skip, spikes ? " spikes" : "");
+    c.nx = (size_t)d.N * d.C_in * d.H * d.W;
+    c.nw = (size_t)d.C_out * d.C_in * d.KH * d.KW;
+    c.nout = (size_t)d.N * d.C_out * d.H_out * d.W_out;
+    float *x = spikes ? integer_host(c.nx, 2) : random_host(c.nx, -1.0f, 1.0f);
+    float *w = random_host(c.nw, -1.0f, 1.0f), *bias = random_host((size_t)d.C_out, -1.0f, 1.0f);
+    float *dout = random_host(c.nout, -1.0f, 1.0f);
+    float *dx0 = random_host(c.nx, -1.0f, 1.0f), *dw0 = random_host(c.nw, -1.0f, 1.0f);
+    c.dx0 = dx0;
+    c.dw0 = dw0;
+    float *ws_cpu = tracked_alloc(cpu->conv2d_workspace_bytes(&d), SNN_CPU);
+
+    /* the fp32 reference, and the reference on operands rounded to bf16 */
+    float *out = host_floats(c.nout), *dx = copy_host(dx0, c.nx), *dw = copy_host(dw0, c.nw);
+    cpu->conv2d_forward(out, x, w, with_bias ? bias : NULL, &d, ws_cpu);
+    cpu->conv2d_backward(skip & 1 ? NULL : dx, skip & 2 ? NULL : dw, NULL, dout, x, w, &d, ws_cpu);
+    float *xb = bf16_host(x, c.nx), *wb = bf16_host(w, c.nw), *doutb = bf16_host(dout, c.nout);
+    float *out_b = host_floats(c.nout), *dx_b = copy_host(dx0, c.nx), *dw_b = copy_host(dw0, c.nw);
+    cpu->conv2d_forward(out_b, xb, wb, with_bias ? bias : NULL, &d, ws_cpu);
+    cpu->conv2d_backward(skip & 1 ? NULL : dx_b, skip & 2 ? NULL : dw_b, NULL, doutb, xb, wb, &d,
+                         ws_cpu);
+    c.out = out, c.dx = dx, c.dw = dw;
+    c.out_b = out_b, c.dx_b = dx_b, c.dw_b = dw_b;
+    c.d_x = dev_copy(x, c.nx);
+    c.d_w = dev_copy(w, c.nw);
+    c.d_bias = dev_copy(bias, (size_t)d.C_out);
+    c.d_dout = dev_copy(dout, c.nout);
+
+    for (int igemm = 1; igemm >= 0; igemm--) {
+        const conv_results tf32 = gpu_run(&c, SNN_PRECISION_TF32, igemm);
+        const conv_results bf16 = gpu_run(&c, SNN_PRECISION_BF16, igemm);
+        char what[224];
+        snprintf(what, sizeof what, "%s BF16 != TF32 forward %s", igemm ? "igemm" : "im2col", c.dims);
+        expect_differ(what, bf16.out, tf32.out, c.nout);
+        if (!(skip & 1)) {
+            snprintf(what, sizeof what, "%s BF16 != TF32 dgrad %s", igemm ? "igemm" : "im2col", c.dims);
+            expect_differ(what, bf16.dx, tf32.dx, c.nx);
+        }
+        if (!(skip & 2)) {
+            snprintf(what, sizeof what, "%s BF16 != TF32 wgrad %s", igemm ? "igemm" : "im2col", c.dims);
+            expect_differ(what, bf16.dw, tf32.dw, c.nw);
+        }
+    }
     release_all();
 }
 
-static void test_igemm(snn_precision p)
+/* Awkward shapes: tiles left part empty, K ending inside a slice, odd windows and strides. */
+static void test_conv_awkward(void)
 {
-    igemm_case(p, conv_dims(5, 3, 11, 11, 8, 3, 3, 1, 1), true, 0, false);  /* tiny, K = 27 */
-    igemm_case(p, conv_dims(3, 8, 9, 7, 12, 3, 3, 2, 1), true, 0, false);   /* stride 2, 9x7 */
-    igemm_case(p, conv_dims(4, 16, 8, 8, 32, 1, 1, 2, 0), false, 0, true);  /* ResNet downsample */
-    igemm_case(p, conv_dims(4, 16, 8, 8, 32, 1, 1, 1, 0), true, 0, false);  /* 1x1 stride 1 */
-    igemm_case(p, conv_dims(2, 4, 10, 10, 6, 5, 5, 1, 2), true, 0, false);  /* 5x5 */
-    igemm_case(p, conv_dims(3, 4, 6, 5, 5, 3, 1, 1, 1), true, 0, false);    /* 3x1 kernel */
-    igemm_case(p, conv_dims(2, 6, 7, 7, 4, 3, 3, 3, 2), true, 0, false);    /* stride 3 > pad */
-    igemm_case(p, conv_dims(1, 33, 5, 5, 65, 3, 3, 1, 1), false, 0, false); /* 65 rows: 128 tile */
-    igemm_case(p, conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, 1, false);    /* dx NULL */
-    igemm_case(p, conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, 2, false);    /* dweight NULL */
-    /* the models' shapes: CNN layers, then ResNet-18 layers on spikes (split-K wgrad) */
-    igemm_case(p, conv_dims(16, 1, 28, 28, 32, 3, 3, 1, 1), false, 0, false);
-    igemm_case(p, conv_dims(16, 32, 14, 14, 64, 3, 3, 1, 1), false, 0, true);
-    igemm_case(p, conv_dims(12, 3, 32, 32, 64, 3, 3, 1, 1), false, 0, false);
-    igemm_case(p, conv_dims(12, 64, 32, 32, 64, 3, 3, 1, 1), false, 0, true);
-    igemm_case(p, conv_dims(12, 64, 32, 32, 128, 3, 3, 2, 1), false, 0, true);
-    igemm_case(p, conv_dims(12, 64, 32, 32, 128, 1, 1, 2, 0), false, 0, true);
-    igemm_case(p, conv_dims(24, 256, 8, 8, 256, 3, 3, 1, 1), false, 0, true);
-    igemm_case(p, conv_dims(24, 512, 4, 4, 512, 3, 3, 1, 1), false, 0, true);
+    conv_shape(conv_dims(5, 3, 11, 11, 8, 3, 3, 1, 1), true, 0, false);  /* tiny, K = 27, 5 images */
+    conv_shape(conv_dims(3, 8, 9, 7, 12, 3, 3, 2, 1), true, 0, false);   /* stride 2, 9x7 */
+    conv_shape(conv_dims(4, 16, 8, 8, 32, 1, 1, 1, 0), true, 0, false);  /* 1x1 stride 1, 8x8 */
+    conv_shape(conv_dims(3, 16, 16, 16, 24, 1, 1, 1, 0), true, 0, false); /* 1x1 stride 1, 16x16 */
+    conv_shape(conv_dims(3, 16, 16, 16, 24, 1, 1, 1, 0), false, 2, true); /* ... dx alone */
+    conv_shape(conv_dims(2, 4, 10, 10, 6, 5, 5, 1, 2), true, 0, false);  /* 5x5 */
+    conv_shape(conv_dims(3, 4, 6, 5, 5, 3, 1, 1, 1), true, 0, false);    /* 3x1 kernel */
+    conv_shape(conv_dims(2, 6, 7, 7, 4, 3, 3, 3, 2), true, 0, false);    /* stride 3 > pad */
+    conv_shape(conv_dims(1, 33, 5, 5, 65, 3, 3, 1, 1), false, 0, false); /* 65 rows: 128 tile */
+    conv_shape(conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, 1, false);    /* dx NULL */
+    conv_shape(conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1), true, 2, false);    /* dweight NULL */
 }
 
-static void test_igemm_tf32(void) { test_igemm(SNN_PRECISION_TF32); }
-static void test_igemm_bf16(void) { test_igemm(SNN_PRECISION_BF16); }
+/* The models' shapes: the Fashion-MNIST CNN (widths 32 and 128), then ResNet-18's stem and
+ * every stage, the spike-fed ones on spikes. */
+static void test_conv_models(void)
+{
+    conv_shape(conv_dims(16, 1, 28, 28, 32, 3, 3, 1, 1), false, 0, false);
+    conv_shape(conv_dims(16, 32, 14, 14, 64, 3, 3, 1, 1), false, 0, true);
+    conv_shape(conv_dims(8, 1, 28, 28, 128, 3, 3, 1, 1), false, 0, false);
+    conv_shape(conv_dims(8, 128, 14, 14, 128, 3, 3, 1, 1), false, 0, true);
+    conv_shape(conv_dims(12, 3, 32, 32, 64, 3, 3, 1, 1), false, 0, false);      /* stem */
+    conv_shape(conv_dims(12, 64, 32, 32, 64, 3, 3, 1, 1), false, 0, true);      /* layer1 */
+    conv_shape(conv_dims(12, 64, 32, 32, 128, 3, 3, 2, 1), false, 0, true);     /* layer2 */
+    conv_shape(conv_dims(12, 64, 32, 32, 128, 1, 1, 2, 0), false, 0, true);     /* shortcut */
+    conv_shape(conv_dims(12, 128, 16, 16, 128, 3, 3, 1, 1), false, 0, true);
+    conv_shape(conv_dims(12, 128, 16, 16, 256, 3, 3, 2, 1), false, 0, true);    /* layer3 */
+    conv_shape(conv_dims(24, 256, 8, 8, 256, 3, 3, 1, 1), false, 0, true);
+    conv_shape(conv_dims(24, 256, 8, 8, 512, 3, 3, 2, 1), false, 0, true);      /* layer4 */
+    conv_shape(conv_dims(24, 256, 8, 8, 512, 1, 1, 2, 0), false, 0, true);
+    conv_shape(conv_dims(24, 512, 4, 4, 512, 3, 3, 1, 1), false, 0, true);
+}
+
+/* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64
+ * through a 5x5 window is 3.4 MB of columns an image in fp32 (78 images a chunk: 78 + 78 + 4)
+ * and 1.7 MB in BF16 (157 a chunk, an odd count: its input gradient runs in halves of 79 and
+ * 78, the last chunk's 3 images in 2 + 1). */
+static void test_conv_chunks(void)
+{
+    conv_shape(conv_dims(160, 8, 64, 64, 8, 5, 5, 1, 2), true, 0, false);
+}
+
+/* The BF16 column matrix takes half the bytes of fp32's. Below the 256 MiB budget that halves
+ * the workspace (ResNet-18's layer1 at 12 images: 0.50); at the 4x4 stage (256 images) the
+ * side-by-side forward's fp32 product and the weight converted to bf16 (4.7 MB) stay, 0.61.
+ * At the budget (layer1 at 256 images) both take 256 MiB and BF16 fits twice the images in a
+ * chunk. */
+static void test_bf16_workspace(void)
+{
+    const snn_conv2d_dims shapes[2] = {conv_dims(12, 64, 32, 32, 64, 3, 3, 1, 1),
+                                       conv_dims(256, 512, 4, 4, 512, 3, 3, 1, 1)};
+    const double limit[2] = {0.51, 0.62};
+    for (int i = 0; i < 2; i++) {
+        force_path(false);
+        SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+        const double fp32 = (double)gpu->conv2d_workspace_bytes(&shapes[i]);
+        SNN_ASSERT(snn_set_precision(SNN_PRECISION_BF16) == SNN_OK);
+        const double bf16 = (double)gpu->conv2d_workspace_bytes(&shapes[i]);
+        SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+        auto_path();
+        fprintf(stderr, "  im2col workspace, %d images of C_in %d %dx%d: fp32 %.1f MB, bf16 %.1f MB"
+                " (%.3f)\n", shapes[i].N, shapes[i].C_in, shapes[i].H, shapes[i].W, fp32 / 1e6,
+                bf16 / 1e6, bf16 / fp32);
+        CHECK(bf16 > 0.0 && bf16 <= limit[i] * fp32);
+    }
+}
 
 /* The linear layers' GEMM in BF16: cuBLAS rounds the fp32 operands as it loads them. */
 static void test_gemm_bf16(void)
@@ -202,8 +453,10 @@ int main(void)
 {
     parity_begin();
     RUN(test_precision_api);
-    RUN(test_igemm_tf32);
-    RUN(test_igemm_bf16);
+    RUN(test_bf16_workspace);
+    RUN(test_conv_awkward);
+    RUN(test_conv_models);
+    RUN(test_conv_chunks);
     RUN(test_gemm_bf16);
     return test_finish();
 }

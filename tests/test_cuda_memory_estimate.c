@@ -8,7 +8,10 @@
  *     a 256 MiB margin for what CUDA takes outside snn_alloc;
  *   - then, per case: parameters exactly, the step never below the arena's measured high-water
  *     mark plus the step pool's blocks (the gradients of activations) and at most STEP_SLACK
- *     above it; the pool's part alone never below what the pool reserved.
+ *     above it; the pool's part alone never below what the pool reserved. Three cases run in
+ *     TF32 and BF16: the conv workspace depends on the precision (BF16's im2col column matrix
+ *     is bf16, half the bytes of fp32's; the implicit-GEMM layers need none), and the estimate
+ *     asks the device's table for it under the precision set when it is computed.
  * The printed table goes to docs/benchmarks.md. Skipped (77) without a GPU.
  * Run: ctest --test-dir build -R cuda_memory_estimate --output-on-failure
  */
@@ -36,7 +39,8 @@ static void test_total_as_snn_train(void)
 
 static void test_estimate_against_measured(void)
 {
-    probe_case cases[12];
+    probe_case cases[16];
+    snn_precision precision[16] = {SNN_PRECISION_FP32};
     int n = 0;
     cases[n++] = probe_make("cnn w32 T4 N128 adam", SNN_MODEL_SPIKING_CNN, 32, 4, 128, true, 2);
     cases[n] = probe_make("cnn w128 T4 N128 mse sgd", SNN_MODEL_SPIKING_CNN, 128, 4, 128, true, 1);
@@ -57,11 +61,23 @@ static void test_estimate_against_measured(void)
     cases[n++] = probe_make("cnn w32 T4 N1024 eval", SNN_MODEL_SPIKING_CNN, 32, 4, 1024, false, 0);
     cases[n++] = probe_make("resnet50 w16 T2 N32 adam", SNN_MODEL_RESNET50, 16, 2, 32, true, 2);
     cases[n++] = probe_make("sew-resnet34 w32 T2 N32 sgd", SNN_MODEL_SEW_RESNET34, 32, 2, 32, true, 1);
+    precision[n] = SNN_PRECISION_BF16;
+    cases[n++] = probe_make("resnet18 w64 T4 N32 adam bf16", SNN_MODEL_RESNET18, 64, 4, 32, true, 2);
+    precision[n] = SNN_PRECISION_TF32;
+    cases[n++] = probe_make("resnet18 w64 T4 N32 adam tf32", SNN_MODEL_RESNET18, 64, 4, 32, true, 2);
+    precision[n] = SNN_PRECISION_BF16;
+    cases[n] = probe_make("cnn w128 T4 N128 mse sgd bf16", SNN_MODEL_SPIKING_CNN, 128, 4, 128, true, 1);
+    cases[n].config.spiking_readout = true;
+    n++;
+    precision[n] = SNN_PRECISION_BF16;
+    cases[n++] = probe_make("resnet18 w64 T4 N128 eval bf16", SNN_MODEL_RESNET18, 64, 4, 128, false, 0);
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {
         probe_result r;
+        CHECK_OK(snn_set_precision(precision[i])); /* for the estimate and the run alike */
         bool ok = probe_run(&cases[i], SNN_CUDA, false, &r);
+        CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
         CHECK(ok);
         if (!ok) {
             fprintf(stderr, "  %s: %s\n", cases[i].name, snn_last_error());

@@ -157,8 +157,8 @@ for stage in "$@"; do
     # issue 11: the tensor-core conv's parity, then its speed per layer and per training step
     build || exit 1
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
-    log "test_cuda_igemm (TF32 / BF16 against the fp32 im2col + cuBLAS reference)"
-    timeout 120 build-gpu/bin/test_cuda_igemm > "$LOGS/test_cuda_igemm.log" 2>&1
+    log "test_cuda_igemm (TF32 / BF16, igemm and im2col paths, against the CPU reference)"
+    timeout 300 build-gpu/bin/test_cuda_igemm > "$LOGS/test_cuda_igemm.log" 2>&1
     echo "exit $?" | summary; grep -E "FAIL|rel|checks" "$LOGS/test_cuda_igemm.log" | head -20 | summary
     log "ctest -L cuda"
     SNN_DATA_DIR=$PWD/.carry timeout 200 ctest --test-dir build-gpu -L cuda --output-on-failure -j 4 > "$LOGS/ctest_cuda.log" 2>&1
@@ -175,7 +175,7 @@ for stage in "$@"; do
       timeout 120 python3 bench/torch_train_step.py $flag --batch ${STEP_BATCHES:-16,64,128,256} --steps 10 2>&1 | summary
     done
     log "compute-sanitizer memcheck on test_cuda_igemm"
-    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
+    timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
     echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_igemm.log")" | summary ;;
   precision)
     # issue 11: accuracy after 5 epochs in each precision; the three runs of a model share the GPU
