@@ -286,6 +286,14 @@ snn_tensor *snn_log_softmax(snn_tensor *x);
 snn_tensor *snn_nll_loss(snn_tensor *logp, snn_tensor *labels);
 /** snn_nll_loss(snn_log_softmax(logits), labels) in one: logits (N, C), labels (N). Shape [1]. */
 snn_tensor *snn_cross_entropy(snn_tensor *logits, snn_tensor *labels);
+/** Cross-entropy with label smoothing, as PyTorch's F.cross_entropy(logits, labels,
+ * label_smoothing = smoothing): the target is (1 - smoothing) one-hot + smoothing / K, so with
+ * logp = log_softmax(logits) (N, K),
+ *     L = (1/N) sum_n [ (1 - smoothing) (-logp[n, y_n]) + (smoothing / K) sum_k (-logp[n, k]) ].
+ * Composed of differentiable ops (log-softmax, NLL, mean, scale, sub). smoothing in [0, 1);
+ * 0 gives snn_cross_entropy's result bit for bit. Shape [1]; NULL with SNN_ERR_ARGUMENT for a
+ * smoothing outside [0, 1) or NaN, and as snn_cross_entropy otherwise. */
+snn_tensor *snn_cross_entropy_smooth(snn_tensor *logits, snn_tensor *labels, float smoothing);
 /** The mean of (a - b)^2 over every element; a and b of one shape. Shape [1]. */
 snn_tensor *snn_mse_loss(snn_tensor *a, snn_tensor *b);
 
