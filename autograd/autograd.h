@@ -276,6 +276,14 @@ void snn_batchnorm_set_sync(const snn_batchnorm_sync *sync);
  * and scales the rest by 1/(1-p) in training; the identity in eval. The mask is a hash of
  * (seed, index): the same on every device. */
 snn_tensor *snn_dropout(snn_tensor *x, float p, bool training, uint64_t seed);
+/** Dropout whose mask is shared over the first `shared_dims` dims of x (0 .. ndim - 1;
+ * autograd/fn_dropout.c): one mask of x's remaining dims is drawn (as snn_dropout draws it for
+ * a tensor of that shape) and multiplied into every slice along the shared dims. For (T, N, ...)
+ * spiking data, shared_dims = 1 gives each sample one mask at every time step, so a dropped unit
+ * is silent for the whole sequence (SpikingJelly's multi-step Dropout). shared_dims = 0 is
+ * snn_dropout bit for bit. The identity in eval or when p = 0. */
+snn_tensor *snn_dropout_shared(snn_tensor *x, float p, bool training, uint64_t seed,
+                               int shared_dims);
 
 /* losses (autograd/fn_loss.c). labels: (N) class indices stored as floats. Both return [1]. */
 

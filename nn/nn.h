@@ -170,6 +170,11 @@ snn_module *snn_flatten_new(int start, int end);
 /** Dropout with probability p (0 <= p < 1) in training, the identity in eval; `seed` starts its
  * masks (a new mask every forward). */
 snn_module *snn_dropout_new(float p, uint64_t seed);
+/** Dropout as snn_dropout_new, with one mask shared over the first `shared_dims` dims of the
+ * input (snn_dropout_shared): shared_dims = 1 on (T, N, ...) data drops the same units of a
+ * sample at every time step (SpikingJelly's multi-step Dropout). 0 <= shared_dims < the input's
+ * rank (checked at each forward). */
+snn_module *snn_dropout_shared_new(float p, uint64_t seed, int shared_dims);
 /** A container whose forward runs its children in the order they were added (snn_module_add). */
 snn_module *snn_sequential_new(void);
 /** A neuron layer over (T, N, ...): snn_neuron_multistep with a copy of `config` (checked with

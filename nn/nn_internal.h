@@ -27,6 +27,7 @@ typedef struct snn_flatten_impl {
 typedef struct snn_dropout_impl {
     float p;
     uint64_t seed;            /* advanced on every training forward: a new mask each call */
+    int shared_dims;          /* leading dims that share one mask (snn_dropout_shared) */
 } snn_dropout_impl;
 
 typedef struct snn_neuron_layer_impl {

@@ -399,6 +399,64 @@ static void test_label_smoothing(void)
     snn_step_end();
 }
 
+static snn_tensor *f_dropout_shared(snn_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return snn_dropout_shared(in[0], 0.4f, true, 1234, 1);
+}
+
+static void test_dropout_shared(void)
+{
+    snn_step_begin();
+    /* (T, N, F) = (4, 64, 1000) ones: y[t] is the mask itself, the same at every t */
+    const int T = 4, N = 64, F = 1000;
+    const float p = 0.3f, keep = 1.0f / (1.0f - p);
+    snn_tensor *x = snn_full(SNN_SHAPE(T, N, F), 1.0f, SNN_CPU);
+    snn_tensor *y = snn_dropout_shared(x, p, true, 77, 1);
+    CHECK(y && snn_shape_equal(y->shape, x->shape));
+    if (y) {
+        int64_t dropped = 0, other = 0, differ = 0;
+        const int64_t per_step = (int64_t)N * F;
+        for (int64_t i = 0; i < per_step; i++) {
+            dropped += y->data[i] == 0.0f;
+            other += y->data[i] != 0.0f && y->data[i] != keep; /* kept values are x / (1 - p) */
+            for (int t = 1; t < T; t++) differ += y->data[t * per_step + i] != y->data[i];
+        }
+        CHECK(differ == 0 && other == 0);
+        /* 64000 draws: the dropped fraction's standard deviation is sqrt(p (1 - p) / n) = 0.0018 */
+        CHECK_CLOSE((double)dropped / (double)per_step, p, 0.01, 0);
+        /* the mask is snn_dropout's for a tensor of the unshared shape (N, F), same seed */
+        snn_tensor *flat = snn_dropout(snn_full(SNN_SHAPE(N, F), 1.0f, SNN_CPU), p, true, 77);
+        CHECK(flat && memcmp(flat->data, y->data, (size_t)per_step * sizeof(float)) == 0);
+    }
+    /* shared_dims = 0 is snn_dropout bit for bit; eval and p = 0 are the identity (x itself) */
+    snn_tensor *r = random_input(SNN_SHAPE(3, 5, 7), -1, 1, 160);
+    snn_tensor *a = snn_dropout_shared(r, 0.5f, true, 9, 0), *b = snn_dropout(r, 0.5f, true, 9);
+    CHECK(a && b && memcmp(a->data, b->data, (size_t)r->numel * sizeof(float)) == 0);
+    CHECK(snn_dropout_shared(r, 0.5f, false, 9, 1) == r);
+    CHECK(snn_dropout_shared(r, 0.0f, true, 9, 2) == r);
+    /* x (T, N, F) requiring grad: dx = dy * mask, the same mask at every t */
+    snn_tensor *g = snn_dropout_shared(r, 0.5f, true, 9, 1);
+    snn_tensor *mask = snn_dropout(snn_full(SNN_SHAPE(5, 7), 1.0f, SNN_CPU), 0.5f, true, 9);
+    CHECK(g && mask && snn_backward_from(g, snn_full(g->shape, 1.0f, SNN_CPU)) == SNN_OK);
+    int64_t wrong = 0;
+    if (g && mask && r->grad)
+        for (int64_t i = 0; i < r->numel; i++) wrong += r->grad->data[i] != mask->data[i % 35];
+    CHECK(r->grad && wrong == 0);
+    /* bad arguments are named */
+    snn_clear_error();
+    CHECK(snn_dropout_shared(r, 0.5f, true, 9, 3) == NULL); /* shares every dim: no mask left */
+    CHECK(strstr(snn_last_error(), "snn_dropout_shared") && strstr(snn_last_error(), "'shared_dims'"));
+    snn_clear_error();
+    CHECK(snn_dropout_shared(r, 0.5f, true, 9, -1) == NULL);
+    CHECK(snn_dropout_shared(r, 1.0f, true, 9, 1) == NULL && strstr(snn_last_error(), "'p'"));
+    CHECK(snn_dropout_shared(r, NAN, true, 9, 1) == NULL);
+    snn_clear_error();
+    snn_tensor *in[1] = {random_input(SNN_SHAPE(3, 4, 6), -1, 1, 161)};
+    CHECK_OK(snn_gradcheck("dropout_shared", f_dropout_shared, 1, in, NULL, OPT));
+    snn_step_end();
+}
+
 int main(void)
 {
     snn_set_num_threads(2);
@@ -415,5 +473,6 @@ int main(void)
     RUN(test_gradcheck_batchnorm);
     RUN(test_gradcheck_losses);
     RUN(test_label_smoothing);
+    RUN(test_dropout_shared);
     return test_finish();
 }
