@@ -1,6 +1,7 @@
 /*
  * model.c - model configurations, names, the builder entry point and the shared pieces of
- * every model's forward: input encoding over T and the readout (mean over T).
+ * every model's forward: input encoding over T, the per-step outputs (snn_model_forward_steps,
+ * what a per-step loss such as TET takes) and the readout (mean over T).
  */
 #include <string.h>
 
@@ -258,7 +259,7 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
                      events ? "; hint: load the data set with frames = the model's T" : "");
 }
 
-snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
+snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
     const snn_model_config *c = &impl->config;
@@ -278,8 +279,32 @@ snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
         h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
     }
     for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
-    if (h && c->encoding == SNN_ENCODING_FIRST_STEP) return snn_sum(h, 0, false); /* (N, K) */
-    return h ? snn_model_readout(h) : NULL;
+    return h; /* (T, N, K) */
+}
+
+snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
+{
+    snn_tensor *h = snn_model_steps(m, x);
+    if (!h) return NULL;
+    if (((snn_model_impl *)m->impl)->config.encoding == SNN_ENCODING_FIRST_STEP)
+        return snn_sum(h, 0, false); /* (N, K) */
+    return snn_model_readout(h);
+}
+
+snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x)
+{
+    const char *fn = "snn_model_forward_steps";
+    const snn_model_config *c = snn_model_config_of(model);
+    if (!c)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'model' (expected a model made "
+                              "by snn_model_new or snn_ann_to_snn, got %s)", fn,
+                              model ? model->ops->kind : "NULL");
+    if (snn_check_tensor(fn, "x", x)) return NULL;
+    /* the input check of the model's own forward (model_cnn.c, model_resnet.c): the ResNets
+     * take any image size from 8x8 */
+    const bool any_size = model->ops == &snn_resnet_model_ops;
+    if (snn_model_check_input(fn, c, x, any_size) != SNN_OK) return NULL;
+    return snn_model_steps(model, x);
 }
 
 snn_status snn_model_set_time_steps(snn_module *model, int time_steps)

@@ -199,6 +199,22 @@ snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
  * NULL with SNN_ERR_STATE when no neuron layer ran in this step. */
 snn_tensor *snn_activity_penalty(snn_module *model);
 
+/** TET's default lambda, the weight of its MSE regulariser (nn/loss_tet.c says why 1e-3). */
+#define SNN_TET_LAMBDA 1e-3f
+/** TET's default phi, the value the regulariser pulls every output toward (nn/loss_tet.c). */
+#define SNN_TET_PHI 1.0f
+
+/** The TET loss (Deng et al., ICLR 2022, arXiv:2202.11946; nn/loss_tet.c) of per-step outputs
+ * step_logits O (T, N, K) (snn_model_forward_steps) and labels y (N):
+ *     L = (1 - lambda) (1/T) sum_t CE_smooth(O[t], y) + lambda mean_{t,n,k} (O[t,n,k] - phi)^2
+ * with CE_smooth = snn_cross_entropy_smooth at `smoothing` (0: plain cross-entropy). The
+ * defaults SNN_TET_LAMBDA and SNN_TET_PHI are the authors'. lambda in [0, 1], phi finite,
+ * smoothing in [0, 1); lambda = 0 is the mean of the per-step cross-entropies alone. Composed
+ * of differentiable ops. Shape [1]; NULL with SNN_ERR_ARGUMENT (the message names the
+ * argument) for bad arguments or shapes. */
+snn_tensor *snn_tet_loss(snn_tensor *step_logits, snn_tensor *labels, float lambda, float phi,
+                         float smoothing);
+
 /* ---------------------------------------------------------------------------------------------
  * Models
  * ------------------------------------------------------------------------------------------- */
@@ -268,6 +284,16 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state);
  * net trained at T = 4 measured at T = 16 (a snn_forward_graph recorded before keeps its T).
  * SNN_ERR_ARGUMENT for a non-model or T outside 1..1024 (ANN models stay at 1). */
 snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
+/** The model's output at each time step, (T, N, classes): its forward (snn_module_forward) up
+ * to the readout, which for every model but a converted one is the mean over T of this, so
+ * snn_mean(snn_model_forward_steps(m, x), 0, false) equals snn_module_forward(m, x) bit for bit
+ * (for a network converted by snn_ann_to_snn, SNN_ENCODING_FIRST_STEP, the readout SUMS these
+ * over T instead). For per-step losses (snn_tet_loss). It is the same forward: in training it
+ * draws the same Poisson spikes from the model's stream as snn_module_forward would, and
+ * advances that stream. x as snn_module_forward takes it. A STEP tensor; NULL with
+ * SNN_ERR_ARGUMENT for a module that is not a model (or a bad x), and as snn_module_forward
+ * otherwise. */
+snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x);
 /** Finds the neuron layers of `model` in forward order (for firing-rate reports): up to `max`
  * (at most 256) modules into layers[] and their dotted names into names[] (static strings,
  * valid until the next call); returns how many. */
