@@ -259,6 +259,11 @@ typedef struct snn_model_config {
     bool spiking_readout;     /**< CNN: the last fc feeds a neuron layer, so the output is a
                                  firing rate in [0, 1] (for the MSE rate loss) */
     uint64_t seed;            /**< for Poisson encoding */
+    float dropout;            /**< CNN and DVS net: the probability of the dropout layers before
+                                 fc1 and fc2 (flatten -> dropout -> fc1 -> neuron -> dropout ->
+                                 fc2, the PLIF paper's classifier), one mask per sample shared
+                                 by every time step (snn_dropout_shared); 0 (the default): no
+                                 dropout layers. In [0, 1); the ResNets take only 0 */
 } snn_model_config;
 
 /** The defaults of `kind`: LIF neurons with the ATan surrogate, T = 4, direct encoding; the
@@ -289,8 +294,8 @@ snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
  * snn_mean(snn_model_forward_steps(m, x), 0, false) equals snn_module_forward(m, x) bit for bit
  * (for a network converted by snn_ann_to_snn, SNN_ENCODING_FIRST_STEP, the readout SUMS these
  * over T instead). For per-step losses (snn_tet_loss). It is the same forward: in training it
- * draws the same Poisson spikes from the model's stream as snn_module_forward would, and
- * advances that stream. x as snn_module_forward takes it. A STEP tensor; NULL with
+ * draws the same Poisson spikes and dropout masks from the model's stream as snn_module_forward
+ * would, and advances that stream. x as snn_module_forward takes it. A STEP tensor; NULL with
  * SNN_ERR_ARGUMENT for a module that is not a model (or a bad x), and as snn_module_forward
  * otherwise. */
 snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x);

@@ -57,6 +57,9 @@ static void test_estimate_against_measured(void)
     cases[n++] = probe_make("cnn w32 T4 N1024 eval", SNN_MODEL_SPIKING_CNN, 32, 4, 1024, false, 0);
     cases[n++] = probe_make("resnet50 w16 T2 N32 adam", SNN_MODEL_RESNET50, 16, 2, 32, true, 2);
     cases[n++] = probe_make("sew-resnet34 w32 T2 N32 sgd", SNN_MODEL_SEW_RESNET34, 32, 2, 32, true, 1);
+    cases[n] = probe_make("dvsnet 128x128 w32 T8 N16 dropout", SNN_MODEL_DVS_NET, 32, 8, 16, true, 2);
+    cases[n].config.dropout = 0.5f;
+    n++;
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {

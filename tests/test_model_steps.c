@@ -4,8 +4,8 @@
  *
  *   - the mean over T of the per-step outputs equals snn_module_forward's logits BIT FOR BIT, in
  *     training and in eval mode, for the spiking CNN, a small ResNet-18, the DVS net on event
- *     frames and a Poisson-encoded CNN (for which the model's random stream is put back between
- *     the two forwards, which must advance it alike);
+ *     frames, a Poisson-encoded CNN and a CNN with dropout (for these two the model's random
+ *     stream is put back between the two forwards, which must advance it alike);
  *   - a network converted from a QANN (first-step encoding): the SUM over T is its forward;
  *   - errors: a module that is not a model, an input of the wrong shape, a NULL input.
  * Run: ctest --test-dir build -R model_steps
@@ -110,6 +110,10 @@ static void test_mean_of_steps_is_the_forward(void)
     poisson.encoding = SNN_ENCODING_POISSON;
     poisson.neuron = snn_neuron_config_default(SNN_NEURON_IF);
     check_model("cnn poisson", &poisson, 4);
+
+    snn_model_config dropout = cnn;
+    dropout.dropout = 0.5f;
+    check_model("cnn dropout", &dropout, 4);
 }
 
 static void test_converted_network_sums(void)
