@@ -32,10 +32,11 @@ static snn_tensor *dropout(const char *fn, snn_tensor *x, float p, bool training
     if (!(p >= 0.0f && p < 1.0f))
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'p' (expected 0 <= p < 1, got %g)",
                               fn, (double)p);
-    if (shared_dims < 0 || (shared_dims > 0 && shared_dims >= x->shape.ndim)) /* 0: a scalar too */
+    /* at least one dim keeps its own draws (shared_dims 0 also takes a 0-D x, as snn_dropout) */
+    const int most = x->shape.ndim > 0 ? x->shape.ndim - 1 : 0;
+    if (shared_dims < 0 || shared_dims > most)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'shared_dims' (expected 0..%d "
-                              "for a %d-D x, got %d)", fn, x->shape.ndim > 0 ? x->shape.ndim - 1 : 0,
-                              x->shape.ndim, shared_dims);
+                              "for a %d-D x, got %d)", fn, most, x->shape.ndim, shared_dims);
     if (!training || p == 0.0f) return x;
     const snn_kernels *k = snn_kernels_or_error(fn, x->device);
     if (!k) return NULL;

@@ -53,7 +53,8 @@ snn_tensor *snn_tet_loss(snn_tensor *step_logits, snn_tensor *labels, float lamb
     const char *fn = "snn_tet_loss";
     if (snn_check_rank(fn, "step_logits", step_logits, 3, "(T, N, K): snn_model_forward_steps") ||
         snn_check_rank(fn, "labels", labels, 1, "(N)") ||
-        snn_check_dim(fn, "labels", labels, 0, step_logits->shape.dim[1], "N (dim 1 of step_logits)") ||
+        snn_check_dim(fn, "labels", labels, 0, step_logits->shape.dim[1],
+                      "N (dim 1 of step_logits)") ||
         snn_check_same_device(fn, "step_logits", step_logits, "labels", labels))
         return NULL;
     if (!(lambda >= 0.0f && lambda <= 1.0f)) /* NaN fails too */

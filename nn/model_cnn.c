@@ -60,13 +60,15 @@ static snn_status add_classifier(snn_module *m, const snn_model_config *c, int f
                                  const char *hidden_neuron, const char *readout_neuron,
                                  snn_rng *rng)
 {
-    const bool dropout = c->dropout > 0.0f;
-    /* the seeds are set from the model's stream before each training forward (model.c) */
+    const float p = c->dropout;
+    const bool dropout = p > 0.0f;
+    /* one mask per sample for all T (shared_dims 1); the seeds are set from the model's stream
+     * before each training forward (model.c) */
     snn_status s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
-    if (s == SNN_OK && dropout) s = snn_module_add(m, "dropout1", snn_dropout_shared_new(c->dropout, 0, 1));
+    if (s == SNN_OK && dropout) s = snn_module_add(m, "dropout1", snn_dropout_shared_new(p, 0, 1));
     if (s == SNN_OK) s = snn_module_add(m, "fc1", snn_linear_new(flat, c->hidden, true, rng));
     if (s == SNN_OK) s = snn_module_add(m, hidden_neuron, snn_neuron_layer_new(&c->neuron));
-    if (s == SNN_OK && dropout) s = snn_module_add(m, "dropout2", snn_dropout_shared_new(c->dropout, 0, 1));
+    if (s == SNN_OK && dropout) s = snn_module_add(m, "dropout2", snn_dropout_shared_new(p, 0, 1));
     if (s == SNN_OK) s = snn_module_add(m, "fc2", snn_linear_new(c->hidden, c->classes, true, rng));
     if (s == SNN_OK && c->spiking_readout)
         s = snn_module_add(m, readout_neuron, snn_neuron_layer_new(&c->neuron));
