@@ -276,6 +276,14 @@ void snn_batchnorm_set_sync(const snn_batchnorm_sync *sync);
  * and scales the rest by 1/(1-p) in training; the identity in eval. The mask is a hash of
  * (seed, index): the same on every device. */
 snn_tensor *snn_dropout(snn_tensor *x, float p, bool training, uint64_t seed);
+/** Dropout whose mask is shared over the first `shared_dims` dims of x (0 .. ndim - 1;
+ * autograd/fn_dropout.c): one mask of x's remaining dims is drawn (as snn_dropout draws it for
+ * a tensor of that shape) and multiplied into every slice along the shared dims. For (T, N, ...)
+ * spiking data, shared_dims = 1 gives each sample one mask at every time step, so a dropped unit
+ * is silent for the whole sequence (SpikingJelly's multi-step Dropout). shared_dims = 0 is
+ * snn_dropout bit for bit. The identity in eval or when p = 0. */
+snn_tensor *snn_dropout_shared(snn_tensor *x, float p, bool training, uint64_t seed,
+                               int shared_dims);
 
 /* losses (autograd/fn_loss.c). labels: (N) class indices stored as floats. Both return [1]. */
 
@@ -286,6 +294,14 @@ snn_tensor *snn_log_softmax(snn_tensor *x);
 snn_tensor *snn_nll_loss(snn_tensor *logp, snn_tensor *labels);
 /** snn_nll_loss(snn_log_softmax(logits), labels) in one: logits (N, C), labels (N). Shape [1]. */
 snn_tensor *snn_cross_entropy(snn_tensor *logits, snn_tensor *labels);
+/** Cross-entropy with label smoothing, as PyTorch's F.cross_entropy(logits, labels,
+ * label_smoothing = smoothing): the target is (1 - smoothing) one-hot + smoothing / K, so with
+ * logp = log_softmax(logits) (N, K),
+ *     L = (1/N) sum_n [ (1 - smoothing) (-logp[n, y_n]) + (smoothing / K) sum_k (-logp[n, k]) ].
+ * Composed of differentiable ops (log-softmax, NLL, mean, scale, sub). smoothing in [0, 1);
+ * 0 gives snn_cross_entropy's result bit for bit. Shape [1]; NULL with SNN_ERR_ARGUMENT for a
+ * smoothing outside [0, 1) or NaN, and as snn_cross_entropy otherwise. */
+snn_tensor *snn_cross_entropy_smooth(snn_tensor *logits, snn_tensor *labels, float smoothing);
 /** The mean of (a - b)^2 over every element; a and b of one shape. Shape [1]. */
 snn_tensor *snn_mse_loss(snn_tensor *a, snn_tensor *b);
 

@@ -5,6 +5,14 @@
  *                 dx = dy - softmax(x) * sum_c dy           (softmax = exp(y))
  *   nll:          L = -(1/N) sum_n logp[n, label_n];   dlogp[n, label_n] += -dL / N
  *   cross-entropy = nll(log_softmax(x));  mse(a, b) = mean((a - b)^2)
+ *   label smoothing (Szegedy et al., "Rethinking the Inception Architecture", 2016, section 7;
+ *   PyTorch's F.cross_entropy(x, y, label_smoothing=eps)): the target is the one-hot row mixed
+ *   with the uniform distribution, q = (1 - eps) onehot(y) + eps / K, so with logp =
+ *   log_softmax(x), K classes and N rows
+ *                 L = (1/N) sum_n [ (1 - eps) (-logp[n, y_n]) + (eps/K) sum_k (-logp[n, k]) ]
+ *                   = (1 - eps) nll(logp, y) - eps mean_all(logp)
+ *   which is how it is composed below (the mean over all N K entries is (1/N) sum_n (1/K)
+ *   sum_k), so its backward is the primitives' and needs no code of its own.
  *
  * Labels are (N) tensors of class indices stored as floats (exact below 2^24 classes). On the
  * CPU they are validated here; on CUDA validating would need a host sync, so the data loaders
@@ -97,6 +105,22 @@ snn_tensor *snn_nll_loss(snn_tensor *logp, snn_tensor *labels)
 snn_tensor *snn_cross_entropy(snn_tensor *logits, snn_tensor *labels)
 {
     return snn_nll_loss(snn_log_softmax(logits), labels);
+}
+
+snn_tensor *snn_cross_entropy_smooth(snn_tensor *logits, snn_tensor *labels, float smoothing)
+{
+    const char *fn = "snn_cross_entropy_smooth";
+    if (snn_check_tensor(fn, "logits", logits) || snn_check_tensor(fn, "labels", labels))
+        return NULL;
+    if (!(smoothing >= 0.0f && smoothing < 1.0f)) /* NaN fails both */
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'smoothing' (expected 0 <= "
+                              "smoothing < 1, got %g)", fn, (double)smoothing);
+    /* eps = 0 is plain cross-entropy, bit for bit: the same ops, nothing added */
+    if (smoothing == 0.0f) return snn_cross_entropy(logits, labels);
+    snn_tensor *logp = snn_log_softmax(logits); /* (N, K) */
+    snn_tensor *nll = snn_nll_loss(logp, labels);            /* (1/N) sum_n -logp[n, y_n] */
+    snn_tensor *uniform = logp ? snn_mean_all(logp) : NULL;  /* (1/(N K)) sum_{n,k} logp[n, k] */
+    return snn_sub(snn_scale(nll, 1.0f - smoothing), snn_scale(uniform, smoothing));
 }
 
 snn_tensor *snn_mse_loss(snn_tensor *a, snn_tensor *b)

@@ -35,25 +35,31 @@ static snn_tensor *dropout_forward(snn_module *m, snn_tensor *x)
 {
     snn_dropout_impl *d = m->impl;
     if (m->training) d->seed = snn_hash64(d->seed); /* a fresh, reproducible mask per call */
-    return snn_dropout(x, d->p, m->training, d->seed);
+    return snn_dropout_shared(x, d->p, m->training, d->seed, d->shared_dims);
 }
 
 static void dropout_free(snn_module *m) { snn_free(m->impl, sizeof(snn_dropout_impl), SNN_CPU); }
 
 const snn_module_ops snn_dropout_ops = {"Dropout", dropout_forward, dropout_free, NULL};
 
-snn_module *snn_dropout_new(float p, uint64_t seed)
+snn_module *snn_dropout_shared_new(float p, uint64_t seed, int shared_dims)
 {
+    const char *fn = shared_dims ? "snn_dropout_shared_new" : "snn_dropout_new";
     if (!(p >= 0.0f && p < 1.0f))
-        return snn_error_null(SNN_ERR_ARGUMENT, "snn_dropout_new: bad argument 'p' (expected "
-                              "0 <= p < 1, got %g)", (double)p);
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'p' (expected 0 <= p < 1, got "
+                              "%g)", fn, (double)p);
+    if (shared_dims < 0 || shared_dims >= SNN_MAX_DIMS)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'shared_dims' (expected 0..%d, "
+                              "got %d)", fn, SNN_MAX_DIMS - 1, shared_dims);
     snn_dropout_impl *d = snn_alloc(sizeof *d, SNN_CPU);
-    if (!d) return snn_error_null(SNN_ERR_MEMORY, "snn_dropout_new: out of host memory");
-    *d = (snn_dropout_impl){p, seed};
+    if (!d) return snn_error_null(SNN_ERR_MEMORY, "%s: out of host memory", fn);
+    *d = (snn_dropout_impl){p, seed, shared_dims};
     snn_module *m = snn_module_new(&snn_dropout_ops, d);
     if (!m) snn_free(d, sizeof *d, SNN_CPU);
     return m;
 }
+
+snn_module *snn_dropout_new(float p, uint64_t seed) { return snn_dropout_shared_new(p, seed, 0); }
 
 /* ---- Sequential --------------------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /*
  * model.c - model configurations, names, the builder entry point and the shared pieces of
- * every model's forward: input encoding over T and the readout (mean over T).
+ * every model's forward: input encoding over T, the per-step outputs (snn_model_forward_steps,
+ * what a per-step loss such as TET takes) and the readout (mean over T).
  */
 #include <string.h>
 
@@ -104,6 +105,14 @@ static snn_status check_config(const snn_model_config *c)
     if (resnet && (c->height < 8 || c->width < 8))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) /* NaN fails too */
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'dropout' (expected 0 <= dropout < 1, "
+                         "got %g)", fn, (double)c->dropout);
+    if (resnet && c->dropout != 0.0f)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'dropout' (the ResNets have no dropout "
+                         "layers: expected 0 for %s, got %g); hint: dropout is the CNN's and the "
+                         "DVS net's classifier option", fn, snn_model_kind_name(c->kind),
+                         (double)c->dropout);
     if (snn_neuron_is_ann(c->neuron.kind) &&
         (c->time_steps != 1 || c->encoding != SNN_ENCODING_DIRECT))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (a %s model is an ANN: expected "
@@ -258,11 +267,30 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
                      events ? "; hint: load the data set with frames = the model's T" : "");
 }
 
-snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
+/* Dropout layers (config.dropout > 0) take their masks from the model's random stream, the one
+ * Poisson encoding draws from and checkpoints store ("snn.model.rng", snn_model_rng_state):
+ * each training forward advances the stream once, and dropout layer j (1, 2, ... in forward
+ * order) gets the seed hash(state + j * golden), which its forward hashes once more into the
+ * mask's seed. So a resumed run whose stream was restored draws the very same masks, and a
+ * model without dropout leaves the stream alone (its Poisson spikes are those of before). */
+static void seed_dropout_layers(snn_module *m, snn_model_impl *impl)
+{
+    if (!m->training || !(impl->config.dropout > 0.0f)) return;
+    impl->encode_seed = snn_hash64(impl->encode_seed);
+    uint64_t j = 0;
+    for (int i = 0; i < m->n_children; i++) {
+        if (m->children[i]->ops != &snn_dropout_ops) continue;
+        snn_dropout_impl *d = m->children[i]->impl;
+        d->seed = snn_hash64(impl->encode_seed + ++j * 0x9E3779B97F4A7C15ull);
+    }
+}
+
+snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
     const snn_model_config *c = &impl->config;
     snn_module **ch = m->children; /* stem conv, stem batch-norm, then the rest in order */
+    seed_dropout_layers(m, impl);
     snn_tensor *h;
     if (c->encoding == SNN_ENCODING_EVENTS) {
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
@@ -278,8 +306,32 @@ snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
         h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
     }
     for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
-    if (h && c->encoding == SNN_ENCODING_FIRST_STEP) return snn_sum(h, 0, false); /* (N, K) */
-    return h ? snn_model_readout(h) : NULL;
+    return h; /* (T, N, K) */
+}
+
+snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
+{
+    snn_tensor *h = snn_model_steps(m, x);
+    if (!h) return NULL;
+    if (((snn_model_impl *)m->impl)->config.encoding == SNN_ENCODING_FIRST_STEP)
+        return snn_sum(h, 0, false); /* (N, K) */
+    return snn_model_readout(h);
+}
+
+snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x)
+{
+    const char *fn = "snn_model_forward_steps";
+    const snn_model_config *c = snn_model_config_of(model);
+    if (!c)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'model' (expected a model made "
+                              "by snn_model_new or snn_ann_to_snn, got %s)", fn,
+                              model ? model->ops->kind : "NULL");
+    if (snn_check_tensor(fn, "x", x)) return NULL;
+    /* the input check of the model's own forward (model_cnn.c, model_resnet.c): the ResNets
+     * take any image size from 8x8 */
+    const bool any_size = model->ops == &snn_resnet_model_ops;
+    if (snn_model_check_input(fn, c, x, any_size) != SNN_OK) return NULL;
+    return snn_model_steps(model, x);
 }
 
 snn_status snn_model_set_time_steps(snn_module *model, int time_steps)

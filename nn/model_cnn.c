@@ -7,6 +7,12 @@
  *   flatten -> fc1 (W*7*7 -> hidden) -> sn3 -> fc2 (hidden -> classes)   (T, N, classes)
  *   [-> sn4 when spiking_readout]  -> mean over T                        (N, classes)
  *
+ * With config.dropout = p > 0 the classifier is the PLIF paper's (Fang et al., ICCV 2021,
+ * arXiv:2007.05785): flatten -> dropout1 -> fc1 -> sn3 -> dropout2 -> fc2, each dropout with
+ * one mask per sample shared by all T steps (snn_dropout_shared, shared_dims = 1), so a dropped
+ * feature or hidden neuron is silent for the whole sequence. Their seeds come from the model's
+ * random stream (model.c), which checkpoints store. The DVS net gets the same two layers.
+ *
  * Direct encoding: the image is the same at every step, so conv1 and bn1 run once on N images
  * and their output is repeated over T; the first neuron layer is the encoder. In training mode
  * this equals running them on T*N copies (the batch statistics of identical copies are the
@@ -19,8 +25,9 @@ static snn_tensor *cnn_forward(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
     if (snn_model_check_input(m->ops->kind, &impl->config, x, false) != SNN_OK) return NULL;
-    /* children: conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten fc1 sn3 fc2 [sn4]; the DVS net:
-     * conv1 bn1 sn1 pool1 ... convB bnB snB poolB flatten fc1 sn fc2 */
+    /* children: conv1 bn1 sn1 pool1 conv2 bn2 sn2 pool2 flatten [dropout1] fc1 sn3 [dropout2]
+     * fc2 [sn4]; the DVS net: conv1 bn1 sn1 pool1 ... convB bnB snB poolB flatten [dropout1] fc1
+     * sn_fc [dropout2] fc2 [sn_out] */
     return snn_model_run(m, x);
 }
 
@@ -45,6 +52,29 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state)
     if (snn_model_config_of(model)) ((snn_model_impl *)model->impl)->encode_seed = state;
 }
 
+/* The classifier both CNNs end with: flatten -> [dropout1] -> fc1 (flat -> hidden) -> neuron
+ * `hidden_neuron` -> [dropout2] -> fc2 (hidden -> classes) [-> neuron `readout_neuron`]. The
+ * dropout layers (config.dropout > 0) take no parameters, so the parameter names, the random
+ * draws of the weights and checkpoints are those of the model without them. */
+static snn_status add_classifier(snn_module *m, const snn_model_config *c, int flat,
+                                 const char *hidden_neuron, const char *readout_neuron,
+                                 snn_rng *rng)
+{
+    const float p = c->dropout;
+    const bool dropout = p > 0.0f;
+    /* one mask per sample for all T (shared_dims 1); the seeds are set from the model's stream
+     * before each training forward (model.c) */
+    snn_status s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
+    if (s == SNN_OK && dropout) s = snn_module_add(m, "dropout1", snn_dropout_shared_new(p, 0, 1));
+    if (s == SNN_OK) s = snn_module_add(m, "fc1", snn_linear_new(flat, c->hidden, true, rng));
+    if (s == SNN_OK) s = snn_module_add(m, hidden_neuron, snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK && dropout) s = snn_module_add(m, "dropout2", snn_dropout_shared_new(p, 0, 1));
+    if (s == SNN_OK) s = snn_module_add(m, "fc2", snn_linear_new(c->hidden, c->classes, true, rng));
+    if (s == SNN_OK && c->spiking_readout)
+        s = snn_module_add(m, readout_neuron, snn_neuron_layer_new(&c->neuron));
+    return s;
+}
+
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
 {
     snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
@@ -67,12 +97,7 @@ snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
     if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(W));
     if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(&c->neuron));
     if (s == SNN_OK) s = snn_module_add(m, "pool2", snn_max_pool2d_new(2, 2));
-    if (s == SNN_OK) s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
-    if (s == SNN_OK) s = snn_module_add(m, "fc1", snn_linear_new(flat, c->hidden, true, rng));
-    if (s == SNN_OK) s = snn_module_add(m, "sn3", snn_neuron_layer_new(&c->neuron));
-    if (s == SNN_OK) s = snn_module_add(m, "fc2", snn_linear_new(c->hidden, c->classes, true, rng));
-    if (s == SNN_OK && c->spiking_readout)
-        s = snn_module_add(m, "sn4", snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK) s = add_classifier(m, c, flat, "sn3", "sn4", rng);
     if (s != SNN_OK) {
         snn_module_free(m);
         return NULL;
@@ -111,7 +136,8 @@ double snn_spiking_cnn_param_floats(const snn_model_config *c)
 /*
  * The DVS network (the layout of SpikingJelly's DVSGestureNet, with our widths): blocks of
  * conv 3x3 -> BN -> neuron -> max-pool 2 while the frame is larger than 4x4 (128: five blocks,
- * 128 -> 4), then flatten -> fc1 -> neuron -> fc2 -> mean over T. Input: event frames
+ * 128 -> 4), then flatten -> fc1 -> neuron -> fc2 -> mean over T (with config.dropout, the
+ * CNN's dropout layers before fc1 and fc2: add_classifier). Input: event frames
  * (T, N, 2, H, W); every block keeps width_base channels.
  */
 snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng)
@@ -139,12 +165,7 @@ snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng)
         if (s == SNN_OK) s = snn_module_add(m, name, snn_max_pool2d_new(2, 2));
         in = W, h /= 2, w /= 2;
     }
-    if (s == SNN_OK) s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
-    if (s == SNN_OK) s = snn_module_add(m, "fc1", snn_linear_new(W * h * w, c->hidden, true, rng));
-    if (s == SNN_OK) s = snn_module_add(m, "sn_fc", snn_neuron_layer_new(&c->neuron));
-    if (s == SNN_OK) s = snn_module_add(m, "fc2", snn_linear_new(c->hidden, c->classes, true, rng));
-    if (s == SNN_OK && c->spiking_readout)
-        s = snn_module_add(m, "sn_out", snn_neuron_layer_new(&c->neuron));
+    if (s == SNN_OK) s = add_classifier(m, c, W * h * w, "sn_fc", "sn_out", rng);
     if (s != SNN_OK) {
         snn_module_free(m);
         return NULL;

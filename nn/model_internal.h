@@ -45,9 +45,12 @@ double snn_cnn_flat_features(const snn_model_config *c);
 snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed);
 /* (T, N, K) -> (N, K), the mean over time. */
 snn_tensor *snn_model_readout(snn_tensor *y);
-/* A model's forward after its input check: encoding, the stem (children 0 and 1: conv and
- * batch-norm), the remaining children in order, the readout (the mean over T; the sum for
- * SNN_ENCODING_FIRST_STEP, a converted network's). */
+/* A model's forward after its input check, up to the readout: the dropout layers' seeds (in
+ * training), encoding, the stem (children 0 and 1: conv and batch-norm), the remaining children
+ * in order. The per-step outputs (T, N, K). */
+snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x);
+/* snn_model_steps followed by the readout: the mean over T (the sum for
+ * SNN_ENCODING_FIRST_STEP, a converted network's). (N, K) */
 snn_tensor *snn_model_run(snn_module *m, snn_tensor *x);
 /* free_impl of every model: frees its snn_model_impl. */
 void snn_model_free_impl(snn_module *m);

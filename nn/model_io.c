@@ -35,6 +35,7 @@ snn_status snn_model_config_to_metadata(const snn_model_config *c, snn_metadata 
                                                                              : "direct");
     SET("snn.model.spiking_readout", "%d", c->spiking_readout ? 1 : 0);
     SET("snn.model.seed", "%llu", (unsigned long long)c->seed);
+    SET("snn.model.dropout", "%.9g", (double)c->dropout);
     SET("snn.neuron.kind", "%s", snn_neuron_kind_name(n->kind));
     /* %.9g round-trips a float exactly */
     SET("snn.neuron.v", "%.9g,%.9g,%s,%d", (double)n->v_threshold, (double)n->v_reset,
@@ -76,6 +77,9 @@ snn_status snn_model_config_from_metadata(const snn_metadata *m, snn_model_confi
                                                         : SNN_ENCODING_DIRECT;
     c->spiking_readout = readout != 0;
     c->seed = seed;
+    /* added with the CNNs' dropout layers: a checkpoint written before has none, i.e. 0 */
+    if ((v = snn_metadata_get(m, "snn.model.dropout")) && sscanf(v, "%g", &c->dropout) != 1)
+        return missing("snn.model.dropout");
 
     snn_neuron_config *n = &c->neuron;
     if (!(v = snn_metadata_get(m, "snn.neuron.kind")) || snn_neuron_kind_parse(v, &n->kind) != SNN_OK)

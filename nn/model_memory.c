@@ -24,6 +24,7 @@
  *                  (the ANN activations ReLU and QCLIP: their output only)
  *                  batch-norm (training): batch mean and 1/std per channel
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
+ *                  dropout (training; config.dropout): its mask, one per sample shared over T
  *                  views (flatten, reshape): no data of their own
  *                  the input batch, labels, argmax, one-hot; each tensor's struct, each tape node
  *                  and each gradient's struct (host arena), each allocation rounded up to 64 B
@@ -246,6 +247,33 @@ static int linear(walk *w, int in, double rows, double in_features, int out_feat
     return output(w, rows * out_features, in, -1);
 }
 
+/* Dropout shared over T (snn_dropout_shared) on (T, N, F) with `per_sample` = F: in training
+ * the mask (N, F), drawn once for all T steps, and the product x * mask (a node; the mask gets
+ * no gradient); in evaluation the op returns its input, allocating nothing. */
+static int dropout(walk *w, int in, double T, double N, double per_sample)
+{
+    if (!w->training) return in;
+    constant(w, N * per_sample);
+    return output(w, T * N * per_sample, in, -1);
+}
+
+/* The classifier both CNNs end with (model_cnn.c's add_classifier): flatten, [dropout], fc1,
+ * neuron, [dropout], fc2, [neuron]. `x` is the last pool's output, `flat` its features per
+ * sample. Returns the last layer's id. */
+static int classifier(walk *w, int x, const snn_model_config *c, double T, double N, double flat)
+{
+    const double TN = T * N;
+    const bool dropout_layers = c->dropout > 0.0f;
+    x = view(w, TN * flat, x);
+    if (dropout_layers) x = dropout(w, x, T, N, flat);
+    x = linear(w, x, TN, flat, c->hidden);
+    x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
+    if (dropout_layers) x = dropout(w, x, T, N, c->hidden);
+    x = linear(w, x, TN, c->hidden, c->classes);
+    if (c->spiking_readout) x = neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
+    return x;
+}
+
 /* The stem: conv 3x3 + batch-norm, run once on N images and repeated over T (direct
  * encoding), or run on the T N frames (Poisson-encoded, or event frames as they come), then
  * the first neuron layer. Returns the neuron layer's id; *per_image: its elements per image. */
@@ -275,13 +303,7 @@ static int walk_cnn(walk *w, const snn_model_config *c, double T, double N)
     x = neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
     h /= 2, wd /= 2;
     x = max_pool(w, x, TN * W * h * wd);
-    double flat = (double)W * h * wd;
-    x = view(w, TN * flat, x);
-    x = linear(w, x, TN, flat, c->hidden);
-    x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
-    x = linear(w, x, TN, c->hidden, c->classes);
-    if (c->spiking_readout) x = neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
-    return x;
+    return classifier(w, x, c, T, N, (double)W * h * wd);
 }
 
 /* The DVS net (model_cnn.c): conv-BN-neuron-maxpool blocks while the frame is larger than 4x4
@@ -300,13 +322,7 @@ static int walk_dvs_net(walk *w, const snn_model_config *c, double T, double N)
         h /= 2, wd /= 2;
         x = max_pool(w, x, TN * W * h * wd);
     }
-    double flat = (double)W * h * wd;
-    x = view(w, TN * flat, x);
-    x = linear(w, x, TN, flat, c->hidden);
-    x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
-    x = linear(w, x, TN, c->hidden, c->classes);
-    if (c->spiking_readout) x = neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
-    return x;
+    return classifier(w, x, c, T, N, (double)W * h * wd);
 }
 
 /* A block (model_resnet.c) on tensor `x`, from `in` channels to `planes` (basic) or 4 x planes

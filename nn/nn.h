@@ -170,6 +170,11 @@ snn_module *snn_flatten_new(int start, int end);
 /** Dropout with probability p (0 <= p < 1) in training, the identity in eval; `seed` starts its
  * masks (a new mask every forward). */
 snn_module *snn_dropout_new(float p, uint64_t seed);
+/** Dropout as snn_dropout_new, with one mask shared over the first `shared_dims` dims of the
+ * input (snn_dropout_shared): shared_dims = 1 on (T, N, ...) data drops the same units of a
+ * sample at every time step (SpikingJelly's multi-step Dropout). 0 <= shared_dims < the input's
+ * rank (checked at each forward). */
+snn_module *snn_dropout_shared_new(float p, uint64_t seed, int shared_dims);
 /** A container whose forward runs its children in the order they were added (snn_module_add). */
 snn_module *snn_sequential_new(void);
 /** A neuron layer over (T, N, ...): snn_neuron_multistep with a copy of `config` (checked with
@@ -193,6 +198,22 @@ snn_tensor *snn_neuron_layer_last_spikes(snn_module *m);
  * forward, in the same step:  loss = snn_add(ce, snn_scale(snn_activity_penalty(net), lambda)).
  * NULL with SNN_ERR_STATE when no neuron layer ran in this step. */
 snn_tensor *snn_activity_penalty(snn_module *model);
+
+/** TET's default lambda, the weight of its MSE regulariser (nn/loss_tet.c says why 1e-3). */
+#define SNN_TET_LAMBDA 1e-3f
+/** TET's default phi, the value the regulariser pulls every output toward (nn/loss_tet.c). */
+#define SNN_TET_PHI 1.0f
+
+/** The TET loss (Deng et al., ICLR 2022, arXiv:2202.11946; nn/loss_tet.c) of per-step outputs
+ * step_logits O (T, N, K) (snn_model_forward_steps) and labels y (N):
+ *     L = (1 - lambda) (1/T) sum_t CE_smooth(O[t], y) + lambda mean_{t,n,k} (O[t,n,k] - phi)^2
+ * with CE_smooth = snn_cross_entropy_smooth at `smoothing` (0: plain cross-entropy). The
+ * defaults SNN_TET_LAMBDA and SNN_TET_PHI are the authors'. lambda in [0, 1], phi finite,
+ * smoothing in [0, 1); lambda = 0 is the mean of the per-step cross-entropies alone. Composed
+ * of differentiable ops. Shape [1]; NULL with SNN_ERR_ARGUMENT (the message names the
+ * argument) for bad arguments or shapes. */
+snn_tensor *snn_tet_loss(snn_tensor *step_logits, snn_tensor *labels, float lambda, float phi,
+                         float smoothing);
 
 /* ---------------------------------------------------------------------------------------------
  * Models
@@ -238,6 +259,11 @@ typedef struct snn_model_config {
     bool spiking_readout;     /**< CNN: the last fc feeds a neuron layer, so the output is a
                                  firing rate in [0, 1] (for the MSE rate loss) */
     uint64_t seed;            /**< for Poisson encoding */
+    float dropout;            /**< CNN and DVS net: the probability of the dropout layers before
+                                 fc1 and fc2 (flatten -> dropout -> fc1 -> neuron -> dropout ->
+                                 fc2, the PLIF paper's classifier), one mask per sample shared
+                                 by every time step (snn_dropout_shared); 0 (the default): no
+                                 dropout layers. In [0, 1); the ResNets take only 0 */
 } snn_model_config;
 
 /** The defaults of `kind`: LIF neurons with the ATan surrogate, T = 4, direct encoding; the
@@ -263,6 +289,16 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state);
  * net trained at T = 4 measured at T = 16 (a snn_forward_graph recorded before keeps its T).
  * SNN_ERR_ARGUMENT for a non-model or T outside 1..1024 (ANN models stay at 1). */
 snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
+/** The model's output at each time step, (T, N, classes): its forward (snn_module_forward) up
+ * to the readout, which for every model but a converted one is the mean over T of this, so
+ * snn_mean(snn_model_forward_steps(m, x), 0, false) equals snn_module_forward(m, x) bit for bit
+ * (for a network converted by snn_ann_to_snn, SNN_ENCODING_FIRST_STEP, the readout SUMS these
+ * over T instead). For per-step losses (snn_tet_loss). It is the same forward: in training it
+ * draws the same Poisson spikes and dropout masks from the model's stream as snn_module_forward
+ * would, and advances that stream. x as snn_module_forward takes it. A STEP tensor; NULL with
+ * SNN_ERR_ARGUMENT for a module that is not a model (or a bad x), and as snn_module_forward
+ * otherwise. */
+snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x);
 /** Finds the neuron layers of `model` in forward order (for firing-rate reports): up to `max`
  * (at most 256) modules into layers[] and their dotted names into names[] (static strings,
  * valid until the next call); returns how many. */

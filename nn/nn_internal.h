@@ -26,7 +26,9 @@ typedef struct snn_flatten_impl {
 
 typedef struct snn_dropout_impl {
     float p;
-    uint64_t seed;            /* advanced on every training forward: a new mask each call */
+    uint64_t seed;            /* advanced on every training forward: a new mask each call (a
+                                 model with config.dropout sets it first: model.c) */
+    int shared_dims;          /* leading dims that share one mask (snn_dropout_shared) */
 } snn_dropout_impl;
 
 typedef struct snn_neuron_layer_impl {

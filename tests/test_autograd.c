@@ -343,6 +343,120 @@ static void test_gradcheck_losses(void)
     snn_step_end();
 }
 
+/* ---- label smoothing and time-shared dropout ---------------------------------------------- */
+
+static snn_tensor *f_ce_smooth(snn_tensor *const *in, void *ctx)
+{
+    return snn_cross_entropy_smooth(in[0], ctx, 0.2f);
+}
+
+static void test_label_smoothing(void)
+{
+    snn_step_begin();
+    /* N = 2, K = 3, eps = 0.1. With logp = log_softmax(x) and q = (1 - eps) onehot(y) + eps/K,
+     *   L = (1/N) sum_n [ (1 - eps) (-logp[n, y_n]) + (eps/K) sum_k (-logp[n, k]) ]
+     *   dL/dx[n, k] = (softmax(x)[n, k] - q[n, k]) / N
+     * Row 0: lse(1, 2, 3) = 3.40760596, logp = (-2.40760596, -1.40760596, -0.40760596):
+     *   0.9 * 0.40760596 + (0.1/3) * 4.22281789 = 0.50760596
+     * Row 1: lse(0.5, -1, 0) = 1.10413061, logp = (-0.60413061, -2.10413061, -1.10413061):
+     *   0.9 * 0.60413061 + (0.1/3) * 3.81239182 = 0.67079727
+     * L = (0.50760596 + 0.67079727) / 2 = 0.58920162 (in double: 0.5892016182238878; plain
+     * cross-entropy, eps = 0: (0.40760596 + 0.60413061) / 2 = 0.5058682848905545). */
+    float xv[6] = {1.0f, 2.0f, 3.0f, 0.5f, -1.0f, 0.0f}, yv[2] = {2, 0};
+    const double want_grad[6] = {0.02834861991852355, 0.10569756886073213, -0.13404618877925584,
+                                 -0.19339197303357686, 0.04430915948819776, 0.14908281354537908};
+    snn_tensor *x = snn_from_host(SNN_SHAPE(2, 3), xv, SNN_CPU);
+    snn_tensor *y = snn_from_host(SNN_SHAPE(2), yv, SNN_CPU);
+    x->requires_grad = true;
+    snn_tensor *loss = snn_cross_entropy_smooth(x, y, 0.1f);
+    CHECK(loss && loss->numel == 1);
+    if (loss) {
+        CHECK_CLOSE(snn_tensor_item(loss), 0.5892016182238878, 1e-6, 1e-6);
+        CHECK_OK(snn_backward(loss));
+        for (int i = 0; i < 6 && x->grad; i++) CHECK_CLOSE(x->grad->data[i], want_grad[i], 1e-6, 1e-5);
+    }
+    /* smoothing 0 is snn_cross_entropy, bit for bit */
+    snn_tensor *plain = snn_cross_entropy(x, y), *zero = snn_cross_entropy_smooth(x, y, 0.0f);
+    CHECK(plain && zero && plain->data[0] == zero->data[0]);
+    if (zero) CHECK_CLOSE(zero->data[0], 0.5058682848905545, 1e-6, 1e-6);
+    /* bad smoothing: outside [0, 1) or NaN, named */
+    const float bad[4] = {-0.1f, 1.0f, 2.0f, NAN};
+    for (int i = 0; i < 4; i++) {
+        snn_clear_error();
+        CHECK(snn_cross_entropy_smooth(x, y, bad[i]) == NULL);
+        CHECK(strstr(snn_last_error(), "snn_cross_entropy_smooth") &&
+              strstr(snn_last_error(), "'smoothing'"));
+    }
+    /* a NULL input keeps the message of the op that failed before */
+    snn_clear_error();
+    CHECK(snn_cross_entropy_smooth(snn_reshape(x, SNN_SHAPE(7)), y, 0.1f) == NULL);
+    CHECK(strstr(snn_last_error(), "snn_reshape") != NULL);
+    snn_clear_error();
+    snn_tensor *in[1] = {random_input(SNN_SHAPE(5, 4), -2, 2, 150)};
+    float lv[5] = {3, 0, 1, 3, 2};
+    CHECK_OK(snn_gradcheck("cross_entropy_smooth", f_ce_smooth, 1, in,
+                           snn_from_host(SNN_SHAPE(5), lv, SNN_CPU), OPT));
+    snn_step_end();
+}
+
+static snn_tensor *f_dropout_shared(snn_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return snn_dropout_shared(in[0], 0.4f, true, 1234, 1);
+}
+
+static void test_dropout_shared(void)
+{
+    snn_step_begin();
+    /* (T, N, F) = (4, 64, 1000) ones: y[t] is the mask itself, the same at every t */
+    const int T = 4, N = 64, F = 1000;
+    const float p = 0.3f, keep = 1.0f / (1.0f - p);
+    snn_tensor *x = snn_full(SNN_SHAPE(T, N, F), 1.0f, SNN_CPU);
+    snn_tensor *y = snn_dropout_shared(x, p, true, 77, 1);
+    CHECK(y && snn_shape_equal(y->shape, x->shape));
+    if (y) {
+        int64_t dropped = 0, other = 0, differ = 0;
+        const int64_t per_step = (int64_t)N * F;
+        for (int64_t i = 0; i < per_step; i++) {
+            dropped += y->data[i] == 0.0f;
+            other += y->data[i] != 0.0f && y->data[i] != keep; /* kept values are x / (1 - p) */
+            for (int t = 1; t < T; t++) differ += y->data[t * per_step + i] != y->data[i];
+        }
+        CHECK(differ == 0 && other == 0);
+        /* 64000 draws: the dropped fraction's standard deviation is sqrt(p (1 - p) / n) = 0.0018 */
+        CHECK_CLOSE((double)dropped / (double)per_step, p, 0.01, 0);
+        /* the mask is snn_dropout's for a tensor of the unshared shape (N, F), same seed */
+        snn_tensor *flat = snn_dropout(snn_full(SNN_SHAPE(N, F), 1.0f, SNN_CPU), p, true, 77);
+        CHECK(flat && memcmp(flat->data, y->data, (size_t)per_step * sizeof(float)) == 0);
+    }
+    /* shared_dims = 0 is snn_dropout bit for bit; eval and p = 0 are the identity (x itself) */
+    snn_tensor *r = random_input(SNN_SHAPE(3, 5, 7), -1, 1, 160);
+    snn_tensor *a = snn_dropout_shared(r, 0.5f, true, 9, 0), *b = snn_dropout(r, 0.5f, true, 9);
+    CHECK(a && b && memcmp(a->data, b->data, (size_t)r->numel * sizeof(float)) == 0);
+    CHECK(snn_dropout_shared(r, 0.5f, false, 9, 1) == r);
+    CHECK(snn_dropout_shared(r, 0.0f, true, 9, 2) == r);
+    /* x (T, N, F) requiring grad: dx = dy * mask, the same mask at every t */
+    snn_tensor *g = snn_dropout_shared(r, 0.5f, true, 9, 1);
+    snn_tensor *mask = snn_dropout(snn_full(SNN_SHAPE(5, 7), 1.0f, SNN_CPU), 0.5f, true, 9);
+    CHECK(g && mask && snn_backward_from(g, snn_full(g->shape, 1.0f, SNN_CPU)) == SNN_OK);
+    int64_t wrong = 0;
+    if (g && mask && r->grad)
+        for (int64_t i = 0; i < r->numel; i++) wrong += r->grad->data[i] != mask->data[i % 35];
+    CHECK(r->grad && wrong == 0);
+    /* bad arguments are named */
+    snn_clear_error();
+    CHECK(snn_dropout_shared(r, 0.5f, true, 9, 3) == NULL); /* shares every dim: no mask left */
+    CHECK(strstr(snn_last_error(), "snn_dropout_shared") && strstr(snn_last_error(), "'shared_dims'"));
+    snn_clear_error();
+    CHECK(snn_dropout_shared(r, 0.5f, true, 9, -1) == NULL);
+    CHECK(snn_dropout_shared(r, 1.0f, true, 9, 1) == NULL && strstr(snn_last_error(), "'p'"));
+    CHECK(snn_dropout_shared(r, NAN, true, 9, 1) == NULL);
+    snn_clear_error();
+    snn_tensor *in[1] = {random_input(SNN_SHAPE(3, 4, 6), -1, 1, 161)};
+    CHECK_OK(snn_gradcheck("dropout_shared", f_dropout_shared, 1, in, NULL, OPT));
+    snn_step_end();
+}
+
 int main(void)
 {
     snn_set_num_threads(2);
@@ -358,5 +472,7 @@ int main(void)
     RUN(test_gradcheck_pool);
     RUN(test_gradcheck_batchnorm);
     RUN(test_gradcheck_losses);
+    RUN(test_label_smoothing);
+    RUN(test_dropout_shared);
     return test_finish();
 }

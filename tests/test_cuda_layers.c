@@ -2,11 +2,14 @@
  * test_cuda_layers.c - the CUDA kernel table against the CPU reference, part 2: conv2d (im2col
  * + cuBLAS chunks, 1x1 without im2col, backward with every NULL gradient output), pooling (max
  * with argmax, average with padding) and batch-norm (training statistics, running statistics,
- * eval, backward). Part 1 is test_cuda_kernels.c; the harness and tolerances are in
- * cuda_parity.h. Without a GPU it exits 77 (skipped).
+ * eval, backward), then the ops composed of kernels without one of their own: label-smoothed
+ * cross-entropy, the TET loss and time-shared dropout, through the tape on both devices. Part 1
+ * is test_cuda_kernels.c; the harness and tolerances are in cuda_parity.h. Without a GPU it
+ * exits 77 (skipped).
  * Run on the GPU machine: ctest -R cuda_layers --output-on-failure
  */
 #include "cuda_parity.h"
+#include "snn.h"
 
 static snn_conv2d_dims conv_dims(int N, int C_in, int H, int W, int C_out, int KH, int KW,
                                  int stride, int pad)
@@ -220,8 +223,131 @@ static void test_batchnorm(void)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Losses
+ * Losses and dropout composed of ops (autograd/fn_loss.c, autograd/fn_dropout.c, nn/loss_tet.c):
+ * the same host inputs through the tape on each device, backward included. These ops have no
+ * kernel of their own, so this checks that their composition runs on CUDA tensors (labels
+ * repeated on the device, broadcast masks) and agrees with the CPU:
+ *   - losses: the value within 1e-5 relative (sums in other orders); gradients per element
+ *     within 1e-5 (|cpu| + max |cpu|) (a gradient near zero is a difference of nearly equal
+ *     softmax and target values, so its error scales with the row's largest terms);
+ *   - dropout: values and gradients bit for bit (the mask is the same hash on both devices,
+ *     and y = x mask, dx = dy mask are single products).
  * ------------------------------------------------------------------------------------------- */
+
+typedef struct loss_case {
+    const char *name;
+    int T;                    /* 0: cross_entropy_smooth on (N, K); else tet_loss on (T, N, K) */
+    int N, K;
+    float smoothing, lambda, phi;
+} loss_case;
+
+/* The loss of the case and dlogits on `device`, from host logits x and labels, into host
+ * buffers. */
+static void loss_on(const loss_case *c, snn_device device, const float *x, const float *labels,
+                    float *loss, float *dx)
+{
+    const snn_shape shape = c->T ? SNN_SHAPE(c->T, c->N, c->K) : SNN_SHAPE(c->N, c->K);
+    snn_step_begin();
+    snn_tensor *logits = snn_from_host(shape, x, device);
+    snn_tensor *y = snn_from_host(SNN_SHAPE(c->N), labels, device);
+    if (logits) logits->requires_grad = true;
+    snn_tensor *l = !logits || !y ? NULL
+                    : c->T ? snn_tet_loss(logits, y, c->lambda, c->phi, c->smoothing)
+                           : snn_cross_entropy_smooth(logits, y, c->smoothing);
+    CHECK(l != NULL);
+    if (l) {
+        CHECK_OK(snn_backward(l));
+        CHECK_OK(snn_tensor_copy_to_host(l, loss));
+        CHECK(logits->grad != NULL);
+        if (logits->grad) CHECK_OK(snn_tensor_copy_to_host(logits->grad, dx));
+    } else {
+        fprintf(stderr, "%s on %s: %s\n", c->name, snn_device_name(device), snn_last_error());
+    }
+    snn_step_end();
+}
+
+/* |got - want| <= rtol (|want| + max |want|) for every element */
+static void expect_scaled(const char *what, const float *got, const float *want, size_t n,
+                          double rtol)
+{
+    double top = 0.0;
+    for (size_t i = 0; i < n; i++) top = fmax(top, fabs((double)want[i]));
+    size_t bad = 0, where = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - (double)want[i]) <= rtol * (fabs((double)want[i]) + top)))
+            bad += 1, where = i;
+    test_checks++;
+    if (bad) {
+        test_failures++;
+        fprintf(stderr, "FAIL %s: %zu of %zu differ, e.g. [%zu] cuda %.9g vs cpu %.9g\n", what,
+                bad, n, where, (double)got[where], (double)want[where]);
+    }
+}
+
+static void test_losses_composed(void)
+{
+    const loss_case cases[] = {
+        {"cross_entropy_smooth 0.1", 0, 64, 10, 0.1f, 0, 0},
+        {"cross_entropy_smooth 0.3, K 1000", 0, 7, 1000, 0.3f, 0, 0},
+        {"cross_entropy_smooth 0", 0, 33, 11, 0.0f, 0, 0},
+        {"tet T4 lambda 1e-3", 4, 32, 10, 0.0f, 1e-3f, 1.0f},
+        {"tet T6 lambda 0.05 smoothing 0.1", 6, 17, 11, 0.1f, 0.05f, 1.0f},
+        {"tet T2 lambda 0", 2, 128, 100, 0.0f, 0.0f, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const loss_case *c = &cases[i];
+        const size_t n = (size_t)(c->T ? c->T : 1) * (size_t)c->N * (size_t)c->K;
+        float *x = random_host(n, -4.0f, 4.0f);
+        float *labels = integer_host((size_t)c->N, c->K);
+        float loss[2] = {NAN, NAN}, *dx_cpu = host_floats(n), *dx_gpu = host_floats(n);
+        loss_on(c, SNN_CPU, x, labels, &loss[0], dx_cpu);
+        loss_on(c, SNN_CUDA, x, labels, &loss[1], dx_gpu);
+        char what[128];
+        snprintf(what, sizeof what, "%s: loss", c->name);
+        test_checks++;
+        if (!(fabs((double)loss[1] - (double)loss[0]) <= 1e-5 * fabs((double)loss[0]))) {
+            test_failures++;
+            fprintf(stderr, "FAIL %s: cuda %.9g vs cpu %.9g\n", what, (double)loss[1], (double)loss[0]);
+        }
+        snprintf(what, sizeof what, "%s: dlogits", c->name);
+        expect_scaled(what, dx_gpu, dx_cpu, n, 1e-5);
+        release_all();
+    }
+}
+
+static void test_dropout_shared_op(void)
+{
+    const int T = 4, N = 16, F = 300;
+    const size_t n = (size_t)T * N * F;
+    float *x = random_host(n, -1.0f, 1.0f), *dy = random_host(n, -1.0f, 1.0f);
+    float *y[2] = {host_floats(n), host_floats(n)}, *dx[2] = {host_floats(n), host_floats(n)};
+    for (int dev = 0; dev < 2; dev++) {
+        const snn_device device = dev ? SNN_CUDA : SNN_CPU;
+        snn_step_begin();
+        snn_tensor *t = snn_from_host(SNN_SHAPE(T, N, F), x, device);
+        if (t) t->requires_grad = true;
+        snn_tensor *out = snn_dropout_shared(t, 0.3f, true, 4242, 1);
+        snn_tensor *seed = snn_from_host(SNN_SHAPE(T, N, F), dy, device);
+        CHECK(out && seed);
+        if (out && seed) {
+            CHECK_OK(snn_backward_from(out, seed));
+            CHECK_OK(snn_tensor_copy_to_host(out, y[dev]));
+            CHECK(t->grad != NULL);
+            if (t->grad) CHECK_OK(snn_tensor_copy_to_host(t->grad, dx[dev]));
+        }
+        snn_step_end();
+    }
+    test_checks += 2;
+    if (memcmp(y[1], y[0], n * sizeof(float)) != 0) {
+        test_failures++;
+        fprintf(stderr, "FAIL dropout_shared: the outputs are not bit-identical\n");
+    }
+    if (memcmp(dx[1], dx[0], n * sizeof(float)) != 0) {
+        test_failures++;
+        fprintf(stderr, "FAIL dropout_shared: the gradients are not bit-identical\n");
+    }
+    release_all();
+}
 
 int main(void)
 {
@@ -229,5 +355,7 @@ int main(void)
     RUN(test_conv2d);
     RUN(test_pool2d);
     RUN(test_batchnorm);
+    RUN(test_losses_composed);
+    RUN(test_dropout_shared_op);
     return test_finish();
 }

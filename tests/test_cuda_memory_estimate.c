@@ -71,6 +71,9 @@ static void test_estimate_against_measured(void)
     n++;
     precision[n] = SNN_PRECISION_BF16;
     cases[n++] = probe_make("resnet18 w64 T4 N128 eval bf16", SNN_MODEL_RESNET18, 64, 4, 128, false, 0);
+    cases[n] = probe_make("dvsnet 128x128 w32 T8 N16 dropout", SNN_MODEL_DVS_NET, 32, 8, 16, true, 2);
+    cases[n].config.dropout = 0.5f;
+    n++;
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {

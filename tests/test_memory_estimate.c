@@ -2,7 +2,7 @@
  * test_memory_estimate.c - snn_model_memory_estimate (nn/model_memory.c) against what one step
  * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW) and the DVS
  * net, direct, Poisson and event-frame input, IF / LIF / PLIF / ST-BIF and the ANN activations
- * ReLU / QCLIP, cross-entropy and MSE, SGD (with and
+ * ReLU / QCLIP, the CNNs with dropout, cross-entropy and MSE, SGD (with and
  * without momentum) and Adam, training and evaluation:
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
@@ -73,6 +73,16 @@ static void make_cases(void)
     add(c);
     c = probe_make("resnet18 w4 T2 N2 stbif adam", SNN_MODEL_RESNET18, 4, 2, 2, true, 2);
     c.config.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+    add(c);
+    /* dropout in the classifier (a mask per sample shared over T, and the product); none in eval */
+    c = probe_make("cnn w16 T3 N8 dropout adam", SNN_MODEL_SPIKING_CNN, 16, 3, 8, true, 2);
+    c.config.dropout = 0.5f;
+    add(c);
+    c = probe_make("dvsnet 64x64 w4 T2 N2 dropout sgd", SNN_MODEL_DVS_NET, 4, 2, 2, true, 1);
+    c.config.height = c.config.width = 64, c.config.hidden = 32, c.config.dropout = 0.2f;
+    add(c);
+    c = probe_make("cnn w16 T2 N16 dropout eval", SNN_MODEL_SPIKING_CNN, 16, 2, 16, false, 0);
+    c.config.dropout = 0.5f;
     add(c);
 }
 
