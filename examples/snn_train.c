@@ -19,6 +19,10 @@
  * that resumes exactly there (mid-epoch) and exit 75 (run_signals.h); --checkpoint-every N
  * writes one every N steps; sizes that cannot fit are refused before anything is allocated
  * (run_memory.h); the output folder is locked against a second run (run_lock.h).
+ *
+ * The pieces around the loop live beside it: the flags and their checks (train_options.h),
+ * what the checkpoint records and how --resume reads it back (train_checkpoint.h), the metrics
+ * files and curves (run_metrics.h), the data-parallel side (snn_dist.h).
  */
 #define _DEFAULT_SOURCE /* sigaction's SA_RESTART, flock */
 #include <math.h>
@@ -30,45 +34,10 @@
 #include "run_signals.h"
 #include "snn_common.h"
 #include "snn_dist.h"
-
-typedef struct train_options {
-    const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
-    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
-    int limit_train, limit_test, augment, stop_after, levels;
-    int checkpoint_every;
-    int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
-    bool tf32, symmetric;
-    float tau, lr, momentum, weight_decay, min_lr;
-    train_dist_options dist;
-    float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
-} train_options;
-
-static train_options defaults(void)
-{
-    return (train_options){
-        .dataset = "fashion-mnist", .model = "cnn", .neuron = "lif", .surrogate = "atan",
-        .loss = "ce", .encoding = "direct", .optimizer = "adam", .schedule = "cosine",
-        .device = "cpu", .precision = "fp32", .time_steps = 2, .width = 0, .hidden = 128, .epochs = 4,
-        .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
-        .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
-        .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
-        .downsample = 1, .world_size = 1,
-    };
-}
+#include "train_checkpoint.h"
+#include "train_options.h"
 
 /* ---- one training epoch ------------------------------------------------------------------- */
-
-typedef struct epoch_stats {
-    double loss_sum;
-    double penalty_sum;           /* the activity penalty (before LAMBDA), where the loss was read */
-    int64_t correct, seen;        /* over the batches whose loss was read */
-    int64_t images;
-    double seconds;
-    int64_t batches;              /* batches of the epoch done (a resumed epoch counts its first part) */
-    bool diverged;
-    bool save_failed;             /* a --checkpoint-every checkpoint could not be written */
-} epoch_stats;
 
 /* done / total: batches of this run's part of the epoch; images_before: images of the epoch
  * that an earlier run did (a resumed epoch), left out of the rate */
@@ -90,41 +59,6 @@ static void progress(const char *phase, int64_t epoch, int epochs, int64_t done,
         fprintf(stderr, "%s %lld/%d batch %lld/%lld loss %.4f acc %.2f%% %.0f img/s ETA %ds\n", phase,
                 (long long)epoch + 1, epochs, (long long)done, (long long)total, loss, acc, rate, (int)eta);
     }
-}
-
-/* The checkpoint, in <out>/checkpoint.safetensors. At an epoch's end (batches < 0) it records
- * the epoch as done; mid-epoch it records how many batches of epoch `epoch` are done and the
- * epoch's running statistics, so that --resume continues exactly there. 0, or 1 with the
- * message printed (the previous checkpoint is then left as it was). */
-static int save_checkpoint(const char *out_dir, snn_module *model, snn_optimizer *opt,
-                                  const train_options *o, int64_t epoch, int64_t batches,
-                                  const epoch_stats *st, double test_accuracy, int64_t images)
-{
-    char path[1024];
-    snn_metadata meta = {0};
-    snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)(batches < 0 ? epoch + 1 : epoch));
-    snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
-    snn_metadata_set(&meta, "snn.train.optimizer", "%s", o->optimizer);
-    snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
-    snn_event_split split = SNN_SPLIT_BY_NUMBER;
-    snn_event_split_parse(o->split_by, &split); /* checked before the data were loaded */
-    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
-    if (test_accuracy >= 0.0) snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", test_accuracy);
-    snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
-    if (batches >= 0) {
-        snn_metadata_set(&meta, "snn.train.batches_done", "%lld", (long long)batches);
-        snn_metadata_set(&meta, "snn.train.position", "batch size %d, %lld images, seed %d",
-                         o->batch_size * o->world_size, (long long)images, o->seed);
-        snn_metadata_set(&meta, "snn.train.epoch_stats", "%.17g %lld %lld %lld %.17g", st->loss_sum,
-                         (long long)st->correct, (long long)st->seen, (long long)st->images, st->seconds);
-    }
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
-    if (run_lock_verify()) return 1;
-    if (snn_checkpoint_save(path, model, opt, &meta) != SNN_OK) {
-        fprintf(stderr, "snn-train: checkpoint: %s\n", snn_last_error());
-        return 1;
-    }
-    return 0;
 }
 
 /* --step-log: one line "step,loss,lr" each time the loss is read (rank 0) */
@@ -258,93 +192,12 @@ static int drop_data(snn_dataset *train, snn_dataset *test, int code)
     return code;
 }
 
-/* A SIGINT or SIGTERM came and the step it found running has finished: save exactly where the
- * run is (batch `st->batches` of epoch `epoch`) and say how to go on. RUN_EXIT_STOPPED, or 1
- * when the checkpoint cannot be written (the previous one is then left as it was). */
-static int stop_on_signal(const char *out_dir, snn_module *model, snn_optimizer *opt,
-                          const train_options *o, int64_t epoch, const epoch_stats *st,
-                          double last_accuracy, int64_t images, int64_t steps_per_epoch,
-                          int64_t steps_at_start)
-{
-    const char *sig = run_signal_name(run_stop_signal);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
-    if (snn_optimizer_steps(opt) == steps_at_start) {
-        fprintf(stderr, "\nsnn-train: %s: stopped before the first step of this run; nothing new "
-                "to save%s%s\n", sig, o->resume ? ", continue with --resume " : "",
-                o->resume ? o->resume : "");
-        return RUN_EXIT_STOPPED;
-    }
-    if (save_checkpoint(out_dir, model, opt, o, epoch, st->batches, st, last_accuracy, images))
-        return 1;
-    if (st->batches < steps_per_epoch)
-        fprintf(stderr, "\nsnn-train: %s: stopped in epoch %lld after batch %lld of %lld (step %lld); "
-                "checkpoint saved\n", sig, (long long)epoch + 1, (long long)st->batches,
-                (long long)steps_per_epoch, (long long)snn_optimizer_steps(opt));
-    else
-        fprintf(stderr, "\nsnn-train: %s: stopped after training epoch %lld, before its evaluation "
-                "(step %lld); checkpoint saved\n", sig, (long long)epoch + 1,
-                (long long)snn_optimizer_steps(opt));
-    fprintf(stderr, "snn-train: continue with the same flags and --resume %s\n", path);
-    return RUN_EXIT_STOPPED;
-}
-
 int main(int argc, char **argv)
 {
-    train_options o = defaults();
-    option table[] = {
-        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
-        {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50, dvsnet"},
-        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
-        {"--levels", OPT_INT, &o.levels, "qclip / stbif: quantization levels L (0: the default, 8)"},
-        {"--symmetric", OPT_FLAG, &o.symmetric, "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
-        {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
-        {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
-        {"--T", OPT_INT, &o.time_steps, "time steps"},
-        {"--width", OPT_INT, &o.width, "channels of the first conv (0: the model's default, 32 / 64)"},
-        {"--hidden", OPT_INT, &o.hidden, "hidden units of the CNN's first fc"},
-        {"--encoding", OPT_STRING, &o.encoding, "direct, poisson (event data sets: their frames)"},
-        {"--split-by", OPT_STRING, &o.split_by, "event data sets: cut each sample into T frames by event number or time"},
-        {"--downsample", OPT_INT, &o.downsample, "event data sets: sum k x k sensor pixels into one frame pixel"},
-        {"--loss", OPT_STRING, &o.loss, "ce (cross-entropy on the time-mean output) or mse (firing rate vs one-hot)"},
-        {"--epochs", OPT_INT, &o.epochs, "epochs to train (in all, counting resumed ones)"},
-        {"--batch-size", OPT_INT, &o.batch_size, "batch size"},
-        {"--optimizer", OPT_STRING, &o.optimizer, "sgd, adam, adamw"},
-        {"--lr", OPT_FLOAT, &o.lr, "learning rate"},
-        {"--momentum", OPT_FLOAT, &o.momentum, "SGD momentum"},
-        {"--weight-decay", OPT_FLOAT, &o.weight_decay, "weight decay"},
-        {"--schedule", OPT_STRING, &o.schedule, "cosine, step (x0.1 every 1/3 of the run), constant"},
-        {"--warmup", OPT_INT, &o.warmup, "linear warm-up steps"},
-        {"--min-lr", OPT_FLOAT, &o.min_lr, "final learning rate of the cosine schedule"},
-        {"--augment", OPT_INT, &o.augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
-        {"--device", OPT_STRING, &o.device, "cpu, cuda"},
-        {"--precision", OPT_STRING, &o.precision, "cuda: fp32 (bit-reproducible), tf32 or bf16 tensor-core convs and GEMMs"},
-        {"--tf32", OPT_FLAG, &o.tf32, "the same as --precision tf32"},
-        {"--seed", OPT_INT, &o.seed, "random seed (weights, order, augmentation)"},
-        {"--threads", OPT_INT, &o.threads, "CPU threads (0: all cores)"},
-        {"--log-every", OPT_INT, &o.log_every, "read the loss every N steps (0: 1 on cpu, 20 on cuda)"},
-        {"--limit-train", OPT_INT, &o.limit_train, "use only the first N training images (0: all)"},
-        {"--limit-test", OPT_INT, &o.limit_test, "use only the first N test images (0: all)"},
-        {"--out", OPT_STRING, &o.out, "output folder (default runs/<dataset>-<model>)"},
-        {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
-        {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
-        {"--checkpoint-every", OPT_INT, &o.checkpoint_every, "also write the checkpoint every N steps, mid-epoch (0: at epoch ends)"},
-        {"--step-log", OPT_STRING, &o.step_log, "append 'step,loss,lr' to this file each time the loss is read"},
-        {"--gpus", OPT_INT, &o.dist.gpus, "data-parallel on N GPUs of this host, one process each (with --device cpu: N CPU processes); --batch-size is per GPU"},
-        {"--init", OPT_STRING, &o.dist.init, "rendezvous of one rank of a multi-host run (RANK, WORLD_SIZE set): tcp://HOST:PORT or file:PATH"},
-        {"--sync-bn", OPT_FLAG, &o.dist.sync_bn, "several ranks: batch-norm statistics over the global batch (default: each rank's own)"},
-        {"--activity-penalty", OPT_FLOAT, &o.activity_penalty, "LAMBDA: add LAMBDA x the per-plane group-lasso spike penalty (docs/sparse.md) to train for silent channels (0: off)"},
-    };
-    int n_opts = (int)(sizeof table / sizeof table[0]);
-    int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
-                               "a spike raster and checkpoints to the output folder.\n"
-                               "SIGINT / SIGTERM: finish the current step, save a checkpoint that --resume "
-                               "continues exactly\nthere (mid-epoch), exit 75; a second signal stops at once. "
-                               "Sizes that do not fit in memory are\nrefused before allocating "
-                               "(SNN_MEMORY_LIMIT=8G caps what is taken as available). One run per --out.\n"
-                               "Exit codes: 0 done, 1 failure, 2 bad flags or too large, 3 loss diverged, "
-                               "75 stopped by a signal.", table, n_opts);
+    train_options o = train_defaults();
+    option table[TRAIN_MAX_OPTIONS];
+    int n_opts = train_option_table(&o, table);
+    int parsed = parse_options(argc, argv, TRAIN_SUMMARY, table, n_opts);
     if (parsed) return parsed == 2 ? 0 : 2;
     run_signals_install();
     evaluate_stop_flag = &run_stop_signal;
@@ -353,34 +206,8 @@ int main(int argc, char **argv)
     /* validate the simple values first, naming the flag */
     snn_device device;
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
-    if (o.epochs < 1 || o.batch_size < 1 || o.time_steps < 1 || o.hidden < 1 || o.width < 0 ||
-        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0 ||
-        o.checkpoint_every < 0 || o.dist.gpus < 0) {
-        fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; --width, "
-                "--warmup, --log-every, --limit-*, --stop-after, --checkpoint-every and --gpus "
-                ">= 0\n");
-        return 2;
-    }
-    if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f) || !(o.activity_penalty >= 0.0f)) {
-        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 and --tau > 1\n");
-        return 2;
-    }
-    if (strcmp(o.loss, "ce") && strcmp(o.loss, "mse")) {
-        fprintf(stderr, "snn-train: bad --loss '%s' (expected ce or mse)\n", o.loss);
-        return 2;
-    }
-    if (strcmp(o.optimizer, "sgd") && strcmp(o.optimizer, "adam") && strcmp(o.optimizer, "adamw")) {
-        fprintf(stderr, "snn-train: bad --optimizer '%s' (expected sgd, adam or adamw)\n", o.optimizer);
-        return 2;
-    }
-    snn_schedule schedule = {.base_lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup, .gamma = 0.1f};
-    if (strcmp(o.schedule, "cosine") == 0) schedule.kind = SNN_SCHEDULE_COSINE;
-    else if (strcmp(o.schedule, "step") == 0) schedule.kind = SNN_SCHEDULE_STEP;
-    else if (strcmp(o.schedule, "constant") == 0) schedule.kind = SNN_SCHEDULE_CONSTANT;
-    else {
-        fprintf(stderr, "snn-train: bad --schedule '%s' (expected cosine, step or constant)\n", o.schedule);
-        return 2;
-    }
+    snn_schedule schedule;
+    if (train_options_check(&o, &schedule)) return 2;
     if (device == SNN_CUDA && !snn_cuda_available()) {
         fprintf(stderr, "snn-train: --device cuda: %s\n", snn_cuda_compiled() ?
                 "no CUDA device is visible" : "this build has no CUDA backend (configure with nvcc present)");
@@ -405,38 +232,10 @@ int main(int argc, char **argv)
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
     snn_model_config config;
     snn_metadata resume_meta = {0};
-    int64_t start_epoch = 0, start_batch = 0;
-    epoch_stats resumed = {0};   /* a checkpoint written mid-epoch: the epoch's first part */
-    double last_accuracy = -1.0; /* of the last evaluation (-1: none yet) */
+    train_start start = {0, 0, {0}, -1.0};
     if (o.resume) {
-        if (snn_checkpoint_read_metadata(o.resume, &resume_meta) != SNN_OK) return fail("--resume");
-        if (snn_model_config_from_metadata(&resume_meta, &config) != SNN_OK) return fail("--resume");
-        const char *e = snn_metadata_get(&resume_meta, "snn.train.epochs_done");
-        if (!e) {
-            fprintf(stderr, "snn-train: --resume %s: not a training checkpoint (no snn.train.epochs_done)\n", o.resume);
-            return 2;
-        }
-        start_epoch = strtoll(e, NULL, 10);
-        o.model = snn_model_kind_name(config.kind);
-        const char *trained_with = snn_metadata_get(&resume_meta, "snn.train.optimizer");
-        if (trained_with && strcmp(trained_with, o.optimizer) != 0) {
-            fprintf(stderr, "snn-train: --resume %s was trained with --optimizer %s, not %s; the "
-                    "optimizer state must match\n", o.resume, trained_with, o.optimizer);
-            return 2;
-        }
-        const char *acc = snn_metadata_get(&resume_meta, "snn.train.test_accuracy");
-        if (acc) last_accuracy = strtod(acc, NULL);
-        const char *b = snn_metadata_get(&resume_meta, "snn.train.batches_done");
-        const char *stats = snn_metadata_get(&resume_meta, "snn.train.epoch_stats");
-        long long correct = 0, seen = 0, images = 0;
-        if (b && (!stats || sscanf(stats, "%lg %lld %lld %lld %lg", &resumed.loss_sum, &correct,
-                                   &seen, &images, &resumed.seconds) != 5)) {
-            fprintf(stderr, "snn-train: --resume %s: bad snn.train.epoch_stats in a mid-epoch "
-                    "checkpoint\n", o.resume);
-            return 2;
-        }
-        if (b) start_batch = strtoll(b, NULL, 10);
-        resumed.correct = correct, resumed.seen = seen, resumed.images = images;
+        int code = train_resume_read(&o, &resume_meta, &config, &start);
+        if (code) return code;
     } else {
         snn_model_kind kind;
         if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
@@ -485,7 +284,7 @@ int main(int argc, char **argv)
                 train.classes);
         return drop_data(&train_full, &test_full, 2);
     }
-    if (start_batch) { /* a mid-epoch position means something only with the same batches */
+    if (start.batch) { /* a mid-epoch position means something only with the same batches */
         char here[128];
         snprintf(here, sizeof here, "batch size %d, %lld images, seed %d",
                  o.batch_size * o.world_size, (long long)train.count, o.seed);
@@ -563,14 +362,14 @@ int main(int argc, char **argv)
         if (snn_checkpoint_load(o.resume, model, opt) != SNN_OK) return fail("--resume");
         const char *r = snn_metadata_get(&resume_meta, "snn.model.rng");
         if (r) snn_model_set_rng_state(model, strtoull(r, NULL, 10));
-        if (snn_loader_seek(train_loader, start_epoch, start_batch) != SNN_OK) return fail("--resume");
-        if (start_batch && rank0)
+        if (snn_loader_seek(train_loader, start.epoch, start.batch) != SNN_OK) return fail("--resume");
+        if (start.batch && rank0)
             fprintf(stderr, "snn-train: resumed from %s in epoch %lld after batch %lld (step %lld)\n",
-                    o.resume, (long long)start_epoch + 1, (long long)start_batch,
+                    o.resume, (long long)start.epoch + 1, (long long)start.batch,
                     (long long)snn_optimizer_steps(opt));
         else if (rank0)
             fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
-                    (long long)start_epoch, (long long)snn_optimizer_steps(opt));
+                    (long long)start.epoch, (long long)snn_optimizer_steps(opt));
     }
     if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
@@ -583,10 +382,11 @@ int main(int argc, char **argv)
                 o.optimizer, o.batch_size * o.world_size, (long long)steps_per_epoch);
 
     int exit_code = 0;
+    double last_accuracy = start.accuracy; /* of the last evaluation (-1: none yet) */
     const int64_t steps_at_start = snn_optimizer_steps(opt);
     double run_start = now_seconds();
-    for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
-        epoch_stats st = epoch == start_epoch ? resumed : (epoch_stats){0};
+    for (int64_t epoch = start.epoch; epoch < o.epochs; epoch++) {
+        epoch_stats st = epoch == start.epoch ? start.resumed : (epoch_stats){0};
         if (train_epoch(model, opt, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
                         last_accuracy, train.count) != SNN_OK) {
             exit_code = fail("training");
@@ -631,7 +431,7 @@ int main(int argc, char **argv)
                 exit_code = RUN_EXIT_STOPPED;
                 break;
             }
-            if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after) break;
+            if (o.stop_after && epoch + 1 - start.epoch >= o.stop_after) break;
             continue;
         }
         fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | "
@@ -673,7 +473,7 @@ int main(int argc, char **argv)
             exit_code = RUN_EXIT_STOPPED;
             break;
         }
-        if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after && epoch + 1 < o.epochs) {
+        if (o.stop_after && epoch + 1 - start.epoch >= o.stop_after && epoch + 1 < o.epochs) {
             fprintf(stderr, "snn-train: stopping after %d epoch(s) as asked; continue with --resume %s\n",
                     o.stop_after, path);
             break;
