@@ -284,6 +284,12 @@ int main(int argc, char **argv)
                 train.classes);
         return drop_data(&train_full, &test_full, 2);
     }
+    if (o.crop_padding > train.height / 2) {
+        fprintf(stderr, "snn-train: bad --crop-padding %d (expected 0..%d, half the height of the "
+                "%dx%d images; hint: 4 for 32x32, 2 for 28x28)\n", o.crop_padding,
+                train.height / 2, train.height, train.width);
+        return drop_data(&train_full, &test_full, 2);
+    }
     if (start.batch) { /* a mid-epoch position means something only with the same batches */
         char here[128];
         snprintf(here, sizeof here, "batch size %d, %lld images, seed %d",
@@ -329,6 +335,7 @@ int main(int argc, char **argv)
     lc.batch_size = o.batch_size;
     lc.seed = (uint64_t)o.seed;
     lc.random_crop = lc.horizontal_flip = augment;
+    lc.crop_padding = o.crop_padding;
     snn_dataset_default_norm(&train, lc.mean, lc.std);
     if (config.encoding == SNN_ENCODING_POISSON) /* spikes need pixel intensities in [0, 1] */
         for (int c = 0; c < SNN_DATA_MAX_CHANNELS; c++) lc.mean[c] = 0.0f, lc.std[c] = 1.0f;

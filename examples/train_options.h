@@ -21,6 +21,7 @@ typedef struct train_options {
     const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
     int limit_train, limit_test, augment, stop_after, levels;
+    int crop_padding;        /* --augment's random crop: pixels of padding on each side */
     int checkpoint_every;
     int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
     bool tf32, symmetric;
@@ -38,7 +39,7 @@ static UNUSED train_options train_defaults(void)
         .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
         .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
-        .downsample = 1, .world_size = 1,
+        .downsample = 1, .world_size = 1, .crop_padding = 4,
     };
 }
 
@@ -86,6 +87,7 @@ static UNUSED int train_option_table(train_options *o, option *table)
         {"--warmup", OPT_INT, &o->warmup, "linear warm-up steps"},
         {"--min-lr", OPT_FLOAT, &o->min_lr, "final learning rate of the cosine schedule"},
         {"--augment", OPT_INT, &o->augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
+        {"--crop-padding", OPT_INT, &o->crop_padding, "--augment's random crop: pad each side by N pixels, then crop (0..height/2; e.g. 2 for 28x28)"},
         {"--device", OPT_STRING, &o->device, "cpu, cuda"},
         {"--precision", OPT_STRING, &o->precision, "cuda: fp32 (bit-reproducible), tf32 or bf16 tensor-core convs and GEMMs"},
         {"--tf32", OPT_FLAG, &o->tf32, "the same as --precision tf32"},
@@ -125,6 +127,10 @@ static UNUSED int train_options_check(const train_options *o, snn_schedule *sche
         !(o->activity_penalty >= 0.0f)) {
         fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 "
                 "and --tau > 1\n");
+        return 2;
+    }
+    if (o->crop_padding < 0) { /* the upper bound depends on the images: checked with the data */
+        fprintf(stderr, "snn-train: bad --crop-padding %d (expected >= 0)\n", o->crop_padding);
         return 2;
     }
     if (strcmp(o->loss, "ce") && strcmp(o->loss, "mse")) {

@@ -4,6 +4,7 @@
  *   - a short CPU run of the spiking CNN on the real Fashion-MNIST must pass a stated accuracy;
  *   - resuming from a checkpoint continues bit-exactly (the final checkpoints are identical
  *     byte for byte);
+ *   - --augment with --crop-padding 2 trains on the 28x28 images;
  *   - a loss that turns NaN or infinite stops training with a message and leaves the last good
  *     checkpoint as it was;
  *   - bad flags are clear errors; --help works.
@@ -63,6 +64,18 @@ static void test_resume_is_bit_exact(void)
     CHECK(same_file(ca, cb));
 }
 
+/* --augment 1 --crop-padding 2, the Fashion-MNIST recipe: the loader crops and flips 28x28 */
+static void test_augment_28x28(void)
+{
+    char args[1024], dir[300];
+    snprintf(dir, sizeof dir, "%s/augment", tmp);
+    snprintf(args, sizeof args, "--T 1 --batch-size 32 --limit-train 128 --limit-test 64 "
+             "--threads 2 --epochs 1 --augment 1 --crop-padding 2 --out %s", dir);
+    CHECK(run(TRAIN " %s", args) == 0);
+    double acc = last_test_accuracy(dir);
+    CHECK(acc >= 0.0 && acc <= 1.0);
+}
+
 static void test_divergence_keeps_last_checkpoint(void)
 {
     const char *common = "--T 2 --batch-size 32 --limit-train 320 --limit-test 64 --threads 2";
@@ -113,6 +126,10 @@ static void test_bad_flags(void)
     CHECK(run(TRAIN " %s", "--epochs many") == 2 && output_contains("'--epochs' expects an integer"));
     CHECK(run(TRAIN " %s", "--bogus") == 2 && output_contains("unknown option '--bogus'"));
     CHECK(run(TRAIN " %s", "--model vgg") == 1 && output_contains("vgg"));
+    CHECK(run(TRAIN " %s", "--help") == 0 && output_contains("--crop-padding"));
+    CHECK(run(TRAIN " %s", "--crop-padding -1") == 2 && output_contains("bad --crop-padding -1"));
+    CHECK(run(TRAIN " %s", "--crop-padding 15 --limit-train 64") == 2 &&
+          output_contains("bad --crop-padding 15 (expected 0..14, half the height of the 28x28"));
     CHECK(run(TRAIN " %s", "--dataset fashion-mnist --data /nonexistent") == 1 &&
           output_contains("/nonexistent"));
     CHECK(run(EVAL " %s", "--checkpoint /nonexistent.safetensors") == 1 &&
@@ -130,6 +147,7 @@ int main(void)
     RUN(test_bad_flags);
     RUN(test_short_run_learns);
     RUN(test_resume_is_bit_exact);
+    RUN(test_augment_28x28);
     RUN(test_divergence_keeps_last_checkpoint);
     RUN(test_resnets_on_cifar_format);
     runner_end(test_failures);
