@@ -11,9 +11,11 @@
  *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
  *
  * Each epoch: train with a progress line (loss, accuracy, img/s, ETA), evaluate on the test
- * split, append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
- * curves (SVG) and write a checkpoint atomically. A NaN or infinite loss stops training with
- * a message and leaves the last good checkpoint as it was. --resume continues bit-exactly.
+ * split (with --ema DECAY: a moving average of the weights, nn/ema.c, updated after every
+ * step), append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
+ * curves (SVG), write best.safetensors when the evaluation beats every earlier one, and write a
+ * checkpoint atomically. A NaN or infinite loss stops training with a message and leaves the
+ * last good checkpoint as it was. --resume continues bit-exactly.
  *
  * Long runs (README "Long runs"): SIGINT / SIGTERM finish the current step, write a checkpoint
  * that resumes exactly there (mid-epoch) and exit 75 (run_signals.h); --checkpoint-every N
@@ -74,11 +76,12 @@ static void append_step_log(const char *path, int64_t step, float loss, float lr
  * data-parallel run only where the ranks agreed to (`agreed`), so that all stop together. */
 static bool stopping(const snn_dist *dist, bool agreed) { return dist ? agreed : run_stop_requested(); }
 
-static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_schedule *schedule,
-                              snn_loader *loader, const train_options *o, snn_device device,
-                              snn_dist *dist, int64_t epoch, epoch_stats *st, const char *out_dir,
-                              double test_accuracy, int64_t images)
+static snn_status train_epoch(train_state *run, const snn_schedule *schedule, snn_loader *loader,
+                              const train_options *o, snn_device device, snn_dist *dist,
+                              int64_t epoch, epoch_stats *st, const char *out_dir, int64_t images)
 {
+    snn_module *model = run->model;
+    snn_optimizer *opt = run->opt;
     bool tty = isatty(STDERR_FILENO), rank0 = train_dist_rank0(dist);
     int64_t total = snn_loader_num_batches(loader), done = 0, at_epoch = 0;
     snn_loader_position(loader, &at_epoch, &done); /* > 0 when resuming mid-epoch */
@@ -142,6 +145,9 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
                 append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
+        /* --ema: the average follows every step (every rank alike: their weights are equal) */
+        if (status == SNN_OK && run->ema)
+            status = snn_ema_update(run->ema, model, snn_optimizer_steps(opt));
         snn_step_end();
         if (status == SNN_OK) status = train_dist_after_step(dist, model);
         if (status != SNN_OK) break;
@@ -158,7 +164,7 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         if (rank0 && o->checkpoint_every && snn_optimizer_steps(opt) % o->checkpoint_every == 0 &&
             done < total && !stopping(dist, agreed_stop)) {
             st->seconds += now_seconds() - start, start = now_seconds();
-            if (save_checkpoint(out_dir, model, opt, o, epoch, done, st, test_accuracy, images)) {
+            if (save_checkpoint(out_dir, run, o, epoch, done, st, images)) {
                 st->save_failed = true;
                 break;
             }
@@ -232,7 +238,7 @@ int main(int argc, char **argv)
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
     snn_model_config config;
     snn_metadata resume_meta = {0};
-    train_start start = {0, 0, {0}, -1.0};
+    train_start start = {.accuracy = -1.0, .best_accuracy = -1.0};
     if (o.resume) {
         int code = train_resume_read(&o, &resume_meta, &config, &start);
         if (code) return code;
@@ -314,6 +320,7 @@ int main(int argc, char **argv)
 
     /* memory: the model, one step and the batches must fit before any of it is allocated */
     int optimizer_states = strcmp(o.optimizer, "sgd") ? 2 : o.momentum > 0.0f ? 1 : 0;
+    optimizer_states += o.ema > 0.0f; /* the average is one more copy of the weights (and buffers) */
     double image_bytes = 4.0 * ((double)train.channels * train.height * train.width *
                                 (train.time_steps > 0 ? train.time_steps : 1) + 1.0);
     double per_image = 2.0 * 2.0 * image_bytes; /* two loaders, two batch slots each */
@@ -365,10 +372,21 @@ int main(int argc, char **argv)
     int64_t steps_per_epoch = snn_loader_num_batches(train_loader);
     schedule.total_steps = steps_per_epoch * o.epochs;
     schedule.step_size = schedule.total_steps / 3 > 0 ? schedule.total_steps / 3 : 1;
+    train_state run = {model, opt, NULL, start.accuracy, start.best_epoch, start.best_accuracy};
+    /* --ema: an average the checkpoint holds is made before the load (which fills it); a new
+     * one after it, so that it starts from the weights the run starts from */
+    if (o.ema > 0.0f && (!o.resume || start.has_ema) && !(run.ema = snn_ema_new(model, o.ema)))
+        return fail("--ema");
     if (o.resume) {
-        if (snn_checkpoint_load(o.resume, model, opt) != SNN_OK) return fail("--resume");
+        snn_param_list average = {0};
+        if (run.ema && snn_ema_state(run.ema, &average) != SNN_OK) return fail("--resume");
+        snn_status loaded = snn_checkpoint_load_extra(o.resume, model, opt, &average);
+        snn_param_list_free(&average);
+        if (loaded != SNN_OK) return fail("--resume");
         const char *r = snn_metadata_get(&resume_meta, "snn.model.rng");
         if (r) snn_model_set_rng_state(model, strtoull(r, NULL, 10));
+        if (run.ema && (r = snn_metadata_get(&resume_meta, "snn.ema.rng")))
+            snn_model_set_rng_state(snn_ema_model(run.ema), strtoull(r, NULL, 10));
         if (snn_loader_seek(train_loader, start.epoch, start.batch) != SNN_OK) return fail("--resume");
         if (start.batch && rank0)
             fprintf(stderr, "snn-train: resumed from %s in epoch %lld after batch %lld (step %lld)\n",
@@ -377,6 +395,12 @@ int main(int argc, char **argv)
         else if (rank0)
             fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
                     (long long)start.epoch, (long long)snn_optimizer_steps(opt));
+    }
+    if (o.ema > 0.0f && !run.ema) {
+        if (!(run.ema = snn_ema_new(model, o.ema))) return fail("--ema");
+        if (rank0)
+            fprintf(stderr, "snn-train: --ema %g: %s holds no moving average; it starts from the "
+                    "resumed weights\n", (double)o.ema, o.resume);
     }
     if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
@@ -389,13 +413,13 @@ int main(int argc, char **argv)
                 o.optimizer, o.batch_size * o.world_size, (long long)steps_per_epoch);
 
     int exit_code = 0;
-    double last_accuracy = start.accuracy; /* of the last evaluation (-1: none yet) */
+    snn_module *eval_model = train_eval_model(&run); /* what is evaluated and kept as the best */
     const int64_t steps_at_start = snn_optimizer_steps(opt);
     double run_start = now_seconds();
     for (int64_t epoch = start.epoch; epoch < o.epochs; epoch++) {
         epoch_stats st = epoch == start.epoch ? start.resumed : (epoch_stats){0};
-        if (train_epoch(model, opt, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
-                        last_accuracy, train.count) != SNN_OK) {
+        if (train_epoch(&run, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
+                        train.count) != SNN_OK) {
             exit_code = fail("training");
             break;
         }
@@ -411,8 +435,8 @@ int main(int argc, char **argv)
             exit_code = fail("training");
             break;
         }
-        if (!stop && (train_dist_epoch_end(dist, model) != SNN_OK ||
-                      evaluate(model, test_loader, device, &ev) != SNN_OK ||
+        if (!stop && (train_dist_epoch_end(dist, model, run.ema ? eval_model : NULL) != SNN_OK ||
+                      evaluate(eval_model, test_loader, device, &ev) != SNN_OK ||
                       train_dist_eval(dist, &ev) != SNN_OK)) {
             exit_code = fail("evaluation");
             break;
@@ -423,11 +447,11 @@ int main(int argc, char **argv)
         }
         if (stop) { /* mid-epoch, or before this epoch's evaluation; rank 0 writes the checkpoint */
             exit_code = !rank0 ? RUN_EXIT_STOPPED
-                               : stop_on_signal(out_dir, model, opt, &o, epoch, &st, last_accuracy,
-                                                train.count, steps_per_epoch, steps_at_start);
+                               : stop_on_signal(out_dir, &run, &o, epoch, &st, train.count,
+                                                steps_per_epoch, steps_at_start);
             break;
         }
-        last_accuracy = eval_accuracy(&ev);
+        run.last_accuracy = eval_accuracy(&ev);
         if (!rank0) { /* rank 0 alone reports and writes files; the others only agree on stopping */
             bool stop_now = false;
             if (train_dist_stop(dist, run_stop_requested(), &stop_now) != SNN_OK) {
@@ -441,10 +465,11 @@ int main(int argc, char **argv)
             if (o.stop_after && epoch + 1 - start.epoch >= o.stop_after) break;
             continue;
         }
-        fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | "
+        fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test%s loss %.4f acc %.2f%% | "
                 "%.0f img/s, %.1f s (%.1f s in all)\n", (long long)epoch + 1,
                 st.seen ? st.loss_sum / (double)st.seen : (double)NAN,
                 st.seen ? 100.0 * (double)st.correct / (double)st.seen : (double)NAN,
+                run.ema ? " (EMA weights)" : "",
                 ev.total ? ev.loss_sum / (double)ev.total : (double)NAN, 100.0 * eval_accuracy(&ev),
                 (double)st.images / st.seconds, st.seconds, now_seconds() - run_start);
         if (o.activity_penalty > 0.0f && st.seen)
@@ -461,8 +486,11 @@ int main(int argc, char **argv)
             st.seen ? st.loss_sum / (double)st.seen : (double)NAN,
             st.seen ? (double)st.correct / (double)st.seen : (double)NAN,
             st.seconds > 0 ? (double)st.images / st.seconds : 0.0, st.seconds};
+        /* the best evaluation so far: written before the checkpoint that records it */
+        bool best = run.last_accuracy > run.best_accuracy;
         if (run_lock_verify() || write_metrics(out_dir, epoch, &row, &ev, snn_optimizer_lr(opt)) ||
-            save_checkpoint(out_dir, model, opt, &o, epoch, -1, &st, last_accuracy, train.count)) {
+            (best && save_best(out_dir, &run, &o, epoch, run.last_accuracy)) ||
+            save_checkpoint(out_dir, &run, &o, epoch, -1, &st, train.count)) {
             fprintf(stderr, "snn-train: stopping; the checkpoint of the last epoch written is kept "
                     "as it was\n");
             exit_code = 1;
@@ -488,12 +516,17 @@ int main(int argc, char **argv)
     }
     if (exit_code == 0 && rank0) {
         path_in(path, sizeof path, out_dir, "raster.svg");
-        if (write_raster(path, model, &test, &tc, device, 24) != SNN_OK)
+        if (write_raster(path, eval_model, &test, &tc, device, 24) != SNN_OK)
             fprintf(stderr, "snn-train: raster: %s\n", snn_last_error());
+        if (run.best_epoch > 0)
+            fprintf(stderr, "snn-train: best: epoch %lld, %.2f%% test accuracy; its weights are in "
+                    "%s/best.safetensors\n", (long long)run.best_epoch, 100.0 * run.best_accuracy,
+                    out_dir);
         fprintf(stderr, "snn-train: done in %.1f s; metrics, curves, raster and checkpoint in %s/\n",
                 now_seconds() - run_start, out_dir);
     }
 
+    snn_ema_free(run.ema);
     snn_optimizer_free(opt);
     snn_module_free(model);
     snn_loader_free(test_loader);

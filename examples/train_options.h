@@ -28,6 +28,7 @@ typedef struct train_options {
     float tau, lr, momentum, weight_decay, min_lr;
     train_dist_options dist;
     float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
+    float ema;                    /* decay of the weights' moving average (nn/ema.c); 0: off */
 } train_options;
 
 static UNUSED train_options train_defaults(void)
@@ -39,7 +40,7 @@ static UNUSED train_options train_defaults(void)
         .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
         .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
-        .downsample = 1, .world_size = 1, .crop_padding = 4,
+        .downsample = 1, .world_size = 1, .crop_padding = 4, .ema = 0.0f,
     };
 }
 
@@ -86,6 +87,7 @@ static UNUSED int train_option_table(train_options *o, option *table)
         {"--schedule", OPT_STRING, &o->schedule, "cosine, step (x0.1 every 1/3 of the run), constant"},
         {"--warmup", OPT_INT, &o->warmup, "linear warm-up steps"},
         {"--min-lr", OPT_FLOAT, &o->min_lr, "final learning rate of the cosine schedule"},
+        {"--ema", OPT_FLOAT, &o->ema, "DECAY: evaluate (and save, and keep the best of) a moving average of the weights, e.g. 0.999 (0: off)"},
         {"--augment", OPT_INT, &o->augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
         {"--crop-padding", OPT_INT, &o->crop_padding, "--augment's random crop: pad each side by N pixels, then crop (0..height/2; e.g. 2 for 28x28)"},
         {"--device", OPT_STRING, &o->device, "cpu, cuda"},
@@ -127,6 +129,12 @@ static UNUSED int train_options_check(const train_options *o, snn_schedule *sche
         !(o->activity_penalty >= 0.0f)) {
         fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 "
                 "and --tau > 1\n");
+        return 2;
+    }
+    if (!(o->ema == 0.0f || (o->ema > 0.0f && o->ema < 1.0f))) { /* NaN too */
+        fprintf(stderr, "snn-train: bad --ema %g (expected 0, off, or a decay in (0, 1), e.g. "
+                "0.999: the average then spans about the last 1 / (1 - DECAY) steps)\n",
+                (double)o->ema);
         return 2;
     }
     if (o->crop_padding < 0) { /* the upper bound depends on the images: checked with the data */
