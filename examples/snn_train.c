@@ -320,7 +320,7 @@ int main(int argc, char **argv)
 
     /* memory: the model, one step and the batches must fit before any of it is allocated */
     int optimizer_states = strcmp(o.optimizer, "sgd") ? 2 : o.momentum > 0.0f ? 1 : 0;
-    optimizer_states += o.ema > 0.0f; /* the average is one more copy of the weights (and buffers) */
+    optimizer_states += o.ema > 0.0f; /* the average: one more copy of the weights and buffers */
     double image_bytes = 4.0 * ((double)train.channels * train.height * train.width *
                                 (train.time_steps > 0 ? train.time_steps : 1) + 1.0);
     double per_image = 2.0 * 2.0 * image_bytes; /* two loaders, two batch slots each */
