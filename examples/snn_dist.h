@@ -164,12 +164,15 @@ static UNUSED snn_status train_dist_after_step(snn_dist *d, snn_module *model)
 
 /* Before evaluating at the end of an epoch: the replicas must still agree, and rank 0's
  * batch-norm running statistics become everyone's (they differ with per-rank statistics), so
- * that the sharded evaluation and the checkpoint are rank 0's model. */
-static UNUSED snn_status train_dist_epoch_end(snn_dist *d, snn_module *model)
+ * that the sharded evaluation and the checkpoint are rank 0's model. `average` (--ema's
+ * averaged model, or NULL) gets rank 0's too: each rank averaged its own statistics. */
+static UNUSED snn_status train_dist_epoch_end(snn_dist *d, snn_module *model, snn_module *average)
 {
     if (!d) return SNN_OK;
     snn_status st = snn_dist_check_replicas(d, model);
-    return st == SNN_OK ? snn_dist_broadcast_buffers(d, model) : st;
+    if (st == SNN_OK) st = snn_dist_broadcast_buffers(d, model);
+    if (st == SNN_OK && average) st = snn_dist_broadcast_buffers(d, average);
+    return st;
 }
 
 /* Sums the ranks' evaluation results. */

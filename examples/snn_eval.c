@@ -3,6 +3,12 @@
  * the firing rate of every neuron layer and the confusion matrix.
  *
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors
+ *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors
+ *
+ * A checkpoint of snn-train --ema holds the trained weights and their moving average
+ * ("ema.<name>" tensors, nn/ema.c): the average is what snn-train evaluated, so it is what
+ * snn-eval evaluates too, unless --raw-weights asks for the trained ones. best.safetensors
+ * holds one set, the one that scored best (its metadata say which, and from which epoch).
  */
 #include "snn_common.h"
 
@@ -12,6 +18,7 @@ int main(int argc, char **argv)
     const char *precision_name = "fp32";
     const char *predictions = NULL;
     int batch_size = 256, limit = 0, threads = 0;
+    bool raw_weights = false;
     option table[] = {
         {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
         {"--dataset", OPT_STRING, &dataset, "data set (default: the one the checkpoint was trained on)"},
@@ -22,6 +29,7 @@ int main(int argc, char **argv)
         {"--limit-test", OPT_INT, &limit, "use only the first N test images (0: all)"},
         {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
         {"--predictions", OPT_STRING, &predictions, "write each test image's predicted class to this file, one a line"},
+        {"--raw-weights", OPT_FLAG, &raw_weights, "a checkpoint of snn-train --ema: evaluate the trained weights, not their moving average"},
     };
     int parsed = parse_options(argc, argv, "Evaluates a checkpoint on the test split.", table,
                                (int)(sizeof table / sizeof table[0]));
@@ -44,6 +52,30 @@ int main(int argc, char **argv)
     const snn_model_config *c = run.config;
     snn_device device = run.device;
     snn_module *model = run.model;
+    /* which weights: the moving average where the checkpoint has one (the model was loaded with
+     * the trained weights; the average replaces them), or what best.safetensors says it holds */
+    char weights[300] = "";
+    const char *ema = snn_metadata_get(&run.meta, "snn.train.ema");
+    const char *kept = snn_metadata_get(&run.meta, "snn.train.weights");
+    const char *best = snn_metadata_get(&run.meta, "snn.train.best_epoch");
+    if (ema && !raw_weights) {
+        if (snn_checkpoint_load_prefixed(checkpoint, model, SNN_EMA_PREFIX) != SNN_OK) {
+            fprintf(stderr, "snn-eval: %s\n", snn_last_error());
+            checkpoint_run_close(&run);
+            return 1;
+        }
+        snprintf(weights, sizeof weights, "moving average (--ema %s); --raw-weights for the "
+                 "trained ones", ema);
+    } else if (ema) {
+        snprintf(weights, sizeof weights, "trained (--raw-weights; the checkpoint also holds their "
+                 "moving average, --ema %s)", ema);
+    } else if (kept && best) {
+        snprintf(weights, sizeof weights, "%s, of epoch %s (the best test accuracy of the run)",
+                 kept, best);
+    }
+    if (raw_weights && !ema)
+        fprintf(stderr, "snn-eval: note: --raw-weights: %s holds no moving average; evaluating "
+                "the weights it holds\n", checkpoint);
     snn_loader *loader = snn_loader_new(&run.view, &run.loader);
     if (!loader) {
         fprintf(stderr, "snn-eval: %s\n", snn_last_error());
@@ -65,6 +97,7 @@ int main(int argc, char **argv)
         double seconds = now_seconds() - t0;
         printf("checkpoint  %s (%s, T=%d, %s neurons)\n", checkpoint, snn_model_kind_name(c->kind),
                c->time_steps, snn_neuron_kind_name(c->neuron.kind));
+        if (weights[0]) printf("weights     %s\n", weights);
         if (device == SNN_CUDA) printf("precision   %s\n", snn_precision_name(precision));
         printf("test set    %s, %lld images, %.1f s on %s (%.0f img/s)\n", run.dataset, (long long)r.total,
                seconds, snn_device_name(device), (double)r.total / seconds);

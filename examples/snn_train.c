@@ -11,14 +11,20 @@
  *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
  *
  * Each epoch: train with a progress line (loss, accuracy, img/s, ETA), evaluate on the test
- * split, append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
- * curves (SVG) and write a checkpoint atomically. A NaN or infinite loss stops training with
- * a message and leaves the last good checkpoint as it was. --resume continues bit-exactly.
+ * split (with --ema DECAY: a moving average of the weights, nn/ema.c, updated after every
+ * step), append metrics (CSV and JSON, with the firing rate of every neuron layer), redraw the
+ * curves (SVG), write best.safetensors when the evaluation beats every earlier one, and write a
+ * checkpoint atomically. A NaN or infinite loss stops training with a message and leaves the
+ * last good checkpoint as it was. --resume continues bit-exactly.
  *
  * Long runs (README "Long runs"): SIGINT / SIGTERM finish the current step, write a checkpoint
  * that resumes exactly there (mid-epoch) and exit 75 (run_signals.h); --checkpoint-every N
  * writes one every N steps; sizes that cannot fit are refused before anything is allocated
  * (run_memory.h); the output folder is locked against a second run (run_lock.h).
+ *
+ * The pieces around the loop live beside it: the flags and their checks (train_options.h),
+ * what the checkpoint records and how --resume reads it back (train_checkpoint.h), the metrics
+ * files and curves (run_metrics.h), the data-parallel side (snn_dist.h).
  */
 #define _DEFAULT_SOURCE /* sigaction's SA_RESTART, flock */
 #include <math.h>
@@ -26,48 +32,14 @@
 
 #include "run_lock.h"
 #include "run_memory.h"
+#include "run_metrics.h"
 #include "run_signals.h"
 #include "snn_common.h"
 #include "snn_dist.h"
-
-typedef struct train_options {
-    const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
-    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
-    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every, downsample;
-    int limit_train, limit_test, augment, stop_after, levels;
-    int checkpoint_every;
-    int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
-    bool tf32, symmetric;
-    float tau, lr, momentum, weight_decay, min_lr;
-    train_dist_options dist;
-    float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
-} train_options;
-
-static train_options defaults(void)
-{
-    return (train_options){
-        .dataset = "fashion-mnist", .model = "cnn", .neuron = "lif", .surrogate = "atan",
-        .loss = "ce", .encoding = "direct", .optimizer = "adam", .schedule = "cosine",
-        .device = "cpu", .precision = "fp32", .time_steps = 2, .width = 0, .hidden = 128, .epochs = 4,
-        .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0, .log_every = 0,
-        .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
-        .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
-        .downsample = 1, .world_size = 1,
-    };
-}
+#include "train_checkpoint.h"
+#include "train_options.h"
 
 /* ---- one training epoch ------------------------------------------------------------------- */
-
-typedef struct epoch_stats {
-    double loss_sum;
-    double penalty_sum;           /* the activity penalty (before LAMBDA), where the loss was read */
-    int64_t correct, seen;        /* over the batches whose loss was read */
-    int64_t images;
-    double seconds;
-    int64_t batches;              /* batches of the epoch done (a resumed epoch counts its first part) */
-    bool diverged;
-    bool save_failed;             /* a --checkpoint-every checkpoint could not be written */
-} epoch_stats;
 
 /* done / total: batches of this run's part of the epoch; images_before: images of the epoch
  * that an earlier run did (a resumed epoch), left out of the rate */
@@ -91,41 +63,6 @@ static void progress(const char *phase, int64_t epoch, int epochs, int64_t done,
     }
 }
 
-/* The checkpoint, in <out>/checkpoint.safetensors. At an epoch's end (batches < 0) it records
- * the epoch as done; mid-epoch it records how many batches of epoch `epoch` are done and the
- * epoch's running statistics, so that --resume continues exactly there. 0, or 1 with the
- * message printed (the previous checkpoint is then left as it was). */
-static int save_checkpoint(const char *out_dir, snn_module *model, snn_optimizer *opt,
-                                  const train_options *o, int64_t epoch, int64_t batches,
-                                  const epoch_stats *st, double test_accuracy, int64_t images)
-{
-    char path[1024];
-    snn_metadata meta = {0};
-    snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)(batches < 0 ? epoch + 1 : epoch));
-    snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
-    snn_metadata_set(&meta, "snn.train.optimizer", "%s", o->optimizer);
-    snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
-    snn_event_split split = SNN_SPLIT_BY_NUMBER;
-    snn_event_split_parse(o->split_by, &split); /* checked before the data were loaded */
-    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
-    if (test_accuracy >= 0.0) snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", test_accuracy);
-    snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
-    if (batches >= 0) {
-        snn_metadata_set(&meta, "snn.train.batches_done", "%lld", (long long)batches);
-        snn_metadata_set(&meta, "snn.train.position", "batch size %d, %lld images, seed %d",
-                         o->batch_size * o->world_size, (long long)images, o->seed);
-        snn_metadata_set(&meta, "snn.train.epoch_stats", "%.17g %lld %lld %lld %.17g", st->loss_sum,
-                         (long long)st->correct, (long long)st->seen, (long long)st->images, st->seconds);
-    }
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
-    if (run_lock_verify()) return 1;
-    if (snn_checkpoint_save(path, model, opt, &meta) != SNN_OK) {
-        fprintf(stderr, "snn-train: checkpoint: %s\n", snn_last_error());
-        return 1;
-    }
-    return 0;
-}
-
 /* --step-log: one line "step,loss,lr" each time the loss is read (rank 0) */
 static void append_step_log(const char *path, int64_t step, float loss, float lr)
 {
@@ -139,11 +76,12 @@ static void append_step_log(const char *path, int64_t step, float loss, float lr
  * data-parallel run only where the ranks agreed to (`agreed`), so that all stop together. */
 static bool stopping(const snn_dist *dist, bool agreed) { return dist ? agreed : run_stop_requested(); }
 
-static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_schedule *schedule,
-                              snn_loader *loader, const train_options *o, snn_device device,
-                              snn_dist *dist, int64_t epoch, epoch_stats *st, const char *out_dir,
-                              double test_accuracy, int64_t images)
+static snn_status train_epoch(train_state *run, const snn_schedule *schedule, snn_loader *loader,
+                              const train_options *o, snn_device device, snn_dist *dist,
+                              int64_t epoch, epoch_stats *st, const char *out_dir, int64_t images)
 {
+    snn_module *model = run->model;
+    snn_optimizer *opt = run->opt;
     bool tty = isatty(STDERR_FILENO), rank0 = train_dist_rank0(dist);
     int64_t total = snn_loader_num_batches(loader), done = 0, at_epoch = 0;
     snn_loader_position(loader, &at_epoch, &done); /* > 0 when resuming mid-epoch */
@@ -207,6 +145,9 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
                 append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
+        /* --ema: the average follows every step (every rank alike: their weights are equal) */
+        if (status == SNN_OK && run->ema)
+            status = snn_ema_update(run->ema, model, snn_optimizer_steps(opt));
         snn_step_end();
         if (status == SNN_OK) status = train_dist_after_step(dist, model);
         if (status != SNN_OK) break;
@@ -223,7 +164,7 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
         if (rank0 && o->checkpoint_every && snn_optimizer_steps(opt) % o->checkpoint_every == 0 &&
             done < total && !stopping(dist, agreed_stop)) {
             st->seconds += now_seconds() - start, start = now_seconds();
-            if (save_checkpoint(out_dir, model, opt, o, epoch, done, st, test_accuracy, images)) {
+            if (save_checkpoint(out_dir, run, o, epoch, done, st, images)) {
                 st->save_failed = true;
                 break;
             }
@@ -238,131 +179,6 @@ static snn_status train_epoch(snn_module *model, snn_optimizer *opt, const snn_s
                  tty, true, images_before);
     free(pred);
     return status;
-}
-
-/* ---- metrics files ------------------------------------------------------------------------ */
-
-static void path_in(char *buf, size_t size, const char *dir, const char *file)
-{
-    snprintf(buf, size, "%s/%s", dir, file);
-}
-
-/* A file written to <path>.tmp is complete: rename it over <path>. 0, or 1 with a message. */
-static int finish_file(FILE *f, const char *tmp, const char *path)
-{
-    int e = 0;
-    if (fflush(f) != 0 || ferror(f)) e = errno ? errno : EIO;
-    if (fclose(f) != 0 && !e) e = errno;
-    if (!e && rename(tmp, path) != 0) e = errno;
-    if (!e) return 0;
-    remove(tmp);
-    fprintf(stderr, "snn-train: cannot write '%s': %s; it is left as it was\n", path, strerror(e));
-    return 1;
-}
-
-/* Writes one epoch's metrics. metrics.csv keeps the rows of the earlier epochs and gets this
- * epoch's row (a row of this epoch or a later one, left by a run that stopped before its
- * checkpoint, is replaced, and a cut-off last line dropped), written to a temporary file and
- * renamed over the old one; metrics.json and the SVG curves are redrawn from it, so a resumed
- * run continues the same files. 0, or 1 with the message printed. */
-static int write_metrics(const char *out_dir, int64_t epoch, const epoch_stats *st,
-                         const eval_result *ev, float lr)
-{
-    char path[1024], tmp[1100], line[8192];
-    path_in(path, sizeof path, out_dir, "metrics.csv");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *old = epoch == 0 ? NULL : fopen(path, "r");
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "snn-train: cannot write '%s': %s\n", tmp, strerror(errno));
-        if (old) fclose(old);
-        return 1;
-    }
-    if (old && fgets(line, sizeof line, old) && strncmp(line, "epoch,", 6) == 0 && strchr(line, '\n')) {
-        fputs(line, f);
-    } else {
-        fprintf(f, "epoch,train_loss,train_accuracy,test_loss,test_accuracy,images_per_second,seconds,lr");
-        for (int l = 0; l < ev->n_layers; l++) fprintf(f, ",firing_rate_%s", ev->layer_names[l]);
-        fputc('\n', f);
-    }
-    while (old && fgets(line, sizeof line, old)) {
-        long long row = strtoll(line, NULL, 10);
-        if (row >= 1 && row <= epoch && strchr(line, '\n')) fputs(line, f);
-    }
-    if (old) fclose(old);
-    fprintf(f, "%lld,%.6f,%.6f,%.6f,%.6f,%.1f,%.2f,%.6g", (long long)epoch + 1,
-            st->seen ? st->loss_sum / (double)st->seen : (double)NAN,
-            st->seen ? (double)st->correct / (double)st->seen : (double)NAN,
-            ev->total ? ev->loss_sum / (double)ev->total : (double)NAN, eval_accuracy(ev),
-            st->seconds > 0 ? (double)st->images / st->seconds : 0.0, st->seconds, (double)lr);
-    for (int l = 0; l < ev->n_layers; l++)
-        fprintf(f, ",%.6f", ev->elements[l] > 0 ? ev->spikes[l] / ev->elements[l] : 0.0);
-    fputc('\n', f);
-    if (finish_file(f, tmp, path)) return 1;
-
-    /* read the CSV back: columns 0..7 then firing rates */
-    enum { MAX_EPOCHS = 1000, COLS = 8 + MAX_LAYERS };
-    static double table[MAX_EPOCHS][COLS];
-    char header[8192];
-    int rows = 0, cols = 0;
-    f = fopen(path, "r");
-    if (!f || !fgets(header, sizeof header, f)) {
-        fprintf(stderr, "snn-train: cannot read back '%s': %s\n", path, f ? "empty" : strerror(errno));
-        if (f) fclose(f);
-        return 1;
-    }
-    for (char *c = header; *c; c++) cols += *c == ',';
-    cols++;
-    while (rows < MAX_EPOCHS && fgets(line, sizeof line, f)) {
-        char *p = line;
-        for (int c = 0; c < cols && c < COLS; c++) {
-            table[rows][c] = strtod(p, &p);
-            if (*p == ',') p++;
-        }
-        rows++;
-    }
-    fclose(f);
-
-    path_in(path, sizeof path, out_dir, "metrics.json");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "snn-train: cannot write '%s': %s\n", tmp, strerror(errno));
-        return 1;
-    }
-    {
-        fprintf(f, "[\n");
-        for (int r = 0; r < rows; r++) {
-            fprintf(f, "  {\"epoch\": %d, \"train_loss\": %.6f, \"train_accuracy\": %.6f, "
-                       "\"test_loss\": %.6f, \"test_accuracy\": %.6f, \"images_per_second\": %.1f, "
-                       "\"seconds\": %.2f, \"lr\": %.6g, \"firing_rate\": {",
-                    (int)table[r][0], table[r][1], table[r][2], table[r][3], table[r][4], table[r][5],
-                    table[r][6], table[r][7]);
-            for (int l = 0; l < ev->n_layers && 8 + l < cols; l++)
-                fprintf(f, "%s\"%s\": %.6f", l ? ", " : "", ev->layer_names[l], table[r][8 + l]);
-            fprintf(f, "}}%s\n", r + 1 < rows ? "," : "");
-        }
-        fprintf(f, "]\n");
-        if (finish_file(f, tmp, path)) return 1;
-    }
-
-    static double x[MAX_EPOCHS], c1[MAX_EPOCHS], c2[MAX_EPOCHS], c3[MAX_EPOCHS], c4[MAX_EPOCHS];
-    for (int r = 0; r < rows; r++) {
-        x[r] = table[r][0];
-        c1[r] = table[r][1], c2[r] = table[r][3];
-        c3[r] = 100 * table[r][2], c4[r] = 100 * table[r][4];
-    }
-    snn_svg_series loss[2] = {{"train", x, c1, rows}, {"test", x, c2, rows}};
-    snn_svg_series acc[2] = {{"train", x, c3, rows}, {"test", x, c4, rows}};
-    path_in(path, sizeof path, out_dir, "loss.svg");
-    snn_status drawn = snn_svg_line_chart(path, "Loss", "epoch", "loss", loss, 2);
-    path_in(path, sizeof path, out_dir, "accuracy.svg");
-    if (drawn == SNN_OK) drawn = snn_svg_line_chart(path, "Accuracy", "epoch", "accuracy (%)", acc, 2);
-    if (drawn != SNN_OK) {
-        fprintf(stderr, "snn-train: %s\n", snn_last_error());
-        return 1;
-    }
-    return 0;
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
@@ -382,93 +198,12 @@ static int drop_data(snn_dataset *train, snn_dataset *test, int code)
     return code;
 }
 
-/* A SIGINT or SIGTERM came and the step it found running has finished: save exactly where the
- * run is (batch `st->batches` of epoch `epoch`) and say how to go on. RUN_EXIT_STOPPED, or 1
- * when the checkpoint cannot be written (the previous one is then left as it was). */
-static int stop_on_signal(const char *out_dir, snn_module *model, snn_optimizer *opt,
-                          const train_options *o, int64_t epoch, const epoch_stats *st,
-                          double last_accuracy, int64_t images, int64_t steps_per_epoch,
-                          int64_t steps_at_start)
-{
-    const char *sig = run_signal_name(run_stop_signal);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
-    if (snn_optimizer_steps(opt) == steps_at_start) {
-        fprintf(stderr, "\nsnn-train: %s: stopped before the first step of this run; nothing new "
-                "to save%s%s\n", sig, o->resume ? ", continue with --resume " : "",
-                o->resume ? o->resume : "");
-        return RUN_EXIT_STOPPED;
-    }
-    if (save_checkpoint(out_dir, model, opt, o, epoch, st->batches, st, last_accuracy, images))
-        return 1;
-    if (st->batches < steps_per_epoch)
-        fprintf(stderr, "\nsnn-train: %s: stopped in epoch %lld after batch %lld of %lld (step %lld); "
-                "checkpoint saved\n", sig, (long long)epoch + 1, (long long)st->batches,
-                (long long)steps_per_epoch, (long long)snn_optimizer_steps(opt));
-    else
-        fprintf(stderr, "\nsnn-train: %s: stopped after training epoch %lld, before its evaluation "
-                "(step %lld); checkpoint saved\n", sig, (long long)epoch + 1,
-                (long long)snn_optimizer_steps(opt));
-    fprintf(stderr, "snn-train: continue with the same flags and --resume %s\n", path);
-    return RUN_EXIT_STOPPED;
-}
-
 int main(int argc, char **argv)
 {
-    train_options o = defaults();
-    option table[] = {
-        {"--dataset", OPT_STRING, &o.dataset, "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
-        {"--data", OPT_STRING, &o.data, "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
-        {"--model", OPT_STRING, &o.model, "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50, dvsnet"},
-        {"--neuron", OPT_STRING, &o.neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
-        {"--levels", OPT_INT, &o.levels, "qclip / stbif: quantization levels L (0: the default, 8)"},
-        {"--symmetric", OPT_FLAG, &o.symmetric, "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
-        {"--surrogate", OPT_STRING, &o.surrogate, "sigmoid, atan, piecewise_quadratic"},
-        {"--tau", OPT_FLOAT, &o.tau, "LIF time constant (PLIF: initial value)"},
-        {"--T", OPT_INT, &o.time_steps, "time steps"},
-        {"--width", OPT_INT, &o.width, "channels of the first conv (0: the model's default, 32 / 64)"},
-        {"--hidden", OPT_INT, &o.hidden, "hidden units of the CNN's first fc"},
-        {"--encoding", OPT_STRING, &o.encoding, "direct, poisson (event data sets: their frames)"},
-        {"--split-by", OPT_STRING, &o.split_by, "event data sets: cut each sample into T frames by event number or time"},
-        {"--downsample", OPT_INT, &o.downsample, "event data sets: sum k x k sensor pixels into one frame pixel"},
-        {"--loss", OPT_STRING, &o.loss, "ce (cross-entropy on the time-mean output) or mse (firing rate vs one-hot)"},
-        {"--epochs", OPT_INT, &o.epochs, "epochs to train (in all, counting resumed ones)"},
-        {"--batch-size", OPT_INT, &o.batch_size, "batch size"},
-        {"--optimizer", OPT_STRING, &o.optimizer, "sgd, adam, adamw"},
-        {"--lr", OPT_FLOAT, &o.lr, "learning rate"},
-        {"--momentum", OPT_FLOAT, &o.momentum, "SGD momentum"},
-        {"--weight-decay", OPT_FLOAT, &o.weight_decay, "weight decay"},
-        {"--schedule", OPT_STRING, &o.schedule, "cosine, step (x0.1 every 1/3 of the run), constant"},
-        {"--warmup", OPT_INT, &o.warmup, "linear warm-up steps"},
-        {"--min-lr", OPT_FLOAT, &o.min_lr, "final learning rate of the cosine schedule"},
-        {"--augment", OPT_INT, &o.augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
-        {"--device", OPT_STRING, &o.device, "cpu, cuda"},
-        {"--precision", OPT_STRING, &o.precision, "cuda: fp32 (bit-reproducible), tf32 or bf16 tensor-core convs and GEMMs"},
-        {"--tf32", OPT_FLAG, &o.tf32, "the same as --precision tf32"},
-        {"--seed", OPT_INT, &o.seed, "random seed (weights, order, augmentation)"},
-        {"--threads", OPT_INT, &o.threads, "CPU threads (0: all cores)"},
-        {"--log-every", OPT_INT, &o.log_every, "read the loss every N steps (0: 1 on cpu, 20 on cuda)"},
-        {"--limit-train", OPT_INT, &o.limit_train, "use only the first N training images (0: all)"},
-        {"--limit-test", OPT_INT, &o.limit_test, "use only the first N test images (0: all)"},
-        {"--out", OPT_STRING, &o.out, "output folder (default runs/<dataset>-<model>)"},
-        {"--resume", OPT_STRING, &o.resume, "checkpoint to continue from (same --optimizer)"},
-        {"--stop-after", OPT_INT, &o.stop_after, "stop after N epochs in this run, to split a long run (0: never)"},
-        {"--checkpoint-every", OPT_INT, &o.checkpoint_every, "also write the checkpoint every N steps, mid-epoch (0: at epoch ends)"},
-        {"--step-log", OPT_STRING, &o.step_log, "append 'step,loss,lr' to this file each time the loss is read"},
-        {"--gpus", OPT_INT, &o.dist.gpus, "data-parallel on N GPUs of this host, one process each (with --device cpu: N CPU processes); --batch-size is per GPU"},
-        {"--init", OPT_STRING, &o.dist.init, "rendezvous of one rank of a multi-host run (RANK, WORLD_SIZE set): tcp://HOST:PORT or file:PATH"},
-        {"--sync-bn", OPT_FLAG, &o.dist.sync_bn, "several ranks: batch-norm statistics over the global batch (default: each rank's own)"},
-        {"--activity-penalty", OPT_FLOAT, &o.activity_penalty, "LAMBDA: add LAMBDA x the per-plane group-lasso spike penalty (docs/sparse.md) to train for silent channels (0: off)"},
-    };
-    int n_opts = (int)(sizeof table / sizeof table[0]);
-    int parsed = parse_options(argc, argv, "Trains a spiking neural network; writes metrics, curves, "
-                               "a spike raster and checkpoints to the output folder.\n"
-                               "SIGINT / SIGTERM: finish the current step, save a checkpoint that --resume "
-                               "continues exactly\nthere (mid-epoch), exit 75; a second signal stops at once. "
-                               "Sizes that do not fit in memory are\nrefused before allocating "
-                               "(SNN_MEMORY_LIMIT=8G caps what is taken as available). One run per --out.\n"
-                               "Exit codes: 0 done, 1 failure, 2 bad flags or too large, 3 loss diverged, "
-                               "75 stopped by a signal.", table, n_opts);
+    train_options o = train_defaults();
+    option table[TRAIN_MAX_OPTIONS];
+    int n_opts = train_option_table(&o, table);
+    int parsed = parse_options(argc, argv, TRAIN_SUMMARY, table, n_opts);
     if (parsed) return parsed == 2 ? 0 : 2;
     run_signals_install();
     evaluate_stop_flag = &run_stop_signal;
@@ -477,34 +212,8 @@ int main(int argc, char **argv)
     /* validate the simple values first, naming the flag */
     snn_device device;
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
-    if (o.epochs < 1 || o.batch_size < 1 || o.time_steps < 1 || o.hidden < 1 || o.width < 0 ||
-        o.warmup < 0 || o.log_every < 0 || o.limit_train < 0 || o.limit_test < 0 || o.stop_after < 0 ||
-        o.checkpoint_every < 0 || o.dist.gpus < 0) {
-        fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; --width, "
-                "--warmup, --log-every, --limit-*, --stop-after, --checkpoint-every and --gpus "
-                ">= 0\n");
-        return 2;
-    }
-    if (!(o.lr > 0.0f) || !(o.weight_decay >= 0.0f) || !(o.tau > 1.0f) || !(o.activity_penalty >= 0.0f)) {
-        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 and --tau > 1\n");
-        return 2;
-    }
-    if (strcmp(o.loss, "ce") && strcmp(o.loss, "mse")) {
-        fprintf(stderr, "snn-train: bad --loss '%s' (expected ce or mse)\n", o.loss);
-        return 2;
-    }
-    if (strcmp(o.optimizer, "sgd") && strcmp(o.optimizer, "adam") && strcmp(o.optimizer, "adamw")) {
-        fprintf(stderr, "snn-train: bad --optimizer '%s' (expected sgd, adam or adamw)\n", o.optimizer);
-        return 2;
-    }
-    snn_schedule schedule = {.base_lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup, .gamma = 0.1f};
-    if (strcmp(o.schedule, "cosine") == 0) schedule.kind = SNN_SCHEDULE_COSINE;
-    else if (strcmp(o.schedule, "step") == 0) schedule.kind = SNN_SCHEDULE_STEP;
-    else if (strcmp(o.schedule, "constant") == 0) schedule.kind = SNN_SCHEDULE_CONSTANT;
-    else {
-        fprintf(stderr, "snn-train: bad --schedule '%s' (expected cosine, step or constant)\n", o.schedule);
-        return 2;
-    }
+    snn_schedule schedule;
+    if (train_options_check(&o, &schedule)) return 2;
     if (device == SNN_CUDA && !snn_cuda_available()) {
         fprintf(stderr, "snn-train: --device cuda: %s\n", snn_cuda_compiled() ?
                 "no CUDA device is visible" : "this build has no CUDA backend (configure with nvcc present)");
@@ -529,38 +238,10 @@ int main(int argc, char **argv)
     /* the model's configuration: from the flags, or from the checkpoint when resuming */
     snn_model_config config;
     snn_metadata resume_meta = {0};
-    int64_t start_epoch = 0, start_batch = 0;
-    epoch_stats resumed = {0};   /* a checkpoint written mid-epoch: the epoch's first part */
-    double last_accuracy = -1.0; /* of the last evaluation (-1: none yet) */
+    train_start start = {.accuracy = -1.0, .best_accuracy = -1.0};
     if (o.resume) {
-        if (snn_checkpoint_read_metadata(o.resume, &resume_meta) != SNN_OK) return fail("--resume");
-        if (snn_model_config_from_metadata(&resume_meta, &config) != SNN_OK) return fail("--resume");
-        const char *e = snn_metadata_get(&resume_meta, "snn.train.epochs_done");
-        if (!e) {
-            fprintf(stderr, "snn-train: --resume %s: not a training checkpoint (no snn.train.epochs_done)\n", o.resume);
-            return 2;
-        }
-        start_epoch = strtoll(e, NULL, 10);
-        o.model = snn_model_kind_name(config.kind);
-        const char *trained_with = snn_metadata_get(&resume_meta, "snn.train.optimizer");
-        if (trained_with && strcmp(trained_with, o.optimizer) != 0) {
-            fprintf(stderr, "snn-train: --resume %s was trained with --optimizer %s, not %s; the "
-                    "optimizer state must match\n", o.resume, trained_with, o.optimizer);
-            return 2;
-        }
-        const char *acc = snn_metadata_get(&resume_meta, "snn.train.test_accuracy");
-        if (acc) last_accuracy = strtod(acc, NULL);
-        const char *b = snn_metadata_get(&resume_meta, "snn.train.batches_done");
-        const char *stats = snn_metadata_get(&resume_meta, "snn.train.epoch_stats");
-        long long correct = 0, seen = 0, images = 0;
-        if (b && (!stats || sscanf(stats, "%lg %lld %lld %lld %lg", &resumed.loss_sum, &correct,
-                                   &seen, &images, &resumed.seconds) != 5)) {
-            fprintf(stderr, "snn-train: --resume %s: bad snn.train.epoch_stats in a mid-epoch "
-                    "checkpoint\n", o.resume);
-            return 2;
-        }
-        if (b) start_batch = strtoll(b, NULL, 10);
-        resumed.correct = correct, resumed.seen = seen, resumed.images = images;
+        int code = train_resume_read(&o, &resume_meta, &config, &start);
+        if (code) return code;
     } else {
         snn_model_kind kind;
         if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
@@ -609,7 +290,13 @@ int main(int argc, char **argv)
                 train.classes);
         return drop_data(&train_full, &test_full, 2);
     }
-    if (start_batch) { /* a mid-epoch position means something only with the same batches */
+    if (o.crop_padding > train.height / 2) {
+        fprintf(stderr, "snn-train: bad --crop-padding %d (expected 0..%d, half the height of the "
+                "%dx%d images; hint: 4 for 32x32, 2 for 28x28)\n", o.crop_padding,
+                train.height / 2, train.height, train.width);
+        return drop_data(&train_full, &test_full, 2);
+    }
+    if (start.batch) { /* a mid-epoch position means something only with the same batches */
         char here[128];
         snprintf(here, sizeof here, "batch size %d, %lld images, seed %d",
                  o.batch_size * o.world_size, (long long)train.count, o.seed);
@@ -633,6 +320,7 @@ int main(int argc, char **argv)
 
     /* memory: the model, one step and the batches must fit before any of it is allocated */
     int optimizer_states = strcmp(o.optimizer, "sgd") ? 2 : o.momentum > 0.0f ? 1 : 0;
+    optimizer_states += o.ema > 0.0f; /* the average: one more copy of the weights and buffers */
     double image_bytes = 4.0 * ((double)train.channels * train.height * train.width *
                                 (train.time_steps > 0 ? train.time_steps : 1) + 1.0);
     double per_image = 2.0 * 2.0 * image_bytes; /* two loaders, two batch slots each */
@@ -654,6 +342,7 @@ int main(int argc, char **argv)
     lc.batch_size = o.batch_size;
     lc.seed = (uint64_t)o.seed;
     lc.random_crop = lc.horizontal_flip = augment;
+    lc.crop_padding = o.crop_padding;
     snn_dataset_default_norm(&train, lc.mean, lc.std);
     if (config.encoding == SNN_ENCODING_POISSON) /* spikes need pixel intensities in [0, 1] */
         for (int c = 0; c < SNN_DATA_MAX_CHANNELS; c++) lc.mean[c] = 0.0f, lc.std[c] = 1.0f;
@@ -683,18 +372,35 @@ int main(int argc, char **argv)
     int64_t steps_per_epoch = snn_loader_num_batches(train_loader);
     schedule.total_steps = steps_per_epoch * o.epochs;
     schedule.step_size = schedule.total_steps / 3 > 0 ? schedule.total_steps / 3 : 1;
+    train_state run = {model, opt, NULL, start.accuracy, start.best_epoch, start.best_accuracy};
+    /* --ema: an average the checkpoint holds is made before the load (which fills it); a new
+     * one after it, so that it starts from the weights the run starts from */
+    if (o.ema > 0.0f && (!o.resume || start.has_ema) && !(run.ema = snn_ema_new(model, o.ema)))
+        return fail("--ema");
     if (o.resume) {
-        if (snn_checkpoint_load(o.resume, model, opt) != SNN_OK) return fail("--resume");
+        snn_param_list average = {0};
+        if (run.ema && snn_ema_state(run.ema, &average) != SNN_OK) return fail("--resume");
+        snn_status loaded = snn_checkpoint_load_extra(o.resume, model, opt, &average);
+        snn_param_list_free(&average);
+        if (loaded != SNN_OK) return fail("--resume");
         const char *r = snn_metadata_get(&resume_meta, "snn.model.rng");
         if (r) snn_model_set_rng_state(model, strtoull(r, NULL, 10));
-        if (snn_loader_seek(train_loader, start_epoch, start_batch) != SNN_OK) return fail("--resume");
-        if (start_batch && rank0)
+        if (run.ema && (r = snn_metadata_get(&resume_meta, "snn.ema.rng")))
+            snn_model_set_rng_state(snn_ema_model(run.ema), strtoull(r, NULL, 10));
+        if (snn_loader_seek(train_loader, start.epoch, start.batch) != SNN_OK) return fail("--resume");
+        if (start.batch && rank0)
             fprintf(stderr, "snn-train: resumed from %s in epoch %lld after batch %lld (step %lld)\n",
-                    o.resume, (long long)start_epoch + 1, (long long)start_batch,
+                    o.resume, (long long)start.epoch + 1, (long long)start.batch,
                     (long long)snn_optimizer_steps(opt));
         else if (rank0)
             fprintf(stderr, "snn-train: resumed from %s after epoch %lld (step %lld)\n", o.resume,
-                    (long long)start_epoch, (long long)snn_optimizer_steps(opt));
+                    (long long)start.epoch, (long long)snn_optimizer_steps(opt));
+    }
+    if (o.ema > 0.0f && !run.ema) {
+        if (!(run.ema = snn_ema_new(model, o.ema))) return fail("--ema");
+        if (rank0)
+            fprintf(stderr, "snn-train: --ema %g: %s holds no moving average; it starts from the "
+                    "resumed weights\n", (double)o.ema, o.resume);
     }
     if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
@@ -707,12 +413,13 @@ int main(int argc, char **argv)
                 o.optimizer, o.batch_size * o.world_size, (long long)steps_per_epoch);
 
     int exit_code = 0;
+    snn_module *eval_model = train_eval_model(&run); /* what is evaluated and kept as the best */
     const int64_t steps_at_start = snn_optimizer_steps(opt);
     double run_start = now_seconds();
-    for (int64_t epoch = start_epoch; epoch < o.epochs; epoch++) {
-        epoch_stats st = epoch == start_epoch ? resumed : (epoch_stats){0};
-        if (train_epoch(model, opt, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
-                        last_accuracy, train.count) != SNN_OK) {
+    for (int64_t epoch = start.epoch; epoch < o.epochs; epoch++) {
+        epoch_stats st = epoch == start.epoch ? start.resumed : (epoch_stats){0};
+        if (train_epoch(&run, &schedule, train_loader, &o, device, dist, epoch, &st, out_dir,
+                        train.count) != SNN_OK) {
             exit_code = fail("training");
             break;
         }
@@ -728,8 +435,8 @@ int main(int argc, char **argv)
             exit_code = fail("training");
             break;
         }
-        if (!stop && (train_dist_epoch_end(dist, model) != SNN_OK ||
-                      evaluate(model, test_loader, device, &ev) != SNN_OK ||
+        if (!stop && (train_dist_epoch_end(dist, model, run.ema ? eval_model : NULL) != SNN_OK ||
+                      evaluate(eval_model, test_loader, device, &ev) != SNN_OK ||
                       train_dist_eval(dist, &ev) != SNN_OK)) {
             exit_code = fail("evaluation");
             break;
@@ -740,11 +447,11 @@ int main(int argc, char **argv)
         }
         if (stop) { /* mid-epoch, or before this epoch's evaluation; rank 0 writes the checkpoint */
             exit_code = !rank0 ? RUN_EXIT_STOPPED
-                               : stop_on_signal(out_dir, model, opt, &o, epoch, &st, last_accuracy,
-                                                train.count, steps_per_epoch, steps_at_start);
+                               : stop_on_signal(out_dir, &run, &o, epoch, &st, train.count,
+                                                steps_per_epoch, steps_at_start);
             break;
         }
-        last_accuracy = eval_accuracy(&ev);
+        run.last_accuracy = eval_accuracy(&ev);
         if (!rank0) { /* rank 0 alone reports and writes files; the others only agree on stopping */
             bool stop_now = false;
             if (train_dist_stop(dist, run_stop_requested(), &stop_now) != SNN_OK) {
@@ -755,13 +462,14 @@ int main(int argc, char **argv)
                 exit_code = RUN_EXIT_STOPPED;
                 break;
             }
-            if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after) break;
+            if (o.stop_after && epoch + 1 - start.epoch >= o.stop_after) break;
             continue;
         }
-        fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | "
+        fprintf(stderr, "epoch %lld: train loss %.4f acc %.2f%% | test%s loss %.4f acc %.2f%% | "
                 "%.0f img/s, %.1f s (%.1f s in all)\n", (long long)epoch + 1,
                 st.seen ? st.loss_sum / (double)st.seen : (double)NAN,
                 st.seen ? 100.0 * (double)st.correct / (double)st.seen : (double)NAN,
+                run.ema ? " (EMA weights)" : "",
                 ev.total ? ev.loss_sum / (double)ev.total : (double)NAN, 100.0 * eval_accuracy(&ev),
                 (double)st.images / st.seconds, st.seconds, now_seconds() - run_start);
         if (o.activity_penalty > 0.0f && st.seen)
@@ -774,8 +482,15 @@ int main(int argc, char **argv)
                         ev.elements[l] > 0 ? ev.spikes[l] / ev.elements[l] : 0.0);
             fputc('\n', stderr);
         }
-        if (run_lock_verify() || write_metrics(out_dir, epoch, &st, &ev, snn_optimizer_lr(opt)) ||
-            save_checkpoint(out_dir, model, opt, &o, epoch, -1, &st, last_accuracy, train.count)) {
+        const metrics_train row = {
+            st.seen ? st.loss_sum / (double)st.seen : (double)NAN,
+            st.seen ? (double)st.correct / (double)st.seen : (double)NAN,
+            st.seconds > 0 ? (double)st.images / st.seconds : 0.0, st.seconds};
+        /* the best evaluation so far: written before the checkpoint that records it */
+        bool best = run.last_accuracy > run.best_accuracy;
+        if (run_lock_verify() || write_metrics(out_dir, epoch, &row, &ev, snn_optimizer_lr(opt)) ||
+            (best && save_best(out_dir, &run, &o, epoch, run.last_accuracy)) ||
+            save_checkpoint(out_dir, &run, &o, epoch, -1, &st, train.count)) {
             fprintf(stderr, "snn-train: stopping; the checkpoint of the last epoch written is kept "
                     "as it was\n");
             exit_code = 1;
@@ -793,7 +508,7 @@ int main(int argc, char **argv)
             exit_code = RUN_EXIT_STOPPED;
             break;
         }
-        if (o.stop_after && epoch + 1 - start_epoch >= o.stop_after && epoch + 1 < o.epochs) {
+        if (o.stop_after && epoch + 1 - start.epoch >= o.stop_after && epoch + 1 < o.epochs) {
             fprintf(stderr, "snn-train: stopping after %d epoch(s) as asked; continue with --resume %s\n",
                     o.stop_after, path);
             break;
@@ -801,12 +516,17 @@ int main(int argc, char **argv)
     }
     if (exit_code == 0 && rank0) {
         path_in(path, sizeof path, out_dir, "raster.svg");
-        if (write_raster(path, model, &test, &tc, device, 24) != SNN_OK)
+        if (write_raster(path, eval_model, &test, &tc, device, 24) != SNN_OK)
             fprintf(stderr, "snn-train: raster: %s\n", snn_last_error());
+        if (run.best_epoch > 0)
+            fprintf(stderr, "snn-train: best: epoch %lld, %.2f%% test accuracy; its weights are in "
+                    "%s/best.safetensors\n", (long long)run.best_epoch, 100.0 * run.best_accuracy,
+                    out_dir);
         fprintf(stderr, "snn-train: done in %.1f s; metrics, curves, raster and checkpoint in %s/\n",
                 now_seconds() - run_start, out_dir);
     }
 
+    snn_ema_free(run.ema);
     snn_optimizer_free(opt);
     snn_module_free(model);
     snn_loader_free(test_loader);

@@ -1,6 +1,7 @@
 /*
- * model_io.c - whole-model checkpoints: the model's tensors, the optimizer's state and the
- * metadata (with the model's configuration) in one safetensors file (nn/checkpoint.c).
+ * model_io.c - whole-model checkpoints: the model's tensors, the optimizer's state, any extra
+ * named tensors (the weights' moving average, nn/ema.c) and the metadata (with the model's
+ * configuration) in one safetensors file (nn/checkpoint.c).
  *
  * A checkpoint's metadata are read from a file that may come from anyone: the configuration
  * they describe is checked (snn_model_new's limits) and its size compared with the file's before
@@ -110,23 +111,30 @@ snn_status snn_model_config_from_metadata(const snn_metadata *m, snn_model_confi
 
 /* ---- tensors of a checkpoint -------------------------------------------------------------- */
 
-/* The model's named tensors followed by the optimizer's, in one list. */
-static snn_status gather(snn_module *model, snn_optimizer *opt, snn_param_list *all)
+/* The model's named tensors followed by the optimizer's and `extra`'s (may be NULL), in one
+ * list (the items are copied; the tensors stay their owners'). */
+static snn_status gather(snn_module *model, snn_optimizer *opt, const snn_param_list *extra,
+                         snn_param_list *all)
 {
     snn_param_list params = {0}, state = {0};
     snn_status s = snn_module_parameters(model, &params);
     if (s == SNN_OK && opt) s = snn_optimizer_state(opt, &state);
+    const int n_extra = extra ? extra->count : 0;
+    const int total = params.count + state.count + n_extra;
     all->count = 0;
     all->items = NULL;
-    if (s == SNN_OK && params.count + state.count > 0) {
-        all->items = snn_alloc((size_t)(params.count + state.count) * sizeof *all->items, SNN_CPU);
+    if (s == SNN_OK && total > 0) {
+        all->items = snn_alloc((size_t)total * sizeof *all->items, SNN_CPU);
         if (!all->items) s = snn_error(SNN_ERR_MEMORY, "checkpoint: out of host memory");
     }
     if (s == SNN_OK) {
-        if (params.count) memcpy(all->items, params.items, (size_t)params.count * sizeof *all->items);
-        if (state.count)
-            memcpy(all->items + params.count, state.items, (size_t)state.count * sizeof *all->items);
-        all->count = params.count + state.count;
+        snn_named_param *at = all->items;
+        if (params.count) memcpy(at, params.items, (size_t)params.count * sizeof *at);
+        at += params.count;
+        if (state.count) memcpy(at, state.items, (size_t)state.count * sizeof *at);
+        at += state.count;
+        if (n_extra) memcpy(at, extra->items, (size_t)n_extra * sizeof *at);
+        all->count = total;
     }
     snn_param_list_free(&params);
     snn_param_list_free(&state);
@@ -136,6 +144,12 @@ static snn_status gather(snn_module *model, snn_optimizer *opt, snn_param_list *
 snn_status snn_checkpoint_save(const char *path, snn_module *model, snn_optimizer *opt,
                                const snn_metadata *metadata)
 {
+    return snn_checkpoint_save_extra(path, model, opt, NULL, metadata);
+}
+
+snn_status snn_checkpoint_save_extra(const char *path, snn_module *model, snn_optimizer *opt,
+                                     const snn_param_list *extra, const snn_metadata *metadata)
+{
     const snn_model_config *config = snn_model_config_of(model);
     snn_metadata meta = {0};
     if (metadata) meta = *metadata;
@@ -144,7 +158,7 @@ snn_status snn_checkpoint_save(const char *path, snn_module *model, snn_optimize
                                 (long long)snn_optimizer_steps(opt)) != SNN_OK)
         return snn_last_status();
     snn_param_list all;
-    snn_status s = gather(model, opt, &all);
+    snn_status s = gather(model, opt, extra, &all);
     size_t json_len = 0;
     char *json = s == SNN_OK ? snn_metadata_to_json(&meta, &json_len) : NULL;
     if (s == SNN_OK && !json) s = snn_last_status();
@@ -173,6 +187,12 @@ snn_status snn_checkpoint_read_metadata(const char *path, snn_metadata *out)
 
 snn_status snn_checkpoint_load(const char *path, snn_module *model, snn_optimizer *opt)
 {
+    return snn_checkpoint_load_extra(path, model, opt, NULL);
+}
+
+snn_status snn_checkpoint_load_extra(const char *path, snn_module *model, snn_optimizer *opt,
+                                     const snn_param_list *extra)
+{
     /* Everything that can fail is checked before a tensor is touched: the metadata first (the
      * optimizer's step count must be there when its state is loaded), then the whole file. */
     long long steps = 0;
@@ -187,10 +207,31 @@ snn_status snn_checkpoint_load(const char *path, snn_module *model, snn_optimize
                              "hint: this checkpoint holds no optimizer state", path);
     }
     snn_param_list all;
-    snn_status s = gather(model, opt, &all);
+    snn_status s = gather(model, opt, extra, &all);
     if (s == SNN_OK) s = snn_safetensors_load(path, &all, opt == NULL, NULL, NULL);
     snn_param_list_free(&all);
     if (s == SNN_OK && opt) snn_optimizer_set_steps(opt, steps);
+    return s;
+}
+
+snn_status snn_checkpoint_load_prefixed(const char *path, snn_module *model, const char *prefix)
+{
+    const char *fn = "snn_checkpoint_load_prefixed";
+    if (!prefix) return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'prefix' (got NULL)", fn);
+    snn_param_list list;
+    if (snn_module_parameters(model, &list) != SNN_OK) return snn_last_status();
+    snn_status s = SNN_OK;
+    for (int i = 0; s == SNN_OK && i < list.count; i++) {
+        snn_named_param *p = &list.items[i];
+        char name[sizeof p->name];
+        int n = snprintf(name, sizeof name, "%s%s", prefix, p->name);
+        if (n < 0 || (size_t)n >= sizeof name)
+            s = snn_error(SNN_ERR_ARGUMENT, "%s: the name '%s%s' is longer than %zu characters",
+                          fn, prefix, p->name, sizeof name - 1);
+        else memcpy(p->name, name, sizeof name);
+    }
+    if (s == SNN_OK) s = snn_safetensors_load(path, &list, true, NULL, NULL);
+    snn_param_list_free(&list);
     return s;
 }
 

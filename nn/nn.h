@@ -1,6 +1,7 @@
 /**
  * @file
- * nn.h - modules (layers and models), optimizers, learning-rate schedules and checkpoints.
+ * nn.h - modules (layers and models), optimizers, learning-rate schedules, a moving average of
+ * the weights and checkpoints.
  *
  * A module owns its parameters (OWNED tensors) and its children, and maps a STEP tensor to a
  * STEP tensor. Parameters carry dotted names like PyTorch's state_dict keys
@@ -437,6 +438,51 @@ typedef struct snn_schedule {
 float snn_schedule_lr(const snn_schedule *s, int64_t step);
 
 /* ---------------------------------------------------------------------------------------------
+ * Weight averaging (nn/ema.c): an exponential moving average of a model's parameters and
+ * buffers, kept in a second model that evaluation runs instead of the trained one.
+ *
+ *     snn_ema *ema = snn_ema_new(net, 0.999f);              // after snn_module_to(net, ...)
+ *     for (...) {
+ *         ...; snn_optimizer_step(opt);
+ *         snn_ema_update(ema, net, snn_optimizer_steps(opt));
+ *     }
+ *     evaluate(snn_ema_model(ema));                          // the averaged weights
+ *     snn_ema_free(ema);
+ * ------------------------------------------------------------------------------------------- */
+
+/** The name prefix of the averaged tensors in a checkpoint: "ema.conv1.weight". */
+#define SNN_EMA_PREFIX "ema."
+
+/** A moving average of a model's weights (opaque; nn/ema.c). */
+typedef struct snn_ema snn_ema;
+
+/** Starts an average of every parameter and buffer (batch-norm running statistics included) of
+ * `model`, a model made by snn_model_new, on its device: a second model built from
+ * snn_model_config_of(model), holding a copy of model's tensors. decay in (0, 1), e.g. 0.999.
+ * Make it after snn_module_to(). The caller owns it (snn_ema_free). NULL with SNN_ERR_ARGUMENT
+ * (a decay outside (0, 1), a module that is not a model), SNN_ERR_MEMORY. */
+snn_ema *snn_ema_new(snn_module *model, float decay);
+/** After an optimizer step: every shadow s of `ema` moves toward its tensor w of `model` (the
+ * model it was made from), s = d s + (1 - d) w, with d = min(decay, (1 + step) / (10 + step)),
+ * TensorFlow's warm-up (step: the optimizer steps taken, this one included, >= 1; early
+ * averages are otherwise dominated by the random initialisation). On the model's device, no
+ * host synchronisation. SNN_ERR_ARGUMENT (NULL, step < 1), SNN_ERR_STATE (a model whose tensors
+ * do not match the average's); on error no shadow moves. */
+snn_status snn_ema_update(snn_ema *ema, snn_module *model, int64_t step);
+/** The decay update `step` uses: min(decay, (1 + step) / (10 + step)); NaN for NULL. */
+float snn_ema_decay_at(const snn_ema *ema, int64_t step);
+/** The decay `ema` was made with; NaN for NULL. */
+float snn_ema_decay(const snn_ema *ema);
+/** The averaged model (owned by `ema`, in eval mode): evaluate it as any model. NULL for NULL. */
+snn_module *snn_ema_model(snn_ema *ema);
+/** Fills *out with the averaged tensors named SNN_EMA_PREFIX + their name in the model, for
+ * checkpoints (snn_checkpoint_save_extra). The tensors stay the average's; free the list with
+ * snn_param_list_free. SNN_ERR_ARGUMENT (NULL, or a name too long), SNN_ERR_MEMORY. */
+snn_status snn_ema_state(snn_ema *ema, snn_param_list *out);
+/** Frees `ema` and its averaged model. NULL is a no-op. */
+void snn_ema_free(snn_ema *ema);
+
+/* ---------------------------------------------------------------------------------------------
  * Checkpoints (nn/checkpoint.c): safetensors files, written atomically, validated on load.
  * ------------------------------------------------------------------------------------------- */
 
@@ -511,6 +557,20 @@ snn_status snn_checkpoint_read_metadata(const char *path, snn_metadata *out);
  * is not NULL (then the file must hold them; without opt, extra tensors are ignored).
  * Validates everything first: on error nothing is changed. Errors as snn_safetensors_load. */
 snn_status snn_checkpoint_load(const char *path, snn_module *model, snn_optimizer *opt);
+/** As snn_checkpoint_save, plus the named tensors of `extra` (may be NULL or empty; e.g.
+ * snn_ema_state's) after the optimizer's. Their names must differ from the model's and the
+ * optimizer's (SNN_ERR_ARGUMENT). */
+snn_status snn_checkpoint_save_extra(const char *path, snn_module *model, snn_optimizer *opt,
+                                     const snn_param_list *extra, const snn_metadata *metadata);
+/** As snn_checkpoint_load, plus the tensors of `extra` (may be NULL), loaded by name. With opt
+ * the file must hold exactly the model's, the optimizer's and extra's tensors; without it other
+ * tensors are ignored. On error nothing is changed. */
+snn_status snn_checkpoint_load_extra(const char *path, snn_module *model, snn_optimizer *opt,
+                                     const snn_param_list *extra);
+/** Loads into `model` the tensors the checkpoint at `path` holds under `prefix` + their name
+ * (SNN_EMA_PREFIX: the averaged weights snn-train --ema saves), ignoring every other tensor.
+ * Errors as snn_checkpoint_load (SNN_ERR_FORMAT naming the first missing tensor). */
+snn_status snn_checkpoint_load_prefixed(const char *path, snn_module *model, const char *prefix);
 /** Builds the model the checkpoint at `path` describes (its "snn.model.*" metadata) on `device`
  * and loads its parameters; fills *metadata (may be NULL) with the file's metadata. The caller
  * owns the model. NULL on error (as snn_safetensors_load; SNN_ERR_FORMAT for a file that is not

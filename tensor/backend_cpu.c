@@ -25,6 +25,7 @@ const snn_kernels snn_kernels_cpu = {
     .memory_info = snn_memory_info_cpu,
     .fill = snn_fill_cpu,
     .axpy = snn_axpy_cpu,
+    .lerp = snn_lerp_cpu,
     .unary_forward = snn_unary_forward_cpu,
     .unary_backward = snn_unary_backward_cpu,
     .binary_forward = snn_binary_forward_cpu,

@@ -1,5 +1,5 @@
 /*
- * elementwise.c - CPU kernels for fills, axpy, unary ops and broadcasting binary ops.
+ * elementwise.c - CPU kernels for fills, axpy, lerp, unary ops and broadcasting binary ops.
  *
  * Each kernel is one pass over memory: a unary forward reads 4 B and writes 4 B per element; a
  * backward reads dout (and x or out) and read-modify-writes dx: 12-16 B per element. They are
@@ -26,6 +26,16 @@ void snn_axpy_cpu(float *y, float alpha, const float *x, int64_t n)
 {
 #pragma omp parallel for simd if (n > PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+/* y <- y + weight (x - y), the moving average's step (nn/ema.c: weight = 1 - decay). Written as
+ * a move toward x, not as (1 - weight) y + weight x: the two agree in exact arithmetic, but
+ * this form leaves y bit-identical when x == y (a weight that stopped changing keeps its average
+ * exact instead of drifting by an ulp per update) and rounds once less. 8 B read, 4 B written. */
+void snn_lerp_cpu(float *y, const float *x, float weight, int64_t n)
+{
+#pragma omp parallel for simd if (n > PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] += weight * (x[i] - y[i]);
 }
 
 static float unary(snn_unary_op op, float x, float param)

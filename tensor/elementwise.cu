@@ -1,5 +1,5 @@
 /*
- * elementwise.cu - CUDA kernels for fill, axpy, unary ops and broadcasting binary ops.
+ * elementwise.cu - CUDA kernels for fill, axpy, lerp, unary ops and broadcasting binary ops.
  * They must match tensor/elementwise.c (snn_*_cpu of the same names) element for element.
  *
  * All of them are memory-bound one-pass loops: one thread per element in a grid-stride loop
@@ -16,7 +16,7 @@
 #include "cuda_common.cuh"
 #include "kernels_cuda.h"
 
-/* ---- fill, axpy ------------------------------------------------------------------------------ */
+/* ---- fill, axpy, lerp ------------------------------------------------------------------------ */
 
 /* out[i] = value.  Traffic: 4 B written per element.  CPU: snn_fill_cpu. */
 static __global__ void fill_forward_kernel(float *out, float value, int64_t n)
@@ -42,6 +42,20 @@ extern "C" void snn_axpy_cuda(float *y, float alpha, const float *x, int64_t n)
     if (n <= 0) return;
     SNN_CUDA_LAUNCH(axpy_forward_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, y,
                     alpha, x, n);
+}
+
+/* y[i] += weight (x[i] - y[i]) (the GPU may fuse it into one fma: a rounding less than the
+ * CPU; y == x still stays exact).  Traffic: 8 B read, 4 B written.  CPU: snn_lerp_cpu. */
+static __global__ void lerp_kernel(float *y, const float *x, float weight, int64_t n)
+{
+    SNN_GRID_STRIDE_LOOP(i, n) y[i] += weight * (x[i] - y[i]);
+}
+
+extern "C" void snn_lerp_cuda(float *y, const float *x, float weight, int64_t n)
+{
+    if (n <= 0) return;
+    SNN_CUDA_LAUNCH(lerp_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, y, x,
+                    weight, n);
 }
 
 /* ---- unary ----------------------------------------------------------------------------------- */

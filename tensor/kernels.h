@@ -121,6 +121,9 @@ typedef struct snn_kernels {
     void (*fill)(float *out, float value, int64_t n);
     /* y[i] += alpha * x[i] (gradient accumulation) */
     void (*axpy)(float *y, float alpha, const float *x, int64_t n);
+    /* y[i] += weight * (x[i] - y[i]): y moves `weight` of the way to x (torch.lerp_; the
+     * weights' moving average, nn/ema.c). y == x stays exactly y. */
+    void (*lerp)(float *y, const float *x, float weight, int64_t n);
 
     /* out = op(x); `param` is used by SCALE and ADD_SCALAR */
     void (*unary_forward)(snn_unary_op op, float *out, const float *x, float param, int64_t n);

@@ -29,7 +29,7 @@ static void test_table_complete(void)
 #define HAS(entry) CHECK(gpu->entry != NULL)
     CHECK(gpu->name && strcmp(gpu->name, "cuda") == 0);
     HAS(device_alloc); HAS(device_free); HAS(copy); HAS(synchronize); HAS(memory_info);
-    HAS(fill); HAS(axpy); HAS(unary_forward); HAS(unary_backward);
+    HAS(fill); HAS(axpy); HAS(lerp); HAS(unary_forward); HAS(unary_backward);
     HAS(binary_forward); HAS(binary_backward); HAS(sum_dim); HAS(expand_dim); HAS(gemm);
     HAS(bias_forward); HAS(bias_backward); HAS(conv2d_workspace_bytes); HAS(conv2d_forward);
     HAS(conv2d_backward); HAS(max_pool2d_forward); HAS(max_pool2d_backward);
@@ -66,6 +66,28 @@ static void test_axpy(void)
     cpu->axpy(y, 0.37f, x, (int64_t)n);
     gpu->axpy(dy, 0.37f, dx, (int64_t)n);
     expect_close("axpy", dy, y, n, ATOL, RTOL);
+    release_all();
+}
+
+/* lerp (the weights' moving average): random y and x, and y == x, which must stay exact */
+static void test_lerp(void)
+{
+    const size_t n = (1u << 20) + 3;
+    float *x = random_host(n, -1.0f, 1.0f), *y = random_host(n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i += 7) x[i] = y[i];
+    float *dx = dev_copy(x, n), *dy = dev_copy(y, n);
+    const float weights[3] = {0.001f, 0.37f, 9.0f / 11.0f};
+    for (int w = 0; w < 3; w++) {
+        cpu->lerp(y, x, weights[w], (int64_t)n);
+        gpu->lerp(dy, dx, weights[w], (int64_t)n);
+    }
+    expect_close("lerp", dy, y, n, ATOL, RTOL);
+    float *back = host_floats(n);
+    gpu->copy(back, dy, n * sizeof *back, SNN_COPY_DEVICE_TO_HOST);
+    gpu->synchronize();
+    int moved = 0;
+    for (size_t i = 0; i < n; i += 7) moved += back[i] != x[i];
+    CHECK(moved == 0);
     release_all();
 }
 
@@ -534,6 +556,7 @@ int main(void)
     RUN(test_table_complete);
     RUN(test_copy_and_fill);
     RUN(test_axpy);
+    RUN(test_lerp);
     RUN(test_unary);
     RUN(test_binary);
     RUN(test_sum_dim);

@@ -4,7 +4,9 @@
  * its checkpoint (saved from device tensors) evaluates to the same accuracy with snn-eval on the
  * GPU and on the CPU, and resuming on the GPU continues bit-exactly (every CUDA reduction in
  * snn.c sums in a fixed order), also from a checkpoint written mid-epoch by SIGTERM at a random
- * step. Skipped (exit 77) without a GPU or without Fashion-MNIST.
+ * step; with --ema the moving average (updated by the CUDA lerp after every step) resumes
+ * bit-exactly too, and snn-eval evaluates it alike on both devices. Skipped (exit 77) without a
+ * GPU or without Fashion-MNIST.
  * Run: ctest --test-dir build -R '^cuda_train$' --output-on-failure
  */
 #include "program_runner.h"
@@ -73,6 +75,38 @@ static void test_cuda_sigterm_then_resume(void)
     CHECK(same_file(a, b));
 }
 
+/* --ema on the GPU: split and resumed ends byte for byte like unbroken (checkpoint with its
+ * "ema." tensors, and best.safetensors); snn-eval finds the average's accuracy on either device. */
+static void test_cuda_ema(void)
+{
+    const char *common = "--device cuda --T 2 --batch-size 64 --limit-train 3200 --limit-test 1000 "
+                         "--ema 0.99";
+    char args[1024], a[300], b[300], ca[600], cb[600];
+    snprintf(a, sizeof a, "%s/ema_straight", tmp);
+    snprintf(b, sizeof b, "%s/ema_resumed", tmp);
+    snprintf(args, sizeof args, "%s --epochs 2 --out %s", common, a);
+    CHECK(run(TRAIN " %s", args) == 0 && output_contains("(EMA weights)"));
+    snprintf(args, sizeof args, "%s --epochs 2 --stop-after 1 --out %s", common, b);
+    CHECK(run(TRAIN " %s", args) == 0);
+    snprintf(args, sizeof args, "%s --epochs 2 --out %s --resume %s/checkpoint.safetensors", common, b, b);
+    CHECK(run(TRAIN " %s", args) == 0 && output_contains("resumed from"));
+    const char *files[2] = {"checkpoint", "best"};
+    for (int f = 0; f < 2; f++) {
+        snprintf(ca, sizeof ca, "%s/%s.safetensors", a, files[f]);
+        snprintf(cb, sizeof cb, "%s/%s.safetensors", b, files[f]);
+        CHECK(same_file(ca, cb));
+    }
+    double acc = last_test_accuracy(a);
+    char expect[64];
+    snprintf(expect, sizeof expect, "accuracy    %.2f%%", 100.0 * acc);
+    snprintf(ca, sizeof ca, "%s/checkpoint.safetensors", a);
+    for (int d = 0; d < 2; d++) {
+        snprintf(args, sizeof args, "--checkpoint %s --limit-test 1000 --device %s", ca, d ? "cpu" : "cuda");
+        CHECK(run(EVAL " %s", args) == 0 && output_contains(expect) &&
+              output_contains("moving average (--ema 0.99)"));
+    }
+}
+
 int main(void)
 {
     test_require_cuda();
@@ -84,6 +118,7 @@ int main(void)
     if (runner_begin("test_cuda_train")) return 1;
     RUN(test_cuda_run_resume_and_eval);
     RUN(test_cuda_sigterm_then_resume);
+    RUN(test_cuda_ema);
     runner_end(test_failures);
     return test_finish();
 }

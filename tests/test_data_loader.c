@@ -1,7 +1,7 @@
 /*
  * test_data_loader.c - the batch loader: the shuffle is a permutation and reproducible from the
- * seed, drop_last, normalisation values, crop and flip on a tiny image against hand-worked
- * values, prefetch giving bit-identical batches to the synchronous path, resume by seek, batches
+ * seed, drop_last, normalisation values, crop and flip on a tiny image and on a 28x28 one
+ * (padding 2, the Fashion-MNIST recipe) against hand-worked values, prefetch giving bit-identical batches to the synchronous path, resume by seek, batches
  * to tensors, bad configs and allocation failures.
  *
  *     ctest -R data_loader --output-on-failure
@@ -254,6 +254,88 @@ static void test_augmentation_distribution(void)
     snn_dataset_free(&ds);
 }
 
+/*
+ * The 28x28 recipe (snn-train --augment 1 --crop-padding 2 on Fashion-MNIST): a 1 x 28 x 28
+ * image whose pixel (y, x) is 1 + x + 2y (so 0 is the padding and every pixel says where it
+ * came from), padding 2, worked by hand at a few pixels of each case; then through the loader,
+ * every image is one of the 2 x 5 x 5 crops and flips, and all of them occur.
+ */
+static void test_crop_flip_28x28(void)
+{
+    enum { H = 28, W = 28, P = 2, N = 64, EPOCHS = 10 };
+    uint8_t img[H * W];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) img[y * W + x] = (uint8_t)(1 + x + 2 * y);
+    snn_norm_table lut;
+    const float mean[1] = {0.0f}, std[1] = {1.0f / 255.0f}; /* output = pixel value */
+    snn_norm_table_init(&lut, 1, mean, std);
+    float out[H * W];
+    /* out's pixel (y, x) as the integer it stands for (pixel / 255 * 255 is off by an ulp) */
+#define AT(y, x) lroundf(out[(y) * W + (x)])
+
+    /* dy = dx = 0: shifted down-right by 2: out[y][x] = img[y - 2][x - 2] */
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){0, 0, false}, &lut);
+    CHECK(AT(0, 5) == 0 && AT(1, 27) == 0 && AT(5, 0) == 0 && AT(27, 1) == 0); /* padding */
+    CHECK(AT(2, 2) == 1);                    /* img[0][0] = 1 */
+    CHECK(AT(27, 27) == 76);                 /* img[25][25] = 1 + 25 + 50 */
+    CHECK(AT(10, 3) == 1 + 1 + 2 * 8);       /* img[8][1] = 18 */
+
+    /* dy = dx = 4: shifted up-left by 2: out[y][x] = img[y + 2][x + 2] */
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){4, 4, false}, &lut);
+    CHECK(AT(0, 0) == 7 && AT(25, 25) == 82); /* img[2][2], img[27][27] */
+    CHECK(AT(26, 0) == 0 && AT(0, 26) == 0 && AT(27, 27) == 0);
+
+    /* centre (dy = dx = 2) and flip: out[y][x] = img[y][27 - x] */
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){2, 2, true}, &lut);
+    CHECK(AT(0, 0) == 28 && AT(5, 3) == 35 && AT(27, 27) == 55); /* img[0][27], [5][24], [27][0] */
+
+    /* dy = 1, dx = 3, then flip: crop[y][x] = img[y - 1][x + 1], out[y][x] = crop[y][27 - x]
+     * = img[y - 1][28 - x] */
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){1, 3, true}, &lut);
+    CHECK(AT(0, 10) == 0 && AT(1, 0) == 0);  /* row -1, column 28: padding */
+    CHECK(AT(1, 1) == 28 && AT(10, 5) == 42); /* img[0][27]; img[9][23] = 1 + 23 + 18 */
+#undef AT
+
+    /* through the loader */
+    snn_dataset ds;
+    CHECK_OK(snn_dataset_alloc(&ds, "28x28", N, 1, H, W, 10));
+    for (int64_t n = 0; n < N; n++) memcpy(ds.images + n * H * W, img, sizeof img);
+    memset(ds.labels, 0, N);
+    snn_loader_config cfg = snn_loader_config_default();
+    cfg.batch_size = 16;
+    cfg.random_crop = true;
+    cfg.crop_padding = P;
+    cfg.horizontal_flip = true;
+    cfg.std[0] = 1.0f / 255.0f;
+    snn_loader *l = snn_loader_new(&ds, &cfg);
+    CHECK(l != NULL);
+    enum { CANDIDATES = 2 * (2 * P + 1) * (2 * P + 1) };
+    static float cand[CANDIDATES][H * W];
+    int hits[CANDIDATES] = {0}, k = 0, total = 0, unmatched = 0;
+    for (int flip = 0; flip < 2; flip++)
+        for (int dy = 0; dy <= 2 * P; dy++)
+            for (int dx = 0; dx <= 2 * P; dx++)
+                snn_augment_apply(cand[k++], img, 1, H, W, P, (snn_augment){dy, dx, flip != 0}, &lut);
+    for (int e = 0; l && e < EPOCHS; e++) {
+        snn_batch b;
+        while (snn_loader_next(l, &b)) {
+            for (int i = 0; i < b.count; i++, total++) {
+                int match = -1;
+                for (int c = 0; c < CANDIDATES && match < 0; c++)
+                    if (memcmp(cand[c], b.images + (size_t)i * H * W, sizeof cand[c]) == 0) match = c;
+                if (match < 0) unmatched++;
+                else hits[match]++;
+            }
+        }
+    }
+    CHECK(total == N * EPOCHS && unmatched == 0);
+    int missing = 0; /* 640 draws of 50 outcomes: each expected ~13 times */
+    for (int c = 0; c < CANDIDATES; c++) missing += hits[c] == 0;
+    CHECK(missing == 0);
+    snn_loader_free(l);
+    snn_dataset_free(&ds);
+}
+
 /* Collects `epochs` epochs of batches (images then labels) into one malloc'd array. */
 static float *collect(const snn_dataset *ds, const snn_loader_config *cfg, int epochs, size_t *n)
 {
@@ -439,6 +521,7 @@ int main(void)
     RUN(test_normalisation);
     RUN(test_crop_flip_by_hand);
     RUN(test_augmentation_distribution);
+    RUN(test_crop_flip_28x28);
     RUN(test_prefetch_matches_sync);
     RUN(test_resume);
     RUN(test_batch_to_device);

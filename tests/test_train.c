@@ -3,7 +3,13 @@
  * test_train.c - snn-train end to end, as a user runs it:
  *   - a short CPU run of the spiking CNN on the real Fashion-MNIST must pass a stated accuracy;
  *   - resuming from a checkpoint continues bit-exactly (the final checkpoints are identical
- *     byte for byte);
+ *     byte for byte), with and without --ema (the weights' moving average, saved as "ema."
+ *     tensors);
+ *   - best.safetensors holds the best epoch's evaluated weights: its metadata name the epoch
+ *     of the highest test accuracy in metrics.csv, and snn-eval reads it and agrees;
+ *   - snn-eval evaluates the moving average of an --ema checkpoint (--raw-weights: the
+ *     trained weights);
+ *   - --augment with --crop-padding 2 trains on the 28x28 images;
  *   - a loss that turns NaN or infinite stops training with a message and leaves the last good
  *     checkpoint as it was;
  *   - bad flags are clear errors; --help works.
@@ -43,14 +49,68 @@ static void test_short_run_learns(void)
     CHECK(output_contains("confusion matrix"));
 }
 
-static void test_resume_is_bit_exact(void)
+/* The test accuracies of metrics.csv (column 5), epoch by epoch; how many were read. */
+static int test_accuracies(const char *dir, double *acc, int max)
 {
-    const char *common = "--T 2 --batch-size 32 --limit-train 640 --limit-test 128 --threads 2";
-    char args[1024], a[300], b[300];
-    snprintf(a, sizeof a, "%s/straight", tmp);
-    snprintf(b, sizeof b, "%s/resumed", tmp);
+    char path[600], line[8192];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0;
+    while (n < max && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "epoch,", 6) == 0) continue;
+        char *p = line;
+        for (int i = 0; i < 5; i++) {
+            acc[n] = strtod(p, &p);
+            if (*p == ',') p++;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* <dir>/best.safetensors names the epoch of the highest test accuracy in metrics.csv (the
+ * first, on a tie), and holds that accuracy. */
+static void check_best(const char *dir)
+{
+    double acc[16];
+    int n = test_accuracies(dir, acc, 16), argmax = 0;
+    CHECK(n >= 2);
+    for (int i = 1; i < n; i++)
+        if (acc[i] > acc[argmax]) argmax = i;
+    char path[600];
+    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    snn_metadata meta;
+    CHECK_OK(snn_checkpoint_read_metadata(path, &meta));
+    const char *epoch = snn_metadata_get(&meta, "snn.train.best_epoch");
+    const char *best = snn_metadata_get(&meta, "snn.train.best_accuracy");
+    CHECK(epoch && best);
+    if (!epoch || !best) return;
+    fprintf(stderr, "  %s: best epoch %s of %d, accuracy %s\n", dir, epoch, n, best);
+    CHECK(strtol(epoch, NULL, 10) == argmax + 1);
+    CHECK(fabs(strtod(best, NULL) - acc[argmax]) < 1e-6);
+    /* the checkpoint carries the same, for --resume */
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    snn_metadata ckpt;
+    CHECK_OK(snn_checkpoint_read_metadata(path, &ckpt));
+    const char *again = snn_metadata_get(&ckpt, "snn.train.best_epoch");
+    CHECK(again && strcmp(again, epoch) == 0);
+}
+
+/* A run split by --stop-after, then resumed, must end with the same checkpoint and best file,
+ * byte for byte, as an unbroken run; with --ema the moving average is part of both. (A resume
+ * from mid-epoch, with and without --ema: test_train_faults.c.) */
+static void resume_case(const char *flags, const char *name)
+{
+    char common[256], args[1024], a[300], b[300];
+    snprintf(common, sizeof common, "--T 2 --batch-size 32 --limit-train 640 --limit-test 128 "
+             "--threads 2%s", flags);
+    snprintf(a, sizeof a, "%s/straight%s", tmp, name);
+    snprintf(b, sizeof b, "%s/resumed%s", tmp, name);
     snprintf(args, sizeof args, "%s --epochs 2 --out %s", common, a);
     CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("best: epoch"));
     snprintf(args, sizeof args, "%s --epochs 2 --stop-after 1 --out %s", common, b);
     CHECK(run(TRAIN " %s", args) == 0);
     CHECK(output_contains("stopping after 1 epoch"));
@@ -61,6 +121,82 @@ static void test_resume_is_bit_exact(void)
     snprintf(ca, sizeof ca, "%s/checkpoint.safetensors", a);
     snprintf(cb, sizeof cb, "%s/checkpoint.safetensors", b);
     CHECK(same_file(ca, cb));
+    snprintf(ca, sizeof ca, "%s/best.safetensors", a);
+    snprintf(cb, sizeof cb, "%s/best.safetensors", b);
+    CHECK(same_file(ca, cb));
+    check_best(a);
+    check_best(b);
+}
+
+static void test_resume_is_bit_exact(void)
+{
+    resume_case("", "");
+    /* a third epoch at a learning rate that wrecks the weights: the best stays the second's,
+     * and best.safetensors is left as it was */
+    char a[300], args[1024], best[600], cmd[1300];
+    snprintf(a, sizeof a, "%s/straight", tmp);
+    snprintf(best, sizeof best, "%s/best.safetensors", a);
+    snprintf(cmd, sizeof cmd, "cp %s %s/best_before.safetensors", best, tmp);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "--T 2 --batch-size 32 --limit-train 640 --limit-test 128 "
+             "--threads 2 --epochs 3 --lr 1 --schedule constant --out %s --resume "
+             "%s/checkpoint.safetensors", a, a);
+    CHECK(run(TRAIN " %s", args) == 0);
+    double acc[16];
+    CHECK(test_accuracies(a, acc, 16) == 3);
+    check_best(a);
+    snprintf(cmd, sizeof cmd, "%s/best_before.safetensors", tmp);
+    CHECK(acc[2] < acc[1] && same_file(best, cmd) && output_contains("best: epoch 2,"));
+}
+
+/* --ema: the epoch line says the average is evaluated, the checkpoint holds it ("ema." tensors,
+ * the decay in its metadata), a resume continues it bit-exactly, a resume with another decay is
+ * refused, and snn-eval evaluates it (or, with --raw-weights, the trained weights). */
+static void test_ema(void)
+{
+    resume_case(" --ema 0.9", "_ema");
+    char dir[300], args[1024], path[600];
+    snprintf(dir, sizeof dir, "%s/straight_ema", tmp);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    snn_metadata meta;
+    CHECK_OK(snn_checkpoint_read_metadata(path, &meta));
+    const char *decay = snn_metadata_get(&meta, "snn.train.ema");
+    CHECK(decay && strcmp(decay, "0.9") == 0);
+    snprintf(args, sizeof args, "--T 2 --batch-size 32 --limit-train 640 --limit-test 128 "
+             "--threads 2 --epochs 3 --ema 0.99 --out %s --resume %s", dir, path);
+    CHECK(run(TRAIN " %s", args) == 2 && output_contains("trained with --ema 0.9, not 0.99"));
+
+    /* snn-eval agrees with the last epoch's test accuracy: that of the average */
+    double acc = last_test_accuracy(dir);
+    char expect[64];
+    snprintf(args, sizeof args, "--checkpoint %s --limit-test 128 --threads 2", path);
+    CHECK(run(EVAL " %s", args) == 0);
+    snprintf(expect, sizeof expect, "accuracy    %.2f%%", 100.0 * acc);
+    CHECK(output_contains(expect) && output_contains("moving average (--ema 0.9)"));
+    snprintf(args, sizeof args, "--checkpoint %s --limit-test 128 --threads 2 --raw-weights", path);
+    CHECK(run(EVAL " %s", args) == 0 && output_contains("weights     trained (--raw-weights"));
+
+    /* best.safetensors: snn-eval reads it, says which weights, and finds the best accuracy */
+    double accs[16];
+    int n = test_accuracies(dir, accs, 16), argmax = 0;
+    for (int i = 1; i < n; i++)
+        if (accs[i] > accs[argmax]) argmax = i;
+    snprintf(args, sizeof args, "--checkpoint %s/best.safetensors --limit-test 128 --threads 2", dir);
+    CHECK(run(EVAL " %s", args) == 0);
+    snprintf(expect, sizeof expect, "accuracy    %.2f%%", 100.0 * accs[argmax]);
+    CHECK(output_contains(expect) && output_contains("moving average (--ema 0.9), of epoch"));
+}
+
+/* --augment 1 --crop-padding 2, the Fashion-MNIST recipe: the loader crops and flips 28x28 */
+static void test_augment_28x28(void)
+{
+    char args[1024], dir[300];
+    snprintf(dir, sizeof dir, "%s/augment", tmp);
+    snprintf(args, sizeof args, "--T 1 --batch-size 32 --limit-train 128 --limit-test 64 "
+             "--threads 2 --epochs 1 --augment 1 --crop-padding 2 --out %s", dir);
+    CHECK(run(TRAIN " %s", args) == 0);
+    double acc = last_test_accuracy(dir);
+    CHECK(acc >= 0.0 && acc <= 1.0);
 }
 
 static void test_divergence_keeps_last_checkpoint(void)
@@ -113,6 +249,14 @@ static void test_bad_flags(void)
     CHECK(run(TRAIN " %s", "--epochs many") == 2 && output_contains("'--epochs' expects an integer"));
     CHECK(run(TRAIN " %s", "--bogus") == 2 && output_contains("unknown option '--bogus'"));
     CHECK(run(TRAIN " %s", "--model vgg") == 1 && output_contains("vgg"));
+    CHECK(run(TRAIN " %s", "--help") == 0 && output_contains("--ema") &&
+          output_contains("--crop-padding"));
+    CHECK(run(TRAIN " %s", "--ema 1") == 2 && output_contains("bad --ema 1 (expected 0, off, or a decay in (0, 1)"));
+    CHECK(run(TRAIN " %s", "--ema -0.5") == 2 && output_contains("bad --ema -0.5"));
+    CHECK(run(TRAIN " %s", "--crop-padding -1") == 2 && output_contains("bad --crop-padding -1"));
+    CHECK(run(TRAIN " %s", "--crop-padding 15 --limit-train 64") == 2 &&
+          output_contains("bad --crop-padding 15 (expected 0..14, half the height of the 28x28"));
+    CHECK(run(EVAL " %s", "--help") == 0 && output_contains("--raw-weights"));
     CHECK(run(TRAIN " %s", "--dataset fashion-mnist --data /nonexistent") == 1 &&
           output_contains("/nonexistent"));
     CHECK(run(EVAL " %s", "--checkpoint /nonexistent.safetensors") == 1 &&
@@ -130,6 +274,8 @@ int main(void)
     RUN(test_bad_flags);
     RUN(test_short_run_learns);
     RUN(test_resume_is_bit_exact);
+    RUN(test_ema);
+    RUN(test_augment_28x28);
     RUN(test_divergence_keeps_last_checkpoint);
     RUN(test_resnets_on_cifar_format);
     runner_end(test_failures);

@@ -6,7 +6,8 @@
  *   - SIGTERM at a random moment: snn-train finishes the step, saves, exits 75, and the resumed
  *     run ends bit-identical to an unbroken one (checkpoint and metrics);
  *   - SIGKILL after a --checkpoint-every checkpoint: the resumed run ends bit-identical too, and
- *     the dead run's lock is taken over as stale;
+ *     the dead run's lock is taken over as stale; likewise with --ema (the weights' moving
+ *     average resumes from mid-epoch);
  *   - a second signal ends the process at once (killed by it), leaving the last checkpoint;
  *   - a second run into a folder in use is refused, naming the first;
  *   - sizes that cannot fit are refused before anything is allocated, with both numbers;
@@ -134,13 +135,14 @@ static void test_sigterm_then_resume(void)
 }
 
 /* SIGKILL (no grace at all) once a mid-epoch checkpoint exists: resuming from it ends
- * bit-identical, and the dead run's lock is found stale. */
-static void test_kill_then_resume(void)
+ * bit-identical to `unbroken` (run with the same `flags`), and the dead run's lock is found
+ * stale. */
+static void kill_then_resume(const char *flags, const char *unbroken, const char *name)
 {
     char dir[400], args[1600], ckpt[600];
-    snprintf(dir, sizeof dir, "%s/killed", tmp);
+    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
     path_of(ckpt, sizeof ckpt, dir, "checkpoint.safetensors");
-    snprintf(args, sizeof args, COMMON " --epochs 2 --checkpoint-every 4 --out %s", dir);
+    snprintf(args, sizeof args, COMMON "%s --epochs 2 --checkpoint-every 4 --out %s", flags, dir);
     pid_t pid = spawn(TRAIN, args, "killed.txt");
     CHECK(pid > 0 && wait_for_log(pid, "killed.txt", "steps/epoch", 120.0));
     struct timespec pause = {0, 5 * 1000 * 1000};
@@ -148,11 +150,23 @@ static void test_kill_then_resume(void)
     kill(pid, SIGKILL);
     int code = reap(pid);
     CHECK(code == 128 + SIGKILL || code == 0);
-    snprintf(args, sizeof args, COMMON " --epochs 2 --out %s --resume %s", dir, ckpt);
+    snprintf(args, sizeof args, COMMON "%s --epochs 2 --out %s --resume %s", flags, dir, ckpt);
     CHECK(run(TRAIN " %s", args) == 0);
     CHECK(code == 0 || output_contains("was stale"));
-    CHECK(same_checkpoint(straight, dir));
-    CHECK(same_metrics(straight, dir));
+    CHECK(same_checkpoint(unbroken, dir));
+    CHECK(same_metrics(unbroken, dir));
+}
+
+static void test_kill_then_resume(void) { kill_then_resume("", straight, "killed"); }
+
+/* The same with --ema: the moving average (saved as "ema." tensors) resumes mid-epoch exactly. */
+static void test_kill_then_resume_ema(void)
+{
+    char unbroken[400], args[1600];
+    snprintf(unbroken, sizeof unbroken, "%s/straight_ema", tmp);
+    snprintf(args, sizeof args, COMMON " --ema 0.9 --epochs 2 --out %s", unbroken);
+    CHECK(run(TRAIN " %s", args) == 0 && output_contains("(EMA weights)"));
+    kill_then_resume(" --ema 0.9", unbroken, "killed_ema");
 }
 
 /* Two signals: the second one ends the run at once, killed by it, without a new checkpoint. */
@@ -307,6 +321,7 @@ int main(void)
     RUN(test_straight_run);
     RUN(test_sigterm_then_resume);
     RUN(test_kill_then_resume);
+    RUN(test_kill_then_resume_ema);
     RUN(test_second_signal);
     RUN(test_folder_lock);
     RUN(test_sizes_refused);
