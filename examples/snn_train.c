@@ -89,7 +89,7 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
     int64_t next_plain = total / 10 > 0 ? total / 10 : 1;
     next_plain *= done / next_plain + 1;
     const snn_model_config *config = snn_model_config_of(model);
-    bool mse = strcmp(o->loss, "mse") == 0;
+    bool mse = strcmp(o->loss, "mse") == 0, tet = strcmp(o->loss, "tet") == 0;
     double start = now_seconds(), start0 = start, last_draw = 0.0;
     float *pred = malloc((size_t)o->batch_size * sizeof *pred);
     snn_status status = SNN_OK;
@@ -108,8 +108,17 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
         snn_module_zero_grad(model);
         snn_tensor *x, *y, *loss = NULL;
         status = snn_batch_to_device(&batch, device, &x, &y);
-        snn_tensor *out = status == SNN_OK ? snn_module_forward(model, x) : NULL;
-        if (out) loss = mse ? snn_mse_loss(out, snn_one_hot(y, config->classes)) : snn_cross_entropy(out, y);
+        snn_tensor *out = NULL;
+        if (status == SNN_OK && tet) {
+            /* TET: the loss sees every step's output; predictions are still their mean over T */
+            snn_tensor *steps = snn_model_forward_steps(model, x); // (T, N, classes)
+            out = steps ? snn_mean(steps, 0, false) : NULL;
+            if (out) loss = snn_tet_loss(steps, y, o->tet_lambda, SNN_TET_PHI, o->label_smoothing);
+        } else if (status == SNN_OK) {
+            out = snn_module_forward(model, x); // (N, classes), the mean over T
+            if (out && mse) loss = snn_mse_loss(out, snn_one_hot(y, config->classes));
+            else if (out) loss = snn_cross_entropy_smooth(out, y, o->label_smoothing);
+        }
         /* --activity-penalty: loss + LAMBDA * penalty is what is minimised; loss alone is logged */
         snn_tensor *penalty = loss && o->activity_penalty > 0.0f ? snn_activity_penalty(model) : NULL;
         snn_tensor *objective = penalty ? snn_add(loss, snn_scale(penalty, o->activity_penalty)) : loss;
@@ -257,6 +266,7 @@ int main(int argc, char **argv)
         config.hidden = o.hidden;
         if (o.width) config.width_base = o.width;
         config.spiking_readout = strcmp(o.loss, "mse") == 0;
+        config.dropout = o.dropout;
         config.seed = (uint64_t)o.seed;
         if (strcmp(o.encoding, "poisson") == 0) config.encoding = SNN_ENCODING_POISSON;
         else if (strcmp(o.encoding, "direct") != 0) {

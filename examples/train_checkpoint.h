@@ -210,6 +210,11 @@ static UNUSED int train_resume_read(train_options *o, snn_metadata *meta, snn_mo
     }
     start->epoch = strtoll(e, NULL, 10);
     o->model = snn_model_kind_name(config->kind);
+    if (o->dropout > 0.0f && o->dropout != config->dropout) { /* the model is the checkpoint's */
+        fprintf(stderr, "snn-train: --resume %s has --dropout %g; leave --dropout out (or give "
+                "the same value) to continue it\n", o->resume, (double)config->dropout);
+        return 2;
+    }
     const char *trained_with = snn_metadata_get(meta, "snn.train.optimizer");
     if (trained_with && strcmp(trained_with, o->optimizer) != 0) {
         fprintf(stderr, "snn-train: --resume %s was trained with --optimizer %s, not %s; the "

@@ -29,6 +29,9 @@ typedef struct train_options {
     train_dist_options dist;
     float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
     float ema;                    /* decay of the weights' moving average (nn/ema.c); 0: off */
+    float label_smoothing;        /* eps of the cross-entropy's smoothed targets; 0: off */
+    float tet_lambda;             /* --loss tet: weight of TET's MSE regulariser */
+    float dropout;                /* CNN / DVS net classifier dropout, one mask over T; 0: off */
 } train_options;
 
 static UNUSED train_options train_defaults(void)
@@ -41,6 +44,7 @@ static UNUSED train_options train_defaults(void)
         .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f, .lr = 1e-3f,
         .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
         .downsample = 1, .world_size = 1, .crop_padding = 4, .ema = 0.0f,
+        .label_smoothing = 0.0f, .tet_lambda = SNN_TET_LAMBDA, .dropout = 0.0f,
     };
 }
 
@@ -77,7 +81,10 @@ static UNUSED int train_option_table(train_options *o, option *table)
         {"--encoding", OPT_STRING, &o->encoding, "direct, poisson (event data sets: their frames)"},
         {"--split-by", OPT_STRING, &o->split_by, "event data sets: cut each sample into T frames by event number or time"},
         {"--downsample", OPT_INT, &o->downsample, "event data sets: sum k x k sensor pixels into one frame pixel"},
-        {"--loss", OPT_STRING, &o->loss, "ce (cross-entropy on the time-mean output) or mse (firing rate vs one-hot)"},
+        {"--loss", OPT_STRING, &o->loss, "ce (cross-entropy on the time-mean output), tet (cross-entropy at every step, Deng et al. 2022) or mse (firing rate vs one-hot)"},
+        {"--label-smoothing", OPT_FLOAT, &o->label_smoothing, "ce / tet: EPS of the smoothed targets, as PyTorch's label_smoothing (0: off)"},
+        {"--tet-lambda", OPT_FLOAT, &o->tet_lambda, "--loss tet: weight of its MSE regulariser pulling each step's outputs to 1"},
+        {"--dropout", OPT_FLOAT, &o->dropout, "cnn / dvsnet: dropout P before fc1 and fc2, one mask per sample for all T steps (0: off)"},
         {"--epochs", OPT_INT, &o->epochs, "epochs to train (in all, counting resumed ones)"},
         {"--batch-size", OPT_INT, &o->batch_size, "batch size"},
         {"--optimizer", OPT_STRING, &o->optimizer, "sgd, adam, adamw"},
@@ -141,8 +148,23 @@ static UNUSED int train_options_check(const train_options *o, snn_schedule *sche
         fprintf(stderr, "snn-train: bad --crop-padding %d (expected >= 0)\n", o->crop_padding);
         return 2;
     }
-    if (strcmp(o->loss, "ce") && strcmp(o->loss, "mse")) {
-        fprintf(stderr, "snn-train: bad --loss '%s' (expected ce or mse)\n", o->loss);
+    if (strcmp(o->loss, "ce") && strcmp(o->loss, "tet") && strcmp(o->loss, "mse")) {
+        fprintf(stderr, "snn-train: bad --loss '%s' (expected ce, tet or mse)\n", o->loss);
+        return 2;
+    }
+    if (!(o->label_smoothing >= 0.0f && o->label_smoothing < 1.0f) ||
+        (o->label_smoothing > 0.0f && strcmp(o->loss, "mse") == 0)) {
+        fprintf(stderr, "snn-train: bad --label-smoothing %g (expected 0 <= EPS < 1, with --loss "
+                "ce or tet)\n", (double)o->label_smoothing);
+        return 2;
+    }
+    if (!(o->tet_lambda >= 0.0f && o->tet_lambda <= 1.0f)) {
+        fprintf(stderr, "snn-train: bad --tet-lambda %g (expected 0..1: the loss is (1 - LAMBDA) "
+                "x the per-step cross-entropy + LAMBDA x the MSE term)\n", (double)o->tet_lambda);
+        return 2;
+    }
+    if (!(o->dropout >= 0.0f && o->dropout < 1.0f)) {
+        fprintf(stderr, "snn-train: bad --dropout %g (expected 0 <= P < 1)\n", (double)o->dropout);
         return 2;
     }
     if (strcmp(o->optimizer, "sgd") && strcmp(o->optimizer, "adam") && strcmp(o->optimizer, "adamw")) {
