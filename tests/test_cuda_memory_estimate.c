@@ -57,6 +57,11 @@ static void test_estimate_against_measured(void)
     cases[n++] = probe_make("cnn w32 T4 N1024 eval", SNN_MODEL_SPIKING_CNN, 32, 4, 1024, false, 0);
     cases[n++] = probe_make("resnet50 w16 T2 N32 adam", SNN_MODEL_RESNET50, 16, 2, 32, true, 2);
     cases[n++] = probe_make("sew-resnet34 w32 T2 N32 sgd", SNN_MODEL_SEW_RESNET34, 32, 2, 32, true, 1);
+    /* a ResNet-18 converted from its QANN, at its T* = 51 (4 levels): snn-ann2snn's dense run */
+    cases[n] = probe_make("converted resnet18 w64 T51 N8", SNN_MODEL_RESNET18, 64, 51, 8, false, 0);
+    cases[n].config.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+    cases[n].config.neuron.levels = 4;
+    cases[n++].config.encoding = SNN_ENCODING_FIRST_STEP;
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {
