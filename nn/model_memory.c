@@ -39,8 +39,8 @@
  *                is the estimate. This replaced "every gradient for the whole step", which the
  *                pool made 60-70% too high for training steps.
  *   overhead     fixed per device: the CPU SGEMM's packing buffer per thread; on CUDA the
- *                context's scratch plus SNN_CUDA_HEADROOM for what cuBLAS and lazily loaded
- *                kernels take outside snn_alloc
+ *                context's scratch and cuBLAS's workspace (both from snn_alloc) plus
+ *                SNN_CUDA_HEADROOM for what lazily loaded kernels take outside snn_alloc
  *
  * A network converted from a QANN (snn_ann_to_snn: first-step encoding, ST-BIF neurons) is
  * walked with the layers the conversion puts in (nn/ann2snn.c), for evaluation only (it is not
@@ -66,10 +66,11 @@
 #include "tensor/error.h"
 #include "tensor/gemm.h"
 
-/* What cuBLAS (its workspace, 32 MiB on Hopper), the kernels CUDA loads on first use and the
- * driver's allocation granularity take on the GPU outside snn_alloc: a round margin. */
+/* What the kernels CUDA loads on first use and the driver's allocation granularity take on the
+ * GPU outside snn_alloc: a round margin. */
 #define SNN_CUDA_HEADROOM ((double)(256u << 20))
 #define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* tensor/cuda_common.cuh */
+#define SNN_CUDA_BLAS_WORKSPACE ((double)(32u << 20)) /* tensor/cuda_common.cuh */
 
 /* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
  * the DVS net at most 40. */
@@ -471,7 +472,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     if (device == SNN_CPU) {
         out->overhead = (double)(snn_get_num_threads() + 1) * (double)snn_gemm_pack_bytes_cpu();
     } else {
-        out->overhead = SNN_CUDA_CONTEXT_SCRATCH + SNN_CUDA_HEADROOM;
+        out->overhead = SNN_CUDA_CONTEXT_SCRATCH + SNN_CUDA_BLAS_WORKSPACE + SNN_CUDA_HEADROOM;
     }
     out->total = out->parameters + out->gradients + out->optimizer + out->step + out->overhead;
     /* host memory besides the data: all of it on the CPU; for CUDA the model is built on the
