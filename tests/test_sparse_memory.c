@@ -146,6 +146,43 @@ done:
     snn_module_free(b);
 }
 
+/* Event frames (T, N, C, H, W) are sliced along N: each step's first images, copied. */
+static void test_event_frames_sliced(void)
+{
+    enum { T = 3, B = 3 };
+    snn_model_config c = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    c.encoding = SNN_ENCODING_EVENTS, c.time_steps = T, c.in_channels = 2;
+    c.height = c.width = 34, c.width_base = 8, c.hidden = 16;
+    snn_rng rng;
+    snn_rng_seed(&rng, 9);
+    snn_module *a = snn_model_new(&c, &rng);
+    snn_rng_seed(&rng, 9);
+    snn_module *b = snn_model_new(&c, &rng);
+    snn_tensor *x = snn_tensor_new(SNN_SHAPE(T, B, 2, 34, 34), SNN_CPU);
+    float dense[B * 10], sparse[B * 10];
+    if (!a || !b || !x) goto done;
+    for (int64_t i = 0; i < x->numel; i++) x->data[i] = snn_rng_uniform(&rng) < 0.3f ? 1.0f : 0.0f;
+    snn_module_train(a, false);
+    CHECK(dense_step(a, x, dense));
+    snn_sparse_report whole, sliced;
+    snn_sparse_options o = quiet(SNN_SPARSE_EVENT, 0);
+    CHECK_OK(snn_sparsify(a, &x, 1, &o, &whole));
+    o.max_images = 2; /* slices of 2 and 1 */
+    CHECK_OK(snn_sparsify(b, &x, 1, &o, &sliced));
+    CHECK(whole.count == 1 && sliced.count == 1);
+    if (whole.count == 1 && sliced.count == 1) {
+        CHECK(whole.layers[0].firing_rate == sliced.layers[0].firing_rate);
+        CHECK(whole.layers[0].silent_planes == sliced.layers[0].silent_planes);
+        CHECK(sliced.layers[0].max_abs_diff == 0.0);
+    }
+    CHECK(dense_step(b, x, sparse));
+    CHECK(memcmp(dense, sparse, sizeof dense) == 0);
+done:
+    snn_tensor_free(x);
+    snn_module_free(a);
+    snn_module_free(b);
+}
+
 /* snn-ann2snn's sequence - evaluate at growing T, then sparsify at T* - on a device of 2.9x its
  * largest dense step, as the H100 was (79 GiB against 27 GiB at T = 64, batch 64). */
 static void test_on_a_small_device(void)
@@ -205,6 +242,7 @@ int main(void)
     snn_set_num_threads(2);
     RUN(test_pass_within_estimate);
     RUN(test_slices);
+    RUN(test_event_frames_sliced);
     RUN(test_on_a_small_device);
     RUN(test_bad_arguments);
     return test_finish();
