@@ -323,9 +323,12 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
         snn_module_free(qann);
         return code;
     }
+    /* the images one step holds: a batch, or the whole split when it is smaller */
+    const int train_batch = train_set->count < o->batch_size ? (int)train_set->count : o->batch_size;
+    const int test_batch = test->count < o->batch_size ? (int)test->count : o->batch_size;
     if (!o->checkpoint) {
         snn_memory_estimate e;
-        if (snn_model_memory_estimate(&config, o->batch_size, device, true, 2, &e) != SNN_OK ||
+        if (snn_model_memory_estimate(&config, train_batch, device, true, 2, &e) != SNN_OK ||
             snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
             snn_module_free(qann);
             return fail("memory");
@@ -417,7 +420,7 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
     for (int i = 0; i < n_T && exit_code == 0; i++) {
         const snn_model_config at_T = converted_config(&config, Ts[i]);
         if (snn_model_set_time_steps(snn, Ts[i]) != SNN_OK ||
-            reserve_step(&at_T, o->batch_size, device, false) != SNN_OK ||
+            reserve_step(&at_T, test_batch, device, false) != SNN_OK ||
             run_set(snn, test_loader, device, classes, &s) != SNN_OK) {
             exit_code = fail("SNN evaluation");
             break;
