@@ -205,7 +205,8 @@ static __attribute__((unused)) int run_memory_sparse_images(const char *program,
     }
     if (avail < 0 || host_avail < 0) {
         fprintf(stderr, "%s: note: cannot tell how much %s memory is available (%s); the sparse "
-                "pass's size is not checked\n", program, avail < 0 ? dev : "host", snn_last_error());
+                "pass's size is not checked\n", program, avail < 0 ? dev : "host",
+                snn_last_error());
         return batch;
     }
     /* the largest images per forward that fit both, by bisection (the estimate grows with it) */
@@ -227,8 +228,9 @@ static __attribute__((unused)) int run_memory_sparse_images(const char *program,
         return batch;
     }
     if (lo > 0) {
-        fprintf(stderr, "%s: memory: a calibration batch of %d images at T = %d needs about %s of %s "
-                "memory, %s is available%s: calibration runs %d images at a time (about %s)\n",
+        fprintf(stderr, "%s: memory: a calibration batch of %d images at T = %d needs about %s "
+                "of %s memory, %s is available%s: calibration runs %d images at a time (about "
+                "%s)\n",
                 program, batch, config->time_steps, run_bytes(e.total - held, b[0], 32), dev,
                 run_bytes(avail, b[1], 32), capped ? " under SNN_MEMORY_LIMIT" : "", lo,
                 run_bytes(need_lo, b[2], 32));

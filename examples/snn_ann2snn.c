@@ -324,7 +324,8 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
         return code;
     }
     /* the images one step holds: a batch, or the whole split when it is smaller */
-    const int train_batch = train_set->count < o->batch_size ? (int)train_set->count : o->batch_size;
+    const int train_batch = train_set->count < o->batch_size ? (int)train_set->count
+                                                             : o->batch_size;
     const int test_batch = test->count < o->batch_size ? (int)test->count : o->batch_size;
     if (!o->checkpoint) {
         snn_memory_estimate e;

@@ -5,10 +5,11 @@
  * Finding. One forward of the first image of the first calibration batch in grad mode records
  * the tape (the parameters require grad, so every conv and neuron records a node). One image:
  * the tape's structure does not depend on the batch, and a tape keeps what backward would need
- * (ST-BIF's membranes, ...), so at the whole batch this forward was the largest step of the pass
- * (a converted ResNet-18 at T = 51 and 64 images: ~30 GB; one image: ~0.5 GB). From the output, every node
- * is visited once; for a "snn_conv2d" node whose weight (inputs[1]) is a Conv2d module's weight,
- * its input is followed back through ops that keep a silent channel silent: "snn_max_pool2d",
+ * (ST-BIF's membranes, ...), so at the whole batch this forward was the largest step of the
+ * pass (a converted ResNet-18 at T = 51 and 64 images: ~30 GB; one image: ~0.5 GB).
+ * From the output, every node is visited once; for a "snn_conv2d" node whose weight (inputs[1])
+ * is a Conv2d module's weight, its input is followed back through ops that keep a silent
+ * channel silent: "snn_max_pool2d",
  * "snn_flatten", "snn_reshape", a view without a node (detach: its base), eval dropout (which
  * returns its input, so it leaves no trace), and a converted SNN's running max-pool (its output
  * plane at step t is zero where its input plane is: neurons/running_pool.c). The walk succeeds

@@ -34,7 +34,7 @@ static cublasHandle_t context_blas;
 static int context_sm_count;
 static std::atomic<int> precision{SNN_PRECISION_FP32};
 static void *scratch;          /* SNN_CUDA_SCRATCH_BYTES on the device, from snn_alloc */
-static void *blas_workspace;   /* SNN_CUDA_BLAS_WORKSPACE_BYTES, from snn_alloc; NULL: cuBLAS's own */
+static void *blas_workspace;   /* SNN_CUDA_BLAS_WORKSPACE_BYTES from snn_alloc (NULL: cuBLAS's) */
 
 extern "C" void snn_cuda_fail(const char *what, const char *file, int line, const char *message)
 {

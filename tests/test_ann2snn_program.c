@@ -159,10 +159,12 @@ static void test_memory(void)
     lif.time_steps = 256;
     CHECK_OK(snn_model_memory_estimate(&lif, 32, SNN_CPU, false, 0, &at256));
     limit_at(0.5 * (at2.total + at256.total), limit, sizeof limit);
-    snprintf(args, sizeof args, "%s " SNN_BIN_DIR "/snn-sparse --checkpoint %s/lif/checkpoint.safetensors "
-             "--T 256 --batch-size 32 --limit-test 32 --threads 2", limit, tmp);
+    snprintf(args, sizeof args, "%s " SNN_BIN_DIR "/snn-sparse --checkpoint "
+             "%s/lif/checkpoint.safetensors --T 256 --batch-size 32 --limit-test 32 --threads 2",
+             limit, tmp);
     CHECK(run("%s", args) == 2);
-    CHECK(output_contains("evaluating cnn at --batch-size 32 needs about") && output_contains("--T"));
+    CHECK(output_contains("evaluating cnn at --batch-size 32 needs about") &&
+          output_contains("--T"));
 }
 
 int main(void)

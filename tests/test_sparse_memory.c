@@ -208,7 +208,7 @@ static void test_on_a_small_device(void)
     snn_status st = ok ? snn_sparsify(snn, &x, 1, &o, NULL) : SNN_ERR_STATE;
     if (st != SNN_OK) fprintf(stderr, "  snn_sparsify: %s\n", snn_last_error());
     CHECK(st == SNN_OK);
-    fprintf(stderr, "  device %.1f MiB; before the pass %.1f MiB live, at most %.1f MiB during it\n",
+    fprintf(stderr, "  device %.1f MiB; before the pass %.1f MiB live, at most %.1f MiB in it\n",
             (double)device / 1048576.0, (double)before / 1048576.0,
             (double)snn_peak_bytes(SNN_CPU) / 1048576.0);
     /* the pass took little beyond what the T = 64 step left: the prepared weights, and no

@@ -160,7 +160,8 @@ static void test_arena_growth(void)
 {
     enum { FLOATS = 100000 };
     snn_shutdown(); /* an empty arena */
-    const size_t tensor_bytes = (sizeof(snn_tensor) + 63) / 64 * 64 + (size_t)FLOATS * sizeof(float);
+    const size_t tensor_bytes = (sizeof(snn_tensor) + 63) / 64 * 64 +
+                                (size_t)FLOATS * sizeof(float); /* struct + data, 64-B aligned */
     const size_t mib = (size_t)1 << 20;
     /* 1. from nothing: 1 MiB, 2, 4, ... blocks, merged at the end into one block of what the
      *    step had in use (whole MiB), without the unused ends of the blocks it grew through */
