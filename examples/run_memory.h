@@ -146,8 +146,9 @@ static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
     char b[8][32];
     if (device_ok && host_ok) {
         if (avail >= 0)
-            fprintf(stderr, "%s: memory: about %s of %s memory for the model and one step (%s "
-                    "available%s)\n", p, run_bytes(need, b[0], 32), dev, run_bytes(avail, b[1], 32),
+            fprintf(stderr, "%s: memory: %s: about %s of %s memory for the model and one step "
+                    "(T=%d; %s available%s)\n", p, r->what, run_bytes(need, b[0], 32), dev,
+                    r->config.time_steps, run_bytes(avail, b[1], 32),
                     capped ? " under SNN_MEMORY_LIMIT" : "");
         return 0;
     }
@@ -175,6 +176,78 @@ static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
         fprintf(stderr, "hint: not even --batch-size 1 fits%s%s\n",
                 r->size_flags ? ": lower " : "", r->size_flags ? r->size_flags : "");
     return 2;
+}
+
+/* The sparse pass (snn_sparsify) of a model of `config` (at its T) whose calibration batches
+ * hold `batch` images: the most images per calibration forward (snn_sparse_options.max_images)
+ * whose snn_sparsify_memory_estimate fits the device and the host, `held` bytes of it being
+ * allocated already (the model's parameters, when the model exists). Returns `batch` when the
+ * whole batch fits, fewer with a note saying so, or 0 after printing the refusal - both numbers
+ * and `hint` (what to change) - when not even one image fits. A device that cannot tell its
+ * memory: `batch`, with a note. */
+static __attribute__((unused)) int run_memory_sparse_images(const char *program,
+                                                            const snn_model_config *config,
+                                                            int batch, snn_device device,
+                                                            double held, const char *hint)
+{
+    const char *dev = snn_device_name(device);
+    char b[4][32];
+    double total = 0.0, host_total = 0.0;
+    bool capped = false, host_capped = false;
+    double avail = run_memory_available(program, device, &total, &capped);
+    double host_avail = device == SNN_CPU ? avail : run_memory_available(program, SNN_CPU,
+                                                                         &host_total, &host_capped);
+    if (device == SNN_CPU) host_total = total, host_capped = capped;
+    snn_memory_estimate e;
+    if (snn_sparsify_memory_estimate(config, batch, device, &e) != SNN_OK) {
+        fprintf(stderr, "%s: %s\n", program, snn_last_error());
+        return 0;
+    }
+    if (avail < 0 || host_avail < 0) {
+        fprintf(stderr, "%s: note: cannot tell how much %s memory is available (%s); the sparse "
+                "pass's size is not checked\n", program, avail < 0 ? dev : "host",
+                snn_last_error());
+        return batch;
+    }
+    /* the largest images per forward that fit both, by bisection (the estimate grows with it) */
+    int lo = 0, hi = batch;
+    double need_lo = 0.0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        snn_memory_estimate m;
+        bool fits = snn_sparsify_memory_estimate(config, mid, device, &m) == SNN_OK &&
+                    m.total - held <= RUN_MEMORY_USABLE * avail &&
+                    m.host - (device == SNN_CPU ? held : 0.0) <= RUN_MEMORY_USABLE * host_avail;
+        if (fits) lo = mid, need_lo = m.total - held;
+        else hi = mid - 1;
+    }
+    if (lo == batch) {
+        fprintf(stderr, "%s: memory: the sparse pass at T = %d takes about %s of %s memory (%s "
+                "available%s)\n", program, config->time_steps, run_bytes(need_lo, b[0], 32), dev,
+                run_bytes(avail, b[1], 32), capped ? " under SNN_MEMORY_LIMIT" : "");
+        return batch;
+    }
+    if (lo > 0) {
+        fprintf(stderr, "%s: memory: a calibration batch of %d images at T = %d needs about %s "
+                "of %s memory, %s is available%s: calibration runs %d images at a time (about "
+                "%s)\n",
+                program, batch, config->time_steps, run_bytes(e.total - held, b[0], 32), dev,
+                run_bytes(avail, b[1], 32), capped ? " under SNN_MEMORY_LIMIT" : "", lo,
+                run_bytes(need_lo, b[2], 32));
+        return lo;
+    }
+    snn_memory_estimate one;
+    snn_sparsify_memory_estimate(config, 1, device, &one);
+    const bool on_device = one.total - held > RUN_MEMORY_USABLE * avail;
+    fprintf(stderr, "%s: the sparse pass at T = %d needs about %s of %s memory even at one image "
+            "per calibration forward, but %s has %s available (%s%s); refusing before running "
+            "it.\nhint: %s\n", program, config->time_steps,
+            run_bytes(on_device ? one.total - held : one.host, b[0], 32),
+            on_device ? dev : "host", on_device && device != SNN_CPU ? "the GPU" : "this machine",
+            run_bytes(on_device ? avail : host_avail, b[1], 32),
+            (on_device ? capped : host_capped) ? "SNN_MEMORY_LIMIT; it has " : "of ",
+            run_bytes(on_device ? total : host_total, b[2], 32), hint);
+    return 0;
 }
 
 #endif /* SNN_EXAMPLES_RUN_MEMORY_H */

@@ -17,6 +17,11 @@
  *    QANN logit|, spikes per neuron per image; writes results.csv and accuracy_vs_T.svg to --out;
  * 4. sparsifies the SNN at T* (snn_sparsify; its spikes are -theta, 0 and +theta) and checks that
  *    the sparse SNN predicts exactly what the dense one does.
+ * Before any of it runs, the memory of each part - the QANN's training step, the SNN's
+ * evaluation at the largest T, the sparse pass at T* - is estimated (nn/model_memory.c,
+ * sparse/sparse_memory.c) against what the device has: a size that cannot fit is refused with
+ * both numbers and the flag to change, and the sparse pass calibrates with as many images per
+ * forward as fit. Each part's step arena is given its estimated size up front.
  * Lines starting with "check:" state each target and PASS or MISS.
  */
 #include <math.h>
@@ -161,6 +166,72 @@ static bool logits_equal(const float *snn, const float *qann, int classes)
     return true;
 }
 
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* The configuration of the network snn_ann_to_snn makes from a QANN of configuration `q`, run at
+ * T steps (what nn/ann2snn.c sets), for the memory estimates. */
+static snn_model_config converted_config(const snn_model_config *q, int T)
+{
+    snn_model_config c = *q;
+    c.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+    c.neuron.levels = q->neuron.levels;
+    c.neuron.symmetric = q->neuron.symmetric;
+    c.neuron.surrogate = q->neuron.surrogate;
+    c.encoding = SNN_ENCODING_FIRST_STEP;
+    c.time_steps = T;
+    return c;
+}
+
+/* Before anything long runs: the QANN's training (unless loaded), the SNN's evaluation at the
+ * largest T and the sparse pass at T* must fit the device (the QANN is allocated already).
+ * On a long T the last two are what is large: a ResNet-18 at T = 64 and batch 64 holds ~29 GB
+ * in one evaluation step. Sets *calib_images to the images per calibration forward that fit.
+ * Returns 0, or 2 with the refusal printed. */
+static int check_memory(const options *o, snn_device device, const snn_model_config *qc,
+                        int T_max, int bound, const snn_dataset *train_set,
+                        const snn_dataset *test, int *calib_images)
+{
+    const double image_bytes = 4.0 * ((double)test->channels * test->height * test->width + 1.0);
+    const double per_image = 2.0 * 2.0 * image_bytes; /* two loaders, two batch slots each */
+    const double data = per_image * o->batch_size;
+    char flags[96];
+    snprintf(flags, sizeof flags, qc->kind == SNN_MODEL_SPIKING_CNN ? "--width or --hidden"
+                                                                     : "--width");
+    snn_memory_estimate e;
+    if (!o->checkpoint) { /* Adam: two states per weight */
+        run_memory_request train = {"snn-ann2snn", "training the QANN", flags, *qc,
+                                    o->batch_size, train_set->count, device, true, 2, data, 0.0};
+        if (snn_model_memory_estimate(qc, 1, device, false, 0, &e) == SNN_OK)
+            train.held = e.parameters; /* the QANN exists */
+        if (run_memory_check(&train, per_image, &e)) return 2;
+    }
+    run_memory_request eval = {"snn-ann2snn", "evaluating the converted SNN",
+                               "the largest of --steps (T* is always run)",
+                               converted_config(qc, T_max), o->batch_size, test->count, device,
+                               false, 0, data, 0.0};
+    if (run_memory_check(&eval, per_image, &e)) return 2;
+    *calib_images = 0;
+    if (o->no_sparse) return 0;
+    const int batch = test->count < o->batch_size ? (int)test->count : o->batch_size;
+    const snn_model_config at_bound = converted_config(qc, bound);
+    *calib_images = run_memory_sparse_images("snn-ann2snn", &at_bound, batch, device, 0.0,
+                                             "--no-sparse skips the sparse pass (T* comes from "
+                                             "the model's depth and --levels)");
+    return *calib_images > 0 ? 0 : 2;
+}
+
+/* The step arena of `device` in one block of the estimated step of `config` at `batch`
+ * (evaluation), or of the sparse pass when `sparse`: the step then needs no growth (on CUDA
+ * no block added beside the one held). The check above made sure it fits. */
+static snn_status reserve_step(const snn_model_config *config, int batch, snn_device device,
+                               bool sparse)
+{
+    snn_memory_estimate e;
+    snn_status st = sparse ? snn_sparsify_memory_estimate(config, batch, device, &e)
+                           : snn_model_memory_estimate(config, batch, device, false, 0, &e);
+    return st == SNN_OK ? snn_step_reserve(device, (size_t)e.step) : st;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static int fail(const char *what)
@@ -234,11 +305,34 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
             snn_module_free(qann);
             return 2;
         }
-    } else {
+    }
+    if (!qann) {
         qann = snn_model_new(&config, &rng);
         if (!qann || snn_module_to(qann, device) != SNN_OK) {
             snn_module_free(qann);
             return fail("model");
+        }
+    }
+    /* the T* of this model and the list of T to run; then what they need, before training */
+    const int bound = snn_ann_to_snn_time_bound(qann);
+    int Ts[32];
+    const int n_T = parse_steps(o->steps, bound, Ts, 32); /* >= 1: checked in main */
+    int calib_images = 0;
+    int code = check_memory(o, device, &config, Ts[n_T - 1], bound, train_set, test, &calib_images);
+    if (code) {
+        snn_module_free(qann);
+        return code;
+    }
+    /* the images one step holds: a batch, or the whole split when it is smaller */
+    const int train_batch = train_set->count < o->batch_size ? (int)train_set->count
+                                                             : o->batch_size;
+    const int test_batch = test->count < o->batch_size ? (int)test->count : o->batch_size;
+    if (!o->checkpoint) {
+        snn_memory_estimate e;
+        if (snn_model_memory_estimate(&config, train_batch, device, true, 2, &e) != SNN_OK ||
+            snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
+            snn_module_free(qann);
+            return fail("memory");
         }
         fprintf(stderr, "snn-ann2snn: training the QANN: %s, %d levels%s, on %s (%lld images), %s\n",
                 o->model, o->levels, o->symmetric ? " (symmetric)" : "", o->dataset,
@@ -311,9 +405,6 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
                config.neuron.levels, q_acc, relu_acc, relu_acc - q_acc <= 1.0 ? "PASS" : "MISS");
 
     /* 3. the SNN for each T */
-    const int bound = snn_ann_to_snn_time_bound(qann);
-    int Ts[32];
-    const int n_T = parse_steps(o->steps, bound, Ts, 32); /* >= 1: checked in main */
     snn = snn_ann_to_snn(qann, Ts[0]);
     if (!snn) {
         exit_code = fail("conversion");
@@ -328,7 +419,10 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
     double xs[32], acc[32], agree[32], qline[32];
     double agree_bound = 0.0, exact_bound = 0.0;
     for (int i = 0; i < n_T && exit_code == 0; i++) {
-        if (snn_model_set_time_steps(snn, Ts[i]) != SNN_OK || run_set(snn, test_loader, device, classes, &s) != SNN_OK) {
+        const snn_model_config at_T = converted_config(&config, Ts[i]);
+        if (snn_model_set_time_steps(snn, Ts[i]) != SNN_OK ||
+            reserve_step(&at_T, test_batch, device, false) != SNN_OK ||
+            run_set(snn, test_loader, device, classes, &s) != SNN_OK) {
             exit_code = fail("SNN evaluation");
             break;
         }
@@ -377,19 +471,22 @@ static int compare(const options *o, snn_device device, snn_model_kind kind,
     if (exit_code == 0 && !o->no_sparse) {
         snn_tensor *calib[8] = {0};
         int n_calib = 0;
-        /* calibration runs its batches' forwards at T* in one step: at a ResNet's T* = 51 one
-         * batch of 64 holds ~27 GB on the GPU (an H100 ran out with 8), so long runs take one */
-        const int max_calib = bound > 16 ? 1 : 8;
+        /* each calibration batch (or slice of calib_images of its images: check_memory) runs in
+         * a step of its own, so the pass takes no more memory with 8 batches than with one */
         snn_batch batch;
-        while (n_calib < max_calib && snn_loader_next(test_loader, &batch)) {
+        while (n_calib < 8 && snn_loader_next(test_loader, &batch)) {
             calib[n_calib] = snn_tensor_new(SNN_SHAPE(batch.count, batch.channels, batch.height, batch.width), device);
             if (!calib[n_calib] || snn_tensor_copy_from_host(calib[n_calib], batch.images) != SNN_OK) break;
             n_calib++;
         }
         while (snn_loader_next(test_loader, &batch)) {} /* to the end of the epoch */
         snn_sparse_report report;
+        snn_sparse_options so = snn_sparse_options_default();
+        so.max_images = calib_images;
+        const snn_model_config at_bound = converted_config(&config, bound);
         if (snn_model_set_time_steps(snn, bound) != SNN_OK || n_calib == 0 ||
-            snn_sparsify(snn, calib, n_calib, NULL, &report) != SNN_OK ||
+            reserve_step(&at_bound, calib_images, device, true) != SNN_OK ||
+            snn_sparsify(snn, calib, n_calib, &so, &report) != SNN_OK ||
             run_set(snn, test_loader, device, classes, &s) != SNN_OK) {
             exit_code = fail("sparse SNN");
         } else {

@@ -7,7 +7,9 @@
  *
  * 1. runs the test set with the dense model and keeps every prediction;
  * 2. snn_sparsify with the first --calib-batches batches of the test split (calibration only
- *    measures firing and timings: it changes no output) - prints the decision table;
+ *    measures firing and timings: it changes no output) - prints the decision table; the pass
+ *    is sized first (snn_sparsify_memory_estimate): a calibration batch too large for the
+ *    device at this T runs in slices of fewer images, and one image too many is refused;
  * 3. runs the test set again with the sparse convs, prints both accuracies and whether every
  *    prediction is identical, and the per-layer table with the run-time counters;
  * 4. end to end, dense (the swapped layers switched off) against sparse: latency of one image
@@ -145,6 +147,23 @@ int main(int argc, char **argv)
     const snn_model_config *c = run.config;
     snn_device device = run.device;
     snn_module *model = run.model;
+    /* memory (the model is loaded): the evaluation at this T (checkpoint_run_open checked the
+     * checkpoint's), and the sparse pass: as many images per calibration forward as fit */
+    snn_memory_estimate memory;
+    const double params = snn_model_memory_estimate(c, 1, device, false, 0, &memory) == SNN_OK
+                              ? memory.parameters : 0.0;
+    const double image_bytes = 4.0 * ((double)c->in_channels * c->height * c->width + 1.0);
+    run_memory_request request = {"snn-sparse", "evaluating", "--T", *c, batch_size,
+                                  run.view.count, device, false, 0,
+                                  2.0 * image_bytes * batch_size, params};
+    const int calib_batch = run.view.count < batch_size ? (int)run.view.count : batch_size;
+    int calib_images = 0;
+    if ((T && run_memory_check(&request, 2.0 * image_bytes, &memory)) ||
+        !(calib_images = run_memory_sparse_images("snn-sparse", c, calib_batch, device, params,
+                                                  "lower --T"))) {
+        checkpoint_run_close(&run);
+        return 2;
+    }
     /* what the timings are of: the dense conv's precision (the sparse kernels are fp32) */
     const char *precision = "fp32";
 #ifdef SNN_WITH_CUDA
@@ -193,7 +212,9 @@ int main(int argc, char **argv)
     if (status == 0) {
         printf("\ncalibration (%d batches of the test split):\n", n_calib);
         if (n_calib < 8) printf("  (fewer than 8 batches: the decision rests on little data)\n");
-        if (snn_sparsify(model, calib, n_calib, NULL, &report) != SNN_OK) status = 1;
+        snn_sparse_options so = snn_sparse_options_default();
+        so.max_images = calib_images;
+        if (snn_sparsify(model, calib, n_calib, &so, &report) != SNN_OK) status = 1;
     }
 
     /* 3. sparse: the same, a prediction pass then the timed passes */

@@ -40,8 +40,16 @@
  *                is the estimate. This replaced "every gradient for the whole step", which the
  *                pool made 60-70% too high for training steps.
  *   overhead     fixed per device: the CPU SGEMM's packing buffer per thread; on CUDA the
- *                context's scratch plus SNN_CUDA_HEADROOM for what cuBLAS and lazily loaded
- *                kernels take outside snn_alloc
+ *                context's scratch and cuBLAS's workspace (both from snn_alloc) plus
+ *                SNN_CUDA_HEADROOM for what lazily loaded kernels take outside snn_alloc
+ *
+ * A network converted from a QANN (snn_ann_to_snn: first-step encoding, ST-BIF neurons) is
+ * walked with the layers the conversion puts in (nn/ann2snn.c), for evaluation only (it is not
+ * trained): each batch-norm is a FirstStepBias (one parameter per channel; on the stem a plain
+ * add on the N images, elsewhere snn_add_first_step, a new tensor), the stem runs once on the N
+ * images and snn_first_step places its output at t = 0 of a (T, N, ...) tensor, a max-pool is a
+ * running max-pool (no argmax without a tape), a linear layer with a bias is FirstStepLinear (the
+ * product, then the bias added at t = 0: two tensors), and the readout is the sum over T.
  *
  * How close it is: tests/test_memory_estimate.c builds models, runs one training (or
  * evaluation) step on the CPU and compares: parameters, gradients and optimizer state exactly,
@@ -59,10 +67,11 @@
 #include "tensor/error.h"
 #include "tensor/gemm.h"
 
-/* What cuBLAS (its workspace, 32 MiB on Hopper), the kernels CUDA loads on first use and the
- * driver's allocation granularity take on the GPU outside snn_alloc: a round margin. */
+/* What the kernels CUDA loads on first use and the driver's allocation granularity take on the
+ * GPU outside snn_alloc: a round margin. */
 #define SNN_CUDA_HEADROOM ((double)(256u << 20))
 #define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* tensor/cuda_common.cuh */
+#define SNN_CUDA_BLAS_WORKSPACE ((double)(32u << 20)) /* tensor/cuda_common.cuh */
 
 /* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
  * the DVS net at most 40. */
@@ -71,10 +80,12 @@
 typedef struct walk {
     const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
     bool training;           /* a tape: saved tensors, nodes and gradients */
+    bool converted;          /* a network converted from a QANN (first-step encoding) */
     double align;            /* the arena's rounding of each device allocation */
     double device;           /* step bytes on the device */
     double host;             /* step bytes in the host arena: tensor structs, tape nodes */
     double workspace;        /* the largest conv workspace */
+    double largest;          /* the largest single device allocation */
     double forward_peak;     /* the most the arena held during a conv of the forward */
     double params, trainable;/* elements */
     /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
@@ -92,7 +103,12 @@ static double struct_bytes(void) { return round_up((double)sizeof(snn_tensor), 6
 static double node_bytes(void) { return round_up((double)sizeof(snn_node), 64.0) + 192.0; }
 
 /* One device allocation of `numel` 4-byte elements. */
-static void alloc(walk *w, double numel) { w->device += round_up(4.0 * numel, w->align); }
+static void alloc(walk *w, double numel)
+{
+    const double bytes = round_up(4.0 * numel, w->align);
+    w->device += bytes;
+    if (bytes > w->largest) w->largest = bytes;
+}
 
 /* A step tensor that never gets a gradient (the input batch, labels, argmax, one-hot). */
 static void constant(walk *w, double numel)
@@ -210,6 +226,10 @@ static int conv(walk *w, int in, double images, int cin, int cout, int k, int st
 
 static int batchnorm(walk *w, int in, double numel, int channels)
 {
+    if (w->converted) { /* FirstStepBias: the folded shift, added into a new tensor */
+        param(w, channels, true);
+        return output(w, numel, in, -1);
+    }
     param(w, 2.0 * channels, true);   /* weight, bias */
     param(w, 2.0 * channels, false);  /* running mean, running var */
     int out = output(w, numel, in, -1);
@@ -237,14 +257,17 @@ static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, dou
 static int max_pool(walk *w, int in, double out_numel)
 {
     int out = output(w, out_numel, in, -1);
-    alloc(w, out_numel); /* int32 argmax */
+    if (!w->converted || w->training) alloc(w, out_numel); /* int32 argmax (a running max-pool:
+                                                               only for a tape) */
     return out;
 }
 
 static int linear(walk *w, int in, double rows, double in_features, int out_features)
 {
     param(w, in_features * out_features + out_features, true);
-    return output(w, rows * out_features, in, -1);
+    int out = output(w, rows * out_features, in, -1);
+    if (w->converted) out = output(w, rows * out_features, out, -1); /* + b at t = 0 */
+    return out;
 }
 
 /* Dropout shared over T (snn_dropout_shared) on (T, N, F) with `per_sample` = F: in training
@@ -281,12 +304,14 @@ static int stem(walk *w, const snn_model_config *c, double T, double N, int widt
                 int *wd, double *per_image)
 {
     double images = N;
+    const bool once = c->encoding == SNN_ENCODING_DIRECT || c->encoding == SNN_ENCODING_FIRST_STEP;
     if (c->encoding == SNN_ENCODING_POISSON) constant(w, T * N * c->in_channels * *h * *wd);
-    if (c->encoding != SNN_ENCODING_DIRECT) images = T * N;
+    if (!once) images = T * N;
     int x = conv(w, -1, images, c->in_channels, width, 3, 1, 1, h, wd); /* the input: no grad */
     *per_image = (double)width * *h * *wd;
+    if (w->converted) w->host += struct_bytes(); /* the bias reshaped to (C, 1, 1): a view */
     x = batchnorm(w, x, images * *per_image, width);
-    if (c->encoding == SNN_ENCODING_DIRECT) x = output(w, T * N * *per_image, x, -1); /* repeat */
+    if (once) x = output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
 }
 
@@ -403,10 +428,11 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn, c ? "out" : "config");
     memset(out, 0, sizeof *out);
     const bool cnn = c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET;
-    if (c->encoding == SNN_ENCODING_FIRST_STEP)
+    const bool converted = c->encoding == SNN_ENCODING_FIRST_STEP;
+    if (converted && training)
         return snn_error(SNN_ERR_UNSUPPORTED, "%s: a network converted from a QANN (first-step "
-                         "encoding) is not covered: its layers are not the builders' (nn/ann2snn.c); "
-                         "hint: it runs inference only; size it by its QANN's configuration", fn);
+                         "encoding) runs inference only; hint: estimate its evaluation (training "
+                         "false), or train its QANN", fn);
     if (batch_size < 1 || c->time_steps < 1 || c->width_base < 1 || c->in_channels < 1 ||
         c->height < 1 || c->width < 1 || c->classes < 1 || optimizer_states < 0 ||
         (cnn && c->hidden < 1))
@@ -424,6 +450,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     walk w = {0};
     w.k = snn_kernels_for(device);
     w.training = training;
+    w.converted = converted;
     w.align = device == SNN_CPU ? 64.0 : 256.0;
     double T = c->time_steps, N = batch_size;
 
@@ -434,7 +461,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     int x = c->kind == SNN_MODEL_SPIKING_CNN ? walk_cnn(&w, c, T, N)
           : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(&w, c, T, N)
                                              : walk_resnet(&w, c, T, N);
-    x = output(&w, N * c->classes, x, -1); /* readout: the mean over T */
+    x = output(&w, N * c->classes, x, -1); /* readout: the mean over T (converted: the sum) */
     if (c->spiking_readout) {   /* MSE of the rate against one-hot: one_hot, sub, square, a
                                    reshape to one dim, its mean */
         constant(&w, N * c->classes);
@@ -453,6 +480,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     out->gradients = training ? 4.0 * w.trainable : 0.0;
     out->optimizer = training ? 4.0 * w.trainable * optimizer_states : 0.0;
     out->workspace = w.workspace;
+    out->largest_tensor = w.largest;
     out->gradient_pool = gradient_pool_bytes(&w);
     /* training: backward runs the largest workspace with everything the forward made held;
      * eval: the workspace is given back after each conv, so the high-water is the larger of the
@@ -463,7 +491,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     if (device == SNN_CPU) {
         out->overhead = (double)(snn_get_num_threads() + 1) * (double)snn_gemm_pack_bytes_cpu();
     } else {
-        out->overhead = SNN_CUDA_CONTEXT_SCRATCH + SNN_CUDA_HEADROOM;
+        out->overhead = SNN_CUDA_CONTEXT_SCRATCH + SNN_CUDA_BLAS_WORKSPACE + SNN_CUDA_HEADROOM;
     }
     out->total = out->parameters + out->gradients + out->optimizer + out->step + out->overhead;
     /* host memory besides the data: all of it on the CPU; for CUDA the model is built on the

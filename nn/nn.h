@@ -352,6 +352,7 @@ typedef struct snn_memory_estimate {
     double optimizer;         /**< bytes: optimizer state (training only) */
     double step;              /**< bytes: the step arena's high-water mark, plus gradient_pool */
     double workspace;         /**< bytes: the largest conv workspace (part of `step`) */
+    double largest_tensor;    /**< bytes: the largest single tensor of the step (part of `step`) */
     double gradient_pool;     /**< bytes: the step pool's blocks for the gradients of
                                    activations (training only; part of `step`, not of the arena:
                                    snn_step_reserve the step less this) */
@@ -363,8 +364,10 @@ typedef struct snn_memory_estimate {
 
 /** Estimates into *out one step of `config` at `batch_size` on `device`: training (a tape,
  * gradients and `optimizer_states` tensors per weight: 0 plain SGD, 1 SGD with momentum, 2 Adam)
- * or evaluation (no tape). Needs no model and allocates nothing. SNN_ERR_ARGUMENT (message set,
- * *out zeroed) for NULL pointers or sizes below 1. */
+ * or evaluation (no tape). Needs no model and allocates nothing. A network converted from a QANN
+ * (snn_ann_to_snn's config: first-step encoding) is estimated with its own layers, for
+ * evaluation only (training it: SNN_ERR_UNSUPPORTED). SNN_ERR_ARGUMENT (message set, *out
+ * zeroed) for NULL pointers or sizes below 1. */
 snn_status snn_model_memory_estimate(const snn_model_config *config, int batch_size,
                                      snn_device device, bool training, int optimizer_states,
                                      snn_memory_estimate *out);

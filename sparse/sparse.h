@@ -113,6 +113,13 @@ typedef struct snn_sparse_options {
     bool allow_event;          /**< consider the event-driven kernel too (true) */
     FILE *log;                 /**< where the decision table goes (stdout); NULL-able via quiet */
     bool quiet;                /**< print nothing */
+    int max_images;            /**< calibration runs at most this many images of a batch per
+                                    forward, each slice a step of its own (0: whole batches).
+                                    A no-grad step holds the whole forward until it ends, so this
+                                    bounds the pass's memory (snn_sparsify_memory_estimate);
+                                    timings and statistics add up over the slices. On CUDA the
+                                    timings (and the fallback for batches under half the
+                                    calibrated size) are then those of a slice. */
 } snn_sparse_options;
 
 /** The defaults listed in snn_sparse_options. */
@@ -154,11 +161,12 @@ typedef struct snn_sparse_report {
                                               the union of the operands' activities */
 } snn_sparse_report;
 
-/** Finds every Conv2d fed by spikes (one calibration forward with a tape, walked from the output:
- * conv <- max-pool / flatten / reshape / views / eval dropout / residual sums <- neuron layers),
- * swaps each for a
+/** Finds every Conv2d fed by spikes (one calibration forward with a tape, of the first image of
+ * batch 0, walked from the output: conv <- max-pool / flatten / reshape / views / eval dropout /
+ * residual sums <- neuron layers), swaps each for a
  * SparseConv2d holding the same weight tensor under the same name, then runs the batches
- * (n_batches >= 1; 8 or more recommended) without a tape to time dense and sparse on the real
+ * (n_batches >= 1; 8 or more recommended) without a tape - each batch, or each slice of
+ * options->max_images of its images, in a step of its own - to time dense and sparse on the real
  * tensors and pick each layer's path. The model is put in eval mode. Must be called in grad
  * mode (it opens and closes its own steps; batches may be OWNED tensors or STEP tensors of an
  * enclosing step). report may be NULL. Calling it again re-calibrates the swapped layers.
@@ -167,6 +175,16 @@ typedef struct snn_sparse_report {
  * forward (a batch of the wrong shape or device). */
 snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_batches,
                         const snn_sparse_options *options, snn_sparse_report *report);
+
+/** What snn_sparsify needs on `device` for a model of `config` (at its time steps) whose
+ * calibration forwards take `images` images each (a batch, or options.max_images): fills *out
+ * as snn_model_memory_estimate does for an evaluation step, with `step` the pass's largest step
+ * (a calibration forward plus one sparse kernel's output and scratch, or the one-image forward
+ * with a tape that finds the convs) and `overhead` grown by the prepared weights (sparse_memory.c
+ * says how each part is bounded). Needs no model, allocates nothing. SNN_ERR_ARGUMENT for NULL
+ * pointers or images < 1; the errors of snn_model_memory_estimate. */
+snn_status snn_sparsify_memory_estimate(const snn_model_config *config, int images,
+                                        snn_device device, snn_memory_estimate *out);
 
 /** Fills *report from the SparseConv2d modules of `model` (counters since calibration
  * included). */

@@ -2,10 +2,14 @@
  * sparsify.c - snn_sparsify: find spike-fed convs on the tape, swap them for SparseConv2d
  * modules, calibrate, decide, report.
  *
- * Finding. One forward of the first calibration batch in grad mode records the tape (the
- * parameters require grad, so every conv and neuron records a node). From the output, every node
- * is visited once; for a "snn_conv2d" node whose weight (inputs[1]) is a Conv2d module's weight,
- * its input is followed back through ops that keep a silent channel silent: "snn_max_pool2d",
+ * Finding. One forward of the first image of the first calibration batch in grad mode records
+ * the tape (the parameters require grad, so every conv and neuron records a node). One image:
+ * the tape's structure does not depend on the batch, and a tape keeps what backward would need
+ * (ST-BIF's membranes, ...), so at the whole batch this forward was the largest step of the
+ * pass (a converted ResNet-18 at T = 51 and 64 images: ~30 GB; one image: ~0.5 GB).
+ * From the output, every node is visited once; for a "snn_conv2d" node whose weight (inputs[1])
+ * is a Conv2d module's weight, its input is followed back through ops that keep a silent
+ * channel silent: "snn_max_pool2d",
  * "snn_flatten", "snn_reshape", a view without a node (detach: its base), eval dropout (which
  * returns its input, so it leaves no trace), and a converted SNN's running max-pool (its output
  * plane at step t is zero where its input plane is: neurons/running_pool.c). The walk succeeds
@@ -21,6 +25,12 @@
  * that takes over the OWNED weight (and bias) tensors, so parameter names, checkpoints and
  * optimizers see the same tensors, and points at its source neuron layer(s).
  *
+ * Calibrating. Each batch runs without a tape in a step of its own, or in slices of at most
+ * options->max_images images, each a step of its own: a no-grad step still holds every
+ * activation of the forward until it ends, T x images of them, so the slice is what bounds the
+ * pass's memory (snn_sparsify_memory_estimate sizes it). Statistics and timings add up over the
+ * slices as over batches.
+ *
  * The SparseConv2d module itself (forward, fallbacks, what calibration measures) is in
  * sparse_module.c; this file decides from those measurements: a layer goes sparse where its
  * best sparse time < max_ratio (0.8) x dense time.
@@ -28,6 +38,7 @@
 #include <string.h>
 
 #include "sparse_module.h"
+#include "tensor/arena.h"
 #include "tensor/error.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -171,13 +182,57 @@ static snn_status collect_nodes(snn_tensor *out, walk *w)
     return st;
 }
 
-/* Runs batch 0 with a tape and lists the spike-fed Conv2d modules. */
+/* ---------------------------------------------------------------------------------------------
+ * Slices of a calibration batch
+ * ------------------------------------------------------------------------------------------- */
+
+/* The axis of a batch that counts images: 0 for (N, C, H, W) images, 1 for (T, N, C, H, W) event
+ * frames; -1 when the model's input is not known (a module not made by snn_model_new) or the
+ * batch does not have that shape (its forward then reports it): such a batch is not sliced. */
+static int image_axis(const snn_module *model, const snn_tensor *batch)
+{
+    const snn_model_config *c = snn_model_config_of(model);
+    if (!c) return -1;
+    const int axis = c->encoding == SNN_ENCODING_EVENTS ? 1 : 0;
+    return batch->shape.ndim == 4 + axis && batch->shape.dim[axis] >= 1 ? axis : -1;
+}
+
+/* Images [first, first + count) of `batch` as a STEP tensor of the open step: (count, C, H, W)
+ * images share the batch's memory (a view of its rows); (T, count, C, H, W) event frames are
+ * copied step by step. The batch itself when the slice is all of it or axis < 0. */
+static snn_tensor *batch_slice(snn_tensor *batch, int axis, int64_t first, int64_t count)
+{
+    if (axis < 0 || (first == 0 && count == batch->shape.dim[axis])) return batch;
+    snn_shape shape = batch->shape;
+    shape.dim[axis] = count;
+    int64_t inner = 1; /* floats per image (per frame of an image) */
+    for (int d = axis + 1; d < shape.ndim; d++) inner *= shape.dim[d];
+    if (axis == 0) {
+        snn_tensor *t = snn_step_alloc("snn_sparsify", sizeof *t, SNN_CPU);
+        if (!t) return NULL;
+        *t = (snn_tensor){.data = batch->data + first * inner, .shape = shape,
+                          .numel = snn_shape_numel(shape), .device = batch->device,
+                          .lifetime = SNN_STEP, .base = batch->base ? batch->base : batch};
+        return t;
+    }
+    snn_tensor *t = snn_step_tensor("snn_sparsify", shape, batch->device);
+    const snn_kernels *k = t ? snn_kernels_for(batch->device) : NULL;
+    if (!k) return NULL;
+    const int64_t images = batch->shape.dim[1];
+    for (int64_t step = 0; step < shape.dim[0]; step++)
+        k->copy(t->data + step * count * inner, batch->data + (step * images + first) * inner,
+                (size_t)(count * inner) * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+    return t;
+}
+
+/* Runs the first image of batch 0 with a tape and lists the spike-fed Conv2d modules. */
 static snn_status find_convs(snn_module *model, snn_tensor *batch, const tree *t, found *out,
                              int *n_out, snn_sparse_report *rep)
 {
     snn_status st = snn_step_begin();
     if (st != SNN_OK) return st;
-    snn_tensor *y = snn_module_forward(model, batch);
+    snn_tensor *one = batch_slice(batch, image_axis(model, batch), 0, 1);
+    snn_tensor *y = one ? snn_module_forward(model, one) : NULL;
     walk w = {0};
     if (!y) st = snn_last_status();
     if (st == SNN_OK) st = collect_nodes(y, &w);
@@ -248,7 +303,7 @@ static snn_status swap_conv(tree *t, const found *f)
 
 snn_sparse_options snn_sparse_options_default(void)
 {
-    return (snn_sparse_options){0.8, SNN_SPARSE_AUTO, true, NULL, false};
+    return (snn_sparse_options){0.8, SNN_SPARSE_AUTO, true, NULL, false, 0};
 }
 
 static int percentile95(const int64_t *hist, int C)
@@ -417,14 +472,24 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
         st = swap_conv(&t, &list[i]);
 
     /* calibration: no tape; every SparseConv2d of the model (also from an earlier call) */
+    bool sliced = false;
     if (st == SNN_OK) {
         set_calibrating(&t, true);
         snn_no_grad_begin();
         for (int b = 0; st == SNN_OK && b < n_batches; b++) {
-            st = snn_step_begin();
-            if (st != SNN_OK) break;
-            if (!snn_module_forward(model, batches[b])) st = snn_last_status();
-            snn_step_end();
+            const int axis = image_axis(model, batches[b]);
+            const int64_t images = axis < 0 ? 1 : batches[b]->shape.dim[axis];
+            const int64_t slice = axis >= 0 && o.max_images > 0 && o.max_images < images
+                                      ? o.max_images : images;
+            for (int64_t first = 0; st == SNN_OK && first < images; first += slice) {
+                st = snn_step_begin();
+                if (st != SNN_OK) break;
+                snn_tensor *x = batch_slice(batches[b], axis, first,
+                                            images - first < slice ? images - first : slice);
+                if (!x || !snn_module_forward(model, x)) st = snn_last_status();
+                snn_step_end();
+                sliced |= slice < images;
+            }
         }
         snn_no_grad_end();
         set_calibrating(&t, false);
@@ -439,8 +504,10 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
     rep->residual_sum_fed = sums;
     if (log) {
         fprintf(log, "snn_sparsify: %d of %d convs are spike-fed and swapped (%d of them through a "
-                "residual sum: union mask); %d calibration batches on %s\n", rep->count, convs, sums,
+                "residual sum: union mask); %d calibration batches on %s", rep->count, convs, sums,
                 n_batches, snn_device_name(batches[0]->device));
+        if (sliced) fprintf(log, ", run %d images at a time", o.max_images);
+        fprintf(log, "\n");
         snn_sparse_print_report(rep, log);
     }
     return SNN_OK;

@@ -3,7 +3,9 @@
  *
  * As Lua's lua_Alloc, the caller passes the size back on free, so the counters need no header
  * in front of each block: live bytes and peak bytes per device, and a test hook that makes the
- * n-th allocation fail, so tests can prove that every failure path frees what it took.
+ * n-th allocation fail, so tests can prove that every failure path frees what it took, and a
+ * cap on the live bytes of a device, so that a test can run a program as if on a smaller device
+ * (an 80 GB GPU, scaled down) and see it fail where the device would.
  * Host blocks are 64-byte aligned (one cache line, a full AVX-512 vector).
  * Counters are atomic: the data loader's prefetch thread allocates too.
  */
@@ -20,6 +22,7 @@ static _Atomic size_t live_bytes[SNN_NUM_DEVICES];
 static _Atomic size_t peak_bytes[SNN_NUM_DEVICES];
 static _Atomic uint64_t allocations;
 static _Atomic uint64_t fail_countdown; /* 0: off; 1: the next allocation fails */
+static _Atomic size_t live_limit[SNN_NUM_DEVICES]; /* 0: none */
 
 static void *host_alloc(size_t bytes)
 {
@@ -41,6 +44,8 @@ void *snn_alloc(size_t bytes, snn_device device)
 {
     SNN_ASSERT(device == SNN_CPU || device == SNN_CUDA);
     if (injected_failure()) return NULL;
+    const size_t limit = atomic_load(&live_limit[device]);
+    if (limit && (bytes > limit || atomic_load(&live_bytes[device]) > limit - bytes)) return NULL;
     void *p = NULL;
     if (device == SNN_CPU) {
         p = host_alloc(bytes);
@@ -77,3 +82,8 @@ size_t snn_peak_bytes(snn_device device) { return atomic_load(&peak_bytes[device
 void snn_reset_peak_bytes(snn_device device) { atomic_store(&peak_bytes[device], atomic_load(&live_bytes[device])); }
 uint64_t snn_alloc_count(void) { return atomic_load(&allocations); }
 void snn_alloc_fail_after(uint64_t n) { atomic_store(&fail_countdown, n); }
+void snn_alloc_limit(snn_device device, size_t bytes)
+{
+    SNN_ASSERT(device == SNN_CPU || device == SNN_CUDA);
+    atomic_store(&live_limit[device], bytes);
+}

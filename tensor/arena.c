@@ -24,13 +24,16 @@ typedef struct arena {
     int current;      /* index of the block being filled; -1 before the first allocation */
     size_t used;      /* bytes used in blocks[current] */
     size_t below;     /* bytes in the blocks before blocks[current] (all of them count as used) */
-    size_t high_water;/* most bytes in use at once since the last coalesce */
+    size_t in_use;    /* bytes handed out and not given back: the sum of the (aligned) sizes,
+                         without the unused ends of the blocks left behind */
+    size_t high_water;/* most in_use at once since the last coalesce */
     size_t last_peak; /* high_water of the last outermost step */
+    size_t grown;     /* size of the last block added in this outermost step; 0: none yet */
 } arena;
 
 typedef struct mark {
     int current;
-    size_t used, below;
+    size_t used, below, in_use;
 } mark;
 
 typedef struct frame {
@@ -89,14 +92,72 @@ static void profile_record(const char *fn, size_t bytes, snn_device device, int 
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-static int replace_block(arena *a, int i, size_t size, snn_device device)
+static size_t reserved_bytes(const arena *a)
 {
-    void *p = snn_alloc(size, device);
-    if (!p) return 0;
-    if (a->blocks[i].base) snn_free(a->blocks[i].base, a->blocks[i].size, device);
-    a->blocks[i].base = p;
-    a->blocks[i].size = size;
-    return 1;
+    size_t total = 0;
+    for (int i = 0; i < a->nblocks; i++) total += a->blocks[i].size;
+    return total;
+}
+
+/* Gives back blocks[from..nblocks). Only blocks past the current one, which hold nothing: the
+ * arena is a stack, so everything in them was given back by a step end or a scratch release. */
+static void release_blocks_from(arena *a, int from, snn_device device)
+{
+    SNN_ASSERT(from > a->current);
+    for (int i = from; i < a->nblocks; i++) {
+        snn_free(a->blocks[i].base, a->blocks[i].size, device);
+        a->blocks[i] = (block){NULL, 0};
+    }
+    a->nblocks = from;
+}
+
+/* The size of a new block for `need` bytes. Within one outermost step the blocks it adds
+ * double (1 MiB, 2, 4, ... from an empty arena), so a step that grows from nothing takes
+ * O(log) blocks and reserves at most about twice what it uses. But the first block a step
+ * adds beyond what it started with - the one block that earlier steps were merged into -
+ * starts at an eighth of that, not at twice it: the step holds the old block (its tensors
+ * live there) while it fills the new one, and doubling the old block made a step that needs
+ * H + 1 byte hold 3 H (on an 80 GB GPU, a 29 GB arena asked for another 58 GB and failed). */
+static size_t grow_size(const arena *a, size_t need)
+{
+    size_t size = a->grown ? (a->grown <= SIZE_MAX / 2 ? 2 * a->grown : SIZE_MAX)
+                           : reserved_bytes(a) / 8;
+    if (size < FIRST_BLOCK_BYTES) size = FIRST_BLOCK_BYTES;
+    return size > need ? size : need;
+}
+
+/* Appends a block of `size` bytes, or when that cannot be had of half that, and so on down to
+ * `need` (a full device should still give a step the bytes it asks for). *tried: `size`. */
+static bool add_block(arena *a, size_t size, size_t need, snn_device device, size_t *tried)
+{
+    *tried = size;
+    for (;;) {
+        void *p = snn_alloc(size, device);
+        if (p) {
+            a->blocks[a->nblocks++] = (block){p, size};
+            a->grown = size;
+            return true;
+        }
+        if (size == need) return false;
+        size = size / 2 > need ? size / 2 : need;
+    }
+}
+
+/* Moves the arena on to a block after the current one with room for `need` bytes: the next
+ * block when it is large enough, else a new block. A next block that is too small is given
+ * back before its replacement is taken, so the two are never held together. */
+static bool next_block(arena *a, size_t need, snn_device device, size_t *tried)
+{
+    const int next = a->current + 1;
+    const size_t size = grow_size(a, need); /* before any release: it reads what is held */
+    *tried = 0;
+    if (next < a->nblocks && a->blocks[next].size < need) release_blocks_from(a, next, device);
+    if (next == a->nblocks && (next == MAX_BLOCKS || !add_block(a, size, need, device, tried)))
+        return false;
+    a->below += a->current >= 0 ? a->blocks[a->current].size : 0;
+    a->current = next;
+    a->used = 0;
+    return true;
 }
 
 void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
@@ -106,42 +167,34 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
                               "%s: no step is open; hint: wrap forward, backward and update in "
                               "snn_step_begin() ... snn_step_end()", fn);
     arena *a = &arenas[device];
-    size_t need = align_up(bytes ? bytes : 1, device == SNN_CPU ? HOST_ALIGN : DEVICE_ALIGN);
-    if (a->current >= 0 && a->used + need <= a->blocks[a->current].size) {
-        void *p = a->blocks[a->current].base + a->used;
-        if (profiling) profile_record(fn, need, device, a->current, a->used);
-        a->used += need;
-        if (a->below + a->used > a->high_water) a->high_water = a->below + a->used;
-        if (a->below + a->used > profile_high_water[device])
-            profile_high_water[device] = a->below + a->used;
-        return p;
-    }
-    /* Move on to the next block, growing or adding one if it is too small. */
-    int next = a->current + 1;
-    size_t last = a->current >= 0 ? a->blocks[a->current].size : FIRST_BLOCK_BYTES / 2;
-    size_t size = need > 2 * last ? need : 2 * last;
-    if (next < a->nblocks && a->blocks[next].size < need) {
-        if (!replace_block(a, next, size, device)) goto out_of_memory;
-    } else if (next == a->nblocks) {
-        if (next == MAX_BLOCKS) goto out_of_memory;
-        a->blocks[next].base = NULL;
-        if (!replace_block(a, next, size, device)) goto out_of_memory;
-        a->nblocks++;
-    }
-    a->below += a->current >= 0 ? a->blocks[a->current].size : 0;
-    a->current = next;
-    a->used = need;
-    if (profiling) profile_record(fn, need, device, next, 0);
-    if (a->below + a->used > a->high_water) a->high_water = a->below + a->used;
-    if (a->below + a->used > profile_high_water[device])
-        profile_high_water[device] = a->below + a->used;
-    return a->blocks[next].base;
+    const size_t align = device == SNN_CPU ? HOST_ALIGN : DEVICE_ALIGN;
+    size_t tried = 0;
+    if (bytes > SIZE_MAX / 2) goto out_of_memory;
+    const size_t need = align_up(bytes ? bytes : 1, align);
+    if ((a->current < 0 || a->used + need > a->blocks[a->current].size) &&
+        !next_block(a, need, device, &tried))
+        goto out_of_memory;
+    void *p = a->blocks[a->current].base + a->used;
+    if (profiling) profile_record(fn, need, device, a->current, a->used);
+    a->used += need;
+    a->in_use += need;
+    if (a->in_use > a->high_water) a->high_water = a->in_use;
+    if (a->in_use > profile_high_water[device]) profile_high_water[device] = a->in_use;
+    return p;
 
 out_of_memory:
+    if (a->nblocks == MAX_BLOCKS && !tried)
+        return snn_error_null(SNN_ERR_MEMORY, "%s: out of %s memory (asked for %zu bytes; the "
+                              "step arena has all its %d blocks, %zu bytes, %zu in use)", fn,
+                              snn_device_name(device), bytes, MAX_BLOCKS, reserved_bytes(a),
+                              a->in_use);
+    /* name the block the arena asked for too: it is what did not fit, not the caller's bytes */
     return snn_error_null(SNN_ERR_MEMORY,
-                          "%s: out of %s memory (asked for %zu bytes; the step arena holds %zu "
-                          "bytes, %zu live in all)", fn, snn_device_name(device), bytes,
-                          snn_arena_reserved_bytes(device), snn_live_bytes(device));
+                          "%s: out of %s memory (asked for %zu bytes; the step arena, holding "
+                          "%zu bytes in %d blocks with %zu in use, could not add a block of %zu "
+                          "bytes, nor a smaller one down to the bytes asked for; %zu live in all)",
+                          fn, snn_device_name(device), bytes, reserved_bytes(a), a->nblocks,
+                          a->in_use, tried ? tried : bytes, snn_live_bytes(device));
 }
 
 snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device)
@@ -191,23 +244,25 @@ snn_status snn_step_begin(void)
         f->marks[d].current = arenas[d].current;
         f->marks[d].used = arenas[d].used;
         f->marks[d].below = arenas[d].below;
+        f->marks[d].in_use = arenas[d].in_use;
     }
     f->tape_head = snn_tape_head;
     return SNN_OK;
 }
 
 /* After the outermost step: merge a multi-block arena into one block as large as the most the
- * step had in use at once (not the sum of the blocks, which doubled as they were added). */
+ * step had in use at once (not the sum of the blocks, which doubled as they were added, nor
+ * their unused ends: in one block the step's allocations lie end to end). The old blocks are
+ * given back before the new one is taken. */
 static void coalesce(arena *a, snn_device device)
 {
-    size_t high_water = a->high_water;
-    a->last_peak = high_water;
+    a->last_peak = a->high_water;
     a->high_water = 0;
+    a->grown = 0;
     if (a->nblocks <= 1) return;
-    size_t total = (high_water + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB */
-    for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, device);
-    a->nblocks = 0;
-    void *p = snn_alloc(total, device);
+    size_t total = (a->last_peak + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB */
+    release_blocks_from(a, 0, device);
+    void *p = total ? snn_alloc(total, device) : NULL;
     if (p) { /* on failure the arena simply starts empty again */
         a->blocks[0].base = p;
         a->blocks[0].size = total;
@@ -223,6 +278,7 @@ void snn_step_end(void)
         arenas[d].current = f->marks[d].current;
         arenas[d].used = f->marks[d].used;
         arenas[d].below = f->marks[d].below;
+        arenas[d].in_use = f->marks[d].in_use;
         if (depth == 0) {
             /* Device work queued in this step may still read arena memory that the next step
              * will overwrite; the single stream orders that, so no synchronisation is needed. */
@@ -230,6 +286,7 @@ void snn_step_end(void)
             arenas[d].current = -1;
             arenas[d].used = 0;
             arenas[d].below = 0;
+            arenas[d].in_use = 0;
         }
     }
     snn_tape_head = f->tape_head;
@@ -251,12 +308,7 @@ bool snn_step_is_open(uint64_t id)
     return false;
 }
 
-size_t snn_arena_reserved_bytes(snn_device device)
-{
-    size_t total = 0;
-    for (int i = 0; i < arenas[device].nblocks; i++) total += arenas[device].blocks[i].size;
-    return total;
-}
+size_t snn_arena_reserved_bytes(snn_device device) { return reserved_bytes(&arenas[device]); }
 
 snn_status snn_step_reserve(snn_device device, size_t bytes)
 {
@@ -269,8 +321,7 @@ snn_status snn_step_reserve(snn_device device, size_t bytes)
     arena *a = &arenas[device];
     size_t size = (bytes + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB, as coalesce */
     if (size == 0 || (a->nblocks >= 1 && a->blocks[0].size >= size)) return SNN_OK;
-    for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, device);
-    a->nblocks = 0;
+    release_blocks_from(a, 0, device); /* first: the old and the new are not held together */
     void *p = snn_alloc(size, device);
     if (!p)
         return snn_error(SNN_ERR_MEMORY, "%s: out of %s memory for a step arena of %zu bytes "
@@ -293,17 +344,16 @@ void snn_arena_release_all(void)
     snn_step_pool_release_all();
     for (int d = 0; d < SNN_NUM_DEVICES; d++) {
         arena *a = &arenas[d];
-        for (int i = 0; i < a->nblocks; i++) snn_free(a->blocks[i].base, a->blocks[i].size, (snn_device)d);
-        a->nblocks = 0;
-        a->current = -1;
-        a->used = a->below = a->high_water = a->last_peak = 0;
+        a->current = -1; /* no step is open: every block is free */
+        release_blocks_from(a, 0, (snn_device)d);
+        a->used = a->below = a->in_use = a->high_water = a->last_peak = a->grown = 0;
     }
 }
 
 snn_step_scratch snn_step_scratch_mark(snn_device device)
 {
     const arena *a = &arenas[device];
-    return (snn_step_scratch){a->current, a->used, a->below};
+    return (snn_step_scratch){a->current, a->used, a->below, a->in_use};
 }
 
 void snn_step_scratch_release(snn_device device, snn_step_scratch at)
@@ -315,6 +365,7 @@ void snn_step_scratch_release(snn_device device, snn_step_scratch at)
     a->current = at.current;
     a->used = at.used;
     a->below = at.below;
+    a->in_use = at.in_use;
 }
 
 void snn_arena_profile(bool on)

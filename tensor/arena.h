@@ -4,9 +4,11 @@
  * One arena per device. snn_step_begin() records where each arena's top is; snn_step_end()
  * moves the tops back, which releases every tensor, saved buffer and tape node made inside the
  * step in O(1). Blocks are kept for the next step, and when the outermost step ends with the
- * arena spread over several blocks they are merged into one block of the total size, so from
- * the second step on a training loop makes no allocation at all (no cudaMalloc in the steady
- * state on CUDA: this arena is the caching allocator).
+ * arena spread over several blocks they are merged into one block of the most the step had in
+ * use at once, so from the second step on a training loop makes no allocation at all (no
+ * cudaMalloc in the steady state on CUDA: this arena is the caching allocator). A later step
+ * that needs more than that block adds blocks starting at an eighth of it (arena.c,
+ * grow_size), and a block is always given back before its replacement is taken.
  */
 #ifndef SNN_ARENA_H
 #define SNN_ARENA_H
@@ -36,7 +38,7 @@ snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape);
  * on the one stream, so the next op may safely reuse the bytes). */
 typedef struct snn_step_scratch {
     int current;
-    size_t used, below;
+    size_t used, below, in_use;
 } snn_step_scratch;
 
 snn_step_scratch snn_step_scratch_mark(snn_device device);

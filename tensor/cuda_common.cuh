@@ -46,6 +46,10 @@ void *snn_cuda_scratch(size_t bytes);
 
 /* Capacity of the reduction scratch: reductions size their partial sums to fit it. */
 #define SNN_CUDA_SCRATCH_BYTES ((size_t)8 << 20)
+/* cuBLAS's workspace, handed to it from snn_alloc so that snn_live_bytes counts it (cuBLAS
+ * would otherwise take its own, outside the accounting): NVIDIA's recommended size for Hopper,
+ * more than the 4 MiB it recommends for earlier GPUs. */
+#define SNN_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 
 #define SNN_CUDA_CHECK(call)                                                                 \
     do {                                                                                     \

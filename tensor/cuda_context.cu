@@ -9,6 +9,11 @@
  * cudaMemcpy somewhere or by another library, waits for it and is waited for, so a stray call
  * that forgets snn_cuda_stream() is slow rather than racy.
  *
+ * Device memory: all of it through snn_alloc, so that snn_live_bytes sees it - the reduction
+ * scratch and cuBLAS's workspace too (cublasSetWorkspace; without it cuBLAS allocates its own,
+ * uncounted). What stays outside is the CUDA context itself and the kernel images the driver
+ * loads (a few hundred MB, fixed; SNN_CUDA_HEADROOM in nn/model_memory.c).
+ *
  * Everything is created lazily on first use (a program that never touches the GPU pays
  * nothing) and released by snn_cuda_shutdown(), after which first use creates it again.
  * Creation is guarded by a mutex: the data loader's thread may ask for the device count.
@@ -29,6 +34,7 @@ static cublasHandle_t context_blas;
 static int context_sm_count;
 static std::atomic<int> precision{SNN_PRECISION_FP32};
 static void *scratch;          /* SNN_CUDA_SCRATCH_BYTES on the device, from snn_alloc */
+static void *blas_workspace;   /* SNN_CUDA_BLAS_WORKSPACE_BYTES from snn_alloc (NULL: cuBLAS's) */
 
 extern "C" void snn_cuda_fail(const char *what, const char *file, int line, const char *message)
 {
@@ -85,6 +91,12 @@ static void context_init(void)
     SNN_CUDA_CHECK(cudaStreamCreateWithFlags(&context_stream, cudaStreamDefault));
     SNN_CUBLAS_CHECK(cublasCreate(&context_blas));
     SNN_CUBLAS_CHECK(cublasSetStream(context_blas, context_stream));
+    /* after cublasSetStream, which resets the workspace to cuBLAS's own pool. A device too full
+     * for it (or a test's injected failure) leaves cuBLAS its own: slower to account, not wrong. */
+    blas_workspace = snn_alloc(SNN_CUDA_BLAS_WORKSPACE_BYTES, SNN_CUDA);
+    if (blas_workspace)
+        SNN_CUBLAS_CHECK(cublasSetWorkspace(context_blas, blas_workspace,
+                                            SNN_CUDA_BLAS_WORKSPACE_BYTES));
     /* alpha and beta are host floats in every call */
     SNN_CUBLAS_CHECK(cublasSetPointerMode(context_blas, CUBLAS_POINTER_MODE_HOST));
     apply_math_mode();
@@ -194,6 +206,8 @@ extern "C" void snn_cuda_shutdown(void)
     }
     std::lock_guard<std::mutex> lock(context_mutex);
     SNN_CUBLAS_CHECK(cublasDestroy(context_blas));
+    snn_free(blas_workspace, SNN_CUDA_BLAS_WORKSPACE_BYTES, SNN_CUDA); /* the stream is synced */
+    blas_workspace = NULL;
     SNN_CUDA_CHECK(cudaStreamDestroy(context_stream));
     context_blas = NULL;
     context_stream = NULL;

@@ -186,13 +186,15 @@ size_t snn_arena_reserved_bytes(snn_device device);
  * first step whose size is known ahead (nn.h: snn_model_memory_estimate, its step less its
  * gradient_pool) fits in it. Without it the first step grows the arena block by block (1 MiB,
  * then doubling), which reserves up to twice what the step uses until the step ends: on CUDA,
- * where cudaMalloc reserves for real, that can fail a step that fits. SNN_ERR_STATE inside a
- * step, SNN_ERR_ARGUMENT for a bad device, SNN_ERR_MEMORY (arena left empty) when the block
- * cannot be had. */
+ * where cudaMalloc reserves for real, that can fail a step that fits. (A step that outgrows the
+ * block of earlier steps adds blocks from an eighth of that block up, doubling.) The blocks held
+ * before are given back first. SNN_ERR_STATE inside a step, SNN_ERR_ARGUMENT for a bad device,
+ * SNN_ERR_MEMORY (arena left empty) when the block cannot be had. */
 snn_status snn_step_reserve(snn_device device, size_t bytes);
 /** The most bytes the arena of `device` had in use at once during the last outermost step (0
- * before the first). With one block (after snn_step_reserve, or from the second step on) that
- * is exactly what the step allocated there at its high-water mark. The gradients of
+ * before the first): what the step's allocations took at their high-water mark, end to end,
+ * without the unused ends of blocks it grew through - the size of one block that holds the step
+ * (the arena merges into a block of this size when the step ends). The gradients of
  * activations are not in it: their data come from a pool beside the arena that gives each back
  * as soon as backward is done with it (tensor/step_pool.c). */
 size_t snn_step_peak_bytes(snn_device device);
@@ -220,6 +222,9 @@ void snn_reset_peak_bytes(snn_device device);
 uint64_t snn_alloc_count(void);
 /** Test hook: the n-th allocation from now (1 = the next) fails; 0 turns it off. */
 void snn_alloc_fail_after(uint64_t n);
+/** Test hook: an allocation on `device` that would take its live bytes above `bytes` fails, as
+ * on a device of that size (0 turns it off). */
+void snn_alloc_limit(snn_device device, size_t bytes);
 
 /* ---------------------------------------------------------------------------------------------
  * Errors

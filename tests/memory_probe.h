@@ -44,7 +44,9 @@ typedef struct probe_result {
     double device_used;       /* CUDA, as_snn_train: free memory before - after (else 0) */
 } probe_result;
 
-/* A case of `kind` at width `width`, T `T` (the other fields: the model's defaults). */
+/* A case of `kind` at width `width`, T `T` (the other fields: the model's defaults). A case
+ * whose config has first-step encoding and ST-BIF neurons is the network snn_ann_to_snn makes
+ * from the QANN of the same kind and sizes (evaluation only). */
 static inline probe_case probe_make(const char *name, snn_model_kind kind, int width, int T,
                                     int batch, bool training, int optimizer_states)
 {
@@ -71,7 +73,21 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
                         snn_device_memory(device, &free_before, &size) == SNN_OK;
     snn_rng rng;
     snn_rng_seed(&rng, 1);
-    snn_module *model = snn_model_new(c, &rng);
+    snn_module *model = NULL;
+    if (c->encoding == SNN_ENCODING_FIRST_STEP) {
+        /* a converted network: its QANN (same kind and sizes, qclip, T = 1), converted */
+        snn_model_config q = *c;
+        q.neuron = snn_neuron_config_default(SNN_NEURON_QCLIP);
+        q.neuron.levels = c->neuron.levels;
+        q.neuron.symmetric = c->neuron.symmetric;
+        q.time_steps = 1;
+        q.encoding = SNN_ENCODING_DIRECT;
+        snn_module *qann = snn_model_new(&q, &rng);
+        model = qann ? snn_ann_to_snn(qann, c->time_steps) : NULL;
+        snn_module_free(qann);
+    } else {
+        model = snn_model_new(c, &rng);
+    }
     bool ok = model && snn_module_to(model, device) == SNN_OK;
     snn_optimizer *opt = NULL;
     if (ok && pc->training) {

@@ -39,8 +39,8 @@ static void test_total_as_snn_train(void)
 
 static void test_estimate_against_measured(void)
 {
-    probe_case cases[16];
-    snn_precision precision[16] = {SNN_PRECISION_FP32};
+    probe_case cases[20];
+    snn_precision precision[20] = {SNN_PRECISION_FP32};
     int n = 0;
     cases[n++] = probe_make("cnn w32 T4 N128 adam", SNN_MODEL_SPIKING_CNN, 32, 4, 128, true, 2);
     cases[n] = probe_make("cnn w128 T4 N128 mse sgd", SNN_MODEL_SPIKING_CNN, 128, 4, 128, true, 1);
@@ -74,6 +74,11 @@ static void test_estimate_against_measured(void)
     cases[n] = probe_make("dvsnet 128x128 w32 T8 N16 dropout", SNN_MODEL_DVS_NET, 32, 8, 16, true, 2);
     cases[n].config.dropout = 0.5f;
     n++;
+    /* a ResNet-18 converted from its QANN, at its T* = 51 (4 levels): snn-ann2snn's dense run */
+    cases[n] = probe_make("converted resnet18 w64 T51 N8", SNN_MODEL_RESNET18, 64, 51, 8, false, 0);
+    cases[n].config.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+    cases[n].config.neuron.levels = 4;
+    cases[n++].config.encoding = SNN_ENCODING_FIRST_STEP;
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {

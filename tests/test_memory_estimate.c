@@ -3,7 +3,8 @@
  * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW) and the DVS
  * net, direct, Poisson and event-frame input, IF / LIF / PLIF / ST-BIF and the ANN activations
  * ReLU / QCLIP, the CNNs with dropout, cross-entropy and MSE, SGD (with and
- * without momentum) and Adam, training and evaluation:
+ * without momentum) and Adam, training and evaluation, and the networks snn_ann_to_snn converts
+ * from QANNs (first-step encoding, evaluation):
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
  *     reserved for the gradients of activations, and at most STEP_SLACK above it (the table
@@ -23,7 +24,7 @@
  * means an op saves less than nn/model_memory.c thinks: follow it there. */
 #define STEP_SLACK 1.05
 
-static probe_case cases[24];
+static probe_case cases[32];
 static int n_cases;
 
 static void add(probe_case c) { cases[n_cases++] = c; }
@@ -84,6 +85,20 @@ static void make_cases(void)
     c = probe_make("cnn w16 T2 N16 dropout eval", SNN_MODEL_SPIKING_CNN, 16, 2, 16, false, 0);
     c.config.dropout = 0.5f;
     add(c);
+    /* converted from QANNs (nn/ann2snn.c): first-step input and biases, running max-pools */
+    static const struct { const char *name; snn_model_kind kind; int width, T, N; } conv[] = {
+        {"converted cnn w8 T9 N4", SNN_MODEL_SPIKING_CNN, 8, 9, 4},
+        {"converted resnet18 w4 T5 N2", SNN_MODEL_RESNET18, 4, 5, 2},
+        {"converted sew-resnet18 w2 T3 N3", SNN_MODEL_SEW_RESNET18, 2, 3, 3},
+        {"converted resnet50 w2 T2 N2", SNN_MODEL_RESNET50, 2, 2, 2},
+    };
+    for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++) {
+        c = probe_make(conv[i].name, conv[i].kind, conv[i].width, conv[i].T, conv[i].N, false, 0);
+        c.config.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+        c.config.neuron.levels = 4;
+        c.config.encoding = SNN_ENCODING_FIRST_STEP;
+        add(c);
+    }
 }
 
 static void test_estimate_against_measured(void)
@@ -145,11 +160,13 @@ static void test_absurd_and_bad_sizes(void)
     c.time_steps = 0;
     CHECK(snn_model_memory_estimate(&c, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
     CHECK(snn_model_memory_estimate(NULL, 1, SNN_CPU, true, 2, &e) == SNN_ERR_ARGUMENT);
-    /* a converted network's layers are not the builders': refused, not guessed */
+    /* a converted network runs inference only: its training is refused, not guessed */
     snn_model_config fs = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
     fs.encoding = SNN_ENCODING_FIRST_STEP;
-    CHECK(snn_model_memory_estimate(&fs, 1, SNN_CPU, false, 0, &e) == SNN_ERR_UNSUPPORTED);
+    fs.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
+    CHECK(snn_model_memory_estimate(&fs, 1, SNN_CPU, true, 0, &e) == SNN_ERR_UNSUPPORTED);
     CHECK(strstr(snn_last_error(), "converted") != NULL);
+    CHECK_OK(snn_model_memory_estimate(&fs, 1, SNN_CPU, false, 0, &e));
     /* the step grows with the batch and with T; evaluation needs less than training */
     snn_model_config d = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
     snn_memory_estimate a, b, t, ev;

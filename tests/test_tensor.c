@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "snn.h"
+#include "tensor/arena.h"
 #include "test.h"
 
 static void test_shapes(void)
@@ -141,6 +142,74 @@ static void test_arena_reuse(void)
     CHECK(snn_arena_reserved_bytes(SNN_CPU) >= 20u * 50000u * sizeof(float));
 }
 
+/* One step of `count` tensors of `floats` floats each (the CPU arena holds struct and data);
+ * true when all were had. */
+static bool arena_step(int count, int64_t floats)
+{
+    bool ok = snn_step_begin() == SNN_OK;
+    for (int i = 0; ok && i < count; i++) ok = snn_empty(SNN_SHAPE(floats), SNN_CPU) != NULL;
+    snn_step_end();
+    return ok;
+}
+
+/* The arena's growth, as a long-T run meets it: a step that needs a little more than the block
+ * of earlier steps must take a little more, not a new block of twice the old one while the old
+ * one is held (on an 80 GB H100, a 29 GB arena asked for 58 GB more when the sparse pass of a
+ * converted ResNet-18 needed ~30 GB: docs/ann2snn.md, section 5). */
+static void test_arena_growth(void)
+{
+    enum { FLOATS = 100000 };
+    snn_shutdown(); /* an empty arena */
+    const size_t tensor_bytes = (sizeof(snn_tensor) + 63) / 64 * 64 +
+                                (size_t)FLOATS * sizeof(float); /* struct + data, 64-B aligned */
+    const size_t mib = (size_t)1 << 20;
+    /* 1. from nothing: 1 MiB, 2, 4, ... blocks, merged at the end into one block of what the
+     *    step had in use (whole MiB), without the unused ends of the blocks it grew through */
+    CHECK(arena_step(40, FLOATS));
+    CHECK(snn_step_peak_bytes(SNN_CPU) == 40 * tensor_bytes);
+    const size_t block = snn_arena_reserved_bytes(SNN_CPU);
+    CHECK(block == (40 * tensor_bytes + mib - 1) / mib * mib);
+    /* 2. half as much again: the old block stays (its tensors live there) and blocks of an
+     *    eighth of it, a quarter, a half are added as needed, not one of twice it (that made the
+     *    step hold 3x the old block) */
+    size_t live = snn_live_bytes(SNN_CPU);
+    snn_reset_peak_bytes(SNN_CPU);
+    CHECK(arena_step(60, FLOATS));
+    CHECK(snn_peak_bytes(SNN_CPU) - live <= block);
+    CHECK(snn_step_peak_bytes(SNN_CPU) == 60 * tensor_bytes);
+    CHECK(snn_arena_reserved_bytes(SNN_CPU) == (60 * tensor_bytes + mib - 1) / mib * mib);
+    /* 3. the same step again: no allocation at all */
+    uint64_t count = snn_alloc_count();
+    CHECK(arena_step(60, FLOATS));
+    CHECK(snn_alloc_count() == count);
+    /* 4. a first allocation larger than the block: the block holds nothing yet, so it is given
+     *    back before the larger one is taken (the two were held together before) */
+    const size_t held = snn_arena_reserved_bytes(SNN_CPU);
+    live = snn_live_bytes(SNN_CPU);
+    snn_reset_peak_bytes(SNN_CPU);
+    CHECK(snn_step_begin() == SNN_OK);
+    CHECK(snn_step_alloc("test_arena_growth", 3 * held, SNN_CPU) != NULL);
+    snn_step_end();
+    CHECK(snn_peak_bytes(SNN_CPU) == live - held + 3 * held);
+    /* 5. a device nearly full: the block the policy wants cannot be had, so a smaller one is
+     *    taken, down to the bytes asked for */
+    const size_t big = snn_arena_reserved_bytes(SNN_CPU); /* one block, 3 held */
+    snn_alloc_limit(SNN_CPU, snn_live_bytes(SNN_CPU) + 2 * tensor_bytes);
+    CHECK(big / 8 > 2 * tensor_bytes); /* so the policy's block is refused */
+    CHECK(snn_step_begin() == SNN_OK);
+    CHECK(snn_step_alloc("test_arena_growth", big, SNN_CPU) != NULL); /* fills it */
+    CHECK(snn_empty(SNN_SHAPE(FLOATS), SNN_CPU) != NULL);
+    CHECK(snn_arena_reserved_bytes(SNN_CPU) > big);
+    /* 6. and none at all: the message names the block the arena asked for, not only the bytes */
+    CHECK(snn_empty(SNN_SHAPE(8 * FLOATS), SNN_CPU) == NULL);
+    CHECK(snn_last_status() == SNN_ERR_MEMORY);
+    CHECK(strstr(snn_last_error(), "could not add a block of") != NULL);
+    snn_clear_error();
+    snn_step_end();
+    snn_alloc_limit(SNN_CPU, 0);
+    snn_shutdown();
+}
+
 static void test_rng(void)
 {
     snn_rng a, b;
@@ -173,6 +242,7 @@ int main(void)
     RUN(test_bad_arguments);
     RUN(test_allocation_failure);
     RUN(test_arena_reuse);
+    RUN(test_arena_growth);
     RUN(test_rng);
     return test_finish();
 }

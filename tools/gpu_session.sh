@@ -29,6 +29,10 @@
 #                                  kernel tables, ResNet-50 trained briefly, run at T = 16
 #   tools/gpu_session.sh ann2snn   ANN -> SNN: the conversion tests, the ANN vs SNN profile
 #                                  table (bench_train_step), snn-ann2snn on CUDA (needs .carry/)
+#   tools/gpu_session.sh ann2snn-oom the converted ResNet-18's sparse pass at T* = 51 that ran out
+#                                  of memory (docs/ann2snn.md, section 5): three CUDA tests and
+#                                  that one snn-ann2snn run, device memory sampled (~2-3 min after
+#                                  the build; needs .carry/)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -448,6 +452,36 @@ for stage in "$@"; do
     cp "$LOGS/ann2snn_resnet/accuracy_vs_T.svg" "$OUT/ann2snn_resnet.svg" 2>/dev/null
     cp "$LOGS/ann2snn_resnet/results.csv" "$OUT/ann2snn_resnet.csv" 2>/dev/null
     log "ann2snn done  [$((SECONDS - t0)) s]" ;;
+  ann2snn-oom)
+    # The run that ran out of device memory on 2026-11-24 (docs/ann2snn.md, section 5): a ResNet-18
+    # QANN converted, evaluated at T = 51 and 64 (the largest step of that run, ~29 GB), then
+    # sparsified at T* = 51. Pass: the tests pass; snn-ann2snn exits 0 with its "memory:" lines
+    # and its two "check:" lines PASS; the device memory nvidia-smi samples stays below the
+    # card with room (the estimates printed: ~30 GB at T = 64, ~25 GB for the sparse pass).
+    t0=$SECONDS
+    build snn-ann2snn snn-make-cifar test_cuda_sparse test_cuda_ann2snn test_cuda_memory_estimate || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "ctest: the CUDA memory estimate (a converted ResNet-18 at T = 51 among its cases), the CUDA sparse and ann2snn parity  [$((SECONDS - t0)) s]"
+    timeout 120 ctest --test-dir build-gpu -R 'cuda_memory_estimate|cuda_sparse|cuda_ann2snn' \
+      -V > "$LOGS/ctest_oom.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|FAIL|CHECK failed|converted resnet18" \
+      "$LOGS/ctest_oom.log" | head -30 | summary
+    log "snn-ann2snn --device cuda: ResNet-18, CIFAR-format Fashion-MNIST, 2 epochs of 30000, batch 64, 2000 test images, T = 51 and 64, then the sparse pass at T* = 51  [$((SECONDS - t0)) s]"
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      timeout 60 build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 > "$LOGS/oom_memory_used.txt" 2>&1 &
+    sampler=$!
+    timeout 200 build-gpu/bin/snn-ann2snn --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+      --epochs 2 --batch-size 64 --limit-train 30000 --limit-test 2000 --steps 64 --out "$LOGS/ann2snn_oom" \
+      > "$LOGS/ann2snn_oom.txt" 2> "$LOGS/ann2snn_oom.err"
+    echo "exit $?" | summary
+    kill "$sampler" 2>/dev/null
+    grep -E "snn-ann2snn:|hint:" "$LOGS/ann2snn_oom.err" | tail -12 | summary
+    grep -E "^\| (51|64)|check:|snn_sparsify:|sparse SNN" "$LOGS/ann2snn_oom.txt" | summary
+    echo "device memory used, most nvidia-smi saw: $(sort -n "$LOGS/oom_memory_used.txt" | tail -1) MiB" | summary
+    log "ann2snn-oom done  [$((SECONDS - t0)) s]" ;;
   *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
