@@ -11,6 +11,10 @@
  *     sparse/sparse.h      the sparse-execution pass for spike-fed convolutions
  *     dist/dist.h          data-parallel training over several processes (NCCL, or TCP on CPUs)
  *
+ * Not included here: tensor/cuda_options.h (the CUDA backend's knobs, in CUDA builds) and
+ * nir/nir.h (NIR export / import, only in builds with HDF5, which define SNN_WITH_NIR for their
+ * users); include those on their own.
+ *
  * docs/architecture.md is the reading guide. Installed, the headers sit under include/snn/
  * and a program includes `<snn/snn.h>` (docs/api.md).
  */

@@ -9,10 +9,12 @@
  * list (512: batch 32 x T 16, the ResNet-50 setting); --gpu-only skips the CPU table;
  * --resnet50 adds ResNet-50's bottleneck shapes (its 1x1 convs, up to 2048 channels).
  *
- * Inputs are {0, 1} with the structure trained nets show (DESIGN.md section 6): for one image a
- * whole channel is silent with probability s, and inside the active channels each element fires
- * with probability rate / (1 - s), so the overall firing rate is `rate`. s goes from 81 % at a
- * 1 % rate down to 36 % at 25 %, the range measured on trained spiking ResNet-18s.
+ * Inputs are {0, 1} with the structure the sparse convs skip (docs/sparse.md section 1): for one
+ * image a whole channel is silent with probability s, and inside the active channels each
+ * element fires with probability rate / (1 - s), so the overall firing rate is `rate`. s goes
+ * from 81 % at a 1 % rate down to 36 % at 25 %: more silent planes than snn.c's ResNet-18s
+ * trained without the activity penalty show (3-73 %, docs/sparse.md sections 4-5), about what
+ * the penalty reaches (71 % on the H100, section 7).
  *
  * dense: snn_conv2d (im2col + blocked SGEMM, workspace from the step arena). gemm, event: the
  * sparse kernels given the (N, C_in) activity table, as a SparseConv2d runs them: the active-

@@ -2,7 +2,9 @@
 # multiarch libdir), and the package files that let other projects build against snn.c:
 #
 #   include/snn/snn.h, include/snn/<folder>/<name>.h   the public headers, laid out as in the tree
+#                                                         (include/snn/nir/nir.h with HDF5)
 #   <libdir>/libsnn_{tensor,autograd,neurons,nn,data,sparse,dist}.a   one per folder
+#   <libdir>/libsnn_nir.a                                 NIR export / import, with HDF5
 #   <libdir>/libsnn.so.X.Y.Z, .so.X.Y, .so                with -DSNN_SHARED=ON
 #   <libdir>/cmake/snn/snn{Config,ConfigVersion,Targets}.cmake    find_package(snn CONFIG)
 #   <libdir>/pkgconfig/snn.pc (and snn-shared.pc)         pkg-config --cflags --libs snn
@@ -16,17 +18,27 @@
 # no folder name of snn.c (tensor/, nn/, data/) lands on a user's include path.
 #
 # Targets exported under the namespace snn::
-#   snn::snn          everything, static (what a program links: target_link_libraries(app snn::snn))
-#   snn::snn_tensor, snn::snn_autograd, ...   the per-folder static libraries
-#   snn::snn_shared   libsnn.so, when built with SNN_SHARED
+#   snn::snn          everything built, static (what a program links: target_link_libraries(app
+#                     snn::snn)); with HDF5 that includes snn::snn_nir, so <snn/nir/nir.h> works
+#   snn::snn_tensor, snn::snn_autograd, ...   the per-folder static libraries (snn::snn_nir too)
+#   snn::snn_shared   libsnn.so, when built with SNN_SHARED (with the NIR objects, given HDF5)
 # The static libraries carry their dependencies (OpenMP, zlib, threads, libm; CUDA::cudart and
-# CUDA::cublas in a CUDA build; libnccl, by its path, with SNN_NCCL), which snnConfig.cmake finds
-# again with find_dependency.
+# CUDA::cublas in a CUDA build; libnccl, by its path, with SNN_NCCL; HDF5::HDF5 for snn_nir),
+# which snnConfig.cmake finds again with find_dependency.
+#
+# NIR is in snn::snn (and in snn.pc) rather than a separate opt-in target because snn::snn and
+# snn.pc mean "the library as it was built": a program then needs no second name to call
+# snn_nir_write, and `#ifdef SNN_WITH_NIR` (defined by both) tells it whether it can. The price
+# is that HDF5 is on every link line of a build made with it.
 include(CMakePackageConfigHelpers)
 
 set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_dist)
 # link order for a plain linker command line: users before what they use
 set(snn_link_order snn_dist snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
+if(TARGET snn_nir)   # built only with HDF5 (nir/CMakeLists.txt)
+  list(APPEND snn_libraries snn_nir)
+  list(PREPEND snn_link_order snn_nir)
+endif()
 
 # ---- the optional shared library: the static libraries' objects (built with -fPIC) in one .so
 if(SNN_SHARED)
@@ -49,6 +61,10 @@ if(SNN_SHARED)
   if(SNN_NCCL)
     target_link_libraries(snn_shared PRIVATE ${SNN_NCCL_LIBRARY})
   endif()
+  if(TARGET snn_nir)
+    target_link_libraries(snn_shared PRIVATE HDF5::HDF5)
+    target_compile_definitions(snn_shared INTERFACE SNN_WITH_NIR=1)
+  endif()
   if(SNN_SANITIZE)
     target_link_options(snn_shared PUBLIC ${SNN_SANITIZE_FLAGS})
   endif()
@@ -68,6 +84,9 @@ set(snn_public_headers
     data/data.h
     sparse/sparse.h
     dist/dist.h)
+if(TARGET snn_nir)
+  list(APPEND snn_public_headers nir/nir.h)
+endif()
 foreach(header ${snn_public_headers})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/snn/${dir})
@@ -80,6 +99,11 @@ install(TARGETS ${snn_libraries} snn ${snn_shared_target}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 set(snn_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/snn)
+if(TARGET snn_nir)   # snnConfig.cmake's snn_NIR
+  set(snn_NIR ON)
+else()
+  set(snn_NIR OFF)
+endif()
 install(EXPORT snnTargets NAMESPACE snn:: DESTINATION ${snn_cmake_dir})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/snnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/snnConfig.cmake
@@ -102,6 +126,25 @@ endif()
 if(SNN_NCCL)
   get_filename_component(pc_nccl_dir ${SNN_NCCL_LIBRARY} DIRECTORY)
   set(pc_deps "${pc_deps} -L${pc_nccl_dir} -lnccl")
+endif()
+if(TARGET snn_nir)
+  # FindHDF5 gives full paths (Debian: .../hdf5/serial/libhdf5.so plus what h5cc links);
+  # pkg-config users get them as -L<dir> -l<name>, each directory once.
+  string(APPEND pc_cflags " -DSNN_WITH_NIR=1")
+  set(pc_hdf5_dirs)
+  foreach(lib ${HDF5_LIBRARIES})
+    if(lib MATCHES "^(.*)/lib([^/]+)\\.(so|a)(\\.[0-9.]+)?$")
+      if(NOT CMAKE_MATCH_1 IN_LIST pc_hdf5_dirs)
+        list(APPEND pc_hdf5_dirs ${CMAKE_MATCH_1})
+        string(APPEND pc_deps " -L${CMAKE_MATCH_1}")
+      endif()
+      string(APPEND pc_deps " -l${CMAKE_MATCH_2}")
+    elseif(lib MATCHES "^-")
+      string(APPEND pc_deps " ${lib}")
+    else()
+      string(APPEND pc_deps " -l${lib}")
+    endif()
+  endforeach()
 endif()
 string(REPLACE ";" " " pc_deps "${pc_deps}")
 string(REGEX REPLACE "  +" " " pc_deps "${pc_deps}")

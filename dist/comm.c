@@ -2,7 +2,8 @@
  * comm.c - the process group: picks the communicator backend, runs the rendezvous, and
  * implements dist.h's group functions on top of the backend table (dist_internal.h).
  *
- * The one file of dist/ that knows whether this build has NCCL (STYLE.md 2): CUDA tensors go
+ * The one file of dist/ that knows whether this build has NCCL (one #ifdef per folder, as
+ * tensor/dispatch.c: docs/architecture.md, "Kernels and devices"): CUDA tensors go
  * through NCCL (comm_nccl.c), CPU tensors through the TCP backend (comm_tcp.c). A CUDA group
  * in a build without NCCL is a clear error.
  *

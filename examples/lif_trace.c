@@ -4,7 +4,7 @@
  *
  *     build/bin/lif-trace [out.svg] [tau] [current] [noise]
  *
- * The neuron (DESIGN.md section 4, SpikingJelly's LIF with decay_input):
+ * The neuron (docs/neurons.md section 1, SpikingJelly's LIF with decay_input):
  *     H[t] = V[t-1] + (X[t] - V[t-1]) / tau      charge: leak towards the input
  *     S[t] = H[t] >= V_th                         fire
  *     V[t] = S[t] ? V_reset : H[t]                hard reset

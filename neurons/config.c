@@ -106,7 +106,8 @@ snn_neuron_params snn_neuron_params_from(const snn_neuron_config *cfg)
     p.kind = cfg->kind;
     p.v_th = cfg->v_threshold;
     p.soft_reset = cfg->kind == SNN_NEURON_STBIF || cfg->reset == SNN_RESET_SOFT;
-    /* Soft reset takes V_reset as 0 in the decay term and in V[0] (DESIGN.md 4). */
+    /* Soft reset takes V_reset as 0 in the decay term and in V[0] (SpikingJelly's convention;
+     * docs/neurons.md section 1). */
     p.v_reset = p.soft_reset ? 0.0f : cfg->v_reset;
     p.detach_reset = cfg->detach_reset;
     p.surrogate = cfg->surrogate.kind;

@@ -1,6 +1,6 @@
 /*
  * lif.c - the fused multi-step CPU kernels of IF, LIF and ParametricLIF (one kernel, the kind
- * picks the charge equation). Equations: neuron_math.h (DESIGN.md section 4). Tests:
+ * picks the charge equation). Equations: neuron_math.h (docs/neurons.md section 1). Tests:
  * tests/test_neurons_trace.c (hand-computed traces), tests/test_neurons_grad.c (backward vs
  * the same dynamics unrolled into primitive ops on the tape).
  *

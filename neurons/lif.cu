@@ -1,7 +1,8 @@
 /*
  * lif.cu - the fused multi-step CUDA kernels of IF, LIF and ParametricLIF: the port of lif.c
  * (snn_lif_forward_cpu / snn_lif_backward_cpu), same signatures, same order, same equations
- * (neuron_math.h, DESIGN.md section 4). Work split and the bit-exact forward: neuron_cuda.cuh.
+ * (neuron_math.h; docs/neurons.md section 1). Work split and the bit-exact forward:
+ * neuron_cuda.cuh.
  * Test: tests/test_cuda_neurons.c (on the GPU machine: ctest -R cuda_neurons). Bench:
  * bench/bench_neurons.c.
  *

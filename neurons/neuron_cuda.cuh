@@ -6,7 +6,7 @@
  * Dimension glossary: T time steps, N batch, C channels, plane elements per (n, c) (H * W or 1),
  * M = N * C * plane elements per time step. Every buffer is viewed as (T, M), time first.
  *
- * Work split of the fused kernels (DESIGN.md section 4): one thread owns SNN_NEURON_CUDA_ELEMS
+ * Work split of the fused kernels: one thread owns SNN_NEURON_CUDA_ELEMS
  * elements, 256 apart (i = block_base + j * 256 + threadIdx.x, j < ELEMS), so that each of its
  * loads is part of a fully coalesced 128-byte warp access and a thread keeps ELEMS independent
  * loads in flight per step; it also loads SNN_NEURON_CUDA_STEPS steps ahead (the inputs do not

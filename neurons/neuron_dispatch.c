@@ -1,6 +1,7 @@
 /*
  * neuron_dispatch.c - the neuron kernel tables, one per device, and the one place in neurons/
- * that knows whether this build has CUDA (STYLE.md 2).
+ * that knows whether this build has CUDA (as tensor/dispatch.c is in tensor/:
+ * docs/architecture.md, "Kernels and devices").
  *
  * The CUDA table, `snn_neuron_kernels_cuda`, is defined in neurons/neuron_kernels.cu (kernels in
  * lif.cu, stbif.cu, heaviside.cu, plane_norm.cu, qclip.cu, running_pool.cu) and declared in

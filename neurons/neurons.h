@@ -5,7 +5,7 @@
  * Dimension glossary: T time steps, N batch, C channels, H height, W width, F features.
  * Multi-step data is (T, N, C, H, W) or (T, N, F), time first (SpikingJelly's multi-step mode).
  *
- * A neuron is a little dynamical system run once per time step, per element (DESIGN.md 4):
+ * A neuron is a little dynamical system run once per time step, per element (docs/neurons.md):
  *
  *   charge   H[t] = f(V[t-1], X[t])             IF:  H = V + X
  *                                               LIF: H = V + (X - (V - V_reset)) / tau
@@ -90,7 +90,7 @@ snn_status snn_surrogate_parse(const char *name, snn_surrogate *out);
  * Neuron configuration
  * ------------------------------------------------------------------------------------------- */
 
-/** Which neuron model (DESIGN.md section 4 has the equations). */
+/** Which neuron model (docs/neurons.md section 1 has the equations). */
 typedef enum snn_neuron_kind {
     SNN_NEURON_IF = 0,  /**< integrate-and-fire: H = V + X */
     SNN_NEURON_LIF,     /**< leaky: fixed tau */

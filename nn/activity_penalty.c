@@ -1,6 +1,6 @@
 /*
  * activity_penalty.c - a loss term that trains spiking nets toward silent (t, n, c) planes, the
- * structure the sparse convs skip (sparse/, DESIGN.md section 6).
+ * structure the sparse convs skip (sparse/; docs/sparse.md section 7).
  *
  * Dimension glossary: T time steps, N batch, C channels, P = H * W elements per plane, L neuron
  * layers, G = T * N * C planes of a layer, S the layer's spikes (T, N, C, H, W).

@@ -15,6 +15,11 @@
  * count is capped at SNN_JSON_MAX_NODES, so a hostile header of L bytes costs at most
  * L bytes of strings and 1M nodes of memory. Tested through tests/test_checkpoint.c and fuzzed by
  * fuzz/fuzz_safetensors.c (.ci/fuzz.sh).
+ *
+ * Why not a JSON library (Debian's cJSON, say): this reader needs no dependency, its limits
+ * (depth 16, 1 << 20 values, and the 100,000,000-byte header cap of checkpoint_load.c) bound
+ * any input's cost by construction, and it accepts only what a safetensors header holds; the
+ * fuzzer runs it on every CI run. docs/architecture.md, "Modules and models", records this.
  */
 #include "json.h"
 

@@ -34,11 +34,12 @@
  * Memory traffic per image: im2col writes CK P floats (KH KW times the input for stride 1) and
  * the SGEMMs read them; the SGEMMs do C_out CK P FMAs forward and twice that backward.
  *
- * Precisions. This path is the fp32 one (the default precision, bit-reproducible, and the
- * reference of the tensor-core paths). With the precision set to TF32 or BF16 (cuda_options.h)
- * the three entry points below hand over to the implicit-GEMM convolution of conv2d_igemm.cu,
- * which needs neither the column matrix nor its workspace, on the shapes where it beats this
- * path run in the same precision (igemm_pays); the rest stay here, on tensor cores:
+ * This path is the one fp32 runs (the default precision, bit-reproducible;
+ * tests/test_cuda_layers.c checks it against the CPU reference). With the precision set to
+ * TF32 or BF16 (cuda_options.h) the three entry points below hand over to the implicit-GEMM
+ * convolution of conv2d_igemm.cu, which needs neither the column matrix nor its workspace, on
+ * the shapes where it beats this path run in the same precision (igemm_pays; or on every shape
+ * when snn_cuda_set_conv_path forces it); the rest stay here, with cuBLAS on tensor cores.
  *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
  *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
  *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv

@@ -1,9 +1,17 @@
 /*
  * conv2d_igemm.cu - 2-D convolution as an implicit GEMM on the tensor cores: forward, input
  * gradient (dgrad) and weight gradient (wgrad), with TF32 or BF16 operands and fp32
- * accumulation, and no column matrix in memory. Chosen by conv2d.cu when the CUDA precision is
- * TF32 or BF16 (cuda_options.h); the fp32 im2col + cuBLAS path of conv2d.cu stays the
- * reference that tests/test_cuda_igemm.c compares this file against.
+ * accumulation, and no column matrix in memory. conv2d.cu hands a convolution over to it only
+ * when the CUDA precision is TF32 or BF16 (cuda_options.h) and either the conv path is forced to
+ * SNN_CONV_PATH_IGEMM (snn_cuda_set_conv_path) or, under the default AUTO, igemm_pays admits
+ * the shape (stride 1, a kernel other than 1x1, C_in and C_out >= 16, output planes of at least
+ * 1024 positions and N P >= 128 x 132); every other TF32 / BF16 conv runs im2col + cuBLAS.
+ *
+ * Test: tests/test_cuda_igemm.c runs the CUDA conv2d kernel-table entries in TF32 and BF16 and
+ * compares them with the CPU reference kernels (tensor/conv2d.c, fp32) on the same inputs, as
+ * ||cuda - cpu|| / ||cpu|| (2e-3 for TF32, 1e-2 for BF16; backward as increments). Under AUTO
+ * a small test shape takes im2col + cuBLAS, so a test reaches this file on such shapes only with
+ * the path forced to SNN_CONV_PATH_IGEMM.
  *
  * Dims: N images (T*N for multi-step), C_in -> C_out channels, H x W -> H_out x W_out, KH x KW
  * kernel, KK = KH KW, CK = C_in KK, P = H_out W_out, HW = H W.

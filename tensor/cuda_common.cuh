@@ -2,7 +2,8 @@
  * cuda_common.cuh - what every .cu file of snn.c shares (internal; CUDA sources only).
  *
  *   SNN_CUDA_CHECK(call)     a CUDA runtime call that must succeed: on failure prints the call,
- *                            file:line and cudaGetErrorString, then aborts (STYLE.md 11);
+ *                            file:line and cudaGetErrorString, then aborts (a bug or a
+ *                            failing device, not bad input: error.h);
  *   SNN_CUBLAS_CHECK(call)   the same for cuBLAS, with cublasGetStatusString;
  *   SNN_CUDA_LAUNCH(k, grid, block, shmem, args...)
  *                            launches kernel k on the one stream, then checks cudaGetLastError()

@@ -1,15 +1,18 @@
 /**
  * @file
- * cuda_options.h - the few knobs of the CUDA backend that callers outside tensor/ may turn
- * (tensor/cuda_context.cu). Safe to include from C; the functions exist only in builds with
- * SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro, or use the public
+ * cuda_options.h - the knobs of the CUDA backend that callers outside tensor/ may turn
+ * (tensor/cuda_context.cu): the precision of GEMMs and convolutions (FP32, TF32, BF16), which
+ * kernel runs a TF32 / BF16 convolution (the conv path), the one stream every kernel is queued
+ * on, and CUDA Graphs of that stream. Safe to include from C; the functions exist only in builds
+ * with SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro, or use the public
  * snn_set_precision() of tensor.h, which works in every build.
  *
  *     snn_cuda_set_precision(SNN_PRECISION_BF16);  // convs and GEMMs on BF16 tensor cores
  *
  * FP32 (the default, what the parity tests against the CPU expect) runs cuBLAS SGEMM and the
- * im2col convolution of conv2d.cu; TF32 and BF16 run the implicit-GEMM convolution of
- * conv2d_igemm.cu and cuBLAS with TF32 / BF16 tensor-core math, fp32 accumulation throughout
+ * im2col convolution of conv2d.cu. TF32 and BF16 run cuBLAS with TF32 / BF16 tensor-core math,
+ * and each convolution either on the implicit-GEMM kernel of conv2d_igemm.cu or as im2col +
+ * cuBLAS in the same precision, as snn_conv_path below decides; fp32 accumulation throughout
  * (BF16's im2col convolutions hand cuBLAS bf16 copies of the column matrix, dout and the
  * weight). tensor.h's snn_precision comment gives the rounding of each.
  */

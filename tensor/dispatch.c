@@ -1,6 +1,7 @@
 /*
  * dispatch.c - picks the kernel table of a device. The one place in tensor/ that knows whether
- * this build has CUDA (STYLE.md 2): everything else asks snn_kernels_for().
+ * this build has CUDA (docs/architecture.md, "Kernels and devices"): everything else asks
+ * snn_kernels_for().
  */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
  * error.h - how snn.c reports trouble (internal header, shared by every folder).
  *
- * Two kinds of trouble, two mechanisms (STYLE.md 10-11):
+ * Two kinds of trouble, two mechanisms:
  *   - Bad input from a user (wrong shape, missing file, NaN loss) never aborts. The function
  *     stores a message and returns a status, or NULL where it returns a pointer:
  *       snn_conv2d: bad argument 'input' (expected 4-D (N, C, H, W), got 3-D [2, 3, 4]);

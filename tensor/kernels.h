@@ -8,7 +8,7 @@
  *   tensor/<op>.c       the CPU kernels (the reference: plain loops first, then blocked/OpenMP);
  *   tensor/<op>.cu      the CUDA kernels with the same signatures, in the same order.
  *
- * Kernel conventions (STYLE.md 5):
+ * Kernel conventions (docs/architecture.md, "Kernels and devices"):
  *   - raw pointers to device memory of the table's device, dims as plain integers;
  *   - argument order: outputs, saved-for-backward, inputs, parameters, dims;
  *   - forward kernels overwrite their outputs; backward kernels ACCUMULATE (+=) into their

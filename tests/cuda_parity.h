@@ -1,7 +1,7 @@
 /*
  * cuda_parity.h - the harness of the CUDA parity tests (test_cuda_kernels.c, test_cuda_layers.c):
  * the CPU and CUDA kernel tables, tracked host and device buffers released after each case,
- * random inputs, and the three comparisons of DESIGN.md section 8:
+ * random inputs, and the three comparisons every parity test makes:
  *   - elementwise results:  |got - want| <= ATOL + RTOL |want| per element (1e-6, 1e-5);
  *   - GEMM and conv2d, whose sums run over K = 10^2..10^4 terms in different orders:
  *     ||got - want|| / ||want|| < 1e-5 (fp32), < 2e-3 with TF32 tensor cores;

@@ -5,7 +5,8 @@
  *     int main(void) { RUN(test_add); return test_finish(); }
  *
  * A failed CHECK prints file:line and the expression, counts the failure and goes on; the
- * program's exit code is the verdict (STYLE.md 16). test_finish() also fails the run when snn.c
+ * program's exit code is the verdict (ctest reads nothing else: a test that printed a failure
+ * and exited 0 would pass). test_finish() also fails the run when snn.c
  * still holds memory after snn_shutdown(): every test proves it leaks nothing.
  * CUDA tests call test_require_cuda(), which exits 77 (ctest: skipped) without a GPU.
  */

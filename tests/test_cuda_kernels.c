@@ -3,7 +3,8 @@
  * (the tensor/ .c files) on random inputs, part 1: memory, elementwise, reductions, GEMM, bias,
  * losses, dropout, Poisson encoding and optimizers (test_cuda_layers.c has conv2d, pooling and
  * batch-norm).
- * The parity test of DESIGN.md section 8; the harness is in cuda_parity.h.
+ * Every CUDA kernel is checked against the CPU reference this way; the harness and its three
+ * kinds of comparison (elementwise, norm-wise for sums, exact) are in cuda_parity.h.
  *
  * For each entry the same host inputs go to snn_kernels_cpu and, copied to the GPU, to the
  * CUDA table reached through snn_kernels_for(SNN_CUDA) (so this file compiles in a build

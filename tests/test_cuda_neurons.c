@@ -1,7 +1,7 @@
 /*
  * test_cuda_neurons.c - the CUDA neuron kernels (the neurons/ .cu files, snn_neuron_kernels_cuda) against
  * the CPU reference (neurons/lif.c, stbif.c, heaviside.c) on random inputs: the neuron part of
- * the parity tests of issue 6 / DESIGN.md section 8.
+ * the CUDA-against-CPU parity tests (the others: test_cuda_kernels.c, test_cuda_layers.c).
  *
  * Every combination of
  *   neuron     IF, LIF (decay_input on / off), PLIF (decay_input on / off),

@@ -17,7 +17,7 @@
 
 static const double pi = 3.14159265358979323846;
 
-/* The closed forms of DESIGN.md section 4, in double. */
+/* The closed forms of docs/neurons.md section 2 (neurons/surrogate.h), in double. */
 static double closed_grad(snn_surrogate s, double x)
 {
     double a = s.alpha;

@@ -2,9 +2,11 @@
  * test_nir.c - NIR round trips on the CPU: a model is exported (snn_nir_write: batch-norm
  * folded, neurons mapped to NIR's LIF / IF at dt = 1, max-pool as SumPool2d + Threshold,
  * residual sums as converging edges), read back (snn_nir_read) and run; the logits must be the
- * model's. Covers the spiking CNN with LIF, IF and ParametricLIF, the DVS net on event frames,
- * the spiking ResNet-18 and SEW-ResNet-18 (small widths), with batch-norm statistics made
- * non-trivial; and the refusals (soft reset, ST-BIF, a file that is not NIR). Skipped (77) in a
+ * model's. Covers the spiking CNN with LIF, IF and ParametricLIF, the CNN on 34x34 event
+ * frames, the DVS net, the spiking ResNet-18 and SEW-ResNet-18 (width 4), the SEW-ResNet-34 and
+ * the spiking ResNet-50 (width 2; its bottleneck blocks, 1x1 / 3x3 / 1x1 with sn3 taking the
+ * residual sum), with batch-norm statistics made non-trivial; and the refusals: soft reset,
+ * ST-BIF, an ANN activation (ReLU), a file that is not HDF5 and a missing file. Skipped (77) in a
  * build without HDF5.
  *
  *     ctest -R nir --output-on-failure

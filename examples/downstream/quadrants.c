@@ -3,7 +3,10 @@
  * includes <snn/snn.h>, links snn::snn (CMake) or `pkg-config --libs snn`, and builds from this
  * folder alone (CMakeLists.txt, Makefile). It trains a small spiking CNN for a few dozen steps
  * on a made-up task that needs no data set, checks that it learned, and, given a path, saves a
- * checkpoint, loads it back into a new model and checks that both predict the same.
+ * checkpoint, loads it back into a new model and checks that both predict the same. When the
+ * installed snn.c was built with HDF5 (then SNN_WITH_NIR is defined by snn::snn and by
+ * `pkg-config --cflags snn`), it also exports the model to NIR (<path>.nir), reads the graph
+ * back and checks that it predicts the same too.
  *
  * The task: 16 x 16 grey images of noise with one bright quadrant; the class (0..3) is which
  * quadrant (top-left, top-right, bottom-left, bottom-right). Chance is 25%.
@@ -18,6 +21,9 @@
 #include <string.h>
 
 #include <snn/snn.h>
+#ifdef SNN_WITH_NIR
+#include <snn/nir/nir.h>   /* installed only by a build with HDF5, not included by snn.h */
+#endif
 
 enum { SIDE = 16, CLASSES = 4, BATCH = 32, STEPS = 60, TEST = 256 };
 
@@ -118,6 +124,21 @@ int main(int argc, char **argv)
                verdict ? "DIFFERENTLY" : "the same");
         snn_module_free(copy);
     }
+#ifdef SNN_WITH_NIR
+    /* the same model as a NIR graph (batch-norm folded into the convs), read back and run */
+    if (argc > 1 && verdict == 0) {
+        char nir_path[1024];
+        snprintf(nir_path, sizeof nir_path, "%s.nir", argv[1]);
+        if (snn_nir_write(nir_path, net) != SNN_OK) return fail("snn_nir_write");
+        snn_module *graph = snn_nir_read(nir_path, 0, SNN_CPU);   /* T from the file */
+        if (!graph || predict(graph, images, TEST, again)) return fail("snn_nir_read");
+        verdict = memcmp(predicted, again, sizeof predicted) != 0;
+        printf("NIR %s: the graph read back predicts %s\n", nir_path,
+               verdict ? "DIFFERENTLY" : "the same");
+        snn_module_free(graph);
+        remove(nir_path);
+    }
+#endif
 
     snn_optimizer_free(opt);
     snn_module_free(net);

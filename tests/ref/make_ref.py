@@ -13,7 +13,7 @@ parameters under snn.c's names, the inputs, the logits, the loss, every paramete
 
     python3 tests/ref/make_ref.py        # needs torch and safetensors (the GPU machine has both)
 
-The models are written out here by hand (no SpikingJelly), following DESIGN.md section 4 and
+The models are written out here by hand (no SpikingJelly), following docs/neurons.md section 1 and
 nn/model_resnet.c: basic block out = sn2(bn2(conv2(sn1(bn1(conv1 x)))) + shortcut(x));
 bottleneck out = sn3(bn3(conv3(sn2(bn2(conv2(sn1(bn1(conv1 x)))))) + shortcut(x)), 1x1 / 3x3
 (with the stride) / 1x1 to 4x the width.
