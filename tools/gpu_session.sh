@@ -20,9 +20,10 @@
 #   tools/gpu_session.sh dist      data-parallel training (NCCL): multigpu tests (skip on 1 GPU),
 #                                  the world-size-1 NCCL smoke, and with >= 2 GPUs the scaling
 #                                  table of bench_dist (needs .carry/ with the data for the tests)
-#   tools/gpu_session.sh distacc   2 GPUs: 5 epochs of the CIFAR-format ResNet-18 on 1 GPU x 128
-#                                  and on 2 GPUs x 64 with --sync-bn, test accuracy side by side
-#                                  (~5 minutes on H200s)
+#   tools/gpu_session.sh distacc   2 GPUs: 5 epochs of the CIFAR-format ResNet-18 (TF32; ACC_PRECISION
+#                                  picks another) on 1 GPU x 128 and on 2 GPUs x 64 with --sync-bn,
+#                                  test accuracy side by side (~5 minutes); distacc1 and distacc2
+#                                  run one half each, so that the 1-GPU half can run on a 1-GPU machine
 #   tools/gpu_session.sh sparse15a   issue 15, call 1 of 2 (<= ~8.5 min): ResNet-18 trained at 4
 #                                  activity penalties, sparse vs dense on the GPU and the CPU
 #   tools/gpu_session.sh sparse15b   issue 15, call 2 of 2 (<= ~8.5 min): its CUDA tests, the GPU
@@ -41,7 +42,7 @@ LOGS=/tmp/snn-logs            # everything; packed into $OUT/logs.tgz at the end
 mkdir -p "$OUT" "$LOGS"
 trap 'tar -C /tmp -czf "$OUT/logs.tgz" snn-logs 2>/dev/null' EXIT
 export PATH="/usr/local/cuda/bin:$PATH"
-log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+log() { echo "== $* [${SECONDS}s]" | tee -a "$OUT/summary.txt"; }
 summary() { tee -a "$OUT/summary.txt"; }
 
 build() {
@@ -280,7 +281,8 @@ for stage in "$@"; do
            if (base[key] > 0) { up = kv["img_s"] / base[key]; eff = 100 * up / kv["gpus"] }
            printf "%-9s %d GPU(s): %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
       "$LOGS/bench_dist.txt" | summary ;;
-  distacc)
+  distacc|distacc1|distacc2)
+    # distacc: both runs; distacc1: the 1-GPU run alone (any machine); distacc2: the 2-GPU run alone
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$LOGS/cmake_dist.log" 2>&1
     cmake --build build-gpu -j 16 --target snn-train snn-make-cifar > "$LOGS/build_distacc.log" 2>&1 ||
       { grep -E "error" "$LOGS/build_distacc.log" | head -30 | summary; exit 1; }
@@ -288,11 +290,17 @@ for stage in "$@"; do
     mkdir -p /tmp/fmcifar
     [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
       build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
-    log "ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs: 1 GPU x 128, then 2 GPUs x 64 with --sync-bn"
-    build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
-      --batch-size 128 --out "$LOGS/acc_1gpu" 2>&1 | grep -E "^epoch|done" | summary
-    build-gpu/bin/snn-train --gpus 2 --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 \
-      --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 | grep -E "^epoch|done|rank" | summary ;;
+    acc_flags="--model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 5 --T 4 --precision ${ACC_PRECISION:-tf32}"
+    if [ "$stage" != distacc2 ]; then
+      log "ResNet-18 (T=4, ${ACC_PRECISION:-tf32}) on CIFAR-format Fashion-MNIST, 5 epochs: 1 GPU x 128"
+      build-gpu/bin/snn-train --device cuda $acc_flags --batch-size 128 --out "$LOGS/acc_1gpu" 2>&1 |
+        grep -E "^epoch|done" | summary
+    fi
+    if [ "$stage" != distacc1 ]; then
+      log "ResNet-18 (T=4, ${ACC_PRECISION:-tf32}), 5 epochs: 2 GPUs x 64 with --sync-bn (global batch 128)"
+      build-gpu/bin/snn-train --gpus 2 $acc_flags --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 |
+        grep -E "^epoch|done|rank" | summary
+    fi ;;
   sparse15)
     echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
          "then tools/gpu_session.sh sparse15b (separate calls)"
