@@ -122,6 +122,10 @@ static void test_memory(void)
     const char *resnet = "--model resnet18 --width 4 --epochs 0 --limit-train 64 --threads 2";
     const snn_model_config at_bound = resnet_snn(51);
     snn_memory_estimate eval, sparse, one_eval, one_sparse;
+    /* the estimates count a packing buffer per CPU thread: size them for the --threads 2 the
+     * programs run with, not for this machine's cores (a 32-core machine moved every bound) */
+    const int threads_before = snn_get_num_threads();
+    snn_set_num_threads(2);
     CHECK_OK(snn_model_memory_estimate(&at_bound, 16, SNN_CPU, false, 0, &eval));
     CHECK_OK(snn_sparsify_memory_estimate(&at_bound, 16, SNN_CPU, &sparse));
     CHECK_OK(snn_model_memory_estimate(&at_bound, 1, SNN_CPU, false, 0, &one_eval));
@@ -165,6 +169,7 @@ static void test_memory(void)
     CHECK(run("%s", args) == 2);
     CHECK(output_contains("evaluating cnn at --batch-size 32 needs about") &&
           output_contains("--T"));
+    snn_set_num_threads(threads_before);
 }
 
 int main(void)

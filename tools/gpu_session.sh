@@ -298,8 +298,8 @@ for stage in "$@"; do
     fi
     if [ "$stage" != distacc1 ]; then
       log "ResNet-18 (T=4, ${ACC_PRECISION:-tf32}), 5 epochs: 2 GPUs x 64 with --sync-bn (global batch 128)"
-      build-gpu/bin/snn-train --gpus 2 $acc_flags --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 |
-        grep -E "^epoch|done|rank" | summary
+      build-gpu/bin/snn-train --gpus 2 --device cuda $acc_flags --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 |
+        grep -E "^epoch|done|rank|snn-train" | summary
     fi ;;
   sparse15)
     echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
