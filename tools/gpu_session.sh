@@ -34,6 +34,8 @@
 #                                  of memory (docs/ann2snn.md, section 5): three CUDA tests and
 #                                  that one snn-ann2snn run, device memory sampled (~2-3 min after
 #                                  the build; needs .carry/)
+#   tools/gpu_session.sh recipe    issue 16: one recipe run of the spiking CNN (RECIPE_T, RECIPE_EPOCHS,
+#                                  RECIPE_NAME, RECIPE_SECONDS; see the case below)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -301,6 +303,25 @@ for stage in "$@"; do
       build-gpu/bin/snn-train --gpus 2 --device cuda $acc_flags --batch-size 64 --sync-bn --out "$LOGS/acc_2gpu" 2>&1 |
         grep -E "^epoch|done|rank|snn-train" | summary
     fi ;;
+  recipe)
+    # issue 16: one training recipe run of the Fashion-MNIST spiking CNN; RECIPE_T (8) time steps,
+    # RECIPE_EPOCHS (60), RECIPE_NAME (cnn_t8) names its folder; its metrics.csv and
+    # accuracy.svg come back as $OUT/<name>_metrics.csv and $OUT/<name>_accuracy.svg. Stopped at
+    # RECIPE_SECONDS (570) by SIGTERM, which saves a checkpoint and keeps the finished epochs.
+    build snn-train || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    name=${RECIPE_NAME:-cnn_t8}
+    recipe="--device cuda --precision tf32 --model cnn --neuron plif --width 128 --hidden 2048
+      --T ${RECIPE_T:-8} --epochs ${RECIPE_EPOCHS:-60} --batch-size 128 --optimizer adamw --lr 1e-3
+      --weight-decay 0.01 --schedule cosine --loss tet --label-smoothing 0.1 --dropout 0.5
+      --augment 1 --crop-padding 2 --ema 0.999 --seed 0"
+    log "recipe $name on $(nvidia-smi -i "${CUDA_VISIBLE_DEVICES:-0}" --query-gpu=name --format=csv,noheader): snn-train" $recipe
+    timeout -s TERM ${RECIPE_SECONDS:-570} build-gpu/bin/snn-train $recipe --out "$LOGS/$name" \
+      > "$LOGS/$name.log" 2>&1
+    echo "exit $?" | summary
+    grep -E "^epoch|best|done|snn-train:" "$LOGS/$name.log" | summary
+    cp "$LOGS/$name/metrics.csv" "$OUT/${name}_metrics.csv" 2>/dev/null
+    cp "$LOGS/$name/accuracy.svg" "$OUT/${name}_accuracy.svg" 2>/dev/null ;;
   sparse15)
     echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
          "then tools/gpu_session.sh sparse15b (separate calls)"
@@ -479,7 +500,7 @@ for stage in "$@"; do
     mkdir -p /tmp/fmcifar
     [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
       timeout 60 build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 > "$LOGS/oom_memory_used.txt" 2>&1 &
+    nvidia-smi -i "${CUDA_VISIBLE_DEVICES:-0}" --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 > "$LOGS/oom_memory_used.txt" 2>&1 &
     sampler=$!
     timeout 200 build-gpu/bin/snn-ann2snn --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
       --epochs 2 --batch-size 64 --limit-train 30000 --limit-test 2000 --steps 64 --out "$LOGS/ann2snn_oom" \
