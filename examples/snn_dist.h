@@ -63,7 +63,26 @@ static UNUSED int train_dist_start(const train_dist_options *o, int argc, char *
     if (o->gpus > 0) {
         fprintf(stderr, "snn-train: starting %d rank(s) on this host, one per %s\n", o->gpus,
                 device == SNN_CUDA ? "GPU" : "process (CPU, tcp backend)");
-        return snn_dist_launch(o->gpus, argc, argv, "--gpus");
+        /* A rank runs with this command line less --gpus N, so it would not see the device that
+         * --gpus implied (train_dist_default_device) and would take the default, the CPU: say
+         * the resolved device explicitly when the user did not. */
+        bool has_device = false;
+        for (int a = 1; a < argc; a++) has_device |= strcmp(argv[a], "--device") == 0;
+        char **rank_argv = malloc(((size_t)argc + 3) * sizeof *rank_argv);
+        if (!rank_argv) {
+            fprintf(stderr, "snn-train: out of memory\n");
+            return 1;
+        }
+        int n = 0;
+        for (int a = 0; a < argc; a++) rank_argv[n++] = argv[a];
+        if (!has_device) {
+            rank_argv[n++] = "--device";
+            rank_argv[n++] = device == SNN_CUDA ? "cuda" : "cpu";
+        }
+        rank_argv[n] = NULL;
+        int code = snn_dist_launch(o->gpus, n, rank_argv, "--gpus");
+        free(rank_argv);
+        return code;
     }
     if (env.world_size == 0) return -1;
     snn_dist_config c = snn_dist_config_default();

@@ -4,6 +4,7 @@
  *   - with --sync-bn, 2 GPUs x batch 64 follow the 1-GPU batch-128 run's loss within 1e-4
  *     relative over 50 steps of the Fashion-MNIST CNN (fp32), and every rank holds the same
  *     parameters after every step (SNN_DIST_VERIFY=1: a hash of each rank's parameters);
+ *   - --gpus 2 without --device trains on the GPUs (the launcher passes the implied device on);
  *   - a 2-GPU run stopped after one epoch and resumed on 2 GPUs ends bit-exactly where the
  *     uninterrupted run ends; the 2-GPU checkpoint resumes on 1 GPU and evaluates with snn-eval;
  *   - a killed rank ends the run within a bounded time, with messages naming it, and leaves the
@@ -74,6 +75,20 @@ static void test_two_gpus_follow_one(void)
 }
 
 #define COMMON2 "--device cuda --limit-train 3200 --limit-test 500 --epochs 2 --batch-size 64 --gpus 2"
+
+/* `snn-train --gpus 2` with no --device, as the README shows it: the ranks train on the GPUs
+ * (through NCCL), and --precision, which needs them, is accepted. (A rank runs the command line
+ * less --gpus; before the launcher passed on the device it had implied, the ranks took the
+ * default, the CPU, and a --precision run exited 2.) */
+static void test_gpus_implies_cuda(void)
+{
+    char args[512];
+    snprintf(args, sizeof args, "--gpus 2 --precision tf32 --limit-train 1280 --limit-test 256 "
+             "--epochs 1 --batch-size 64 --out %s/implied", tmp);
+    CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("one per GPU") && output_contains("rank 0 of 2 (nccl backend") &&
+          output_contains(", cuda, "));
+}
 
 static void test_resume(void)
 {
@@ -159,6 +174,7 @@ int main(void)
     }
     if (runner_begin("multigpu_train")) return 1;
     RUN(test_two_gpus_follow_one);
+    RUN(test_gpus_implies_cuda);
     RUN(test_resume);
     RUN(test_killed_rank);
     RUN(test_sigterm_on_one_rank);
