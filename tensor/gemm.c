@@ -191,42 +191,55 @@ static void micro_kernel(int kc, const float *restrict a, const float *restrict 
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
+/* The 12 accumulators are named variables, not arrays: with arrays GCC 12 kept them in
+ * registers but also stored all 12 to the stack on every k step (one 256-bit store port on
+ * Zen 3: 12 cycles of stores against 6 of FMAs), and the SGEMM ran at ~34% of peak. */
+#define ROW_FMA(r, c0, c1)                                  \
+    do {                                                    \
+        __m256 ar = _mm256_broadcast_ss(a + (r));           \
+        c0 = _mm256_fmadd_ps(ar, b0, c0);                   \
+        c1 = _mm256_fmadd_ps(ar, b1, c1);                   \
+    } while (0)
+
 static void micro_kernel(int kc, const float *restrict a, const float *restrict b,
                          float *restrict c, int ldc, float alpha, float beta)
 {
-    __m256 acc0[MR], acc1[MR]; /* row r of the tile: columns 0-7 and 8-15 */
-    for (int r = 0; r < MR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
-
+    /* cR0, cR1: row R of the tile, columns 0-7 and 8-15 */
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int p = 0; p < kc; p++) {
         __m256 b0 = _mm256_load_ps(b);
         __m256 b1 = _mm256_load_ps(b + 8);
-#pragma GCC unroll 6
-        for (int r = 0; r < MR; r++) {
-            __m256 ar = _mm256_broadcast_ss(a + r);
-            acc0[r] = _mm256_fmadd_ps(ar, b0, acc0[r]);
-            acc1[r] = _mm256_fmadd_ps(ar, b1, acc1[r]);
-        }
+        ROW_FMA(0, c00, c01);
+        ROW_FMA(1, c10, c11);
+        ROW_FMA(2, c20, c21);
+        ROW_FMA(3, c30, c31);
+        ROW_FMA(4, c40, c41);
+        ROW_FMA(5, c50, c51);
         a += MR;
         b += NR;
     }
+    const __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                               {c30, c31}, {c40, c41}, {c50, c51}};
 
     __m256 valpha = _mm256_set1_ps(alpha);
     if (beta == 0.0f) {
         for (int r = 0; r < MR; r++) {
-            _mm256_storeu_ps(c + (int64_t)r * ldc, _mm256_mul_ps(valpha, acc0[r]));
-            _mm256_storeu_ps(c + (int64_t)r * ldc + 8, _mm256_mul_ps(valpha, acc1[r]));
+            _mm256_storeu_ps(c + (int64_t)r * ldc, _mm256_mul_ps(valpha, acc[r][0]));
+            _mm256_storeu_ps(c + (int64_t)r * ldc + 8, _mm256_mul_ps(valpha, acc[r][1]));
         }
     } else {
         __m256 vbeta = _mm256_set1_ps(beta);
         for (int r = 0; r < MR; r++) {
             float *cr = c + (int64_t)r * ldc;
-            __m256 c0 = _mm256_mul_ps(vbeta, _mm256_loadu_ps(cr));
-            __m256 c1 = _mm256_mul_ps(vbeta, _mm256_loadu_ps(cr + 8));
-            _mm256_storeu_ps(cr, _mm256_fmadd_ps(valpha, acc0[r], c0));
-            _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(valpha, acc1[r], c1));
+            __m256 v0 = _mm256_mul_ps(vbeta, _mm256_loadu_ps(cr));
+            __m256 v1 = _mm256_mul_ps(vbeta, _mm256_loadu_ps(cr + 8));
+            _mm256_storeu_ps(cr, _mm256_fmadd_ps(valpha, acc[r][0], v0));
+            _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(valpha, acc[r][1], v1));
         }
     }
 }
+#undef ROW_FMA
 
 #else
 
