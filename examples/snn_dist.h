@@ -22,14 +22,19 @@ typedef struct train_dist_options {
     bool sync_bn;         /* --sync-bn */
 } train_dist_options;
 
+/* Whether the command line names --device (the options take their value as the next word). */
+static UNUSED bool argv_names_device(int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++)
+        if (strcmp(argv[a], "--device") == 0) return true;
+    return false;
+}
+
 /* --gpus without --device means the GPUs; --device cpu --gpus N runs N CPU ranks (TCP). */
 static UNUSED void train_dist_default_device(const train_dist_options *o, int argc, char **argv,
                                              const char **device)
 {
-    if (o->gpus <= 0) return;
-    for (int a = 1; a < argc; a++)
-        if (strcmp(argv[a], "--device") == 0) return;
-    *device = "cuda";
+    if (o->gpus > 0 && !argv_names_device(argc, argv)) *device = "cuda";
 }
 
 static UNUSED double env_seconds(const char *name, double fallback)
@@ -66,8 +71,7 @@ static UNUSED int train_dist_start(const train_dist_options *o, int argc, char *
         /* A rank runs with this command line less --gpus N, so it would not see the device that
          * --gpus implied (train_dist_default_device) and would take the default, the CPU: say
          * the resolved device explicitly when the user did not. */
-        bool has_device = false;
-        for (int a = 1; a < argc; a++) has_device |= strcmp(argv[a], "--device") == 0;
+        const bool has_device = argv_names_device(argc, argv);
         char **rank_argv = malloc(((size_t)argc + 3) * sizeof *rank_argv);
         if (!rank_argv) {
             fprintf(stderr, "snn-train: out of memory\n");
