@@ -10,11 +10,19 @@
  *   normalise:    out = (v / 255 - mean[c]) / std[c], read from a 256-entry table per channel, so
  *                 a padded pixel becomes (0 - mean[c]) / std[c], as torchvision's
  *                 RandomCrop(32, padding=4) -> RandomHorizontalFlip -> ToTensor -> Normalize.
+ *   erase:        random erasing (Zhong et al. 2020, "Random Erasing Data Augmentation"): with
+ *                 probability p, a rectangle of area s H W and aspect ratio r = h / w, with
+ *                     s ~ U(0.02, 0.33),   log r ~ U(log 0.3, log 3.3),
+ *                     h = round(sqrt(s H W r)),  w = round(sqrt(s H W / r)),
+ *                 placed uniformly where it fits (h < H, w < W; up to 10 draws, else nothing), is
+ *                 set to 0 in every channel after normalisation: the data set's mean, as
+ *                 torchvision's RandomErasing(p, value=0) after Normalize.
  *
  * The random draws of a sample depend on (seed, epoch, position in the epoch) only, so the same
  * batch comes out whichever thread makes it and whenever. Cost: one table load and one store
  * per output value, C*H*W of them (3072 for CIFAR); reads 1 byte, writes 4 bytes per value.
  */
+#include <math.h>
 #include <string.h>
 
 #include "data_internal.h"
@@ -35,7 +43,7 @@ void snn_norm_table_init(snn_norm_table *lut, int channels, const float *mean, c
 snn_augment snn_augment_draw(uint64_t seed, int64_t epoch, int64_t position, int padding,
                              bool crop, bool flip)
 {
-    snn_augment aug = {padding, padding, false}; /* no crop: the centre, i.e. the image itself */
+    snn_augment aug = {padding, padding, false, 0, 0, 0, 0}; /* no crop: the centre, i.e. the image itself */
     if (!crop && !flip) return aug;
     /* A key that mixes all three numbers, then a fresh generator for this one sample. The salt
      * keeps these streams apart from the shuffle's, which is seeded from (seed, epoch). */
@@ -50,6 +58,32 @@ snn_augment snn_augment_draw(uint64_t seed, int64_t epoch, int64_t position, int
     }
     if (flip) aug.flip = (snn_rng_u64(&rng) >> 63) != 0;
     return aug;
+}
+
+void snn_erase_draw(uint64_t seed, int64_t epoch, int64_t position, float probability,
+                    int height, int width, snn_augment *aug)
+{
+    aug->erase_y = aug->erase_x = aug->erase_h = aug->erase_w = 0;
+    if (!(probability > 0.0f)) return;
+    /* Its own salt: the crop/flip stream of the same sample stays what it was without erasing. */
+    uint64_t key = snn_hash64(seed ^ 0xC3A5C85C97CB3127ull);
+    key = snn_hash64(key ^ (uint64_t)epoch);
+    key = snn_hash64(key ^ (uint64_t)position);
+    snn_rng rng;
+    snn_rng_seed(&rng, key);
+    if (snn_rng_uniform(&rng) >= probability) return;
+    const double area = (double)height * width;
+    const double log_lo = log(0.3), log_hi = log(3.3);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        const double s = 0.02 + (0.33 - 0.02) * (double)snn_rng_uniform(&rng);
+        const double r = exp(log_lo + (log_hi - log_lo) * (double)snn_rng_uniform(&rng));
+        const int h = (int)lround(sqrt(s * area * r)), w = (int)lround(sqrt(s * area / r));
+        if (h < 1 || w < 1 || h >= height || w >= width) continue;
+        aug->erase_h = h, aug->erase_w = w;
+        aug->erase_y = (int)snn_rng_below(&rng, (uint64_t)(height - h + 1));
+        aug->erase_x = (int)snn_rng_below(&rng, (uint64_t)(width - w + 1));
+        return;
+    }
 }
 
 static int max_int(int a, int b) { return a > b ? a : b; }
@@ -87,5 +121,7 @@ void snn_augment_apply(float *out, const uint8_t *src, int channels, int height,
                 for (int x = x_hi; x < width; x++) row_out[width - 1 - x] = pad;
             }
         }
+        for (int y = aug.erase_y; y < aug.erase_y + aug.erase_h; y++)
+            memset(o + (size_t)y * width + aug.erase_x, 0, (size_t)aug.erase_w * sizeof *o);
     }
 }

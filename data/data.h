@@ -151,6 +151,9 @@ typedef struct snn_loader_config {
     bool random_crop;
     int crop_padding;        /**< default 4 */
     bool horizontal_flip;    /**< mirror left-right with probability 1/2; default false */
+    /** Random erasing: with this probability a random rectangle of 2-33% of the image (aspect
+     * 0.3-3.3) is set to 0 after normalisation, the mean (data/augment.c); default 0 (off). */
+    float erase_probability;
     bool prefetch;           /**< background thread; default true */
     /** Data-parallel sharding (dist/, docs/distributed.md): this loader is rank `shard` of
      * `shards` (0 or 1 shards: unsharded, the default). Batch b is then the rank's slice of

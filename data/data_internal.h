@@ -166,17 +166,26 @@ typedef struct snn_norm_table {
 void snn_norm_table_init(snn_norm_table *lut, int channels, const float *mean, const float *std);
 
 /* The crop offset and flip of one sample: the crop takes rows [dy, dy + H) and columns
- * [dx, dx + W) of the image padded by `padding` on each side (dy, dx in [0, 2 padding]). */
+ * [dx, dx + W) of the image padded by `padding` on each side (dy, dx in [0, 2 padding]). After
+ * crop and flip, random erasing blanks rows [erase_y, erase_y + erase_h) x columns [erase_x,
+ * erase_x + erase_w) of every channel; erase_h == 0 (the zero initialiser): nothing erased. */
 typedef struct snn_augment {
     int dy, dx;
     bool flip;
+    int erase_y, erase_x, erase_h, erase_w;
 } snn_augment;
 
 /* Draws the augmentation of the sample at `position` of epoch `epoch` from (seed, epoch,
  * position) alone. */
 snn_augment snn_augment_draw(uint64_t seed, int64_t epoch, int64_t position, int padding,
                              bool crop, bool flip);
-/* out (C, H, W) floats <- src (C, H, W) bytes, cropped (zero padded), flipped, normalised. */
+/* Draws into *aug the random-erasing rectangle of that sample, with probability `probability`,
+ * for (height, width) images (augment.c gives the distribution); a stream of its own, so the crop
+ * and flip that snn_augment_draw gives do not change when erasing is turned on. */
+void snn_erase_draw(uint64_t seed, int64_t epoch, int64_t position, float probability,
+                    int height, int width, snn_augment *aug);
+/* out (C, H, W) floats <- src (C, H, W) bytes, cropped (zero padded), flipped, normalised, then
+ * the erase rectangle set to 0 (the data set's mean after normalisation). */
 void snn_augment_apply(float *out, const uint8_t *src, int channels, int height, int width,
                        int padding, snn_augment aug, const snn_norm_table *lut);
 

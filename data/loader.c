@@ -111,6 +111,8 @@ static void make_batch(snn_loader *l, slot *s, int64_t epoch, int64_t index)
         const int64_t sample = l->order[position];
         snn_augment aug = snn_augment_draw(cfg->seed, epoch, position, cfg->crop_padding,
                                            cfg->random_crop, cfg->horizontal_flip);
+        snn_erase_draw(cfg->seed, epoch, position, cfg->erase_probability, ds->height, ds->width,
+                       &aug);
         for (int t = 0; t < T; t++)
             snn_augment_apply(s->images + ((int64_t)t * count + i) * frame,
                               ds->images + sample * image_bytes + t * frame, ds->channels,
@@ -238,6 +240,9 @@ static snn_status check_config(const snn_dataset *ds, const snn_loader_config *c
     if (c->random_crop && (c->crop_padding < 0 || c->crop_padding > 1024))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'config.crop_padding' (expected "
                          "0..1024, got %d)", fn, c->crop_padding);
+    if (!(c->erase_probability >= 0.0f && c->erase_probability <= 1.0f))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'config.erase_probability' "
+                         "(expected 0..1, got %g)", fn, (double)c->erase_probability);
     for (int ch = 0; ch < ds->channels; ch++) {
         if (!(c->std[ch] > 0.0f) || !isfinite(c->std[ch]) || !isfinite(c->mean[ch]))
             return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'config.std[%d]' (expected a "

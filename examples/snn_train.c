@@ -353,12 +353,14 @@ int main(int argc, char **argv)
     lc.seed = (uint64_t)o.seed;
     lc.random_crop = lc.horizontal_flip = augment;
     lc.crop_padding = o.crop_padding;
+    lc.erase_probability = o.random_erasing;
     snn_dataset_default_norm(&train, lc.mean, lc.std);
     if (config.encoding == SNN_ENCODING_POISSON) /* spikes need pixel intensities in [0, 1] */
         for (int c = 0; c < SNN_DATA_MAX_CHANNELS; c++) lc.mean[c] = 0.0f, lc.std[c] = 1.0f;
     snn_loader_config tc = lc;
     tc.shuffle = false;
     tc.random_crop = tc.horizontal_flip = false;
+    tc.erase_probability = 0.0f;
     train_dist_shard(dist, &lc);   /* each rank its slice of every global batch */
     snn_dataset test_part = test;  /* and its part of the test set */
     train_dist_slice(dist, &test_part);

@@ -32,6 +32,7 @@ typedef struct train_options {
     float label_smoothing;        /* eps of the cross-entropy's smoothed targets; 0: off */
     float tet_lambda;             /* --loss tet: weight of TET's MSE regulariser */
     float dropout;                /* CNN / DVS net classifier dropout, one mask over T; 0: off */
+    float random_erasing;         /* probability of erasing a random rectangle (data/augment.c) */
 } train_options;
 
 static UNUSED train_options train_defaults(void)
@@ -45,6 +46,7 @@ static UNUSED train_options train_defaults(void)
         .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f, .split_by = "number",
         .downsample = 1, .world_size = 1, .crop_padding = 4, .ema = 0.0f,
         .label_smoothing = 0.0f, .tet_lambda = SNN_TET_LAMBDA, .dropout = 0.0f,
+        .random_erasing = 0.0f,
     };
 }
 
@@ -97,6 +99,7 @@ static UNUSED int train_option_table(train_options *o, option *table)
         {"--ema", OPT_FLOAT, &o->ema, "DECAY: evaluate (and save, and keep the best of) a moving average of the weights, e.g. 0.999 (0: off)"},
         {"--augment", OPT_INT, &o->augment, "random crop + flip: 1 on, 0 off (-1: on for CIFAR)"},
         {"--crop-padding", OPT_INT, &o->crop_padding, "--augment's random crop: pad each side by N pixels, then crop (0..height/2; e.g. 2 for 28x28)"},
+        {"--random-erasing", OPT_FLOAT, &o->random_erasing, "P: erase a random rectangle (2-33% of the image) of a training image with probability P, to the mean (Zhong et al. 2020; 0: off)"},
         {"--device", OPT_STRING, &o->device, "cpu, cuda"},
         {"--precision", OPT_STRING, &o->precision, "cuda: fp32 (bit-reproducible), tf32 or bf16 tensor-core convs and GEMMs"},
         {"--tf32", OPT_FLAG, &o->tf32, "the same as --precision tf32"},
@@ -142,6 +145,11 @@ static UNUSED int train_options_check(const train_options *o, snn_schedule *sche
         fprintf(stderr, "snn-train: bad --ema %g (expected 0, off, or a decay in (0, 1), e.g. "
                 "0.999: the average then spans about the last 1 / (1 - DECAY) steps)\n",
                 (double)o->ema);
+        return 2;
+    }
+    if (!(o->random_erasing >= 0.0f && o->random_erasing <= 1.0f)) { /* NaN too */
+        fprintf(stderr, "snn-train: bad --random-erasing %g (expected a probability in [0, 1], "
+                "e.g. 0.5)\n", (double)o->random_erasing);
         return 2;
     }
     if (o->crop_padding < 0) { /* the upper bound depends on the images: checked with the data */

@@ -177,27 +177,27 @@ static void test_crop_flip_by_hand(void)
     float out[12];
 
     /* dy = 0, dx = 0: shifted down-right by one, zeros enter at the top and left. */
-    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){0, 0, false}, &lut);
+    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){.dy = 0, .dx = 0, .flip = false}, &lut);
     const float want_00[12] = {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7};
     CHECK_ALL_CLOSE(out, want_00, 12, 1e-4, 0);
 
     /* dy = 2, dx = 1: shifted up by one; columns unchanged. */
-    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){2, 1, false}, &lut);
+    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){.dy = 2, .dx = 1, .flip = false}, &lut);
     const float want_21[12] = {5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 0, 0};
     CHECK_ALL_CLOSE(out, want_21, 12, 1e-4, 0);
 
     /* Centre + flip: each row reversed. */
-    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){1, 1, true}, &lut);
+    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){.dy = 1, .dx = 1, .flip = true}, &lut);
     const float want_flip[12] = {4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9};
     CHECK_ALL_CLOSE(out, want_flip, 12, 1e-4, 0);
 
     /* dy = 1, dx = 2 then flip: crop rows are "2 3 4 0", mirrored "0 4 3 2". */
-    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){1, 2, true}, &lut);
+    snn_augment_apply(out, img, 1, 3, 4, 1, (snn_augment){.dy = 1, .dx = 2, .flip = true}, &lut);
     const float want_12f[12] = {0, 4, 3, 2, 0, 8, 7, 6, 0, 12, 11, 10};
     CHECK_ALL_CLOSE(out, want_12f, 12, 1e-4, 0);
 
     /* Padding larger than the image: dx = 0 with padding 5 shifts everything out. */
-    snn_augment_apply(out, img, 1, 3, 4, 5, (snn_augment){5, 0, false}, &lut);
+    snn_augment_apply(out, img, 1, 3, 4, 5, (snn_augment){.dy = 5, .dx = 0, .flip = false}, &lut);
     for (int i = 0; i < 12; i++) CHECK(out[i] == 0.0f);
 }
 
@@ -229,7 +229,7 @@ static void test_augmentation_distribution(void)
         for (int dy = 0; dy <= 2 * P; dy++)
             for (int dx = 0; dx <= 2 * P; dx++)
                 snn_augment_apply(cand[k++], ds.images, 1, H, W, P,
-                                  (snn_augment){dy, dx, flip != 0}, &lut);
+                                  (snn_augment){.dy = dy, .dx = dx, .flip = flip != 0}, &lut);
     int total = 0, unmatched = 0, flipped = 0;
     for (int e = 0; e < EPOCHS; e++) {
         snn_batch b;
@@ -274,24 +274,24 @@ static void test_crop_flip_28x28(void)
 #define AT(y, x) lroundf(out[(y) * W + (x)])
 
     /* dy = dx = 0: shifted down-right by 2: out[y][x] = img[y - 2][x - 2] */
-    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){0, 0, false}, &lut);
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){.dy = 0, .dx = 0, .flip = false}, &lut);
     CHECK(AT(0, 5) == 0 && AT(1, 27) == 0 && AT(5, 0) == 0 && AT(27, 1) == 0); /* padding */
     CHECK(AT(2, 2) == 1);                    /* img[0][0] = 1 */
     CHECK(AT(27, 27) == 76);                 /* img[25][25] = 1 + 25 + 50 */
     CHECK(AT(10, 3) == 1 + 1 + 2 * 8);       /* img[8][1] = 18 */
 
     /* dy = dx = 4: shifted up-left by 2: out[y][x] = img[y + 2][x + 2] */
-    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){4, 4, false}, &lut);
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){.dy = 4, .dx = 4, .flip = false}, &lut);
     CHECK(AT(0, 0) == 7 && AT(25, 25) == 82); /* img[2][2], img[27][27] */
     CHECK(AT(26, 0) == 0 && AT(0, 26) == 0 && AT(27, 27) == 0);
 
     /* centre (dy = dx = 2) and flip: out[y][x] = img[y][27 - x] */
-    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){2, 2, true}, &lut);
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){.dy = 2, .dx = 2, .flip = true}, &lut);
     CHECK(AT(0, 0) == 28 && AT(5, 3) == 35 && AT(27, 27) == 55); /* img[0][27], [5][24], [27][0] */
 
     /* dy = 1, dx = 3, then flip: crop[y][x] = img[y - 1][x + 1], out[y][x] = crop[y][27 - x]
      * = img[y - 1][28 - x] */
-    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){1, 3, true}, &lut);
+    snn_augment_apply(out, img, 1, H, W, P, (snn_augment){.dy = 1, .dx = 3, .flip = true}, &lut);
     CHECK(AT(0, 10) == 0 && AT(1, 0) == 0);  /* row -1, column 28: padding */
     CHECK(AT(1, 1) == 28 && AT(10, 5) == 42); /* img[0][27]; img[9][23] = 1 + 23 + 18 */
 #undef AT
@@ -315,7 +315,7 @@ static void test_crop_flip_28x28(void)
     for (int flip = 0; flip < 2; flip++)
         for (int dy = 0; dy <= 2 * P; dy++)
             for (int dx = 0; dx <= 2 * P; dx++)
-                snn_augment_apply(cand[k++], img, 1, H, W, P, (snn_augment){dy, dx, flip != 0}, &lut);
+                snn_augment_apply(cand[k++], img, 1, H, W, P, (snn_augment){.dy = dy, .dx = dx, .flip = flip != 0}, &lut);
     for (int e = 0; l && e < EPOCHS; e++) {
         snn_batch b;
         while (snn_loader_next(l, &b)) {
@@ -334,6 +334,60 @@ static void test_crop_flip_28x28(void)
     CHECK(missing == 0);
     snn_loader_free(l);
     snn_dataset_free(&ds);
+}
+
+/* Random erasing by hand: the rectangle is 0 in every channel after crop and flip, the rest is
+ * what the same crop gives without it. */
+static void test_erase_apply(void)
+{
+    uint8_t img[2 * 3 * 4];
+    for (int i = 0; i < 24; i++) img[i] = (uint8_t)(i + 1);
+    snn_norm_table lut;
+    const float mean[2] = {0.0f, 0.0f}, std[2] = {1.0f / 255.0f, 1.0f / 255.0f};
+    snn_norm_table_init(&lut, 2, mean, std);
+    float out[24];
+    /* no crop shift (padding 0), no flip; rows 1..2, columns 1..2 erased in both channels */
+    snn_augment_apply(out, img, 2, 3, 4, 0,
+                      (snn_augment){.erase_y = 1, .erase_x = 1, .erase_h = 2, .erase_w = 2}, &lut);
+    const float want[24] = {1, 2, 3, 4, 5, 0, 0, 8, 9, 0, 0, 12,
+                            13, 14, 15, 16, 17, 0, 0, 20, 21, 0, 0, 24};
+    CHECK_ALL_CLOSE(out, want, 24, 1e-4, 0);
+    /* after the flip: the erased columns are those of the output, not of the source */
+    snn_augment_apply(out, img, 2, 3, 4, 0, (snn_augment){.flip = true, .erase_h = 1, .erase_w = 1},
+                      &lut);
+    const float want_flip[24] = {0, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9,
+                                 0, 15, 14, 13, 20, 19, 18, 17, 24, 23, 22, 21};
+    CHECK_ALL_CLOSE(out, want_flip, 24, 1e-4, 0);
+}
+
+/* The erase draws: about a fraction p of the samples, each rectangle inside the image with an
+ * area of 2-33% (up to rounding) and an aspect ratio in [0.3, 3.3] (up to rounding); p = 0 draws
+ * nothing; the crop and flip of a sample are the same with erasing on or off. */
+static void test_erase_distribution(void)
+{
+    enum { H = 28, W = 28, DRAWS = 20000 };
+    int erased = 0, bad = 0, small = 0, large = 0;
+    for (int i = 0; i < DRAWS; i++) {
+        snn_augment a = snn_augment_draw(7, 3, i, 2, true, true), b = a;
+        snn_erase_draw(7, 3, i, 0.5f, H, W, &b);
+        bad += a.dy != b.dy || a.dx != b.dx || a.flip != b.flip;
+        if (b.erase_h == 0) continue;
+        erased++;
+        const double area = (double)b.erase_h * b.erase_w / (H * W);
+        bad += b.erase_y < 0 || b.erase_x < 0 || b.erase_y + b.erase_h > H || b.erase_x + b.erase_w > W;
+        bad += area < 0.015 || area > 0.36; /* 0.02..0.33, h and w rounded */
+        bad += (double)b.erase_h / b.erase_w < 0.25 || (double)b.erase_h / b.erase_w > 4.0;
+        small += area < 0.1;
+        large += area > 0.25;
+        snn_augment off = a;
+        snn_erase_draw(7, 3, i, 0.0f, H, W, &off);
+        bad += off.erase_h != 0;
+    }
+    fprintf(stderr, "  random erasing, p = 0.5: %d of %d erased; %d under 10%%, %d over 25%% of "
+            "the image\n", erased, DRAWS, small, large);
+    CHECK(bad == 0);
+    CHECK(erased > 0.48 * DRAWS && erased < 0.52 * DRAWS);
+    CHECK(small > 0 && large > 0); /* the whole range of areas occurs */
 }
 
 /* Collects `epochs` epochs of batches (images then labels) into one malloc'd array. */
@@ -480,6 +534,10 @@ static void test_bad_configs(void)
     CHECK(snn_loader_new(&ds, &cfg) == NULL);
     CHECK(strstr(snn_last_error(), "drop_last") != NULL);
     cfg = snn_loader_config_default();
+    cfg.erase_probability = 1.5f;
+    CHECK(snn_loader_new(&ds, &cfg) == NULL);
+    CHECK(strstr(snn_last_error(), "erase_probability") != NULL);
+    cfg = snn_loader_config_default();
     snn_dataset empty;
     memset(&empty, 0, sizeof empty);
     CHECK(snn_loader_new(&empty, &cfg) == NULL);
@@ -522,6 +580,8 @@ int main(void)
     RUN(test_crop_flip_by_hand);
     RUN(test_augmentation_distribution);
     RUN(test_crop_flip_28x28);
+    RUN(test_erase_apply);
+    RUN(test_erase_distribution);
     RUN(test_prefetch_matches_sync);
     RUN(test_resume);
     RUN(test_batch_to_device);

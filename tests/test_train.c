@@ -202,7 +202,7 @@ static void test_augment_28x28(void)
 }
 
 /* The whole Fashion-MNIST recipe of docs/results.md at a toy size: PLIF, TET with label
- * smoothing, AdamW, shared-mask dropout, the 28x28 crop and the EMA. 100 steps must learn
+ * smoothing, AdamW, shared-mask dropout, the 28x28 crop, random erasing and the EMA. 100 steps must learn
  * (chance is 10%), evaluate the EMA weights, and keep best.safetensors. */
 static void test_recipe_learns(void)
 {
@@ -211,7 +211,7 @@ static void test_recipe_learns(void)
     snprintf(args, sizeof args, "--neuron plif --width 8 --hidden 64 --T 2 --batch-size 32 "
              "--limit-train 3200 --limit-test 1000 --epochs 1 --threads 2 --optimizer adamw "
              "--weight-decay 0.01 --loss tet --label-smoothing 0.1 --dropout 0.2 --augment 1 "
-             "--crop-padding 2 --ema 0.9 --out %s", dir);
+             "--crop-padding 2 --random-erasing 0.5 --ema 0.9 --out %s", dir);
     CHECK(run(TRAIN " %s", args) == 0);
     CHECK(output_contains("test (EMA weights)") && output_contains("best: epoch 1"));
     double acc = last_test_accuracy(dir);
@@ -287,6 +287,7 @@ static void test_bad_flags(void)
           output_contains("with --loss ce or tet"));
     CHECK(run(TRAIN " %s", "--loss tet --tet-lambda 2") == 2 && output_contains("bad --tet-lambda 2"));
     CHECK(run(TRAIN " %s", "--dropout 1") == 2 && output_contains("bad --dropout 1"));
+    CHECK(run(TRAIN " %s", "--random-erasing 1.5") == 2 && output_contains("bad --random-erasing 1.5"));
     CHECK(run(EVAL " %s", "--help") == 0 && output_contains("--raw-weights"));
     CHECK(run(TRAIN " %s", "--dataset fashion-mnist --data /nonexistent") == 1 &&
           output_contains("/nonexistent"));
