@@ -3,8 +3,14 @@
  * spiking network on 1 GPU without NCCL and on N GPUs with it, the communication the backward
  * pass does not hide, and NCCL's all-reduce bandwidth for the model's gradient buffer.
  *
- *   build/bin/bench_dist --plain  [--model resnet18|cnn] [--T 4] [--batch 128] [--steps 30]
- *   build/bin/bench_dist --gpus 2 [--model resnet18|cnn] [--T 4] [--batch 128] [--steps 30]
+ *   build/bin/bench_dist --plain  [--model resnet18] [--T 4] [--batch 128] [--steps 30]
+ *   build/bin/bench_dist --gpus 4 [--model resnet18] [--T 4] [--batch 128] [--steps 30]
+ *                                 [--bucket-mb 25]
+ *
+ * --model takes any of snn-train's models (cnn, resnet18, sew-resnet18, ...): the CNN at 28x28x1,
+ * the others at 32x32x3 (CIFAR). --bucket-mb sets the gradient bucket (snn_dist_config's
+ * bucket_bytes, 25 MiB by default): smaller buckets start their all-reduce earlier in the backward
+ * but each pays NCCL's fixed cost; one bucket larger than the model sends everything at the end.
  *
  * --gpus N starts N ranks of this program (the snn-train launcher, dist/launch.c); --batch is
  * per GPU, so the global batch is N x batch. Each rank trains on its own random images (their
@@ -41,6 +47,7 @@ static double now(void)
 typedef struct bench_options {
     const char *model;
     int gpus, T, batch, steps;
+    double bucket_mb;
     bool plain;
 } bench_options;
 
@@ -54,13 +61,24 @@ static int parse(int argc, char **argv, bench_options *o)
         else if (strcmp(argv[a], "--T") == 0 && v) o->T = atoi(argv[++a]);
         else if (strcmp(argv[a], "--batch") == 0 && v) o->batch = atoi(argv[++a]);
         else if (strcmp(argv[a], "--steps") == 0 && v) o->steps = atoi(argv[++a]);
+        else if (strcmp(argv[a], "--bucket-mb") == 0 && v) o->bucket_mb = atof(argv[++a]);
         else {
-            fprintf(stderr, "usage: %s [--plain | --gpus N] [--model resnet18|cnn] [--T 4] "
-                    "[--batch 128] [--steps 30]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--plain | --gpus N] [--model resnet18|sew-resnet18|cnn|...] "
+                    "[--T 4] [--batch 128] [--steps 30] [--bucket-mb 25]\n", argv[0]);
             return 2;
         }
     }
-    if (o->T < 1 || o->batch < 1 || o->steps < 1 || o->gpus < 0) return 2;
+    snn_model_kind kind;
+    if (snn_model_kind_parse(o->model, &kind) != SNN_OK) {
+        fprintf(stderr, "bench_dist: --model: %s\n", snn_last_error());
+        return 2;
+    }
+    if (o->T < 1 || o->batch < 1 || o->steps < 1 || o->gpus < 0 || !(o->bucket_mb > 0.0)) {
+        fprintf(stderr, "bench_dist: bad --T %d, --batch %d, --steps %d, --gpus %d or --bucket-mb "
+                "%g (expected >= 1, >= 1, >= 1, >= 0, > 0)\n", o->T, o->batch, o->steps, o->gpus,
+                o->bucket_mb);
+        return 2;
+    }
     return 0;
 }
 
@@ -83,12 +101,13 @@ static snn_status step(snn_module *model, snn_optimizer *opt, snn_dist *d, const
 
 static int run_rank(const bench_options *o, snn_dist *d)
 {
-    snn_model_kind kind = strcmp(o->model, "cnn") == 0 ? SNN_MODEL_SPIKING_CNN : SNN_MODEL_RESNET18;
+    snn_model_kind kind = SNN_MODEL_RESNET18;
+    snn_model_kind_parse(o->model, &kind); /* checked in parse() */
     snn_model_config c = snn_model_config_default(kind);
     c.time_steps = o->T;
     c.classes = 10;
-    if (kind == SNN_MODEL_RESNET18) c.in_channels = 3, c.height = 32, c.width = 32;
-    else c.in_channels = 1, c.height = 28, c.width = 28;
+    if (kind == SNN_MODEL_SPIKING_CNN) c.in_channels = 1, c.height = 28, c.width = 28;
+    else c.in_channels = 3, c.height = 32, c.width = 32;
     snn_rng rng;
     snn_rng_seed(&rng, 1);
     snn_module *model = snn_model_new(&c, &rng);
@@ -146,15 +165,16 @@ static int run_rank(const bench_options *o, snn_dist *d)
     if (st != SNN_OK) {
         fprintf(stderr, "bench_dist: rank %d: %s\n", rank, snn_last_error());
     } else if (rank == 0) {
-        printf("bench_dist: %s T=%d batch %d/GPU x %d GPU(s) (%s): %.1f img/s | step %.2f ms "
-               "(synced) | exposed comm %.3f ms/step (%.2f%%) | all-reduce of %.1fM floats "
-               "(%.1f MB): %.3f ms, bus %.1f GB/s\n", o->model, o->T, o->batch, world,
-               d ? snn_dist_backend(d) : "plain, no NCCL", images_per_s, step_ms, exposed_ms,
-               100.0 * exposed_ms / step_ms, (double)n / 1e6, (double)n * 4.0 / 1e6,
+        printf("bench_dist: %s T=%d batch %d/GPU x %d GPU(s) (%s, buckets of %g MiB): %.1f img/s | "
+               "step %.2f ms (synced) | exposed comm %.3f ms/step (%.2f%%) | all-reduce of %.1fM "
+               "floats (%.1f MB): %.3f ms, bus %.1f GB/s\n", o->model, o->T, o->batch, world,
+               d ? snn_dist_backend(d) : "plain, no NCCL", o->bucket_mb, images_per_s, step_ms,
+               exposed_ms, 100.0 * exposed_ms / step_ms, (double)n / 1e6, (double)n * 4.0 / 1e6,
                allreduce_ms, bus_gbs);
-        printf("RESULT model=%s T=%d batch=%d gpus=%d mode=%s img_s=%.1f step_ms=%.3f "
+        printf("RESULT model=%s T=%d batch=%d gpus=%d mode=%s bucket_mb=%g img_s=%.1f step_ms=%.3f "
                "exposed_ms=%.4f allreduce_ms=%.4f busbw_gbs=%.1f\n", o->model, o->T, o->batch,
-               world, d ? "nccl" : "plain", images_per_s, step_ms, exposed_ms, allreduce_ms, bus_gbs);
+               world, d ? "nccl" : "plain", o->bucket_mb, images_per_s, step_ms, exposed_ms,
+               allreduce_ms, bus_gbs);
         fflush(stdout);
     }
     free(images);
@@ -166,7 +186,7 @@ static int run_rank(const bench_options *o, snn_dist *d)
 
 int main(int argc, char **argv)
 {
-    bench_options o = {"resnet18", 0, 4, 128, 30, false};
+    bench_options o = {"resnet18", 0, 4, 128, 30, 25.0, false};
     if (parse(argc, argv, &o)) return 2;
     if (!snn_cuda_available()) {
         fprintf(stderr, "bench_dist: needs a GPU\n");
@@ -189,6 +209,7 @@ int main(int argc, char **argv)
         snn_dist_config c = snn_dist_config_default();
         c.rank = env.rank, c.world_size = env.world_size, c.local_rank = env.local_rank;
         c.init = env.init, c.device = SNN_CUDA;
+        c.bucket_bytes = (size_t)(o.bucket_mb * (double)(1 << 20));
         d = snn_dist_new(&c);
         if (!d) {
             fprintf(stderr, "bench_dist: rank %d: %s\n", env.rank, snn_last_error());
