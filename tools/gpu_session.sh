@@ -36,6 +36,9 @@
 #                                  the build; needs .carry/)
 #   tools/gpu_session.sh recipe    issue 16: one recipe run of the spiking CNN (RECIPE_T, RECIPE_EPOCHS,
 #                                  RECIPE_NAME, RECIPE_SECONDS; see the case below)
+#   tools/gpu_session.sh jobs      single-GPU training runs side by side, one per GPU, stopped at a
+#                                  deadline and resumed by the next call (JOBS_FILE; see the case)
+#   tools/gpu_session.sh jobsparse snn-sparse on the GPU and the CPU for finished jobs (JOBS_SPARSE)
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -265,9 +268,9 @@ for stage in "$@"; do
     timeout 300 ctest --test-dir build-gpu -L multigpu --output-on-failure >> "$LOGS/ctest_dist.log" 2>&1
     grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
       "$LOGS/ctest_dist.log" | summary
-    # scaling: 1 GPU without NCCL, 1 GPU through NCCL (world 1), then every GPU count up to 2
-    counts="1"; [ "$ngpu" -ge 2 ] && counts="1 2"
-    for spec in "resnet18 4 128 25" "cnn 2 128 100"; do
+    # scaling: 1 GPU without NCCL, 1 GPU through NCCL (world 1), then 2, 4, 8 up to the GPUs here
+    counts="1"; for g in 2 4 8; do [ "$ngpu" -ge $g ] && counts="$counts $g"; done
+    for spec in "resnet18 4 128 25" "sew-resnet18 4 128 25" "cnn 2 128 100"; do
       set -- $spec
       log "bench_dist: $1, T=$2, batch $3 per GPU"
       timeout 120 build-gpu/bin/bench_dist --plain --model $1 --T $2 --batch $3 --steps $4 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
@@ -275,13 +278,21 @@ for stage in "$@"; do
         timeout 120 build-gpu/bin/bench_dist --gpus $g --model $1 --T $2 --batch $3 --steps $4 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
       done
     done
+    # the all-reduce bucket size at the most GPUs here (25 MiB is the default, in the runs above)
+    if [ "$ngpu" -ge 2 ]; then
+      for mb in 1 5 100; do
+        log "bench_dist: resnet18 on $ngpu GPUs, buckets of $mb MiB"
+        timeout 120 build-gpu/bin/bench_dist --gpus $ngpu --model resnet18 --T 4 --batch 128 --steps 25 --bucket-mb $mb 2>&1 |
+          tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
+      done
+    fi
     log "scaling table (efficiency = N-GPU img/s / (N x the plain 1-GPU img/s); exposed = comm not hidden by the backward, per step)"
     awk '/^RESULT/ { delete kv; for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
            key = kv["model"]
            if (kv["mode"] == "plain") { base[key] = kv["img_s"]; next }
            up = 0; eff = 0
            if (base[key] > 0) { up = kv["img_s"] / base[key]; eff = 100 * up / kv["gpus"] }
-           printf "%-9s %d GPU(s): %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
+           printf "%-12s %d GPU(s), buckets %3s MiB: %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["bucket_mb"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
       "$LOGS/bench_dist.txt" | summary ;;
   distacc|distacc1|distacc2)
     # distacc: both runs; distacc1: the 1-GPU run alone (any machine); distacc2: the 2-GPU run alone
@@ -322,6 +333,93 @@ for stage in "$@"; do
     grep -E "^epoch|best|done|snn-train:" "$LOGS/$name.log" | summary
     cp "$LOGS/$name/metrics.csv" "$OUT/${name}_metrics.csv" 2>/dev/null
     cp "$LOGS/$name/accuracy.svg" "$OUT/${name}_accuracy.svg" 2>/dev/null ;;
+  jobs)
+    # Single-GPU snn-train runs side by side, line i of JOBS_FILE (tools/jobs/recipes_x4.jobs) on
+    # GPU i, each its own GPU and --threads (cores / GPUs). Each run is stopped by SIGTERM at
+    # JOBS_DEADLINE (seconds since the epoch; else JOBS_SECONDS, 540, from now), which saves a
+    # checkpoint, and the next call of this stage resumes it (state in build-gpu/jobs/<name>/,
+    # kept between calls on a warm machine); a finished run is left alone. Each run's metrics.csv,
+    # accuracy.svg and log come back as $OUT/<name>_*.
+    build snn-train snn-make-cifar || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    jobs_file=${JOBS_FILE:-tools/jobs/recipes_x4.jobs}
+    deadline=${JOBS_DEADLINE:-$(( $(date +%s) + ${JOBS_SECONDS:-540} ))}
+    ngpu=$(nvidia-smi -L | wc -l)
+    threads=$(( $(nproc) / ngpu )); (( threads < 1 )) && threads=1
+    gpu=0
+    while IFS='|' read -r name flags; do
+      name=$(echo $name)
+      [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
+      (( gpu >= ngpu )) && { echo "   $name: no GPU left ($ngpu here)" | summary; continue; }
+      dir=build-gpu/jobs/$name; mkdir -p "$dir"
+      if [ -f "$dir/done" ]; then echo "   $name: finished earlier" | summary; gpu=$(( gpu + 1 )); continue; fi
+      left=$(( deadline - $(date +%s) ))
+      (( left < 30 )) && { echo "   $name: under 30 s left, not started" | summary; gpu=$(( gpu + 1 )); continue; }
+      resume=""; [ -f "$dir/out/checkpoint.safetensors" ] && resume="--resume $dir/out/checkpoint.safetensors"
+      log "job $name on GPU $gpu ($(nvidia-smi -i $gpu --query-gpu=name --format=csv,noheader)), $threads threads, $left s: snn-train $flags $resume"
+      ( echo "== segment $(date -u +%FT%TZ), $left s${resume:+, resumed}" >> "$dir/log"
+        start=$(date +%s)
+        CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM $left build-gpu/bin/snn-train --device cuda $flags \
+          --threads $threads --out "$dir/out" $resume < /dev/null >> "$dir/log" 2>&1
+        rc=$?
+        echo "== segment ended: exit $rc after $(( $(date +%s) - start )) s" >> "$dir/log"
+        [ $rc -eq 0 ] && touch "$dir/done" ) &
+      gpu=$(( gpu + 1 ))
+    done < "$jobs_file"
+    wait
+    for dir in build-gpu/jobs/*/; do
+      name=$(basename "$dir")
+      log "job $name: $([ -f "$dir/done" ] && echo finished || echo 'not finished')"
+      grep -E "^epoch|best|segment|snn-train:" "$dir/log" | tail -6 | cut -c1-300 | summary
+      cp "$dir/log" "$OUT/${name}_log.txt" 2>/dev/null
+      cp "$dir/out/metrics.csv" "$OUT/${name}_metrics.csv" 2>/dev/null
+      cp "$dir/out/accuracy.svg" "$OUT/${name}_accuracy.svg" 2>/dev/null
+    done ;;
+  jobsparse)
+    # Issue 15 on the finished runs of the jobs stage named in JOBS_SPARSE (the ResNet-18 pair of
+    # tools/jobs/recipes_x4.jobs, without and with the activity penalty): snn-sparse dense vs
+    # sparse on the evaluated weights (best.safetensors), on the GPU (2000 test images, fp32,
+    # one run per GPU side by side) and then on this host's CPU (16 threads, 256 images, one run
+    # at a time), one CSV line each ($OUT/jobsparse.csv) and the trade-off plot.
+    build snn-sparse snn-sparse-plot || exit 1
+    CSV="$OUT/jobsparse.csv"; rm -f "$CSV"
+    gpu=0
+    for name in ${JOBS_SPARSE:-r18_e50 r18_e50_pen1}; do
+      ck=build-gpu/jobs/$name/out/best.safetensors
+      [ -f "build-gpu/jobs/$name/done" ] && [ -f "$ck" ] || { echo "   $name: not finished, skipped" | summary; continue; }
+      log "jobsparse: snn-sparse --device cuda, $name (GPU $gpu)"
+      CUDA_VISIBLE_DEVICES=$gpu timeout 200 build-gpu/bin/snn-sparse --checkpoint "$ck" --data /tmp/fmcifar \
+        --device cuda --limit-test 2000 --passes 3 --csv "$LOGS/jobsparse_$name.csv" \
+        > "$LOGS/jobsparse_${name}_cuda.txt" 2>&1 &
+      gpu=$(( gpu + 1 ))
+    done
+    wait
+    for name in ${JOBS_SPARSE:-r18_e50 r18_e50_pen1}; do
+      [ -f "$LOGS/jobsparse_${name}_cuda.txt" ] || continue
+      log "jobsparse: $name on the GPU"
+      grep -E "accuracy|identical|swapped|latency|throughput|test set|end to end|snn-sparse:" \
+        "$LOGS/jobsparse_${name}_cuda.txt" | summary
+      cp "$LOGS/jobsparse_${name}_cuda.txt" "$OUT/"
+      ck=build-gpu/jobs/$name/out/best.safetensors
+      log "jobsparse: snn-sparse --device cpu (16 threads, 256 test images), $name"
+      timeout 150 build-gpu/bin/snn-sparse --checkpoint "$ck" --data /tmp/fmcifar --device cpu --threads 16 \
+        --limit-test 256 --calib-batches 4 --passes 1 --reps 5 --csv "$LOGS/jobsparse_$name.csv" \
+        > "$LOGS/jobsparse_${name}_cpu.txt" 2>&1
+      grep -E "accuracy|identical|swapped|latency|throughput|test set|end to end|snn-sparse:" \
+        "$LOGS/jobsparse_${name}_cpu.txt" | summary
+      cp "$LOGS/jobsparse_${name}_cpu.txt" "$OUT/"
+    done
+    # one CSV: the header once, then every run's line
+    first=1
+    for f in "$LOGS"/jobsparse_*.csv; do
+      [ -f "$f" ] || continue
+      if [ $first -eq 1 ]; then cat "$f"; first=0; else tail -n +2 "$f"; fi
+    done > "$CSV"
+    cat "$CSV" | summary
+    build-gpu/bin/snn-sparse-plot "$CSV" "$OUT/jobsparse_tradeoff.svg" resnet18 2>&1 | summary ;;
   sparse15)
     echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
          "then tools/gpu_session.sh sparse15b (separate calls)"
