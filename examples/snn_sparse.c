@@ -114,6 +114,7 @@ int main(int argc, char **argv)
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
     const char *csv = NULL;
     int batch_size = 64, limit = 0, threads = 0, calib_batches = 8, reps = 10, passes = 3, T = 0;
+    int one_sample = 1;
     option table[] = {
         {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
         {"--dataset", OPT_STRING, &dataset, "data set (default: the one the checkpoint was trained on)"},
@@ -127,12 +128,14 @@ int main(int argc, char **argv)
         {"--passes", OPT_INT, &passes, "timed test-set passes, dense and sparse alike (best of; after a warm-up pass)"},
         {"--T", OPT_INT, &T, "run the model at this many time steps (0: the checkpoint's)"},
         {"--csv", OPT_STRING, &csv, "append one line of results (accuracies, firing, silent planes, times) to this CSV file"},
+        {"--one-sample", OPT_INT, &one_sample, "1: also calibrate on one sample per batch and run small batches on the paths it picks; 0: small batches run the batch's paths (CPU) or dense (CUDA), as before 2026-11-26"},
     };
     int parsed = parse_options(argc, argv, "Dense vs sparse execution of a trained checkpoint.",
                                table, (int)(sizeof table / sizeof table[0]));
     if (parsed) return parsed == 2 ? 0 : 2;
-    if (calib_batches < 1 || reps < 1 || passes < 1 || T < 0) {
-        fprintf(stderr, "snn-sparse: --calib-batches, --reps and --passes must be >= 1, --T >= 0\n");
+    if (calib_batches < 1 || reps < 1 || passes < 1 || T < 0 || (one_sample != 0 && one_sample != 1)) {
+        fprintf(stderr, "snn-sparse: --calib-batches, --reps and --passes must be >= 1, --T >= 0, "
+                "--one-sample 0 or 1\n");
         return 2;
     }
     checkpoint_run run;
@@ -214,6 +217,7 @@ int main(int argc, char **argv)
         if (n_calib < 8) printf("  (fewer than 8 batches: the decision rests on little data)\n");
         snn_sparse_options so = snn_sparse_options_default();
         so.max_images = calib_images;
+        so.one_sample = one_sample != 0;
         if (snn_sparsify(model, calib, n_calib, &so, &report) != SNN_OK) status = 1;
     }
 

@@ -122,6 +122,8 @@ typedef struct snn_sparse_options {
                                     timings and statistics add up over the slices. On CUDA the
                                     timings (and the fallback for batches under half the
                                     calibrated size) are then those of a slice. */
+    bool one_sample;           /**< then time each layer again on one sample of each batch and
+                                    choose the path of batches nearer one sample (true) */
 } snn_sparse_options;
 
 /** The defaults listed in snn_sparse_options. */
@@ -150,6 +152,11 @@ typedef struct snn_sparse_layer_report {
     double event_smem_ms;      /**< the event-smem path, as dense_ms (CUDA only; 0 on the CPU) */
     double max_abs_diff;       /**< max |sparse - dense| over calibration, both sparse kernels */
     snn_sparse_path path;      /**< chosen */
+    int one_images;            /**< images of the one-sample round (T; 0: not made) */
+    double one_dense_ms;       /**< dense conv at one sample, mean over that round */
+    double one_best_ms;        /**< the fastest sparse kernel at one sample */
+    snn_sparse_path path_one;  /**< chosen for batches nearer one sample than the calibration
+                                  batch on a log scale (images^2 < calibrated x one_images) */
     long long sparse_calls;    /**< after calibration: batches run sparse */
     long long fallbacks;       /**< after calibration: batches denser than calibrated, run dense */
 } snn_sparse_layer_report;
@@ -169,7 +176,9 @@ typedef struct snn_sparse_report {
  * SparseConv2d holding the same weight tensor under the same name, then runs the batches
  * (n_batches >= 1; 8 or more recommended) without a tape - each batch, or each slice of
  * options->max_images of its images, in a step of its own - to time dense and sparse on the real
- * tensors and pick each layer's path. The model is put in eval mode. Must be called in grad
+ * tensors and pick each layer's path; then the first sample of each batch alone, to pick the path
+ * that batches nearer one sample than the calibration batch run (a kernel that wins on a batch
+ * can lose on one sample). The model is put in eval mode. Must be called in grad
  * mode (it opens and closes its own steps; batches may be OWNED tensors or STEP tensors of an
  * enclosing step). report may be NULL. Calling it again re-calibrates the swapped layers.
  * SNN_ERR_ARGUMENT for a NULL model, no or NULL batches; SNN_ERR_STATE in no-grad mode;

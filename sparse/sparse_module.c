@@ -10,9 +10,9 @@
  * on the CPU, the batch's active channels are counted from the activity (T*N*C floats, cheap)
  * and a batch denser than calibrated - mean active channels per image above the calibrated 95th
  * percentile - falls back to dense; else the sparse kernel runs. On CUDA there is no density
- * check (it would need a host sync): sparse_conv.cu takes any density in one launch; but a batch
- * of fewer than half the calibrated images runs dense, since the timings that chose the kernel
- * were taken at the calibration batch size.
+ * check (it would need a host sync): sparse_conv.cu takes any density in one launch. On both, a
+ * batch nearer one sample than the calibration batch runs the path chosen by a second,
+ * one-sample calibration round (a kernel's speed-up depends on the batch: see sparse_forward).
  *
  * Calibration: every batch runs without a tape; each SparseConv2d runs dense (its output is
  * what the next layer sees), then times the GEMM and event kernels on the same tensors, and
@@ -130,20 +130,27 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
         snn_step_scratch_release(SNN_CPU, host_mark);
         return;
     }
-    for (int n = 0; n < d->N; n++) {
-        int on = 0;
-        for (int c = 0; c < d->C_in; c++) on += a[(int64_t)n * d->C_in + c] != 0.0f;
-        s->hist[on]++;
-        s->silent += d->C_in - on;
+    const bool one = s->calibrating_one; /* the one-sample round: timings only */
+    if (one) {
+        s->one_dense_s += dense_s;
+        if (!s->one_batches || d->N > s->one_images) s->one_images = d->N;
+        s->one_batches++;
+    } else {
+        for (int n = 0; n < d->N; n++) {
+            int on = 0;
+            for (int c = 0; c < d->C_in; c++) on += a[(int64_t)n * d->C_in + c] != 0.0f;
+            s->hist[on]++;
+            s->silent += d->C_in - on;
+        }
+        s->planes += (double)d->N * d->C_in;
+        for (int64_t i = 0; i < x->numel; i++) s->nonzero += xh[i] != 0.0f;
+        s->inputs += (double)x->numel;
+        s->dense_s += dense_s;
+        s->H = d->H;
+        s->W = d->W;
+        if (!s->batches || d->N < s->calib_images) s->calib_images = d->N;
+        s->batches++;
     }
-    s->planes += (double)d->N * d->C_in;
-    for (int64_t i = 0; i < x->numel; i++) s->nonzero += xh[i] != 0.0f;
-    s->inputs += (double)x->numel;
-    s->dense_s += dense_s;
-    s->H = d->H;
-    s->W = d->W;
-    if (!s->batches || d->N < s->calib_images) s->calib_images = d->N;
-    s->batches++;
     /* GEMM, EVENT, and on CUDA the event path with weights staged in shared memory (the CPU
      * has no such kernel: it would time its event path twice); one output held at a time */
     static const snn_sparse_path paths[3] = {SNN_SPARSE_GEMM, SNN_SPARSE_EVENT,
@@ -169,9 +176,9 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
         }
         if (gpu) snn_step_scratch_release(x->device, device_path);
         snn_step_scratch_release(SNN_CPU, host_path);
-        if (k == 2) s->event_smem_s += t;
-        else if (k) s->event_s += t;
-        else s->gemm_s += t;
+        if (k == 2) *(one ? &s->one_event_smem_s : &s->event_smem_s) += t;
+        else if (k) *(one ? &s->one_event_s : &s->event_s) += t;
+        else *(one ? &s->one_gemm_s : &s->gemm_s) += t;
     }
     if (gpu) snn_step_scratch_release(x->device, device_mark);
     snn_step_scratch_release(SNN_CPU, host_mark);
@@ -192,7 +199,8 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
 #endif
     bool sparse_ok = device_ok && !snn_should_record(3, inputs) && conv_dims(s, x, &d, &shape) &&
                      s->wt && (act = source_activity(s, x, d.N)) != NULL;
-    if (!sparse_ok || s->disabled || (s->path == SNN_SPARSE_DENSE && !s->calibrating))
+    if (!sparse_ok || s->disabled ||
+        (s->path == SNN_SPARSE_DENSE && s->path_one == SNN_SPARSE_DENSE && !s->calibrating))
         return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
     if (s->calibrating) {
         snn_synchronize(x->device);
@@ -203,14 +211,23 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
         if (y) calibrate(s, m, x, &d, shape, act, y, t);
         return y;
     }
-    /* CPU: a batch denser than calibrated goes dense (a read of T*N*C counts). CUDA: no density
-     * check, since reading the activity would sync (the kernels take any density); but a batch
-     * of less than half the calibrated images goes dense: the sparse kernels fill the GPU by
-     * images, so the timings that chose them say nothing about a batch of 1. */
-    if (x->device == SNN_CUDA && 2 * d.N < s->calib_images) {
+    /* The batch size picks the timings that apply: a batch nearer one sample than the
+     * calibration batch on a log scale (N^2 < calibrated x one-sample images) runs the path the
+     * one-sample round chose - on the CPU as on the GPU, a kernel that wins on 256 images can
+     * lose on 4 (the GEMM path's packing, the event path's per-image setup), and the GPU's
+     * sparse kernels fill it by images. Without that round (calibration batches of one sample),
+     * CUDA keeps the older rule: under half the calibrated images, dense. */
+    snn_sparse_path path = s->path;
+    if (s->one_images > 0 && (int64_t)d.N * d.N < (int64_t)s->calib_images * s->one_images)
+        path = s->path_one;
+    else if (s->one_images == 0 && x->device == SNN_CUDA && 2 * d.N < s->calib_images)
+        path = SNN_SPARSE_DENSE;
+    if (path == SNN_SPARSE_DENSE) {
         s->fallbacks++;
         return snn_conv2d(x, w, b, s->conv.stride, s->conv.pad);
     }
+    /* CPU: a batch denser than calibrated goes dense (a read of T*N*C counts). CUDA: no density
+     * check, since reading the activity would sync (the kernels take any density). */
     if (x->device == SNN_CPU) {
         int64_t active = 0;
         for (int64_t i = 0; i < act->numel; i++) active += act->data[i] != 0.0f;
@@ -220,7 +237,7 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
         }
     }
     s->sparse_calls++;
-    return run_sparse(s, m, x, &d, shape, act, s->path);
+    return run_sparse(s, m, x, &d, shape, act, path);
 }
 
 static void sparse_free(snn_module *m)
@@ -240,7 +257,8 @@ snn_module *snn_sparse_module_new(const snn_conv_impl *c, int n_sources)
 {
     sparse_impl *s = snn_alloc(sizeof *s, SNN_CPU);
     if (!s) return snn_error_null(SNN_ERR_MEMORY, "snn_sparsify: out of host memory");
-    *s = (sparse_impl){.conv = *c, .n_sources = n_sources, .path = SNN_SPARSE_DENSE};
+    *s = (sparse_impl){.conv = *c, .n_sources = n_sources, .path = SNN_SPARSE_DENSE,
+                       .path_one = SNN_SPARSE_DENSE};
     s->wt_floats = snn_sparse_weights_floats(c->out_channels, c->in_channels, c->kernel, c->kernel);
     s->wt = snn_alloc(s->wt_floats * sizeof(float), SNN_CPU);
     s->hist = snn_alloc((size_t)(c->in_channels + 1) * sizeof *s->hist, SNN_CPU);

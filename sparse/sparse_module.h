@@ -22,6 +22,14 @@ typedef struct sparse_impl {
     size_t wt_device_floats;
     int calib_images;            /* fewest T*N images of a calibration batch */
     snn_sparse_path path;
+    /* The one-sample round: the same timings on one sample of each calibration batch (T images
+     * in a multi-step net), and the path they choose; a batch nearer one sample than the
+     * calibration batch (on a log scale) runs path_one. one_images 0: no such round was made. */
+    snn_sparse_path path_one;
+    int one_images;
+    bool calibrating_one;
+    double one_dense_s, one_gemm_s, one_event_s, one_event_smem_s;
+    int one_batches;
     bool calibrating;
     bool disabled;               /* snn_sparse_enable(model, false): dense for comparisons */
     int active_limit;            /* mean active channels per image above this: dense */

@@ -303,7 +303,7 @@ static snn_status swap_conv(tree *t, const found *f)
 
 snn_sparse_options snn_sparse_options_default(void)
 {
-    return (snn_sparse_options){0.8, SNN_SPARSE_AUTO, true, NULL, false, 0};
+    return (snn_sparse_options){0.8, SNN_SPARSE_AUTO, true, NULL, false, 0, true};
 }
 
 static int percentile95(const int64_t *hist, int C)
@@ -319,26 +319,36 @@ static int percentile95(const int64_t *hist, int C)
     return C;
 }
 
+/* The fastest sparse kernel of a layer's timings (seconds summed over the same batches), if it
+ * beats max_ratio x dense; else DENSE. event_smem_s is 0 where it was not timed (the CPU). */
+static snn_sparse_path choose(double dense_s, double gemm_s, double event_s, double event_smem_s,
+                              const snn_sparse_options *o)
+{
+    double best = gemm_s;
+    snn_sparse_path path = SNN_SPARSE_GEMM;
+    if (o->allow_event && event_s < best) {
+        best = event_s;
+        path = SNN_SPARSE_EVENT;
+    }
+    if (o->allow_event && event_smem_s > 0.0 && event_smem_s < best) {   /* CUDA only */
+        best = event_smem_s;
+        path = SNN_SPARSE_EVENT_SMEM;
+    }
+    return best < o->max_ratio * dense_s ? path : SNN_SPARSE_DENSE;
+}
+
 static void decide(sparse_impl *s, const snn_sparse_options *o)
 {
     s->active_limit = percentile95(s->hist, s->conv.in_channels);
     if (o->force != SNN_SPARSE_AUTO) {
-        s->path = o->force;
+        s->path = s->path_one = o->force;
         return;
     }
-    s->path = SNN_SPARSE_DENSE;
-    if (!s->batches) return;
-    double best = s->gemm_s;
-    snn_sparse_path path = SNN_SPARSE_GEMM;
-    if (o->allow_event && s->event_s < best) {
-        best = s->event_s;
-        path = SNN_SPARSE_EVENT;
-    }
-    if (o->allow_event && s->event_smem_s > 0.0 && s->event_smem_s < best) {   /* CUDA only */
-        best = s->event_smem_s;
-        path = SNN_SPARSE_EVENT_SMEM;
-    }
-    if (best < o->max_ratio * s->dense_s) s->path = path;
+    s->path = s->batches ? choose(s->dense_s, s->gemm_s, s->event_s, s->event_smem_s, o)
+                         : SNN_SPARSE_DENSE;
+    s->path_one = s->one_batches ? choose(s->one_dense_s, s->one_gemm_s, s->one_event_s,
+                                          s->one_event_smem_s, o)
+                                 : s->path;
 }
 
 static void fill_layer(const sparse_impl *s, snn_sparse_layer_report *r)
@@ -362,6 +372,15 @@ static void fill_layer(const sparse_impl *s, snn_sparse_layer_report *r)
     r->event_smem_ms = s->event_smem_s * per;
     r->max_abs_diff = s->max_diff;
     r->path = s->path;
+    double per_one = s->one_batches ? 1e3 / s->one_batches : 0.0;
+    r->one_images = s->one_images;
+    r->one_dense_ms = s->one_dense_s * per_one;
+    r->one_best_ms = s->one_gemm_s * per_one;
+    if (s->one_event_s > 0.0 && s->one_event_s * per_one < r->one_best_ms)
+        r->one_best_ms = s->one_event_s * per_one;
+    if (s->one_event_smem_s > 0.0 && s->one_event_smem_s * per_one < r->one_best_ms)
+        r->one_best_ms = s->one_event_smem_s * per_one;
+    r->path_one = s->path_one;
     r->sparse_calls = s->sparse_calls;
     r->fallbacks = s->fallbacks;
 }
@@ -385,7 +404,7 @@ int snn_sparse_set_path(snn_module *model, snn_sparse_path path)
     if (!model) return 0;
     int n = 0;
     if (snn_is_sparse_conv(model) && path != SNN_SPARSE_AUTO) {
-        ((sparse_impl *)model->impl)->path = path;
+        ((sparse_impl *)model->impl)->path = ((sparse_impl *)model->impl)->path_one = path;
         n++;
     }
     for (int i = 0; i < model->n_children; i++) n += snn_sparse_set_path(model->children[i], path);
@@ -407,9 +426,10 @@ int snn_sparse_enable(snn_module *model, bool on)
 void snn_sparse_print_report(const snn_sparse_report *r, FILE *out)
 {
     /* "smem ms": the CUDA event path with weights staged in shared memory (not timed on a CPU) */
-    fprintf(out, "%-22s %-18s %6s %7s %6s %9s %9s %9s %9s %9s %10s %9s %-6s\n", "layer",
+    /* "x @1", "path @1": the best kernel's speed-up and the path at one sample (T images) */
+    fprintf(out, "%-22s %-18s %6s %7s %6s %9s %9s %9s %9s %9s %10s %7s %10s %9s %-6s\n", "layer",
             "shape (Cin>Cout k/s)", "fire%", "silent%", "p95", "dense ms", "gemm ms", "event ms",
-            "smem ms", "best x", "path", "max|diff|", "source");
+            "smem ms", "best x", "path", "x @1", "path @1", "max|diff|", "source");
     for (int i = 0; i < r->count; i++) {
         const snn_sparse_layer_report *l = &r->layers[i];
         char shape[64];
@@ -417,27 +437,34 @@ void snn_sparse_print_report(const snn_sparse_report *r, FILE *out)
                  l->stride);
         double best = l->event_ms > 0.0 && l->event_ms < l->gemm_ms ? l->event_ms : l->gemm_ms;
         if (l->event_smem_ms > 0.0 && l->event_smem_ms < best) best = l->event_smem_ms;
-        fprintf(out, "%-22s %-18s %6.2f %7.1f %3d/%-3d %8.3f %9.3f %9.3f %9.3f %8.2fx %10s %9.2g %s\n",
+        fprintf(out, "%-22s %-18s %6.2f %7.1f %3d/%-3d %8.3f %9.3f %9.3f %9.3f %8.2fx %10s %6.2fx "
+                "%10s %9.2g %s\n",
                 l->name, shape, 100.0 * l->firing_rate, 100.0 * l->silent_planes, l->active_p95,
                 l->C_in, l->dense_ms, l->gemm_ms, l->event_ms, l->event_smem_ms,
                 best > 0 ? l->dense_ms / best : 0.0, snn_sparse_path_name(l->path),
-                l->max_abs_diff, l->source);
+                l->one_best_ms > 0 ? l->one_dense_ms / l->one_best_ms : 0.0,
+                snn_sparse_path_name(l->path_one), l->max_abs_diff, l->source);
     }
 }
 
-static void set_calibrating(tree *t, bool on)
+/* Calibration on or off for every SparseConv2d; `one` for the one-sample round (timings
+ * only). Turning the main round on clears everything measured before, both rounds'. */
+static void set_calibrating(tree *t, bool on, bool one)
 {
     for (int i = 0; i < t->count; i++) {
         snn_module *m = t->items[i].m;
         if (!snn_is_sparse_conv(m)) continue;
         sparse_impl *s = m->impl;
         s->calibrating = on;
-        if (on) {
+        s->calibrating_one = on && one;
+        if (on && !one) {
             memset(s->hist, 0, (size_t)(s->conv.in_channels + 1) * sizeof *s->hist);
             s->nonzero = s->inputs = s->silent = s->planes = 0.0;
             s->dense_s = s->gemm_s = s->event_s = s->event_smem_s = s->max_diff = 0.0;
             s->batches = 0;
             s->sparse_calls = s->fallbacks = 0;
+            s->one_dense_s = s->one_gemm_s = s->one_event_s = s->one_event_smem_s = 0.0;
+            s->one_batches = s->one_images = 0;
         }
     }
 }
@@ -473,8 +500,9 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
 
     /* calibration: no tape; every SparseConv2d of the model (also from an earlier call) */
     bool sliced = false;
+    int one_rounds = 0;
     if (st == SNN_OK) {
-        set_calibrating(&t, true);
+        set_calibrating(&t, true, false);
         snn_no_grad_begin();
         for (int b = 0; st == SNN_OK && b < n_batches; b++) {
             const int axis = image_axis(model, batches[b]);
@@ -491,8 +519,22 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
                 sliced |= slice < images;
             }
         }
+        /* the one-sample round: the first sample of each batch that has more than one, timed
+         * alike, so that a batch of one picks from timings taken at its own size */
+        set_calibrating(&t, true, true);
+        for (int b = 0; st == SNN_OK && b < n_batches; b++) {
+            const int axis = image_axis(model, batches[b]);
+            if (!o.one_sample || axis < 0 || batches[b]->shape.dim[axis] < 2 || o.max_images == 1)
+                continue;
+            st = snn_step_begin();
+            if (st != SNN_OK) break;
+            snn_tensor *x = batch_slice(batches[b], axis, 0, 1);
+            if (!x || !snn_module_forward(model, x)) st = snn_last_status();
+            snn_step_end();
+            one_rounds++;
+        }
         snn_no_grad_end();
-        set_calibrating(&t, false);
+        set_calibrating(&t, false, false);
         for (int i = 0; i < t.count; i++)
             if (snn_is_sparse_conv(t.items[i].m)) decide(t.items[i].m->impl, &o);
     }
@@ -507,6 +549,7 @@ snn_status snn_sparsify(snn_module *model, snn_tensor *const *batches, int n_bat
                 "residual sum: union mask); %d calibration batches on %s", rep->count, convs, sums,
                 n_batches, snn_device_name(batches[0]->device));
         if (sliced) fprintf(log, ", run %d images at a time", o.max_images);
+        if (one_rounds) fprintf(log, "; then one sample of each (the paths for batches of one)");
         fprintf(log, "\n");
         snn_sparse_print_report(rep, log);
     }

@@ -25,6 +25,7 @@
 
 #include "snn.h"
 #include "sparse/sparse.h"
+#include "sparse/sparse_module.h"
 #include "test.h"
 
 #ifdef SNN_WITH_CUDA
@@ -145,6 +146,13 @@ static void test_kernel(void)
     spike_values = 0;
 }
 
+/* Sets the one-sample path of every SparseConv2d of m (sparse_module.h). */
+static void set_path_one(snn_module *m, snn_sparse_path path)
+{
+    if (snn_is_sparse_conv(m)) ((sparse_impl *)m->impl)->path_one = path;
+    for (int i = 0; i < m->n_children; i++) set_path_one(m->children[i], path);
+}
+
 /* dense output of the model on CUDA vs its sparsified output */
 static void check_model(snn_model_config cfg, int expect_swapped, int images, bool against_dense)
 {
@@ -205,20 +213,29 @@ static void check_model(snn_model_config cfg, int expect_swapped, int images, bo
     /* the sparse paths sum the same terms in the same order: the same logits, bit for bit */
     CHECK(memcmp(event_out, sparse_out, (size_t)out_n * sizeof *event_out) == 0);
     CHECK(memcmp(smem_out, sparse_out, (size_t)out_n * sizeof *smem_out) == 0);
-    /* a batch under half the calibrated images runs dense on CUDA: every swapped layer falls
-     * back once (the sparse kernels' timings were taken at the calibration batch size) */
+    /* a batch of one sample runs the path of the one-sample round, here the forced one as at
+     * the calibration size: every swapped layer runs sparse once more, none falls back; with
+     * that round's path dense (set by hand), every one falls back once */
     snn_tensor *one = snn_tensor_new(SNN_SHAPE(1, cfg.in_channels, cfg.height, cfg.width), SNN_CUDA);
     snn_tensor_normal_(one, &rng, 0.5f, 1.0f);
-    snn_no_grad_begin();
-    snn_step_begin();
-    CHECK(snn_module_forward(m, one) != NULL);
-    snn_step_end();
-    snn_no_grad_end();
-    snn_sparse_report after;
+    snn_sparse_report before, after;
+    snn_sparse_collect(m, &before);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) set_path_one(m, SNN_SPARSE_DENSE);
+        snn_no_grad_begin();
+        snn_step_begin();
+        CHECK(snn_module_forward(m, one) != NULL);
+        snn_step_end();
+        snn_no_grad_end();
+    }
     snn_sparse_collect(m, &after);
-    long long fell_back = 0;
-    for (int i = 0; i < after.count; i++) fell_back += after.layers[i].fallbacks;
-    CHECK(images > 2 && fell_back == expect_swapped);
+    long long fell_back = 0, ran_sparse = 0;
+    for (int i = 0; i < after.count; i++) {
+        CHECK(after.layers[i].one_images == cfg.time_steps);
+        fell_back += after.layers[i].fallbacks - before.layers[i].fallbacks;
+        ran_sparse += after.layers[i].sparse_calls - before.layers[i].sparse_calls;
+    }
+    CHECK(images > 2 && fell_back == expect_swapped && ran_sparse == expect_swapped);
     snn_tensor_free(one);
     for (int i = 0; i < 2; i++) snn_tensor_free(batches[i]);
     snn_module_free(m);

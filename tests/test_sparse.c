@@ -23,6 +23,7 @@
 
 #include "snn.h"
 #include "sparse/sparse.h"
+#include "sparse/sparse_module.h"
 #include "tensor/gemm.h"
 #include "test.h"
 
@@ -398,6 +399,80 @@ static void test_fallback_and_tape(void)
     snn_module_free(m);
 }
 
+static snn_module *find_sparse_conv(snn_module *m)
+{
+    if (snn_is_sparse_conv(m)) return m;
+    for (int i = 0; i < m->n_children; i++) {
+        snn_module *found = find_sparse_conv(m->children[i]);
+        if (found) return found;
+    }
+    return NULL;
+}
+
+/* The one-sample round: snn_sparsify times each layer again on one sample of each calibration
+ * batch, and a batch nearer one sample than the calibration batch (on a log scale) runs the
+ * path those timings chose, the others the calibration batch's path. The timings pick the
+ * paths, so the rule is checked with paths set by hand; outputs stay the dense ones. */
+static void test_batch_size_picks_path(void)
+{
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    cfg.width_base = 16;
+    cfg.hidden = 32;
+    cfg.time_steps = 2;
+    snn_rng rng;
+    snn_rng_seed(&rng, 7);
+    snn_module *m = snn_model_new(&cfg, &rng);
+    CHECK(m != NULL);
+    if (!m) return;
+    snn_module_train(m, false);
+    snn_tensor *batches[2], *one = random_images(SNN_SHAPE(1, 1, 28, 28), &rng);
+    for (int i = 0; i < 2; i++) batches[i] = random_images(SNN_SHAPE(8, 1, 28, 28), &rng);
+    float dense_batch[8 * 10], dense_one[10], got[8 * 10];
+    run_model(m, batches[1], dense_batch, 8 * 10);
+    run_model(m, one, dense_one, 10);
+
+    snn_sparse_options o = snn_sparse_options_default();
+    o.quiet = true;
+    snn_sparse_report rep;
+    CHECK_OK(snn_sparsify(m, batches, 2, &o, &rep));
+    CHECK(rep.count == 1);
+    /* one sample = T images, timed with every kernel */
+    CHECK(rep.layers[0].one_images == cfg.time_steps);
+    CHECK(rep.layers[0].one_dense_ms > 0.0 && rep.layers[0].one_best_ms > 0.0);
+    snn_module *conv = find_sparse_conv(m);
+    CHECK(conv != NULL);
+    if (!conv) return;
+    sparse_impl *s = conv->impl;
+    CHECK(s->calib_images == 8 * cfg.time_steps);
+
+    /* sparse at the calibration size, dense at one sample */
+    s->path = SNN_SPARSE_EVENT;
+    s->path_one = SNN_SPARSE_DENSE;
+    run_model(m, one, got, 10);
+    CHECK(memcmp(got, dense_one, sizeof dense_one) == 0);
+    snn_sparse_collect(m, &rep);
+    CHECK(rep.layers[0].fallbacks == 1 && rep.layers[0].sparse_calls == 0);
+    run_model(m, batches[1], got, 8 * 10);
+    CHECK(memcmp(got, dense_batch, sizeof dense_batch) == 0);
+    snn_sparse_collect(m, &rep);
+    CHECK(rep.layers[0].fallbacks == 1 && rep.layers[0].sparse_calls == 1);
+    /* and the other way round */
+    s->path = SNN_SPARSE_DENSE;
+    s->path_one = SNN_SPARSE_GEMM;
+    run_model(m, one, got, 10);
+    CHECK(memcmp(got, dense_one, sizeof dense_one) == 0);
+    run_model(m, batches[1], got, 8 * 10);
+    snn_sparse_collect(m, &rep);
+    CHECK(rep.layers[0].fallbacks == 2 && rep.layers[0].sparse_calls == 2);
+    /* a forced path is both */
+    CHECK(snn_sparse_set_path(m, SNN_SPARSE_EVENT) == 1);
+    CHECK(s->path == SNN_SPARSE_EVENT && s->path_one == SNN_SPARSE_EVENT);
+
+    for (int i = 0; i < 2; i++) snn_tensor_free(batches[i]);
+    snn_tensor_free(one);
+    snn_module_free(m);
+}
+
 int main(void)
 {
     RUN(test_kernels_bitwise);
@@ -407,5 +482,6 @@ int main(void)
     RUN(test_pass_sew);
     RUN(test_pass_resnet50);
     RUN(test_fallback_and_tape);
+    RUN(test_batch_size_picks_path);
     return test_finish();
 }
