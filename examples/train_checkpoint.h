@@ -132,6 +132,8 @@ static UNUSED int save_best(const char *out_dir, train_state *run, const train_o
     snn_event_split split = SNN_SPLIT_BY_NUMBER;
     snn_event_split_parse(o->split_by, &split);
     snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
+    /* snn-sparse's CSV names the penalty the weights were trained under */
+    snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
     char decay[32];
     if (run->ema)
         snn_metadata_set(&meta, "snn.train.weights", "moving average (--ema %s)",
