@@ -39,6 +39,7 @@
 #   tools/gpu_session.sh jobs      single-GPU training runs side by side, one per GPU, stopped at a
 #                                  deadline and resumed by the next call (JOBS_FILE; see the case)
 #   tools/gpu_session.sh jobsparse snn-sparse on the GPU and the CPU for finished jobs (JOBS_SPARSE)
+#   tools/gpu_session.sh batch1    issue 15: batch-1 latency with and without the one-sample round
 #   (also: ops, kernels, step, profile, sparse: see the cases below)
 # Stages can be combined: tools/gpu_session.sh ref test bench
 set -uo pipefail
@@ -420,6 +421,37 @@ for stage in "$@"; do
     done > "$CSV"
     cat "$CSV" | summary
     build-gpu/bin/snn-sparse-plot "$CSV" "$OUT/jobsparse_tradeoff.svg" resnet18 2>&1 | summary ;;
+  batch1)
+    # Issue 15: batches of one sample after the one-sample calibration round. The CUDA sparse
+    # tests, then a ResNet-18 (T = 4) trained 3 epochs with --activity-penalty 0.5 (TF32), the net
+    # whose sparse pass ran batch 1 at 0.50x on the CPU (docs/sparse.md, section 7), run by
+    # snn-sparse with --one-sample 0 (the old rule) and 1, on the GPU (2000 test images) and on
+    # this host's CPU (16 threads, 256 images).
+    build snn-train snn-sparse snn-make-cifar test_cuda_sparse test_cuda_ann2snn || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    export SNN_DATA_DIR=$PWD/.carry
+    log "ctest: cuda_sparse, cuda_ann2snn"
+    ctest --test-dir build-gpu -R "cuda_sparse|cuda_ann2snn" --output-on-failure > "$LOGS/ctest_batch1.log" 2>&1
+    grep -E "tests passed|tests failed|Passed|Failed|CHECK failed" "$LOGS/ctest_batch1.log" | summary
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "train: ResNet-18, T = 4, 3 epochs, TF32, --activity-penalty 0.5"
+    build-gpu/bin/snn-train --device cuda --tf32 --model resnet18 --dataset cifar10 --data /tmp/fmcifar --T 4 \
+      --epochs 3 --batch-size 128 --activity-penalty 0.5 --out /tmp/batch1 2>&1 | grep -E "^epoch|done" | cut -c1-200 | summary
+    for one in 0 1; do
+      log "snn-sparse --device cuda --one-sample $one"
+      timeout 120 build-gpu/bin/snn-sparse --checkpoint /tmp/batch1/checkpoint.safetensors --data /tmp/fmcifar \
+        --device cuda --limit-test 2000 --passes 3 --one-sample $one > "$OUT/batch1_cuda_one$one.txt" 2>&1
+      grep -E "identical|swapped|latency|throughput|test set, batch|snn-sparse:" "$OUT/batch1_cuda_one$one.txt" | summary
+    done
+    for one in 0 1; do
+      log "snn-sparse --device cpu (16 threads) --one-sample $one"
+      timeout 150 build-gpu/bin/snn-sparse --checkpoint /tmp/batch1/checkpoint.safetensors --data /tmp/fmcifar \
+        --device cpu --threads 16 --limit-test 256 --calib-batches 4 --passes 1 --reps 5 --one-sample $one \
+        > "$OUT/batch1_cpu_one$one.txt" 2>&1
+      grep -E "identical|swapped|latency|throughput|test set, batch|snn-sparse:" "$OUT/batch1_cpu_one$one.txt" | summary
+    done ;;
   sparse15)
     echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
          "then tools/gpu_session.sh sparse15b (separate calls)"
