@@ -20,6 +20,7 @@
 #include "conv_layers.h"
 #include "cpu_peak.h"
 #include "tensor/kernels_cpu.h"
+#include "bench_usage.h"
 
 
 static const layer layers[] = {
@@ -93,8 +94,9 @@ static double check_layer(const layer *l, snn_rng *rng, double *direct_seconds)
 
 int main(int argc, char **argv)
 {
-    int threads = argc > 1 ? atoi(argv[1]) : 2;
-    int batch = argc > 2 ? atoi(argv[2]) : 128;
+    bench_usage(argc, argv, "[threads] [batch]   (default 2 threads, batch 128)");
+    int threads = argc > 1 ? bench_count(argv[1], "threads", "bench_conv2d") : 2;
+    int batch = argc > 2 ? bench_count(argv[2], "batch", "bench_conv2d") : 128;
     snn_set_num_threads(threads);
     cpu_peak peak = cpu_peak_measure(threads);
     printf("bench_conv2d: batch %d, float32, %d OpenMP threads; backward = dx + dweight + dbias\n",

@@ -39,6 +39,7 @@
 
 #include "conv_layers.h"
 #include "snn.h"
+#include "bench_usage.h"
 #include "tensor/kernels.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"
@@ -146,6 +147,7 @@ static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng, bool bf16_
 
 int main(int argc, char **argv)
 {
+    bench_usage(argc, argv, "[images]   (default 256 = batch 64 x T 4; needs a GPU)");
     const int images = argc > 1 ? atoi(argv[1]) : 256;
     if (images < 1) {
         fprintf(stderr, "usage: %s [images >= 1]\n", argv[0]);

@@ -22,6 +22,7 @@
 
 #include "data/data.h"
 #include "tensor/tensor.h"
+#include "bench_usage.h"
 
 static double now(void)
 {
@@ -119,6 +120,7 @@ static void throughput_table(const char *title, const snn_dataset *ds, int epoch
 
 int main(int argc, char **argv)
 {
+    bench_usage(argc, argv, "[CIFAR_DIR_OR_ARCHIVE]   (loading, normalisation and the loader's batches on the CPU)");
     printf("bench_data: data loading on the CPU\n");
 
     /* 1. Loading. */

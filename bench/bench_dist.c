@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_usage.h"
 
 static double now(void)
 {
@@ -186,6 +187,7 @@ static int run_rank(const bench_options *o, snn_dist *d)
 
 int main(int argc, char **argv)
 {
+    bench_usage(argc, argv, "[--plain | --gpus N] [--model resnet18|sew-resnet18|cnn|...] [--T 4] [--batch 128] [--steps 30] [--bucket-mb 25]");
     bench_options o = {"resnet18", 0, 4, 128, 30, 25.0, false};
     if (parse(argc, argv, &o)) return 2;
     if (!snn_cuda_available()) {

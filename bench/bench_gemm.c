@@ -19,6 +19,7 @@
 
 #include "cpu_peak.h"
 #include "tensor/kernels_cpu.h"
+#include "bench_usage.h"
 
 typedef struct shape {
     int M, N, K;
@@ -71,7 +72,8 @@ static double time_fast(const shape *s, const float *A, const float *B, float *C
 
 int main(int argc, char **argv)
 {
-    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    bench_usage(argc, argv, "[threads]   (default 2)");
+    int threads = argc > 1 ? bench_count(argv[1], "threads", "bench_gemm") : 2;
     snn_set_num_threads(threads);
     cpu_peak peak = cpu_peak_measure(threads);
     printf("bench_gemm: C = A B, float32, row-major, %d OpenMP threads\n", threads);

@@ -33,6 +33,7 @@
 
 #include "neurons/neuron_kernels.h"
 #include "tensor/kernels.h"
+#include "bench_usage.h"
 
 #define SAMPLES 21
 
@@ -180,8 +181,9 @@ static const bench_case bench_cases[] = {
     {4, 32, 128, 1024}, {8, 32, 128, 1024},
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_usage(argc, argv, "   (the fused neuron kernels against copy bandwidth; prints \"no CUDA device\" and exits 0 without a GPU)");
     if (!snn_cuda_available()) {
         printf("no CUDA device\n");
         return 0;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_usage.h"
 #include "tensor/arena.h"
 #include "tensor/kernels.h"
 
@@ -106,6 +107,7 @@ static void row(const char *name, const char *shape, double seconds, double byte
 
 int main(int argc, char **argv)
 {
+    bench_usage(argc, argv, "[cpu|cuda]   (default: cuda when a GPU is visible, else cpu)");
     snn_device device = snn_cuda_available() ? SNN_CUDA : SNN_CPU;
     if (argc > 1 && snn_device_parse(argv[1], &device) != SNN_OK) {
         fprintf(stderr, "usage: %s [cpu|cuda]\n", argv[0]);

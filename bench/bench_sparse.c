@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_usage.h"
 #include "sparse/sparse.h"
 #include "conv_layers.h"
 
@@ -211,8 +212,10 @@ static void bench_cuda(const layer *table, size_t n_layers, int N, int reps, snn
 
 int main(int argc, char **argv)
 {
-    int threads = argc > 1 ? atoi(argv[1]) : 2, N = argc > 2 ? atoi(argv[2]) : 16;
-    const int reps = argc > 3 ? atoi(argv[3]) : 7;
+    bench_usage(argc, argv, "[threads] [images] [reps] [--gpu-only] [--gpu-images N1,N2] [--resnet50]   (default 2 threads, 16 images = T 4 x N 4, 7 reps)");
+    int threads = argc > 1 ? bench_count(argv[1], "threads", "bench_sparse") : 2,
+        N = argc > 2 ? bench_count(argv[2], "images", "bench_sparse") : 16;
+    const int reps = argc > 3 ? bench_count(argv[3], "reps", "bench_sparse") : 7;
     bool gpu_only = false, resnet50 = false;
     int gpu_images[8] = {0}, n_gpu_images = 0;
     for (int a = 4; a < argc; a++) {

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_usage.h"
 #include "tensor/arena.h"
 
 static double now(void)
@@ -227,6 +228,7 @@ static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_devi
 
 int main(int argc, char **argv)
 {
+    bench_usage(argc, argv, "[--device cpu|cuda] [--model M] [--T 4] [--batch 64,128] [--steps 20] [--width W] [--precision fp32|tf32|bf16] [--memory] [--no-infer] [--neuron lif|relu|stbif|...] [--infer-batch 1,64]");
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
     const char *infer_batches = "1,64";
@@ -247,7 +249,10 @@ int main(int argc, char **argv)
             a--;
             continue;
         }
-        if (a + 1 >= argc) break;
+        if (a + 1 >= argc) {
+            fprintf(stderr, "bench_train_step: %s needs a value; see --help\n", argv[a]);
+            return 2;
+        }
         if (!strcmp(argv[a], "--device")) device_name = argv[a + 1];
         else if (!strcmp(argv[a], "--model")) model_name = argv[a + 1];
         else if (!strcmp(argv[a], "--T")) T = atoi(argv[a + 1]);

@@ -40,9 +40,13 @@ static int by_lambda(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s results.csv tradeoff.svg [model]\n", argv[0]);
-        return 2;
+    const bool help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (argc < 3 || help) {
+        fprintf(help ? stdout : stderr, "usage: %s results.csv tradeoff.svg [model]\n"
+                "Draws accuracy against sparse speed-up from the lines snn-sparse --csv appended\n"
+                "(the GPU's test-set speed-up, the CPU's batch-1 latency), for one model or all.\n",
+                argv[0]);
+        return help ? 0 : 2;
     }
     const char *model = argc > 3 ? argv[3] : NULL;
     FILE *f = fopen(argv[1], "r");
