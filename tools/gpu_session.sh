@@ -266,7 +266,8 @@ for stage in "$@"; do
     export SNN_DATA_DIR=$PWD/.carry
     log "ctest: sync-BN kernel parity, the world-size-1 NCCL smoke (--gpus 1 = the plain run, byte for byte), multigpu (skipped below 2 GPUs)"
     ctest --test-dir build-gpu -R "cuda_batchnorm_sync|cuda_dist_smoke" --output-on-failure > "$LOGS/ctest_dist.log" 2>&1
-    timeout 300 ctest --test-dir build-gpu -L multigpu --output-on-failure >> "$LOGS/ctest_dist.log" 2>&1
+    # -V: a passing test's own lines too (the worst relative loss difference, the kill timings)
+    timeout 300 ctest --test-dir build-gpu -L multigpu -V >> "$LOGS/ctest_dist.log" 2>&1
     grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
       "$LOGS/ctest_dist.log" | summary
     # scaling: 1 GPU without NCCL, 1 GPU through NCCL (world 1), then 2, 4, 8 up to the GPUs here
