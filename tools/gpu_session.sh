@@ -336,7 +336,7 @@ for stage in "$@"; do
     cp "$LOGS/$name/metrics.csv" "$OUT/${name}_metrics.csv" 2>/dev/null
     cp "$LOGS/$name/accuracy.svg" "$OUT/${name}_accuracy.svg" 2>/dev/null ;;
   jobs)
-    # Single-GPU snn-train runs side by side, line i of JOBS_FILE (tools/jobs/recipes_x4.jobs) on
+    # Single-GPU snn-train runs side by side, the i-th job of JOBS_FILE (tools/jobs/recipes_x4.jobs) on
     # GPU i, each its own GPU and --threads (cores / GPUs). Each run is stopped by SIGTERM at
     # JOBS_DEADLINE (seconds since the epoch; else JOBS_SECONDS, 540, from now), which saves a
     # checkpoint, and the next call of this stage resumes it (state in build-gpu/jobs/<name>/,
