@@ -119,9 +119,9 @@ typedef struct snn_sparse_options {
                                     forward, each slice a step of its own (0: whole batches).
                                     A no-grad step holds the whole forward until it ends, so this
                                     bounds the pass's memory (snn_sparsify_memory_estimate);
-                                    timings and statistics add up over the slices. On CUDA the
-                                    timings (and the fallback for batches under half the
-                                    calibrated size) are then those of a slice. */
+                                    timings and statistics add up over the slices. The
+                                    timings (and the batch size that counts as the calibrated
+                                    one, for the one-sample rule) are then those of a slice. */
     bool one_sample;           /**< then time each layer again on one sample of each batch and
                                     choose the path of batches nearer one sample (true) */
 } snn_sparse_options;

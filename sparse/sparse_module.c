@@ -130,12 +130,8 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
         snn_step_scratch_release(SNN_CPU, host_mark);
         return;
     }
-    const bool one = s->calibrating_one; /* the one-sample round: timings only */
-    if (one) {
-        s->one_dense_s += dense_s;
-        if (!s->one_batches || d->N > s->one_images) s->one_images = d->N;
-        s->one_batches++;
-    } else {
+    sparse_timings *tm = s->calibrating_one ? &s->at_one : &s->at_batch;
+    if (!s->calibrating_one) {   /* statistics: the batch round's */
         for (int n = 0; n < d->N; n++) {
             int on = 0;
             for (int c = 0; c < d->C_in; c++) on += a[(int64_t)n * d->C_in + c] != 0.0f;
@@ -145,16 +141,17 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
         s->planes += (double)d->N * d->C_in;
         for (int64_t i = 0; i < x->numel; i++) s->nonzero += xh[i] != 0.0f;
         s->inputs += (double)x->numel;
-        s->dense_s += dense_s;
         s->H = d->H;
         s->W = d->W;
-        if (!s->batches || d->N < s->calib_images) s->calib_images = d->N;
-        s->batches++;
     }
+    tm->dense_s += dense_s;
+    if (!tm->batches || d->N < tm->images) tm->images = d->N;
+    tm->batches++;
     /* GEMM, EVENT, and on CUDA the event path with weights staged in shared memory (the CPU
      * has no such kernel: it would time its event path twice); one output held at a time */
     static const snn_sparse_path paths[3] = {SNN_SPARSE_GEMM, SNN_SPARSE_EVENT,
                                              SNN_SPARSE_EVENT_SMEM};
+    double *const spent[3] = {&tm->gemm_s, &tm->event_s, &tm->event_smem_s};
     for (int k = 0; k < (gpu ? 3 : 2); k++) {
         const snn_sparse_path path = paths[k];
         const snn_step_scratch host_path = snn_step_scratch_mark(SNN_CPU);
@@ -176,9 +173,7 @@ static void calibrate(sparse_impl *s, snn_module *m, snn_tensor *x, const snn_co
         }
         if (gpu) snn_step_scratch_release(x->device, device_path);
         snn_step_scratch_release(SNN_CPU, host_path);
-        if (k == 2) *(one ? &s->one_event_smem_s : &s->event_smem_s) += t;
-        else if (k) *(one ? &s->one_event_s : &s->event_s) += t;
-        else *(one ? &s->one_gemm_s : &s->gemm_s) += t;
+        *spent[k] += t;
     }
     if (gpu) snn_step_scratch_release(x->device, device_mark);
     snn_step_scratch_release(SNN_CPU, host_mark);
@@ -217,10 +212,11 @@ static snn_tensor *sparse_forward(snn_module *m, snn_tensor *x)
      * lose on 4 (the GEMM path's packing, the event path's per-image setup), and the GPU's
      * sparse kernels fill it by images. Without that round (calibration batches of one sample),
      * CUDA keeps the older rule: under half the calibrated images, dense. */
+    const int calibrated = s->at_batch.images, one = s->at_one.batches ? s->at_one.images : 0;
     snn_sparse_path path = s->path;
-    if (s->one_images > 0 && (int64_t)d.N * d.N < (int64_t)s->calib_images * s->one_images)
+    if (one > 0 && (int64_t)d.N * d.N < (int64_t)calibrated * one)
         path = s->path_one;
-    else if (s->one_images == 0 && x->device == SNN_CUDA && 2 * d.N < s->calib_images)
+    else if (one == 0 && x->device == SNN_CUDA && 2 * d.N < calibrated)
         path = SNN_SPARSE_DENSE;
     if (path == SNN_SPARSE_DENSE) {
         s->fallbacks++;

@@ -12,6 +12,13 @@
 /* A conv fed by a chain of residual sums (SEW) reads the union of up to this many neurons. */
 #define SNN_SPARSE_MAX_SOURCES 8
 
+/* What one calibration round measured of a layer: seconds summed over the round's batches. */
+typedef struct sparse_timings {
+    double dense_s, gemm_s, event_s, event_smem_s;   /* event_smem_s: CUDA only, else 0 */
+    int batches;                 /* 0: the round was not made */
+    int images;                  /* fewest T*N images of one of its batches */
+} sparse_timings;
+
 typedef struct sparse_impl {
     snn_conv_impl conv;          /* geometry, as the Conv2d had it */
     snn_module *sources[SNN_SPARSE_MAX_SOURCES];  /* neuron layers whose activities mask the input: one, */
@@ -20,24 +27,19 @@ typedef struct sparse_impl {
     size_t wt_floats;
     float *wt_device;            /* (C_in*K*K, C_out) on the GPU when the weight is there */
     size_t wt_device_floats;
-    int calib_images;            /* fewest T*N images of a calibration batch */
-    snn_sparse_path path;
-    /* The one-sample round: the same timings on one sample of each calibration batch (T images
-     * in a multi-step net), and the path they choose; a batch nearer one sample than the
-     * calibration batch (on a log scale) runs path_one. one_images 0: no such round was made. */
-    snn_sparse_path path_one;
-    int one_images;
-    bool calibrating_one;
-    double one_dense_s, one_gemm_s, one_event_s, one_event_smem_s;
-    int one_batches;
+    /* Two calibration rounds: the calibration batches (at_batch), then one sample of each
+     * (at_one: T images in a multi-step net). Each picks a path; a batch nearer one sample than
+     * the calibration batch on a log scale runs path_one, any other batch path. */
+    sparse_timings at_batch, at_one;
+    snn_sparse_path path, path_one;
     bool calibrating;
+    bool calibrating_one;        /* the one-sample round: timings only, no statistics */
     bool disabled;               /* snn_sparse_enable(model, false): dense for comparisons */
     int active_limit;            /* mean active channels per image above this: dense */
-    /* calibration statistics */
+    /* calibration statistics (the batch round) */
     int64_t *hist;               /* (C_in + 1): images with that many active channels */
     double nonzero, inputs, silent, planes;
-    double dense_s, gemm_s, event_s, event_smem_s;   /* event_smem_s: CUDA only, else 0 */
-    int batches, H, W;
+    int H, W;
     double max_diff;
     long long sparse_calls, fallbacks;
     char name[128], source_name[128];

@@ -319,22 +319,22 @@ static int percentile95(const int64_t *hist, int C)
     return C;
 }
 
-/* The fastest sparse kernel of a layer's timings (seconds summed over the same batches), if it
- * beats max_ratio x dense; else DENSE. event_smem_s is 0 where it was not timed (the CPU). */
-static snn_sparse_path choose(double dense_s, double gemm_s, double event_s, double event_smem_s,
-                              const snn_sparse_options *o)
+/* The path a round's timings pick: the fastest sparse kernel, if it beats max_ratio x dense;
+ * else (or when the round was not made) DENSE. event_smem_s is 0 where it was not timed. */
+static snn_sparse_path choose(const sparse_timings *t, const snn_sparse_options *o)
 {
-    double best = gemm_s;
+    if (!t->batches) return SNN_SPARSE_DENSE;
+    double best = t->gemm_s;
     snn_sparse_path path = SNN_SPARSE_GEMM;
-    if (o->allow_event && event_s < best) {
-        best = event_s;
+    if (o->allow_event && t->event_s < best) {
+        best = t->event_s;
         path = SNN_SPARSE_EVENT;
     }
-    if (o->allow_event && event_smem_s > 0.0 && event_smem_s < best) {   /* CUDA only */
-        best = event_smem_s;
+    if (o->allow_event && t->event_smem_s > 0.0 && t->event_smem_s < best) {   /* CUDA only */
+        best = t->event_smem_s;
         path = SNN_SPARSE_EVENT_SMEM;
     }
-    return best < o->max_ratio * dense_s ? path : SNN_SPARSE_DENSE;
+    return best < o->max_ratio * t->dense_s ? path : SNN_SPARSE_DENSE;
 }
 
 static void decide(sparse_impl *s, const snn_sparse_options *o)
@@ -344,11 +344,18 @@ static void decide(sparse_impl *s, const snn_sparse_options *o)
         s->path = s->path_one = o->force;
         return;
     }
-    s->path = s->batches ? choose(s->dense_s, s->gemm_s, s->event_s, s->event_smem_s, o)
-                         : SNN_SPARSE_DENSE;
-    s->path_one = s->one_batches ? choose(s->one_dense_s, s->one_gemm_s, s->one_event_s,
-                                          s->one_event_smem_s, o)
-                                 : s->path;
+    s->path = choose(&s->at_batch, o);
+    s->path_one = s->at_one.batches ? choose(&s->at_one, o) : s->path;
+}
+
+/* ms per batch of a round's fastest sparse kernel (0 when not made) */
+static double fastest_sparse_ms(const sparse_timings *t)
+{
+    if (!t->batches) return 0.0;
+    double best = t->gemm_s;
+    if (t->event_s > 0.0 && t->event_s < best) best = t->event_s;
+    if (t->event_smem_s > 0.0 && t->event_smem_s < best) best = t->event_smem_s;
+    return 1e3 * best / t->batches;
 }
 
 static void fill_layer(const sparse_impl *s, snn_sparse_layer_report *r)
@@ -365,21 +372,17 @@ static void fill_layer(const sparse_impl *s, snn_sparse_layer_report *r)
     r->firing_rate = s->inputs > 0 ? s->nonzero / s->inputs : 0.0;
     r->silent_planes = s->planes > 0 ? s->silent / s->planes : 0.0;
     r->active_p95 = percentile95(s->hist, s->conv.in_channels);
-    double per = s->batches ? 1e3 / s->batches : 0.0;
-    r->dense_ms = s->dense_s * per;
-    r->gemm_ms = s->gemm_s * per;
-    r->event_ms = s->event_s * per;
-    r->event_smem_ms = s->event_smem_s * per;
+    const sparse_timings *t = &s->at_batch;
+    double per = t->batches ? 1e3 / t->batches : 0.0;
+    r->dense_ms = t->dense_s * per;
+    r->gemm_ms = t->gemm_s * per;
+    r->event_ms = t->event_s * per;
+    r->event_smem_ms = t->event_smem_s * per;
     r->max_abs_diff = s->max_diff;
     r->path = s->path;
-    double per_one = s->one_batches ? 1e3 / s->one_batches : 0.0;
-    r->one_images = s->one_images;
-    r->one_dense_ms = s->one_dense_s * per_one;
-    r->one_best_ms = s->one_gemm_s * per_one;
-    if (s->one_event_s > 0.0 && s->one_event_s * per_one < r->one_best_ms)
-        r->one_best_ms = s->one_event_s * per_one;
-    if (s->one_event_smem_s > 0.0 && s->one_event_smem_s * per_one < r->one_best_ms)
-        r->one_best_ms = s->one_event_smem_s * per_one;
+    r->one_images = s->at_one.batches ? s->at_one.images : 0;
+    r->one_dense_ms = s->at_one.batches ? 1e3 * s->at_one.dense_s / s->at_one.batches : 0.0;
+    r->one_best_ms = fastest_sparse_ms(&s->at_one);
     r->path_one = s->path_one;
     r->sparse_calls = s->sparse_calls;
     r->fallbacks = s->fallbacks;
@@ -460,11 +463,9 @@ static void set_calibrating(tree *t, bool on, bool one)
         if (on && !one) {
             memset(s->hist, 0, (size_t)(s->conv.in_channels + 1) * sizeof *s->hist);
             s->nonzero = s->inputs = s->silent = s->planes = 0.0;
-            s->dense_s = s->gemm_s = s->event_s = s->event_smem_s = s->max_diff = 0.0;
-            s->batches = 0;
+            s->max_diff = 0.0;
+            s->at_batch = s->at_one = (sparse_timings){0};
             s->sparse_calls = s->fallbacks = 0;
-            s->one_dense_s = s->one_gemm_s = s->one_event_s = s->one_event_smem_s = 0.0;
-            s->one_batches = s->one_images = 0;
         }
     }
 }

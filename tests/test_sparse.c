@@ -211,16 +211,34 @@ static bool name_in(const char *name, const char *const *names, int n)
     return false;
 }
 
+/* The model of cfg from a generator seeded with `seed` (left in *rng for the inputs), in eval
+ * mode; NULL (a failed check) if it cannot be built. */
+static snn_module *eval_model(const snn_model_config *cfg, uint64_t seed, snn_rng *rng)
+{
+    snn_rng_seed(rng, seed);
+    snn_module *m = snn_model_new(cfg, rng);
+    CHECK(m != NULL);
+    if (m) snn_module_train(m, false);
+    return m;
+}
+
+/* The spiking CNN at a test's size: its one spike-fed conv is conv2. */
+static snn_model_config small_cnn(void)
+{
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    cfg.width_base = 16;
+    cfg.hidden = 32;
+    cfg.time_steps = 2;
+    return cfg;
+}
+
 /* Builds the model, sparsifies it (forced path), and checks the swapped set, names and output. */
 static void check_model(snn_model_config cfg, const char *const *expect, int n_expect,
                         int expect_residual, int images)
 {
     snn_rng rng;
-    snn_rng_seed(&rng, 42);
-    snn_module *m = snn_model_new(&cfg, &rng);
-    CHECK(m != NULL);
+    snn_module *m = eval_model(&cfg, 42, &rng);
     if (!m) return;
-    snn_module_train(m, false);
     snn_tensor *batches[2];
     for (int i = 0; i < 2; i++)
         batches[i] = random_images(SNN_SHAPE(images, cfg.in_channels, cfg.height, cfg.width), &rng);
@@ -272,12 +290,8 @@ static void check_model(snn_model_config cfg, const char *const *expect, int n_e
 
 static void test_pass_cnn(void)
 {
-    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
-    cfg.width_base = 16;
-    cfg.hidden = 32;
-    cfg.time_steps = 2;
     const char *expect[] = {"conv2"};
-    check_model(cfg, expect, 1, 0, 4);
+    check_model(small_cnn(), expect, 1, 0, 4);
 }
 
 static const char *const resnet_convs[] = {
@@ -415,16 +429,10 @@ static snn_module *find_sparse_conv(snn_module *m)
  * paths, so the rule is checked with paths set by hand; outputs stay the dense ones. */
 static void test_batch_size_picks_path(void)
 {
-    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
-    cfg.width_base = 16;
-    cfg.hidden = 32;
-    cfg.time_steps = 2;
+    const snn_model_config cfg = small_cnn();
     snn_rng rng;
-    snn_rng_seed(&rng, 7);
-    snn_module *m = snn_model_new(&cfg, &rng);
-    CHECK(m != NULL);
+    snn_module *m = eval_model(&cfg, 7, &rng);
     if (!m) return;
-    snn_module_train(m, false);
     snn_tensor *batches[2], *one = random_images(SNN_SHAPE(1, 1, 28, 28), &rng);
     for (int i = 0; i < 2; i++) batches[i] = random_images(SNN_SHAPE(8, 1, 28, 28), &rng);
     float dense_batch[8 * 10], dense_one[10], got[8 * 10];
@@ -443,7 +451,7 @@ static void test_batch_size_picks_path(void)
     CHECK(conv != NULL);
     if (!conv) return;
     sparse_impl *s = conv->impl;
-    CHECK(s->calib_images == 8 * cfg.time_steps);
+    CHECK(s->at_batch.images == 8 * cfg.time_steps && s->at_one.images == cfg.time_steps);
 
     /* sparse at the calibration size, dense at one sample */
     s->path = SNN_SPARSE_EVENT;
