@@ -36,7 +36,7 @@
 #include <time.h>
 
 #include "snn.h"
-#include "bench_usage.h"
+#include "examples/snn_common.h"
 
 static double now(void)
 {
@@ -47,37 +47,36 @@ static double now(void)
 
 typedef struct bench_options {
     const char *model;
+    snn_model_kind kind;     /* of model, checked by parse */
     int gpus, T, batch, steps;
-    double bucket_mb;
+    float bucket_mb;
     bool plain;
 } bench_options;
 
+/* 0, or the exit code: 2 for a bad command line (said), -1 after --help (exit 0). */
 static int parse(int argc, char **argv, bench_options *o)
 {
-    for (int a = 1; a < argc; a++) {
-        const char *v = a + 1 < argc ? argv[a + 1] : NULL;
-        if (strcmp(argv[a], "--plain") == 0) o->plain = true;
-        else if (strcmp(argv[a], "--model") == 0 && v) o->model = argv[++a];
-        else if (strcmp(argv[a], "--gpus") == 0 && v) o->gpus = atoi(argv[++a]);
-        else if (strcmp(argv[a], "--T") == 0 && v) o->T = atoi(argv[++a]);
-        else if (strcmp(argv[a], "--batch") == 0 && v) o->batch = atoi(argv[++a]);
-        else if (strcmp(argv[a], "--steps") == 0 && v) o->steps = atoi(argv[++a]);
-        else if (strcmp(argv[a], "--bucket-mb") == 0 && v) o->bucket_mb = atof(argv[++a]);
-        else {
-            fprintf(stderr, "usage: %s [--plain | --gpus N] [--model resnet18|sew-resnet18|cnn|...] "
-                    "[--T 4] [--batch 128] [--steps 30] [--bucket-mb 25]\n", argv[0]);
-            return 2;
-        }
-    }
-    snn_model_kind kind;
-    if (snn_model_kind_parse(o->model, &kind) != SNN_OK) {
+    option table[] = {
+        {"--plain", OPT_FLAG, &o->plain, "one GPU without NCCL (the baseline)"},
+        {"--gpus", OPT_INT, &o->gpus, "ranks on this host's GPUs, one process each"},
+        {"--model", OPT_STRING, &o->model, "any of snn-train's models (cnn at 28x28x1, the others at 32x32x3)"},
+        {"--T", OPT_INT, &o->T, "time steps"},
+        {"--batch", OPT_INT, &o->batch, "images per GPU"},
+        {"--steps", OPT_INT, &o->steps, "timed steps"},
+        {"--bucket-mb", OPT_FLOAT, &o->bucket_mb, "gradient bucket size in MiB (snn_dist_config.bucket_bytes)"},
+    };
+    int parsed = parse_options(argc, argv, "Data-parallel scaling: img/s, exposed communication and "
+                               "all-reduce bandwidth on N GPUs.", table,
+                               (int)(sizeof table / sizeof table[0]));
+    if (parsed) return parsed == 2 ? -1 : 2;
+    if (snn_model_kind_parse(o->model, &o->kind) != SNN_OK) {
         fprintf(stderr, "bench_dist: --model: %s\n", snn_last_error());
         return 2;
     }
-    if (o->T < 1 || o->batch < 1 || o->steps < 1 || o->gpus < 0 || !(o->bucket_mb > 0.0)) {
+    if (o->T < 1 || o->batch < 1 || o->steps < 1 || o->gpus < 0 || !(o->bucket_mb > 0.0f)) {
         fprintf(stderr, "bench_dist: bad --T %d, --batch %d, --steps %d, --gpus %d or --bucket-mb "
                 "%g (expected >= 1, >= 1, >= 1, >= 0, > 0)\n", o->T, o->batch, o->steps, o->gpus,
-                o->bucket_mb);
+                (double)o->bucket_mb);
         return 2;
     }
     return 0;
@@ -102,8 +101,7 @@ static snn_status step(snn_module *model, snn_optimizer *opt, snn_dist *d, const
 
 static int run_rank(const bench_options *o, snn_dist *d)
 {
-    snn_model_kind kind = SNN_MODEL_RESNET18;
-    snn_model_kind_parse(o->model, &kind); /* checked in parse() */
+    const snn_model_kind kind = o->kind;
     snn_model_config c = snn_model_config_default(kind);
     c.time_steps = o->T;
     c.classes = 10;
@@ -169,12 +167,12 @@ static int run_rank(const bench_options *o, snn_dist *d)
         printf("bench_dist: %s T=%d batch %d/GPU x %d GPU(s) (%s, buckets of %g MiB): %.1f img/s | "
                "step %.2f ms (synced) | exposed comm %.3f ms/step (%.2f%%) | all-reduce of %.1fM "
                "floats (%.1f MB): %.3f ms, bus %.1f GB/s\n", o->model, o->T, o->batch, world,
-               d ? snn_dist_backend(d) : "plain, no NCCL", o->bucket_mb, images_per_s, step_ms,
+               d ? snn_dist_backend(d) : "plain, no NCCL", (double)o->bucket_mb, images_per_s, step_ms,
                exposed_ms, 100.0 * exposed_ms / step_ms, (double)n / 1e6, (double)n * 4.0 / 1e6,
                allreduce_ms, bus_gbs);
         printf("RESULT model=%s T=%d batch=%d gpus=%d mode=%s bucket_mb=%g img_s=%.1f step_ms=%.3f "
                "exposed_ms=%.4f allreduce_ms=%.4f busbw_gbs=%.1f\n", o->model, o->T, o->batch,
-               world, d ? "nccl" : "plain", o->bucket_mb, images_per_s, step_ms, exposed_ms,
+               world, d ? "nccl" : "plain", (double)o->bucket_mb, images_per_s, step_ms, exposed_ms,
                allreduce_ms, bus_gbs);
         fflush(stdout);
     }
@@ -187,9 +185,9 @@ static int run_rank(const bench_options *o, snn_dist *d)
 
 int main(int argc, char **argv)
 {
-    bench_usage(argc, argv, "[--plain | --gpus N] [--model resnet18|sew-resnet18|cnn|...] [--T 4] [--batch 128] [--steps 30] [--bucket-mb 25]");
-    bench_options o = {"resnet18", 0, 4, 128, 30, 25.0, false};
-    if (parse(argc, argv, &o)) return 2;
+    bench_options o = {"resnet18", SNN_MODEL_RESNET18, 0, 4, 128, 30, 25.0f, false};
+    int parsed = parse(argc, argv, &o);
+    if (parsed) return parsed < 0 ? 0 : 2;
     if (!snn_cuda_available()) {
         fprintf(stderr, "bench_dist: needs a GPU\n");
         return 0;
@@ -211,7 +209,7 @@ int main(int argc, char **argv)
         snn_dist_config c = snn_dist_config_default();
         c.rank = env.rank, c.world_size = env.world_size, c.local_rank = env.local_rank;
         c.init = env.init, c.device = SNN_CUDA;
-        c.bucket_bytes = (size_t)(o.bucket_mb * (double)(1 << 20));
+        c.bucket_bytes = (size_t)((double)o.bucket_mb * (double)(1 << 20));
         d = snn_dist_new(&c);
         if (!d) {
             fprintf(stderr, "bench_dist: rank %d: %s\n", env.rank, snn_last_error());

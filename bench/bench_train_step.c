@@ -33,7 +33,7 @@
 #include <time.h>
 
 #include "snn.h"
-#include "bench_usage.h"
+#include "examples/snn_common.h"
 #include "tensor/arena.h"
 
 static double now(void)
@@ -228,47 +228,36 @@ static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_devi
 
 int main(int argc, char **argv)
 {
-    bench_usage(argc, argv, "[--device cpu|cuda] [--model M] [--T 4] [--batch 64,128] [--steps 20] [--width W] [--precision fp32|tf32|bf16] [--memory] [--no-infer] [--neuron lif|relu|stbif|...] [--infer-batch 1,64]");
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
     const char *infer_batches = "1,64";
-    int T = 4, steps = 20, width = 0, infer = 1, memory = 0;
-    for (int a = 1; a < argc; a += 2) {
-        if (!strcmp(argv[a], "--no-infer")) { /* training steps only (for profilers) */
-            infer = 0;
-            a--;
-            continue;
-        }
-        if (!strcmp(argv[a], "--memory")) {
-            memory = 1;
-            a--;
-            continue;
-        }
-        if (!strcmp(argv[a], "--tf32")) { /* alias of --precision tf32 */
-            precision_name = "tf32";
-            a--;
-            continue;
-        }
-        if (a + 1 >= argc) {
-            fprintf(stderr, "bench_train_step: %s needs a value; see --help\n", argv[a]);
-            return 2;
-        }
-        if (!strcmp(argv[a], "--device")) device_name = argv[a + 1];
-        else if (!strcmp(argv[a], "--model")) model_name = argv[a + 1];
-        else if (!strcmp(argv[a], "--T")) T = atoi(argv[a + 1]);
-        else if (!strcmp(argv[a], "--batch")) batches = argv[a + 1];
-        else if (!strcmp(argv[a], "--steps")) steps = atoi(argv[a + 1]);
-        else if (!strcmp(argv[a], "--width")) width = atoi(argv[a + 1]);
-        else if (!strcmp(argv[a], "--precision")) precision_name = argv[a + 1];
-        else if (!strcmp(argv[a], "--neuron")) neuron = argv[a + 1]; /* relu: the ANN, T = 1 */
-        else if (!strcmp(argv[a], "--infer-batch")) infer_batches = argv[a + 1];
-        else {
-            fprintf(stderr, "usage: %s [--device D] [--model M] [--T T] [--batch B1,B2] [--steps S] [--width W] "
-                            "[--precision fp32|tf32|bf16] [--memory] [--no-infer] "
-                            "[--neuron lif|relu|stbif|...] [--infer-batch B1,B2]\n", argv[0]);
-            return 2;
-        }
+    int T = 4, steps = 20, width = 0;
+    bool no_infer = false, memory = false, tf32 = false;
+    option table[] = {
+        {"--device", OPT_STRING, &device_name, "cpu, cuda"},
+        {"--model", OPT_STRING, &model_name, "resnet18, sew-resnet18, cnn, ... (snn-train's models)"},
+        {"--T", OPT_INT, &T, "time steps"},
+        {"--batch", OPT_STRING, &batches, "training batch sizes, comma-separated"},
+        {"--steps", OPT_INT, &steps, "timed steps per batch size (median)"},
+        {"--width", OPT_INT, &width, "channels of the first conv (0: the model's default)"},
+        {"--precision", OPT_STRING, &precision_name, "fp32, tf32, bf16"},
+        {"--tf32", OPT_FLAG, &tf32, "the same as --precision tf32"},
+        {"--neuron", OPT_STRING, &neuron, "lif, plif, if, stbif, ...; relu: the same model as an ANN (T = 1)"},
+        {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
+        {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
+        {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
+    };
+    int parsed = parse_options(argc, argv, "One training step and inference latency of a spiking "
+                               "network: ms, images/s, device memory per image.", table,
+                               (int)(sizeof table / sizeof table[0]));
+    if (parsed) return parsed == 2 ? 0 : 2;
+    if (tf32) precision_name = "tf32";
+    if (T < 1 || steps < 1 || width < 0) {
+        fprintf(stderr, "bench_train_step: bad --T %d, --steps %d or --width %d (expected >= 1, "
+                ">= 1, >= 0)\n", T, steps, width);
+        return 2;
     }
+    const int infer = !no_infer;
     snn_device device;
     snn_model_kind kind;
     snn_precision precision;
