@@ -8,6 +8,7 @@
  * updates dx (16 B per element). Saves nothing: x is the node's input.
  */
 #include "neuron_cpu.h"
+#include "tensor/cpu_threads.h"
 #include "surrogate.h"
 #include "autograd/autograd.h"
 #include "tensor/arena.h"
@@ -15,14 +16,14 @@
 
 void snn_heaviside_forward_cpu(float *out, const float *x, int64_t n)
 {
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
     for (int64_t i = 0; i < n; i++) out[i] = x[i] >= 0.0f ? 1.0f : 0.0f;
 }
 
 void snn_heaviside_backward_cpu(float *dx, const float *dout, const float *x,
                                 snn_surrogate_kind kind, float alpha, int64_t n)
 {
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
     for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * snn_surrogate_grad_inline(kind, alpha, x[i]);
 }
 

@@ -19,6 +19,7 @@
 
 #include "neuron_cpu.h"
 #include "neuron_math.h"
+#include "tensor/cpu_threads.h"
 
 /* Specialisation. The equations branch on the kind, the reset mode, decay_input and the
  * surrogate. Those are the same for every element, but a compiler will not hoist a handful of
@@ -87,7 +88,7 @@ void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_las
     const lif_forward_args a = {spike, h_seq, v_last, activity, x, v_init, snn_lif_decay(&p, w),
                                 d->T, snn_neuron_dims_step(d), snn_neuron_split_make(d)};
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(a.T * a.M, SNN_CPU_GRAIN))
     for (int64_t item = 0; item < a.split.items; item++) {
         int64_t q0, q1;
         snn_neuron_split_item(&a.split, item, &q0, &q1);
@@ -218,7 +219,8 @@ void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dsp
     const int64_t chunks = (a.M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
     double dk = 0.0; /* dL/dk summed over every element and step (PLIF) */
 
-#pragma omp parallel for schedule(static) reduction(+ : dk)
+#pragma omp parallel for schedule(static) reduction(+ : dk) \
+    num_threads(snn_cpu_threads(a.T * a.M, SNN_CPU_GRAIN))
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t e0 = c * SNN_NEURON_CHUNK;
         const int64_t n = a.M - e0 < SNN_NEURON_CHUNK ? a.M - e0 : SNN_NEURON_CHUNK;

@@ -25,6 +25,7 @@
 #include "neuron_cpu.h"
 #include "neuron_math.h"
 #include "neuron_op.h"
+#include "tensor/cpu_threads.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 
@@ -33,7 +34,7 @@ void snn_qclip_forward_cpu(float *y, const float *x, const float *step,
 {
     const snn_neuron_params local = *p;
     const float s = snn_qclip_step_value(step[0]);
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
     for (int64_t i = 0; i < n; i++) y[i] = s * snn_qclip_level(&local, x[i] / s);
 }
 
@@ -48,7 +49,7 @@ void snn_qclip_backward_cpu(float *dx, float *dstep, const float *dy, const floa
     const snn_neuron_params local = *p;
     const float s = snn_qclip_step_value(step[0]);
     double part[QCLIP_PARTS];
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
     for (int k = 0; k < QCLIP_PARTS; k++) {
         const int64_t i0 = n * k / QCLIP_PARTS, i1 = n * (k + 1) / QCLIP_PARTS;
         double sum = 0.0;

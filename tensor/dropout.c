@@ -30,17 +30,15 @@
  *
  * Test: tests/test_dropout_kernels.c (ctest -R dropout_kernels).
  */
+#include "cpu_threads.h"
 #include "kernels_cpu.h"
-
-/* Below this many elements a parallel region costs more than it saves. */
-#define DROPOUT_PARALLEL_MIN 65536
 
 void snn_dropout_mask_cpu(float *mask, int64_t n, float p, uint64_t seed)
 {
     const uint64_t base = seed * 0xD1B54A32D192ED03ull;   /* key of element 0 */
     const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 
-#pragma omp parallel for simd schedule(static) if (n >= DROPOUT_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
     for (int64_t i = 0; i < n; i++) {
         const uint64_t key = base + (uint64_t)i;
         const float u = (float)(snn_hash64(key) >> 40) * 0x1.0p-24f;   /* [0, 1), 24 bits */

@@ -22,10 +22,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu_threads.h"
 #include "kernels_cpu.h"
-
-/* Below this many elements a parallel region costs more than it saves. */
-#define LOSS_PARALLEL_MIN 32768
 
 /*
  * log-softmax forward. Memory traffic per element: x read twice (max pass, exp-sum pass) and
@@ -34,7 +32,7 @@
  */
 void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C)
 {
-#pragma omp parallel for schedule(static) if ((int64_t)N * C >= LOSS_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
     for (int n = 0; n < N; n++) {
         const float *xr = x + (int64_t)n * C;   // (C)
         float *orow = out + (int64_t)n * C;     // (C)
@@ -55,7 +53,7 @@ void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C)
 void snn_log_softmax_backward_cpu(float *dx, const float *dout, const float *out, int N, int C)
 {
     if (!dx) return;
-#pragma omp parallel for schedule(static) if ((int64_t)N * C >= LOSS_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
     for (int n = 0; n < N; n++) {
         const float *gr = dout + (int64_t)n * C;   // (C)
         const float *orow = out + (int64_t)n * C;  // (C)

@@ -30,10 +30,11 @@
  */
 #include <math.h>
 
+#include "cpu_threads.h"
 #include "kernels_cpu.h"
 
-/* Below this many output elements a parallel region costs more than it saves. */
-#define POOL_PARALLEL_MIN 16384
+/* Units of work of a pool kernel (cpu_threads.h): each output element reads its K x K window. */
+#define POOL_WORK(d, planes, out_plane) ((planes) * (out_plane) * (int64_t)(d)->K * (d)->K)
 
 /*
  * Speed: written output by output, the max-pool's compare is a branch that real data
@@ -120,7 +121,7 @@ void snn_max_pool2d_forward_cpu(float *out, int32_t *argmax, const float *x,
     const pool_range cols = interior_columns(d);
     const int lo = cols.lo, hi = cols.hi;
 
-#pragma omp parallel for schedule(static) if (planes * out_plane >= POOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
     for (int64_t plane = 0; plane < planes; plane++) {
         const float *xp = x + plane * (int64_t)H * W;   // (H, W)
         for (int oh = 0; oh < H_out; oh++) {
@@ -166,7 +167,7 @@ void snn_max_pool2d_backward_cpu(float *dx, const float *dout, const int32_t *ar
     const int64_t in_plane = (int64_t)d->H * d->W;
     const int64_t out_plane = (int64_t)d->H_out * d->W_out;
 
-#pragma omp parallel for schedule(static) if (planes * out_plane >= POOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
     for (int64_t plane = 0; plane < planes; plane++) {
         float *dxp = dx + plane * in_plane;              // (H, W)
         const float *dop = dout + plane * out_plane;     // (H_out, W_out)
@@ -218,7 +219,7 @@ void snn_avg_pool2d_forward_cpu(float *out, const float *x, const snn_pool2d_dim
     const pool_range cols = interior_columns(d);
     const int lo = cols.lo, hi = cols.hi;
 
-#pragma omp parallel for schedule(static) if (planes * out_plane >= POOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
     for (int64_t plane = 0; plane < planes; plane++) {
         const float *xp = x + plane * (int64_t)H * W;   // (H, W)
         for (int oh = 0; oh < H_out; oh++) {
@@ -261,7 +262,7 @@ void snn_avg_pool2d_backward_cpu(float *dx, const float *dout, const snn_pool2d_
     const pool_range cols = interior_columns(d);
     const int lo = cols.lo, hi = cols.hi;
 
-#pragma omp parallel for schedule(static) if (planes * out_plane >= POOL_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
     for (int64_t plane = 0; plane < planes; plane++) {
         float *dxp = dx + plane * (int64_t)H * W;        // (H, W)
         const float *dop = dout + plane * out_plane;     // (H_out, W_out)

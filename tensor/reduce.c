@@ -7,6 +7,7 @@
  */
 #include <math.h>
 
+#include "cpu_threads.h"
 #include "kernels_cpu.h"
 
 void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
@@ -14,7 +15,7 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
 {
     if (inner == 1) {
         /* contiguous rows: one dot-product-like pass per output */
-#pragma omp parallel for if (outer > 1 && outer * dim > 32768)
+#pragma omp parallel for num_threads(outer > 1 ? snn_cpu_threads(outer * dim, SNN_CPU_GRAIN) : 1)
         for (int64_t o = 0; o < outer; o++) {
             const float *row = x + o * dim;
             double acc = 0.0;
@@ -27,7 +28,7 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
      * contiguous, accumulating a chunk of `inner` in doubles on the stack */
     enum { CHUNK = 256 };
     int64_t chunks = (inner + CHUNK - 1) / CHUNK;
-#pragma omp parallel for collapse(2) if (outer * dim * inner > 32768)
+#pragma omp parallel for collapse(2) num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t ch = 0; ch < chunks; ch++) {
             int64_t i0 = ch * CHUNK, len = inner - i0 < CHUNK ? inner - i0 : CHUNK;
@@ -45,7 +46,7 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
 void snn_expand_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
                         float scale, bool accumulate)
 {
-#pragma omp parallel for collapse(2) if (outer * dim * inner > 32768)
+#pragma omp parallel for collapse(2) num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t d = 0; d < dim; d++) {
             float *dst = out + (o * dim + d) * inner;
@@ -62,7 +63,8 @@ void snn_sumsq_and_finite_cpu(float *out, const float *x, int64_t n)
 {
     double sumsq = 0.0;
     int nonfinite = 0;
-#pragma omp parallel for reduction(+ : sumsq) reduction(| : nonfinite) if (n > 32768)
+#pragma omp parallel for reduction(+ : sumsq) reduction(| : nonfinite) \
+    num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
     for (int64_t i = 0; i < n; i++) {
         sumsq += (double)x[i] * (double)x[i];
         nonfinite |= !isfinite(x[i]);
