@@ -122,6 +122,10 @@ typedef struct lif_backward_args {
 
 static const float zero_chunk[SNN_NEURON_CHUNK]; /* dL/dS when no gradient reached the spikes */
 
+/* Fixed slices of the chunks for PLIF's dL/dk sum (and the backward's unit of work per thread:
+ * at most this many threads share one backward call). */
+#define LIF_DK_PARTS 256
+
 /* BPTT over the chunk [e0, e0 + n); returns its share of dL/dk (PLIF). */
 static SNN_ALWAYS_INLINE double backward_chunk(snn_neuron_params q, snn_neuron_kind kind,
                                                bool soft, snn_surrogate_kind surrogate,
@@ -217,19 +221,27 @@ void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dsp
                                  snn_lif_dh_dx(&p, k), snn_lif_dh_dv(&p, k),
                                  p.kind == SNN_NEURON_PLIF && dw, d->T, snn_neuron_dims_step(d)};
     const int64_t chunks = (a.M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
-    double dk = 0.0; /* dL/dk summed over every element and step (PLIF) */
+    /* dL/dk summed over every element and step (PLIF): part[s] sums the chunks of slice s in
+     * order, then the slices are added in order. Not an OpenMP reduction, whose combining order
+     * follows the threads' arrival: this way dw has the same bits for any thread count. */
+    double part[LIF_DK_PARTS];
 
-#pragma omp parallel for schedule(static) reduction(+ : dk) \
-    num_threads(snn_cpu_threads(a.T * a.M, SNN_CPU_GRAIN))
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t e0 = c * SNN_NEURON_CHUNK;
-        const int64_t n = a.M - e0 < SNN_NEURON_CHUNK ? a.M - e0 : SNN_NEURON_CHUNK;
-        switch (p.kind) {
-        case SNN_NEURON_LIF: dk += backward_chunk_reset(&p, SNN_NEURON_LIF, &a, e0, n); break;
-        case SNN_NEURON_PLIF: dk += backward_chunk_reset(&p, SNN_NEURON_PLIF, &a, e0, n); break;
-        default: dk += backward_chunk_reset(&p, SNN_NEURON_IF, &a, e0, n); break;
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(a.T * a.M, SNN_CPU_GRAIN))
+    for (int s = 0; s < LIF_DK_PARTS; s++) {
+        double dk = 0.0;
+        for (int64_t c = chunks * s / LIF_DK_PARTS; c < chunks * (s + 1) / LIF_DK_PARTS; c++) {
+            const int64_t e0 = c * SNN_NEURON_CHUNK;
+            const int64_t n = a.M - e0 < SNN_NEURON_CHUNK ? a.M - e0 : SNN_NEURON_CHUNK;
+            switch (p.kind) {
+            case SNN_NEURON_LIF: dk += backward_chunk_reset(&p, SNN_NEURON_LIF, &a, e0, n); break;
+            case SNN_NEURON_PLIF: dk += backward_chunk_reset(&p, SNN_NEURON_PLIF, &a, e0, n); break;
+            default: dk += backward_chunk_reset(&p, SNN_NEURON_IF, &a, e0, n); break;
+            }
         }
+        part[s] = dk;
     }
+    double dk = 0.0;
+    for (int s = 0; s < LIF_DK_PARTS; s++) dk += part[s];
     /* dL/dw = dL/dk * dk/dw, k = sigmoid(w): dk/dw = k (1 - k) */
     if (a.want_dk) dw[0] += (float)(dk * (double)k * (1.0 - (double)k));
 }

@@ -28,7 +28,10 @@
  * unit per SNN_CPU_FMAS_PER_UNIT multiply-adds.
  *
  * Determinism. The team size is 1 or the configured count, so a kernel's split depends on the
- * shape and the configured count only.
+ * shape and the configured count only. The kernels that sum across threads do not use OpenMP's
+ * `reduction` (its combining order follows the threads' arrival): they sum fixed slices of the
+ * input in order and then the slices in order (tensor/reduce.c, neurons/lif.c, neurons/qclip.c),
+ * so their result does not depend on the thread count at all.
  *
  * Tests: tests/test_cpu_threads.c (the rule; no region changes the team size; every threaded
  * kernel gives the 1-thread bits at 2, 3 and 8 threads).

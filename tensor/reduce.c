@@ -3,7 +3,10 @@
  *
  * A tensor is viewed as (outer, dim, inner): summing over `dim` reads outer*dim*inner floats
  * and writes outer*inner. Sums accumulate in double, so a mean over 10^6 floats keeps ~1e-7
- * relative accuracy and the result does not depend on the thread count.
+ * relative accuracy, and each output is summed by one thread in index order, so the result does
+ * not depend on the thread count. The sum of squares (the gradient norm) runs over
+ * SUMSQ_PARTS fixed slices, each summed in order, then the slices in order: the same bits for
+ * any thread count too (an OpenMP reduction combines the threads' sums in arrival order).
  */
 #include <math.h>
 
@@ -59,15 +62,28 @@ void snn_expand_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, 
     }
 }
 
+#define SUMSQ_PARTS 256
+
 void snn_sumsq_and_finite_cpu(float *out, const float *x, int64_t n)
 {
+    double part[SUMSQ_PARTS];
+    int bad[SUMSQ_PARTS];
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+    for (int s = 0; s < SUMSQ_PARTS; s++) {
+        double sumsq = 0.0;
+        int nonfinite = 0;
+        for (int64_t i = n * s / SUMSQ_PARTS; i < n * (s + 1) / SUMSQ_PARTS; i++) {
+            sumsq += (double)x[i] * (double)x[i];
+            nonfinite |= !isfinite(x[i]);
+        }
+        part[s] = sumsq;
+        bad[s] = nonfinite;
+    }
     double sumsq = 0.0;
     int nonfinite = 0;
-#pragma omp parallel for reduction(+ : sumsq) reduction(| : nonfinite) \
-    num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
-    for (int64_t i = 0; i < n; i++) {
-        sumsq += (double)x[i] * (double)x[i];
-        nonfinite |= !isfinite(x[i]);
+    for (int s = 0; s < SUMSQ_PARTS; s++) {
+        sumsq += part[s];
+        nonfinite |= bad[s];
     }
     out[0] = (float)sumsq;
     out[1] = nonfinite ? 1.0f : 0.0f;
