@@ -39,7 +39,10 @@
  * Threads: C is cut into a grid of rectangles, one per thread, aligned to the tile sizes; each
  * thread runs the serial algorithm on its rectangle with its own packing buffers. No thread
  * writes another's part of C and every element of C is summed in the same order whatever the
- * thread count, so results are bitwise identical for 1, 2 or 64 threads.
+ * thread count, so results are bitwise identical for 1, 2 or 64 threads. The grid is also
+ * offered part by part (snn_gemm_part_cpu), for callers that run their own threads and split
+ * one product among them (conv2d.c, when a batch has fewer images than threads). A call runs
+ * on one thread or on the whole team, never on a smaller one (cpu_threads.h says why).
  *
  * Packing buffers: one per live thread, allocated with snn_alloc on first use and kept between
  * calls (a training step calls the SGEMM hundreds of times), handed to the next new thread when
@@ -58,6 +61,7 @@
 #include <immintrin.h>
 #endif
 
+#include "cpu_threads.h"
 #include "error.h"
 #include "gemm.h"
 #include "kernels_cpu.h"
@@ -135,10 +139,10 @@ void snn_gemm_naive_cpu(bool trans_a, bool trans_b, int M, int N, int K, float a
 #define NC SNN_GEMM_NC /* a multiple of NR */
 
 /* Problems below SMALL_FMAS multiply-adds skip packing (measured: packing into the kept buffer
- * wins from about 8x8x8 up), and below PARALLEL_FMAS (~1.8 MFLOP, ~10 us of work) waking the
- * threads is not worth it. */
+ * wins from about 8x8x8 up), and below PARALLEL_FMAS (one grain of cpu_threads.h: ~1 M FMAs,
+ * ~10-30 us of work on one core) waking the threads is not worth it. */
 #define SMALL_FMAS (8 * 8 * 8)
-#define PARALLEL_FMAS (96 * 96 * 96)
+#define PARALLEL_FMAS ((int64_t)SNN_CPU_GRAIN * SNN_CPU_FMAS_PER_UNIT)
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -620,58 +624,92 @@ static void split_range(int tiles, int parts, int index, int *begin, int *end)
     *end = *begin + base + (index < extra ? 1 : 0);
 }
 
-void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
-                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
+/* The grid grid_rows x grid_cols of rectangles, aligned to the MR x NR tiles of C, that `parts`
+ * threads split C into: of the grids with at most `parts` rectangles, the one whose largest
+ * rectangle holds the fewest tiles (ties: fewer rows, so that each thread packs less of B
+ * twice). 1 x 1 when the product is too small to share or takes the unpacked path. */
+static void gemm_grid(int M, int N, int K, float alpha, int parts, int *grid_rows, int *grid_cols)
 {
-    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (threads <= 1 || (int64_t)M * N * K < PARALLEL_FMAS || use_small(M, N, K) || K <= 0 ||
-        alpha == 0.0f) {
-        gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    *grid_rows = *grid_cols = 1;
+    if (parts <= 1 || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f ||
+        (int64_t)M * N * K < PARALLEL_FMAS || use_small(M, N, K))
         return;
-    }
-
-    /* Thread grid rows x cols over the MR x NR tiles of C: pick the factorisation of the
-     * thread count whose largest rectangle holds the fewest tiles (ties: fewer rows, so that
-     * each thread packs less of B twice). */
     int m_tiles = (M + MR - 1) / MR, n_tiles = (N + NR - 1) / NR;
-    int grid_rows = 1, grid_cols = 1;
     int64_t best = INT64_MAX;
-    for (int rows = 1; rows <= threads; rows++) {
-        if (threads % rows) continue;
-        int cols = threads / rows;
-        if (rows > m_tiles || cols > n_tiles) continue;
+    for (int rows = 1; rows <= parts && rows <= m_tiles; rows++) {
+        int cols = min_int(parts / rows, n_tiles);
         int64_t work = (int64_t)((m_tiles + rows - 1) / rows) * ((n_tiles + cols - 1) / cols);
         if (work < best) {
             best = work;
-            grid_rows = rows;
-            grid_cols = cols;
+            *grid_rows = rows;
+            *grid_cols = cols;
         }
     }
-    threads = grid_rows * grid_cols;
-    if (threads == 1) {
+}
+
+/* The rectangle of C that part `part` of a grid_rows x grid_cols grid computes (the whole of C
+ * for a 1 x 1 grid; empty past the grid's last part). */
+static snn_gemm_rect gemm_grid_rect(int M, int N, int grid_rows, int grid_cols, int part)
+{
+    snn_gemm_rect r = {0, 0, 0, 0};
+    if (part >= grid_rows * grid_cols) return r;
+    int m_tiles = (M + MR - 1) / MR, n_tiles = (N + NR - 1) / NR;
+    int row_begin, row_end, col_begin, col_end;
+    split_range(m_tiles, grid_rows, part / grid_cols, &row_begin, &row_end);
+    split_range(n_tiles, grid_cols, part % grid_cols, &col_begin, &col_end);
+    r.m0 = row_begin * MR, r.m1 = min_int(row_end * MR, M);
+    r.n0 = col_begin * NR, r.n1 = min_int(col_end * NR, N);
+    return r;
+}
+
+/* The rectangle r of a product the blocked path owns, on the calling thread: every element
+ * summed as the whole product sums it (the K slices depend on K alone). */
+static void gemm_rect_blocked(bool trans_a, bool trans_b, int K, float alpha, const float *A,
+                              int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                              snn_gemm_rect r)
+{
+    if (r.m0 >= r.m1 || r.n0 >= r.n1) return;
+    float *pack = pack_buffer();
+    float *c = C + (int64_t)r.m0 * ldc + r.n0;
+    const float *a = trans_a ? A + r.m0 : A + (int64_t)r.m0 * lda;
+    const float *b = trans_b ? B + (int64_t)r.n0 * ldb : B + r.n0;
+    if (pack)
+        gemm_blocked(trans_a, trans_b, 0, r.m1 - r.m0, 0, r.n1 - r.n0, K, alpha, a, lda, b, ldb,
+                     beta, c, ldc, pack);
+    else
+        gemm_blocked_unpacked(trans_a, trans_b, r.m1 - r.m0, r.n1 - r.n0, K, alpha, a, lda, b,
+                              ldb, beta, c, ldc);
+}
+
+void snn_gemm_part_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                       int ldc, int part, int parts, snn_gemm_rect *rect)
+{
+    int grid_rows, grid_cols;
+    gemm_grid(M, N, K, alpha, parts, &grid_rows, &grid_cols);
+    snn_gemm_rect r = gemm_grid_rect(M, N, grid_rows, grid_cols, part);
+    if (rect) *rect = r;
+    if (r.m0 >= r.m1 || r.n0 >= r.n1) return;
+    if (grid_rows * grid_cols == 1) {   /* not shared: the serial SGEMM, any path */
         gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
+    gemm_rect_blocked(trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc, r);
+}
 
-#pragma omp parallel num_threads(threads)
-    {
-        int t = omp_get_thread_num();
-        int row_begin, row_end, col_begin, col_end;
-        split_range(m_tiles, grid_rows, t / grid_cols, &row_begin, &row_end);
-        split_range(n_tiles, grid_cols, t % grid_cols, &col_begin, &col_end);
-        int m0 = row_begin * MR, m1 = min_int(row_end * MR, M);
-        int n0 = col_begin * NR, n1 = min_int(col_end * NR, N);
-        if (m0 < m1 && n0 < n1) {
-            float *pack = pack_buffer();
-            float *c = C + (int64_t)m0 * ldc + n0;
-            const float *a = trans_a ? A + m0 : A + (int64_t)m0 * lda;
-            const float *b = trans_b ? B + (int64_t)n0 * ldb : B + n0;
-            if (pack)
-                gemm_blocked(trans_a, trans_b, 0, m1 - m0, 0, n1 - n0, K, alpha, a, lda, b, ldb,
-                             beta, c, ldc, pack);
-            else
-                gemm_blocked_unpacked(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b,
-                                      ldb, beta, c, ldc);
-        }
+void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    /* one thread, or the whole team (cpu_threads.h); gemm_grid leaves a team's surplus threads
+     * without a rectangle when C has too few tiles for all of them */
+    const int threads = snn_cpu_threads((int64_t)M * N * K / SNN_CPU_FMAS_PER_UNIT, SNN_CPU_GRAIN);
+    int grid_rows, grid_cols;
+    gemm_grid(M, N, K, alpha, threads, &grid_rows, &grid_cols);
+    if (grid_rows * grid_cols == 1) {
+        gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
     }
+#pragma omp parallel num_threads(threads)
+    gemm_rect_blocked(trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                      gemm_grid_rect(M, N, grid_rows, grid_cols, omp_get_thread_num()));
 }

@@ -5,6 +5,12 @@
  *   snn_gemm_serial_cpu   the same SGEMM, run on the calling thread only. Callers that already
  *                         run one task per OpenMP thread (conv2d.c, one image group per thread)
  *                         use it so that the threads do not fight over the cores.
+ *   snn_gemm_part_cpu     one part of the same SGEMM on the calling thread: the rectangle of C
+ *                         that thread `part` computes when snn_gemm_cpu runs on `parts` threads.
+ *                         Callers with fewer tasks than threads (conv2d.c at batch 1: fewer
+ *                         image groups than threads) split each product among their threads
+ *                         with it. The parts tile C (some are empty: small products go whole to
+ *                         part 0), and each element is summed exactly as snn_gemm_cpu sums it.
  *   snn_gemm_release_cpu  frees the per-thread packing buffers the SGEMM keeps between calls;
  *                         snn_shutdown() calls it. A later SGEMM simply allocates them again.
  *   snn_gemm_pack_bytes_cpu  the size of one such buffer (nn/model_memory.c counts them).
@@ -33,6 +39,17 @@ extern "C" {
 void snn_gemm_serial_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                          const float *A, int lda, const float *B, int ldb, float beta, float *C,
                          int ldc);
+
+/* A rectangle of C: rows [m0, m1) x columns [n0, n1); empty when m0 >= m1 or n0 >= n1. */
+typedef struct snn_gemm_rect {
+    int m0, m1, n0, n1;
+} snn_gemm_rect;
+
+/* Part `part` (0 <= part < parts) of C (M, N) = alpha op(A) op(B) + beta C, as snn_gemm_cpu;
+ * *rect (may be NULL) gets the rectangle of C this part wrote (maybe empty). */
+void snn_gemm_part_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                       int ldc, int part, int parts, snn_gemm_rect *rect);
 
 void snn_gemm_release_cpu(void);
 
