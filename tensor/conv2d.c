@@ -38,13 +38,23 @@
  * SGEMM covers the group, and a scratch (C_out, G*P) is scattered to / gathered from the
  * (N, C_out, P) layout of out and dout. G = 1 (no scratch) once P is wide enough on its own.
  *
- * Threads: each OpenMP thread takes a contiguous run of groups and its own slice of the
- * workspace, and calls the single-threaded SGEMM (a batch of 128 images keeps 2-64 threads busy
- * without any synchronisation). With fewer groups than threads (batch 1 inference) the groups
- * run one after another on the threaded SGEMM instead. dweight is a sum over all images: thread
- * 0 adds straight into dweight, every other thread into a private (C_out, CK) partial, and the
- * partials are added in thread order at the end, so the result is deterministic for a given
- * thread count and nothing races.
+ * Threads. Every region runs on one thread or on the whole configured team, never a smaller
+ * team (tensor/cpu_threads.h: a smaller team makes GCC's OpenMP end threads and start them
+ * again). With at least as many groups as threads, each thread takes a contiguous run of
+ * groups and its own slice of the workspace, and calls the single-threaded SGEMM (a batch of
+ * 128 images keeps 2-64 threads busy without any synchronisation). With fewer groups than
+ * threads (batch 1 x T = 4 is 4 images; 16 threads) the forward splits each group over
+ * parts = threads / groups threads: first all threads build the groups' columns (rows of col
+ * shared out evenly), then, after a barrier, thread t computes part t % parts of group
+ * t / parts's SGEMM (snn_gemm_part_cpu: a rectangle of output channels x positions, each output
+ * summed exactly as the whole SGEMM sums it) and scatters and biases its rectangle. No sum
+ * changes order, so the forward gives the same bits on every path and at any thread count
+ * (tests/test_cpu_threads.c). A forward under one grain of work (cpu_threads.h) runs on one
+ * thread.
+ * Backward: dweight is a sum over all images: worker 0 (of min(groups, threads) workers) adds
+ * straight into dweight, every other worker into a private (C_out, CK) partial, and the
+ * partials are added in worker order at the end, so the result is deterministic for a given
+ * thread count and nothing races; dx is one group's, and does not depend on the threads.
  *
  * Memory traffic per image: im2col writes CK * P floats (KH * KW times the input for stride 1),
  * the SGEMM reads them once per C_out block; forward arithmetic is C_out * CK * P FMAs, backward
@@ -58,6 +68,7 @@
 
 #include <omp.h>
 
+#include "cpu_threads.h"
 #include "error.h"
 #include "gemm.h"
 #include "kernels_cpu.h"
@@ -73,7 +84,8 @@ typedef struct conv_plan {
     int64_t P;            /* H_out * W_out: columns of col per image */
     int G;                /* images per group */
     int groups;           /* ceil(N / G) */
-    int threads;          /* workers, each with its own slice of the workspace */
+    int threads;          /* workers, min(groups, team), each with its own workspace slice */
+    int team;             /* OpenMP threads of a parallel region: the configured count */
     bool direct;          /* 1x1 stride 1 pad 0, one image per group: x is col */
     size_t col_floats;    /* per worker: col (CK, G*P), 0 when direct */
     size_t tmp_floats;    /* per worker: out/dout scratch (C_out, G*P), 0 when G == 1 */
@@ -91,8 +103,8 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
     plan.G = plan.P >= GROUP_COLUMNS / 2 ? 1 : (int)((GROUP_COLUMNS + plan.P - 1) / plan.P);
     if (plan.G > d->N) plan.G = d->N > 0 ? d->N : 1;
     plan.groups = d->N > 0 ? (d->N + plan.G - 1) / plan.G : 0;
-    int max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    plan.threads = plan.groups < max_threads ? plan.groups : max_threads;
+    plan.team = omp_in_parallel() ? 1 : omp_get_max_threads();
+    plan.threads = plan.groups < plan.team ? plan.groups : plan.team;
     if (plan.threads < 1) plan.threads = 1;
     plan.direct = d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0 && plan.G == 1;
     int64_t cols = plan.G * plan.P;
@@ -131,37 +143,42 @@ static void valid_range(int W, int W_out, int stride, int pad, int kw, int *lo, 
     if (*lo > *hi) *lo = *hi;
 }
 
-static void im2col(float *col, const float *x, int n0, int count, const snn_conv2d_dims *d)
+/* Rows [r0, r1) of col (CK, count*P), row r = (ci * KH + kh) * KW + kw. */
+static void im2col_rows(float *col, const float *x, int n0, int count, const snn_conv2d_dims *d,
+                        int64_t r0, int64_t r1)
 {
     const int64_t P = (int64_t)d->H_out * d->W_out, cols = count * P;
-    for (int ci = 0; ci < d->C_in; ci++) {
-        for (int kh = 0; kh < d->KH; kh++) {
-            for (int kw = 0; kw < d->KW; kw++) {
-                float *row = col + ((int64_t)(ci * d->KH + kh) * d->KW + kw) * cols; /* (count*P) */
-                int lo, hi;
-                valid_range(d->W, d->W_out, d->stride, d->pad, kw, &lo, &hi);
-                for (int g = 0; g < count; g++) {
-                    const float *plane = x + ((int64_t)(n0 + g) * d->C_in + ci) * d->H * d->W;
-                    for (int oh = 0; oh < d->H_out; oh++) {
-                        float *dst = row + g * P + (int64_t)oh * d->W_out; /* (W_out) */
-                        int ih = oh * d->stride - d->pad + kh;
-                        if (ih < 0 || ih >= d->H) {
-                            memset(dst, 0, (size_t)d->W_out * sizeof *dst);
-                            continue;
-                        }
-                        const float *src = plane + (int64_t)ih * d->W - d->pad + kw; /* at ow=0 */
-                        for (int ow = 0; ow < lo; ow++) dst[ow] = 0.0f;
-                        if (d->stride == 1) {
-                            memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
-                        } else {
-                            for (int ow = lo; ow < hi; ow++) dst[ow] = src[(int64_t)ow * d->stride];
-                        }
-                        for (int ow = hi; ow < d->W_out; ow++) dst[ow] = 0.0f;
-                    }
+    for (int64_t r = r0; r < r1; r++) {
+        const int ci = (int)(r / (d->KH * d->KW)), kh = (int)(r / d->KW % d->KH),
+                  kw = (int)(r % d->KW);
+        float *row = col + r * cols; /* (count*P) */
+        int lo, hi;
+        valid_range(d->W, d->W_out, d->stride, d->pad, kw, &lo, &hi);
+        for (int g = 0; g < count; g++) {
+            const float *plane = x + ((int64_t)(n0 + g) * d->C_in + ci) * d->H * d->W;
+            for (int oh = 0; oh < d->H_out; oh++) {
+                float *dst = row + g * P + (int64_t)oh * d->W_out; /* (W_out) */
+                int ih = oh * d->stride - d->pad + kh;
+                if (ih < 0 || ih >= d->H) {
+                    memset(dst, 0, (size_t)d->W_out * sizeof *dst);
+                    continue;
                 }
+                const float *src = plane + (int64_t)ih * d->W - d->pad + kw; /* at ow=0 */
+                for (int ow = 0; ow < lo; ow++) dst[ow] = 0.0f;
+                if (d->stride == 1) {
+                    memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+                } else {
+                    for (int ow = lo; ow < hi; ow++) dst[ow] = src[(int64_t)ow * d->stride];
+                }
+                for (int ow = hi; ow < d->W_out; ow++) dst[ow] = 0.0f;
             }
         }
     }
+}
+
+static void im2col(float *col, const float *x, int n0, int count, const snn_conv2d_dims *d)
+{
+    im2col_rows(col, x, n0, count, d, 0, (int64_t)d->C_in * d->KH * d->KW);
 }
 
 /* dx[n0 .. n0+count-1] += col2im(dcol): the exact transpose of im2col (padding reads dropped). */
@@ -200,42 +217,59 @@ static void col2im_add(float *dx, const float *dcol, int n0, int count, const sn
 typedef void (*gemm_fn)(bool, bool, int, int, int, float, const float *, int, const float *, int,
                         float, float *, int);
 
+/* The group's SGEMM wrote rows [r.m0, r.m1) x columns [r.n0, r.n1) of its result: with G > 1
+ * that is tmp (C_out, count*P), whose column g*P + p goes to out[n0 + g, co, p]; then the bias
+ * is added there (after the sum, as a separate add: the sparse convs add it the same way). */
+static void finish_rect(float *out, const float *tmp, const float *bias, const snn_conv2d_dims *d,
+                        const conv_plan *plan, int n0, int count, snn_gemm_rect r)
+{
+    const int64_t P = plan->P, cols = count * P;
+    for (int co = r.m0; co < r.m1; co++) {
+        for (int64_t j = r.n0; j < r.n1;) {
+            /* the columns of one image: [j, end) of image g at positions p0 .. */
+            const int64_t g = j / P, p0 = j % P, end = (g + 1) * P < r.n1 ? (g + 1) * P : r.n1;
+            float *o = out + ((n0 + g) * d->C_out + co) * P + p0; /* (end - j) */
+            if (plan->G > 1) memcpy(o, tmp + co * cols + j, (size_t)(end - j) * sizeof *o);
+            if (bias)
+                for (int64_t p = 0; p < end - j; p++) o[p] += bias[co];
+            j = end;
+        }
+    }
+}
+
+/* Part `part` of `parts` of group `group`'s output, its columns already in col (the worker's
+ * slice). parts == 1: the whole group with `gemm` (serial or threaded); else the rectangle
+ * snn_gemm_part_cpu gives that part. */
+static void forward_part(float *out, const float *x, const float *weight, const float *bias,
+                         const snn_conv2d_dims *d, const conv_plan *plan, int group, int part,
+                         int parts, float *slice, gemm_fn gemm)
+{
+    const int n0 = group * plan->G;
+    const int count = d->N - n0 < plan->G ? d->N - n0 : plan->G;
+    const int P = (int)plan->P, cols = count * P, CK = (int)plan->CK;
+    float *tmp = slice + plan->col_floats;    /* (C_out, count*P), when G > 1 */
+    /* direct: x_n is col; G == 1: out_n (C_out, P) is the SGEMM's C, written in place */
+    const float *b_matrix = plan->direct ? x + (int64_t)n0 * d->C_in * P : slice;
+    float *c_matrix = plan->G == 1 ? out + (int64_t)n0 * d->C_out * P : tmp;
+
+    /* c (C_out, count*P) = weight (C_out, CK) x col (CK, count*P) */
+    snn_gemm_rect r = {0, d->C_out, 0, cols};
+    if (parts == 1)
+        gemm(false, false, d->C_out, cols, CK, 1.0f, weight, CK, b_matrix, cols, 0.0f, c_matrix, cols);
+    else
+        snn_gemm_part_cpu(false, false, d->C_out, cols, CK, 1.0f, weight, CK, b_matrix, cols, 0.0f,
+                          c_matrix, cols, part, parts, &r);
+    if (r.m0 < r.m1 && r.n0 < r.n1 && (plan->G > 1 || bias)) finish_rect(out, tmp, bias, d, plan, n0, count, r);
+}
+
 /* out for the images of group `group`, using one worker's slice (col, tmp). */
 static void forward_group(float *out, const float *x, const float *weight, const float *bias,
                           const snn_conv2d_dims *d, const conv_plan *plan, int group,
                           float *slice, gemm_fn gemm)
 {
     const int n0 = group * plan->G;
-    const int count = d->N - n0 < plan->G ? d->N - n0 : plan->G;
-    const int P = (int)plan->P, cols = count * P, CK = (int)plan->CK;
-    float *col = slice;                       /* (CK, count*P) */
-    float *tmp = slice + plan->col_floats;    /* (C_out, count*P), when G > 1 */
-
-    const float *b_matrix = x + (int64_t)n0 * d->C_in * P; /* direct: x_n is col */
-    if (!plan->direct) {
-        im2col(col, x, n0, count, d);
-        b_matrix = col;
-    }
-    if (plan->G == 1) {
-        /* out_n (C_out, P) = weight (C_out, CK) x col (CK, P), written in place */
-        gemm(false, false, d->C_out, P, CK, 1.0f, weight, CK, b_matrix, P, 0.0f,
-             out + (int64_t)n0 * d->C_out * P, P);
-    } else {
-        /* tmp (C_out, count*P) = weight x col, then scatter column g*P + p to image n0+g */
-        gemm(false, false, d->C_out, cols, CK, 1.0f, weight, CK, b_matrix, cols, 0.0f, tmp, cols);
-        for (int g = 0; g < count; g++)
-            for (int co = 0; co < d->C_out; co++)
-                memcpy(out + ((int64_t)(n0 + g) * d->C_out + co) * P,
-                       tmp + (int64_t)co * cols + (int64_t)g * P, (size_t)P * sizeof *out);
-    }
-    if (bias) {
-        for (int g = 0; g < count; g++) {
-            for (int co = 0; co < d->C_out; co++) {
-                float *o = out + ((int64_t)(n0 + g) * d->C_out + co) * P; /* (P) */
-                for (int p = 0; p < P; p++) o[p] += bias[co];
-            }
-        }
-    }
+    if (!plan->direct) im2col(slice, x, n0, d->N - n0 < plan->G ? d->N - n0 : plan->G, d);
+    forward_part(out, x, weight, bias, d, plan, group, 0, 1, slice, gemm);
 }
 
 /* Splits `groups` into `parts` contiguous runs; run `index` is [*begin, *end). */
@@ -246,21 +280,59 @@ static void split_groups(int groups, int parts, int index, int *begin, int *end)
     *end = *begin + base + (index < extra ? 1 : 0);
 }
 
+/* Fewer groups than threads: all `team` threads build every group's columns, then each takes
+ * one part of one group's SGEMM (group t / parts, part t % parts). Group g's col and tmp are
+ * worker slice g (plan.threads = groups slices). */
+static void forward_split(float *out, const float *x, const float *weight, const float *bias,
+                          const snn_conv2d_dims *d, const conv_plan *plan, float *workspace,
+                          int team)
+{
+    const int parts = team / plan->groups;   /* 1 (3 threads, 2 groups) or more */
+#pragma omp parallel num_threads(team)
+    {
+        const int t = omp_get_thread_num();
+        if (!plan->direct) {
+            /* rows of all groups' col, (groups * CK) of them, in even runs */
+            const int64_t rows = plan->groups * plan->CK;
+            const int64_t r0 = rows * t / team, r1 = rows * (t + 1) / team;
+            for (int64_t r = r0; r < r1;) {
+                const int group = (int)(r / plan->CK);
+                const int64_t end = (group + 1) * plan->CK < r1 ? (group + 1) * plan->CK : r1;
+                const int n0 = group * plan->G;
+                im2col_rows(workspace + (size_t)group * plan->slice_floats, x, n0,
+                            d->N - n0 < plan->G ? d->N - n0 : plan->G, d, r - group * plan->CK,
+                            end - group * plan->CK);
+                r = end;
+            }
+#pragma omp barrier
+        }
+        if (t < plan->groups * parts)
+            forward_part(out, x, weight, bias, d, plan, t / parts, t % parts, parts,
+                         workspace + (size_t)(t / parts) * plan->slice_floats,
+                         snn_gemm_serial_cpu);
+    }
+}
+
 void snn_conv2d_forward_cpu(float *out, const float *x, const float *weight, const float *bias,
                             const snn_conv2d_dims *d, float *workspace)
 {
     conv_plan plan = make_plan(d);
     if (plan.groups == 0) return;
-    if (plan.threads == 1) {
-        /* one worker: the SGEMM itself spreads over the cores when it is big enough */
+    const int64_t fmas = (int64_t)d->N * d->C_out * plan.CK * plan.P;
+    const int team = snn_cpu_threads(fmas / SNN_CPU_FMAS_PER_UNIT, SNN_CPU_GRAIN);
+    if (team == 1) {
         for (int group = 0; group < plan.groups; group++)
-            forward_group(out, x, weight, bias, d, &plan, group, workspace, snn_gemm_cpu);
+            forward_group(out, x, weight, bias, d, &plan, group, workspace, snn_gemm_serial_cpu);
         return;
     }
-#pragma omp parallel num_threads(plan.threads)
+    if (plan.groups < team) {
+        forward_split(out, x, weight, bias, d, &plan, workspace, team);
+        return;
+    }
+#pragma omp parallel num_threads(team)
     {
         int t = omp_get_thread_num(), begin, end;
-        split_groups(plan.groups, plan.threads, t, &begin, &end);
+        split_groups(plan.groups, team, t, &begin, &end);
         float *slice = workspace + (size_t)t * plan.slice_floats;
         for (int group = begin; group < end; group++)
             forward_group(out, x, weight, bias, d, &plan, group, slice, snn_gemm_serial_cpu);
@@ -337,23 +409,27 @@ void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const floa
         return;
     }
 
-    /* Worker 0 accumulates into dweight itself; worker t > 0 into its partial (C_out, CK). */
+    /* Worker 0 accumulates into dweight itself; worker t > 0 into its partial (C_out, CK). The
+     * region runs on the whole team (cpu_threads.h); threads past the workers have no groups. */
     float *partials = workspace + (size_t)plan.threads * plan.slice_floats;
-#pragma omp parallel num_threads(plan.threads)
+#pragma omp parallel num_threads(plan.team)
     {
         int t = omp_get_thread_num(), begin, end;
-        split_groups(plan.groups, plan.threads, t, &begin, &end);
-        float *slice = workspace + (size_t)t * plan.slice_floats;
-        float *target = NULL;
-        if (dweight) target = t == 0 ? dweight : partials + (size_t)(t - 1) * plan.dw_floats;
-        for (int group = begin; group < end; group++)
-            backward_group(dx, target, t > 0 && group == begin, dout, x, weight, d, &plan, group,
-                           slice, snn_gemm_serial_cpu);
+        if (t < plan.threads) {
+            split_groups(plan.groups, plan.threads, t, &begin, &end);
+            float *slice = workspace + (size_t)t * plan.slice_floats;
+            float *target = NULL;
+            if (dweight) target = t == 0 ? dweight : partials + (size_t)(t - 1) * plan.dw_floats;
+            for (int group = begin; group < end; group++)
+                backward_group(dx, target, t > 0 && group == begin, dout, x, weight, d, &plan,
+                               group, slice, snn_gemm_serial_cpu);
+        }
     }
     if (dweight) {
         /* dweight += partial_1 + partial_2 + ..., in that order for every element */
         const int64_t count = (int64_t)d->C_out * plan.CK;
-#pragma omp parallel for num_threads(plan.threads) schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(snn_cpu_threads(count * (plan.threads - 1), SNN_CPU_GRAIN))
         for (int64_t i = 0; i < count; i++) {
             float sum = 0.0f;
             for (int t = 1; t < plan.threads; t++) sum += partials[(size_t)(t - 1) * plan.dw_floats + (size_t)i];
