@@ -47,7 +47,12 @@
  * Threads: images are independent; each OpenMP thread takes whole images with its own slice of
  * one scratch allocation: col (K, P), yT (P, C_out) and a slice partial (P, C_out) - for the
  * banded form one band's accumulator and partial, plus the row masks (C_in, H) - and the list of
- * active channels.
+ * active channels. With fewer images than threads (batch 1 x T = 4: 4 images, 16 threads) each
+ * image is cut into parts - runs of output rows (whole bands) times runs of 32 output channels
+ * (make_split) - and a thread takes a part: its own im2col or row masks for the input rows its
+ * output rows read, its own accumulator (rows, channels), written into its block of y. Every
+ * output is still summed by one thread in the order above, so the result does not depend on
+ * the split or on the thread count. The team is one thread or all of them (cpu_threads.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -62,6 +67,7 @@
 #include "sparse.h"
 #include "sparse_cpu.h"
 #include "tensor/arena.h"
+#include "tensor/cpu_threads.h"
 #include "tensor/error.h"
 #include "tensor/gemm.h"
 
@@ -159,11 +165,12 @@ static void valid_range(int W, int W_out, int stride, int pad, int kw, int *lo, 
     if (*lo > *hi) *lo = *hi;
 }
 
-/* col (n_active*KH*KW, P) <- im2col of the active channels of one image xn (C_in, H, W). */
+/* col (n_active*KH*KW, np) <- im2col of the active channels of one image xn (C_in, H, W), for
+ * the output rows oy0 .. oy1-1 only (np = (oy1 - oy0) * W_out positions). */
 static void im2col_active(float *col, const float *xn, const int *list, int n_active,
-                          const snn_conv2d_dims *d)
+                          const snn_conv2d_dims *d, int oy0, int oy1)
 {
-    const int64_t P = (int64_t)d->H_out * d->W_out;
+    const int64_t P = (int64_t)(oy1 - oy0) * d->W_out;
     for (int a = 0; a < n_active; a++) {
         const float *plane = xn + (int64_t)list[a] * d->H * d->W;  /* (H, W) */
         for (int kh = 0; kh < d->KH; kh++) {
@@ -171,8 +178,8 @@ static void im2col_active(float *col, const float *xn, const int *list, int n_ac
                 float *row = col + ((int64_t)(a * d->KH + kh) * d->KW + kw) * P;  /* (P) */
                 int lo, hi;
                 valid_range(d->W, d->W_out, d->stride, d->pad, kw, &lo, &hi);
-                for (int oh = 0; oh < d->H_out; oh++) {
-                    float *dst = row + (int64_t)oh * d->W_out;
+                for (int oh = oy0; oh < oy1; oh++) {
+                    float *dst = row + (int64_t)(oh - oy0) * d->W_out;
                     int ih = oh * d->stride - d->pad + kh;
                     if (ih < 0 || ih >= d->H) {
                         memset(dst, 0, (size_t)d->W_out * sizeof *dst);
@@ -256,23 +263,24 @@ static void gemm_tile(float *restrict yT, int C_out, const float *restrict col, 
 
 /* Scratch of one worker, carved out of one allocation. */
 typedef struct worker {
-    float *col;      /* (K, P) */
-    float *yT;       /* (P, C_out) */
-    float *part;     /* (P, C_out): a slice's partial sums (event path) */
+    float *col;      /* (K, np) */
+    float *yT;       /* (np, oc) */
+    float *part;     /* (np, oc): a slice's partial sums (event path) */
     int *list;       /* (C_in) active channels */
     int64_t *krow;   /* (K) wt row of each col row */
 } worker;
 
 static size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/* yT (P, C_out) of image n by the GEMM path. */
+/* yT (np, oc) of one part of image xn by the GEMM path: output rows oy0 .. oy1-1 (np = their
+ * positions) and channels o0 .. o0+oc-1 (o0 a multiple of 32). */
 static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_conv2d_dims *d,
-                       int n_active, int64_t slice, bool fused)
+                       int n_active, int64_t slice, bool fused, int oy0, int oy1, int o0, int oc)
 {
-    const int64_t P = (int64_t)d->H_out * d->W_out;
+    const int64_t np = (int64_t)(oy1 - oy0) * d->W_out;
     const int KK = d->KH * d->KW;
     const int64_t rows = (int64_t)n_active * KK;
-    im2col_active(wk->col, xn, wk->list, n_active, d);
+    im2col_active(wk->col, xn, wk->list, n_active, d, oy0, oy1);
     for (int a = 0; a < n_active; a++)
         for (int t = 0; t < KK; t++) wk->krow[(int64_t)a * KK + t] = (int64_t)wk->list[a] * KK + t;
     /* the col rows of each dense K slice form one contiguous run [r0, r1) */
@@ -283,25 +291,31 @@ static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_c
          * while every position meets it (p outer streamed all of wt once per 8 positions) */
         const int64_t K = (int64_t)d->C_in * KK;
         const float *tiled = wt + K * d->C_out;   /* (C_out / 32, K, 32) */
-        for (int o0 = 0; o0 < d->C_out; o0 += TILE_O) {
-            int mo = d->C_out - o0 < TILE_O ? d->C_out - o0 : TILE_O;
-            const float *tile = tiled + (int64_t)(o0 / TILE_O) * K * TILE_O;
-            for (int64_t p0 = 0; p0 < P; p0 += TILE_P) {
-                int mp = P - p0 < TILE_P ? (int)(P - p0) : TILE_P;
-                gemm_tile(wk->yT, d->C_out, wk->col, P, tile, wk->krow, r0, r1, p0, mp, o0, mo, fused);
+        for (int o = o0; o < o0 + oc; o += TILE_O) {
+            int mo = o0 + oc - o < TILE_O ? o0 + oc - o : TILE_O;
+            const float *tile = tiled + (int64_t)(o / TILE_O) * K * TILE_O;
+            for (int64_t p0 = 0; p0 < np; p0 += TILE_P) {
+                int mp = np - p0 < TILE_P ? (int)(np - p0) : TILE_P;
+                gemm_tile(wk->yT, oc, wk->col, np, tile, wk->krow, r0, r1, p0, mp, o - o0, mo, fused);
             }
         }
         r0 = r1;
     }
 }
 
-/* part (P, C_out) += the events of channel c whose tap index t = kh*KW + kw is in [t0, t1). */
+/* part (np, oc) += the events of channel c whose tap index t = kh*KW + kw is in [t0, t1) and
+ * that land on the output rows oy0 .. oy1-1, channels o0 .. o0+oc-1. */
 static void channel_events(float *restrict part, const float *plane, const float *wt, int c,
-                           int t0, int t1, const snn_conv2d_dims *d, bool fused)
+                           int t0, int t1, const snn_conv2d_dims *d, bool fused, int oy0, int oy1,
+                           int o0, int oc)
 {
     const int C_out = d->C_out, KK = d->KH * d->KW, s = d->stride;
-    const float *wc = wt + (int64_t)c * KK * C_out;   /* (KK, C_out): this channel's columns */
-    for (int iy = 0; iy < d->H; iy++) {
+    const float *wc = wt + (int64_t)c * KK * C_out + o0;   /* (KK, C_out): this channel's columns */
+    /* the input rows some tap of the rows oy0 .. oy1-1 reads: iy = oy * s - pad + kh */
+    int iy_lo = oy0 * s - d->pad, iy_hi = (oy1 - 1) * s - d->pad + d->KH - 1;
+    if (iy_lo < 0) iy_lo = 0;
+    if (iy_hi > d->H - 1) iy_hi = d->H - 1;
+    for (int iy = iy_lo; iy <= iy_hi; iy++) {
         const float *xr = plane + (int64_t)iy * d->W;
         for (int ix = 0; ix < d->W; ix++) {
             const float v = xr[ix];
@@ -317,17 +331,17 @@ static void channel_events(float *restrict part, const float *plane, const float
                     if (ny % s || nx % s) continue;
                     oy = ny / s, ox = nx / s;
                 }
-                if (oy >= d->H_out || ox >= d->W_out) continue;
-                float *restrict o = part + ((int64_t)oy * d->W_out + ox) * C_out;
+                if (oy < oy0 || oy >= oy1 || ox >= d->W_out) continue;
+                float *restrict o = part + ((int64_t)(oy - oy0) * d->W_out + ox) * oc;
                 const float *restrict w = wc + (int64_t)t * C_out;
                 if (v == 1.0f) {
-                    for (int j = 0; j < C_out; j++) o[j] += w[j];     /* a spike: add the column */
+                    for (int j = 0; j < oc; j++) o[j] += w[j];     /* a spike: add the column */
                 } else {
                     /* any other value: round as the dense path does */
                     if (fused) {
-                        for (int j = 0; j < C_out; j++) o[j] = fmaf(v, w[j], o[j]);
+                        for (int j = 0; j < oc; j++) o[j] = fmaf(v, w[j], o[j]);
                     } else {
-                        for (int j = 0; j < C_out; j++) o[j] += v * w[j];
+                        for (int j = 0; j < oc; j++) o[j] += v * w[j];
                     }
                 }
             }
@@ -335,16 +349,17 @@ static void channel_events(float *restrict part, const float *plane, const float
     }
 }
 
-/* yT (P, C_out) of image n by the event path. For one output, the loops above meet its terms in
- * ascending (c, kh, kw) - c outer, then iy (ascending kh), then ix (ascending kw) - which is the
- * dense k order; a slice's partial sum is built in `part` from zero and added to yT. */
+/* yT (np, oc) of one part of image xn by the event path (rows oy0 .. oy1-1, channels o0 ..
+ * o0+oc-1). For one output, the loops above meet its terms in ascending (c, kh, kw) - c outer,
+ * then iy (ascending kh), then ix (ascending kw) - which is the dense k order; a slice's partial
+ * sum is built in `part` from zero and added to yT. */
 static void image_events(worker *wk, const float *xn, const float *wt, const snn_conv2d_dims *d,
-                         int n_active, int64_t slice, bool fused)
+                         int n_active, int64_t slice, bool fused, int oy0, int oy1, int o0, int oc)
 {
-    const int64_t P = (int64_t)d->H_out * d->W_out;
+    const int64_t np = (int64_t)(oy1 - oy0) * d->W_out;
     const int KK = d->KH * d->KW;
     const int64_t K = (int64_t)d->C_in * KK;
-    const size_t bytes = (size_t)(P * d->C_out) * sizeof(float);
+    const size_t bytes = (size_t)(np * oc) * sizeof(float);
     const bool one_slice = slice >= K;
     float *part = one_slice ? wk->yT : wk->part; /* one slice: its partial is the result */
     int a = 0;
@@ -357,13 +372,14 @@ static void image_events(worker *wk, const float *xn, const float *wt, const snn
             int64_t c0 = (int64_t)c * KK;
             int t0 = c0 < k0 ? (int)(k0 - c0) : 0;
             int t1 = c0 + KK > k1 ? (int)(k1 - c0) : KK;
-            channel_events(part, xn + (int64_t)c * d->H * d->W, wt, c, t0, t1, d, fused);
+            channel_events(part, xn + (int64_t)c * d->H * d->W, wt, c, t0, t1, d, fused, oy0, oy1,
+                           o0, oc);
             any = true;
             if (c0 + KK > k1) break;   /* the channel goes on in the next slice */
             a++;
         }
         if (!one_slice && any)
-            for (int64_t i = 0; i < P * d->C_out; i++) wk->yT[i] += part[i];
+            for (int64_t i = 0; i < np * oc; i++) wk->yT[i] += part[i];
     }
 }
 
@@ -421,6 +437,63 @@ void snn_sparse_store_transposed(float *y, int64_t P, int64_t p0, int np, const 
         }
 }
 
+/* How one call shares its work among threads. With at least as many images as threads, a task
+ * is an image. With fewer (batch 1 x T = 4 is 4 images), each image is cut into
+ * row_parts x ch_parts parts: output rows in runs of whole row units (the banded path's bands,
+ * or rows of at least 32 positions) and output channels in runs of whole 32-channel tiles. Each
+ * output is still summed by one thread in the one order, so every split gives the same bits. */
+typedef struct sparse_split {
+    int team;          /* OpenMP threads: 1, or the configured count (tensor/cpu_threads.h) */
+    int row_unit;      /* output rows per row unit */
+    int row_units;     /* ceil(H_out / row_unit) */
+    int row_parts;     /* row ranges per image */
+    int ch_parts;      /* channel ranges per image */
+    int part_rows;     /* the most output rows a part has */
+    int part_channels; /* the most output channels a part has */
+} sparse_split;
+
+static sparse_split make_split(const snn_conv2d_dims *d, bool banded, int band_rows)
+{
+    sparse_split sp;
+    /* units of work: every input element is looked at, every output element written */
+    const int64_t work = (int64_t)d->N * ((int64_t)d->C_in * d->H * d->W +
+                                          (int64_t)d->C_out * d->H_out * d->W_out);
+    sp.team = snn_cpu_threads(work, SNN_CPU_GRAIN);
+    sp.row_unit = banded ? band_rows : (32 + d->W_out - 1) / d->W_out;
+    if (sp.row_unit > d->H_out) sp.row_unit = d->H_out > 0 ? d->H_out : 1;
+    sp.row_units = d->H_out > 0 ? (d->H_out + sp.row_unit - 1) / sp.row_unit : 1;
+    sp.row_parts = sp.ch_parts = 1;
+    const int parts = d->N < sp.team ? sp.team / d->N : 1;   /* threads per image */
+    const int ch_units = (d->C_out + TILE_O - 1) / TILE_O;
+    /* the grid of at most `parts` parts whose largest part holds the fewest units; ties: more
+     * row parts (a channel part scans all of its rows' spikes again) */
+    int64_t best = INT64_MAX;
+    for (int cp = 1; cp <= parts && cp <= ch_units; cp++) {
+        int rp = parts / cp < sp.row_units ? parts / cp : sp.row_units;
+        int64_t most = (int64_t)((sp.row_units + rp - 1) / rp) * ((ch_units + cp - 1) / cp);
+        if (most < best) best = most, sp.row_parts = rp, sp.ch_parts = cp;
+    }
+    sp.part_rows = (sp.row_units + sp.row_parts - 1) / sp.row_parts * sp.row_unit;
+    if (sp.part_rows > d->H_out) sp.part_rows = d->H_out;
+    sp.part_channels = (ch_units + sp.ch_parts - 1) / sp.ch_parts * TILE_O;
+    if (sp.part_channels > d->C_out) sp.part_channels = d->C_out;
+    return sp;
+}
+
+/* Part `index` of row_parts x ch_parts: output rows [*oy0, *oy1), channels [*o0, *o0 + *oc). */
+static void split_part(const sparse_split *sp, const snn_conv2d_dims *d, int index, int *oy0,
+                       int *oy1, int *o0, int *oc)
+{
+    const int r = index / sp->ch_parts, c = index % sp->ch_parts;
+    const int ch_units = (d->C_out + TILE_O - 1) / TILE_O;
+    const int u0 = sp->row_units * r / sp->row_parts, u1 = sp->row_units * (r + 1) / sp->row_parts;
+    const int t0 = ch_units * c / sp->ch_parts, t1 = ch_units * (c + 1) / sp->ch_parts;
+    *oy0 = u0 * sp->row_unit;
+    *oy1 = u1 * sp->row_unit < d->H_out ? u1 * sp->row_unit : d->H_out;
+    *o0 = t0 * TILE_O;
+    *oc = (t1 * TILE_O < d->C_out ? t1 * TILE_O : d->C_out) - *o0;
+}
+
 snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path)
@@ -431,20 +504,21 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
     const int64_t P = (int64_t)d->H_out * d->W_out, K = (int64_t)d->C_in * d->KH * d->KW;
     const bool banded = path == SNN_SPARSE_EVENT && snn_sparse_band_fits(d);
     const int rows = banded ? snn_sparse_band_rows(d) : 0;
-    const size_t col_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)(K * P) * sizeof(float)) : 0;
-    /* yT (P, C_out), or with bands the accumulator of one band */
-    const size_t y_bytes = round_up((size_t)((banded ? (int64_t)rows * d->W_out : P) * d->C_out) *
-                                    sizeof(float));
+    const sparse_split sp = make_split(d, banded, rows);
+    const int parts = sp.row_parts * sp.ch_parts, tasks = d->N * parts;
+    /* a part's positions: the whole image's, a run of its rows, or one band at a time */
+    const int64_t part_P = (int64_t)(banded ? rows : sp.part_rows) * d->W_out;
+    const size_t col_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)(K * part_P) * sizeof(float)) : 0;
+    /* yT (part_P, channels), or with bands the accumulator of one band */
+    const size_t y_bytes = round_up((size_t)(part_P * sp.part_channels) * sizeof(float));
     const size_t part_bytes = path == SNN_SPARSE_EVENT ? y_bytes : 0;
     const size_t list_bytes = round_up((size_t)d->C_in * sizeof(int));
     const size_t krow_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)K * sizeof(int64_t)) : 0;
     const size_t mask_bytes = banded ? round_up((size_t)d->C_in * (size_t)d->H * sizeof(uint64_t)) : 0;
     const size_t per_worker = col_bytes + y_bytes + part_bytes + list_bytes + krow_bytes + mask_bytes;
     const size_t shared_bytes = banded ? round_up((size_t)d->H) : 0;   /* row_read (H) */
-    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (threads > d->N) threads = d->N;
-    if (threads < 1) threads = 1;
-    const size_t total = shared_bytes + per_worker * (size_t)threads;
+    /* one slice per thread of the team: a dynamic schedule hands tasks to any of them */
+    const size_t total = shared_bytes + per_worker * (size_t)sp.team;
     /* Scratch from the step arena when a step is open (as the dense conv's workspace): a fresh
      * heap block per call came back from the kernel as new pages, whose faults cost as much as a
      * whole 1x1 layer at low firing (and the GEMM path's col buffer, megabytes, every call).
@@ -470,8 +544,13 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
             }
     }
 
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (int n = 0; n < d->N; n++) {
+    /* one task per image, or per part of an image (make_split); the team is 1 or all threads,
+     * and a thread past the last task just meets the others at the end */
+#pragma omp parallel for num_threads(sp.team) schedule(dynamic, 1)
+    for (int task = 0; task < tasks; task++) {
+        const int n = task / parts;
+        int oy0, oy1, o0, oc;
+        split_part(&sp, d, task % parts, &oy0, &oy1, &o0, &oc);
         char *base = scratch + shared_bytes + per_worker * (size_t)omp_get_thread_num();
         worker wk = {(float *)base, (float *)(base + col_bytes),
                      (float *)(base + col_bytes + y_bytes),
@@ -484,20 +563,23 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
         int n_active = active_channels(x, activity, d, n, wk.list);
         bool fused;
         int64_t slice = dense_slice(d, n, &fused);
-        if (banded) {   /* writes y_n itself, bias included */
+        if (banded) {   /* writes its part of y_n itself, bias included */
             snn_sparse_events_banded(yn, wk.yT, wk.part, masks, row_read, wk.list, n_active, xn,
-                                     wt, bias, d, slice, fused, rows);
+                                     wt, bias, d, slice, fused, rows, oy0, oy1, o0, oc);
             continue;
         }
-        memset(wk.yT, 0, (size_t)(P * d->C_out) * sizeof(float));
+        const int64_t np = (int64_t)(oy1 - oy0) * d->W_out;
+        memset(wk.yT, 0, (size_t)(np * oc) * sizeof(float));
         if (n_active > 0) {
-            if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice, fused);
-            else image_events(&wk, xn, wt, d, n_active, slice, fused);
+            if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice, fused, oy0, oy1, o0, oc);
+            else image_events(&wk, xn, wt, d, n_active, slice, fused, oy0, oy1, o0, oc);
         }
-        /* y_n (C_out, P) = yT^T (+ bias, added last as the dense path does), by 16 x 16 blocks:
-         * the block's 16 rows of yT (16 * C_out floats) stay in L1 while 16 runs of 64 bytes of y
-         * are written (a whole-column walk of yT was slower than the event pass itself) */
-        snn_sparse_store_transposed(yn, P, 0, (int)P, wk.yT, d->C_out, bias);
+        /* its part of y_n (C_out, P) = yT^T (+ bias, added last as the dense path does), by
+         * 16 x 16 blocks: the block's 16 rows of yT (16 * oc floats) stay in L1 while 16 runs
+         * of 64 bytes of y are written (a whole-column walk of yT was slower than the event
+         * pass itself) */
+        snn_sparse_store_transposed(yn + (int64_t)o0 * P, P, (int64_t)oy0 * d->W_out, (int)np,
+                                    wk.yT, oc, bias ? bias + o0 : NULL);
     }
     if (in_step) snn_step_scratch_release(SNN_CPU, mark);
     else snn_free(scratch, total, SNN_CPU);

@@ -146,16 +146,17 @@ static inline void add_column(float *restrict o, const float *restrict w, float 
 #endif
 }
 
-/* Stride 1: dst (nb rows of W_out positions, C_out) += the terms of channel c (plane (H, W),
+/* Stride 1: dst (nb rows of W_out positions, oc) += the terms of channel c (plane (H, W),
  * row masks (H), bit j = column j - pad) with tap index t in [t0, t1), for the output rows oy0 ..
- * oy0+nb-1. Spike by spike: one pass over a row's set bits, then every tap of the spike: kh
- * picks the output row oy = iy + pad - kh, kw the output ox = j - kw. For one output, rows come
- * in ascending iy (= ascending kh) and, within a row, spikes in ascending j (= ascending kw).
+ * oy0+nb-1 and the oc channels whose weight columns start at wc (rows C_out apart). Spike by
+ * spike: one pass over a row's set bits, then every tap of the spike: kh picks the output row
+ * oy = iy + pad - kh, kw the output ox = j - kw. For one output, rows come in ascending iy
+ * (= ascending kh) and, within a row, spikes in ascending j (= ascending kw).
  * (Stride 2 the same way measured slower than tap by tap, below.) */
 static ALWAYS_INLINE void band_channel_s1_body(float *restrict dst, const float *plane,
                                                const uint64_t *masks, const float *wc, int t0,
                                                int t1, int oy0, int nb, const snn_conv2d_dims *d,
-                                               bool fused)
+                                               int oc, bool fused)
 {
     const int C_out = d->C_out, KW = d->KW, W = d->W, W_out = d->W_out, pad = d->pad;
     const int kh_first = t0 / KW, kh_last = (t1 - 1) / KW;
@@ -176,14 +177,14 @@ static ALWAYS_INLINE void band_channel_s1_body(float *restrict dst, const float 
             m &= m - 1;
             const float v = xr[j - pad];
             for (int kh = kh_lo; kh <= kh_hi; kh++) {
-                float *orow = dst + (int64_t)(iy + pad - kh - oy0) * W_out * C_out;
+                float *orow = dst + (int64_t)(iy + pad - kh - oy0) * W_out * oc;
                 int kw_lo = kh == kh_first ? t0 - kh * KW : 0;
                 int kw_hi = kh == kh_last ? t1 - 1 - kh * KW : KW - 1;
                 if (kw_lo < j - W_out + 1) kw_lo = j - W_out + 1;   /* ox = j - kw < W_out */
                 if (kw_hi > j) kw_hi = j;                           /* ox >= 0 */
                 for (int kw = kw_lo; kw <= kw_hi; kw++)
-                    add_column(orow + (int64_t)(j - kw) * C_out, wc + (int64_t)(kh * KW + kw) * C_out,
-                               v, C_out, fused);
+                    add_column(orow + (int64_t)(j - kw) * oc, wc + (int64_t)(kh * KW + kw) * C_out,
+                               v, oc, fused);
             }
         }
     }
@@ -193,20 +194,22 @@ static ALWAYS_INLINE void band_channel_s1_body(float *restrict dst, const float 
  * (measured: about 10 % off the event time of the 3x3 layers) */
 static void band_channel_s1(float *restrict dst, const float *plane, const uint64_t *masks,
                             const float *wc, int t0, int t1, int oy0, int nb,
-                            const snn_conv2d_dims *d, bool fused)
+                            const snn_conv2d_dims *d, int oc, bool fused)
 {
-    if (fused) band_channel_s1_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, true);
-    else band_channel_s1_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, false);
+    if (fused) band_channel_s1_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, oc, true);
+    else band_channel_s1_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, oc, false);
 }
 
-/* Stride > 1: dst (nb rows of W_out positions, C_out) += the terms of channel c (plane (H, W),
- * row masks (H)) with tap index t in [t0, t1), for the output rows oy0 .. oy0+nb-1, tap by tap:
+/* Stride > 1: dst (nb rows of W_out positions, oc) += the terms of channel c (plane (H, W),
+ * row masks (H)) with tap index t in [t0, t1), for the output rows oy0 .. oy0+nb-1 and the oc
+ * channels whose weight columns start at wc (rows C_out apart), tap by tap:
  * the row mask shifted by kw and cut to every s-th bit has bit ox where output ox reads a spike.
  * Columns that no output reads (1x1 stride 2: the odd ones) are never visited. */
 static ALWAYS_INLINE void band_channel_taps_body(float *restrict dst, const float *plane,
                                                  const uint64_t *masks, const float *wc, int t0,
                                                  int t1, int oy0, int nb, const snn_conv2d_dims *d,
-                                                 bool fused, uint64_t out_bits, uint64_t every_s)
+                                                 int oc, bool fused, uint64_t out_bits,
+                                                 uint64_t every_s)
 {
     const int C_out = d->C_out, s = d->stride, W = d->W, W_out = d->W_out;
     for (int t = t0; t < t1; t++) {
@@ -219,11 +222,11 @@ static ALWAYS_INLINE void band_channel_taps_body(float *restrict dst, const floa
             if (s != 1) m = every_sth_bit(m, s, every_s);   /* bit ox: column ox*s - pad + kw */
             m &= out_bits;
             const float *xr = plane + (int64_t)iy * W;      /* (W) */
-            float *orow = dst + (int64_t)r * W_out * C_out; /* (W_out, C_out) */
+            float *orow = dst + (int64_t)r * W_out * oc; /* (W_out, oc) */
             while (m) {
                 const int ox = __builtin_ctzll(m);
                 m &= m - 1;
-                add_column(orow + (int64_t)ox * C_out, w, xr[ox * s - d->pad + kw], C_out, fused);
+                add_column(orow + (int64_t)ox * oc, w, xr[ox * s - d->pad + kw], oc, fused);
             }
         }
     }
@@ -231,21 +234,25 @@ static ALWAYS_INLINE void band_channel_taps_body(float *restrict dst, const floa
 
 static void band_channel_taps(float *restrict dst, const float *plane, const uint64_t *masks,
                               const float *wc, int t0, int t1, int oy0, int nb,
-                              const snn_conv2d_dims *d, bool fused, uint64_t out_bits,
+                              const snn_conv2d_dims *d, int oc, bool fused, uint64_t out_bits,
                               uint64_t every_s)
 {
     if (fused)
-        band_channel_taps_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, true, out_bits, every_s);
+        band_channel_taps_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, oc, true, out_bits,
+                               every_s);
     else
-        band_channel_taps_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, false, out_bits, every_s);
+        band_channel_taps_body(dst, plane, masks, wc, t0, t1, oy0, nb, d, oc, false, out_bits,
+                               every_s);
 }
 
-/* y_n (C_out, P) of image n by the banded event path, bias included. acc, part (band, C_out);
+/* The output rows [oy_begin, oy_end) (whole bands from oy_begin) and channels [o0, o0 + oc) of
+ * y_n (C_out, P), image n, by the banded event path, bias included. acc, part (band, oc);
  * masks (C_in, H); row_read (H): whether some output reads input row iy. */
 void snn_sparse_events_banded(float *yn, float *acc, float *part, uint64_t *masks,
                               const unsigned char *row_read, const int *list, int n_active,
                               const float *xn, const float *wt, const float *bias,
-                              const snn_conv2d_dims *d, int64_t slice, bool fused, int rows)
+                              const snn_conv2d_dims *d, int64_t slice, bool fused, int rows,
+                              int oy_begin, int oy_end, int o0, int oc)
 {
     const int KK = d->KH * d->KW, C_out = d->C_out, W_out = d->W_out, H = d->H;
     const int64_t K = (int64_t)d->C_in * KK, P = (int64_t)d->H_out * W_out;
@@ -253,18 +260,22 @@ void snn_sparse_events_banded(float *yn, float *acc, float *part, uint64_t *mask
     const uint64_t out_bits = W_out >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << W_out) - 1;
     uint64_t every_s = 0;
     for (int b = 0; b < 64; b += d->stride) every_s |= (uint64_t)1 << b;
-    /* 1. row masks, bit ix + pad; rows nobody reads stay 0 and are never looked at */
+    /* 1. row masks, bit ix + pad, of the input rows the output rows read (iy = oy*s - pad + kh);
+     * rows nobody reads stay 0 and are never looked at, rows outside the range are not read */
+    int iy_lo = oy_begin * d->stride - d->pad, iy_hi = (oy_end - 1) * d->stride - d->pad + d->KH - 1;
+    if (iy_lo < 0) iy_lo = 0;
+    if (iy_hi > H - 1) iy_hi = H - 1;
     for (int a = 0; a < n_active; a++) {
         const float *plane = xn + (int64_t)list[a] * plane_size;
-        for (int iy = 0; iy < H; iy++)
+        for (int iy = iy_lo; iy <= iy_hi; iy++)
             masks[(int64_t)a * H + iy] =
                 row_read[iy] ? nonzero_bits(plane + (int64_t)iy * d->W, d->W) << d->pad : 0;
     }
     /* 2, 3. band by band */
-    for (int oy0 = 0; oy0 < d->H_out; oy0 += rows) {
-        const int nb = d->H_out - oy0 < rows ? d->H_out - oy0 : rows;
+    for (int oy0 = oy_begin; oy0 < oy_end; oy0 += rows) {
+        const int nb = oy_end - oy0 < rows ? oy_end - oy0 : rows;
         const int np = nb * W_out;
-        const size_t bytes = (size_t)np * (size_t)C_out * sizeof(float);
+        const size_t bytes = (size_t)np * (size_t)oc * sizeof(float);
         memset(acc, 0, bytes);
         bool acc_used = false;   /* a slice summed straight into acc: 0 + s is s */
         int a = 0;
@@ -281,18 +292,19 @@ void snn_sparse_events_banded(float *yn, float *acc, float *part, uint64_t *mask
                 any = true;
                 if (d->stride == 1)
                     band_channel_s1(dst, xn + (int64_t)c * plane_size, masks + (int64_t)a * H,
-                                    wt + c0 * C_out, t0, t1, oy0, nb, d, fused);
+                                    wt + c0 * C_out + o0, t0, t1, oy0, nb, d, oc, fused);
                 else
                     band_channel_taps(dst, xn + (int64_t)c * plane_size, masks + (int64_t)a * H,
-                                      wt + c0 * C_out, t0, t1, oy0, nb, d, fused, out_bits,
-                                      every_s);
+                                      wt + c0 * C_out + o0, t0, t1, oy0, nb, d, oc, fused,
+                                      out_bits, every_s);
                 if (c0 + KK > k1) break;   /* the channel goes on in the next slice */
                 a++;
             }
             if (any && dst == part)
-                for (int64_t i = 0; i < (int64_t)np * C_out; i++) acc[i] += part[i];
+                for (int64_t i = 0; i < (int64_t)np * oc; i++) acc[i] += part[i];
             acc_used |= any;
         }
-        snn_sparse_store_transposed(yn, P, (int64_t)oy0 * W_out, np, acc, C_out, bias);
+        snn_sparse_store_transposed(yn + (int64_t)o0 * P, P, (int64_t)oy0 * W_out, np, acc, oc,
+                                    bias ? bias + o0 : NULL);
     }
 }

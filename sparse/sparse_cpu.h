@@ -21,12 +21,15 @@ void snn_sparse_store_transposed(float *y, int64_t P, int64_t p0, int np, const 
 bool snn_sparse_band_fits(const snn_conv2d_dims *d);
 /* Output rows per band: the accumulator within 16 KiB, at least one row. */
 int snn_sparse_band_rows(const snn_conv2d_dims *d);
-/* y_n (C_out, P) of image n by the banded event path, bias included. acc, part (rows * W_out,
- * C_out); masks (C_in, H); row_read (H): whether some output reads input row iy; list: the
- * n_active active channels ascending; slice, fused: the dense SGEMM's K grouping and rounding. */
+/* Output rows [oy_begin, oy_end) (whole bands from oy_begin) and channels [o0, o0 + oc) of
+ * y_n (C_out, P), image n, by the banded event path, bias included. acc, part (rows * W_out,
+ * oc); masks (C_in, H); row_read (H): whether some output reads input row iy; list: the
+ * n_active active channels ascending; slice, fused: the dense SGEMM's K grouping and rounding.
+ * The whole image is oy_begin = 0, oy_end = H_out, o0 = 0, oc = C_out. */
 void snn_sparse_events_banded(float *yn, float *acc, float *part, uint64_t *masks,
                               const unsigned char *row_read, const int *list, int n_active,
                               const float *xn, const float *wt, const float *bias,
-                              const snn_conv2d_dims *d, int64_t slice, bool fused, int rows);
+                              const snn_conv2d_dims *d, int64_t slice, bool fused, int rows,
+                              int oy_begin, int oy_end, int o0, int oc);
 
 #endif /* SNN_SPARSE_CPU_H */
