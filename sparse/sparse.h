@@ -77,7 +77,8 @@ void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, 
  * (snn_conv2d_dims of tensor/kernels.h, installed beside this header). path: GEMM or EVENT.
  * All pointers are the caller's host memory. Inputs must be zero in the planes the activity
  * marks silent. SNN_ERR_MEMORY if the scratch cannot be had. Threads: one image per OpenMP
- * task. */
+ * task; with fewer images than threads, one part of an image (output rows x 32-channel tiles)
+ * per task. The output does not depend on the thread count. */
 snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, const float *bias,
                                  const snn_conv2d_dims *d, const float *activity,
                                  snn_sparse_path path);

@@ -16,7 +16,10 @@
  *               swapped conv one sparse kernel's output beside the dense one, given back before
  *               the next kernel runs: at most the step's largest tensor; on the CPU also the
  *               sparse kernel's per-thread scratch (a column matrix and two output tiles per
- *               thread, at most twice the dense conv's workspace); on CUDA the host copies the
+ *               thread, at most twice the dense conv's workspace while there are at least as
+ *               many images as threads; with fewer, each thread holds one part of an image's -
+ *               megabytes at most, well under what the calibration batches need - so the
+ *               batch's bound covers the one-sample round too); on CUDA the host copies the
  *               statistics are read from (activity, input, dense and sparse output of one conv:
  *               at most four times the largest tensor, in host memory).
  *   weights     each swapped conv keeps its weight prepared: on the host plain and in tiles of
