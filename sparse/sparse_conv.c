@@ -296,7 +296,8 @@ static void image_gemm(worker *wk, const float *xn, const float *wt, const snn_c
             const float *tile = tiled + (int64_t)(o / TILE_O) * K * TILE_O;
             for (int64_t p0 = 0; p0 < np; p0 += TILE_P) {
                 int mp = np - p0 < TILE_P ? (int)(np - p0) : TILE_P;
-                gemm_tile(wk->yT, oc, wk->col, np, tile, wk->krow, r0, r1, p0, mp, o - o0, mo, fused);
+                gemm_tile(wk->yT, oc, wk->col, np, tile, wk->krow, r0, r1, p0, mp, o - o0, mo,
+                          fused);
             }
         }
         r0 = r1;
@@ -459,7 +460,7 @@ static sparse_split make_split(const snn_conv2d_dims *d, bool banded, int band_r
     const int64_t work = (int64_t)d->N * ((int64_t)d->C_in * d->H * d->W +
                                           (int64_t)d->C_out * d->H_out * d->W_out);
     sp.team = snn_cpu_threads(work, SNN_CPU_GRAIN);
-    sp.row_unit = banded ? band_rows : (32 + d->W_out - 1) / d->W_out;
+    sp.row_unit = banded ? band_rows : d->W_out > 0 ? (32 + d->W_out - 1) / d->W_out : 1;
     if (sp.row_unit > d->H_out) sp.row_unit = d->H_out > 0 ? d->H_out : 1;
     sp.row_units = d->H_out > 0 ? (d->H_out + sp.row_unit - 1) / sp.row_unit : 1;
     sp.row_parts = sp.ch_parts = 1;
@@ -508,7 +509,8 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
     const int parts = sp.row_parts * sp.ch_parts, tasks = d->N * parts;
     /* a part's positions: the whole image's, a run of its rows, or one band at a time */
     const int64_t part_P = (int64_t)(banded ? rows : sp.part_rows) * d->W_out;
-    const size_t col_bytes = path == SNN_SPARSE_GEMM ? round_up((size_t)(K * part_P) * sizeof(float)) : 0;
+    const size_t col_bytes =
+        path == SNN_SPARSE_GEMM ? round_up((size_t)(K * part_P) * sizeof(float)) : 0;
     /* yT (part_P, channels), or with bands the accumulator of one band */
     const size_t y_bytes = round_up((size_t)(part_P * sp.part_channels) * sizeof(float));
     const size_t part_bytes = path == SNN_SPARSE_EVENT ? y_bytes : 0;
@@ -571,8 +573,10 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
         const int64_t np = (int64_t)(oy1 - oy0) * d->W_out;
         memset(wk.yT, 0, (size_t)(np * oc) * sizeof(float));
         if (n_active > 0) {
-            if (path == SNN_SPARSE_GEMM) image_gemm(&wk, xn, wt, d, n_active, slice, fused, oy0, oy1, o0, oc);
-            else image_events(&wk, xn, wt, d, n_active, slice, fused, oy0, oy1, o0, oc);
+            if (path == SNN_SPARSE_GEMM)
+                image_gemm(&wk, xn, wt, d, n_active, slice, fused, oy0, oy1, o0, oc);
+            else
+                image_events(&wk, xn, wt, d, n_active, slice, fused, oy0, oy1, o0, oc);
         }
         /* its part of y_n (C_out, P) = yT^T (+ bias, added last as the dense path does), by
          * 16 x 16 blocks: the block's 16 rows of yT (16 * oc floats) stay in L1 while 16 runs

@@ -11,7 +11,8 @@
 void snn_bias_forward_cpu(float *out, const float *bias, int64_t outer, int64_t channels,
                           int64_t inner)
 {
-#pragma omp parallel for collapse(2) num_threads(snn_cpu_threads(outer * channels * inner, SNN_CPU_GRAIN))
+#pragma omp parallel for collapse(2) \
+    num_threads(snn_cpu_threads(outer * channels * inner, SNN_CPU_GRAIN))
     for (int64_t o = 0; o < outer; o++)
         for (int64_t c = 0; c < channels; c++) {
             float *row = out + (o * channels + c) * inner;

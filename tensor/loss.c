@@ -32,7 +32,8 @@
  */
 void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C)
 {
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) \
+    num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
     for (int n = 0; n < N; n++) {
         const float *xr = x + (int64_t)n * C;   // (C)
         float *orow = out + (int64_t)n * C;     // (C)
@@ -53,7 +54,8 @@ void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C)
 void snn_log_softmax_backward_cpu(float *dx, const float *dout, const float *out, int N, int C)
 {
     if (!dx) return;
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) \
+    num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
     for (int n = 0; n < N; n++) {
         const float *gr = dout + (int64_t)n * C;   // (C)
         const float *orow = out + (int64_t)n * C;  // (C)

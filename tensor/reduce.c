@@ -31,7 +31,8 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
      * contiguous, accumulating a chunk of `inner` in doubles on the stack */
     enum { CHUNK = 256 };
     int64_t chunks = (inner + CHUNK - 1) / CHUNK;
-#pragma omp parallel for collapse(2) num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
+#pragma omp parallel for collapse(2) \
+    num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t ch = 0; ch < chunks; ch++) {
             int64_t i0 = ch * CHUNK, len = inner - i0 < CHUNK ? inner - i0 : CHUNK;
@@ -49,7 +50,8 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
 void snn_expand_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
                         float scale, bool accumulate)
 {
-#pragma omp parallel for collapse(2) num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
+#pragma omp parallel for collapse(2) \
+    num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t d = 0; d < dim; d++) {
             float *dst = out + (o * dim + d) * inner;
