@@ -36,6 +36,8 @@
 #                                  the build; needs .carry/)
 #   tools/gpu_session.sh recipe    issue 16: one recipe run of the spiking CNN (RECIPE_T, RECIPE_EPOCHS,
 #                                  RECIPE_NAME, RECIPE_SECONDS; see the case below)
+#   tools/gpu_session.sh threads   issue 15: batch-1 CPU latency by thread count, main against the
+#                                  code before the thread rule (.carry/old-src.tgz; see the case)
 #   tools/gpu_session.sh jobs      single-GPU training runs side by side, one per GPU, stopped at a
 #                                  deadline and resumed by the next call (JOBS_FILE; see the case)
 #   tools/gpu_session.sh jobsparse snn-sparse on the GPU and the CPU for finished jobs (JOBS_SPARSE)
@@ -454,6 +456,40 @@ for stage in "$@"; do
         > "$OUT/batch1_cpu_one$one.txt" 2>&1
       grep -E "identical|swapped|latency|throughput|test set, batch|snn-sparse:" "$OUT/batch1_cpu_one$one.txt" | summary
     done ;;
+  threads)
+    # Issue 15: batch-1 CPU latency by thread count on this host (docs/sparse.md, 7b), the code
+    # of main against the code before the work-or-whole-team rule (tensor/cpu_threads.h). Trains
+    # a ResNet-18 (T = 4) one epoch with --activity-penalty 0.5 (TF32, ~20 s), then runs
+    # bench_sparse_threads of both trees on it, one after the other, same host and minute. The
+    # old tree comes from .carry/old-src.tgz (make it with
+    #   git archive --prefix=old-src/ -o .carry/old-src.tgz 7099cbb
+    # and pass .carry in carry); without it only the new code runs.
+    build snn-train snn-make-cifar bench_sparse_threads || exit 1
+    export SNN_DATA_DIR=$PWD/.carry
+    mkdir -p /tmp/fmcifar
+    [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
+      build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    log "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(nproc) CPUs"
+    log "train: ResNet-18, T = 4, 1 epoch, TF32, --activity-penalty 0.5"
+    build-gpu/bin/snn-train --device cuda --precision tf32 --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
+      --T 4 --epochs 1 --batch-size 128 --activity-penalty 0.5 --out /tmp/threads 2>&1 |
+      grep -E "^epoch|done" | cut -c1-200 | summary
+    bench_flags="--checkpoint /tmp/threads/checkpoint.safetensors --data /tmp/fmcifar --threads 1,2,4,8,16 --reps 20"
+    if [ -f .carry/old-src.tgz ]; then
+      rm -rf /tmp/old-src && tar -xzf .carry/old-src.tgz -C /tmp
+      cp bench/bench_sparse_threads.c /tmp/old-src/bench/   # the bench uses only the public API
+      grep -q bench_sparse_threads /tmp/old-src/bench/CMakeLists.txt || cp bench/CMakeLists.txt /tmp/old-src/bench/
+      cmake -S /tmp/old-src -B /tmp/old-build -DSNN_CUDA=OFF -DCMAKE_BUILD_TYPE=Release > "$LOGS/old_cmake.log" 2>&1 &&
+        cmake --build /tmp/old-build -j"$(nproc)" --target bench_sparse_threads > "$LOGS/old_build.log" 2>&1 ||
+        echo "   old tree: build failed (see old_build.log)" | summary
+      log "bench_sparse_threads, code before the rule"
+      [ -x /tmp/old-build/bin/bench_sparse_threads ] &&
+        timeout 200 /tmp/old-build/bin/bench_sparse_threads $bench_flags > "$OUT/threads_old.txt" 2>&1
+      summary < "$OUT/threads_old.txt"
+    fi
+    log "bench_sparse_threads, main"
+    timeout 200 build-gpu/bin/bench_sparse_threads $bench_flags > "$OUT/threads_new.txt" 2>&1
+    summary < "$OUT/threads_new.txt" ;;
   sparse15)
     echo "sparse15 is two device calls of under 9 minutes each: tools/gpu_session.sh sparse15a," \
          "then tools/gpu_session.sh sparse15b (separate calls)"
