@@ -122,10 +122,6 @@ typedef struct lif_backward_args {
 
 static const float zero_chunk[SNN_NEURON_CHUNK]; /* dL/dS when no gradient reached the spikes */
 
-/* Fixed slices of the chunks for PLIF's dL/dk sum (and the backward's unit of work per thread:
- * at most this many threads share one backward call). */
-#define LIF_DK_PARTS 256
-
 /* BPTT over the chunk [e0, e0 + n); returns its share of dL/dk (PLIF). */
 static SNN_ALWAYS_INLINE double backward_chunk(snn_neuron_params q, snn_neuron_kind kind,
                                                bool soft, snn_surrogate_kind surrogate,
@@ -207,6 +203,29 @@ static SNN_ALWAYS_INLINE double backward_chunk_reset(const snn_neuron_params *p,
                          : backward_chunk_surrogate(p, kind, false, a, e0, n);
 }
 
+typedef struct lif_backward_slices {
+    const snn_neuron_params *p;
+    const lif_backward_args *a;
+} lif_backward_slices;
+
+/* BPTT over chunks [c0, c1); returns their share of dL/dk, summed chunk by chunk in order. */
+static double backward_chunks(void *ctx, int64_t c0, int64_t c1)
+{
+    const lif_backward_slices *b = ctx;
+    const lif_backward_args *a = b->a;
+    double dk = 0.0;
+    for (int64_t c = c0; c < c1; c++) {
+        const int64_t e0 = c * SNN_NEURON_CHUNK;
+        const int64_t n = a->M - e0 < SNN_NEURON_CHUNK ? a->M - e0 : SNN_NEURON_CHUNK;
+        switch (b->p->kind) {
+        case SNN_NEURON_LIF: dk += backward_chunk_reset(b->p, SNN_NEURON_LIF, a, e0, n); break;
+        case SNN_NEURON_PLIF: dk += backward_chunk_reset(b->p, SNN_NEURON_PLIF, a, e0, n); break;
+        default: dk += backward_chunk_reset(b->p, SNN_NEURON_IF, a, e0, n); break;
+        }
+    }
+    return dk;
+}
+
 void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dspike,
                           const float *dv_last, const float *h_seq, const float *spike,
                           const float *x, const float *v_init, const float *a_init,
@@ -221,27 +240,11 @@ void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dsp
                                  snn_lif_dh_dx(&p, k), snn_lif_dh_dv(&p, k),
                                  p.kind == SNN_NEURON_PLIF && dw, d->T, snn_neuron_dims_step(d)};
     const int64_t chunks = (a.M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
-    /* dL/dk summed over every element and step (PLIF): part[s] sums the chunks of slice s in
-     * order, then the slices are added in order. Not an OpenMP reduction, whose combining order
-     * follows the threads' arrival: this way dw has the same bits for any thread count. */
-    double part[LIF_DK_PARTS];
-
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(a.T * a.M, SNN_CPU_GRAIN))
-    for (int s = 0; s < LIF_DK_PARTS; s++) {
-        double dk = 0.0;
-        for (int64_t c = chunks * s / LIF_DK_PARTS; c < chunks * (s + 1) / LIF_DK_PARTS; c++) {
-            const int64_t e0 = c * SNN_NEURON_CHUNK;
-            const int64_t n = a.M - e0 < SNN_NEURON_CHUNK ? a.M - e0 : SNN_NEURON_CHUNK;
-            switch (p.kind) {
-            case SNN_NEURON_LIF: dk += backward_chunk_reset(&p, SNN_NEURON_LIF, &a, e0, n); break;
-            case SNN_NEURON_PLIF: dk += backward_chunk_reset(&p, SNN_NEURON_PLIF, &a, e0, n); break;
-            default: dk += backward_chunk_reset(&p, SNN_NEURON_IF, &a, e0, n); break;
-            }
-        }
-        part[s] = dk;
-    }
-    double dk = 0.0;
-    for (int s = 0; s < LIF_DK_PARTS; s++) dk += part[s];
+    /* dL/dk summed over every element and step (PLIF), in fixed slices of the chunks
+     * (snn_cpu_sum_slices): not an OpenMP reduction, whose combining order follows the threads'
+     * arrival, so dw has the same bits for any thread count. */
+    lif_backward_slices ctx = {&p, &a};
+    const double dk = snn_cpu_sum_slices(chunks, a.T * a.M, backward_chunks, &ctx);
     /* dL/dw = dL/dk * dk/dw, k = sigmoid(w): dk/dw = k (1 - k) */
     if (a.want_dk) dw[0] += (float)(dk * (double)k * (1.0 - (double)k));
 }

@@ -38,32 +38,38 @@ void snn_qclip_forward_cpu(float *y, const float *x, const float *step,
     for (int64_t i = 0; i < n; i++) y[i] = s * snn_qclip_level(&local, x[i] / s);
 }
 
-/* The dstep sum runs over QCLIP_PARTS fixed slices of the elements, each summed in double in
- * order, then the slices in order: the same bits whatever the number of threads. */
-#define QCLIP_PARTS 64
+typedef struct qclip_backward_args {
+    float *dx;
+    const float *dy, *x;
+    const snn_neuron_params *p;
+    float s;
+    bool want_dstep;
+} qclip_backward_args;
 
+/* dx += dy where the quantizer passes the gradient, over items [i0, i1); returns the slice's
+ * share of dL/dstep (0 when not wanted). */
+static double qclip_backward_slice(void *ctx, int64_t i0, int64_t i1)
+{
+    const qclip_backward_args *a = ctx;
+    const snn_neuron_params local = *a->p;
+    double sum = 0.0;
+    for (int64_t i = i0; i < i1; i++) {
+        const float r = a->x[i] / a->s;
+        if (a->dx && snn_qclip_passes(&local, r)) a->dx[i] += a->dy[i];
+        if (a->want_dstep) sum += (double)a->dy[i] * (double)snn_qclip_dy_ds(&local, r);
+    }
+    return sum;
+}
+
+/* The dstep sum runs over fixed slices of the elements (snn_cpu_sum_slices), each summed in
+ * double in order, then the slices in order: the same bits whatever the number of threads. */
 void snn_qclip_backward_cpu(float *dx, float *dstep, const float *dy, const float *x,
                             const float *step, const snn_neuron_params *p, float grad_scale,
                             int64_t n)
 {
-    const snn_neuron_params local = *p;
-    const float s = snn_qclip_step_value(step[0]);
-    double part[QCLIP_PARTS];
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
-    for (int k = 0; k < QCLIP_PARTS; k++) {
-        const int64_t i0 = n * k / QCLIP_PARTS, i1 = n * (k + 1) / QCLIP_PARTS;
-        double sum = 0.0;
-        for (int64_t i = i0; i < i1; i++) {
-            const float r = x[i] / s;
-            if (dx && snn_qclip_passes(&local, r)) dx[i] += dy[i];
-            if (dstep) sum += (double)dy[i] * (double)snn_qclip_dy_ds(&local, r);
-        }
-        part[k] = sum;
-    }
-    if (!dstep) return;
-    double total = 0.0;
-    for (int k = 0; k < QCLIP_PARTS; k++) total += part[k];
-    dstep[0] += (float)(total * (double)grad_scale);
+    qclip_backward_args a = {dx, dy, x, p, snn_qclip_step_value(step[0]), dstep != NULL};
+    const double total = snn_cpu_sum_slices(n, n, qclip_backward_slice, &a);
+    if (dstep) dstep[0] += (float)(total * (double)grad_scale);
 }
 
 /* ---- the op ------------------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /*
- * cpu_threads.h - how many OpenMP threads a CPU parallel region runs on (internal; defined in
- * device.c beside snn_set_num_threads).
+ * cpu_threads.h - how many OpenMP threads a CPU parallel region runs on, and sums that give the
+ * same bits on any of them (internal; defined in cpu_threads.c).
  *
  * The rule: a region whose work is below one grain runs on its caller alone; any larger region
  * runs on the whole configured team (snn_get_num_threads()). Nothing in between:
@@ -29,9 +29,10 @@
  *
  * Determinism. The team size is 1 or the configured count, so a kernel's split depends on the
  * shape and the configured count only. The kernels that sum across threads do not use OpenMP's
- * `reduction` (its combining order follows the threads' arrival): they sum fixed slices of the
- * input in order and then the slices in order (tensor/reduce.c, neurons/lif.c, neurons/qclip.c),
- * so their result does not depend on the thread count at all.
+ * `reduction` (its combining order follows the threads' arrival): they sum SNN_CPU_SUM_SLICES
+ * fixed slices of the input in order and then the slices in order (snn_cpu_sum_slices; used by
+ * tensor/reduce.c, neurons/lif.c, neurons/qclip.c), so their result does not depend on the
+ * thread count at all.
  *
  * Tests: tests/test_cpu_threads.c (the rule; no region changes the team size; every threaded
  * kernel gives the 1-thread bits at 2, 3 and 8 threads).
@@ -51,5 +52,15 @@
 /* Threads for a parallel region over `work` units: 1 when work < grain (or when called inside a
  * parallel region, where nested regions get one thread anyway), else the configured count. */
 int snn_cpu_threads(int64_t work, int64_t grain);
+
+/* Slices of a snn_cpu_sum_slices sum: fixed, so that the order of its additions is too. */
+#define SNN_CPU_SUM_SLICES 256
+
+/* The sum over items [0, n) as SNN_CPU_SUM_SLICES fixed slices: slice s is
+ * slice_sum(ctx, n * s / SLICES, n * (s + 1) / SLICES) (which may also write per-item results),
+ * the slices run on snn_cpu_threads(work, SNN_CPU_GRAIN) threads, and their sums are added in
+ * slice order in double. The same bits for any thread count. */
+double snn_cpu_sum_slices(int64_t n, int64_t work,
+                          double (*slice_sum)(void *ctx, int64_t begin, int64_t end), void *ctx);
 
 #endif /* SNN_CPU_THREADS_H */

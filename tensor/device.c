@@ -1,11 +1,10 @@
 /*
- * device.c - device names, synchronisation, the CPU thread count (and how many threads a
- * parallel region uses: cpu_threads.h), and the GPU precision.
+ * device.c - device names, synchronisation, the CPU thread count (how many threads a parallel
+ * region uses of it: cpu_threads.c), and the GPU precision.
  */
 #include <omp.h>
 #include <string.h>
 
-#include "cpu_threads.h"
 #include "error.h"
 #include "kernels.h"
 
@@ -33,12 +32,6 @@ void snn_synchronize(snn_device device)
 
 void snn_set_num_threads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
 int snn_get_num_threads(void) { return omp_get_max_threads(); }
-
-int snn_cpu_threads(int64_t work, int64_t grain)
-{
-    if (omp_in_parallel() || work < grain) return 1;
-    return omp_get_max_threads();
-}
 
 const char *snn_precision_name(snn_precision p)
 {

@@ -5,8 +5,9 @@
  * and writes outer*inner. Sums accumulate in double, so a mean over 10^6 floats keeps ~1e-7
  * relative accuracy, and each output is summed by one thread in index order, so the result does
  * not depend on the thread count. The sum of squares (the gradient norm) runs over
- * SUMSQ_PARTS fixed slices, each summed in order, then the slices in order: the same bits for
- * any thread count too (an OpenMP reduction combines the threads' sums in arrival order).
+ * fixed slices (snn_cpu_sum_slices), each summed in order, then the slices in order: the same
+ * bits for any thread count too (an OpenMP reduction combines the threads' sums in arrival
+ * order).
  */
 #include <math.h>
 
@@ -64,29 +65,21 @@ void snn_expand_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, 
     }
 }
 
-#define SUMSQ_PARTS 256
+/* sum of x[i]^2 over the slice, in double */
+static double sumsq_slice(void *ctx, int64_t begin, int64_t end)
+{
+    const float *x = ctx;
+    double sumsq = 0.0;
+    for (int64_t i = begin; i < end; i++) sumsq += (double)x[i] * (double)x[i];
+    return sumsq;
+}
 
 void snn_sumsq_and_finite_cpu(float *out, const float *x, int64_t n)
 {
-    double part[SUMSQ_PARTS];
-    int bad[SUMSQ_PARTS];
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
-    for (int s = 0; s < SUMSQ_PARTS; s++) {
-        double sumsq = 0.0;
-        int nonfinite = 0;
-        for (int64_t i = n * s / SUMSQ_PARTS; i < n * (s + 1) / SUMSQ_PARTS; i++) {
-            sumsq += (double)x[i] * (double)x[i];
-            nonfinite |= !isfinite(x[i]);
-        }
-        part[s] = sumsq;
-        bad[s] = nonfinite;
-    }
-    double sumsq = 0.0;
-    int nonfinite = 0;
-    for (int s = 0; s < SUMSQ_PARTS; s++) {
-        sumsq += part[s];
-        nonfinite |= bad[s];
-    }
+    /* In double the sum of squares of finite floats stays finite (each term < 1.2e77), so it is
+     * infinite or NaN exactly when some x[i] is. */
+    const double sumsq = snn_cpu_sum_slices(n, n, sumsq_slice, (void *)x);
+    const int nonfinite = !isfinite(sumsq);
     out[0] = (float)sumsq;
     out[1] = nonfinite ? 1.0f : 0.0f;
 }
