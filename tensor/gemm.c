@@ -1,7 +1,7 @@
 /*
  * gemm.c - single-precision matrix multiply on the CPU: the plain triple loop (the reference)
- * and a cache-blocked, register-tiled, OpenMP-threaded SGEMM (the hot path of CPU training:
- * every conv and linear layer ends up here).
+ * and a cache-blocked, register-tiled SGEMM on one thread (the hot path of CPU training: every
+ * conv and linear layer ends up here; gemm_threads.c shares it among threads).
  *
  * Both compute, row-major,
  *
@@ -36,13 +36,9 @@
  * this is O(MK + KN + MN) against O(MNK) arithmetic, which is why the kernel can run near the
  * FMA units' peak.
  *
- * Threads: C is cut into a grid of rectangles, one per thread, aligned to the tile sizes; each
- * thread runs the serial algorithm on its rectangle with its own packing buffers. No thread
- * writes another's part of C and every element of C is summed in the same order whatever the
- * thread count, so results are bitwise identical for 1, 2 or 64 threads. The grid is also
- * offered part by part (snn_gemm_part_cpu), for callers that run their own threads and split
- * one product among them (conv2d.c, when a batch has fewer images than threads). A call runs
- * on one thread or on the whole team, never on a smaller one (cpu_threads.h says why).
+ * Threads: gemm_threads.c cuts C into a grid of rectangles, one per thread, aligned to the
+ * MR x NR tiles, and runs this file's serial algorithm on each (snn_gemm_rect_serial_cpu), every
+ * thread with its own packing buffers.
  *
  * Packing buffers: one per live thread, allocated with snn_alloc on first use and kept between
  * calls (a training step calls the SGEMM hundreds of times), handed to the next new thread when
@@ -54,8 +50,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <threads.h>
-
-#include <omp.h>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -616,55 +610,19 @@ void snn_gemm_serial_cpu(bool trans_a, bool trans_b, int M, int N, int K, float 
     gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* Splits `tiles` tiles into `parts` contiguous runs; run `index` is [*begin, *end). */
-static void split_range(int tiles, int parts, int index, int *begin, int *end)
+void snn_gemm_tile_cpu(int *mr, int *nr)
 {
-    int base = tiles / parts, extra = tiles % parts;
-    *begin = index * base + min_int(index, extra);
-    *end = *begin + base + (index < extra ? 1 : 0);
+    *mr = MR;
+    *nr = NR;
 }
 
-/* The grid grid_rows x grid_cols of rectangles, aligned to the MR x NR tiles of C, that `parts`
- * threads split C into: of the grids with at most `parts` rectangles, the one whose largest
- * rectangle holds the fewest tiles (ties: fewer rows, so that each thread packs less of B
- * twice). 1 x 1 when the product is too small to share or takes the unpacked path. */
-static void gemm_grid(int M, int N, int K, float alpha, int parts, int *grid_rows, int *grid_cols)
+bool snn_gemm_shareable_cpu(int M, int N, int K, float alpha)
 {
-    *grid_rows = *grid_cols = 1;
-    if (parts <= 1 || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f ||
-        (int64_t)M * N * K < PARALLEL_FMAS || use_small(M, N, K))
-        return;
-    int m_tiles = (M + MR - 1) / MR, n_tiles = (N + NR - 1) / NR;
-    int64_t best = INT64_MAX;
-    for (int rows = 1; rows <= parts && rows <= m_tiles; rows++) {
-        int cols = min_int(parts / rows, n_tiles);
-        int64_t work = (int64_t)((m_tiles + rows - 1) / rows) * ((n_tiles + cols - 1) / cols);
-        if (work < best) {
-            best = work;
-            *grid_rows = rows;
-            *grid_cols = cols;
-        }
-    }
+    return M > 0 && N > 0 && K > 0 && alpha != 0.0f && (int64_t)M * N * K >= PARALLEL_FMAS &&
+           !use_small(M, N, K);
 }
 
-/* The rectangle of C that part `part` of a grid_rows x grid_cols grid computes (the whole of C
- * for a 1 x 1 grid; empty past the grid's last part). */
-static snn_gemm_rect gemm_grid_rect(int M, int N, int grid_rows, int grid_cols, int part)
-{
-    snn_gemm_rect r = {0, 0, 0, 0};
-    if (part >= grid_rows * grid_cols) return r;
-    int m_tiles = (M + MR - 1) / MR, n_tiles = (N + NR - 1) / NR;
-    int row_begin, row_end, col_begin, col_end;
-    split_range(m_tiles, grid_rows, part / grid_cols, &row_begin, &row_end);
-    split_range(n_tiles, grid_cols, part % grid_cols, &col_begin, &col_end);
-    r.m0 = row_begin * MR, r.m1 = min_int(row_end * MR, M);
-    r.n0 = col_begin * NR, r.n1 = min_int(col_end * NR, N);
-    return r;
-}
-
-/* The rectangle r of a product the blocked path owns, on the calling thread: every element
- * summed as the whole product sums it (the K slices depend on K alone). */
-static void gemm_rect_blocked(bool trans_a, bool trans_b, int K, float alpha, const float *A,
+void snn_gemm_rect_serial_cpu(bool trans_a, bool trans_b, int K, float alpha, const float *A,
                               int lda, const float *B, int ldb, float beta, float *C, int ldc,
                               snn_gemm_rect r)
 {
@@ -679,37 +637,4 @@ static void gemm_rect_blocked(bool trans_a, bool trans_b, int K, float alpha, co
     else
         gemm_blocked_unpacked(trans_a, trans_b, r.m1 - r.m0, r.n1 - r.n0, K, alpha, a, lda, b,
                               ldb, beta, c, ldc);
-}
-
-void snn_gemm_part_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                       int ldc, int part, int parts, snn_gemm_rect *rect)
-{
-    int grid_rows, grid_cols;
-    gemm_grid(M, N, K, alpha, parts, &grid_rows, &grid_cols);
-    snn_gemm_rect r = gemm_grid_rect(M, N, grid_rows, grid_cols, part);
-    if (rect) *rect = r;
-    if (r.m0 >= r.m1 || r.n0 >= r.n1) return;
-    if (grid_rows * grid_cols == 1) {   /* not shared: the serial SGEMM, any path */
-        gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    gemm_rect_blocked(trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc, r);
-}
-
-void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
-                  int lda, const float *B, int ldb, float beta, float *C, int ldc)
-{
-    /* one thread, or the whole team (cpu_threads.h); gemm_grid leaves a team's surplus threads
-     * without a rectangle when C has too few tiles for all of them */
-    const int threads = snn_cpu_threads((int64_t)M * N * K / SNN_CPU_FMAS_PER_UNIT, SNN_CPU_GRAIN);
-    int grid_rows, grid_cols;
-    gemm_grid(M, N, K, alpha, threads, &grid_rows, &grid_cols);
-    if (grid_rows * grid_cols == 1) {
-        gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-#pragma omp parallel num_threads(threads)
-    gemm_rect_blocked(trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc,
-                      gemm_grid_rect(M, N, grid_rows, grid_cols, omp_get_thread_num()));
 }

@@ -1,6 +1,6 @@
 /*
- * gemm.h - internal extras of the CPU SGEMM in gemm.c (the kernel-table entries themselves,
- * snn_gemm_cpu and snn_gemm_naive_cpu, are declared in kernels_cpu.h).
+ * gemm.h - internal extras of the CPU SGEMM of gemm.c and gemm_threads.c (the kernel-table
+ * entries themselves, snn_gemm_cpu and snn_gemm_naive_cpu, are declared in kernels_cpu.h).
  *
  *   snn_gemm_serial_cpu   the same SGEMM, run on the calling thread only. Callers that already
  *                         run one task per OpenMP thread (conv2d.c, one image group per thread)
@@ -52,6 +52,21 @@ void snn_gemm_part_cpu(bool trans_a, bool trans_b, int M, int N, int K, float al
                        int ldc, int part, int parts, snn_gemm_rect *rect);
 
 void snn_gemm_release_cpu(void);
+
+/* The pieces of gemm.c that gemm_threads.c shares among threads. */
+
+/* The register tile: C is computed in mr x nr tiles. */
+void snn_gemm_tile_cpu(int *mr, int *nr);
+
+/* Whether the product goes the blocked path and is big enough (about one grain of
+ * cpu_threads.h) to share among threads. */
+bool snn_gemm_shareable_cpu(int M, int N, int K, float alpha);
+
+/* Rectangle r of C (M, N) = alpha op(A) op(B) + beta C on the calling thread, by the blocked
+ * path, each element summed as the whole product sums it. */
+void snn_gemm_rect_serial_cpu(bool trans_a, bool trans_b, int K, float alpha, const float *A,
+                              int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                              snn_gemm_rect r);
 
 /* Bytes of one thread's packing buffer (each thread that runs the blocked SGEMM keeps one). */
 size_t snn_gemm_pack_bytes_cpu(void);
