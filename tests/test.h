@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/tensor.h"
 
@@ -54,6 +55,12 @@ static int test_checks;
                     snn_last_error());                                                       \
         }                                                                                    \
     } while (0)
+
+/* Whether n floats are the same bit for bit (NaNs included; -0 differs from +0). */
+static inline bool test_same_bits(const float *a, const float *b, long n)
+{
+    return memcmp(a, b, (size_t)n * sizeof *a) == 0;
+}
 
 /* Largest |got[i] - want[i]| / (atol + rtol |want[i]|) over n; <= 1 means all close. */
 static inline double test_worst_ratio(const float *got, const float *want, long n, double atol,

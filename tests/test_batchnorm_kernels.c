@@ -37,11 +37,6 @@ static void fill_normal(float *x, int64_t n, snn_rng *rng, float mean, float std
     for (int64_t i = 0; i < n; i++) x[i] = mean + std * snn_rng_normal(rng);
 }
 
-static bool all_equal(const float *a, const float *b, int64_t n)
-{
-    return memcmp(a, b, (size_t)n * sizeof *a) == 0;
-}
-
 /*
  * The training forward written plainly in double: out (N, C, HW) and, per channel, mean and
  * biased variance. gamma and beta in double so that finite differences can move them.
@@ -346,8 +341,8 @@ static void test_threads_do_not_change_results(void)
                                     1e-5f);
     snn_batchnorm_backward_cpu(dx2, dg2, db2, dout, x, gamma, m2, s2, N, C, HW);
     snn_set_num_threads(saved);
-    CHECK(all_equal(out1, out2, n) && all_equal(m1, m2, C) && all_equal(s1, s2, C));
-    CHECK(all_equal(dx1, dx2, n) && all_equal(dg1, dg2, C) && all_equal(db1, db2, C));
+    CHECK(test_same_bits(out1, out2, n) && test_same_bits(m1, m2, C) && test_same_bits(s1, s2, C));
+    CHECK(test_same_bits(dx1, dx2, n) && test_same_bits(dg1, dg2, C) && test_same_bits(db1, db2, C));
     ffree(x, n), ffree(dout, n), ffree(out1, n), ffree(out2, n), ffree(dx1, n), ffree(dx2, n);
 }
 

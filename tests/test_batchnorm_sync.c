@@ -38,11 +38,6 @@ static void fill_normal(float *x, int64_t n, snn_rng *rng, float mean, float std
     for (int64_t i = 0; i < n; i++) x[i] = mean + std * snn_rng_normal(rng);
 }
 
-static bool same(const float *a, const float *b, int64_t n)
-{
-    return memcmp(a, b, (size_t)n * sizeof *a) == 0;
-}
-
 /* One rank: stats -> merge (R = 1) -> normalise, and sums -> apply with global = local, must
  * equal the fused forward and backward bit for bit. */
 static void check_one_rank(int N, int C, int HW, float mean, float std)
@@ -65,9 +60,9 @@ static void check_one_rank(int N, int C, int HW, float mean, float std)
     snn_batchnorm_stats_cpu(stats, x, N, C, HW);
     snn_batchnorm_stats_merge_cpu(merged, m2, s2, rm2, rv2, stats, 1, C, 0.1f, 1e-5f);
     snn_batchnorm_normalise_cpu(y2, x, merged, s2, gamma, beta, N, C, HW);
-    CHECK(same(y1, y2, n));
-    CHECK(same(m1, m2, C) && same(s1, s2, C));
-    CHECK(same(rm1, rm2, C) && same(rv1, rv2, C));
+    CHECK(test_same_bits(y1, y2, n));
+    CHECK(test_same_bits(m1, m2, C) && test_same_bits(s1, s2, C));
+    CHECK(test_same_bits(rm1, rm2, C) && test_same_bits(rv1, rv2, C));
     for (int c = 0; c < C; c++) CHECK(merged[3 * c] == (double)N * HW);
 
     float *dx1 = falloc(n), *dx2 = falloc(n), *dg1 = falloc(C), *dg2 = falloc(C);
@@ -75,8 +70,8 @@ static void check_one_rank(int N, int C, int HW, float mean, float std)
     snn_batchnorm_backward_cpu(dx1, dg1, db1, dout, x, gamma, m1, s1, N, C, HW);
     snn_batchnorm_backward_sums_cpu(sums, dout, x, m2, N, C, HW);
     snn_batchnorm_backward_apply_cpu(dx2, dg2, db2, dout, x, gamma, m2, s2, sums, sums, N, C, HW);
-    CHECK(same(dx1, dx2, n));
-    CHECK(same(dg1, dg2, C) && same(db1, db2, C));
+    CHECK(test_same_bits(dx1, dx2, n));
+    CHECK(test_same_bits(dg1, dg2, C) && test_same_bits(db1, db2, C));
 
     float *bufs[] = {x, dout, y1, y2, dx1, dx2};
     for (int i = 0; i < 6; i++) ffree(bufs[i], n);
@@ -130,7 +125,7 @@ static void test_two_ranks_are_the_whole_batch(void)
         snn_batchnorm_normalise_cpu(yr + off[r], x + off[r], merged, s[r], gamma, beta, Nr[r], C, HW);
         snn_batchnorm_backward_sums_cpu(local[r], dout + off[r], x + off[r], m[r], Nr[r], C, HW);
     }
-    CHECK(same(m[0], m[1], C) && same(s[0], s[1], C) && same(rvr[0], rvr[1], C));
+    CHECK(test_same_bits(m[0], m[1], C) && test_same_bits(s[0], s[1], C) && test_same_bits(rvr[0], rvr[1], C));
     for (int i = 0; i < 3 * C; i++) global[i] = local[0][i] + local[1][i]; /* the all-reduce */
     for (int r = 0; r < 2; r++)
         snn_batchnorm_backward_apply_cpu(dxr + off[r], dgr, dbr, dout + off[r], x + off[r], gamma,
@@ -234,9 +229,9 @@ static void test_autograd_sync(void)
     float dg1[3], dg2[3];
     run_bn(false, y1, dg1, dx1, NULL);
     run_bn(true, y2, dg2, dx2, NULL);
-    CHECK(same(y1, y2, NUMEL));
-    CHECK(same(dx1, dx2, NUMEL));
-    CHECK(same(dg1, dg2, 3));
+    CHECK(test_same_bits(y1, y2, NUMEL));
+    CHECK(test_same_bits(dx1, dx2, NUMEL));
+    CHECK(test_same_bits(dg1, dg2, 3));
     /* a collective that fails in the backward fails snn_backward with its message */
     snn_status st = SNN_OK;
     run_bn(false, NULL, NULL, NULL, &st);

@@ -67,11 +67,6 @@ static void fill_spikes(float *x, float *act, int N, int C, int64_t HW, float ra
         }
 }
 
-static bool same_bits(const float *a, const float *b, int64_t n)
-{
-    return memcmp(a, b, (size_t)n * sizeof *a) == 0;
-}
-
 /* ---- the rule ------------------------------------------------------------------------------ */
 
 static void test_rule(void)
@@ -247,10 +242,10 @@ static void test_conv_bits(void)
         conv_run(&d, 1, x, w, bias, dout, out1, dx1, dw1);
         for (int i = 0; i < N_COUNTS; i++) {
             conv_run(&d, thread_counts[i], x, w, bias, dout, out, dx, dw);
-            bool fwd = same_bits(out, out1, ny), bwd = same_bits(dx, dx1, nx);
+            bool fwd = test_same_bits(out, out1, ny), bwd = test_same_bits(dx, dx1, nx);
             memcpy(dw_again, dw, (size_t)nw * sizeof *dw);
             conv_run(&d, thread_counts[i], x, w, bias, dout, out, dx, dw);
-            bool repeat = same_bits(dw, dw_again, nw);
+            bool repeat = test_same_bits(dw, dw_again, nw);
             if (!fwd || !bwd || !repeat)
                 fprintf(stderr, "  conv shape %zu, %d threads: forward %s, dx %s, dweight %s\n", s,
                         thread_counts[i], fwd ? "same" : "DIFFERS", bwd ? "same" : "DIFFERS",
@@ -312,12 +307,12 @@ static void test_sparse_bits(void)
         for (int path = SNN_SPARSE_GEMM; path <= SNN_SPARSE_EVENT; path++) {
             snn_set_num_threads(1);
             CHECK_OK(snn_sparse_conv2d_cpu(ref, x, wt, bias, &d, act, (snn_sparse_path)path));
-            CHECK(same_bits(ref, dense, ny));   /* sparse == dense (docs/sparse.md, section 2) */
+            CHECK(test_same_bits(ref, dense, ny));   /* sparse == dense (docs/sparse.md, section 2) */
             for (int i = 0; i < N_COUNTS; i++) {
                 snn_set_num_threads(thread_counts[i]);
                 memset(y, 0xff, (size_t)ny * sizeof *y);   /* NaN: every output must be written */
                 CHECK_OK(snn_sparse_conv2d_cpu(y, x, wt, bias, &d, act, (snn_sparse_path)path));
-                const bool same = same_bits(y, ref, ny);
+                const bool same = test_same_bits(y, ref, ny);
                 if (!same)
                     fprintf(stderr, "  sparse shape %zu, %s path, %d threads: differs from 1 thread\n",
                             s, snn_sparse_path_name((snn_sparse_path)path), thread_counts[i]);
@@ -387,10 +382,10 @@ static void test_neuron_bits(void)
             neuron_run(kinds[ki], d, 1, x, dspike, &w, &r);
             for (int i = 0; i < N_COUNTS; i++) {
                 neuron_run(kinds[ki], d, thread_counts[i], x, dspike, &w, &o);
-                const bool same = same_bits(o.spike, r.spike, TM) && same_bits(o.h, r.h, TM) &&
-                                  same_bits(o.v_last, r.v_last, M) &&
-                                  same_bits(o.activity, r.activity, planes) &&
-                                  same_bits(o.dx, r.dx, TM) && same_bits(o.dv_init, r.dv_init, M) &&
+                const bool same = test_same_bits(o.spike, r.spike, TM) && test_same_bits(o.h, r.h, TM) &&
+                                  test_same_bits(o.v_last, r.v_last, M) &&
+                                  test_same_bits(o.activity, r.activity, planes) &&
+                                  test_same_bits(o.dx, r.dx, TM) && test_same_bits(o.dv_init, r.dv_init, M) &&
                                   memcmp(&o.dw, &r.dw, sizeof o.dw) == 0;
                 if (!same)
                     fprintf(stderr, "  %s dims %zu, %d threads: differs from 1 thread (dw %.9g vs %.9g)\n",
@@ -480,7 +475,7 @@ static void test_gemm_parts(void)
             }
             bool tiled = true;
             for (int64_t i = 0; i < (int64_t)M * N; i++) tiled &= hits[i] == 1;
-            const bool same = same_bits(C, want, (int64_t)M * N);
+            const bool same = test_same_bits(C, want, (int64_t)M * N);
             if (!tiled || !same)
                 fprintf(stderr, "  gemm %dx%dx%d in %d parts: %s, %s\n", M, N, K, parts,
                         tiled ? "tiled" : "NOT TILED", same ? "same" : "DIFFERS");
