@@ -39,6 +39,7 @@
 
 #include "conv_layers.h"
 #include "snn.h"
+#include "bench_stats.h"
 #include "bench_usage.h"
 #include "tensor/kernels.h"
 #ifdef SNN_WITH_CUDA
@@ -64,12 +65,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static float *device_random(const snn_kernels *k, size_t n, snn_rng *rng, bool spikes)
@@ -103,8 +98,7 @@ static double time_pass(const snn_kernels *k, int pass, const snn_conv2d_dims *d
         k->synchronize();
         if (r >= 0) t[r] = now() - t0;
     }
-    qsort(t, 9, sizeof t[0], compare_double);
-    return t[4];
+    return bench_median(t, 9);
 }
 
 /* cuBLAS on an n^3 square product in the current precision: TFLOP/s. bf16_operands: the
@@ -134,7 +128,7 @@ static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng, bool bf16_
         k->synchronize();
         if (r >= 0) t[r] = now() - t0;
     }
-    qsort(t, 5, sizeof t[0], compare_double);
+    bench_sort(t, 5);
     snn_free(a, nn * sizeof *a, SNN_CUDA);
     snn_free(b, nn * sizeof *b, SNN_CUDA);
     snn_free(c, nn * sizeof *c, SNN_CUDA);

@@ -33,6 +33,7 @@
 
 #include "neurons/neuron_kernels.h"
 #include "tensor/kernels.h"
+#include "bench_stats.h"
 #include "bench_usage.h"
 
 #define SAMPLES 21
@@ -42,12 +43,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef void (*bench_fn)(void *ctx);
@@ -71,8 +66,7 @@ static double time_per_call(bench_fn f, void *ctx)
         snn_synchronize(SNN_CUDA);
         samples[s] = (now_s() - t0) / batch;
     }
-    qsort(samples, SAMPLES, sizeof samples[0], cmp_double);
-    return samples[SAMPLES / 2];
+    return bench_median(samples, SAMPLES);
 }
 
 /* Median seconds of one call followed by a synchronize: the latency a caller waits. */
@@ -85,8 +79,7 @@ static double latency_of(bench_fn f, void *ctx)
         snn_synchronize(SNN_CUDA);
         samples[s] = now_s() - t0;
     }
-    qsort(samples, SAMPLES, sizeof samples[0], cmp_double);
-    return samples[SAMPLES / 2];
+    return bench_median(samples, SAMPLES);
 }
 
 static void *dev_alloc(size_t bytes)

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_stats.h"
 #include "bench_usage.h"
 #include "tensor/arena.h"
 #include "tensor/kernels.h"
@@ -27,12 +28,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef void (*op_fn)(void *ctx);
@@ -49,8 +44,7 @@ static double time_op(op_fn fn, void *ctx, snn_device device)
         snn_synchronize(device);
         t[r] = (now() - t0) / 5;
     }
-    qsort(t, 7, sizeof *t, cmp);
-    return t[3];
+    return bench_median(t, 7);
 }
 
 /* A device buffer of n floats filled with U(-1, 1) (positive for log). */

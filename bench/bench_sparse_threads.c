@@ -35,6 +35,7 @@
 
 #include "examples/snn_common.h"
 #include "sparse/sparse.h"
+#include "bench_stats.h"
 
 /* Seconds of one forward of x: best and median of `reps` after one warm-up; logits (classes
  * floats) of the last run into *logits_out. */
@@ -60,14 +61,8 @@ static void time_forward(snn_module *model, snn_tensor *x, int reps, double *bes
         if (r > 0) t[r - 1] = dt;
     }
     snn_no_grad_end();
-    for (int i = 1; i < reps; i++)   /* insertion sort: reps is small */
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            double s = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = s;
-        }
+    *median = bench_median(t, reps);
     *best = t[0];
-    *median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
     free(t);
 }
 
@@ -92,22 +87,17 @@ static void time_openmp(int threads, double *fork_us, double *resize_us)
             }
             if (r >= 0) t[r] = omp_get_wtime() - t0;
         }
-        for (int i = 1; i < RUNS; i++)
-            for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-                double s = t[j];
-                t[j] = t[j - 1];
-                t[j - 1] = s;
-            }
-        *(pass ? resize_us : fork_us) = 1e6 * t[RUNS / 2];
+        *(pass ? resize_us : fork_us) = 1e6 * bench_median(t, RUNS);
     }
 }
 
-/* "1,2,4,8" -> counts (at most max); returns how many, 0 for a bad list. */
+/* "1,2,4,8" -> counts (at most max); returns how many, 0 for a bad or too long list. */
 static int parse_counts(const char *text, int *counts, int max)
 {
     int n = 0;
-    for (const char *p = text; *p && n < max;) {
+    for (const char *p = text; *p;) {
         char *end;
+        if (n == max) return 0;
         long v = strtol(p, &end, 10);
         if (end == p || v < 1 || v > 1024) return 0;
         counts[n++] = (int)v;
@@ -145,10 +135,15 @@ int main(int argc, char **argv)
         for (int t = 1; t < cpus && n_counts < 31; t *= 2) counts[n_counts++] = t;
         counts[n_counts++] = cpus;
     }
-    if (!n_counts || reps < 1 || calib_batches < 1 || calib_batches > 64 || batch_size < 1 ||
-        limit < 0 || width < 1) {
-        fprintf(stderr, "bench_sparse_threads: bad --threads (a list like 1,2,4), --reps, "
-                "--calib-batches (1-64), --batch-size, --limit-test or --width; see --help\n");
+    const char *bad = !n_counts                              ? "--threads (a list like 1,2,4 of 1-1024)"
+                      : reps < 1                              ? "--reps (>= 1)"
+                      : calib_batches < 1 || calib_batches > 64 ? "--calib-batches (1-64)"
+                      : batch_size < 1                        ? "--batch-size (>= 1)"
+                      : limit < 0                             ? "--limit-test (>= 0)"
+                      : width < 1                             ? "--width (>= 1)"
+                                                              : NULL;
+    if (bad) {
+        fprintf(stderr, "bench_sparse_threads: bad %s; see --help\n", bad);
         return 2;
     }
 

@@ -1,3 +1,4 @@
+
 /*
  * bench_train_step.c - one training step of a spiking network, and inference latency, on a
  * device: the numbers that say whether snn.c trains as fast as the Python stacks, and how much
@@ -33,6 +34,7 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_stats.h"
 #include "examples/snn_common.h"
 #include "tensor/arena.h"
 
@@ -41,18 +43,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Median seconds of `steps` timed calls after 3 warm-ups; train: forward+backward+update.
@@ -100,7 +90,7 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
     }
     if (!train) snn_no_grad_end();
     if (steady_peak) *steady_peak = snn_peak_bytes(device);
-    double m = median(times, steps);
+    double m = bench_median(times, steps);
     free(times);
     free(images);
     free(labels);
@@ -137,7 +127,7 @@ static double time_graph(snn_module *model, snn_device device, int batch, int st
         if (s >= 0) times[s] = t;
     }
     snn_forward_graph_free(g);
-    double m = median(times, steps);
+    double m = bench_median(times, steps);
     free(times);
     free(images);
     return m;
