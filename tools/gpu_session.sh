@@ -477,8 +477,8 @@ for stage in "$@"; do
     bench_flags="--checkpoint /tmp/threads/checkpoint.safetensors --data /tmp/fmcifar --threads 1,2,4,8,16 --reps 20"
     if [ -f .carry/old-src.tgz ]; then
       rm -rf /tmp/old-src && tar -xzf .carry/old-src.tgz -C /tmp
-      cp bench/bench_sparse_threads.c /tmp/old-src/bench/   # the bench uses only the public API
-      grep -q bench_sparse_threads /tmp/old-src/bench/CMakeLists.txt || cp bench/CMakeLists.txt /tmp/old-src/bench/
+      # the bench uses only the public API; bench/CMakeLists.txt builds every bench_*.c it finds
+      cp bench/bench_sparse_threads.c bench/bench_stats.h /tmp/old-src/bench/
       cmake -S /tmp/old-src -B /tmp/old-build -DSNN_CUDA=OFF -DCMAKE_BUILD_TYPE=Release > "$LOGS/old_cmake.log" 2>&1 &&
         cmake --build /tmp/old-build -j"$(nproc)" --target bench_sparse_threads > "$LOGS/old_build.log" 2>&1 ||
         echo "   old tree: build failed (see old_build.log)" | summary
