@@ -16,14 +16,14 @@
 
 void snn_heaviside_forward_cpu(float *out, const float *x, int64_t n)
 {
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) out[i] = x[i] >= 0.0f ? 1.0f : 0.0f;
 }
 
 void snn_heaviside_backward_cpu(float *dx, const float *dout, const float *x,
                                 snn_surrogate_kind kind, float alpha, int64_t n)
 {
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * snn_surrogate_grad_inline(kind, alpha, x[i]);
 }
 

@@ -88,7 +88,7 @@ void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_las
     const lif_forward_args a = {spike, h_seq, v_last, activity, x, v_init, snn_lif_decay(&p, w),
                                 d->T, snn_neuron_dims_step(d), snn_neuron_split_make(d)};
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(a.T * a.M, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(a.T * a.M))
     for (int64_t item = 0; item < a.split.items; item++) {
         int64_t q0, q1;
         snn_neuron_split_item(&a.split, item, &q0, &q1);

@@ -30,7 +30,7 @@
 void snn_plane_norm_forward_cpu(float *norm, const float *x, int64_t planes, int64_t plane)
 {
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(planes * plane, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(planes * plane))
     for (int64_t g = 0; g < planes; g++) {
         const float *xg = x + g * plane;
         float sum = 0.0f;   /* sequential: the CUDA small-plane path sums in this order too */
@@ -43,7 +43,7 @@ void snn_plane_norm_backward_cpu(float *dx, const float *dnorm, const float *x, 
                                  int64_t planes, int64_t plane)
 {
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(planes * plane, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(planes * plane))
     for (int64_t g = 0; g < planes; g++) {
         if (!(norm[g] > 0.0f)) continue;   /* silent plane: subgradient 0 */
         const float s = dnorm[g] / norm[g];

@@ -34,7 +34,7 @@ void snn_qclip_forward_cpu(float *y, const float *x, const float *step,
 {
     const snn_neuron_params local = *p;
     const float s = snn_qclip_step_value(step[0]);
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) y[i] = s * snn_qclip_level(&local, x[i] / s);
 }
 

@@ -38,7 +38,7 @@ void snn_running_max_pool_forward_cpu(float *y, int32_t *argmax, const float *x,
     const int64_t out_step = d->planes * d->H_out * d->W_out;         /* y: (T, planes, Ho, Wo) */
     const int K = d->K, KK = d->K * d->K;
     const int64_t work = d->T * in_step;   /* each input element is read once per step */
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(work, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(work))
     for (int64_t q = 0; q < d->planes; q++) {
         for (int oh = 0; oh < d->H_out; oh++) {
             for (int ow = 0; ow < d->W_out; ow++) {
@@ -68,7 +68,7 @@ void snn_running_max_pool_backward_cpu(float *dx, const float *dy, const int32_t
     const int64_t in_step = d->planes * d->H * d->W, out_step = d->planes * d->H_out * d->W_out;
     const int K = d->K, KK = d->K * d->K;
     const int64_t work = d->T * in_step;   /* each input element is read once per step */
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(work, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(work))
     for (int64_t q = 0; q < d->planes; q++) {
         for (int oh = 0; oh < d->H_out; oh++) {
             for (int ow = 0; ow < d->W_out; ow++) {

@@ -39,7 +39,7 @@ void snn_stbif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_l
     const snn_neuron_split split = snn_neuron_split_make(d);
     const float theta = p->theta;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(T * M, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(T * M))
     for (int64_t item = 0; item < split.items; item++) {
         int64_t q0, q1;
         snn_neuron_split_item(&split, item, &q0, &q1);
@@ -131,7 +131,7 @@ void snn_stbif_backward_cpu(float *dx, float *dv_init, float *dw, const float *d
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     const int64_t chunks = (M + SNN_NEURON_CHUNK - 1) / SNN_NEURON_CHUNK;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(T * M, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(T * M))
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t e0 = c * SNN_NEURON_CHUNK;
         const int64_t n = M - e0 < SNN_NEURON_CHUNK ? M - e0 : SNN_NEURON_CHUNK;

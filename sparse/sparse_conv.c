@@ -459,7 +459,7 @@ static sparse_split make_split(const snn_conv2d_dims *d, bool banded, int band_r
     /* units of work: every input element is looked at, every output element written */
     const int64_t work = (int64_t)d->N * ((int64_t)d->C_in * d->H * d->W +
                                           (int64_t)d->C_out * d->H_out * d->W_out);
-    sp.team = snn_cpu_threads(work, SNN_CPU_GRAIN);
+    sp.team = snn_cpu_threads(work);
     sp.row_unit = banded ? band_rows : d->W_out > 0 ? (32 + d->W_out - 1) / d->W_out : 1;
     if (sp.row_unit > d->H_out) sp.row_unit = d->H_out > 0 ? d->H_out : 1;
     sp.row_units = d->H_out > 0 ? (d->H_out + sp.row_unit - 1) / sp.row_unit : 1;

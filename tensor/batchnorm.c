@@ -105,7 +105,7 @@ void snn_batchnorm_forward_train_cpu(float *out, float *save_mean, float *save_i
     const int64_t M = (int64_t)N * HW;       /* values per channel */
     const int64_t plane_stride = (int64_t)C * HW;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         /* pass 1: mean */
         double sum = 0.0;
@@ -154,7 +154,7 @@ void snn_batchnorm_forward_eval_cpu(float *out, const float *x, const float *gam
 {
     const int64_t planes = (int64_t)N * C;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(planes * HW, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(planes * HW))
     for (int64_t plane = 0; plane < planes; plane++) {
         const int c = (int)(plane % C);
         const float scale = (gamma ? gamma[c] : 1.0f) / sqrtf(running_var[c] + eps);
@@ -180,7 +180,7 @@ void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const fl
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         const float mean = save_mean[c];
         const float invstd = save_invstd[c];
@@ -239,7 +239,7 @@ void snn_batchnorm_stats_cpu(double *stats, const float *x, int N, int C, int HW
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         double sum = 0.0;
         for (int n = 0; n < N; n++) sum += sum_f64(x + n * plane_stride + (int64_t)c * HW, HW);
@@ -292,7 +292,7 @@ void snn_batchnorm_normalise_cpu(float *out, const float *x, const double *merge
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         const double mean = merged[3 * c + 1];
         const float mean_hi = (float)mean;
@@ -314,7 +314,7 @@ void snn_batchnorm_backward_sums_cpu(double *sums, const float *dout, const floa
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         double sum_dy = 0.0, sum_dy_dev = 0.0;
         for (int n = 0; n < N; n++) {
@@ -339,7 +339,7 @@ void snn_batchnorm_backward_apply_cpu(float *dx, float *dgamma, float *dbeta, co
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
 
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         const float mean = save_mean[c];
         const float invstd = save_invstd[c];

@@ -12,7 +12,7 @@ void snn_bias_forward_cpu(float *out, const float *bias, int64_t outer, int64_t 
                           int64_t inner)
 {
 #pragma omp parallel for collapse(2) \
-    num_threads(snn_cpu_threads(outer * channels * inner, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(outer * channels * inner))
     for (int64_t o = 0; o < outer; o++)
         for (int64_t c = 0; c < channels; c++) {
             float *row = out + (o * channels + c) * inner;
@@ -25,7 +25,7 @@ void snn_bias_backward_cpu(float *dbias, const float *dout, int64_t outer, int64
                            int64_t inner)
 {
     /* one thread per channel, summing in a fixed order: deterministic */
-#pragma omp parallel for num_threads(snn_cpu_threads(outer * channels * inner, SNN_CPU_GRAIN))
+#pragma omp parallel for num_threads(snn_cpu_threads(outer * channels * inner))
     for (int64_t c = 0; c < channels; c++) {
         double acc = 0.0;
         for (int64_t o = 0; o < outer; o++) {

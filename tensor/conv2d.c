@@ -319,7 +319,7 @@ void snn_conv2d_forward_cpu(float *out, const float *x, const float *weight, con
     conv_plan plan = make_plan(d);
     if (plan.groups == 0) return;
     const int64_t fmas = (int64_t)d->N * d->C_out * plan.CK * plan.P;
-    const int team = snn_cpu_threads(fmas / SNN_CPU_FMAS_PER_UNIT, SNN_CPU_GRAIN);
+    const int team = snn_cpu_threads(fmas / SNN_CPU_FMAS_PER_UNIT);
     if (team == 1) {
         for (int group = 0; group < plan.groups; group++)
             forward_group(out, x, weight, bias, d, &plan, group, workspace, snn_gemm_serial_cpu);
@@ -429,7 +429,7 @@ void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const floa
         /* dweight += partial_1 + partial_2 + ..., in that order for every element */
         const int64_t count = (int64_t)d->C_out * plan.CK;
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(count * (plan.threads - 1), SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(count * (plan.threads - 1)))
         for (int64_t i = 0; i < count; i++) {
             float sum = 0.0f;
             for (int t = 1; t < plan.threads; t++) sum += partials[(size_t)(t - 1) * plan.dw_floats + (size_t)i];

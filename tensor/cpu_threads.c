@@ -6,9 +6,9 @@
 
 #include "cpu_threads.h"
 
-int snn_cpu_threads(int64_t work, int64_t grain)
+int snn_cpu_threads(int64_t work)
 {
-    if (omp_in_parallel() || work < grain) return 1;
+    if (omp_in_parallel() || work < SNN_CPU_GRAIN) return 1;
     return omp_get_max_threads();
 }
 
@@ -16,7 +16,7 @@ double snn_cpu_sum_slices(int64_t n, int64_t work,
                           double (*slice_sum)(void *ctx, int64_t begin, int64_t end), void *ctx)
 {
     double part[SNN_CPU_SUM_SLICES];
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(work, SNN_CPU_GRAIN))
+#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(work))
     for (int s = 0; s < SNN_CPU_SUM_SLICES; s++)
         part[s] = slice_sum(ctx, n * s / SNN_CPU_SUM_SLICES, n * (s + 1) / SNN_CPU_SUM_SLICES);
     double sum = 0.0;

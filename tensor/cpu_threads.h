@@ -5,7 +5,7 @@
  * The rule: a region whose work is below one grain runs on its caller alone; any larger region
  * runs on the whole configured team (snn_get_num_threads()). Nothing in between:
  *
- *     #pragma omp parallel for num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+ *     #pragma omp parallel for num_threads(snn_cpu_threads(n))
  *
  * Why not the work-sized team min(T, work / grain) one might expect. GCC's OpenMP runtime
  * (libgomp) keeps one pool of threads, sized by the last team. A team smaller than the last one
@@ -49,16 +49,17 @@
  * take about as long as streaming one element. */
 #define SNN_CPU_FMAS_PER_UNIT 32
 
-/* Threads for a parallel region over `work` units: 1 when work < grain (or when called inside a
- * parallel region, where nested regions get one thread anyway), else the configured count. */
-int snn_cpu_threads(int64_t work, int64_t grain);
+/* Threads for a parallel region over `work` units: 1 when work < SNN_CPU_GRAIN (or when called
+ * inside a parallel region, where nested regions get one thread anyway), else the configured
+ * count. */
+int snn_cpu_threads(int64_t work);
 
 /* Slices of a snn_cpu_sum_slices sum: fixed, so that the order of its additions is too. */
 #define SNN_CPU_SUM_SLICES 256
 
 /* The sum over items [0, n) as SNN_CPU_SUM_SLICES fixed slices: slice s is
  * slice_sum(ctx, n * s / SLICES, n * (s + 1) / SLICES) (which may also write per-item results),
- * the slices run on snn_cpu_threads(work, SNN_CPU_GRAIN) threads, and their sums are added in
+ * the slices run on snn_cpu_threads(work) threads, and their sums are added in
  * slice order in double. The same bits for any thread count. */
 double snn_cpu_sum_slices(int64_t n, int64_t work,
                           double (*slice_sum)(void *ctx, int64_t begin, int64_t end), void *ctx);

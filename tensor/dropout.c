@@ -38,7 +38,7 @@ void snn_dropout_mask_cpu(float *mask, int64_t n, float p, uint64_t seed)
     const uint64_t base = seed * 0xD1B54A32D192ED03ull;   /* key of element 0 */
     const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 
-#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) {
         const uint64_t key = base + (uint64_t)i;
         const float u = (float)(snn_hash64(key) >> 40) * 0x1.0p-24f;   /* [0, 1), 24 bits */

@@ -18,13 +18,13 @@
 
 void snn_fill_cpu(float *out, float value, int64_t n)
 {
-#pragma omp parallel for simd num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) out[i] = value;
 }
 
 void snn_axpy_cpu(float *y, float alpha, const float *x, int64_t n)
 {
-#pragma omp parallel for simd num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
@@ -34,7 +34,7 @@ void snn_axpy_cpu(float *y, float alpha, const float *x, int64_t n)
  * exact instead of drifting by an ulp per update) and rounds once less. 8 B read, 4 B written. */
 void snn_lerp_cpu(float *y, const float *x, float weight, int64_t n)
 {
-#pragma omp parallel for simd num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) y[i] += weight * (x[i] - y[i]);
 }
 
@@ -75,14 +75,14 @@ static float unary_derivative(snn_unary_op op, float x, float y, float param)
 
 void snn_unary_forward_cpu(snn_unary_op op, float *out, const float *x, float param, int64_t n)
 {
-#pragma omp parallel for num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) out[i] = unary(op, x[i], param);
 }
 
 void snn_unary_backward_cpu(snn_unary_op op, float *dx, const float *dout, const float *x,
                             const float *out, float param, int64_t n)
 {
-#pragma omp parallel for num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * unary_derivative(op, x[i], out[i], param);
 }
 
@@ -117,11 +117,11 @@ void snn_binary_forward_cpu(snn_binary_op op, float *out, const float *a, const 
 {
     int64_t n = bc->numel;
     if (bc->same_shape) {
-#pragma omp parallel for num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for num_threads(snn_cpu_threads(n))
         for (int64_t i = 0; i < n; i++) out[i] = binary(op, a[i], b[i]);
         return;
     }
-#pragma omp parallel for num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) {
         int64_t ia, ib;
         broadcast_offsets(bc, i, &ia, &ib);
@@ -147,7 +147,7 @@ void snn_binary_backward_cpu(snn_binary_op op, float *da, float *db, const float
 {
     int64_t n = bc->numel;
     if (bc->same_shape) {
-#pragma omp parallel for num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for num_threads(snn_cpu_threads(n))
         for (int64_t i = 0; i < n; i++) {
             float dda, ddb;
             binary_derivatives(op, a[i], b[i], &dda, &ddb);

@@ -42,7 +42,7 @@ void snn_poisson_encode_cpu(float *spikes, const float *pixels, int64_t n, int T
     /* collapse(2) splits the whole (T, n) output into one contiguous run of spikes per thread,
      * so the work spreads over every thread even when T is 4 and n is small. */
 #pragma omp parallel for simd collapse(2) schedule(static) \
-    num_threads(snn_cpu_threads(total, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(total))
     for (int t = 0; t < T; t++) {
         for (int64_t i = 0; i < n; i++) {
             const int64_t j = (int64_t)t * n + i;   /* flat index in (T, n), also the key */

@@ -31,10 +31,10 @@ static void split_range(int tiles, int parts, int index, int *begin, int *end)
     *end = *begin + base + (index < extra ? 1 : 0);
 }
 
-/* The grid grid_rows x grid_cols of rectangles, aligned to the mr x nr register tiles of C, that `parts`
- * threads split C into: of the grids with at most `parts` rectangles, the one whose largest
- * rectangle holds the fewest tiles (ties: fewer rows, so that each thread packs less of B
- * twice). 1 x 1 when the product is too small to share or takes the unpacked path. */
+/* The grid grid_rows x grid_cols of rectangles, aligned to the mr x nr register tiles of C,
+ * that `parts` threads split C into: of the grids with at most `parts` rectangles, the one whose
+ * largest rectangle holds the fewest tiles (ties: fewer rows, so that each thread packs less of
+ * B twice). 1 x 1 when the product is too small to share or takes the small path. */
 static void gemm_grid(int M, int N, int K, float alpha, int parts, int *grid_rows, int *grid_cols)
 {
     *grid_rows = *grid_cols = 1;
@@ -92,7 +92,7 @@ void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 {
     /* one thread, or the whole team (cpu_threads.h); gemm_grid leaves a team's surplus threads
      * without a rectangle when C has too few tiles for all of them */
-    const int threads = snn_cpu_threads((int64_t)M * N * K / SNN_CPU_FMAS_PER_UNIT, SNN_CPU_GRAIN);
+    const int threads = snn_cpu_threads((int64_t)M * N * K / SNN_CPU_FMAS_PER_UNIT);
     int grid_rows, grid_cols;
     gemm_grid(M, N, K, alpha, threads, &grid_rows, &grid_cols);
     if (grid_rows * grid_cols == 1) {

@@ -33,7 +33,7 @@
 void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C)
 {
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads((int64_t)N * C))
     for (int n = 0; n < N; n++) {
         const float *xr = x + (int64_t)n * C;   // (C)
         float *orow = out + (int64_t)n * C;     // (C)
@@ -55,7 +55,7 @@ void snn_log_softmax_backward_cpu(float *dx, const float *dout, const float *out
 {
     if (!dx) return;
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads((int64_t)N * C, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads((int64_t)N * C))
     for (int n = 0; n < N; n++) {
         const float *gr = dout + (int64_t)n * C;   // (C)
         const float *orow = out + (int64_t)n * C;  // (C)

@@ -44,13 +44,13 @@ void snn_sgd_update_cpu(float *p, float *velocity, const float *grad, int64_t n,
 
     if (mu == 0.0f) {
         /* plain gradient descent (with decay): no state */
-#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n))
         for (int64_t i = 0; i < n; i++) p[i] -= lr * (grad[i] + wd * p[i]);
         return;
     }
 
     const bool first = hp->first_step, nesterov = hp->nesterov;
-#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) {
         const float g = grad[i] + wd * p[i];
         /* the first step stores the gradient itself, undamped (PyTorch's clone of d_p) */
@@ -70,7 +70,7 @@ void snn_adam_update_cpu(float *p, float *m, float *v, const float *grad, int64_
     const float shrink = hp->decoupled ? 1.0f - lr * hp->weight_decay : 1.0f;
     const float wd_grad = hp->decoupled ? 0.0f : hp->weight_decay;
 
-#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n, SNN_CPU_GRAIN))
+#pragma omp parallel for simd schedule(static) num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) {
         const float pi = p[i] * shrink;
         const float g = grad[i] + wd_grad * pi;

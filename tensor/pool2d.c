@@ -122,7 +122,7 @@ void snn_max_pool2d_forward_cpu(float *out, int32_t *argmax, const float *x,
     const int lo = cols.lo, hi = cols.hi;
 
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane)))
     for (int64_t plane = 0; plane < planes; plane++) {
         const float *xp = x + plane * (int64_t)H * W;   // (H, W)
         for (int oh = 0; oh < H_out; oh++) {
@@ -169,7 +169,7 @@ void snn_max_pool2d_backward_cpu(float *dx, const float *dout, const int32_t *ar
     const int64_t out_plane = (int64_t)d->H_out * d->W_out;
 
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane)))
     for (int64_t plane = 0; plane < planes; plane++) {
         float *dxp = dx + plane * in_plane;              // (H, W)
         const float *dop = dout + plane * out_plane;     // (H_out, W_out)
@@ -222,7 +222,7 @@ void snn_avg_pool2d_forward_cpu(float *out, const float *x, const snn_pool2d_dim
     const int lo = cols.lo, hi = cols.hi;
 
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane)))
     for (int64_t plane = 0; plane < planes; plane++) {
         const float *xp = x + plane * (int64_t)H * W;   // (H, W)
         for (int oh = 0; oh < H_out; oh++) {
@@ -266,7 +266,7 @@ void snn_avg_pool2d_backward_cpu(float *dx, const float *dout, const snn_pool2d_
     const int lo = cols.lo, hi = cols.hi;
 
 #pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane), SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(POOL_WORK(d, planes, out_plane)))
     for (int64_t plane = 0; plane < planes; plane++) {
         float *dxp = dx + plane * (int64_t)H * W;        // (H, W)
         const float *dop = dout + plane * out_plane;     // (H_out, W_out)

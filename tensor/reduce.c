@@ -19,7 +19,7 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
 {
     if (inner == 1) {
         /* contiguous rows: one dot-product-like pass per output */
-#pragma omp parallel for num_threads(outer > 1 ? snn_cpu_threads(outer * dim, SNN_CPU_GRAIN) : 1)
+#pragma omp parallel for num_threads(outer > 1 ? snn_cpu_threads(outer * dim) : 1)
         for (int64_t o = 0; o < outer; o++) {
             const float *row = x + o * dim;
             double acc = 0.0;
@@ -33,7 +33,7 @@ void snn_sum_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, int
     enum { CHUNK = 256 };
     int64_t chunks = (inner + CHUNK - 1) / CHUNK;
 #pragma omp parallel for collapse(2) \
-    num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(outer * dim * inner))
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t ch = 0; ch < chunks; ch++) {
             int64_t i0 = ch * CHUNK, len = inner - i0 < CHUNK ? inner - i0 : CHUNK;
@@ -52,7 +52,7 @@ void snn_expand_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, 
                         float scale, bool accumulate)
 {
 #pragma omp parallel for collapse(2) \
-    num_threads(snn_cpu_threads(outer * dim * inner, SNN_CPU_GRAIN))
+    num_threads(snn_cpu_threads(outer * dim * inner))
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t d = 0; d < dim; d++) {
             float *dst = out + (o * dim + d) * inner;

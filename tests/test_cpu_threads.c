@@ -76,15 +76,14 @@ static void test_rule(void)
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         const int T = counts[i];
         snn_set_num_threads(T);
-        CHECK(snn_cpu_threads(0, SNN_CPU_GRAIN) == 1);
-        CHECK(snn_cpu_threads(SNN_CPU_GRAIN - 1, SNN_CPU_GRAIN) == 1);
-        CHECK(snn_cpu_threads(SNN_CPU_GRAIN, SNN_CPU_GRAIN) == T);
-        CHECK(snn_cpu_threads(INT64_MAX, SNN_CPU_GRAIN) == T);
-        CHECK(snn_cpu_threads(99, 100) == 1 && snn_cpu_threads(100, 100) == T);
+        CHECK(snn_cpu_threads(0) == 1);
+        CHECK(snn_cpu_threads(SNN_CPU_GRAIN - 1) == 1);
+        CHECK(snn_cpu_threads(SNN_CPU_GRAIN) == T);
+        CHECK(snn_cpu_threads(INT64_MAX) == T);
         /* 1 or T, nothing in between, for any work */
         bool only_one_or_all = true;
         for (int64_t work = 1; work < 64 * (int64_t)SNN_CPU_GRAIN; work = work * 3 / 2 + 1) {
-            const int n = snn_cpu_threads(work, SNN_CPU_GRAIN);
+            const int n = snn_cpu_threads(work);
             only_one_or_all &= n == 1 || n == T;
             only_one_or_all &= (n == T) == (work >= SNN_CPU_GRAIN || T == 1);
         }
@@ -94,7 +93,7 @@ static void test_rule(void)
 #pragma omp parallel num_threads(2)
         {
 #pragma omp master
-            inside = snn_cpu_threads(INT64_MAX, SNN_CPU_GRAIN);
+            inside = snn_cpu_threads(INT64_MAX);
         }
         CHECK(inside == 1);
     }
