@@ -3,7 +3,8 @@
  * on each path: fp32 (im2col + cuBLAS SGEMM, tensor/conv2d.cu), TF32 and BF16 on the
  * implicit-GEMM tensor-core kernel (tensor/conv2d_igemm.cu) and on im2col + cuBLAS (TF32: fp32
  * operands, TF32 math; BF16: the column matrix, dout and the weight in bf16, cublasGemmEx on
- * bf16 operands with fp32 accumulation). Not a test; the parity tests are
+ * bf16 operands with fp32 accumulation), and BF16 on the channels-last implicit GEMM
+ * (tensor/conv2d_nhwc.cu, "nhwc") where the layer's shape allows it. Not a test; the parity tests are
  * tests/test_cuda_layers.c and tests/test_cuda_igemm.c.
  *
  *   build/bin/bench_conv2d_cuda [images]      (default 256 = batch 64 x T 4 of the ResNet step)
@@ -137,6 +138,11 @@ static double gemm_ceiling(const snn_kernels *k, int n, snn_rng *rng, bool bf16_
     return 2.0 * (double)n * n * n / t[2] * 1e-12;
 }
 
+
+static const char *path_name(snn_conv_path path)
+{
+    return path == SNN_CONV_PATH_IGEMM ? "igemm" : path == SNN_CONV_PATH_NHWC ? "nhwc" : "im2col";
+}
 #endif /* SNN_WITH_CUDA */
 
 int main(int argc, char **argv)
@@ -174,16 +180,17 @@ int main(int argc, char **argv)
     printf("| layer | precision | path | fwd ms | TFLOP/s | dgrad ms | TFLOP/s | wgrad ms | TFLOP/s | "
            "step ms | %% of cuBLAS | ws MB |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     /* every precision on each path it can take; "auto" marks the one snn.c picks for the dims */
-    const struct { snn_precision precision; snn_conv_path path; } variants[5] = {
+    enum { VARIANTS = 6 };
+    const struct { snn_precision precision; snn_conv_path path; } variants[VARIANTS] = {
         {SNN_PRECISION_FP32, SNN_CONV_PATH_IM2COL}, {SNN_PRECISION_TF32, SNN_CONV_PATH_IM2COL},
         {SNN_PRECISION_TF32, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_BF16, SNN_CONV_PATH_IM2COL},
-        {SNN_PRECISION_BF16, SNN_CONV_PATH_IGEMM}};
+        {SNN_PRECISION_BF16, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC}};
     double total[3] = {0, 0, 0};
-    /* the decision check: per layer, TF32 and BF16 (index 1, 2): step ms on each path, and
-     * whether the table sends the layer to igemm */
-    enum { LAYERS = sizeof layers / sizeof layers[0] };
-    double step_ms[LAYERS][3][2] = {{{0.0}}}; /* [layer][precision][igemm] */
-    bool auto_igemm[LAYERS][3] = {{false}};
+    /* the decision check: per layer, TF32 and BF16 (index 1, 2): step ms on each path the
+     * layer can take (0: not measured), and the path the table sends it to */
+    enum { LAYERS = sizeof layers / sizeof layers[0], PATHS = 4 };
+    double step_ms[LAYERS][3][PATHS] = {{{0.0}}}; /* [layer][precision][snn_conv_path] */
+    int auto_path[LAYERS][3] = {{0}};
     for (size_t i = 0; i < LAYERS; i++) {
         const layer *l = &layers[i];
         const snn_conv2d_dims d = layer_dims(images, l);
@@ -195,13 +202,14 @@ int main(int argc, char **argv)
         float *out = device_random(k, nout, &rng, false), *dout = device_random(k, nout, &rng, false);
         float *dx = device_random(k, nx, &rng, false), *dw = device_random(k, nw, &rng, false);
         const double flops = 2.0 * d.N * d.C_out * (double)(d.C_in * d.KH * d.KW) * d.H_out * d.W_out;
-        for (int v = 0; v < 5; v++) {
+        for (int v = 0; v < VARIANTS; v++) {
             const int p = (int)variants[v].precision;
             snn_set_precision(variants[v].precision);
             snn_cuda_set_conv_path(SNN_CONV_PATH_AUTO); /* which path does snn.c take here? */
-            const bool chosen = p == SNN_PRECISION_FP32 ||
-                                snn_conv2d_uses_igemm_cuda(&d) == (variants[v].path == SNN_CONV_PATH_IGEMM);
+            const int taken = snn_conv2d_path_cuda(&d);
+            const bool chosen = p == SNN_PRECISION_FP32 || taken == (int)variants[v].path;
             snn_cuda_set_conv_path(variants[v].path);
+            if (snn_conv2d_path_cuda(&d) != (int)variants[v].path) continue; /* not this shape's */
             const size_t ws_bytes = k->conv2d_workspace_bytes(&d);
             float *ws = snn_alloc(ws_bytes ? ws_bytes : 1, SNN_CUDA);
             const double f = time_pass(k, FWD, &d, out, x, w, dout, dx, dw, ws);
@@ -210,11 +218,11 @@ int main(int argc, char **argv)
             /* the first conv of a network never needs dx (its input is the image) */
             const double step = f + h + (l->C_in > 3 ? g : 0.0);
             if (chosen) total[p] += step;
-            const bool igemm = variants[v].path == SNN_CONV_PATH_IGEMM;
-            step_ms[i][p][igemm] = 1e3 * step;
-            if (p != SNN_PRECISION_FP32 && chosen) auto_igemm[i][p] = igemm;
+            const snn_conv_path path = variants[v].path;
+            step_ms[i][p][path] = 1e3 * step;
+            if (p != SNN_PRECISION_FP32 && chosen) auto_path[i][p] = (int)path;
             printf("| %s | %s | %s%s | %.3f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.0f%% | %.1f |\n",
-                   l->name, snn_precision_name(variants[v].precision), igemm ? "igemm" : "im2col",
+                   l->name, snn_precision_name(variants[v].precision), path_name(path),
                    chosen ? " (auto)" : "", 1e3 * f, flops / f * 1e-12, 1e3 * g, flops / g * 1e-12,
                    1e3 * h, flops / h * 1e-12, 1e3 * step,
                    100.0 * 3.0 * flops / (f + g + h) * 1e-12 / ceiling[p], (double)ws_bytes / 1e6);
@@ -238,16 +246,23 @@ int main(int argc, char **argv)
         double best_total = 0.0;
         int mismatches = 0;
         for (size_t i = 0; i < LAYERS; i++) {
-            const bool igemm_faster = step_ms[i][p][1] < step_ms[i][p][0];
-            const double best = step_ms[i][p][igemm_faster], table = step_ms[i][p][auto_igemm[i][p]];
+            int fastest = SNN_CONV_PATH_IM2COL;
+            for (int path = 1; path < PATHS; path++)
+                if (step_ms[i][p][path] > 0.0 && step_ms[i][p][path] < step_ms[i][p][fastest])
+                    fastest = path;
+            const double best = step_ms[i][p][fastest], table = step_ms[i][p][auto_path[i][p]];
             /* within 5% is timing noise, not a wrong decision */
             const bool ok = table <= 1.05 * best;
             best_total += best;
             mismatches += !ok;
-            printf("  %s %-30s igemm %7.3f  im2col %7.3f  faster %-6s  table %-6s (%.2fx)  %s\n",
-                   snn_precision_name(precisions[p]), layers[i].name, step_ms[i][p][1],
-                   step_ms[i][p][0], igemm_faster ? "igemm" : "im2col",
-                   auto_igemm[i][p] ? "igemm" : "im2col", table / best, ok ? "ok" : "MISMATCH");
+            char nhwc[32] = "";
+            if (step_ms[i][p][SNN_CONV_PATH_NHWC] > 0.0)
+                snprintf(nhwc, sizeof nhwc, "  nhwc %7.3f", step_ms[i][p][SNN_CONV_PATH_NHWC]);
+            printf("  %s %-30s igemm %7.3f  im2col %7.3f%s  faster %-6s  table %-6s (%.2fx)  %s\n",
+                   snn_precision_name(precisions[p]), layers[i].name,
+                   step_ms[i][p][SNN_CONV_PATH_IGEMM], step_ms[i][p][SNN_CONV_PATH_IM2COL], nhwc,
+                   path_name((snn_conv_path)fastest), path_name((snn_conv_path)auto_path[i][p]),
+                   table / best, ok ? "ok" : "MISMATCH");
         }
         printf("  %s: sum %.2f ms with the table's paths, %.2f ms with the faster ones; %d "
                "mismatch(es)\n", snn_precision_name(precisions[p]), 1e3 * total[p], best_total,

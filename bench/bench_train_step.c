@@ -8,6 +8,7 @@
  *                              [--batch 16,64,128,256] [--steps 20] [--width 64]
  *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
  *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
+ *                              [--conv-path auto|igemm|im2col|nhwc]
  * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
  * (docs/ann2snn.md).
  *
@@ -37,6 +38,9 @@
 #include "bench_stats.h"
 #include "examples/snn_common.h"
 #include "tensor/arena.h"
+#ifdef SNN_WITH_CUDA
+#include "tensor/cuda_options.h"
+#endif
 
 static double now(void)
 {
@@ -220,7 +224,7 @@ int main(int argc, char **argv)
 {
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
-    const char *infer_batches = "1,64";
+    const char *infer_batches = "1,64", *conv_path = "auto";
     int T = 4, steps = 20, width = 0;
     bool no_infer = false, memory = false, tf32 = false;
     option table[] = {
@@ -236,6 +240,8 @@ int main(int argc, char **argv)
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
+        {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
+                                                "(tensor/cuda_options.h)"},
     };
     int parsed = parse_options(argc, argv, "One training step and inference latency of a spiking "
                                "network: ms, images/s, device memory per image.", table,
@@ -266,6 +272,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
         return 2;
     }
+    const char *paths[4] = {"auto", "igemm", "im2col", "nhwc"};
+    int path = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(conv_path, paths[i])) path = i;
+    if (path < 0) {
+        fprintf(stderr, "bench_train_step: bad --conv-path '%s' (expected auto, igemm, im2col or "
+                "nhwc)\n", conv_path);
+        return 2;
+    }
+#ifdef SNN_WITH_CUDA
+    snn_cuda_set_conv_path((snn_conv_path)path); /* the enum's order is the list's */
+#endif
     snn_rng rng;
     snn_rng_seed(&rng, 0);
     snn_model_config c = snn_model_config_default(kind);
@@ -282,9 +300,9 @@ int main(int argc, char **argv)
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
     double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
-    printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons (ATan), Adam, precision %s\n",
-           model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
-           neuron, snn_precision_name(precision));
+    printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons (ATan), Adam, precision %s, "
+           "conv path %s\n", model_name, T, c.width_base, (long long)snn_module_num_parameters(model),
+           device_name, neuron, snn_precision_name(precision), conv_path);
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */

@@ -39,7 +39,9 @@
  * TF32 or BF16 (cuda_options.h) the three entry points below hand over to the implicit-GEMM
  * convolution of conv2d_igemm.cu, which needs neither the column matrix nor its workspace, on
  * the shapes where it beats this path run in the same precision (igemm_pays; or on every shape
- * when snn_cuda_set_conv_path forces it); the rest stay here, with cuBLAS on tensor cores.
+ * when snn_cuda_set_conv_path forces it), and in BF16 to the channels-last implicit GEMM of
+ * conv2d_nhwc.cu on the stride-1 shapes it takes where it wins (nhwc_pays: channels multiples
+ * of 32, planes of 8x8 and up); the rest stay here, with cuBLAS on tensor cores.
  *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
  *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
  *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv
@@ -150,12 +152,12 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
  * to give every SM a tile (inference at batch 1: 0.58 against 0.48 ms per ResNet-18 forward in
  * TF32) leaves the GPU idle.
  *
- * INTEGRATOR: the BF16 row below is the TF32 rule, measured when "BF16 im2col" still fed cuBLAS
- * fp32 operands (TF32 arithmetic, TF32 speed: 1.34 ms igemm against 2.04 im2col on layer1).
- * With bf16 operands the im2col column got faster; re-derive the BF16 row from the "decision
- * check" lines bench_conv2d_cuda prints (measured winner against this rule, per layer), and
- * write the numbers and the date here and in docs/benchmarks.md. To send every BF16 conv to
- * cuBLAS, set min_plane to INT32_MAX. */
+ * The BF16 row is the TF32 rule, checked again on bf16 operands (bench_conv2d_cuda's decision
+ * check, 2026-11-26): the kernel still wins only on the 32x32 planes (1.32 against 1.52 ms on
+ * an H100, 1.32 against 1.35 on an H200); the stem (3 channels) is a tie within 7% either way.
+ * In BF16 the channels-last kernel (nhwc_pays below) comes first, so this row now decides only
+ * the full-resolution shapes whose channels are not multiples of 32. To send every BF16 conv
+ * to cuBLAS, set min_plane to INT32_MAX and make nhwc_pays false. */
 typedef struct igemm_rule {
     int64_t min_plane;     /* H_out W_out at least this (full-resolution planes) */
     int min_channels;      /* C_in and C_out at least this */
@@ -166,7 +168,7 @@ static igemm_rule igemm_rule_for(snn_precision p)
 {
     /* 128 * 132: a 128-position tile for each of the H100's 132 SMs */
     const igemm_rule tf32 = {1024, 16, 128 * 132}; /* H100, 2026-11-24 */
-    const igemm_rule bf16 = {1024, 16, 128 * 132}; /* NOT RE-MEASURED yet: see above */
+    const igemm_rule bf16 = {1024, 16, 128 * 132}; /* H100 and H200, 2026-11-26 */
     const igemm_rule never = {INT32_MAX, INT32_MAX, INT64_MAX};
     return p == SNN_PRECISION_TF32 ? tf32 : p == SNN_PRECISION_BF16 ? bf16 : never;
 }
@@ -182,25 +184,44 @@ static bool igemm_pays(const snn_conv2d_dims *d, snn_precision p)
            (int64_t)d->N * plane >= r.min_positions;
 }
 
-/* The tensor-core path runs for TF32 and BF16 (conv2d_igemm.cu) where it pays. A pure function
- * of the dims and the process-wide options, so the workspace size and both passes agree. */
-static bool use_igemm(const snn_conv2d_dims *d)
+/* Whether the channels-last BF16 kernel (conv2d_nhwc.cu) beats the other two on a shape it
+ * takes. bench_conv2d_cuda at 256 images (step ms = forward + both gradients, nhwc / igemm /
+ * im2col), NVIDIA H200, 2026-11-26: 32x32 64 ch 0.57 / 1.32 / 1.35; 16x16 0.42 / 1.10 / 0.71;
+ * 14x14 0.38 / 0.87 / 0.64; 8x8 0.37 / 1.06 / 0.43; 4x4 0.41 / 1.07 / 0.28. It wins down to
+ * 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.5x faster (nhwc's weight gradient has
+ * a thin tile grid there). Below 64 tiles of 128 positions (inference at batch 1: 4 images)
+ * it leaves the GPU idle, as the NCHW kernel does, and the batch-1 forward went from 0.46 to
+ * 0.99 ms when it was taken there. */
+static bool nhwc_pays(const snn_conv2d_dims *d)
 {
-    const snn_precision p = snn_cuda_precision();
-    if (p == SNN_PRECISION_FP32) return false;
-    switch (snn_cuda_conv_path()) {
-    case SNN_CONV_PATH_IGEMM: return true;
-    case SNN_CONV_PATH_IM2COL: return false;
-    default: return igemm_pays(d, p);
-    }
+    const int64_t plane = (int64_t)d->H_out * d->W_out;
+    return plane >= 64 && (int64_t)d->N * plane >= 64 * 128;
 }
 
-extern "C" bool snn_conv2d_uses_igemm_cuda(const snn_conv2d_dims *d) { return use_igemm(d); }
+/* Which kernels run this conv: im2col + cuBLAS, the NCHW implicit GEMM or (BF16) the
+ * channels-last one. A pure function of the dims and the process-wide options, so the
+ * workspace size and both passes agree. */
+static snn_conv_path conv_path_for(const snn_conv2d_dims *d)
+{
+    const snn_precision p = snn_cuda_precision();
+    if (p == SNN_PRECISION_FP32) return SNN_CONV_PATH_IM2COL;
+    const snn_conv_path forced = snn_cuda_conv_path();
+    if (forced == SNN_CONV_PATH_IGEMM || forced == SNN_CONV_PATH_IM2COL) return forced;
+    if (p == SNN_PRECISION_BF16 && snn_conv2d_nhwc_supports(d) &&
+        (forced == SNN_CONV_PATH_NHWC || nhwc_pays(d)))
+        return SNN_CONV_PATH_NHWC;
+    return igemm_pays(d, p) ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL;
+}
+
+extern "C" int snn_conv2d_path_cuda(const snn_conv2d_dims *d) { return (int)conv_path_for(d); }
 
 extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
-    if (use_igemm(d)) return snn_conv2d_igemm_workspace_bytes_cuda(d);
-    return make_plan(d).bytes;
+    switch (conv_path_for(d)) {
+    case SNN_CONV_PATH_IGEMM: return snn_conv2d_igemm_workspace_bytes_cuda(d);
+    case SNN_CONV_PATH_NHWC: return snn_conv2d_nhwc_workspace_bytes_cuda(d);
+    default: return make_plan(d).bytes;
+    }
 }
 
 /* The two column layouts of a chunk of g images. */
@@ -474,8 +495,13 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
                                         float *workspace)
 {
     if (d->N <= 0 || d->C_out <= 0) return;
-    if (use_igemm(d)) {
+    const snn_conv_path path = conv_path_for(d);
+    if (path == SNN_CONV_PATH_IGEMM) {
         snn_conv2d_igemm_forward_cuda(out, x, weight, bias, d, workspace);
+        return;
+    }
+    if (path == SNN_CONV_PATH_NHWC) {
+        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, d, workspace);
         return;
     }
     const conv_plan plan = make_plan(d);
@@ -500,8 +526,13 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
     const conv_plan plan = make_plan(d);
     if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, plan.P);
     if (!dx && !dweight) return;
-    if (use_igemm(d)) {
+    const snn_conv_path path = conv_path_for(d);
+    if (path == SNN_CONV_PATH_IGEMM) {
         snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
+        return;
+    }
+    if (path == SNN_CONV_PATH_NHWC) {
+        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
         return;
     }
     char *ws = (char *)workspace;

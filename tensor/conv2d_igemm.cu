@@ -495,6 +495,12 @@ static __global__ void split_sum_kernel(float *__restrict__ dw, const float *__r
     }
 }
 
+extern "C" void snn_conv2d_split_sum_cuda(float *dw, const float *partial, int64_t n, int splits)
+{
+    SNN_CUDA_LAUNCH(split_sum_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, dw,
+                    partial, (int)n, splits);
+}
+
 /* ---- planning and launching -------------------------------------------------------------- */
 
 /* Everything both the workspace size and the launches derive from the dims. */
@@ -683,9 +689,7 @@ extern "C" void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const 
                 g.C = partial;
                 g.split_stride = (int64_t)d->C_out * CK;
                 launch<IG_WGRAD>(g, used);
-                SNN_CUDA_LAUNCH(split_sum_kernel,
-                                snn_cuda_grid((int64_t)d->C_out * CK, SNN_CUDA_BLOCK),
-                                SNN_CUDA_BLOCK, 0, dweight, partial, d->C_out * CK, used);
+                snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
             } else {
                 g.C = dweight;
                 g.split_stride = 0;

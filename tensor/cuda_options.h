@@ -42,13 +42,18 @@ bool snn_cuda_tf32(void);
 struct CUstream_st *snn_cuda_stream(void);
 
 /** Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes
- * the implicit-GEMM kernel on the shapes where it was measured faster (full-resolution planes,
- * stride 1: conv2d.cu's igemm_pays), im2col + cuBLAS in the same precision elsewhere; the other
- * two force one path, for benchmarks and tests. */
+ * the path conv2d.cu's decision table measured fastest for the shape and precision; the others
+ * force one, for benchmarks and tests:
+ *   IGEMM   the implicit-GEMM kernel on the engine's NCHW fp32 tensors (conv2d_igemm.cu);
+ *   IM2COL  the column matrix and cuBLAS in the same precision (conv2d.cu);
+ *   NHWC    BF16 only: the implicit GEMM on channels-last bf16 copies (conv2d_nhwc.cu), on the
+ *           shapes it takes (stride 1, C_in and C_out multiples of 32); any other conv, and
+ *           every TF32 one, runs as under AUTO. */
 typedef enum snn_conv_path {
     SNN_CONV_PATH_AUTO,
     SNN_CONV_PATH_IGEMM,
-    SNN_CONV_PATH_IM2COL
+    SNN_CONV_PATH_IM2COL,
+    SNN_CONV_PATH_NHWC
 } snn_conv_path;
 /** Selects the convolution path of later TF32 / BF16 convs (process-wide; AUTO by default). */
 void snn_cuda_set_conv_path(snn_conv_path path);

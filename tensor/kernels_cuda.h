@@ -94,14 +94,29 @@ void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const flo
 /* conv2d_igemm.cu: the TF32 / BF16 tensor-core convolution that conv2d.cu hands over to when
  * the precision is not fp32; the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 size_t snn_conv2d_igemm_workspace_bytes_cuda(const snn_conv2d_dims *d);
-/* True when conv2d.cu hands a conv of these dims to the kernel below under the current
- * precision and conv path (cuda_options.h). */
-bool snn_conv2d_uses_igemm_cuda(const snn_conv2d_dims *d);
+/* The kernels conv2d.cu runs a conv of these dims on under the current precision and conv path
+ * (cuda_options.h): SNN_CONV_PATH_IM2COL (fp32 always), _IGEMM (the kernel below) or _NHWC
+ * (conv2d_nhwc.cu); never _AUTO. An int, so that C code without cuda_options.h may call it. */
+int snn_conv2d_path_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_igemm_forward_cuda(float *out, const float *x, const float *weight,
                                    const float *bias, const snn_conv2d_dims *d, void *workspace);
 void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
                                     const float *weight, const snn_conv2d_dims *d,
                                     void *workspace);
+
+/* dw[i] += sum over s < splits of partial[s n + i], s ascending (deterministic): the split-K
+ * weight gradients of conv2d_igemm.cu and conv2d_nhwc.cu; n < 2^31 */
+void snn_conv2d_split_sum_cuda(float *dw, const float *partial, int64_t n, int splits);
+
+/* conv2d_nhwc.cu: the BF16 convolution on channels-last bf16 copies (stride 1, C_in and C_out
+ * multiples of 32), the same semantics as the conv2d entries (dbias is conv2d.cu's) */
+bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d);
+size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
+void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
+                                  const float *bias, const snn_conv2d_dims *d, void *workspace);
+void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
+                                   const float *weight, const snn_conv2d_dims *d,
+                                   void *workspace);
 
 /* pool2d.cu */
 void snn_max_pool2d_forward_cuda(float *out, int32_t *argmax, const float *x,

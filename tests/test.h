@@ -90,8 +90,20 @@ static inline double test_worst_ratio(const float *got, const float *want, long 
         }                                                                                    \
     } while (0)
 
+/* SNN_TEST_ONLY=text runs only the tests whose function name contains text (e.g. one test
+ * under compute-sanitizer); the others print "skip". */
+static inline int test_selected(const char *name)
+{
+    const char *only = getenv("SNN_TEST_ONLY");
+    return !only || !*only || strstr(name, only) != NULL;
+}
+
 #define RUN(test_fn)                                                                         \
     do {                                                                                     \
+        if (!test_selected(#test_fn)) {                                                      \
+            fprintf(stderr, "%-6s %s\n", "skip", #test_fn);                                  \
+            break;                                                                           \
+        }                                                                                    \
         int before_ = test_failures;                                                         \
         test_fn();                                                                           \
         fprintf(stderr, "%-6s %s\n", test_failures == before_ ? "ok" : "FAIL", #test_fn);    \

@@ -1,10 +1,12 @@
 /*
  * test_cuda_igemm.c - the tensor-core convolutions against the CPU reference, in TF32 and BF16,
- * on both paths a TF32 / BF16 conv can take, each forced with snn_cuda_set_conv_path:
+ * on every path a TF32 / BF16 conv can take, each forced with snn_cuda_set_conv_path:
  *   igemm   the implicit-GEMM kernel (tensor/conv2d_igemm.cu);
  *   im2col  the column matrix and cuBLAS (tensor/conv2d.cu): TF32 math on fp32 operands, or in
  *           BF16 the column matrix, dout and the weight converted to bf16 and cublasGemmEx on
- *           bf16 operands with fp32 accumulation.
+ *           bf16 operands with fp32 accumulation;
+ *   nhwc    BF16 only, on the shapes it takes (stride 1, channels multiples of 32): the implicit
+ *           GEMM on channels-last bf16 copies (tensor/conv2d_nhwc.cu).
  * Forward (with and without bias), the input gradient and the weight gradient, on the shapes
  * the models use (3x3 stride 1 and 2, 1x1 stride 2 and 1, the stem's 3 input channels, the
  * CNN's layers, every ResNet-18 stage) and on awkward ones (channel counts that fill no tile, a
@@ -40,7 +42,10 @@
 #include "cuda_parity.h"
 #include "tensor/error.h"
 #ifdef SNN_WITH_CUDA
-#include "tensor/kernels_cuda.h" /* snn_conv2d_uses_igemm_cuda */
+#include "tensor/cuda_options.h"  /* snn_conv_path */
+#include "tensor/kernels_cuda.h"   /* snn_conv2d_path_cuda, snn_conv2d_nhwc_supports */
+#else
+typedef enum { SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_IM2COL, SNN_CONV_PATH_NHWC } snn_conv_path;
 #endif
 
 #define BF16_NORM_TOL 1e-2
@@ -153,12 +158,28 @@ static void fill_nan(void *dev, size_t bytes)
 
 /* The conv path (cuda_options.h exists only in CUDA builds; without one, parity_begin has
  * exited 77 before any of this runs). */
-static void force_path(bool igemm)
+static void force_path(snn_conv_path path)
 {
 #ifdef SNN_WITH_CUDA
-    snn_cuda_set_conv_path(igemm ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL);
+    snn_cuda_set_conv_path(path);
 #else
-    (void)igemm;
+    (void)path;
+#endif
+}
+
+static const char *path_name(snn_conv_path path)
+{
+    return path == SNN_CONV_PATH_IGEMM ? "igemm" : path == SNN_CONV_PATH_NHWC ? "nhwc" : "im2col";
+}
+
+/* Whether the channels-last BF16 kernel takes these dims (conv2d_nhwc.cu). */
+static bool nhwc_supports(const snn_conv2d_dims *d)
+{
+#ifdef SNN_WITH_CUDA
+    return snn_conv2d_nhwc_supports(d);
+#else
+    (void)d;
+    return false;
 #endif
 }
 
@@ -169,13 +190,13 @@ static void auto_path(void)
 #endif
 }
 
-static bool uses_igemm(const snn_conv2d_dims *d)
+static snn_conv_path path_taken(const snn_conv2d_dims *d)
 {
 #ifdef SNN_WITH_CUDA
-    return snn_conv2d_uses_igemm_cuda(d);
+    return (snn_conv_path)snn_conv2d_path_cuda(d);
 #else
     (void)d;
-    return false;
+    return SNN_CONV_PATH_IM2COL;
 #endif
 }
 
@@ -200,19 +221,18 @@ typedef struct conv_results {
 
 /* Runs the shape on the GPU in precision p on the forced path and compares; returns the
  * results for the TF32 / BF16 comparison. */
-static conv_results gpu_run(const conv_inputs *c, snn_precision p, bool igemm)
+static conv_results gpu_run(const conv_inputs *c, snn_precision p, snn_conv_path path)
 {
     const snn_conv2d_dims *d = &c->d;
     const bool bf16 = p == SNN_PRECISION_BF16;
     const double tol = precision_tol(p);
     char tag[224], what[288];
-    snprintf(tag, sizeof tag, "%s %s %s", igemm ? "igemm" : "im2col", snn_precision_name(p),
-             c->dims);
+    snprintf(tag, sizeof tag, "%s %s %s", path_name(path), snn_precision_name(p), c->dims);
     SNN_ASSERT(snn_set_precision(p) == SNN_OK);
-    force_path(igemm);
+    force_path(path);
     snprintf(what, sizeof what, "path taken %s", tag);
     test_checks++;
-    if (uses_igemm(d) != igemm) {
+    if (path_taken(d) != path) {
         test_failures++;
         fprintf(stderr, "FAIL %s: the forced path is not the one conv2d.cu takes\n", what);
     }
@@ -323,8 +343,9 @@ static void conv_shape(snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
     c.d_dout = dev_copy(dout, c.nout);
 
     for (int igemm = 1; igemm >= 0; igemm--) {
-        const conv_results tf32 = gpu_run(&c, SNN_PRECISION_TF32, igemm);
-        const conv_results bf16 = gpu_run(&c, SNN_PRECISION_BF16, igemm);
+        const snn_conv_path path = igemm ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL;
+        const conv_results tf32 = gpu_run(&c, SNN_PRECISION_TF32, path);
+        const conv_results bf16 = gpu_run(&c, SNN_PRECISION_BF16, path);
         char what[224];
         snprintf(what, sizeof what, "%s BF16 != TF32 forward %s", igemm ? "igemm" : "im2col", c.dims);
         expect_differ(what, bf16.out, tf32.out, c.nout);
@@ -337,6 +358,8 @@ static void conv_shape(snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
             expect_differ(what, bf16.dw, tf32.dw, c.nw);
         }
     }
+    /* the channels-last BF16 kernel, on the shapes it takes: the same references and checks */
+    if (nhwc_supports(&d)) gpu_run(&c, SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC);
     release_all();
 }
 
@@ -376,6 +399,24 @@ static void test_conv_models(void)
     conv_shape(conv_dims(24, 512, 4, 4, 512, 3, 3, 1, 1), false, 0, true);
 }
 
+/* Shapes the channels-last BF16 kernel (conv2d_nhwc.cu) takes, awkward for it: an odd output
+ * plane (the epilogue's column pairs straddle images), channel counts that fill no 128 tile, a
+ * 5x5 window, no padding (dgrad's flipped window pads by 2), a 3x1 window (dgrad pads the width
+ * by -1), 1x1, NULL gradients, and a batch its 32 MiB channels-last copies take in two chunks
+ * (1 MB an image: 32 + 2). Each also runs the other paths, as every shape does. */
+static void test_conv_nhwc(void)
+{
+    conv_shape(conv_dims(3, 32, 7, 9, 96, 3, 3, 1, 1), true, 0, false);
+    conv_shape(conv_dims(2, 64, 10, 10, 32, 5, 5, 1, 2), true, 0, false);
+    conv_shape(conv_dims(2, 32, 9, 9, 32, 3, 3, 1, 0), false, 0, true);
+    conv_shape(conv_dims(3, 32, 6, 5, 64, 3, 1, 1, 1), true, 0, false);
+    conv_shape(conv_dims(5, 32, 8, 8, 64, 1, 1, 1, 0), true, 0, true);
+    conv_shape(conv_dims(1, 160, 6, 6, 160, 3, 3, 1, 1), false, 0, true);
+    conv_shape(conv_dims(3, 32, 8, 8, 32, 3, 3, 1, 1), true, 1, false);  /* dx NULL */
+    conv_shape(conv_dims(3, 32, 8, 8, 32, 3, 3, 1, 1), true, 2, false);  /* dweight NULL */
+    conv_shape(conv_dims(34, 32, 128, 128, 32, 3, 3, 1, 1), false, 0, true);
+}
+
 /* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64
  * through a 5x5 window is 3.4 MB of columns an image in fp32 (78 images a chunk: 78 + 78 + 4)
  * and 1.7 MB in BF16 (157 a chunk, an odd count: its input gradient runs in halves of 79 and
@@ -396,7 +437,7 @@ static void test_bf16_workspace(void)
                                        conv_dims(256, 512, 4, 4, 512, 3, 3, 1, 1)};
     const double limit[2] = {0.51, 0.62};
     for (int i = 0; i < 2; i++) {
-        force_path(false);
+        force_path(SNN_CONV_PATH_IM2COL);
         SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
         const double fp32 = (double)gpu->conv2d_workspace_bytes(&shapes[i]);
         SNN_ASSERT(snn_set_precision(SNN_PRECISION_BF16) == SNN_OK);
@@ -457,6 +498,7 @@ int main(void)
     RUN(test_conv_awkward);
     RUN(test_conv_models);
     RUN(test_conv_chunks);
+    RUN(test_conv_nhwc);
     RUN(test_gemm_bf16);
     return test_finish();
 }

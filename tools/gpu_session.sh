@@ -10,6 +10,8 @@
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
 #   tools/gpu_session.sh igemm     the tensor-core conv: parity, sanitizer, per-layer and per-step
 #                                  benchmarks in fp32 / TF32 / BF16 beside PyTorch
+#   tools/gpu_session.sh nhwc      the channels-last BF16 conv: parity, per-layer table, and the
+#                                  BF16 step against the tree in .carry/base-src.tgz
 #   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
 #   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
 #                                  runs the NIR file in plain PyTorch (h5py) against snn-eval
@@ -142,12 +144,14 @@ for stage in "$@"; do
     timeout 240 build-gpu/bin/bench_train_step 2>&1 | summary
     timeout 240 build-gpu/bin/bench_train_step --tf32 2>&1 | summary ;;
   profile)
-    build || exit 1
-    log "ncu: GPU time per kernel over ~one training step of bench_train_step (B=64, T=4)"
+    # PROFILE_PRECISION (fp32 by default): the precision of the profiled step
+    build bench_train_step || exit 1
+    log "ncu: GPU time per kernel over ~one training step of bench_train_step (B=64, T=4, ${PROFILE_PRECISION:-fp32})"
     # 3 warm-up steps + 1 timed step, training only: divide the totals by 4 for one step
     timeout 500 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-      build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer > "$LOGS/ncu.txt" 2>&1
-    python3 tools/ncu_summary.py "$LOGS/ncu.txt" 4 2>&1 | summary ;;
+      build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer --precision ${PROFILE_PRECISION:-fp32} \
+      > "$LOGS/ncu.txt" 2>&1
+    python3 tools/ncu_summary.py "$LOGS/ncu.txt" 4 2>&1 | tee "$OUT/profile_${PROFILE_PRECISION:-fp32}.txt" | summary ;;
   sparse)
     build || exit 1
     export SNN_DATA_DIR=$PWD/.carry
@@ -190,6 +194,38 @@ for stage in "$@"; do
     log "compute-sanitizer memcheck on test_cuda_igemm"
     timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
     echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_igemm.log")" | summary ;;
+  nhwc)
+    # issue 11: the channels-last BF16 conv (tensor/conv2d_nhwc.cu): parity on every shape it
+    # takes, the per-layer table, and the BF16 training step against the code before it (the
+    # tree in .carry/base-src.tgz, made by `git archive --prefix=base-src/ -o
+    # .carry/base-src.tgz BASE`; its bench_train_step is built beside this tree's), same call.
+    if [ -f .carry/base-src.tgz ]; then
+      rm -rf /tmp/base-src && tar -xzf .carry/base-src.tgz -C /tmp
+      ( cmake -S /tmp/base-src -B /tmp/base-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+          > "$LOGS/base_cmake.log" 2>&1 &&
+        cmake --build /tmp/base-build -j 8 --target bench_train_step > "$LOGS/base_build.log" 2>&1 ) &
+    fi
+    build test_cuda_igemm bench_conv2d_cuda bench_train_step || exit 1
+    wait
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "test_cuda_igemm (every path, incl. nhwc, against the CPU reference)"
+    timeout 300 build-gpu/bin/test_cuda_igemm > "$OUT/test_cuda_igemm.log" 2>&1
+    echo "exit $?" | summary; grep -E "FAIL|checks|passed" "$OUT/test_cuda_igemm.log" | head -30 | summary
+    log "bench_conv2d_cuda (256 images: batch 64 x T 4)"
+    timeout 150 build-gpu/bin/bench_conv2d_cuda 2>&1 | tee "$OUT/bench_conv2d_cuda.txt" | grep -vE "^\| .* (fp32|tf32) " | summary
+    for b in base new; do
+      bin=build-gpu/bin/bench_train_step; [ $b = base ] && bin=/tmp/base-build/bin/bench_train_step
+      [ -x "$bin" ] || { echo "   $b: no bench_train_step" | summary; continue; }
+      log "bench_train_step --precision bf16, $b"
+      timeout 120 "$bin" --precision bf16 --batch ${STEP_BATCHES:-64,128} --steps 10 \
+        --infer-batch 1,64 2>&1 | tee "$OUT/step_bf16_$b.txt" | grep -E "^\||conv path" | summary
+    done
+    if [ -n "${NHWC_SANITIZE:-}" ]; then
+      log "compute-sanitizer memcheck: test_cuda_igemm, test_conv_nhwc only"
+      SNN_TEST_ONLY=test_conv_nhwc timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_nhwc.log" 2>&1
+      echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_nhwc.log"); $(grep -cE '^ok|^FAIL' "$LOGS/sanitizer_nhwc.log") test(s) run" | summary
+    fi ;;
   precision)
     # issue 11: accuracy after 5 epochs in each precision; the three runs of a model share the GPU
     build || exit 1

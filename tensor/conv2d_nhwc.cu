@@ -1,0 +1,771 @@
+/*
+ * conv2d_nhwc.cu - the BF16 convolution on channels-last copies: an implicit GEMM whose
+ * operands are bf16 in memory, loaded 16 bytes at a time and handed to the tensor cores by
+ * ldmatrix. Forward, input gradient (dgrad) and weight gradient (wgrad) of a stride-1
+ * convolution whose channel counts are multiples of 32 (snn_conv2d_nhwc_supports); conv2d.cu
+ * hands a BF16 conv here where its decision table says so, or when the conv path is forced to
+ * SNN_CONV_PATH_NHWC on a shape this file takes.
+ *
+ * Test: tests/test_cuda_igemm.c runs this path (forced) on every shape it supports against the
+ * CPU reference in fp32 (1e-2) and on bf16-rounded operands (5e-4), as the other BF16 paths.
+ * Bench: bench/bench_conv2d_cuda (the "nhwc" rows).
+ *
+ * Why a second implicit GEMM beside conv2d_igemm.cu. That kernel gathers from the NCHW fp32
+ * tensors the engine keeps: along the reduction (input channels x taps) an NCHW tensor has no
+ * contiguous run, so every element is its own 4-byte cp.async, and the operands are rounded to
+ * bf16 only when a fragment is built. Loads, not the tensor cores, set its speed (50-72 of the
+ * H100's ~770 BF16 TFLOP/s). Here each call first writes bf16 copies in the order the
+ * reduction walks:
+ *
+ *   x (N, C_in, H, W) fp32      -> xh (N, H, W, C_in) bf16      channels-last (NHWC)
+ *   dout (N, C_out, Ho, Wo) fp32 -> dyh (N, Ho, Wo, C_out) bf16  (backward)
+ *   w (C_out, C_in, KH, KW)      -> wf (C_out, KH, KW, C_in) bf16 (forward)
+ *                                -> wd (C_in, KH, KW, C_out) bf16, taps flipped (dgrad)
+ *
+ * and then a slice of 32 reduction indices of one output position is 32 consecutive channels
+ * of one tap: 64 contiguous bytes, four 16-byte cp.async. The copies cost one pass over the
+ * tensor (4 B read, 2 B written an element), against the nine 4-byte gathers per element the
+ * NCHW kernel issues for a 3x3 window.
+ *
+ * The three products (cross-correlation, as PyTorch; tap t = (kh, kw), KK taps):
+ *
+ *   forward  out[n, co, oh, ow] = sum_{t, ci} wf[co, t, ci] xh[n, oh - pad + kh, ow - pad + kw, ci]
+ *            GEMM M = C_out, N = N Ho Wo, K = KK C_in  (k = t C_in + ci)
+ *   dgrad    dx[n, ci, ih, iw] += sum_{t, co} wd[ci, t, co] dyh[n, ih - pad' + kh, iw - pad' + kw, co]
+ *            with wd[ci, t, co] = w[co, ci, KK - 1 - t] and pad' = K - 1 - pad: at stride 1 the
+ *            input gradient is the forward convolution of dout with the flipped, transposed
+ *            kernel, so both run on one kernel (nhwc_gather_kernel), M = C_in, K = KK C_out
+ *   wgrad    dw[co, ci, t] += sum_{n, oh, ow} dyh[n, oh, ow, co] xh[n, oh - pad + kh, ow - pad + kw, ci]
+ *            GEMM M = C_out, N = KK C_in (columns (t, ci)), K = N Ho Wo (the pixels):
+ *            nhwc_wgrad_kernel, split along K as conv2d_igemm.cu does, partial sums added in a
+ *            fixed order (deterministic)
+ *
+ * Tiles. A block has 256 threads (8 warps, 2 along M x 4 along N); each warp owns a quarter
+ * of the tile's columns and half its rows, as (BM/32) x (BN/32) mma tiles of m16n8k16 whose
+ * fp32 accumulators stay in registers (64 a thread). The K loop runs over slices of BK with
+ * STAGES slices in flight (cp.async with zero-fill: a padding pixel or a row past the edge
+ * costs no branch and no load):
+ *
+ *   gather, M > 64, C % 64 == 0   128 x 128, BK 64, 3 stages: 110.6 KB of shared memory
+ *   gather, M > 64, C % 32 == 0   128 x 128, BK 32, 4 stages
+ *   gather, M <= 64               64 x 256, BK 32, 4 stages: 102.4 KB (layer1's 64 channels:
+ *                                 a 128-row tile would be half empty, and 256 columns keep
+ *                                 the warp tile at 32 x 64)
+ *   wgrad                         BM x 128 with BM = 128 (64 when M <= 64), BK = 64 pixels,
+ *                                 3 stages: 104 / 80 KB
+ *
+ * so two blocks fit an SM. Slices of 64 halve the barriers and the loader's address
+ * arithmetic per multiply-add against 32, and the loader walks the taps instead of dividing
+ * for them. Shared memory layout per stage, bf16:
+ *
+ *   gather kernel  As[BM][BK + 8]   weight rows, k contiguous      ldmatrix       -> A fragments
+ *                  Bs[BN][BK + 8]   one output position a row      ldmatrix       -> B fragments
+ *   wgrad kernel   As[BK][BM + 8]   one pixel a row, C_out along   ldmatrix.trans -> A fragments
+ *                  Bs[BK][128 + 8]  one pixel a row, (t, ci) along ldmatrix.trans -> B fragments
+ *
+ * The 8 padding elements put the 8 row addresses of one ldmatrix in 8 different 16-byte bank
+ * groups (rows 80, 144, 272 bytes apart: no conflicts) and keep every row 16-byte aligned for
+ * cp.async.
+ *
+ * Rounding: x, dout and w are rounded to bf16 (to nearest, ties to even) once, in the copies;
+ * products are exact in fp32 and summed in fp32. Spikes (0, 1) are exact in bf16.
+ *
+ * Floors (H100; ResNet-18 layer1, 64 -> 64 channels, 32x32, 256 images): each product is
+ * 2 x 64 x 576 x 262,144 = 19.3 GFLOP, 25 us at cuBLAS's 770 BF16 TFLOP/s on a square product.
+ * Bytes: the forward reads x (67 MB fp32), writes and reads xh (34 + 34 MB), writes out (67 MB):
+ * ~200 MB, ~70 us at ~3 TB/s; so each pass is bound by its bytes as much as by its FLOPs.
+ *
+ * Index math is 32-bit: the launchers cut the batch into chunks whose channels-last copies stay
+ * within NH_CHUNK_BYTES (and so below 2^31 elements).
+ */
+#include <algorithm>
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+#include "error.h"
+#include "kernels_cuda.h"
+
+typedef __nv_bfloat16 bf16;
+
+#define NH_THREADS 256
+#define NH_BN 128
+#define NH_CHANNEL_MULTIPLE 32                 /* C_in and C_out: whole 32-channel slices */
+#define NH_WGRAD_BK 64                         /* pixels per wgrad slice */
+#define NH_PAD 8                               /* bf16 of padding per shared-memory row */
+#define NH_CHUNK_BYTES ((size_t)32 << 20)      /* a chunk's channels-last copy of x or dout */
+#define NH_PARTIAL_BUDGET ((size_t)64 << 20)   /* wgrad's split partial sums */
+
+/* ---- the instructions ---------------------------------------------------------------------- */
+
+static __device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16-byte asynchronous copy global -> shared; valid = false writes 16 zero bytes, reads none */
+static __device__ __forceinline__ void cp_async16(bf16 *dst, const bf16 *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(valid ? 16 : 0));
+}
+static __device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int PENDING> static __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+/* Four 8x8 bf16 matrices from shared memory: lanes 8 i .. 8 i + 7 give the row addresses of
+ * matrix i, and register i receives, per lane l, row l / 4, columns 2 (l % 4) and +1 (with
+ * .trans: column l / 4, rows 2 (l % 4) and +1). */
+static __device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const bf16 *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(row)));
+}
+static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const bf16 *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(row)));
+}
+
+/* d (16x8, fp32) += a (16x16 bf16, row-major) b (16x8 bf16, column-major) */
+static __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, const uint32_t *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* n / d for 0 <= n < 2^31 with a multiply and a shift instead of a ~20-instruction division:
+ * shift = ceil(log2 d), mul = floor(2^32 (2^shift - d) / d) + 1, n / d = (hi(n mul) + n) >> shift
+ * (checked against n / d for every d < 5000 over the whole range of n, in steps). */
+struct fast_divisor {
+    uint32_t mul, shift;
+};
+static fast_divisor make_fast_divisor(uint32_t d)
+{
+    fast_divisor f = {0, 0};
+    while ((1u << f.shift) < d) f.shift++;
+    f.mul = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << f.shift) - d)) / d + 1);
+    return f;
+}
+static __device__ __forceinline__ int fast_div(int n, fast_divisor f)
+{
+    return (int)((__umulhi((uint32_t)n, f.mul) + (uint32_t)n) >> f.shift);
+}
+
+/* ---- forward and dgrad: C (M, N) = A (M, K) x B gathered from a channels-last tensor ------- */
+
+struct nh_gather {
+    const bf16 *A;     /* (M, K) row-major: wf (forward) or wd (dgrad) */
+    const bf16 *B;     /* channels-last input of the chunk (images, H, W, C) */
+    float *C;          /* NCHW output of the chunk (images, M, Ho, Wo) */
+    const float *bias; /* forward, may be NULL: C = A B + bias[row] */
+    int accumulate;    /* dgrad: C += A B */
+    int M, N, K;       /* N = images Ho Wo, K = KK C */
+    int C_ch, H, W;    /* the gathered tensor: channels and plane */
+    int Ho, Wo;        /* the output plane */
+    int KW, pad_h, pad_w; /* stride 1: input pixel = output pixel - pad + (kh, kw) */
+};
+
+/*
+ * One BM x BN tile of C, K walked in slices of BK (32 or 64: one tap's BK consecutive channels,
+ * so C % BK == 0), STAGES slices in flight. Loader roles: thread tid copies 16-byte part
+ * (tid % PARTS) of slice rows tid / PARTS + ROWS_PER_PASS i; A rows are output channels, B rows
+ * output positions, whose source is one run of 2 BK bytes of the input pixel the slice's tap
+ * reads. The tap is walked, not divided for: (tap, first channel) advance by BK a slice.
+ */
+template <int BM, int BN, int BK, int STAGES>
+static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_gather g)
+{
+    constexpr int ROW = BK + NH_PAD;
+    constexpr int A_ELEMS = BM * ROW, STAGE = A_ELEMS + BN * ROW;
+    constexpr int MT = BM / 32, NT = BN / 32;   /* warp tile (BM/2) x (BN/4) */
+    constexpr int PARTS = BK / 8, ROWS_PER_PASS = NH_THREADS / PARTS;
+    constexpr int A_ROWS = BM / ROWS_PER_PASS, B_ROWS = BN / ROWS_PER_PASS; /* per thread */
+    static_assert(BM % ROWS_PER_PASS == 0 && BN % ROWS_PER_PASS == 0, "tile rows per pass");
+    extern __shared__ __align__(16) unsigned char smem_bytes[];
+    bf16 *smem = reinterpret_cast<bf16 *>(smem_bytes);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int P = g.Ho * g.Wo, part = 8 * (tid % PARTS), row0 = tid / PARTS;
+    const int tiles = g.K / BK;
+
+    /* this thread's B rows (output positions): image base and top-left input pixel */
+    int b_base[B_ROWS], b_ih0[B_ROWS], b_iw0[B_ROWS];
+    bool b_valid[B_ROWS];
+    #pragma unroll
+    for (int i = 0; i < B_ROWS; i++) {
+        const int col = n0 + row0 + ROWS_PER_PASS * i;
+        b_valid[i] = col < g.N;
+        const int c = b_valid[i] ? col : 0;
+        const int img = c / P, p = c - img * P, oh = p / g.Wo, ow = p - oh * g.Wo;
+        b_ih0[i] = oh - g.pad_h;
+        b_iw0[i] = ow - g.pad_w;
+        b_base[i] = img * g.H * g.W * g.C_ch;
+    }
+    const bf16 *a_src = g.A + (size_t)min(m0 + row0, g.M - 1) * g.K + part;
+
+    /* the slice the next load_slice call copies: k0 = tap C + c0, tap = kh KW + kw */
+    int load_k0 = 0, load_c0 = 0, load_kh = 0, load_kw = 0;
+    auto load_slice = [&](int stage) {
+        bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        #pragma unroll
+        for (int i = 0; i < A_ROWS; i++) {
+            const int row = row0 + ROWS_PER_PASS * i;
+            const bool ok = m0 + row < g.M;
+            cp_async16(As + row * ROW + part,
+                       ok ? a_src + (size_t)ROWS_PER_PASS * i * g.K + load_k0 : g.A, ok);
+        }
+        #pragma unroll
+        for (int i = 0; i < B_ROWS; i++) {
+            const int ih = b_ih0[i] + load_kh, iw = b_iw0[i] + load_kw;
+            const bool ok = b_valid[i] && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
+            const bf16 *src = ok ? g.B + b_base[i] + (ih * g.W + iw) * g.C_ch + load_c0 + part : g.B;
+            cp_async16(Bs + (row0 + ROWS_PER_PASS * i) * ROW + part, src, ok);
+        }
+        load_k0 += BK;
+        load_c0 += BK;
+        if (load_c0 == g.C_ch) {
+            load_c0 = 0;
+            if (++load_kw == g.KW) load_kw = 0, load_kh++;
+        }
+    };
+
+    float acc[MT][NT][4];
+    #pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            #pragma unroll
+            for (int r = 0; r < 4; r++) acc[mt][nt][r] = 0.0f;
+    const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
+
+    /* Fragments (PTX ISA, mma.m16n8k16 .bf16): A registers 0..3 = rows 0-7 / 8-15 x k 0-7,
+     * then the same x k 8-15, which ldmatrix.x4 delivers when lanes 0-15 point at rows 0-15
+     * (k 0) and lanes 16-31 at rows 0-15 (k 8). A B fragment is 8 columns x k 0-7 and k 8-15:
+     * one x4 loads two of them (lanes 0-7: columns 0-7 at k 0, 8-15: at k 8, 16-31: columns
+     * 8-15). */
+    auto multiply_slice = [&](int stage) {
+        const bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        #pragma unroll
+        for (int ks = 0; ks < BK; ks += 16) {
+            uint32_t a[MT][4], b[NT][2];
+            #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(a[mt], As + (wm0 + mt * 16 + (lane & 15)) * ROW + ks + (lane >> 4) * 8);
+            #pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                uint32_t r[4];
+                ldmatrix_x4(r, Bs + (wn0 + np * 16 + (lane & 7) + (lane >> 4) * 8) * ROW + ks +
+                                   ((lane >> 3) & 1) * 8);
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+            #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                #pragma unroll
+                for (int nt = 0; nt < NT; nt++) mma_bf16(acc[mt][nt], a[mt], b[nt]);
+        }
+    };
+
+    /* the pipeline: slices kt + 1 .. kt + STAGES - 1 in flight while kt is multiplied */
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < tiles) load_slice(s);
+        cp_async_commit(); /* an empty group keeps the count uniform */
+    }
+    for (int kt = 0; kt < tiles; kt++) {
+        cp_async_wait<STAGES - 2>(); /* this thread's copies of slice kt have landed */
+        __syncthreads();             /* everyone's have; and slice kt - 1 is multiplied */
+        const int next = kt + STAGES - 1;
+        if (next < tiles) load_slice(next % STAGES); /* overwrites slice kt - 1 */
+        cp_async_commit();
+        multiply_slice(kt % STAGES);
+    }
+    cp_async_wait<0>();
+
+    /* Epilogue: C element (row gq or gq + 8, columns 2 tq and 2 tq + 1) of each mma tile, into
+     * the NCHW output; the column pair is one float2 when both lie in one image (P even). */
+    const int gq = lane >> 2, tq = lane & 3;
+    const bool pairs = (P & 1) == 0 && ((uintptr_t)g.C & 7) == 0;
+    #pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        const int col = n0 + wn0 + nt * 8 + 2 * tq;
+        if (col >= g.N) continue;
+        const int img = col / P, p = col - img * P;
+        float *base = g.C + (size_t)img * g.M * P + p;
+        #pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            #pragma unroll
+            for (int r8 = 0; r8 < 2; r8++) {
+                const int row = m0 + wm0 + mt * 16 + gq + 8 * r8;
+                if (row >= g.M) continue;
+                float v0 = acc[mt][nt][2 * r8], v1 = acc[mt][nt][2 * r8 + 1];
+                if (g.bias) {
+                    const float b = __ldg(g.bias + row);
+                    v0 += b;
+                    v1 += b;
+                }
+                float *dst = base + (size_t)row * P;
+                if (pairs) {
+                    float2 *d2 = reinterpret_cast<float2 *>(dst);
+                    if (g.accumulate) {
+                        const float2 o = *d2;
+                        v0 += o.x;
+                        v1 += o.y;
+                    }
+                    *d2 = make_float2(v0, v1);
+                } else {
+                    dst[0] = g.accumulate ? dst[0] + v0 : v0;
+                    if (col + 1 < g.N) { /* the next column may open the next image */
+                        const int img1 = (col + 1) / P, p1 = col + 1 - img1 * P;
+                        float *d1 = g.C + (size_t)img1 * g.M * P + (size_t)row * P + p1;
+                        *d1 = g.accumulate ? *d1 + v1 : v1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- wgrad: dW (C_out, (t, ci)) = dyh^T (C_out, pixels) x xh gathered (pixels, (t, ci)) ------ */
+
+struct nh_wgrad {
+    const bf16 *dy;       /* channels-last dout of the chunk (images, Ho, Wo, C_out) */
+    const bf16 *x;        /* channels-last x of the chunk (images, H, W, C_in) */
+    float *dw;            /* (C_out, C_in, KH, KW): += here, or split z's partial at z stride */
+    int64_t split_stride; /* 0: add into dw */
+    int M, N, K;          /* M = C_out, N = KK C_in, K = images Ho Wo */
+    int k_per_split;      /* a multiple of NH_WGRAD_BK */
+    int C_in, H, W, P, Wo, KW, KK, pad;
+    fast_divisor by_P, by_Wo;
+};
+
+/*
+ * One BM x 128 tile of dW over the pixels of split blockIdx.z. Both slices are pixel-major: a
+ * slice row is one pixel, along which dout's C_out channels (A) are contiguous, and so are the
+ * 8 input channels ci .. ci + 7 of the pixel tap t reads, for the 8 columns (t, ci .. ci + 7) a
+ * thread copies (B). ldmatrix.trans turns the pixel-major 8x8 blocks into the row-major A and
+ * column-major B fragments mma wants.
+ */
+template <int BM, int BK, int STAGES>
+static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgrad g)
+{
+    constexpr int LDA = BM + NH_PAD, LDB = NH_BN + NH_PAD;
+    constexpr int A_ELEMS = BK * LDA, STAGE = A_ELEMS + BK * LDB;
+    constexpr int MT = BM / 32, NT = 4;
+    constexpr int A_PARTS = BM / 8; /* 16-byte parts in an A row */
+    constexpr int A_COPIES = BK * A_PARTS / NH_THREADS, B_COPIES = BK * 16 / NH_THREADS;
+    extern __shared__ __align__(16) unsigned char smem_bytes[];
+    bf16 *smem = reinterpret_cast<bf16 *>(smem_bytes);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * NH_BN;
+    const int k_begin = blockIdx.z * g.k_per_split;
+    const int k_end = min(g.K, k_begin + g.k_per_split);
+    const int tiles = (k_end - k_begin + BK - 1) / BK;
+
+    /* B: this thread's 8 columns n0 + 8 (tid % 16) .. + 7 are channels b_ci .. + 7 of one tap */
+    const int bn = n0 + 8 * (tid & 15);
+    const bool bn_valid = bn < g.N;
+    const int tap = bn_valid ? bn / g.C_in : 0;
+    const int b_ci = bn_valid ? bn - tap * g.C_in : 0;
+    const int b_kh = tap / g.KW, b_kw = tap - b_kh * g.KW;
+
+    auto load_slice = [&](int kt, int stage) {
+        bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        const int k0 = k_begin + kt * BK;
+        #pragma unroll
+        for (int i = 0; i < A_COPIES; i++) {
+            const int c = tid + NH_THREADS * i, r = c / A_PARTS, am = 8 * (c % A_PARTS);
+            const int j = k0 + r;
+            const bool ok = j < k_end && m0 + am < g.M;
+            const bf16 *src = ok ? g.dy + (size_t)j * g.M + m0 + am : g.dy;
+            cp_async16(As + r * LDA + am, src, ok);
+        }
+        #pragma unroll
+        for (int i = 0; i < B_COPIES; i++) {
+            const int r = (tid >> 4) + 16 * i, j = k0 + r;
+            bool ok = j < k_end && bn_valid;
+            const int jj = ok ? j : 0;
+            const int img = fast_div(jj, g.by_P), p = jj - img * g.P;
+            const int oh = fast_div(p, g.by_Wo), ow = p - oh * g.Wo;
+            const int ih = oh - g.pad + b_kh, iw = ow - g.pad + b_kw;
+            ok = ok && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
+            const bf16 *src = ok ? g.x + ((img * g.H + ih) * g.W + iw) * g.C_in + b_ci : g.x;
+            cp_async16(Bs + r * LDB + 8 * (tid & 15), src, ok);
+        }
+    };
+
+    float acc[MT][NT][4];
+    #pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            #pragma unroll
+            for (int r = 0; r < 4; r++) acc[mt][nt][r] = 0.0f;
+    const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * 32;
+
+    /* ldmatrix.trans on pixel-major blocks: for A, lanes 8 i .. 8 i + 7 point at pixels
+     * (i / 2) 8 .. + 7 of channels (i % 2) 8 ..: registers 0..3 = rows 0-7 / 8-15 x k 0-7, then
+     * x k 8-15; for B, at pixels (i % 2) 8 .. of columns (i / 2) 8 ..: two B fragments. */
+    auto multiply_slice = [&](int stage) {
+        const bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        #pragma unroll
+        for (int ks = 0; ks < BK; ks += 16) {
+            uint32_t a[MT][4], b[NT][2];
+            #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4_trans(a[mt], As + (ks + (lane & 7) + (lane >> 4) * 8) * LDA + wm0 +
+                                             mt * 16 + ((lane >> 3) & 1) * 8);
+            #pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                uint32_t r[4];
+                ldmatrix_x4_trans(r, Bs + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn0 +
+                                         np * 16 + (lane >> 4) * 8);
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+            #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                #pragma unroll
+                for (int nt = 0; nt < NT; nt++) mma_bf16(acc[mt][nt], a[mt], b[nt]);
+        }
+    };
+
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < tiles) load_slice(s, s);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < tiles; kt++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        const int next = kt + STAGES - 1;
+        if (next < tiles) load_slice(next, next % STAGES);
+        cp_async_commit();
+        multiply_slice(kt % STAGES);
+    }
+    cp_async_wait<0>();
+
+    /* Epilogue: column (t, ci) of row co is dW[co, ci, t] */
+    const int gq = lane >> 2, tq = lane & 3;
+    float *out = g.dw + (size_t)blockIdx.z * g.split_stride;
+    #pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        #pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int col = n0 + wn0 + nt * 8 + 2 * tq + half;
+            if (col >= g.N) continue;
+            const int t = col / g.C_in, ci = col - t * g.C_in, offset = ci * g.KK + t;
+            #pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                #pragma unroll
+                for (int r8 = 0; r8 < 2; r8++) {
+                    const int row = m0 + wm0 + mt * 16 + gq + 8 * r8;
+                    if (row >= g.M) continue;
+                    const float v = acc[mt][nt][2 * r8 + half];
+                    float *dst = out + (size_t)row * g.N + offset;
+                    *dst = g.split_stride == 0 ? *dst + v : v;
+                }
+            }
+        }
+    }
+}
+
+/* ---- the copies ---------------------------------------------------------------------------- */
+
+/* dst (images, HW, C) bf16 = src (images, C, HW) fp32, rounded to nearest even. A block moves a
+ * 32 x 32 tile of (channels, positions) of one image through shared memory, so that the reads
+ * run along positions and the writes along channels (both coalesced). Traffic: 4 B read and
+ * 2 B written per element. */
+static __global__ void nchw_to_nhwc_bf16_kernel(bf16 *__restrict__ dst,
+                                                const float *__restrict__ src, int C, int HW)
+{
+    __shared__ float tile[32][33]; /* 33: a column walk hits 32 different banks */
+    const int n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const float *s = src + (size_t)n * C * HW;
+    #pragma unroll
+    for (int i = ty; i < 32; i += 8) {
+        const int c = c0 + i, p = p0 + tx;
+        tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
+    }
+    __syncthreads();
+    bf16 *d = dst + (size_t)n * HW * C;
+    #pragma unroll
+    for (int i = ty; i < 32; i += 8) {
+        const int p = p0 + i, c = c0 + tx;
+        if (p < HW && c < C) d[(size_t)p * C + c] = __float2bfloat16_rn(tile[tx][i]);
+    }
+}
+
+/* The weight (C_out, C_in, KK) fp32 as the A operand, bf16:
+ *   forward  wf[co, t, ci] = w[co, ci, t]
+ *   dgrad    wd[ci, t, co] = w[co, ci, KK - 1 - t]   (the flipped window, channels swapped)
+ * One thread per output element. Traffic: 4 B read (gathered, from L2) and 2 B written. */
+static __global__ void pack_weight_kernel(bf16 *__restrict__ dst, const float *__restrict__ w,
+                                          int C_out, int C_in, int KK, int for_dgrad)
+{
+    const int64_t total = (int64_t)C_out * C_in * KK;
+    SNN_GRID_STRIDE_LOOP(idx, total) {
+        const int rows_inner = for_dgrad ? C_out : C_in; /* the innermost axis of dst */
+        const int64_t row = idx / ((int64_t)KK * rows_inner);
+        const int r = (int)(idx - row * KK * rows_inner), t = r / rows_inner;
+        const int inner = r - t * rows_inner;
+        const int64_t co = for_dgrad ? inner : row, ci = for_dgrad ? row : inner;
+        const int tap = for_dgrad ? KK - 1 - t : t;
+        dst[idx] = __float2bfloat16_rn(w[(co * C_in + ci) * KK + tap]);
+    }
+}
+
+/* ---- planning and launching ---------------------------------------------------------------- */
+
+/* What the workspace size and the launches derive from the dims. Workspace: the packed weight,
+ * then xh and dyh of one chunk, then wgrad's partial sums. */
+struct nh_plan {
+    int G;                /* images per chunk */
+    int wgrad_splits;     /* S */
+    size_t weight_bytes, x_bytes, dy_bytes, partial_floats, bytes;
+};
+
+static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+static nh_plan make_nh_plan(const snn_conv2d_dims *d)
+{
+    nh_plan plan = {};
+    const int64_t KK = (int64_t)d->KH * d->KW, CK = (int64_t)d->C_in * KK;
+    const int64_t HW = (int64_t)d->H * d->W, P = (int64_t)d->H_out * d->W_out;
+    const int64_t per_image = std::max(HW * d->C_in, P * d->C_out) * (int64_t)sizeof(bf16);
+    int64_t G = per_image > 0 ? (int64_t)NH_CHUNK_BYTES / per_image : d->N;
+    plan.G = (int)std::max<int64_t>(1, std::min<int64_t>({G, (int64_t)d->N, 65535}));
+    plan.weight_bytes = round_up((size_t)(d->C_out * CK) * sizeof(bf16), 256);
+    plan.x_bytes = round_up((size_t)(plan.G * HW * d->C_in) * sizeof(bf16), 256);
+    plan.dy_bytes = round_up((size_t)(plan.G * P * d->C_out) * sizeof(bf16), 256);
+    /* wgrad splits, as conv2d_igemm.cu: two blocks for every SM, slices of at least 8 K tiles,
+     * partials within budget */
+    const int64_t dw = (int64_t)d->C_out * CK, bm = d->C_out > 64 ? 128 : 64;
+    const int64_t tiles_mn = ((d->C_out + bm - 1) / bm) * ((CK + NH_BN - 1) / NH_BN);
+    const int64_t k_tiles = ((int64_t)plan.G * P + NH_WGRAD_BK - 1) / NH_WGRAD_BK;
+    int64_t S = (2 * (int64_t)snn_cuda_sm_count() + tiles_mn - 1) / tiles_mn;
+    S = std::min(S, std::max<int64_t>(1, k_tiles / 8));
+    S = std::min(S, std::max<int64_t>(1, (int64_t)(NH_PARTIAL_BUDGET / sizeof(float)) / dw));
+    plan.wgrad_splits = (int)std::max<int64_t>(1, std::min<int64_t>(S, 65535));
+    plan.partial_floats = plan.wgrad_splits > 1 ? (size_t)(plan.wgrad_splits * dw) : 0;
+    plan.bytes = plan.weight_bytes + plan.x_bytes + plan.dy_bytes +
+                 plan.partial_floats * sizeof(float);
+    return plan;
+}
+
+extern "C" bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d)
+{
+    /* one image's tensors and the weight must index in 32 bits with room to spare */
+    const int64_t image = std::max((int64_t)d->C_in * d->H * d->W,
+                                   (int64_t)d->C_out * d->H_out * d->W_out);
+    const int64_t weight = (int64_t)d->C_out * d->C_in * d->KH * d->KW;
+    return d->stride == 1 && d->C_in > 0 && d->C_out > 0 && d->C_in % NH_CHANNEL_MULTIPLE == 0 &&
+           d->C_out % NH_CHANNEL_MULTIPLE == 0 && d->H_out > 0 && d->W_out > 0 && image < ((int64_t)1 << 30) &&
+           weight < ((int64_t)1 << 30);
+}
+
+extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
+{
+    return make_nh_plan(d).bytes;
+}
+
+static void to_nhwc(bf16 *dst, const float *src, int images, int C, int HW)
+{
+    const dim3 grid((unsigned)((HW + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)images);
+    nchw_to_nhwc_bf16_kernel<<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(dst, src, C, HW);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        snn_cuda_launch_fail("nchw_to_nhwc_bf16_kernel", __FILE__, __LINE__, err,
+                             grid.x * grid.y * grid.z, 256);
+}
+
+static void pack_weight(bf16 *dst, const float *w, const snn_conv2d_dims *d, bool for_dgrad)
+{
+    const int64_t total = (int64_t)d->C_out * d->C_in * d->KH * d->KW;
+    SNN_CUDA_LAUNCH(pack_weight_kernel, snn_cuda_grid(total, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
+                    dst, w, d->C_out, d->C_in, d->KH * d->KW, for_dgrad ? 1 : 0);
+}
+
+/* Launch a tile kernel with `smem` bytes of dynamic shared memory; more than 48 KB must be
+ * asked for once per kernel (`raised` remembers). */
+template <typename Args>
+static void launch_tiles(void (*kernel)(Args), const char *name, const Args &args, dim3 grid,
+                         size_t smem, bool *raised)
+{
+    if (!*raised) {
+        SNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)smem));
+        *raised = true;
+    }
+    kernel<<<grid, NH_THREADS, smem, snn_cuda_stream()>>>(args);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, NH_THREADS);
+}
+
+/* The gather kernel's tile for a GEMM: 128 x 128 (64-channel slices where the channels allow:
+ * half the barriers and loader arithmetic per multiply-add), or 64 x 256 when M <= 64 (a 64-row
+ * tile keeps every row busy on the 64-channel layers; its 256 columns keep the warp tile at
+ * 32 x 64). Shared memory: STAGES (BM + BN) (BK + 8) bf16: 110.6 KB (128 x 128, BK 64, 3
+ * stages) or 102.4 KB (64 x 256, BK 32, 4 stages): two blocks an SM. */
+template <int BM, int BN, int BK, int STAGES>
+static void launch_gather_tile(const nh_gather &g)
+{
+    static bool raised;
+    const dim3 grid((unsigned)((g.N + BN - 1) / BN), (unsigned)((g.M + BM - 1) / BM));
+    const size_t smem = (size_t)STAGES * (BM + BN) * (BK + NH_PAD) * sizeof(bf16);
+    launch_tiles(nhwc_gather_kernel<BM, BN, BK, STAGES>, "nhwc_gather_kernel", g, grid, smem,
+                 &raised);
+}
+
+static void launch_gather(const nh_gather &g)
+{
+    if (g.M <= 64)
+        launch_gather_tile<64, 256, 32, 4>(g);
+    else if (g.C_ch % 64 == 0)
+        launch_gather_tile<128, 128, 64, 3>(g);
+    else
+        launch_gather_tile<128, 128, 32, 4>(g);
+}
+
+/* wgrad's tile: BM x 128 of dW, 64 pixels a slice, 3 slices in flight: 80 KB (BM 64) or
+ * 104 KB (BM 128) of shared memory, two blocks an SM. k_per_split must be a multiple of
+ * NH_WGRAD_BK. */
+static void launch_wgrad(const nh_wgrad &g, int splits)
+{
+    static bool raised[2];
+    const bool big = g.M > 64;
+    const int bm = big ? 128 : 64;
+    const dim3 grid((unsigned)((g.N + NH_BN - 1) / NH_BN), (unsigned)((g.M + bm - 1) / bm),
+                    (unsigned)splits);
+    const size_t smem =
+        (size_t)3 * NH_WGRAD_BK * ((bm + NH_PAD) + (NH_BN + NH_PAD)) * sizeof(bf16);
+    launch_tiles(big ? nhwc_wgrad_kernel<128, NH_WGRAD_BK, 3> : nhwc_wgrad_kernel<64, NH_WGRAD_BK, 3>,
+                 "nhwc_wgrad_kernel", g, grid, smem, &raised[big]);
+}
+
+extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
+                                             const float *bias, const snn_conv2d_dims *d,
+                                             void *workspace)
+{
+    if (d->N <= 0) return;
+    SNN_ASSERT(snn_conv2d_nhwc_supports(d));
+    const nh_plan plan = make_nh_plan(d);
+    bf16 *wf = (bf16 *)workspace;
+    bf16 *xh = (bf16 *)((char *)workspace + plan.weight_bytes);
+    pack_weight(wf, weight, d, false);
+    const int HW = d->H * d->W, P = d->H_out * d->W_out;
+    nh_gather g = {};
+    g.A = wf;
+    g.B = xh;
+    g.bias = bias;
+    g.accumulate = 0;
+    g.M = d->C_out;
+    g.K = d->KH * d->KW * d->C_in;
+    g.C_ch = d->C_in;
+    g.H = d->H;
+    g.W = d->W;
+    g.Ho = d->H_out;
+    g.Wo = d->W_out;
+    g.KW = d->KW;
+    g.pad_h = g.pad_w = d->pad;
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int chunk = std::min(plan.G, d->N - n0);
+        to_nhwc(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
+        g.C = out + (int64_t)n0 * d->C_out * P;
+        g.N = chunk * P;
+        launch_gather(g);
+    }
+}
+
+extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout,
+                                              const float *x, const float *weight,
+                                              const snn_conv2d_dims *d, void *workspace)
+{
+    if (d->N <= 0 || (!dx && !dweight)) return;
+    SNN_ASSERT(snn_conv2d_nhwc_supports(d));
+    const nh_plan plan = make_nh_plan(d);
+    char *ws = (char *)workspace;
+    bf16 *wd = (bf16 *)ws;
+    bf16 *xh = (bf16 *)(ws + plan.weight_bytes);
+    bf16 *dyh = (bf16 *)(ws + plan.weight_bytes + plan.x_bytes);
+    float *partial = (float *)(ws + plan.weight_bytes + plan.x_bytes + plan.dy_bytes);
+    const int KK = d->KH * d->KW, HW = d->H * d->W, P = d->H_out * d->W_out;
+    const int CK = d->C_in * KK;
+    if (dx) pack_weight(wd, weight, d, true);
+
+    /* dgrad: the forward kernel on dout with the flipped window (file comment) */
+    nh_gather gd = {};
+    gd.A = wd;
+    gd.B = dyh;
+    gd.accumulate = 1;
+    gd.M = d->C_in;
+    gd.K = KK * d->C_out;
+    gd.C_ch = d->C_out;
+    gd.H = d->H_out;
+    gd.W = d->W_out;
+    gd.Ho = d->H;
+    gd.Wo = d->W;
+    gd.KW = d->KW;
+    gd.pad_h = d->KH - 1 - d->pad;
+    gd.pad_w = d->KW - 1 - d->pad;
+
+    nh_wgrad gw = {};
+    gw.dy = dyh;
+    gw.x = xh;
+    gw.M = d->C_out;
+    gw.N = CK;
+    gw.C_in = d->C_in;
+    gw.H = d->H;
+    gw.W = d->W;
+    gw.P = P;
+    gw.Wo = d->W_out;
+    gw.KW = d->KW;
+    gw.KK = KK;
+    gw.pad = d->pad;
+    gw.by_P = make_fast_divisor((uint32_t)P);
+    gw.by_Wo = make_fast_divisor((uint32_t)d->W_out);
+
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int chunk = std::min(plan.G, d->N - n0);
+        to_nhwc(dyh, dout + (int64_t)n0 * d->C_out * P, chunk, d->C_out, P);
+        if (dx) {
+            gd.C = dx + (int64_t)n0 * d->C_in * HW;
+            gd.N = chunk * HW;
+            launch_gather(gd);
+        }
+        if (dweight) {
+            to_nhwc(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
+            gw.K = chunk * P;
+            const int tiles = (gw.K + NH_WGRAD_BK - 1) / NH_WGRAD_BK;
+            const int splits = std::min(plan.wgrad_splits, tiles);
+            gw.k_per_split = (tiles + splits - 1) / splits * NH_WGRAD_BK;
+            const int used = (gw.K + gw.k_per_split - 1) / gw.k_per_split; /* non-empty splits */
+            if (used > 1) {
+                gw.dw = partial;
+                gw.split_stride = (int64_t)d->C_out * CK;
+                launch_wgrad(gw, used);
+                snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
+            } else {
+                gw.dw = dweight;
+                gw.split_stride = 0;
+                launch_wgrad(gw, 1);
+            }
+        }
+    }
+}
