@@ -143,24 +143,6 @@ static __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, con
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* n / d for 0 <= n < 2^31 with a multiply and a shift instead of a ~20-instruction division:
- * shift = ceil(log2 d), mul = floor(2^32 (2^shift - d) / d) + 1, n / d = (hi(n mul) + n) >> shift
- * (checked against n / d for every d < 5000 over the whole range of n, in steps). */
-struct fast_divisor {
-    uint32_t mul, shift;
-};
-static fast_divisor make_fast_divisor(uint32_t d)
-{
-    fast_divisor f = {0, 0};
-    while ((1u << f.shift) < d) f.shift++;
-    f.mul = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << f.shift) - d)) / d + 1);
-    return f;
-}
-static __device__ __forceinline__ int fast_div(int n, fast_divisor f)
-{
-    return (int)((__umulhi((uint32_t)n, f.mul) + (uint32_t)n) >> f.shift);
-}
-
 /* ---- forward and dgrad: C (M, N) = A (M, K) x B gathered from a channels-last tensor ------- */
 
 struct nh_gather {
@@ -348,7 +330,7 @@ struct nh_wgrad {
     int M, N, K;          /* M = C_out, N = KK C_in, K = images Ho Wo */
     int k_per_split;      /* a multiple of NH_WGRAD_BK */
     int C_in, H, W, P, Wo, KW, KK, pad;
-    fast_divisor by_P, by_Wo;
+    snn_fast_divisor by_P, by_Wo;
 };
 
 /*
@@ -398,8 +380,8 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
             const int r = (tid >> 4) + 16 * i, j = k0 + r;
             bool ok = j < k_end && bn_valid;
             const int jj = ok ? j : 0;
-            const int img = fast_div(jj, g.by_P), p = jj - img * g.P;
-            const int oh = fast_div(p, g.by_Wo), ow = p - oh * g.Wo;
+            const int img = snn_fast_div(jj, g.by_P), p = jj - img * g.P;
+            const int oh = snn_fast_div(p, g.by_Wo), ow = p - oh * g.Wo;
             const int ih = oh - g.pad + b_kh, iw = ow - g.pad + b_kw;
             ok = ok && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
             const bf16 *src = ok ? g.x + ((img * g.H + ih) * g.W + iw) * g.C_in + b_ci : g.x;
@@ -738,8 +720,8 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
     gw.KW = d->KW;
     gw.KK = KK;
     gw.pad = d->pad;
-    gw.by_P = make_fast_divisor((uint32_t)P);
-    gw.by_Wo = make_fast_divisor((uint32_t)d->W_out);
+    gw.by_P = snn_fast_divisor_make((uint32_t)P);
+    gw.by_Wo = snn_fast_divisor_make((uint32_t)d->W_out);
 
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);

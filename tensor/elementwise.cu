@@ -24,9 +24,17 @@ static __global__ void fill_forward_kernel(float *out, float value, int64_t n)
     SNN_GRID_STRIDE_LOOP(i, n) out[i] = value;
 }
 
+/* Zero, the common case (every gradient buffer starts as zeros: autograd/tape.c), is all-zero
+ * bytes, which cudaMemsetAsync writes with the driver's wide stores: the BF16 ResNet-18 step's
+ * ~330 gradient fills took 1.46 ms a step in the kernel above (ncu, H100, 2026-11-26), ~40% of
+ * the bandwidth its bytes need. */
 extern "C" void snn_fill_cuda(float *out, float value, int64_t n)
 {
     if (n <= 0) return;
+    if (value == 0.0f && !signbit(value)) {
+        SNN_CUDA_CHECK(cudaMemsetAsync(out, 0, (size_t)n * sizeof(float), snn_cuda_stream()));
+        return;
+    }
     SNN_CUDA_LAUNCH(fill_forward_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
                     out, value, n);
 }

@@ -156,11 +156,70 @@ static void test_sync_pieces(void)
     check_shape(32, 64, 256, -2.0f);  /* a ResNet-like layer */
 }
 
+/* A device copy of host h (n floats) one float past a 16-byte boundary: tensor/batchnorm.cu
+ * then takes its scalar kernels instead of the four-at-a-time ones. */
+static float *dev_copy_misaligned(const float *h, size_t n)
+{
+    float *d = dev_floats(n + 1) + 1;
+    upload(d, h, n * sizeof(float));
+    return d;
+}
+
+/* The elementwise passes four values at a time (HW % 4 == 0, 16-byte aligned pointers) and one
+ * at a time compute each value alike: the same data at aligned and misaligned addresses give
+ * the same bits, for the training forward, the eval forward, the backward and sync-BN's
+ * normalise. */
+static void test_quads_same_bits(void)
+{
+    const int N = 6, C = 16, HW = 64;
+    const size_t n = (size_t)N * C * HW, nc = (size_t)C;
+    float *x = random_host(n, -1.0f, 3.0f), *dout = random_host(n, -1.0f, 1.0f);
+    float *dx0 = random_host(n, -1.0f, 1.0f);
+    float *gamma = random_host(nc, 0.5f, 1.5f), *beta = random_host(nc, -0.5f, 0.5f);
+    float *rm = random_host(nc, -0.5f, 0.5f), *rv = random_host(nc, 0.5f, 2.0f);
+    const float *dgamma = dev_copy(gamma, nc), *dbeta = dev_copy(beta, nc);
+    float *out[2], *mean[2], *invstd[2], *drm[2], *drv[2], *dx[2], *dg[2], *db[2];
+    for (int m = 0; m < 2; m++) { /* 0: aligned, 1: one float past */
+        const float *dxin = m ? dev_copy_misaligned(x, n) : dev_copy(x, n);
+        const float *dd = m ? dev_copy_misaligned(dout, n) : dev_copy(dout, n);
+        out[m] = m ? dev_copy_misaligned(dx0, n) : dev_copy(dx0, n);
+        mean[m] = dev_floats(nc), invstd[m] = dev_floats(nc);
+        drm[m] = dev_copy(rm, nc), drv[m] = dev_copy(rv, nc);
+        gpu->batchnorm_forward_train(out[m], mean[m], invstd[m], drm[m], drv[m], dxin, dgamma,
+                                     dbeta, N, C, HW, 0.1f, 1e-5f);
+        dx[m] = m ? dev_copy_misaligned(dx0, n) : dev_copy(dx0, n);
+        dg[m] = dev_copy(gamma, nc), db[m] = dev_copy(beta, nc);
+        gpu->batchnorm_backward(dx[m], dg[m], db[m], dd, dxin, dgamma, mean[m], invstd[m], N, C, HW);
+    }
+    float *h[2] = {host_floats(n), host_floats(n)};
+    download(h[0], out[0], n * sizeof(float));
+    expect_exact("training forward: quads = scalar", out[1], h[0], n * sizeof(float));
+    download(h[0], dx[0], n * sizeof(float));
+    expect_exact("backward dx: quads = scalar", dx[1], h[0], n * sizeof(float));
+    for (int m = 0; m < 2; m++) {
+        const float *dxin = m ? dev_copy_misaligned(x, n) : dev_copy(x, n);
+        gpu->batchnorm_forward_eval(out[m], dxin, dgamma, dbeta, drm[0], drv[0], N, C, HW, 1e-5f);
+    }
+    download(h[0], out[0], n * sizeof(float));
+    expect_exact("eval forward: quads = scalar", out[1], h[0], n * sizeof(float));
+    double *stats = (double *)tracked_alloc(3 * nc * sizeof(double), SNN_CUDA);
+    double *merged = (double *)tracked_alloc(3 * nc * sizeof(double), SNN_CUDA);
+    const float *xa = dev_copy(x, n), *xm = dev_copy_misaligned(x, n);
+    gpu->batchnorm_stats(stats, xa, N, C, HW);
+    gpu->batchnorm_stats_merge(merged, mean[0], invstd[0], drm[0], drv[0], stats, 1, C, 0.1f, 1e-5f);
+    gpu->batchnorm_normalise(out[0], xa, merged, invstd[0], dgamma, dbeta, N, C, HW);
+    gpu->batchnorm_normalise(out[1], xm, merged, invstd[0], dgamma, dbeta, N, C, HW);
+    download(h[0], out[0], n * sizeof(float));
+    expect_exact("sync-BN normalise: quads = scalar", out[1], h[0], n * sizeof(float));
+    release_all();
+}
+
 int main(void)
 {
     (void)expect_norm; /* harness helpers this test has no use for */
     (void)integer_host;
     parity_begin();
     RUN(test_sync_pieces);
+    RUN(test_quads_same_bits);
     return test_finish();
 }
