@@ -208,11 +208,40 @@ snn_status snn_optimizer_step(snn_optimizer *opt)
             return snn_error(SNN_ERR_UNSUPPORTED, "%s: the %s backend has no kernel '%s'", fn,
                              k->name, opt->kind == SNN_OPT_SGD ? "sgd_update" : "adam_update");
     }
+    /* Adam goes in batches of tensors on one device (adam_update_many: one launch for many) */
+    snn_adam_tensor batch[64];
+    int batched = 0;
+    const snn_kernels *batch_kernels = NULL;
+    snn_adam_params adam = {
+        .lr = opt->lr,
+        .beta1 = opt->beta1,
+        .beta2 = opt->beta2,
+        .eps = opt->eps,
+        .weight_decay = opt->weight_decay,
+        .decoupled = opt->kind == SNN_OPT_ADAMW,
+    };
     for (int i = 0; i < opt->n; i++) {
         snn_tensor *p = opt->params[i].tensor;
         if (!p->grad) continue; /* no gradient reached it: PyTorch skips it too */
         const snn_kernels *k = snn_kernels_for(p->device);
         const int64_t t = ++opt->param_steps[i];
+        if (opt->kind != SNN_OPT_SGD && k->adam_update_many) {
+            if (batched == 64 || (batched > 0 && batch_kernels != k)) {
+                batch_kernels->adam_update_many(batch, batched, &adam);
+                batched = 0;
+            }
+            batch_kernels = k;
+            batch[batched++] = (snn_adam_tensor){
+                .p = p->data,
+                .m = opt->state0[i]->data,
+                .v = opt->state1[i]->data,
+                .grad = p->grad->data,
+                .n = p->numel,
+                .bias_correction1 = (float)(1.0 - pow((double)opt->beta1, (double)t)),
+                .bias_correction2 = (float)(1.0 - pow((double)opt->beta2, (double)t)),
+            };
+            continue;
+        }
         if (opt->kind == SNN_OPT_SGD) {
             snn_sgd_params hp = {
                 .lr = opt->lr,
@@ -239,6 +268,7 @@ snn_status snn_optimizer_step(snn_optimizer *opt)
                            p->numel, &hp);
         }
     }
+    if (batched > 0) batch_kernels->adam_update_many(batch, batched, &adam);
     opt->steps++;
     return SNN_OK;
 }

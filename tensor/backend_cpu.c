@@ -60,5 +60,6 @@ const snn_kernels snn_kernels_cpu = {
     .poisson_encode = snn_poisson_encode_cpu,
     .sgd_update = snn_sgd_update_cpu,
     .adam_update = snn_adam_update_cpu,
+    .adam_update_many = snn_adam_update_many_cpu,
     .sumsq_and_finite = snn_sumsq_and_finite_cpu,
 };

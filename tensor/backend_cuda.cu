@@ -115,6 +115,7 @@ static snn_kernels make_cuda_table(void)
     k.poisson_encode = snn_poisson_encode_cuda;
     k.sgd_update = snn_sgd_update_cuda;
     k.adam_update = snn_adam_update_cuda;
+    k.adam_update_many = snn_adam_update_many_cuda;
     k.sumsq_and_finite = snn_sumsq_and_finite_cuda;
     return k;
 }

@@ -97,6 +97,15 @@ typedef struct snn_adam_params {
     float bias_correction2;   /* 1 - beta2^t */
 } snn_adam_params;
 
+/* One tensor of a multi-tensor Adam step (adam_update_many): its parameter, state and gradient,
+ * and its own bias corrections (tensors may have taken different numbers of steps). */
+typedef struct snn_adam_tensor {
+    float *p, *m, *v;
+    const float *grad;
+    int64_t n;
+    float bias_correction1, bias_correction2;
+} snn_adam_tensor;
+
 typedef enum snn_copy_kind {
     SNN_COPY_HOST_TO_DEVICE,
     SNN_COPY_DEVICE_TO_HOST,
@@ -243,6 +252,10 @@ typedef struct snn_kernels {
                        const snn_sgd_params *hp);
     void (*adam_update)(float *p, float *m, float *v, const float *grad, int64_t n,
                         const snn_adam_params *hp);
+    /* adam_update on each of count tensors, with hp's bias corrections replaced by the
+     * tensor's own; the same bits as one call per tensor (on the GPU, one launch serves up to
+     * 32 tensors: a ResNet-18 has 124, most of them a few hundred floats) */
+    void (*adam_update_many)(const snn_adam_tensor *tensors, int count, const snn_adam_params *hp);
     /* out[0] = sum of squares (for gradient norms); out[1] = 1 if any x is NaN/inf else 0 */
     void (*sumsq_and_finite)(float *out, const float *x, int64_t n);
 } snn_kernels;

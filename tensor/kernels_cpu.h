@@ -104,5 +104,6 @@ void snn_sgd_update_cpu(float *p, float *velocity, const float *grad, int64_t n,
                         const snn_sgd_params *hp);
 void snn_adam_update_cpu(float *p, float *m, float *v, const float *grad, int64_t n,
                          const snn_adam_params *hp);
+void snn_adam_update_many_cpu(const snn_adam_tensor *tensors, int count, const snn_adam_params *hp);
 
 #endif /* SNN_KERNELS_CPU_H */

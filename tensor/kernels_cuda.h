@@ -172,6 +172,8 @@ void snn_sgd_update_cuda(float *p, float *velocity, const float *grad, int64_t n
                          const snn_sgd_params *hp);
 void snn_adam_update_cuda(float *p, float *m, float *v, const float *grad, int64_t n,
                           const snn_adam_params *hp);
+void snn_adam_update_many_cuda(const snn_adam_tensor *tensors, int count,
+                               const snn_adam_params *hp);
 
 #ifdef __cplusplus
 }

@@ -81,3 +81,16 @@ void snn_adam_update_cpu(float *p, float *m, float *v, const float *grad, int64_
         p[i] = pi - step * (mi / (sqrtf(vi) / sqrt_bc2 + eps));
     }
 }
+
+/* One tensor at a time: on the CPU a launch costs nothing, and each tensor keeps its own
+ * thread decision (snn_cpu_threads). */
+void snn_adam_update_many_cpu(const snn_adam_tensor *tensors, int count, const snn_adam_params *hp)
+{
+    for (int i = 0; i < count; i++) {
+        snn_adam_params one = *hp;
+        one.bias_correction1 = tensors[i].bias_correction1;
+        one.bias_correction2 = tensors[i].bias_correction2;
+        snn_adam_update_cpu(tensors[i].p, tensors[i].m, tensors[i].v, tensors[i].grad,
+                            tensors[i].n, &one);
+    }
+}

@@ -37,7 +37,7 @@ static void test_table_complete(void)
     HAS(avg_pool2d_forward); HAS(avg_pool2d_backward); HAS(batchnorm_forward_train);
     HAS(batchnorm_forward_eval); HAS(batchnorm_backward); HAS(log_softmax_forward);
     HAS(log_softmax_backward); HAS(nll_forward); HAS(nll_backward); HAS(one_hot);
-    HAS(argmax_rows); HAS(dropout_mask); HAS(sgd_update); HAS(adam_update);
+    HAS(argmax_rows); HAS(dropout_mask); HAS(sgd_update); HAS(adam_update); HAS(adam_update_many);
     HAS(sumsq_and_finite); HAS(poisson_encode);
 #undef HAS
 }
@@ -538,8 +538,59 @@ static void adam_case(bool decoupled, float wd, int t)
     release_all();
 }
 
+/* adam_update_many against one adam_update per tensor on the GPU (bit for bit) and against the
+ * CPU's (within tolerance): sizes around the 4096-element block chunk, an empty tensor, each
+ * tensor at its own step count, and more tensors than one launch takes (32). */
+static void adam_many_case(bool decoupled, int count)
+{
+    char what[96];
+    const int64_t sizes[6] = {1, 4095, 4096, 4097, 100003, 0};
+    snn_adam_params hp = {1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, decoupled, 0.0f, 0.0f};
+    snn_adam_tensor *many = tracked_alloc((size_t)count * sizeof *many, SNN_CPU);
+    snn_adam_tensor *host = tracked_alloc((size_t)count * sizeof *host, SNN_CPU);
+    float **one = tracked_alloc((size_t)count * 3 * sizeof *one, SNN_CPU);
+    for (int i = 0; i < count; i++) {
+        const size_t n = (size_t)sizes[i % 6];
+        const size_t alloc = n ? n : 1;
+        float *p = random_host(alloc, -1.0f, 1.0f), *g = random_host(alloc, -1.0f, 1.0f);
+        float *m = random_host(alloc, -0.1f, 0.1f), *v = random_host(alloc, 0.0f, 0.01f);
+        const int t = 1 + 7 * i;
+        const float bc1 = 1.0f - powf(hp.beta1, (float)t), bc2 = 1.0f - powf(hp.beta2, (float)t);
+        many[i] = (snn_adam_tensor){dev_copy(p, alloc), dev_copy(m, alloc), dev_copy(v, alloc),
+                                    dev_copy(g, alloc), (int64_t)n, bc1, bc2};
+        host[i] = (snn_adam_tensor){p, m, v, g, (int64_t)n, bc1, bc2};
+        /* the same tensor again, for one adam_update call each */
+        one[3 * i] = dev_copy(p, alloc), one[3 * i + 1] = dev_copy(m, alloc);
+        one[3 * i + 2] = dev_copy(v, alloc);
+        snn_adam_params each = hp;
+        each.bias_correction1 = bc1, each.bias_correction2 = bc2;
+        gpu->adam_update(one[3 * i], one[3 * i + 1], one[3 * i + 2], many[i].grad, (int64_t)n,
+                         &each);
+    }
+    gpu->adam_update_many(many, count, &hp);
+    cpu->adam_update_many(host, count, &hp);
+    for (int i = 0; i < count; i++) {
+        const size_t n = (size_t)many[i].n;
+        if (n == 0) continue;
+        float *got = host_floats(n);
+        const float *dev[3] = {many[i].p, many[i].m, many[i].v};
+        const float *want_cpu[3] = {host[i].p, host[i].m, host[i].v};
+        for (int k = 0; k < 3; k++) {
+            download(got, one[3 * i + k], n * sizeof(float));
+            snprintf(what, sizeof what, "adam_update_many = adam_update (%c) tensor %d of %d, n %zu",
+                     "pmv"[k], i, count, n);
+            expect_exact(what, dev[k], got, n * sizeof(float));
+            snprintf(what, sizeof what, "adam_update_many (%c) against the CPU, tensor %d", "pmv"[k], i);
+            expect_close(what, dev[k], want_cpu[k], n, ATOL, RTOL);
+        }
+    }
+    release_all();
+}
+
 static void test_optimizers(void)
 {
+    adam_many_case(false, 6);
+    adam_many_case(true, 70);
     sgd_case(0.0f, 0.0f, false, false, 0.0f);
     sgd_case(0.0f, 0.0f, false, false, 5e-4f);
     sgd_case(0.9f, 0.0f, false, true, 5e-4f);
