@@ -1,8 +1,8 @@
 /*
  * conv2d_nhwc.cu - the BF16 convolution on channels-last copies: an implicit GEMM whose
  * operands are bf16 in memory, loaded 16 bytes at a time and handed to the tensor cores by
- * ldmatrix. Forward, input gradient (dgrad) and weight gradient (wgrad) of a stride-1
- * convolution whose channel counts are multiples of 32 (snn_conv2d_nhwc_supports); conv2d.cu
+ * ldmatrix. Forward, input gradient (dgrad) and weight gradient (wgrad) of a convolution of
+ * stride 1 to 4 whose channel counts are multiples of 32 (snn_conv2d_nhwc_supports); conv2d.cu
  * hands a BF16 conv here where its decision table says so, or when the conv path is forced to
  * SNN_CONV_PATH_NHWC on a shape this file takes.
  *
@@ -27,15 +27,17 @@
  * tensor (4 B read, 2 B written an element), against the nine 4-byte gathers per element the
  * NCHW kernel issues for a 3x3 window.
  *
- * The three products (cross-correlation, as PyTorch; tap t = (kh, kw), KK taps):
+ * The three products (cross-correlation, as PyTorch; tap t = (kh, kw), KK taps, stride s):
  *
- *   forward  out[n, co, oh, ow] = sum_{t, ci} wf[co, t, ci] xh[n, oh - pad + kh, ow - pad + kw, ci]
+ *   forward  out[n, co, oh, ow] = sum_{t, ci} wf[co, t, ci] xh[n, oh s - pad + kh, ow s - pad + kw, ci]
  *            GEMM M = C_out, N = N Ho Wo, K = KK C_in  (k = t C_in + ci)
  *   dgrad    dx[n, ci, ih, iw] += sum_{t, co} wd[ci, t, co] dyh[n, ih - pad' + kh, iw - pad' + kw, co]
- *            with wd[ci, t, co] = w[co, ci, KK - 1 - t] and pad' = K - 1 - pad: at stride 1 the
+ *            at s = 1, with wd[ci, t, co] = w[co, ci, KK - 1 - t] and pad' = K - 1 - pad: the
  *            input gradient is the forward convolution of dout with the flipped, transposed
- *            kernel, so both run on one kernel (nhwc_gather_kernel), M = C_in, K = KK C_out
- *   wgrad    dw[co, ci, t] += sum_{n, oh, ow} dyh[n, oh, ow, co] xh[n, oh - pad + kh, ow - pad + kw, ci]
+ *            kernel, so both run on one kernel (nhwc_gather_kernel), M = C_in, K = KK C_out.
+ *            At s > 1 the pixels of dx split into s^2 residue classes, each a stride-1
+ *            convolution of dout with the taps of its class (dgrad_phase below)
+ *   wgrad    dw[co, ci, t] += sum_{n, oh, ow} dyh[n, oh, ow, co] xh[n, oh s - pad + kh, ow s - pad + kw, ci]
  *            GEMM M = C_out, N = KK C_in (columns (t, ci)), K = N Ho Wo (the pixels):
  *            nhwc_wgrad_kernel, split along K as conv2d_igemm.cu does, partial sums added in a
  *            fixed order (deterministic)
@@ -153,8 +155,12 @@ struct nh_gather {
     int accumulate;    /* dgrad: C += A B */
     int M, N, K;       /* N = images Ho Wo, K = KK C */
     int C_ch, H, W;    /* the gathered tensor: channels and plane */
-    int Ho, Wo;        /* the output plane */
-    int KW, pad_h, pad_w; /* stride 1: input pixel = output pixel - pad + (kh, kw) */
+    int Ho, Wo;        /* the GEMM's output plane: N = images Ho Wo */
+    int KW, stride, pad_h, pad_w; /* input pixel = output pixel stride - pad + (kh, kw) */
+    /* where GEMM pixel (oh, ow) lands: (oh out_step + out_ph, ow out_step + out_pw) of an
+     * out_H x out_W plane (out_step 1, offsets 0: the GEMM's own plane; a dgrad phase: the
+     * pixels of one residue class mod the stride) */
+    int out_step, out_ph, out_pw, out_H, out_W;
 };
 
 /*
@@ -190,8 +196,8 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
         b_valid[i] = col < g.N;
         const int c = b_valid[i] ? col : 0;
         const int img = c / P, p = c - img * P, oh = p / g.Wo, ow = p - oh * g.Wo;
-        b_ih0[i] = oh - g.pad_h;
-        b_iw0[i] = ow - g.pad_w;
+        b_ih0[i] = oh * g.stride - g.pad_h;
+        b_iw0[i] = ow * g.stride - g.pad_w;
         b_base[i] = img * g.H * g.W * g.C_ch;
     }
     const bf16 *a_src = g.A + (size_t)min(m0 + row0, g.M - 1) * g.K + part;
@@ -277,15 +283,27 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
     cp_async_wait<0>();
 
     /* Epilogue: C element (row gq or gq + 8, columns 2 tq and 2 tq + 1) of each mma tile, into
-     * the NCHW output; the column pair is one float2 when both lie in one image (P even). */
+     * the NCHW output; the column pair is one float2 when both lie in one image (P even) and
+     * side by side there (out_step 1). */
     const int gq = lane >> 2, tq = lane & 3;
-    const bool pairs = (P & 1) == 0 && ((uintptr_t)g.C & 7) == 0;
+    const int out_plane = g.out_H * g.out_W;
+    const bool pairs = g.out_step == 1 && (P & 1) == 0 && ((uintptr_t)g.C & 7) == 0;
+    /* the output offset of GEMM column col, row 0 */
+    auto out_at = [&](int col) -> size_t {
+        const int img = col / P, p = col - img * P;
+        int q = p;
+        if (g.out_step != 1) {
+            const int oh = p / g.Wo, ow = p - oh * g.Wo;
+            q = (oh * g.out_step + g.out_ph) * g.out_W + ow * g.out_step + g.out_pw;
+        }
+        return (size_t)img * g.M * out_plane + q;
+    };
     #pragma unroll
     for (int nt = 0; nt < NT; nt++) {
         const int col = n0 + wn0 + nt * 8 + 2 * tq;
         if (col >= g.N) continue;
-        const int img = col / P, p = col - img * P;
-        float *base = g.C + (size_t)img * g.M * P + p;
+        float *base = g.C + out_at(col);
+        float *base1 = !pairs && col + 1 < g.N ? g.C + out_at(col + 1) : NULL;
         #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
             #pragma unroll
@@ -298,7 +316,7 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
                     v0 += b;
                     v1 += b;
                 }
-                float *dst = base + (size_t)row * P;
+                float *dst = base + (size_t)row * out_plane;
                 if (pairs) {
                     float2 *d2 = reinterpret_cast<float2 *>(dst);
                     if (g.accumulate) {
@@ -309,9 +327,8 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
                     *d2 = make_float2(v0, v1);
                 } else {
                     dst[0] = g.accumulate ? dst[0] + v0 : v0;
-                    if (col + 1 < g.N) { /* the next column may open the next image */
-                        const int img1 = (col + 1) / P, p1 = col + 1 - img1 * P;
-                        float *d1 = g.C + (size_t)img1 * g.M * P + (size_t)row * P + p1;
+                    if (base1) { /* the next column: next image, or not beside it */
+                        float *d1 = base1 + (size_t)row * out_plane;
                         *d1 = g.accumulate ? *d1 + v1 : v1;
                     }
                 }
@@ -329,7 +346,7 @@ struct nh_wgrad {
     int64_t split_stride; /* 0: add into dw */
     int M, N, K;          /* M = C_out, N = KK C_in, K = images Ho Wo */
     int k_per_split;      /* a multiple of NH_WGRAD_BK */
-    int C_in, H, W, P, Wo, KW, KK, pad;
+    int C_in, H, W, P, Wo, KW, KK, stride, pad;
     snn_fast_divisor by_P, by_Wo;
 };
 
@@ -382,7 +399,7 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
             const int jj = ok ? j : 0;
             const int img = snn_fast_div(jj, g.by_P), p = jj - img * g.P;
             const int oh = snn_fast_div(p, g.by_Wo), ow = p - oh * g.Wo;
-            const int ih = oh - g.pad + b_kh, iw = ow - g.pad + b_kw;
+            const int ih = oh * g.stride - g.pad + b_kh, iw = ow * g.stride - g.pad + b_kw;
             ok = ok && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
             const bf16 *src = ok ? g.x + ((img * g.H + ih) * g.W + iw) * g.C_in + b_ci : g.x;
             cp_async16(Bs + r * LDB + 8 * (tid & 15), src, ok);
@@ -493,23 +510,67 @@ static __global__ void nchw_to_nhwc_bf16_kernel(bf16 *__restrict__ dst,
     }
 }
 
-/* The weight (C_out, C_in, KK) fp32 as the A operand, bf16:
- *   forward  wf[co, t, ci] = w[co, ci, t]
- *   dgrad    wd[ci, t, co] = w[co, ci, KK - 1 - t]   (the flipped window, channels swapped)
+/* The weight (C_out, C_in, KH, KW) fp32 as the A operand, bf16:
+ *   forward      wf[co, t, ci] = w[co, ci, t], t = kh KW + kw
+ *   dgrad phase  wd[ci, jh, jw, co] = w[co, ci, kh0 - s jh, kw0 - s jw], jh < nh, jw < nw
+ *                (the taps of one residue class, walked backwards: dgrad_phase)
  * One thread per output element. Traffic: 4 B read (gathered, from L2) and 2 B written. */
 static __global__ void pack_weight_kernel(bf16 *__restrict__ dst, const float *__restrict__ w,
-                                          int C_out, int C_in, int KK, int for_dgrad)
+                                          int C_out, int C_in, int KH, int KW, int for_dgrad,
+                                          int s, int kh0, int kw0, int nh, int nw)
 {
-    const int64_t total = (int64_t)C_out * C_in * KK;
+    const int taps = for_dgrad ? nh * nw : KH * KW;
+    const int inner = for_dgrad ? C_out : C_in; /* the innermost axis of dst */
+    const int64_t total = (int64_t)C_out * C_in * taps;
     SNN_GRID_STRIDE_LOOP(idx, total) {
-        const int rows_inner = for_dgrad ? C_out : C_in; /* the innermost axis of dst */
-        const int64_t row = idx / ((int64_t)KK * rows_inner);
-        const int r = (int)(idx - row * KK * rows_inner), t = r / rows_inner;
-        const int inner = r - t * rows_inner;
-        const int64_t co = for_dgrad ? inner : row, ci = for_dgrad ? row : inner;
-        const int tap = for_dgrad ? KK - 1 - t : t;
-        dst[idx] = __float2bfloat16_rn(w[(co * C_in + ci) * KK + tap]);
+        const int64_t row = idx / ((int64_t)taps * inner);
+        const int r = (int)(idx - row * taps * inner), t = r / inner, e = r - t * inner;
+        const int64_t co = for_dgrad ? e : row, ci = for_dgrad ? row : e;
+        int tap = t;
+        if (for_dgrad) {
+            const int jh = t / nw, jw = t - jh * nw;
+            tap = (kh0 - s * jh) * KW + (kw0 - s * jw);
+        }
+        dst[idx] = __float2bfloat16_rn(w[(co * C_in + ci) * KH * KW + tap]);
     }
+}
+
+/* One residue class (ph, pw) of the input gradient at stride s. Input pixel ih = ph + s i'
+ * receives dout row oh = (ih + pad - kh) / s = i' + (ph + pad - kh) / s from the taps kh with
+ * ph + pad - kh divisible by s: every s-th tap, whose offsets dh = (ph + pad - kh) / s are
+ * consecutive. So the class is a stride-1 convolution of dout with an nh x nw window (taps
+ * walked from the largest kh, kh0, down), padded by -dh_min, written to every s-th pixel of dx.
+ * The s^2 classes hold each tap once: the work is the forward's, no multiplied zeros (the NCHW
+ * kernel's transposed window multiplies s^2 - 1 zeros for every term). At s = 1 the one class
+ * is the flipped window with pad KH - 1 - pad. */
+struct dgrad_phase {
+    int nh, nw;     /* taps (0: the class receives nothing) */
+    int kh0, kw0;   /* the first tap walked (the largest) */
+    int pad_h, pad_w; /* -dh_min, -dw_min */
+    int Hp, Wp;     /* the class's pixels: ceil((H - ph) / s) x ceil((W - pw) / s) */
+};
+
+static void phase_axis(int ph, int pad, int K, int s, int size, int *n, int *k0, int *padp,
+                       int *len)
+{
+    *n = 0;
+    for (int k = K - 1; k >= 0; k--)
+        if (((ph + pad - k) % s + s) % s == 0) {
+            if (*n == 0) {
+                *k0 = k;
+                *padp = -((ph + pad - k) / s);
+            }
+            (*n)++;
+        }
+    *len = size > ph ? (size - ph + s - 1) / s : 0;
+}
+
+static dgrad_phase make_dgrad_phase(const snn_conv2d_dims *d, int ph, int pw)
+{
+    dgrad_phase f = {};
+    phase_axis(ph, d->pad, d->KH, d->stride, d->H, &f.nh, &f.kh0, &f.pad_h, &f.Hp);
+    phase_axis(pw, d->pad, d->KW, d->stride, d->W, &f.nw, &f.kw0, &f.pad_w, &f.Wp);
+    return f;
 }
 
 /* ---- planning and launching ---------------------------------------------------------------- */
@@ -556,8 +617,10 @@ extern "C" bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d)
     const int64_t image = std::max((int64_t)d->C_in * d->H * d->W,
                                    (int64_t)d->C_out * d->H_out * d->W_out);
     const int64_t weight = (int64_t)d->C_out * d->C_in * d->KH * d->KW;
-    return d->stride == 1 && d->C_in > 0 && d->C_out > 0 && d->C_in % NH_CHANNEL_MULTIPLE == 0 &&
-           d->C_out % NH_CHANNEL_MULTIPLE == 0 && d->H_out > 0 && d->W_out > 0 && image < ((int64_t)1 << 30) &&
+    /* strides up to 4: dgrad's residue classes (s^2 of them) live in a fixed table */
+    return d->stride >= 1 && d->stride <= 4 && d->C_in > 0 && d->C_out > 0 &&
+           d->C_in % NH_CHANNEL_MULTIPLE == 0 && d->C_out % NH_CHANNEL_MULTIPLE == 0 &&
+           d->H_out > 0 && d->W_out > 0 && image < ((int64_t)1 << 30) &&
            weight < ((int64_t)1 << 30);
 }
 
@@ -576,11 +639,16 @@ static void to_nhwc(bf16 *dst, const float *src, int images, int C, int HW)
                              grid.x * grid.y * grid.z, 256);
 }
 
-static void pack_weight(bf16 *dst, const float *w, const snn_conv2d_dims *d, bool for_dgrad)
+/* forward's weight (phase NULL), or one dgrad class's */
+static void pack_weight(bf16 *dst, const float *w, const snn_conv2d_dims *d,
+                        const dgrad_phase *phase)
 {
-    const int64_t total = (int64_t)d->C_out * d->C_in * d->KH * d->KW;
+    const int taps = phase ? phase->nh * phase->nw : d->KH * d->KW;
+    const int64_t total = (int64_t)d->C_out * d->C_in * taps;
     SNN_CUDA_LAUNCH(pack_weight_kernel, snn_cuda_grid(total, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
-                    dst, w, d->C_out, d->C_in, d->KH * d->KW, for_dgrad ? 1 : 0);
+                    dst, w, d->C_out, d->C_in, d->KH, d->KW, phase ? 1 : 0, d->stride,
+                    phase ? phase->kh0 : 0, phase ? phase->kw0 : 0, phase ? phase->nh : 0,
+                    phase ? phase->nw : 0);
 }
 
 /* Launch a tile kernel with `smem` bytes of dynamic shared memory; more than 48 KB must be
@@ -650,7 +718,7 @@ extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const f
     const nh_plan plan = make_nh_plan(d);
     bf16 *wf = (bf16 *)workspace;
     bf16 *xh = (bf16 *)((char *)workspace + plan.weight_bytes);
-    pack_weight(wf, weight, d, false);
+    pack_weight(wf, weight, d, NULL);
     const int HW = d->H * d->W, P = d->H_out * d->W_out;
     nh_gather g = {};
     g.A = wf;
@@ -665,7 +733,11 @@ extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const f
     g.Ho = d->H_out;
     g.Wo = d->W_out;
     g.KW = d->KW;
+    g.stride = d->stride;
     g.pad_h = g.pad_w = d->pad;
+    g.out_step = 1;
+    g.out_H = d->H_out;
+    g.out_W = d->W_out;
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
         to_nhwc(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
@@ -688,24 +760,36 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
     bf16 *dyh = (bf16 *)(ws + plan.weight_bytes + plan.x_bytes);
     float *partial = (float *)(ws + plan.weight_bytes + plan.x_bytes + plan.dy_bytes);
     const int KK = d->KH * d->KW, HW = d->H * d->W, P = d->H_out * d->W_out;
-    const int CK = d->C_in * KK;
-    if (dx) pack_weight(wd, weight, d, true);
+    const int CK = d->C_in * KK, s = d->stride;
 
-    /* dgrad: the forward kernel on dout with the flipped window (file comment) */
+    /* dgrad: the gather kernel on dout, once per residue class of dx mod the stride (one class
+     * at stride 1), each with its own taps packed at its place in wd (dgrad_phase) */
+    dgrad_phase phases[16];
+    bf16 *phase_w[16];
+    SNN_ASSERT(s * s <= 16);
+    if (dx) {
+        bf16 *at = wd;
+        for (int ph = 0; ph < s; ph++)
+            for (int pw = 0; pw < s; pw++) {
+                dgrad_phase *f = &phases[ph * s + pw];
+                *f = make_dgrad_phase(d, ph, pw);
+                phase_w[ph * s + pw] = at;
+                if (f->nh == 0 || f->nw == 0) continue;
+                pack_weight(at, weight, d, f);
+                at += (size_t)d->C_in * f->nh * f->nw * d->C_out;
+            }
+    }
     nh_gather gd = {};
-    gd.A = wd;
     gd.B = dyh;
     gd.accumulate = 1;
     gd.M = d->C_in;
-    gd.K = KK * d->C_out;
     gd.C_ch = d->C_out;
     gd.H = d->H_out;
     gd.W = d->W_out;
-    gd.Ho = d->H;
-    gd.Wo = d->W;
-    gd.KW = d->KW;
-    gd.pad_h = d->KH - 1 - d->pad;
-    gd.pad_w = d->KW - 1 - d->pad;
+    gd.stride = 1;
+    gd.out_step = s;
+    gd.out_H = d->H;
+    gd.out_W = d->W;
 
     nh_wgrad gw = {};
     gw.dy = dyh;
@@ -719,6 +803,7 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
     gw.Wo = d->W_out;
     gw.KW = d->KW;
     gw.KK = KK;
+    gw.stride = s;
     gw.pad = d->pad;
     gw.by_P = snn_fast_divisor_make((uint32_t)P);
     gw.by_Wo = snn_fast_divisor_make((uint32_t)d->W_out);
@@ -726,9 +811,20 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
         to_nhwc(dyh, dout + (int64_t)n0 * d->C_out * P, chunk, d->C_out, P);
-        if (dx) {
+        for (int k = 0; dx && k < s * s; k++) {
+            const dgrad_phase *f = &phases[k];
+            if (f->nh == 0 || f->nw == 0 || f->Hp == 0 || f->Wp == 0) continue;
+            gd.A = phase_w[k];
+            gd.K = f->nh * f->nw * d->C_out;
+            gd.Ho = f->Hp;
+            gd.Wo = f->Wp;
+            gd.KW = f->nw;
+            gd.pad_h = f->pad_h;
+            gd.pad_w = f->pad_w;
+            gd.out_ph = k / s;
+            gd.out_pw = k % s;
             gd.C = dx + (int64_t)n0 * d->C_in * HW;
-            gd.N = chunk * HW;
+            gd.N = chunk * f->Hp * f->Wp;
             launch_gather(gd);
         }
         if (dweight) {

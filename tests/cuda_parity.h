@@ -40,15 +40,20 @@ typedef struct alloc_record {
     snn_device device;
 } alloc_record;
 
-static alloc_record records[256];
+static alloc_record records[1024];
 static int nrecords;
 
 static void *tracked_alloc(size_t bytes, snn_device device)
 {
     if (bytes == 0) bytes = 1;
+    if (nrecords == (int)(sizeof records / sizeof records[0])) {
+        fprintf(stderr, "cuda_parity.h: more than %d live allocations; call release_all() "
+                "between cases\n", nrecords);
+        exit(EXIT_FAILURE);
+    }
     void *p = snn_alloc(bytes, device);
-    if (!p || nrecords == (int)(sizeof records / sizeof records[0])) {
-        fprintf(stderr, "test_cuda_kernels: cannot allocate %zu bytes on %s\n", bytes,
+    if (!p) {
+        fprintf(stderr, "cuda_parity.h: cannot allocate %zu bytes on %s\n", bytes,
                 snn_device_name(device));
         exit(EXIT_FAILURE);
     }

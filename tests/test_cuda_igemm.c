@@ -402,8 +402,9 @@ static void test_conv_models(void)
 /* Shapes the channels-last BF16 kernel (conv2d_nhwc.cu) takes, awkward for it: an odd output
  * plane (the epilogue's column pairs straddle images), channel counts that fill no 128 tile, a
  * 5x5 window, no padding (dgrad's flipped window pads by 2), a 3x1 window (dgrad pads the width
- * by -1), 1x1, NULL gradients, and a batch its 32 MiB channels-last copies take in two chunks
- * (1 MB an image: 32 + 2). Each also runs the other paths, as every shape does. */
+ * by -1), 1x1, NULL gradients, a batch its 32 MiB channels-last copies take in two chunks
+ * (1 MB an image: 32 + 2), and strides 2 and 3 (odd planes, classes with no taps, a class
+ * with fewer pixels than another). Each also runs the other paths, as every shape does. */
 static void test_conv_nhwc(void)
 {
     conv_shape(conv_dims(3, 32, 7, 9, 96, 3, 3, 1, 1), true, 0, false);
@@ -415,6 +416,13 @@ static void test_conv_nhwc(void)
     conv_shape(conv_dims(3, 32, 8, 8, 32, 3, 3, 1, 1), true, 1, false);  /* dx NULL */
     conv_shape(conv_dims(3, 32, 8, 8, 32, 3, 3, 1, 1), true, 2, false);  /* dweight NULL */
     conv_shape(conv_dims(34, 32, 128, 128, 32, 3, 3, 1, 1), false, 0, true);
+    /* strides: the input gradient runs as one convolution per residue class of dx */
+    conv_shape(conv_dims(2, 32, 9, 7, 64, 3, 3, 2, 1), true, 0, false);  /* odd sizes */
+    conv_shape(conv_dims(3, 32, 8, 8, 64, 1, 1, 2, 0), false, 0, true);  /* 1x1: one class */
+    conv_shape(conv_dims(2, 64, 11, 10, 32, 5, 5, 2, 2), true, 0, false); /* 5x5 */
+    conv_shape(conv_dims(2, 32, 7, 7, 32, 3, 3, 3, 2), true, 0, false);  /* stride 3 > pad */
+    conv_shape(conv_dims(2, 32, 10, 10, 32, 2, 2, 2, 0), false, 0, true); /* 2x2 / 2: patches */
+    conv_shape(conv_dims(2, 32, 9, 9, 32, 3, 3, 2, 1), true, 2, false);  /* dweight NULL */
 }
 
 /* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64

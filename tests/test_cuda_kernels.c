@@ -590,7 +590,7 @@ static void adam_many_case(bool decoupled, int count)
 static void test_optimizers(void)
 {
     adam_many_case(false, 6);
-    adam_many_case(true, 70);
+    adam_many_case(true, 40);
     sgd_case(0.0f, 0.0f, false, false, 0.0f);
     sgd_case(0.0f, 0.0f, false, false, 5e-4f);
     sgd_case(0.9f, 0.0f, false, true, 5e-4f);
