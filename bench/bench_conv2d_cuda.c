@@ -3,7 +3,7 @@
  * on each path: fp32 (im2col + cuBLAS SGEMM, tensor/conv2d.cu), TF32 and BF16 on the
  * implicit-GEMM tensor-core kernel (tensor/conv2d_igemm.cu) and on im2col + cuBLAS (TF32: fp32
  * operands, TF32 math; BF16: the column matrix, dout and the weight in bf16, cublasGemmEx on
- * bf16 operands with fp32 accumulation), and BF16 on the channels-last implicit GEMM
+ * bf16 operands with fp32 accumulation), and TF32 and BF16 on the channels-last implicit GEMM
  * (tensor/conv2d_nhwc.cu, "nhwc") where the layer's shape allows it. Not a test; the parity tests are
  * tests/test_cuda_layers.c and tests/test_cuda_igemm.c.
  *
@@ -180,11 +180,12 @@ int main(int argc, char **argv)
     printf("| layer | precision | path | fwd ms | TFLOP/s | dgrad ms | TFLOP/s | wgrad ms | TFLOP/s | "
            "step ms | %% of cuBLAS | ws MB |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     /* every precision on each path it can take; "auto" marks the one snn.c picks for the dims */
-    enum { VARIANTS = 6 };
+    enum { VARIANTS = 7 };
     const struct { snn_precision precision; snn_conv_path path; } variants[VARIANTS] = {
         {SNN_PRECISION_FP32, SNN_CONV_PATH_IM2COL}, {SNN_PRECISION_TF32, SNN_CONV_PATH_IM2COL},
-        {SNN_PRECISION_TF32, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_BF16, SNN_CONV_PATH_IM2COL},
-        {SNN_PRECISION_BF16, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC}};
+        {SNN_PRECISION_TF32, SNN_CONV_PATH_IGEMM},  {SNN_PRECISION_TF32, SNN_CONV_PATH_NHWC},
+        {SNN_PRECISION_BF16, SNN_CONV_PATH_IM2COL}, {SNN_PRECISION_BF16, SNN_CONV_PATH_IGEMM},
+        {SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC}};
     double total[3] = {0, 0, 0};
     /* the decision check: per layer, TF32 and BF16 (index 1, 2): step ms on each path the
      * layer can take (0: not measured), and the path the table sends it to */

@@ -39,9 +39,10 @@
  * TF32 or BF16 (cuda_options.h) the three entry points below hand over to the implicit-GEMM
  * convolution of conv2d_igemm.cu, which needs neither the column matrix nor its workspace, on
  * the shapes where it beats this path run in the same precision (igemm_pays; or on every shape
- * when snn_cuda_set_conv_path forces it), and in BF16 to the channels-last implicit GEMM of
- * conv2d_nhwc.cu on the stride-1 shapes it takes where it wins (nhwc_pays: channels multiples
- * of 32, planes of 8x8 and up); the rest stay here, with cuBLAS on tensor cores.
+ * when snn_cuda_set_conv_path forces it), and to the channels-last implicit GEMM of
+ * conv2d_nhwc.cu on the shapes it takes where it wins (nhwc_pays: channels multiples of 32,
+ * planes of 8x8 and up; strided ones in BF16 only); the rest stay here, with cuBLAS on tensor
+ * cores.
  *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
  *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
  *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv
@@ -155,8 +156,8 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
  * The BF16 row is the TF32 rule, checked again on bf16 operands (bench_conv2d_cuda's decision
  * check, 2026-11-26): the kernel still wins only on the 32x32 planes (1.32 against 1.52 ms on
  * an H100, 1.32 against 1.35 on an H200); the stem (3 channels) is a tie within 7% either way.
- * In BF16 the channels-last kernel (nhwc_pays below) comes first, so this row now decides only
- * the full-resolution shapes whose channels are not multiples of 32. To send every BF16 conv
+ * The channels-last kernel (nhwc_pays below) comes first, so these rows now decide only the
+ * full-resolution shapes whose channels are not multiples of 32. To send every BF16 conv
  * to cuBLAS, set min_plane to INT32_MAX and make nhwc_pays false. */
 typedef struct igemm_rule {
     int64_t min_plane;     /* H_out W_out at least this (full-resolution planes) */
@@ -184,22 +185,34 @@ static bool igemm_pays(const snn_conv2d_dims *d, snn_precision p)
            (int64_t)d->N * plane >= r.min_positions;
 }
 
-/* Whether the channels-last BF16 kernel (conv2d_nhwc.cu) beats the other two on a shape it
- * takes. bench_conv2d_cuda at 256 images (step ms = forward + both gradients, nhwc / igemm /
- * im2col), NVIDIA H200, 2026-11-26: 32x32 64 ch 0.57 / 1.32 / 1.35; 16x16 0.42 / 1.10 / 0.71;
- * 14x14 0.38 / 0.87 / 0.64; 8x8 0.37 / 1.06 / 0.43; 4x4 0.41 / 1.07 / 0.28. It wins down to
- * 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.5x faster (nhwc's weight gradient has
- * a thin tile grid there). Below 64 tiles of 128 positions (inference at batch 1: 4 images)
- * it leaves the GPU idle, as the NCHW kernel does, and the batch-1 forward went from 0.46 to
- * 0.99 ms when it was taken there. */
-static bool nhwc_pays(const snn_conv2d_dims *d)
+/* Whether the channels-last kernel (conv2d_nhwc.cu) beats the other two on a shape it takes.
+ * bench_conv2d_cuda at 256 images, NVIDIA H100 80GB HBM3, 2026-11-26 (step ms = forward and
+ * both gradients; nhwc / igemm / im2col):
+ *
+ *   layer                  BF16                   TF32
+ *   64 ch 32x32            0.63 / 1.32 / 1.52     1.03 / 1.55 / 2.03
+ *   128 ch 16x16           0.44 / 1.12 / 0.79     0.67 / 1.35 / 1.05
+ *   128 ch 14x14 (CNN)     0.42 / 0.88 / 0.74     0.60 / 1.07 / 0.93
+ *   256 ch 8x8             0.39 / 1.05 / 0.46     0.60 / 1.30 / 0.61
+ *   512 ch 4x4             0.43 / 1.07 / 0.30     0.66 / 1.33 / 0.44
+ *   64->128 /2 3x3         0.55 / 1.18 / 0.65     0.82 / 1.36 / 0.81
+ *   64->128 /2 1x1         0.26 / 0.33 / 0.32     0.35 / 0.35 / 0.34
+ *   128->256 /2 3x3        0.43 / 1.16 / 0.41     0.55 / 1.41 / 0.50
+ *
+ * It wins down to 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.5x faster (the weight
+ * gradient's tile grid is thin there). Strided, it wins in BF16 on 16x16 outputs and ties
+ * below; in TF32 it ties or loses, so TF32 keeps it to stride 1. Below 64 tiles of 128
+ * positions (inference at batch 1: 4 images) it leaves the GPU idle, as the NCHW kernel does:
+ * the batch-1 forward went from 0.46 to 0.99 ms when it was taken there. */
+static bool nhwc_pays(const snn_conv2d_dims *d, snn_precision p)
 {
     const int64_t plane = (int64_t)d->H_out * d->W_out;
-    return plane >= 64 && (int64_t)d->N * plane >= 64 * 128;
+    return plane >= 64 && (int64_t)d->N * plane >= 64 * 128 &&
+           (p == SNN_PRECISION_BF16 || d->stride == 1);
 }
 
-/* Which kernels run this conv: im2col + cuBLAS, the NCHW implicit GEMM or (BF16) the
- * channels-last one. A pure function of the dims and the process-wide options, so the
+/* Which kernels run this conv: im2col + cuBLAS, the NCHW implicit GEMM or the channels-last
+ * one. A pure function of the dims and the process-wide options, so the
  * workspace size and both passes agree. */
 static snn_conv_path conv_path_for(const snn_conv2d_dims *d)
 {
@@ -207,8 +220,7 @@ static snn_conv_path conv_path_for(const snn_conv2d_dims *d)
     if (p == SNN_PRECISION_FP32) return SNN_CONV_PATH_IM2COL;
     const snn_conv_path forced = snn_cuda_conv_path();
     if (forced == SNN_CONV_PATH_IGEMM || forced == SNN_CONV_PATH_IM2COL) return forced;
-    if (p == SNN_PRECISION_BF16 && snn_conv2d_nhwc_supports(d) &&
-        (forced == SNN_CONV_PATH_NHWC || nhwc_pays(d)))
+    if (snn_conv2d_nhwc_supports(d) && (forced == SNN_CONV_PATH_NHWC || nhwc_pays(d, p)))
         return SNN_CONV_PATH_NHWC;
     return igemm_pays(d, p) ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL;
 }

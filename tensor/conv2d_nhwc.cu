@@ -1,31 +1,32 @@
 /*
- * conv2d_nhwc.cu - the BF16 convolution on channels-last copies: an implicit GEMM whose
- * operands are bf16 in memory, loaded 16 bytes at a time and handed to the tensor cores by
- * ldmatrix. Forward, input gradient (dgrad) and weight gradient (wgrad) of a convolution of
- * stride 1 to 4 whose channel counts are multiples of 32 (snn_conv2d_nhwc_supports); conv2d.cu
- * hands a BF16 conv here where its decision table says so, or when the conv path is forced to
- * SNN_CONV_PATH_NHWC on a shape this file takes.
+ * conv2d_nhwc.cu - the tensor-core convolution on channels-last copies: an implicit GEMM whose
+ * operands are bf16 (BF16) or fp32 rounded to TF32 (TF32) in memory, loaded 16 bytes at a
+ * time and handed to mma.sync by ldmatrix. Forward, input gradient (dgrad) and weight gradient
+ * (wgrad) of a convolution of stride 1 to 4 whose channel counts are multiples of 32
+ * (snn_conv2d_nhwc_supports); conv2d.cu hands a TF32 / BF16 conv here where its decision table
+ * (nhwc_pays) says so, or when the conv path is forced to SNN_CONV_PATH_NHWC on a shape this
+ * file takes.
  *
- * Test: tests/test_cuda_igemm.c runs this path (forced) on every shape it supports against the
- * CPU reference in fp32 (1e-2) and on bf16-rounded operands (5e-4), as the other BF16 paths.
- * Bench: bench/bench_conv2d_cuda (the "nhwc" rows).
+ * Test: tests/test_cuda_igemm.c runs this path (forced) on every shape it supports, in both
+ * precisions, against the CPU reference in fp32 (2e-3 TF32, 1e-2 BF16) and on bf16-rounded
+ * operands (5e-4), as the other paths. Bench: bench/bench_conv2d_cuda (the "nhwc" rows).
  *
  * Why a second implicit GEMM beside conv2d_igemm.cu. That kernel gathers from the NCHW fp32
  * tensors the engine keeps: along the reduction (input channels x taps) an NCHW tensor has no
- * contiguous run, so every element is its own 4-byte cp.async, and the operands are rounded to
- * bf16 only when a fragment is built. Loads, not the tensor cores, set its speed (50-72 of the
- * H100's ~770 BF16 TFLOP/s). Here each call first writes bf16 copies in the order the
- * reduction walks:
+ * contiguous run, so every element is its own 4-byte cp.async, and the operands are rounded
+ * only when a fragment is built. Loads, not the tensor cores, set its speed (50-72 of the
+ * H100's ~770 BF16 TFLOP/s). Here each call first writes copies in the order the reduction
+ * walks (E: bf16, or fp32 rounded to TF32):
  *
- *   x (N, C_in, H, W) fp32      -> xh (N, H, W, C_in) bf16      channels-last (NHWC)
- *   dout (N, C_out, Ho, Wo) fp32 -> dyh (N, Ho, Wo, C_out) bf16  (backward)
- *   w (C_out, C_in, KH, KW)      -> wf (C_out, KH, KW, C_in) bf16 (forward)
- *                                -> wd (C_in, KH, KW, C_out) bf16, taps flipped (dgrad)
+ *   x (N, C_in, H, W) fp32      -> xh (N, H, W, C_in) E      channels-last (NHWC)
+ *   dout (N, C_out, Ho, Wo) fp32 -> dyh (N, Ho, Wo, C_out) E  (backward)
+ *   w (C_out, C_in, KH, KW)      -> wf (C_out, KH, KW, C_in) E (forward)
+ *                                -> wd (C_in, KH, KW, C_out) E, taps flipped (dgrad)
  *
- * and then a slice of 32 reduction indices of one output position is 32 consecutive channels
- * of one tap: 64 contiguous bytes, four 16-byte cp.async. The copies cost one pass over the
- * tensor (4 B read, 2 B written an element), against the nine 4-byte gathers per element the
- * NCHW kernel issues for a 3x3 window.
+ * and then a slice of the reduction of one output position is consecutive channels of one tap:
+ * 64 or 128 contiguous bytes, four or eight 16-byte cp.async. The copies cost one pass over the
+ * tensor (4 B read, 2 or 4 B written an element), against the nine 4-byte gathers per element
+ * the NCHW kernel issues for a 3x3 window.
  *
  * The three products (cross-correlation, as PyTorch; tap t = (kh, kw), KK taps, stride s):
  *
@@ -43,34 +44,37 @@
  *            fixed order (deterministic)
  *
  * Tiles. A block has 256 threads (8 warps, 2 along M x 4 along N); each warp owns a quarter
- * of the tile's columns and half its rows, as (BM/32) x (BN/32) mma tiles of m16n8k16 whose
- * fp32 accumulators stay in registers (64 a thread). The K loop runs over slices of BK with
- * STAGES slices in flight (cp.async with zero-fill: a padding pixel or a row past the edge
- * costs no branch and no load):
+ * of the tile's columns and half its rows, as (BM/32) x (BN/32) mma tiles (m16n8k16 for bf16,
+ * m16n8k8 for TF32: each eats 32 bytes of k a row) whose fp32 accumulators stay in registers
+ * (64 a thread). The K loop runs over slices of BK elements with STAGES slices in flight
+ * (cp.async with zero-fill: a padding pixel or a row past the edge costs no branch and no
+ * load). Sizes in bytes of a slice row, the same for both element types:
  *
- *   gather, M > 64, C % 64 == 0   128 x 128, BK 64, 3 stages: 110.6 KB of shared memory
- *   gather, M > 64, C % 32 == 0   128 x 128, BK 32, 4 stages
- *   gather, M <= 64               64 x 256, BK 32, 4 stages: 102.4 KB (layer1's 64 channels:
- *                                 a 128-row tile would be half empty, and 256 columns keep
- *                                 the warp tile at 32 x 64)
- *   wgrad                         BM x 128 with BM = 128 (64 when M <= 64), BK = 64 pixels,
- *                                 3 stages: 104 / 80 KB
+ *   gather, M > 64, 128-byte slices fit C   128 x 128, 3 stages: 110.6 KB of shared memory
+ *   gather, M > 64, otherwise              128 x 128, 64-byte slices, 4 stages
+ *   gather, M <= 64                        64 x 256, 64-byte slices, 4 stages: 102.4 KB
+ *                                          (layer1's 64 channels: a 128-row tile would be half
+ *                                          empty, and 256 columns keep the warp tile at 32 x 64)
+ *   wgrad                                  BM x 128 with BM = 128 (64 when M <= 64), 128 bytes
+ *                                          of pixels a slice, 3 stages: 104 / 80 KB
  *
- * so two blocks fit an SM. Slices of 64 halve the barriers and the loader's address
- * arithmetic per multiply-add against 32, and the loader walks the taps instead of dividing
- * for them. Shared memory layout per stage, bf16:
+ * so two blocks fit an SM. Longer slices halve the barriers and the loader's address
+ * arithmetic per multiply-add, and the loader walks the taps instead of dividing for them.
+ * Shared memory layout per stage:
  *
- *   gather kernel  As[BM][BK + 8]   weight rows, k contiguous      ldmatrix       -> A fragments
- *                  Bs[BN][BK + 8]   one output position a row      ldmatrix       -> B fragments
- *   wgrad kernel   As[BK][BM + 8]   one pixel a row, C_out along   ldmatrix.trans -> A fragments
- *                  Bs[BK][128 + 8]  one pixel a row, (t, ci) along ldmatrix.trans -> B fragments
+ *   gather kernel  As[BM][BK + 16 B]  weight rows, k contiguous    ldmatrix  -> A fragments
+ *                  Bs[BN][BK + 16 B]  one output position a row    ldmatrix  -> B fragments
+ *   wgrad kernel   As[BK][BM + 8]     one pixel a row, C_out along  ldmatrix.trans (bf16) or
+ *                  Bs[BK][128 + 8]    one pixel a row, (t, ci) along 4-byte loads (TF32)
  *
- * The 8 padding elements put the 8 row addresses of one ldmatrix in 8 different 16-byte bank
- * groups (rows 80, 144, 272 bytes apart: no conflicts) and keep every row 16-byte aligned for
- * cp.async.
+ * The padding puts the 8 row addresses of one ldmatrix in 8 different 16-byte bank groups
+ * (rows 80, 144, 272 bytes apart: no conflicts) and keeps every row 16-byte aligned for
+ * cp.async; in the TF32 wgrad, rows 8 words past a multiple of 32 put the 32 lanes' loads in 32
+ * banks.
  *
- * Rounding: x, dout and w are rounded to bf16 (to nearest, ties to even) once, in the copies;
- * products are exact in fp32 and summed in fp32. Spikes (0, 1) are exact in bf16.
+ * Rounding: x, dout and w are rounded once, in the copies: to bf16 (to nearest, ties to even),
+ * or to TF32 (cvt.rna, as cuBLAS), whose low mantissa bits the tensor cores then ignore;
+ * products are exact in fp32 and summed in fp32. Spikes (0, 1) are exact in both.
  *
  * Floors (H100; ResNet-18 layer1, 64 -> 64 channels, 32x32, 256 images): each product is
  * 2 x 64 x 576 x 262,144 = 19.3 GFLOP, 25 us at cuBLAS's 770 BF16 TFLOP/s on a square product.
@@ -85,6 +89,7 @@
 #include <stdint.h>
 
 #include "cuda_common.cuh"
+#include "cuda_options.h"
 #include "error.h"
 #include "kernels_cuda.h"
 
@@ -93,8 +98,7 @@ typedef __nv_bfloat16 bf16;
 #define NH_THREADS 256
 #define NH_BN 128
 #define NH_CHANNEL_MULTIPLE 32                 /* C_in and C_out: whole 32-channel slices */
-#define NH_WGRAD_BK 64                         /* pixels per wgrad slice */
-#define NH_PAD 8                               /* bf16 of padding per shared-memory row */
+#define NH_PAD_BYTES 16                        /* padding per shared-memory row of the gather */
 #define NH_CHUNK_BYTES ((size_t)32 << 20)      /* a chunk's channels-last copy of x or dout */
 #define NH_PARTIAL_BUDGET ((size_t)64 << 20)   /* wgrad's split partial sums */
 
@@ -106,7 +110,7 @@ static __device__ __forceinline__ uint32_t smem_u32(const void *p)
 }
 
 /* 16-byte asynchronous copy global -> shared; valid = false writes 16 zero bytes, reads none */
-static __device__ __forceinline__ void cp_async16(bf16 *dst, const bf16 *src, bool valid)
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)),
                  "l"(src), "r"(valid ? 16 : 0));
@@ -120,16 +124,19 @@ template <int PENDING> static __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 }
 
-/* Four 8x8 bf16 matrices from shared memory: lanes 8 i .. 8 i + 7 give the row addresses of
- * matrix i, and register i receives, per lane l, row l / 4, columns 2 (l % 4) and +1 (with
- * .trans: column l / 4, rows 2 (l % 4) and +1). */
-static __device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const bf16 *row)
+/* Four 8x8 matrices of 16-bit elements from shared memory: lanes 8 i .. 8 i + 7 give the row
+ * addresses of matrix i, and register i receives, per lane l, row l / 4, columns 2 (l % 4) and
+ * +1 (with .trans: column l / 4, rows 2 (l % 4) and +1). Read as 32-bit elements (TF32), a
+ * row of 16 bytes is 4 of them and register i holds row l / 4, column l % 4: the same
+ * fragment shape the TF32 mma wants, so the gather kernel's loads serve both precisions
+ * (.trans would split a 32-bit element: the TF32 wgrad loads its fragments one by one). */
+static __device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const void *row)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_u32(row)));
 }
-static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const bf16 *row)
+static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *row)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -145,11 +152,40 @@ static __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, con
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* d (16x8, fp32) += a (16x8 tf32, row-major) b (8x8 tf32, column-major) */
+static __device__ __forceinline__ void mma_tf32(float *d, const uint32_t *a, const uint32_t *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* One mma of the element type: m16n8k16 for bf16, m16n8k8 for TF32 (stored as fp32 rounded
+ * to TF32): both consume 32 bytes of k per row. */
+template <typename E>
+static __device__ __forceinline__ void mma_step(float *d, const uint32_t *a, const uint32_t *b)
+{
+    if constexpr (sizeof(E) == 2) mma_bf16(d, a, b);
+    else mma_tf32(d, a, b);
+}
+
+/* An operand element from an fp32 value: bf16 rounded to nearest even, or fp32 rounded to
+ * TF32 (to nearest, ties away: cvt.rna, as cuBLAS and conv2d_igemm.cu round), whose low 13
+ * bits are then zero, so the tensor cores' truncation changes nothing. */
+static __device__ __forceinline__ bf16 to_operand(float v, bf16 *) { return __float2bfloat16_rn(v); }
+static __device__ __forceinline__ float to_operand(float v, float *)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return __uint_as_float(r);
+}
+
 /* ---- forward and dgrad: C (M, N) = A (M, K) x B gathered from a channels-last tensor ------- */
 
 struct nh_gather {
-    const bf16 *A;     /* (M, K) row-major: wf (forward) or wd (dgrad) */
-    const bf16 *B;     /* channels-last input of the chunk (images, H, W, C) */
+    const void *A;     /* (M, K) row-major, bf16 or TF32: wf (forward) or wd (dgrad) */
+    const void *B;     /* channels-last input of the chunk (images, H, W, C), the same type */
     float *C;          /* NCHW output of the chunk (images, M, Ho, Wo) */
     const float *bias; /* forward, may be NULL: C = A B + bias[row] */
     int accumulate;    /* dgrad: C += A B */
@@ -170,21 +206,24 @@ struct nh_gather {
  * output positions, whose source is one run of 2 BK bytes of the input pixel the slice's tap
  * reads. The tap is walked, not divided for: (tap, first channel) advance by BK a slice.
  */
-template <int BM, int BN, int BK, int STAGES>
+template <typename E, int BM, int BN, int BK, int STAGES>
 static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_gather g)
 {
-    constexpr int ROW = BK + NH_PAD;
+    constexpr int EPV = 16 / (int)sizeof(E);   /* elements per 16-byte copy */
+    constexpr int ROW = BK + NH_PAD_BYTES / (int)sizeof(E);
     constexpr int A_ELEMS = BM * ROW, STAGE = A_ELEMS + BN * ROW;
     constexpr int MT = BM / 32, NT = BN / 32;   /* warp tile (BM/2) x (BN/4) */
-    constexpr int PARTS = BK / 8, ROWS_PER_PASS = NH_THREADS / PARTS;
+    constexpr int PARTS = BK / EPV, ROWS_PER_PASS = NH_THREADS / PARTS;
     constexpr int A_ROWS = BM / ROWS_PER_PASS, B_ROWS = BN / ROWS_PER_PASS; /* per thread */
+    constexpr int KSTEP = 2 * EPV;              /* k of one mma: 32 bytes */
     static_assert(BM % ROWS_PER_PASS == 0 && BN % ROWS_PER_PASS == 0, "tile rows per pass");
     extern __shared__ __align__(16) unsigned char smem_bytes[];
-    bf16 *smem = reinterpret_cast<bf16 *>(smem_bytes);
+    E *smem = reinterpret_cast<E *>(smem_bytes);
+    const E *gA = static_cast<const E *>(g.A), *gB = static_cast<const E *>(g.B);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int P = g.Ho * g.Wo, part = 8 * (tid % PARTS), row0 = tid / PARTS;
+    const int P = g.Ho * g.Wo, part = EPV * (tid % PARTS), row0 = tid / PARTS;
     const int tiles = g.K / BK;
 
     /* this thread's B rows (output positions): image base and top-left input pixel */
@@ -200,24 +239,24 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
         b_iw0[i] = ow * g.stride - g.pad_w;
         b_base[i] = img * g.H * g.W * g.C_ch;
     }
-    const bf16 *a_src = g.A + (size_t)min(m0 + row0, g.M - 1) * g.K + part;
+    const E *a_src = gA + (size_t)min(m0 + row0, g.M - 1) * g.K + part;
 
     /* the slice the next load_slice call copies: k0 = tap C + c0, tap = kh KW + kw */
     int load_k0 = 0, load_c0 = 0, load_kh = 0, load_kw = 0;
     auto load_slice = [&](int stage) {
-        bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        E *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
         #pragma unroll
         for (int i = 0; i < A_ROWS; i++) {
             const int row = row0 + ROWS_PER_PASS * i;
             const bool ok = m0 + row < g.M;
             cp_async16(As + row * ROW + part,
-                       ok ? a_src + (size_t)ROWS_PER_PASS * i * g.K + load_k0 : g.A, ok);
+                       ok ? a_src + (size_t)ROWS_PER_PASS * i * g.K + load_k0 : gA, ok);
         }
         #pragma unroll
         for (int i = 0; i < B_ROWS; i++) {
             const int ih = b_ih0[i] + load_kh, iw = b_iw0[i] + load_kw;
             const bool ok = b_valid[i] && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
-            const bf16 *src = ok ? g.B + b_base[i] + (ih * g.W + iw) * g.C_ch + load_c0 + part : g.B;
+            const E *src = ok ? gB + b_base[i] + (ih * g.W + iw) * g.C_ch + load_c0 + part : gB;
             cp_async16(Bs + (row0 + ROWS_PER_PASS * i) * ROW + part, src, ok);
         }
         load_k0 += BK;
@@ -237,24 +276,24 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
             for (int r = 0; r < 4; r++) acc[mt][nt][r] = 0.0f;
     const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
 
-    /* Fragments (PTX ISA, mma.m16n8k16 .bf16): A registers 0..3 = rows 0-7 / 8-15 x k 0-7,
-     * then the same x k 8-15, which ldmatrix.x4 delivers when lanes 0-15 point at rows 0-15
-     * (k 0) and lanes 16-31 at rows 0-15 (k 8). A B fragment is 8 columns x k 0-7 and k 8-15:
-     * one x4 loads two of them (lanes 0-7: columns 0-7 at k 0, 8-15: at k 8, 16-31: columns
-     * 8-15). */
+    /* Fragments (PTX ISA, mma.m16n8k16 .bf16; m16n8k8 .tf32 the same with k halved): A
+     * registers 0..3 = rows 0-7 / 8-15 x the first 16 bytes of k, then the same x the next 16,
+     * which ldmatrix.x4 delivers when lanes 0-15 point at rows 0-15 (k 0) and lanes 16-31 at
+     * rows 0-15 (k EPV). A B fragment is 8 columns x k's two 16-byte halves: one x4 loads two
+     * of them (lanes 0-7: columns 0-7 at k 0, 8-15: at k EPV, 16-31: columns 8-15). */
     auto multiply_slice = [&](int stage) {
-        const bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        const E *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
         #pragma unroll
-        for (int ks = 0; ks < BK; ks += 16) {
+        for (int ks = 0; ks < BK; ks += KSTEP) {
             uint32_t a[MT][4], b[NT][2];
             #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-                ldmatrix_x4(a[mt], As + (wm0 + mt * 16 + (lane & 15)) * ROW + ks + (lane >> 4) * 8);
+                ldmatrix_x4(a[mt], As + (wm0 + mt * 16 + (lane & 15)) * ROW + ks + (lane >> 4) * EPV);
             #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t r[4];
                 ldmatrix_x4(r, Bs + (wn0 + np * 16 + (lane & 7) + (lane >> 4) * 8) * ROW + ks +
-                                   ((lane >> 3) & 1) * 8);
+                                   ((lane >> 3) & 1) * EPV);
                 b[2 * np][0] = r[0];
                 b[2 * np][1] = r[1];
                 b[2 * np + 1][0] = r[2];
@@ -263,7 +302,7 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
             #pragma unroll
             for (int mt = 0; mt < MT; mt++)
                 #pragma unroll
-                for (int nt = 0; nt < NT; nt++) mma_bf16(acc[mt][nt], a[mt], b[nt]);
+                for (int nt = 0; nt < NT; nt++) mma_step<E>(acc[mt][nt], a[mt], b[nt]);
         }
     };
 
@@ -340,12 +379,12 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
 /* ---- wgrad: dW (C_out, (t, ci)) = dyh^T (C_out, pixels) x xh gathered (pixels, (t, ci)) ------ */
 
 struct nh_wgrad {
-    const bf16 *dy;       /* channels-last dout of the chunk (images, Ho, Wo, C_out) */
-    const bf16 *x;        /* channels-last x of the chunk (images, H, W, C_in) */
+    const void *dy;       /* channels-last dout of the chunk (images, Ho, Wo, C_out), bf16 / TF32 */
+    const void *x;        /* channels-last x of the chunk (images, H, W, C_in), the same type */
     float *dw;            /* (C_out, C_in, KH, KW): += here, or split z's partial at z stride */
     int64_t split_stride; /* 0: add into dw */
     int M, N, K;          /* M = C_out, N = KK C_in, K = images Ho Wo */
-    int k_per_split;      /* a multiple of NH_WGRAD_BK */
+    int k_per_split;      /* a multiple of the slice (nh_plan.wgrad_bk) */
     int C_in, H, W, P, Wo, KW, KK, stride, pad;
     snn_fast_divisor by_P, by_Wo;
 };
@@ -354,19 +393,24 @@ struct nh_wgrad {
  * One BM x 128 tile of dW over the pixels of split blockIdx.z. Both slices are pixel-major: a
  * slice row is one pixel, along which dout's C_out channels (A) are contiguous, and so are the
  * 8 input channels ci .. ci + 7 of the pixel tap t reads, for the 8 columns (t, ci .. ci + 7) a
- * thread copies (B). ldmatrix.trans turns the pixel-major 8x8 blocks into the row-major A and
- * column-major B fragments mma wants.
+ * thread copies (B; 4 channels in TF32). In bf16, ldmatrix.trans turns the pixel-major 8x8
+ * blocks into the row-major A and column-major B fragments mma wants; in TF32 each fragment
+ * element is one 4-byte shared-memory load (rows LDA = BM + 8 and 136 words apart: the 32
+ * lanes' loads, rows tq x columns gq, fall in 32 different banks).
  */
-template <int BM, int BK, int STAGES>
+template <typename E, int BM, int BK, int STAGES>
 static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgrad g)
 {
-    constexpr int LDA = BM + NH_PAD, LDB = NH_BN + NH_PAD;
+    constexpr int EPV = 16 / (int)sizeof(E);       /* elements per 16-byte copy */
+    constexpr int LDA = BM + 8, LDB = NH_BN + 8;   /* 8 elements of padding a row */
     constexpr int A_ELEMS = BK * LDA, STAGE = A_ELEMS + BK * LDB;
-    constexpr int MT = BM / 32, NT = 4;
-    constexpr int A_PARTS = BM / 8; /* 16-byte parts in an A row */
-    constexpr int A_COPIES = BK * A_PARTS / NH_THREADS, B_COPIES = BK * 16 / NH_THREADS;
+    constexpr int MT = BM / 32, NT = 4, KSTEP = 2 * EPV;
+    constexpr int A_PARTS = BM / EPV;              /* 16-byte parts in an A row */
+    constexpr int B_PARTS = NH_BN / EPV, B_ROWS_PER_PASS = NH_THREADS / B_PARTS;
+    constexpr int A_COPIES = BK * A_PARTS / NH_THREADS, B_COPIES = BK / B_ROWS_PER_PASS;
     extern __shared__ __align__(16) unsigned char smem_bytes[];
-    bf16 *smem = reinterpret_cast<bf16 *>(smem_bytes);
+    E *smem = reinterpret_cast<E *>(smem_bytes);
+    const E *gdy = static_cast<const E *>(g.dy), *gx = static_cast<const E *>(g.x);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * NH_BN;
@@ -374,35 +418,35 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
     const int k_end = min(g.K, k_begin + g.k_per_split);
     const int tiles = (k_end - k_begin + BK - 1) / BK;
 
-    /* B: this thread's 8 columns n0 + 8 (tid % 16) .. + 7 are channels b_ci .. + 7 of one tap */
-    const int bn = n0 + 8 * (tid & 15);
+    /* B: this thread's EPV columns n0 + EPV (tid % B_PARTS) .. are channels b_ci .. of one tap */
+    const int bn = n0 + EPV * (tid % B_PARTS);
     const bool bn_valid = bn < g.N;
     const int tap = bn_valid ? bn / g.C_in : 0;
     const int b_ci = bn_valid ? bn - tap * g.C_in : 0;
     const int b_kh = tap / g.KW, b_kw = tap - b_kh * g.KW;
 
     auto load_slice = [&](int kt, int stage) {
-        bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        E *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
         const int k0 = k_begin + kt * BK;
         #pragma unroll
         for (int i = 0; i < A_COPIES; i++) {
-            const int c = tid + NH_THREADS * i, r = c / A_PARTS, am = 8 * (c % A_PARTS);
+            const int c = tid + NH_THREADS * i, r = c / A_PARTS, am = EPV * (c % A_PARTS);
             const int j = k0 + r;
             const bool ok = j < k_end && m0 + am < g.M;
-            const bf16 *src = ok ? g.dy + (size_t)j * g.M + m0 + am : g.dy;
+            const E *src = ok ? gdy + (size_t)j * g.M + m0 + am : gdy;
             cp_async16(As + r * LDA + am, src, ok);
         }
         #pragma unroll
         for (int i = 0; i < B_COPIES; i++) {
-            const int r = (tid >> 4) + 16 * i, j = k0 + r;
+            const int r = tid / B_PARTS + B_ROWS_PER_PASS * i, j = k0 + r;
             bool ok = j < k_end && bn_valid;
             const int jj = ok ? j : 0;
             const int img = snn_fast_div(jj, g.by_P), p = jj - img * g.P;
             const int oh = snn_fast_div(p, g.by_Wo), ow = p - oh * g.Wo;
             const int ih = oh * g.stride - g.pad + b_kh, iw = ow * g.stride - g.pad + b_kw;
             ok = ok && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
-            const bf16 *src = ok ? g.x + ((img * g.H + ih) * g.W + iw) * g.C_in + b_ci : g.x;
-            cp_async16(Bs + r * LDB + 8 * (tid & 15), src, ok);
+            const E *src = ok ? gx + ((img * g.H + ih) * g.W + iw) * g.C_in + b_ci : gx;
+            cp_async16(Bs + r * LDB + EPV * (tid % B_PARTS), src, ok);
         }
     };
 
@@ -418,29 +462,49 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
     /* ldmatrix.trans on pixel-major blocks: for A, lanes 8 i .. 8 i + 7 point at pixels
      * (i / 2) 8 .. + 7 of channels (i % 2) 8 ..: registers 0..3 = rows 0-7 / 8-15 x k 0-7, then
      * x k 8-15; for B, at pixels (i % 2) 8 .. of columns (i / 2) 8 ..: two B fragments. */
+    const int gq = lane >> 2, tq = lane & 3; /* the mma fragment coordinates */
     auto multiply_slice = [&](int stage) {
-        const bf16 *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        const E *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
         #pragma unroll
-        for (int ks = 0; ks < BK; ks += 16) {
+        for (int ks = 0; ks < BK; ks += KSTEP) {
             uint32_t a[MT][4], b[NT][2];
-            #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-                ldmatrix_x4_trans(a[mt], As + (ks + (lane & 7) + (lane >> 4) * 8) * LDA + wm0 +
-                                             mt * 16 + ((lane >> 3) & 1) * 8);
-            #pragma unroll
-            for (int np = 0; np < NT / 2; np++) {
-                uint32_t r[4];
-                ldmatrix_x4_trans(r, Bs + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn0 +
-                                         np * 16 + (lane >> 4) * 8);
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
+            if constexpr (sizeof(E) == 2) {
+                #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    ldmatrix_x4_trans(a[mt], As + (ks + (lane & 7) + (lane >> 4) * 8) * LDA + wm0 +
+                                                 mt * 16 + ((lane >> 3) & 1) * 8);
+                #pragma unroll
+                for (int np = 0; np < NT / 2; np++) {
+                    uint32_t r[4];
+                    ldmatrix_x4_trans(r, Bs + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB +
+                                             wn0 + np * 16 + (lane >> 4) * 8);
+                    b[2 * np][0] = r[0];
+                    b[2 * np][1] = r[1];
+                    b[2 * np + 1][0] = r[2];
+                    b[2 * np + 1][1] = r[3];
+                }
+            } else { /* TF32 (PTX ISA, m16n8k8 .tf32): A (row gq / gq + 8, k tq / tq + 4), B (k tq / tq + 4, column gq) */
+                const uint32_t *Aw = reinterpret_cast<const uint32_t *>(As);
+                const uint32_t *Bw = reinterpret_cast<const uint32_t *>(Bs);
+                #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    const int m = wm0 + mt * 16 + gq;
+                    a[mt][0] = Aw[(ks + tq) * LDA + m];
+                    a[mt][1] = Aw[(ks + tq) * LDA + m + 8];
+                    a[mt][2] = Aw[(ks + tq + 4) * LDA + m];
+                    a[mt][3] = Aw[(ks + tq + 4) * LDA + m + 8];
+                }
+                #pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const int n = wn0 + nt * 8 + gq;
+                    b[nt][0] = Bw[(ks + tq) * LDB + n];
+                    b[nt][1] = Bw[(ks + tq + 4) * LDB + n];
+                }
             }
             #pragma unroll
             for (int mt = 0; mt < MT; mt++)
                 #pragma unroll
-                for (int nt = 0; nt < NT; nt++) mma_bf16(acc[mt][nt], a[mt], b[nt]);
+                for (int nt = 0; nt < NT; nt++) mma_step<E>(acc[mt][nt], a[mt], b[nt]);
         }
     };
 
@@ -459,7 +523,6 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
     cp_async_wait<0>();
 
     /* Epilogue: column (t, ci) of row co is dW[co, ci, t] */
-    const int gq = lane >> 2, tq = lane & 3;
     float *out = g.dw + (size_t)blockIdx.z * g.split_stride;
     #pragma unroll
     for (int nt = 0; nt < NT; nt++) {
@@ -485,12 +548,13 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
 
 /* ---- the copies ---------------------------------------------------------------------------- */
 
-/* dst (images, HW, C) bf16 = src (images, C, HW) fp32, rounded to nearest even. A block moves a
- * 32 x 32 tile of (channels, positions) of one image through shared memory, so that the reads
- * run along positions and the writes along channels (both coalesced). Traffic: 4 B read and
- * 2 B written per element. */
-static __global__ void nchw_to_nhwc_bf16_kernel(bf16 *__restrict__ dst,
-                                                const float *__restrict__ src, int C, int HW)
+/* dst (images, HW, C) = src (images, C, HW) fp32 as operands (to_operand: bf16, or fp32 rounded
+ * to TF32). A block moves a 32 x 32 tile of (channels, positions) of one image through shared
+ * memory, so that the reads run along positions and the writes along channels (both
+ * coalesced). Traffic: 4 B read and 2 B (bf16) or 4 B (TF32) written per element. */
+template <typename E>
+static __global__ void nchw_to_nhwc_kernel(E *__restrict__ dst, const float *__restrict__ src,
+                                           int C, int HW)
 {
     __shared__ float tile[32][33]; /* 33: a column walk hits 32 different banks */
     const int n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
@@ -502,20 +566,21 @@ static __global__ void nchw_to_nhwc_bf16_kernel(bf16 *__restrict__ dst,
         tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
     }
     __syncthreads();
-    bf16 *d = dst + (size_t)n * HW * C;
+    E *d = dst + (size_t)n * HW * C;
     #pragma unroll
     for (int i = ty; i < 32; i += 8) {
         const int p = p0 + i, c = c0 + tx;
-        if (p < HW && c < C) d[(size_t)p * C + c] = __float2bfloat16_rn(tile[tx][i]);
+        if (p < HW && c < C) d[(size_t)p * C + c] = to_operand(tile[tx][i], (E *)nullptr);
     }
 }
 
-/* The weight (C_out, C_in, KH, KW) fp32 as the A operand, bf16:
+/* The weight (C_out, C_in, KH, KW) fp32 as the A operand (to_operand):
  *   forward      wf[co, t, ci] = w[co, ci, t], t = kh KW + kw
  *   dgrad phase  wd[ci, jh, jw, co] = w[co, ci, kh0 - s jh, kw0 - s jw], jh < nh, jw < nw
  *                (the taps of one residue class, walked backwards: dgrad_phase)
- * One thread per output element. Traffic: 4 B read (gathered, from L2) and 2 B written. */
-static __global__ void pack_weight_kernel(bf16 *__restrict__ dst, const float *__restrict__ w,
+ * One thread per output element. Traffic: 4 B read (gathered, from L2), 2 or 4 B written. */
+template <typename E>
+static __global__ void pack_weight_kernel(E *__restrict__ dst, const float *__restrict__ w,
                                           int C_out, int C_in, int KH, int KW, int for_dgrad,
                                           int s, int kh0, int kw0, int nh, int nw)
 {
@@ -531,7 +596,7 @@ static __global__ void pack_weight_kernel(bf16 *__restrict__ dst, const float *_
             const int jh = t / nw, jw = t - jh * nw;
             tap = (kh0 - s * jh) * KW + (kw0 - s * jw);
         }
-        dst[idx] = __float2bfloat16_rn(w[(co * C_in + ci) * KH * KW + tap]);
+        dst[idx] = to_operand(w[(co * C_in + ci) * KH * KW + tap], (E *)nullptr);
     }
 }
 
@@ -575,32 +640,35 @@ static dgrad_phase make_dgrad_phase(const snn_conv2d_dims *d, int ph, int pw)
 
 /* ---- planning and launching ---------------------------------------------------------------- */
 
-/* What the workspace size and the launches derive from the dims. Workspace: the packed weight,
- * then xh and dyh of one chunk, then wgrad's partial sums. */
+/* What the workspace size and the launches derive from the dims and the element size (2: bf16,
+ * 4: TF32). Workspace: the packed weight, then xh and dyh of one chunk, then wgrad's partial
+ * sums. */
 struct nh_plan {
     int G;                /* images per chunk */
     int wgrad_splits;     /* S */
+    int wgrad_bk;         /* pixels per wgrad slice: 64 (bf16) or 32 (TF32), 128 bytes a row */
     size_t weight_bytes, x_bytes, dy_bytes, partial_floats, bytes;
 };
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
-static nh_plan make_nh_plan(const snn_conv2d_dims *d)
+static nh_plan make_nh_plan(const snn_conv2d_dims *d, int elem)
 {
     nh_plan plan = {};
     const int64_t KK = (int64_t)d->KH * d->KW, CK = (int64_t)d->C_in * KK;
     const int64_t HW = (int64_t)d->H * d->W, P = (int64_t)d->H_out * d->W_out;
-    const int64_t per_image = std::max(HW * d->C_in, P * d->C_out) * (int64_t)sizeof(bf16);
+    const int64_t per_image = std::max(HW * d->C_in, P * d->C_out) * (int64_t)elem;
     int64_t G = per_image > 0 ? (int64_t)NH_CHUNK_BYTES / per_image : d->N;
     plan.G = (int)std::max<int64_t>(1, std::min<int64_t>({G, (int64_t)d->N, 65535}));
-    plan.weight_bytes = round_up((size_t)(d->C_out * CK) * sizeof(bf16), 256);
-    plan.x_bytes = round_up((size_t)(plan.G * HW * d->C_in) * sizeof(bf16), 256);
-    plan.dy_bytes = round_up((size_t)(plan.G * P * d->C_out) * sizeof(bf16), 256);
+    plan.wgrad_bk = elem == 2 ? 64 : 32;
+    plan.weight_bytes = round_up((size_t)(d->C_out * CK) * elem, 256);
+    plan.x_bytes = round_up((size_t)(plan.G * HW * d->C_in) * elem, 256);
+    plan.dy_bytes = round_up((size_t)(plan.G * P * d->C_out) * elem, 256);
     /* wgrad splits, as conv2d_igemm.cu: two blocks for every SM, slices of at least 8 K tiles,
      * partials within budget */
     const int64_t dw = (int64_t)d->C_out * CK, bm = d->C_out > 64 ? 128 : 64;
     const int64_t tiles_mn = ((d->C_out + bm - 1) / bm) * ((CK + NH_BN - 1) / NH_BN);
-    const int64_t k_tiles = ((int64_t)plan.G * P + NH_WGRAD_BK - 1) / NH_WGRAD_BK;
+    const int64_t k_tiles = ((int64_t)plan.G * P + plan.wgrad_bk - 1) / plan.wgrad_bk;
     int64_t S = (2 * (int64_t)snn_cuda_sm_count() + tiles_mn - 1) / tiles_mn;
     S = std::min(S, std::max<int64_t>(1, k_tiles / 8));
     S = std::min(S, std::max<int64_t>(1, (int64_t)(NH_PARTIAL_BUDGET / sizeof(float)) / dw));
@@ -610,6 +678,10 @@ static nh_plan make_nh_plan(const snn_conv2d_dims *d)
                  plan.partial_floats * sizeof(float);
     return plan;
 }
+
+/* The operand size of the current precision: TF32 keeps 4-byte operands, everything else
+ * (BF16; fp32 never comes here) 2. */
+static int operand_bytes(void) { return snn_cuda_precision() == SNN_PRECISION_TF32 ? 4 : 2; }
 
 extern "C" bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d)
 {
@@ -626,27 +698,29 @@ extern "C" bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d)
 
 extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
-    return make_nh_plan(d).bytes;
+    return make_nh_plan(d, operand_bytes()).bytes;
 }
 
-static void to_nhwc(bf16 *dst, const float *src, int images, int C, int HW)
+template <typename E>
+static void to_nhwc(E *dst, const float *src, int images, int C, int HW)
 {
     const dim3 grid((unsigned)((HW + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)images);
-    nchw_to_nhwc_bf16_kernel<<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(dst, src, C, HW);
+    nchw_to_nhwc_kernel<E><<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(dst, src, C, HW);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
-        snn_cuda_launch_fail("nchw_to_nhwc_bf16_kernel", __FILE__, __LINE__, err,
+        snn_cuda_launch_fail("nchw_to_nhwc_kernel", __FILE__, __LINE__, err,
                              grid.x * grid.y * grid.z, 256);
 }
 
 /* forward's weight (phase NULL), or one dgrad class's */
-static void pack_weight(bf16 *dst, const float *w, const snn_conv2d_dims *d,
+template <typename E>
+static void pack_weight(E *dst, const float *w, const snn_conv2d_dims *d,
                         const dgrad_phase *phase)
 {
     const int taps = phase ? phase->nh * phase->nw : d->KH * d->KW;
     const int64_t total = (int64_t)d->C_out * d->C_in * taps;
-    SNN_CUDA_LAUNCH(pack_weight_kernel, snn_cuda_grid(total, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0,
-                    dst, w, d->C_out, d->C_in, d->KH, d->KW, phase ? 1 : 0, d->stride,
+    SNN_CUDA_LAUNCH(pack_weight_kernel<E>, snn_cuda_grid(total, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK,
+                    0, dst, w, d->C_out, d->C_in, d->KH, d->KW, phase ? 1 : 0, d->stride,
                     phase ? phase->kh0 : 0, phase ? phase->kw0 : 0, phase ? phase->nh : 0,
                     phase ? phase->nw : 0);
 }
@@ -668,57 +742,59 @@ static void launch_tiles(void (*kernel)(Args), const char *name, const Args &arg
         snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, NH_THREADS);
 }
 
-/* The gather kernel's tile for a GEMM: 128 x 128 (64-channel slices where the channels allow:
+/* The gather kernel's tile for a GEMM: 128 x 128 (128-byte slices where the channels allow:
  * half the barriers and loader arithmetic per multiply-add), or 64 x 256 when M <= 64 (a 64-row
  * tile keeps every row busy on the 64-channel layers; its 256 columns keep the warp tile at
- * 32 x 64). Shared memory: STAGES (BM + BN) (BK + 8) bf16: 110.6 KB (128 x 128, BK 64, 3
- * stages) or 102.4 KB (64 x 256, BK 32, 4 stages): two blocks an SM. */
-template <int BM, int BN, int BK, int STAGES>
+ * 32 x 64). BK in elements: 64 bf16 or 32 TF32 a slice (128 bytes), else 32 / 16 (64 bytes).
+ * Shared memory: STAGES (BM + BN) (BK bytes + 16): 110.6 KB (128 x 128, 128-byte slices, 3
+ * stages) or 102.4 KB (64 x 256, 64-byte slices, 4 stages): two blocks an SM. */
+template <typename E, int BM, int BN, int BK, int STAGES>
 static void launch_gather_tile(const nh_gather &g)
 {
     static bool raised;
     const dim3 grid((unsigned)((g.N + BN - 1) / BN), (unsigned)((g.M + BM - 1) / BM));
-    const size_t smem = (size_t)STAGES * (BM + BN) * (BK + NH_PAD) * sizeof(bf16);
-    launch_tiles(nhwc_gather_kernel<BM, BN, BK, STAGES>, "nhwc_gather_kernel", g, grid, smem,
+    const size_t smem = (size_t)STAGES * (BM + BN) * (BK * sizeof(E) + NH_PAD_BYTES);
+    launch_tiles(nhwc_gather_kernel<E, BM, BN, BK, STAGES>, "nhwc_gather_kernel", g, grid, smem,
                  &raised);
 }
 
+template <typename E>
 static void launch_gather(const nh_gather &g)
 {
+    constexpr int EPV = 16 / (int)sizeof(E);     /* 8 bf16 or 4 TF32 in 16 bytes */
     if (g.M <= 64)
-        launch_gather_tile<64, 256, 32, 4>(g);
-    else if (g.C_ch % 64 == 0)
-        launch_gather_tile<128, 128, 64, 3>(g);
+        launch_gather_tile<E, 64, 256, 4 * EPV, 4>(g);
+    else if (g.C_ch % (8 * EPV) == 0)
+        launch_gather_tile<E, 128, 128, 8 * EPV, 3>(g);
     else
-        launch_gather_tile<128, 128, 32, 4>(g);
+        launch_gather_tile<E, 128, 128, 4 * EPV, 4>(g);
 }
 
-/* wgrad's tile: BM x 128 of dW, 64 pixels a slice, 3 slices in flight: 80 KB (BM 64) or
- * 104 KB (BM 128) of shared memory, two blocks an SM. k_per_split must be a multiple of
- * NH_WGRAD_BK. */
+/* wgrad's tile: BM x 128 of dW, 128 bytes of pixels a slice (64 bf16 / 32 TF32), 3 slices in
+ * flight: 80 KB (BM 64) or 104 KB (BM 128) of shared memory, two blocks an SM. k_per_split
+ * must be a multiple of the slice (nh_plan.wgrad_bk). */
+template <typename E>
 static void launch_wgrad(const nh_wgrad &g, int splits)
 {
+    constexpr int BK = 128 / (int)sizeof(E);
     static bool raised[2];
     const bool big = g.M > 64;
     const int bm = big ? 128 : 64;
     const dim3 grid((unsigned)((g.N + NH_BN - 1) / NH_BN), (unsigned)((g.M + bm - 1) / bm),
                     (unsigned)splits);
-    const size_t smem =
-        (size_t)3 * NH_WGRAD_BK * ((bm + NH_PAD) + (NH_BN + NH_PAD)) * sizeof(bf16);
-    launch_tiles(big ? nhwc_wgrad_kernel<128, NH_WGRAD_BK, 3> : nhwc_wgrad_kernel<64, NH_WGRAD_BK, 3>,
+    const size_t smem = (size_t)3 * BK * ((bm + 8) + (NH_BN + 8)) * sizeof(E);
+    launch_tiles(big ? nhwc_wgrad_kernel<E, 128, BK, 3> : nhwc_wgrad_kernel<E, 64, BK, 3>,
                  "nhwc_wgrad_kernel", g, grid, smem, &raised[big]);
 }
 
-extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
-                                             const float *bias, const snn_conv2d_dims *d,
-                                             void *workspace)
+template <typename E>
+static void forward_impl(float *out, const float *x, const float *weight, const float *bias,
+                         const snn_conv2d_dims *d, void *workspace)
 {
-    if (d->N <= 0) return;
-    SNN_ASSERT(snn_conv2d_nhwc_supports(d));
-    const nh_plan plan = make_nh_plan(d);
-    bf16 *wf = (bf16 *)workspace;
-    bf16 *xh = (bf16 *)((char *)workspace + plan.weight_bytes);
-    pack_weight(wf, weight, d, NULL);
+    const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
+    E *wf = (E *)workspace;
+    E *xh = (E *)((char *)workspace + plan.weight_bytes);
+    pack_weight<E>(wf, weight, d, NULL);
     const int HW = d->H * d->W, P = d->H_out * d->W_out;
     nh_gather g = {};
     g.A = wf;
@@ -740,24 +816,32 @@ extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const f
     g.out_W = d->W_out;
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
-        to_nhwc(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
+        to_nhwc<E>(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
         g.C = out + (int64_t)n0 * d->C_out * P;
         g.N = chunk * P;
-        launch_gather(g);
+        launch_gather<E>(g);
     }
 }
 
-extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout,
-                                              const float *x, const float *weight,
-                                              const snn_conv2d_dims *d, void *workspace)
+extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
+                                             const float *bias, const snn_conv2d_dims *d,
+                                             void *workspace)
 {
-    if (d->N <= 0 || (!dx && !dweight)) return;
+    if (d->N <= 0) return;
     SNN_ASSERT(snn_conv2d_nhwc_supports(d));
-    const nh_plan plan = make_nh_plan(d);
+    if (operand_bytes() == 4) forward_impl<float>(out, x, weight, bias, d, workspace);
+    else forward_impl<bf16>(out, x, weight, bias, d, workspace);
+}
+
+template <typename E>
+static void backward_impl(float *dx, float *dweight, const float *dout, const float *x,
+                          const float *weight, const snn_conv2d_dims *d, void *workspace)
+{
+    const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
     char *ws = (char *)workspace;
-    bf16 *wd = (bf16 *)ws;
-    bf16 *xh = (bf16 *)(ws + plan.weight_bytes);
-    bf16 *dyh = (bf16 *)(ws + plan.weight_bytes + plan.x_bytes);
+    E *wd = (E *)ws;
+    E *xh = (E *)(ws + plan.weight_bytes);
+    E *dyh = (E *)(ws + plan.weight_bytes + plan.x_bytes);
     float *partial = (float *)(ws + plan.weight_bytes + plan.x_bytes + plan.dy_bytes);
     const int KK = d->KH * d->KW, HW = d->H * d->W, P = d->H_out * d->W_out;
     const int CK = d->C_in * KK, s = d->stride;
@@ -765,17 +849,17 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
     /* dgrad: the gather kernel on dout, once per residue class of dx mod the stride (one class
      * at stride 1), each with its own taps packed at its place in wd (dgrad_phase) */
     dgrad_phase phases[16];
-    bf16 *phase_w[16];
+    E *phase_w[16];
     SNN_ASSERT(s * s <= 16);
     if (dx) {
-        bf16 *at = wd;
+        E *at = wd;
         for (int ph = 0; ph < s; ph++)
             for (int pw = 0; pw < s; pw++) {
                 dgrad_phase *f = &phases[ph * s + pw];
                 *f = make_dgrad_phase(d, ph, pw);
                 phase_w[ph * s + pw] = at;
                 if (f->nh == 0 || f->nw == 0) continue;
-                pack_weight(at, weight, d, f);
+                pack_weight<E>(at, weight, d, f);
                 at += (size_t)d->C_in * f->nh * f->nw * d->C_out;
             }
     }
@@ -810,7 +894,7 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
 
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
-        to_nhwc(dyh, dout + (int64_t)n0 * d->C_out * P, chunk, d->C_out, P);
+        to_nhwc<E>(dyh, dout + (int64_t)n0 * d->C_out * P, chunk, d->C_out, P);
         for (int k = 0; dx && k < s * s; k++) {
             const dgrad_phase *f = &phases[k];
             if (f->nh == 0 || f->nw == 0 || f->Hp == 0 || f->Wp == 0) continue;
@@ -825,25 +909,35 @@ extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const f
             gd.out_pw = k % s;
             gd.C = dx + (int64_t)n0 * d->C_in * HW;
             gd.N = chunk * f->Hp * f->Wp;
-            launch_gather(gd);
+            launch_gather<E>(gd);
         }
         if (dweight) {
-            to_nhwc(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
+            to_nhwc<E>(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
             gw.K = chunk * P;
-            const int tiles = (gw.K + NH_WGRAD_BK - 1) / NH_WGRAD_BK;
+            const int tiles = (gw.K + plan.wgrad_bk - 1) / plan.wgrad_bk;
             const int splits = std::min(plan.wgrad_splits, tiles);
-            gw.k_per_split = (tiles + splits - 1) / splits * NH_WGRAD_BK;
+            gw.k_per_split = (tiles + splits - 1) / splits * plan.wgrad_bk;
             const int used = (gw.K + gw.k_per_split - 1) / gw.k_per_split; /* non-empty splits */
             if (used > 1) {
                 gw.dw = partial;
                 gw.split_stride = (int64_t)d->C_out * CK;
-                launch_wgrad(gw, used);
+                launch_wgrad<E>(gw, used);
                 snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
             } else {
                 gw.dw = dweight;
                 gw.split_stride = 0;
-                launch_wgrad(gw, 1);
+                launch_wgrad<E>(gw, 1);
             }
         }
     }
+}
+
+extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout,
+                                              const float *x, const float *weight,
+                                              const snn_conv2d_dims *d, void *workspace)
+{
+    if (d->N <= 0 || (!dx && !dweight)) return;
+    SNN_ASSERT(snn_conv2d_nhwc_supports(d));
+    if (operand_bytes() == 4) backward_impl<float>(dx, dweight, dout, x, weight, d, workspace);
+    else backward_impl<bf16>(dx, dweight, dout, x, weight, d, workspace);
 }

@@ -46,9 +46,9 @@ struct CUstream_st *snn_cuda_stream(void);
  * force one, for benchmarks and tests:
  *   IGEMM   the implicit-GEMM kernel on the engine's NCHW fp32 tensors (conv2d_igemm.cu);
  *   IM2COL  the column matrix and cuBLAS in the same precision (conv2d.cu);
- *   NHWC    BF16 only: the implicit GEMM on channels-last bf16 copies (conv2d_nhwc.cu), on the
- *           shapes it takes (strides 1-4, C_in and C_out multiples of 32); any other conv, and
- *           every TF32 one, runs as under AUTO. */
+ *   NHWC    the implicit GEMM on channels-last bf16 / TF32 copies (conv2d_nhwc.cu), on the
+ *           shapes it takes (strides 1-4, C_in and C_out multiples of 32); any other conv runs
+ *           as under AUTO. */
 typedef enum snn_conv_path {
     SNN_CONV_PATH_AUTO,
     SNN_CONV_PATH_IGEMM,

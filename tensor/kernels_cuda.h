@@ -108,7 +108,7 @@ void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const float *dout
  * weight gradients of conv2d_igemm.cu and conv2d_nhwc.cu; n < 2^31 */
 void snn_conv2d_split_sum_cuda(float *dw, const float *partial, int64_t n, int splits);
 
-/* conv2d_nhwc.cu: the BF16 convolution on channels-last bf16 copies (strides 1-4, C_in and C_out
+/* conv2d_nhwc.cu: the TF32 / BF16 convolution on channels-last copies (strides 1-4, C_in and C_out
  * multiples of 32), the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d);
 size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);

@@ -5,8 +5,8 @@
  *   im2col  the column matrix and cuBLAS (tensor/conv2d.cu): TF32 math on fp32 operands, or in
  *           BF16 the column matrix, dout and the weight converted to bf16 and cublasGemmEx on
  *           bf16 operands with fp32 accumulation;
- *   nhwc    BF16 only, on the shapes it takes (stride 1, channels multiples of 32): the implicit
- *           GEMM on channels-last bf16 copies (tensor/conv2d_nhwc.cu).
+ *   nhwc    on the shapes it takes (strides 1-4, channels multiples of 32): the implicit GEMM on
+ *           channels-last bf16 or TF32 copies (tensor/conv2d_nhwc.cu).
  * Forward (with and without bias), the input gradient and the weight gradient, on the shapes
  * the models use (3x3 stride 1 and 2, 1x1 stride 2 and 1, the stem's 3 input channels, the
  * CNN's layers, every ResNet-18 stage) and on awkward ones (channel counts that fill no tile, a
@@ -358,8 +358,22 @@ static void conv_shape(snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
             expect_differ(what, bf16.dw, tf32.dw, c.nw);
         }
     }
-    /* the channels-last BF16 kernel, on the shapes it takes: the same references and checks */
-    if (nhwc_supports(&d)) gpu_run(&c, SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC);
+    /* the channels-last kernel, on the shapes it takes: the same references and checks */
+    if (nhwc_supports(&d)) {
+        const conv_results tf32 = gpu_run(&c, SNN_PRECISION_TF32, SNN_CONV_PATH_NHWC);
+        const conv_results bf16 = gpu_run(&c, SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC);
+        char what[224];
+        snprintf(what, sizeof what, "nhwc BF16 != TF32 forward %s", c.dims);
+        expect_differ(what, bf16.out, tf32.out, c.nout);
+        if (!(skip & 1)) {
+            snprintf(what, sizeof what, "nhwc BF16 != TF32 dgrad %s", c.dims);
+            expect_differ(what, bf16.dx, tf32.dx, c.nx);
+        }
+        if (!(skip & 2)) {
+            snprintf(what, sizeof what, "nhwc BF16 != TF32 wgrad %s", c.dims);
+            expect_differ(what, bf16.dw, tf32.dw, c.nw);
+        }
+    }
     release_all();
 }
 

@@ -10,8 +10,9 @@
 #   tools/gpu_session.sh sparsebench bench_sparse alone (CPU table, then the GPU tables)
 #   tools/gpu_session.sh igemm     the tensor-core conv: parity, sanitizer, per-layer and per-step
 #                                  benchmarks in fp32 / TF32 / BF16 beside PyTorch
-#   tools/gpu_session.sh nhwc      the channels-last BF16 conv: parity, per-layer table, and the
+#   tools/gpu_session.sh nhwc      the channels-last conv: parity, per-layer table, and the
 #                                  BF16 step against the tree in .carry/base-src.tgz
+#   tools/gpu_session.sh steptable the training-step table: every precision and batch, and PyTorch
 #   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
 #   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
 #                                  runs the NIR file in plain PyTorch (h5py) against snn-eval
@@ -195,7 +196,7 @@ for stage in "$@"; do
     timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
     echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_igemm.log")" | summary ;;
   nhwc)
-    # issue 11: the channels-last BF16 conv (tensor/conv2d_nhwc.cu): parity on every shape it
+    # issue 11: the channels-last conv (tensor/conv2d_nhwc.cu): parity on every shape it
     # takes, the per-layer table, and the BF16 training step against the code before it (the
     # tree in .carry/base-src.tgz, made by `git archive --prefix=base-src/ -o
     # .carry/base-src.tgz BASE`; its bench_train_step is built beside this tree's), same call.
@@ -226,6 +227,22 @@ for stage in "$@"; do
         build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_nhwc.log" 2>&1
       echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_nhwc.log"); $(grep -cE '^ok|^FAIL' "$LOGS/sanitizer_nhwc.log") test(s) run" | summary
     fi ;;
+  steptable)
+    # issue 11: the training-step table of docs/benchmarks.md in one call: bench_train_step in
+    # each precision at batch 16 / 64 / 128 / 256 (with the memory table of the first batch),
+    # then the PyTorch reference in TF32 and BF16 on the same GPU
+    build bench_train_step || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    for p in ${PRECISIONS:-fp32 tf32 bf16}; do
+      log "bench_train_step --precision $p (ResNet-18, T=4)"
+      timeout 150 build-gpu/bin/bench_train_step --precision $p --batch ${STEP_BATCHES:-16,64,128,256} \
+        --steps 10 --memory 2>&1 | tee "$OUT/step_$p.txt" | grep -E "^\|" | summary
+    done
+    for flag in --tf32 --bf16; do
+      log "PyTorch reference torch_train_step.py $flag"
+      timeout 150 python3 bench/torch_train_step.py $flag --batch ${STEP_BATCHES:-16,64,128,256} --steps 10 2>&1 |
+        tee "$OUT/torch_${flag#--}.txt" | summary
+    done ;;
   precision)
     # issue 11: accuracy after 5 epochs in each precision; the three runs of a model share the GPU
     build || exit 1
