@@ -238,6 +238,14 @@ snn_tensor *snn_linear(snn_tensor *x, snn_tensor *w, snn_tensor *b);
  * pad >= 0 on each side; y (.., C_out, H_out, W_out) with H_out = (H + 2 pad - KH) / stride + 1.
  * One fused node with a hand-written backward. */
 snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad);
+/** snn_batchnorm2d(snn_conv2d(x, w, b, stride, pad), gamma, beta, running_mean, running_var,
+ * false, 0, eps) - a conv followed by an eval-mode batch-norm - in one kernel where the device
+ * has one (CUDA's channels-last conv applies the batch-norm in its epilogue), with the same
+ * bits as the two calls. When a gradient would be recorded it is exactly those two calls. */
+snn_tensor *snn_conv2d_batchnorm_eval(snn_tensor *x, snn_tensor *w, snn_tensor *b,
+                                      snn_tensor *gamma, snn_tensor *beta,
+                                      snn_tensor *running_mean, snn_tensor *running_var,
+                                      float eps, int stride, int pad);
 /** Max over kernel x kernel windows of x (N, C, H, W) or (T, N, C, H, W), moved by `stride`,
  * with `pad` (never the maximum) on each side; gradient to the (first) maximum. */
 snn_tensor *snn_max_pool2d(snn_tensor *x, int kernel, int stride, int pad);

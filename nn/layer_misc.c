@@ -65,8 +65,8 @@ snn_module *snn_dropout_new(float p, uint64_t seed) { return snn_dropout_shared_
 
 static snn_tensor *sequential_forward(snn_module *m, snn_tensor *x)
 {
-    for (int i = 0; i < m->n_children && x; i++) x = snn_module_forward(m->children[i], x);
-    return x;
+    /* a Conv2d -> BatchNorm2d pair runs as one op in eval mode (nn/layer_conv.c) */
+    return snn_modules_forward(m->children, m->n_children, x);
 }
 
 const snn_module_ops snn_sequential_ops = {"Sequential", sequential_forward, NULL, NULL};

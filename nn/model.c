@@ -294,18 +294,19 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     snn_tensor *h;
     if (c->encoding == SNN_ENCODING_EVENTS) {
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
-        h = snn_module_forward(ch[1], snn_module_forward(ch[0], x));
+        h = snn_conv_bn_forward(ch[0], ch[1], x);
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
         /* the image is the same at every step: the stem runs once and is repeated over T */
-        h = snn_repeat_time(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
+        h = snn_repeat_time(snn_conv_bn_forward(ch[0], ch[1], x), c->time_steps);
     } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
         /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
-        h = snn_first_step(snn_module_forward(ch[1], snn_module_forward(ch[0], x)), c->time_steps);
+        h = snn_first_step(snn_conv_bn_forward(ch[0], ch[1], x), c->time_steps);
     } else {
         h = snn_model_encode(c, x, &impl->encode_seed);
-        h = snn_module_forward(ch[1], snn_module_forward(ch[0], h));
+        h = snn_conv_bn_forward(ch[0], ch[1], h);
     }
-    for (int i = 2; i < m->n_children && h; i++) h = snn_module_forward(ch[i], h);
+    /* conv -> batch-norm pairs run as one op in eval mode (nn/layer_conv.c) */
+    if (h) h = snn_modules_forward(ch + 2, m->n_children - 2, h);
     return h; /* (T, N, K) */
 }
 

@@ -22,7 +22,9 @@
  *                  every op output                       4 B/element
  *                  neuron layers: spike counts per (t, n, c) plane, and in training H[t]
  *                  (the ANN activations ReLU and QCLIP: their output only)
- *                  batch-norm (training): batch mean and 1/std per channel
+ *                  batch-norm (training): batch mean and 1/std per channel; in evaluation
+ *                  nothing: it runs with the conv before it as one op, one output
+ *                  (snn_conv_bn_forward)
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  dropout (training; config.dropout): its mask, one per sample shared over T
  *                  views (flatten, reshape): no data of their own
@@ -232,6 +234,8 @@ static int batchnorm(walk *w, int in, double numel, int channels)
     }
     param(w, 2.0 * channels, true);   /* weight, bias */
     param(w, 2.0 * channels, false);  /* running mean, running var */
+    /* evaluation: the conv before it writes the batch-norm's output (nn/layer_conv.c) */
+    if (!w->training) return in;
     int out = output(w, numel, in, -1);
     if (w->training) alloc(w, channels), alloc(w, channels); /* batch mean, 1 / std */
     return out;

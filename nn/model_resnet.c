@@ -39,9 +39,9 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     block_impl *b = m->impl;
     snn_module **ch = m->children;
     const int convs = b->bottleneck ? 3 : 2, last = 3 * convs - 1;   /* index of the last neuron */
-    snn_tensor *h = x;
-    for (int i = 0; i < 3 * (convs - 1) && h; i++) h = snn_module_forward(ch[i], h);
-    h = snn_module_forward(ch[last - 1], snn_module_forward(ch[last - 2], h));
+    /* conv -> batch-norm pairs run as one op in eval mode (nn/layer_conv.c) */
+    snn_tensor *h = snn_modules_forward(ch, 3 * (convs - 1), x);
+    h = snn_conv_bn_forward(ch[last - 2], ch[last - 1], h);
     snn_tensor *shortcut = m->n_children > last + 1 ? snn_module_forward(ch[last + 1], x) : x;
     if (b->sew) return snn_add(snn_module_forward(ch[last], h), shortcut);
     /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the sum

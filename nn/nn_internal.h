@@ -48,6 +48,13 @@ snn_status snn_module_add_uniform(snn_module *m, const char *name, snn_shape sha
 
 extern const snn_module_ops snn_conv2d_ops;
 extern const snn_module_ops snn_batchnorm2d_ops;
+
+/* bn(conv(x)) for a model's conv -> batch-norm pair (nn/layer_conv.c): in eval mode, when conv
+ * is a plain Conv2d and bn a BatchNorm2d, one snn_conv2d_batchnorm_eval (the same bits, one
+ * pass over the output fewer on the GPU); otherwise the two modules' forwards. */
+snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x);
+/* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward. */
+snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
 extern const snn_module_ops snn_linear_ops;
 extern const snn_module_ops snn_max_pool2d_ops;
 extern const snn_module_ops snn_avg_pool2d_ops;

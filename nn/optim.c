@@ -204,9 +204,9 @@ snn_status snn_optimizer_step(snn_optimizer *opt)
         const snn_kernels *k = snn_kernels_or_error(fn, opt->params[i].tensor->device);
         if (!k) return snn_last_status();
         if ((opt->kind == SNN_OPT_SGD && !k->sgd_update) ||
-            (opt->kind != SNN_OPT_SGD && !k->adam_update))
+            (opt->kind != SNN_OPT_SGD && !k->adam_update_many))
             return snn_error(SNN_ERR_UNSUPPORTED, "%s: the %s backend has no kernel '%s'", fn,
-                             k->name, opt->kind == SNN_OPT_SGD ? "sgd_update" : "adam_update");
+                             k->name, opt->kind == SNN_OPT_SGD ? "sgd_update" : "adam_update_many");
     }
     /* Adam goes in batches of tensors on one device (adam_update_many: one launch for many) */
     snn_adam_tensor batch[64];
@@ -225,7 +225,7 @@ snn_status snn_optimizer_step(snn_optimizer *opt)
         if (!p->grad) continue; /* no gradient reached it: PyTorch skips it too */
         const snn_kernels *k = snn_kernels_for(p->device);
         const int64_t t = ++opt->param_steps[i];
-        if (opt->kind != SNN_OPT_SGD && k->adam_update_many) {
+        if (opt->kind != SNN_OPT_SGD) {
             if (batched == 64 || (batched > 0 && batch_kernels != k)) {
                 batch_kernels->adam_update_many(batch, batched, &adam);
                 batched = 0;
@@ -242,31 +242,16 @@ snn_status snn_optimizer_step(snn_optimizer *opt)
             };
             continue;
         }
-        if (opt->kind == SNN_OPT_SGD) {
-            snn_sgd_params hp = {
-                .lr = opt->lr,
-                .momentum = opt->momentum,
-                .dampening = 0.0f,
-                .weight_decay = opt->weight_decay,
-                .nesterov = opt->nesterov,
-                .first_step = t == 1,
-            };
-            k->sgd_update(p->data, opt->state0[i] ? opt->state0[i]->data : NULL, p->grad->data,
-                          p->numel, &hp);
-        } else {
-            snn_adam_params hp = {
-                .lr = opt->lr,
-                .beta1 = opt->beta1,
-                .beta2 = opt->beta2,
-                .eps = opt->eps,
-                .weight_decay = opt->weight_decay,
-                .decoupled = opt->kind == SNN_OPT_ADAMW,
-                .bias_correction1 = (float)(1.0 - pow((double)opt->beta1, (double)t)),
-                .bias_correction2 = (float)(1.0 - pow((double)opt->beta2, (double)t)),
-            };
-            k->adam_update(p->data, opt->state0[i]->data, opt->state1[i]->data, p->grad->data,
-                           p->numel, &hp);
-        }
+        snn_sgd_params hp = {
+            .lr = opt->lr,
+            .momentum = opt->momentum,
+            .dampening = 0.0f,
+            .weight_decay = opt->weight_decay,
+            .nesterov = opt->nesterov,
+            .first_step = t == 1,
+        };
+        k->sgd_update(p->data, opt->state0[i] ? opt->state0[i]->data : NULL, p->grad->data,
+                      p->numel, &hp);
     }
     if (batched > 0) batch_kernels->adam_update_many(batch, batched, &adam);
     opt->steps++;

@@ -37,6 +37,7 @@ const snn_kernels snn_kernels_cpu = {
     .bias_backward = snn_bias_backward_cpu,
     .conv2d_workspace_bytes = snn_conv2d_workspace_bytes_cpu,
     .conv2d_forward = snn_conv2d_forward_cpu,
+    .conv2d_forward_bn_eval = snn_conv2d_forward_bn_eval_cpu,
     .conv2d_backward = snn_conv2d_backward_cpu,
     .max_pool2d_forward = snn_max_pool2d_forward_cpu,
     .max_pool2d_backward = snn_max_pool2d_backward_cpu,

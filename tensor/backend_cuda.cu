@@ -92,6 +92,7 @@ static snn_kernels make_cuda_table(void)
     k.bias_backward = snn_bias_backward_cuda;
     k.conv2d_workspace_bytes = snn_conv2d_workspace_bytes_cuda;
     k.conv2d_forward = snn_conv2d_forward_cuda;
+    k.conv2d_forward_bn_eval = snn_conv2d_forward_bn_eval_cuda;
     k.conv2d_backward = snn_conv2d_backward_cuda;
     k.max_pool2d_forward = snn_max_pool2d_forward_cuda;
     k.max_pool2d_backward = snn_max_pool2d_backward_cuda;

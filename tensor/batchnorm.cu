@@ -143,6 +143,13 @@ static __device__ __forceinline__ int bn_quad_channel(int quad, const bn_quads &
     return plane - snn_fast_div(plane, q.by_C) * q.C;
 }
 
+/* (v - m) scale + shift for each of v's four values, as the scalar kernels compute one */
+static __device__ __forceinline__ float4 bn_affine4(float4 v, float m, float scale, float shift)
+{
+    return make_float4((v.x - m) * scale + shift, (v.y - m) * scale + shift,
+                       (v.z - m) * scale + shift, (v.w - m) * scale + shift);
+}
+
 #define BN_QUADS_LOOP(quad, q)                                                               \
     for (int quad = blockIdx.x * blockDim.x + threadIdx.x; quad < (q).n4;                    \
          quad += blockDim.x * gridDim.x)
@@ -278,9 +285,7 @@ static __global__ void batchnorm_forward_normalise_quads_kernel(float4 *out, con
         const int c = bn_quad_channel(k, q);
         const float scale = (gamma ? gamma[c] : 1.0f) * invstd[c];
         const float shift = beta ? beta[c] : 0.0f, m = mean[c];
-        const float4 v = x[k];
-        out[k] = make_float4((v.x - m) * scale + shift, (v.y - m) * scale + shift,
-                             (v.z - m) * scale + shift, (v.w - m) * scale + shift);
+        out[k] = bn_affine4(x[k], m, scale, shift);
     }
 }
 
@@ -342,9 +347,7 @@ static __global__ void batchnorm_forward_eval_quads_kernel(float4 *out, const fl
         const int c = bn_quad_channel(k, q);
         const float scale = (gamma ? gamma[c] : 1.0f) / sqrtf(running_var[c] + eps);
         const float shift = beta ? beta[c] : 0.0f, m = running_mean[c];
-        const float4 v = x[k];
-        out[k] = make_float4((v.x - m) * scale + shift, (v.y - m) * scale + shift,
-                             (v.z - m) * scale + shift, (v.w - m) * scale + shift);
+        out[k] = bn_affine4(x[k], m, scale, shift);
     }
 }
 
@@ -640,9 +643,7 @@ static __global__ void batchnorm_normalise_quads_kernel(float4 *out, const float
         const float m = (float)merged[3 * c + 1];
         const float scale = (gamma ? gamma[c] : 1.0f) * invstd[c];
         const float shift = beta ? beta[c] : 0.0f;
-        const float4 v = x[k];
-        out[k] = make_float4((v.x - m) * scale + shift, (v.y - m) * scale + shift,
-                             (v.z - m) * scale + shift, (v.w - m) * scale + shift);
+        out[k] = bn_affine4(x[k], m, scale, shift);
     }
 }
 

@@ -339,6 +339,17 @@ void snn_conv2d_forward_cpu(float *out, const float *x, const float *weight, con
     }
 }
 
+/* The forward, then the eval-mode batch-norm over its output in place (the CPU has no fused
+ * kernel: the batch-norm reads what the conv wrote, as two calls would). */
+void snn_conv2d_forward_bn_eval_cpu(float *out, const float *x, const float *weight,
+                                    const float *bias, const snn_bn_eval *bn,
+                                    const snn_conv2d_dims *d, float *workspace)
+{
+    snn_conv2d_forward_cpu(out, x, weight, bias, d, workspace);
+    snn_batchnorm_forward_eval_cpu(out, out, bn->gamma, bn->beta, bn->running_mean,
+                                   bn->running_var, d->N, d->C_out, d->H_out * d->W_out, bn->eps);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Backward.
  * ------------------------------------------------------------------------------------------- */

@@ -513,7 +513,7 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
         return;
     }
     if (path == SNN_CONV_PATH_NHWC) {
-        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, d, workspace);
+        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, NULL, d, workspace);
         return;
     }
     const conv_plan plan = make_plan(d);
@@ -528,6 +528,23 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
         forward_chunks<float>(out, x, weight, d, plan, (float *)ws, outT);
     }
     if (bias) snn_bias_forward_cuda(out, bias, d->N, d->C_out, plan.P);
+}
+
+/* The channels-last kernel applies the batch-norm in its epilogue (the expression of
+ * batchnorm.cu's eval kernels, on the value the conv would have stored: the same bits); the
+ * other paths run the forward, then the eval batch-norm over the output in place. */
+extern "C" void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, const float *weight,
+                                                const float *bias, const snn_bn_eval *bn,
+                                                const snn_conv2d_dims *d, float *workspace)
+{
+    if (d->N <= 0 || d->C_out <= 0) return;
+    if (conv_path_for(d) == SNN_CONV_PATH_NHWC) {
+        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, bn, d, workspace);
+        return;
+    }
+    snn_conv2d_forward_cuda(out, x, weight, bias, d, workspace);
+    snn_batchnorm_forward_eval_cuda(out, out, bn->gamma, bn->beta, bn->running_mean,
+                                    bn->running_var, d->N, d->C_out, d->H_out * d->W_out, bn->eps);
 }
 
 extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias,

@@ -84,6 +84,7 @@
 #include "cuda_options.h"
 #include "error.h"
 #include "kernels_cuda.h"
+#include "mma_sync.cuh"
 
 #define IG_THREADS 256
 #define IG_BN 128
@@ -116,26 +117,6 @@ struct ig_args {
 
 /* ---- the three tiny helpers around the tensor-core instructions -------------------------- */
 
-static __device__ __forceinline__ uint32_t smem_address(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* 4-byte asynchronous copy global -> shared; src_bytes = 0 writes a zero and reads nothing */
-static __device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst)),
-                 "l"(src), "r"(valid ? 4 : 0));
-}
-static __device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int PENDING> static __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
-}
-
 static __device__ __forceinline__ uint32_t to_tf32(float x)
 {
     uint32_t r;
@@ -148,24 +129,6 @@ static __device__ __forceinline__ uint32_t to_bf16x2(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
-}
-
-/* d (16x8, fp32) += a (16x8 tf32, row-major) b (8x8 tf32, column-major) */
-static __device__ __forceinline__ void mma_tf32(float *d, const uint32_t *a, const uint32_t *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/* d (16x8, fp32) += a (16x16 bf16, row-major) b (16x8 bf16, column-major) */
-static __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, const uint32_t *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 /* ---- the kernel ---------------------------------------------------------------------------- */

@@ -92,6 +92,7 @@
 #include "cuda_options.h"
 #include "error.h"
 #include "kernels_cuda.h"
+#include "mma_sync.cuh"
 
 typedef __nv_bfloat16 bf16;
 
@@ -102,64 +103,12 @@ typedef __nv_bfloat16 bf16;
 #define NH_CHUNK_BYTES ((size_t)32 << 20)      /* a chunk's channels-last copy of x or dout */
 #define NH_PARTIAL_BUDGET ((size_t)64 << 20)   /* wgrad's split partial sums */
 
-/* ---- the instructions ---------------------------------------------------------------------- */
-
-static __device__ __forceinline__ uint32_t smem_u32(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* 16-byte asynchronous copy global -> shared; valid = false writes 16 zero bytes, reads none */
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)),
-                 "l"(src), "r"(valid ? 16 : 0));
-}
-static __device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int PENDING> static __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
-}
-
-/* Four 8x8 matrices of 16-bit elements from shared memory: lanes 8 i .. 8 i + 7 give the row
- * addresses of matrix i, and register i receives, per lane l, row l / 4, columns 2 (l % 4) and
- * +1 (with .trans: column l / 4, rows 2 (l % 4) and +1). Read as 32-bit elements (TF32), a
- * row of 16 bytes is 4 of them and register i holds row l / 4, column l % 4: the same
- * fragment shape the TF32 mma wants, so the gather kernel's loads serve both precisions
- * (.trans would split a 32-bit element: the TF32 wgrad loads its fragments one by one). */
-static __device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const void *row)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(row)));
-}
-static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *row)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(row)));
-}
-
-/* d (16x8, fp32) += a (16x16 bf16, row-major) b (16x8 bf16, column-major) */
-static __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, const uint32_t *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/* d (16x8, fp32) += a (16x8 tf32, row-major) b (8x8 tf32, column-major) */
-static __device__ __forceinline__ void mma_tf32(float *d, const uint32_t *a, const uint32_t *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+/* ---- the instructions (mma_sync.cuh), per element type --------------------------------------
+ *
+ * ldmatrix reads 8x8 blocks of 16-bit elements. Read as 32-bit elements (TF32), a 16-byte row
+ * is 4 of them and register i holds, per lane l, row l / 4, column l % 4: the TF32 fragment
+ * shape, so the gather kernel's loads serve both precisions (.trans would split a 32-bit
+ * element: the TF32 weight gradient loads its fragments one by one). */
 
 /* One mma of the element type: m16n8k16 for bf16, m16n8k8 for TF32 (stored as fp32 rounded
  * to TF32): both consume 32 bytes of k per row. */
@@ -188,6 +137,7 @@ struct nh_gather {
     const void *B;     /* channels-last input of the chunk (images, H, W, C), the same type */
     float *C;          /* NCHW output of the chunk (images, M, Ho, Wo) */
     const float *bias; /* forward, may be NULL: C = A B + bias[row] */
+    snn_bn_eval bn;    /* forward, running_mean NULL when none: then C = bn_eval(A B + bias) */
     int accumulate;    /* dgrad: C += A B */
     int M, N, K;       /* N = images Ho Wo, K = KK C */
     int C_ch, H, W;    /* the gathered tensor: channels and plane */
@@ -267,13 +217,7 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
         }
     };
 
-    float acc[MT][NT][4];
-    #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-        #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-            #pragma unroll
-            for (int r = 0; r < 4; r++) acc[mt][nt][r] = 0.0f;
+    float acc[MT][NT][4] = {};
     const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
 
     /* Fragments (PTX ISA, mma.m16n8k16 .bf16; m16n8k8 .tf32 the same with k halved): A
@@ -354,6 +298,14 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
                     const float b = __ldg(g.bias + row);
                     v0 += b;
                     v1 += b;
+                }
+                if (g.bn.running_mean) { /* batchnorm.cu's eval expression, on the stored value */
+                    const float scale = (g.bn.gamma ? g.bn.gamma[row] : 1.0f) /
+                                        sqrtf(g.bn.running_var[row] + g.bn.eps);
+                    const float shift = g.bn.beta ? g.bn.beta[row] : 0.0f;
+                    const float m = g.bn.running_mean[row];
+                    v0 = (v0 - m) * scale + shift;
+                    v1 = (v1 - m) * scale + shift;
                 }
                 float *dst = base + (size_t)row * out_plane;
                 if (pairs) {
@@ -450,13 +402,7 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_wgrad_kernel(nh_wgr
         }
     };
 
-    float acc[MT][NT][4];
-    #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-        #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-            #pragma unroll
-            for (int r = 0; r < 4; r++) acc[mt][nt][r] = 0.0f;
+    float acc[MT][NT][4] = {};
     const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * 32;
 
     /* ldmatrix.trans on pixel-major blocks: for A, lanes 8 i .. 8 i + 7 point at pixels
@@ -789,7 +735,7 @@ static void launch_wgrad(const nh_wgrad &g, int splits)
 
 template <typename E>
 static void forward_impl(float *out, const float *x, const float *weight, const float *bias,
-                         const snn_conv2d_dims *d, void *workspace)
+                         const snn_bn_eval *bn, const snn_conv2d_dims *d, void *workspace)
 {
     const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
     E *wf = (E *)workspace;
@@ -800,6 +746,7 @@ static void forward_impl(float *out, const float *x, const float *weight, const 
     g.A = wf;
     g.B = xh;
     g.bias = bias;
+    if (bn) g.bn = *bn;
     g.accumulate = 0;
     g.M = d->C_out;
     g.K = d->KH * d->KW * d->C_in;
@@ -824,13 +771,13 @@ static void forward_impl(float *out, const float *x, const float *weight, const 
 }
 
 extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
-                                             const float *bias, const snn_conv2d_dims *d,
-                                             void *workspace)
+                                             const float *bias, const snn_bn_eval *bn,
+                                             const snn_conv2d_dims *d, void *workspace)
 {
     if (d->N <= 0) return;
     SNN_ASSERT(snn_conv2d_nhwc_supports(d));
-    if (operand_bytes() == 4) forward_impl<float>(out, x, weight, bias, d, workspace);
-    else forward_impl<bf16>(out, x, weight, bias, d, workspace);
+    if (operand_bytes() == 4) forward_impl<float>(out, x, weight, bias, bn, d, workspace);
+    else forward_impl<bf16>(out, x, weight, bias, bn, d, workspace);
 }
 
 template <typename E>

@@ -76,6 +76,13 @@ typedef struct snn_conv2d_dims {
     int H_out, W_out;         /* (H + 2 pad - KH) / stride + 1, likewise W */
 } snn_conv2d_dims;
 
+/* An eval-mode batch-norm's vectors (C each; gamma and beta may be NULL): what
+ * conv2d_forward_bn_eval applies to the conv's output. */
+typedef struct snn_bn_eval {
+    const float *gamma, *beta, *running_mean, *running_var;
+    float eps;
+} snn_bn_eval;
+
 typedef struct snn_pool2d_dims {
     int N, C, H, W;           /* input (N, C, H, W) */
     int K, stride, pad;       /* square window */
@@ -173,6 +180,13 @@ typedef struct snn_kernels {
     void (*conv2d_backward)(float *dx, float *dweight, float *dbias, const float *dout,
                             const float *x, const float *weight, const snn_conv2d_dims *d,
                             float *workspace);
+    /* conv2d_forward, then batchnorm_forward_eval over its output with bn: the same bits as
+     * the two calls (eval-mode inference; workspace as conv2d_forward's). A device may fuse
+     * them: CUDA's channels-last conv applies the batch-norm in its epilogue, which saves the
+     * batch-norm's pass over the output. */
+    void (*conv2d_forward_bn_eval)(float *out, const float *x, const float *weight,
+                                   const float *bias, const snn_bn_eval *bn,
+                                   const snn_conv2d_dims *d, float *workspace);
 
     /* max-pool: argmax holds, per output, the flat index h*W + w of the chosen input in its
      * (n, c) plane; padding never wins (it is -inf) */

@@ -45,6 +45,9 @@ void snn_bias_backward_cpu(float *dbias, const float *dout, int64_t outer, int64
 
 /* conv2d.c */
 size_t snn_conv2d_workspace_bytes_cpu(const snn_conv2d_dims *d);
+void snn_conv2d_forward_bn_eval_cpu(float *out, const float *x, const float *weight,
+                                    const float *bias, const snn_bn_eval *bn,
+                                    const snn_conv2d_dims *d, float *workspace);
 void snn_conv2d_forward_cpu(float *out, const float *x, const float *weight, const float *bias,
                             const snn_conv2d_dims *d, float *workspace);
 void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const float *dout,

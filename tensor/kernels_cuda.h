@@ -87,6 +87,9 @@ void snn_bias_backward_cuda(float *dbias, const float *dout, int64_t outer, int6
 size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight, const float *bias,
                              const snn_conv2d_dims *d, float *workspace);
+void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, const float *weight,
+                                     const float *bias, const snn_bn_eval *bn,
+                                     const snn_conv2d_dims *d, float *workspace);
 void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const float *dout,
                               const float *x, const float *weight, const snn_conv2d_dims *d,
                               float *workspace);
@@ -113,7 +116,8 @@ void snn_conv2d_split_sum_cuda(float *dw, const float *partial, int64_t n, int s
 bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d);
 size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
-                                  const float *bias, const snn_conv2d_dims *d, void *workspace);
+                                  const float *bias, const snn_bn_eval *bn,
+                                  const snn_conv2d_dims *d, void *workspace);
 void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
                                    const float *weight, const snn_conv2d_dims *d,
                                    void *workspace);

@@ -308,6 +308,47 @@ static void test_gradcheck_batchnorm(void)
     snn_tensor_free(rv);
 }
 
+/* snn_conv2d_batchnorm_eval: without a tape, one op with the bits of conv then eval-mode
+ * batch-norm; with one, exactly those two recorded ops (so the gradient is theirs); a
+ * batch-norm vector of the wrong size is named. */
+static void test_conv_batchnorm_eval(void)
+{
+    snn_step_begin();
+    snn_tensor *x = random_input(SNN_SHAPE(2, 4, 5, 5), -1, 1, 150);
+    snn_tensor *w = random_input(SNN_SHAPE(6, 4, 3, 3), -0.5f, 0.5f, 151);
+    snn_tensor *b = random_input(SNN_SHAPE(6), -0.5f, 0.5f, 152);
+    snn_tensor *gamma = random_input(SNN_SHAPE(6), 0.5f, 1.5f, 153);
+    snn_tensor *beta = random_input(SNN_SHAPE(6), -0.5f, 0.5f, 154);
+    snn_tensor *rm = random_input(SNN_SHAPE(6), -0.2f, 0.2f, 155);
+    snn_tensor *rv = random_input(SNN_SHAPE(6), 0.5f, 2.0f, 156);
+    rm->requires_grad = rv->requires_grad = false;
+    for (int stride = 1; stride <= 2; stride++) {
+        snn_no_grad_begin();
+        snn_tensor *want = snn_batchnorm2d(snn_conv2d(x, w, b, stride, 1), gamma, beta, rm, rv,
+                                           false, 0.1f, 1e-5f);
+        snn_tensor *got = snn_conv2d_batchnorm_eval(x, w, b, gamma, beta, rm, rv, 1e-5f, stride, 1);
+        snn_no_grad_end();
+        CHECK(got && want && got->grad_fn == NULL);
+        if (got && want) {
+            CHECK(snn_shape_equal(got->shape, want->shape));
+            CHECK(test_same_bits(got->data, want->data, (long)want->numel));
+        }
+    }
+    /* with a tape: the gradient reaches the conv's weight through the batch-norm */
+    snn_tensor *y = snn_conv2d_batchnorm_eval(x, w, NULL, gamma, beta, rm, rv, 1e-5f, 1, 1);
+    CHECK(y && y->grad_fn && strcmp(y->grad_fn->op, "snn_conv2d") != 0);
+    CHECK_OK(snn_backward(snn_sum_all(y)));
+    CHECK(w->grad != NULL && x->grad != NULL);
+    /* a wrong size is named */
+    snn_no_grad_begin();
+    snn_tensor *short_beta = random_input(SNN_SHAPE(5), 0, 1, 157);
+    CHECK(snn_conv2d_batchnorm_eval(x, w, b, gamma, short_beta, rm, rv, 1e-5f, 1, 1) == NULL);
+    CHECK(strstr(snn_last_error(), "snn_conv2d_batchnorm_eval") && strstr(snn_last_error(), "beta"));
+    snn_clear_error();
+    snn_no_grad_end();
+    snn_step_end();
+}
+
 static snn_tensor *f_ce(snn_tensor *const *in, void *ctx) { return snn_cross_entropy(in[0], ctx); }
 static snn_tensor *f_mse(snn_tensor *const *in, void *ctx) { (void)ctx; return snn_mse_loss(in[0], in[1]); }
 static snn_tensor *f_dropout(snn_tensor *const *in, void *ctx) { (void)ctx; return snn_dropout(in[0], 0.3f, true, 99); }
@@ -471,6 +512,7 @@ int main(void)
     RUN(test_gradcheck_conv2d);
     RUN(test_gradcheck_pool);
     RUN(test_gradcheck_batchnorm);
+    RUN(test_conv_batchnorm_eval);
     RUN(test_gradcheck_losses);
     RUN(test_label_smoothing);
     RUN(test_dropout_shared);

@@ -439,6 +439,58 @@ static void test_conv_nhwc(void)
     conv_shape(conv_dims(2, 32, 9, 9, 32, 3, 3, 2, 1), true, 2, false);  /* dweight NULL */
 }
 
+/* conv2d_forward_bn_eval gives the bits of conv2d_forward then batchnorm_forward_eval on every
+ * path and in every precision: the channels-last kernel applies the batch-norm in its epilogue
+ * (the eval kernel's expression on the value the conv would store), the others run the two. */
+static void test_conv_bn_eval(void)
+{
+    const snn_conv2d_dims shapes[4] = {conv_dims(6, 64, 16, 16, 64, 3, 3, 1, 1),
+                                       conv_dims(4, 32, 9, 9, 64, 3, 3, 2, 1),
+                                       conv_dims(3, 3, 12, 12, 32, 3, 3, 1, 1),
+                                       conv_dims(5, 32, 7, 7, 96, 3, 3, 1, 1)};
+    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
+                                         SNN_PRECISION_BF16};
+    const snn_conv_path paths[4] = {SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_IM2COL,
+                                    SNN_CONV_PATH_NHWC};
+    for (int i = 0; i < 4; i++) {
+        const snn_conv2d_dims *d = &shapes[i];
+        const size_t nx = (size_t)d->N * d->C_in * d->H * d->W;
+        const size_t nw = (size_t)d->C_out * d->C_in * d->KH * d->KW, nc = (size_t)d->C_out;
+        const size_t nout = (size_t)d->N * d->C_out * d->H_out * d->W_out;
+        const float *x = dev_copy(random_host(nx, -1.0f, 1.0f), nx);
+        const float *w = dev_copy(random_host(nw, -1.0f, 1.0f), nw);
+        const float *bias = dev_copy(random_host(nc, -1.0f, 1.0f), nc);
+        const snn_bn_eval bn = {dev_copy(random_host(nc, 0.5f, 1.5f), nc),
+                                dev_copy(random_host(nc, -0.5f, 0.5f), nc),
+                                dev_copy(random_host(nc, -0.3f, 0.3f), nc),
+                                dev_copy(random_host(nc, 0.5f, 2.0f), nc), 1e-5f};
+        float *fused = dev_floats(nout), *conv = dev_floats(nout), *want = dev_floats(nout);
+        float *host = host_floats(nout);
+        for (int p = 0; p < 3; p++)
+            for (int k = 0; k < 4; k++) {
+                SNN_ASSERT(snn_set_precision(precisions[p]) == SNN_OK);
+                force_path(paths[k]);
+                const size_t ws_bytes = gpu->conv2d_workspace_bytes(d);
+                float *ws = tracked_alloc(ws_bytes, SNN_CUDA);
+                gpu->conv2d_forward_bn_eval(fused, x, w, bias, &bn, d, ws);
+                gpu->conv2d_forward(conv, x, w, bias, d, ws);
+                gpu->batchnorm_forward_eval(want, conv, bn.gamma, bn.beta, bn.running_mean,
+                                            bn.running_var, d->N, d->C_out, d->H_out * d->W_out,
+                                            bn.eps);
+                download(host, want, nout * sizeof(float));
+                char what[200];
+                snprintf(what, sizeof what, "conv2d_forward_bn_eval = conv + bn, %s, path %s "
+                         "(took %s), N=%d Cin=%d %dx%d Cout=%d s=%d", snn_precision_name(precisions[p]),
+                         k == 0 ? "auto" : path_name(paths[k]), path_name(path_taken(d)), d->N,
+                         d->C_in, d->H, d->W, d->C_out, d->stride);
+                expect_exact(what, fused, host, nout * sizeof(float));
+            }
+        auto_path();
+        SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+        release_all();
+    }
+}
+
 /* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64
  * through a 5x5 window is 3.4 MB of columns an image in fp32 (78 images a chunk: 78 + 78 + 4)
  * and 1.7 MB in BF16 (157 a chunk, an odd count: its input gradient runs in halves of 79 and
@@ -521,6 +573,7 @@ int main(void)
     RUN(test_conv_models);
     RUN(test_conv_chunks);
     RUN(test_conv_nhwc);
+    RUN(test_conv_bn_eval);
     RUN(test_gemm_bf16);
     return test_finish();
 }
