@@ -528,6 +528,13 @@ for stage in "$@"; do
       --T 4 --epochs 1 --batch-size 128 --activity-penalty 0.5 --out /tmp/threads 2>&1 |
       grep -E "^epoch|done" | cut -c1-200 | summary
     bench_flags="--checkpoint /tmp/threads/checkpoint.safetensors --data /tmp/fmcifar --threads 1,2,4,8,16 --reps 20"
+    # THREADS_NEW_FIRST=1 runs main's bench before the old tree's (the order is the other way
+    # by default): the pair in both orders separates an order effect from a real difference
+    if [ -n "${THREADS_NEW_FIRST:-}" ]; then
+      log "bench_sparse_threads, main (first)"
+      timeout 200 build-gpu/bin/bench_sparse_threads $bench_flags > "$OUT/threads_new_first.txt" 2>&1
+      summary < "$OUT/threads_new_first.txt"
+    fi
     if [ -f .carry/old-src.tgz ]; then
       rm -rf /tmp/old-src && tar -xzf .carry/old-src.tgz -C /tmp
       # the bench uses only the public API; bench/CMakeLists.txt builds every bench_*.c it finds
