@@ -644,10 +644,7 @@ extern "C" void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const 
             g.A = dout + n0 * out_image;
             g.B = x + n0 * x_image;
             g.K = chunk * P;
-            const int tiles = (g.K + IG_BK - 1) / IG_BK;
-            const int splits = std::min(S, tiles);
-            g.k_per_split = (tiles + splits - 1) / splits * IG_BK;
-            const int used = (g.K + g.k_per_split - 1) / g.k_per_split; /* non-empty splits */
+            const int used = snn_conv2d_split_k(g.K, IG_BK, S, &g.k_per_split);
             if (used > 1) {
                 g.C = partial;
                 g.split_stride = (int64_t)d->C_out * CK;

@@ -110,6 +110,16 @@ void snn_conv2d_igemm_backward_cuda(float *dx, float *dweight, const float *dout
 /* dw[i] += sum over s < splits of partial[s n + i], s ascending (deterministic): the split-K
  * weight gradients of conv2d_igemm.cu and conv2d_nhwc.cu; n < 2^31 */
 void snn_conv2d_split_sum_cuda(float *dw, const float *partial, int64_t n, int splits);
+/* The split of a weight gradient's K (> 0) into at most max_splits ranges of whole slices:
+ * *k_per_split gets a range's length, the result is how many ranges are non-empty. */
+static inline int snn_conv2d_split_k(int K, int slice, int max_splits, int *k_per_split)
+{
+    const int tiles = (K + slice - 1) / slice;
+    int splits = max_splits < tiles ? max_splits : tiles;
+    if (splits < 1) splits = 1;
+    *k_per_split = (tiles + splits - 1) / splits * slice;
+    return (K + *k_per_split - 1) / *k_per_split;
+}
 
 /* conv2d_nhwc.cu: the TF32 / BF16 convolution on channels-last copies (strides 1-4, C_in and C_out
  * multiples of 32), the same semantics as the conv2d entries (dbias is conv2d.cu's) */
