@@ -55,70 +55,78 @@ extern "C" void snn_sgd_update_cuda(float *p, float *velocity, const float *grad
                     hp->nesterov);
 }
 
-/* Adam / AdamW, see the file comment; step = lr / bc1, shrink = 1 - lr wd (AdamW) or 1,
- * wd_grad = wd (Adam) or 0.  CPU: snn_adam_update_cpu. */
-static __global__ void adam_update_kernel(float *p, float *m, float *v, const float *grad,
-                                          int64_t n, float b1, float b2, float eps, float step,
-                                          float sqrt_bc2, float shrink, float wd_grad)
+/* The per-call constants of Adam / AdamW (file comment), computed on the host exactly as
+ * optim.c computes them: step = lr / bc1, shrink = 1 - lr wd (AdamW) or 1, wd_grad = wd
+ * (Adam) or 0. */
+struct adam_consts {
+    float b1, b2, eps, step, sqrt_bc2, shrink, wd_grad;
+};
+
+static adam_consts adam_consts_for(const snn_adam_params *hp, float bias_correction1,
+                                   float bias_correction2)
 {
-    SNN_GRID_STRIDE_LOOP(i, n) {
-        const float pi = p[i] * shrink;
-        const float g = grad[i] + wd_grad * pi;
-        const float mi = b1 * m[i] + (1.0f - b1) * g;
-        const float vi = b2 * v[i] + (1.0f - b2) * (g * g);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - step * (mi / (sqrtf(vi) / sqrt_bc2 + eps));
-    }
+    adam_consts k;
+    k.b1 = hp->beta1;
+    k.b2 = hp->beta2;
+    k.eps = hp->eps;
+    k.step = hp->lr / bias_correction1;
+    k.sqrt_bc2 = sqrtf(bias_correction2);
+    k.shrink = hp->decoupled ? 1.0f - hp->lr * hp->weight_decay : 1.0f;
+    k.wd_grad = hp->decoupled ? 0.0f : hp->weight_decay;
+    return k;
+}
+
+/* One element's update, the one expression both Adam kernels use.  CPU: snn_adam_update_cpu. */
+static __device__ __forceinline__ void adam_element(float *p, float *m, float *v,
+                                                    const float *grad, int64_t i,
+                                                    const adam_consts &k)
+{
+    const float pi = p[i] * k.shrink;
+    const float g = grad[i] + k.wd_grad * pi;
+    const float mi = k.b1 * m[i] + (1.0f - k.b1) * g;
+    const float vi = k.b2 * v[i] + (1.0f - k.b2) * (g * g);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - k.step * (mi / (sqrtf(vi) / k.sqrt_bc2 + k.eps));
+}
+
+static __global__ void adam_update_kernel(float *p, float *m, float *v, const float *grad,
+                                          int64_t n, adam_consts k)
+{
+    SNN_GRID_STRIDE_LOOP(i, n) adam_element(p, m, v, grad, i, k);
 }
 
 /* Many tensors in one launch: a block updates ADAM_CHUNK elements of one tensor, the tensor
  * found from the blocks' running count (block0). The 124 tensors of a ResNet-18 took 124
  * launches of a few microseconds each, 0.57 ms of a 13.5 ms BF16 step (ncu, H100): the launch,
  * not the ~310 MB, was the cost. The arguments travel in the kernel's parameter space
- * (__grid_constant__: indexed in place, not copied to local memory), under 2 KB. */
+ * (__grid_constant__: indexed in place, not copied to local memory), ~2.4 KB of the 4 KB. */
 #define ADAM_MANY 32
 #define ADAM_CHUNK 4096
 struct adam_many_args {
     float *p[ADAM_MANY], *m[ADAM_MANY], *v[ADAM_MANY];
     const float *grad[ADAM_MANY];
     int64_t n[ADAM_MANY];
-    float step[ADAM_MANY], sqrt_bc2[ADAM_MANY];
+    adam_consts k[ADAM_MANY];
     int64_t block0[ADAM_MANY + 1]; /* first block of tensor t; block0[count]: all the blocks */
     int count;
-    float b1, b2, eps, shrink, wd_grad;
 };
+static_assert(sizeof(adam_many_args) <= 4096, "kernel parameters are limited to 4 KB");
 
-/* adam_update_kernel's expression, element for element (the same bits). */
 static __global__ void adam_update_many_kernel(const __grid_constant__ adam_many_args a)
 {
     int t = 0;
     while (t + 1 < a.count && (int64_t)blockIdx.x >= a.block0[t + 1]) t++;
     const int64_t begin = ((int64_t)blockIdx.x - a.block0[t]) * ADAM_CHUNK;
     const int64_t end = begin + ADAM_CHUNK < a.n[t] ? begin + ADAM_CHUNK : a.n[t];
-    float *p = a.p[t], *m = a.m[t], *v = a.v[t];
-    const float *grad = a.grad[t];
-    const float step = a.step[t], sqrt_bc2 = a.sqrt_bc2[t];
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-        const float pi = p[i] * a.shrink;
-        const float g = grad[i] + a.wd_grad * pi;
-        const float mi = a.b1 * m[i] + (1.0f - a.b1) * g;
-        const float vi = a.b2 * v[i] + (1.0f - a.b2) * (g * g);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - step * (mi / (sqrtf(vi) / sqrt_bc2 + a.eps));
-    }
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+        adam_element(a.p[t], a.m[t], a.v[t], a.grad[t], i, a.k[t]);
 }
 
 extern "C" void snn_adam_update_many_cuda(const snn_adam_tensor *tensors, int count,
                                           const snn_adam_params *hp)
 {
     adam_many_args a;
-    a.b1 = hp->beta1;
-    a.b2 = hp->beta2;
-    a.eps = hp->eps;
-    a.shrink = hp->decoupled ? 1.0f - hp->lr * hp->weight_decay : 1.0f;
-    a.wd_grad = hp->decoupled ? 0.0f : hp->weight_decay;
     int i = 0;
     while (i < count) {
         a.count = 0;
@@ -128,9 +136,7 @@ extern "C" void snn_adam_update_many_cuda(const snn_adam_tensor *tensors, int co
             if (x->n <= 0) continue;
             const int t = a.count++;
             a.p[t] = x->p, a.m[t] = x->m, a.v[t] = x->v, a.grad[t] = x->grad, a.n[t] = x->n;
-            /* the per-call constants, as snn_adam_update_cuda computes them */
-            a.step[t] = hp->lr / x->bias_correction1;
-            a.sqrt_bc2[t] = sqrtf(x->bias_correction2);
+            a.k[t] = adam_consts_for(hp, x->bias_correction1, x->bias_correction2);
             a.block0[t + 1] = a.block0[t] + (x->n + ADAM_CHUNK - 1) / ADAM_CHUNK;
         }
         if (a.count == 0) continue;
@@ -144,11 +150,6 @@ extern "C" void snn_adam_update_cuda(float *p, float *m, float *v, const float *
                                      const snn_adam_params *hp)
 {
     if (n <= 0) return;
-    /* the per-call constants, computed on the host exactly as optim.c computes them */
-    const float step = hp->lr / hp->bias_correction1;
-    const float sqrt_bc2 = sqrtf(hp->bias_correction2);
-    const float shrink = hp->decoupled ? 1.0f - hp->lr * hp->weight_decay : 1.0f;
-    const float wd_grad = hp->decoupled ? 0.0f : hp->weight_decay;
     SNN_CUDA_LAUNCH(adam_update_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, p, m,
-                    v, grad, n, hp->beta1, hp->beta2, hp->eps, step, sqrt_bc2, shrink, wd_grad);
+                    v, grad, n, adam_consts_for(hp, hp->bias_correction1, hp->bias_correction2));
 }
