@@ -282,7 +282,10 @@ int main(int argc, char **argv)
         return 2;
     }
 #ifdef SNN_WITH_CUDA
-    snn_cuda_set_conv_path((snn_conv_path)path); /* the enum's order is the list's */
+    _Static_assert(SNN_CONV_PATH_AUTO == 0 && SNN_CONV_PATH_IGEMM == 1 &&
+                   SNN_CONV_PATH_IM2COL == 2 && SNN_CONV_PATH_NHWC == 3,
+                   "paths[] lists the conv paths in the enum's order");
+    snn_cuda_set_conv_path((snn_conv_path)path);
 #endif
     snn_rng rng;
     snn_rng_seed(&rng, 0);
