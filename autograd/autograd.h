@@ -279,6 +279,8 @@ typedef struct snn_batchnorm_sync {
 } snn_batchnorm_sync;
 /** Copies *sync (NULL: back to per-process statistics, the default). */
 void snn_batchnorm_set_sync(const snn_batchnorm_sync *sync);
+/** True while snn_batchnorm_set_sync has a sync set (ops that fuse a batch-norm refuse then). */
+bool snn_batchnorm_sync_enabled(void);
 
 /** Dropout (autograd/fn_dropout.c): zeroes each element of x with probability p (0 <= p < 1)
  * and scales the rest by 1/(1-p) in training; the identity in eval. The mask is a hash of

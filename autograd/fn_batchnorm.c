@@ -42,6 +42,8 @@ void snn_batchnorm_set_sync(const snn_batchnorm_sync *s)
     if (s) sync = *s;
 }
 
+bool snn_batchnorm_sync_enabled(void) { return sync_on; }
+
 /* The backward of a synced forward: this rank's sums, their all-reduce, then dgamma, dbeta
  * (local share) and dx (global sums). */
 static void batchnorm_backward_synced(bn_saved *s, float *dx, float *dgamma, float *dbeta,

@@ -9,6 +9,10 @@
  *   backward (BPTT), per element, t = T-1 .. 0, G_V = dL/dV_last (or 0):
  *     G_H = G_S[t] g'(H[t] - V_th) + G_V dV/dH;  dX[t] += G_H dH/dX;  G_V = G_H dH/dV
  *
+ * lif_bn_forward (snn_batchnorm_neuron) runs the same forward on X made on the fly from a
+ * batch-norm's input and statistics and a residual, which are then never stored; with spike
+ * NULL it is backward's recompute of H.
+ *
  * Saved for backward: H[t] only, 4 bytes per element per step (S is recomputed from H, and
  * V[t-1], which PLIF's dL/dk needs, is reset(H[t-1]); X is the op's input, alive anyway).
  * Memory traffic per element per step: forward reads X (4 B), writes S (4 B) and, in grad
@@ -20,6 +24,7 @@
 #include "neuron_cpu.h"
 #include "neuron_math.h"
 #include "tensor/cpu_threads.h"
+#include "tensor/error.h"
 
 /* Specialisation. The equations branch on the kind, the reset mode, decay_input and the
  * surrogate. Those are the same for every element, but a compiler will not hoist a handful of
@@ -29,12 +34,48 @@
  * equations stay written once (neuron_math.h). */
 
 typedef struct lif_forward_args {
-    float *spike, *h_seq, *v_last, *activity; /* outputs, (T, M) / (M) / (T, N*C) */
+    float *spike, *h_seq, *v_last, *activity; /* outputs, (T, M) / (M) / (T, N*C); spike may
+                                               * be NULL (lif_bn_forward's recompute) */
     const float *x, *v_init;                  /* (T, M), (M) */
+    const snn_neuron_bn_input *bn;            /* or NULL: X is made from bn->x (lif_bn_forward) */
+    int64_t C;                                /* channels, for bn */
     float k;                                  /* 1/tau or sigmoid(w) */
     int64_t T, M;
     snn_neuron_split split;
 } lif_forward_args;
+
+/* The batch-norm's per-element constants of a chunk (lif_bn_forward): batchnorm.c's normalise
+ * takes the mean as a float head and tail, X = ((x - hi) - lo) (gamma invstd) + beta. */
+typedef struct bn_chunk {
+    float hi[SNN_NEURON_CHUNK], lo[SNN_NEURON_CHUNK];
+    float scale[SNN_NEURON_CHUNK], shift[SNN_NEURON_CHUNK];
+} bn_chunk;
+
+static void bn_chunk_make(bn_chunk *b, const lif_forward_args *a, int64_t e0, int64_t n)
+{
+    const snn_neuron_bn_input *in = a->bn;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t c = (e0 + i) / a->split.plane % a->C;
+        const double mean = in->stats[3 * c + 1];
+        b->hi[i] = (float)mean;
+        b->lo[i] = (float)(mean - (double)b->hi[i]);
+        b->scale[i] = (in->gamma ? in->gamma[c] : 1.0f) * in->invstd[c];
+        b->shift[i] = in->beta ? in->beta[c] : 0.0f;
+    }
+}
+
+/* X[t] of the chunk into xb: the batch-norm's expression, then the residual's add
+ * (elementwise.c's a + b), each rounded as the separate ops round it. */
+static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args *a, int64_t t,
+                           int64_t e0, int64_t n)
+{
+    const float *xt = a->bn->x + t * a->M + e0; /* (n) */
+    for (int64_t i = 0; i < n; i++) xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
+    if (a->bn->residual) {
+        const float *rt = a->bn->residual + t * a->M + e0; /* (n) */
+        for (int64_t i = 0; i < n; i++) xb[i] = xb[i] + rt[i];
+    }
+}
 
 /* The whole time loop of the chunk [e0, e0 + n): V stays in v[]. */
 static SNN_ALWAYS_INLINE void forward_chunk(snn_neuron_params q, snn_neuron_kind kind,
@@ -47,11 +88,15 @@ static SNN_ALWAYS_INLINE void forward_chunk(snn_neuron_params q, snn_neuron_kind
     const snn_neuron_params *p = &q;
     float v[SNN_NEURON_CHUNK]; /* V of the chunk's elements, carried through time */
     float h[SNN_NEURON_CHUNK]; /* H of this step, copied out when backward needs it */
+    float xb[SNN_NEURON_CHUNK], sb[SNN_NEURON_CHUNK]; /* X made from bn; S when not kept */
+    bn_chunk b;
+    if (a->bn) bn_chunk_make(&b, a, e0, n);
     for (int64_t i = 0; i < n; i++) v[i] = a->v_init ? a->v_init[e0 + i] : p->v_reset;
 
     for (int64_t t = 0; t < a->T; t++) {
-        const float *xt = a->x + t * a->M + e0; /* (n) */
-        float *st = a->spike + t * a->M + e0;   /* (n) */
+        const float *xt = a->bn ? xb : a->x + t * a->M + e0;   /* (n) */
+        float *st = a->spike ? a->spike + t * a->M + e0 : sb;  /* (n) */
+        if (a->bn) bn_chunk_input(xb, &b, a, t, e0, n);
         for (int64_t i = 0; i < n; i++) {
             h[i] = snn_lif_charge(p, a->k, v[i], xt[i]);
             st[i] = snn_lif_fire(p, h[i]);
@@ -77,16 +122,12 @@ static SNN_ALWAYS_INLINE void forward_chunk_decay(const snn_neuron_params *p, sn
     }
 }
 
-void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_last,
-                         float *activity, const float *x, const float *v_init,
-                         const float *a_init, const float *w, const snn_neuron_params *params,
-                         const snn_neuron_dims *d)
+/* The forward over every item of the split, in parallel. */
+static void forward_items(const snn_neuron_params *params, const lif_forward_args *args)
 {
-    (void)a_last;
-    (void)a_init;
     const snn_neuron_params p = *params;
-    const lif_forward_args a = {spike, h_seq, v_last, activity, x, v_init, snn_lif_decay(&p, w),
-                                d->T, snn_neuron_dims_step(d), snn_neuron_split_make(d)};
+    const lif_forward_args a = *args;
+    float *activity = a.activity;
 
 #pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(a.T * a.M))
     for (int64_t item = 0; item < a.split.items; item++) {
@@ -109,6 +150,30 @@ void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_las
             }
         }
     }
+}
+
+void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_last,
+                         float *activity, const float *x, const float *v_init,
+                         const float *a_init, const float *w, const snn_neuron_params *params,
+                         const snn_neuron_dims *d)
+{
+    (void)a_last;
+    (void)a_init;
+    const lif_forward_args a = {spike, h_seq, v_last, activity, x, v_init, NULL, d->C,
+                                snn_lif_decay(params, w), d->T, snn_neuron_dims_step(d),
+                                snn_neuron_split_make(d)};
+    forward_items(params, &a);
+}
+
+void snn_lif_bn_forward_cpu(float *spike, float *h_seq, float *activity,
+                            const snn_neuron_bn_input *in, const snn_neuron_params *params,
+                            const snn_neuron_dims *d)
+{
+    SNN_ASSERT(params->kind == SNN_NEURON_IF || params->kind == SNN_NEURON_LIF);
+    const lif_forward_args a = {spike, h_seq, NULL, spike ? activity : NULL, NULL, NULL, in, d->C,
+                                snn_lif_decay(params, NULL), d->T, snn_neuron_dims_step(d),
+                                snn_neuron_split_make(d)};
+    forward_items(params, &a);
 }
 
 typedef struct lif_backward_args {

@@ -14,11 +14,14 @@
  *
  * Memory traffic per element per step (V never leaves the register file):
  *   forward   read X 4 B, write S 4 B, write H 4 B in grad mode: 12 B (8 B without H)
+ *   bn forward (snn_batchnorm_neuron) read x 4 B (and the residual 4 B), write S 4 B; its
+ *             recompute in backward: read x (and the residual), write H
  *   backward  read dS 4 B and H 4 B, read + write dX 8 B: 16 B (PLIF also reads X, and
  *             H[t-1] once per BSTEPS steps: ~22 B)
  *   plus, once per element, V_init / V_last / dV_init when given.
  */
 #include "neuron_cuda.cuh"
+#include "tensor/error.h"
 
 #define BLOCK SNN_NEURON_CUDA_BLOCK
 #define ELEMS SNN_NEURON_CUDA_ELEMS
@@ -31,28 +34,40 @@
  * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
  * that then writes H[t] to the same address, and no thread reads an address another has
  * written, so neither the read-only load path nor reordering can see a written value. */
+/* BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
+ * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too). */
+template <bool BN>
 static __global__ void __launch_bounds__(BLOCK)
 lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,
-                   const float *v_init, const float *__restrict__ w, snn_neuron_params p,
-                   int64_t T, int64_t M, int64_t planes, int64_t plane)
+                   const float *v_init, const float *__restrict__ w, snn_neuron_bn_input bn,
+                   snn_neuron_params p, int64_t T, int64_t M, int64_t planes, int64_t plane,
+                   int64_t C)
 {
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, w);
     const int64_t base = (int64_t)blockIdx.x * (BLOCK * ELEMS) + threadIdx.x;
 
     float v[ELEMS];              /* V of each of this thread's elements */
     snn_plane_run run[ELEMS];    /* activity bookkeeping (only when activity != NULL) */
+    float mean[ELEMS], scale[ELEMS], shift[ELEMS]; /* BN: the element's channel's constants */
 #pragma unroll
     for (int j = 0; j < ELEMS; j++) {
         const int64_t i = base + (int64_t)j * BLOCK;
         v[j] = i < M ? (v_init ? v_init[i] : p.v_reset) : 0.0f;
         if (activity) run[j] = snn_plane_run_make(i, i < M, plane);
+        if (BN) { /* batchnorm_sync.cu's normalise: the double mean rounded to float */
+            const int64_t c = i < M ? i / plane % C : 0;
+            mean[j] = (float)bn.stats[3 * c + 1];
+            scale[j] = (bn.gamma ? bn.gamma[c] : 1.0f) * bn.invstd[c];
+            shift[j] = bn.beta ? bn.beta[c] : 0.0f;
+        }
     }
 
     for (int64_t t0 = 0; t0 < T; t0 += STEPS) {
         /* STEPS * ELEMS loads in flight before the first use: hides the latency even at tiny M */
-        float xv[STEPS][ELEMS];
-        snn_neuron_load_steps(xv, x, t0, T, M, base);
+        float xv[STEPS][ELEMS], rv[STEPS][ELEMS];
+        snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
+        if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
 #pragma unroll
         for (int u = 0; u < STEPS; u++) {
             const int64_t t = t0 + u;
@@ -63,10 +78,15 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
                 const int64_t i = base + (int64_t)j * BLOCK;
                 float s = 0.0f;
                 if (i < M) {
-                    const float h = snn_lif_charge_cuda(p, k, v[j], xv[u][j]);
+                    float xin = xv[u][j];
+                    if (BN) { /* the batch-norm's expression, then the residual's add */
+                        xin = (xin - mean[j]) * scale[j] + shift[j];
+                        if (bn.residual) xin = xin + rv[u][j];
+                    }
+                    const float h = snn_lif_charge_cuda(p, k, v[j], xin);
                     s = snn_lif_fire(&p, h); /* a comparison: nothing to round */
                     if (h_seq) h_seq[off + i] = h;
-                    spike[off + i] = s;
+                    if (!BN || spike) spike[off + i] = s;
                     v[j] = snn_lif_reset_cuda(p, h, s);
                 }
                 if (activity) snn_plane_run_count(activity + t * planes, run[j], s != 0.0f);
@@ -95,8 +115,26 @@ extern "C" void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, 
         SNN_CUDA_CHECK(cudaMemsetAsync(activity, 0, (size_t)(T * planes) * sizeof(float),
                                        snn_cuda_stream()));
     if (M <= 0) return;
-    SNN_CUDA_LAUNCH(lif_forward_kernel, snn_neuron_cuda_grid(M), BLOCK, 0, spike, h_seq, v_last,
-                    activity, x, v_init, w, *p, T, M, planes, d->plane);
+    SNN_CUDA_LAUNCH(lif_forward_kernel<false>, snn_neuron_cuda_grid(M), BLOCK, 0, spike, h_seq,
+                    v_last, activity, x, v_init, w, snn_neuron_bn_input{}, *p, T, M, planes,
+                    d->plane, d->C);
+}
+
+/* IF / LIF on the batch-norm-fed input (snn_neuron_bn_input): the kernel above with X made as
+ * it is loaded. CPU: snn_lif_bn_forward_cpu. */
+extern "C" void snn_lif_bn_forward_cuda(float *spike, float *h_seq, float *activity,
+                                        const snn_neuron_bn_input *in,
+                                        const snn_neuron_params *p, const snn_neuron_dims *d)
+{
+    SNN_ASSERT(p->kind == SNN_NEURON_IF || p->kind == SNN_NEURON_LIF);
+    const int64_t T = d->T, M = snn_neuron_dims_step(d), planes = d->N * d->C;
+    if (!spike) activity = NULL;
+    if (activity && T * planes > 0)
+        SNN_CUDA_CHECK(cudaMemsetAsync(activity, 0, (size_t)(T * planes) * sizeof(float),
+                                       snn_cuda_stream()));
+    if (M <= 0) return;
+    SNN_CUDA_LAUNCH(lif_forward_kernel<true>, snn_neuron_cuda_grid(M), BLOCK, 0, spike, h_seq,
+                    NULL, activity, NULL, NULL, NULL, *in, *p, T, M, planes, d->plane, d->C);
 }
 
 /* Backward (BPTT): see the file header. Accumulates into dx and dv_init (each NULL = not

@@ -14,6 +14,7 @@ const snn_neuron_kernels snn_neuron_kernels_cpu = {
     .name = "cpu",
     .lif_forward = snn_lif_forward_cpu,
     .lif_backward = snn_lif_backward_cpu,
+    .lif_bn_forward = snn_lif_bn_forward_cpu,
     .stbif_forward = snn_stbif_forward_cpu,
     .stbif_backward = snn_stbif_backward_cpu,
     .heaviside_forward = snn_heaviside_forward_cpu,

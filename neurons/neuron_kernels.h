@@ -82,6 +82,26 @@ typedef void (*snn_neuron_backward_fn)(float *dx, float *dv_init, float *dw, con
                                        const float *a_init, const float *w,
                                        const snn_neuron_params *p, const snn_neuron_dims *d);
 
+/* The input of a neuron layer fed by a training-mode batch-norm and, optionally, a residual
+ * (snn_batchnorm_neuron): per element i of channel c = (i / plane) % C at step t,
+ *   X[t, i] = (x[t, i] - mean[c]) (gamma[c] invstd[c]) + beta[c]   [+ residual[t, i]]
+ * with the expression and rounding of the device's own batch-norm normalise (tensor/kernels.h
+ * batchnorm_normalise: the CPU splits the double mean into a float head and tail, CUDA rounds it
+ * to float), then the add of elementwise.c / .cu: the bits of the separate ops. */
+typedef struct snn_neuron_bn_input {
+    const float *x;                   /* (T, M) the batch-norm's input */
+    const double *stats;              /* (C, 3) (count, mean, M2) from batchnorm_stats_merge */
+    const float *invstd;              /* (C) */
+    const float *gamma, *beta;        /* (C) each, or NULL (1 and 0) */
+    const float *residual;            /* (T, M), or NULL */
+} snn_neuron_bn_input;
+
+/* IF and LIF on the batch-norm-fed input: lif_forward's outputs with X made from `in` on the
+ * fly (X itself is never stored). spike may be NULL: backward's recompute of H. */
+typedef void (*snn_neuron_bn_forward_fn)(float *spike, float *h_seq, float *activity,
+                                         const snn_neuron_bn_input *in,
+                                         const snn_neuron_params *p, const snn_neuron_dims *d);
+
 /* The running max-pool's geometry (running_pool.c): x (T, planes, H, W) -> y (T, planes,
  * H_out, W_out), K x K windows at stride >= K (no overlap), no padding. */
 typedef struct snn_running_pool_dims {
@@ -98,6 +118,8 @@ typedef struct snn_neuron_kernels {
     /* IF, LIF and PLIF: one fused kernel, the kind selects the charge equation (lif.c) */
     snn_neuron_forward_fn lif_forward;
     snn_neuron_backward_fn lif_backward;
+    /* IF and LIF fed by a batch-norm (and a residual) in one pass (lif.c) */
+    snn_neuron_bn_forward_fn lif_bn_forward;
     /* ST-BIF (stbif.c) */
     snn_neuron_forward_fn stbif_forward;
     snn_neuron_backward_fn stbif_backward;

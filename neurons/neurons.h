@@ -184,6 +184,20 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
 snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
                                          snn_tensor **activity);
 
+/** A training-mode batch-norm of x, plus residual when not NULL, into IF or LIF neurons, as one
+ * node: the spikes of
+ *     snn_neuron_multistep(snn_add_into(snn_batchnorm2d(x, gamma, beta, running_mean,
+ *                          running_var, true, momentum, eps), residual), cfg, NULL, activity)
+ * with the same bits (spikes, activity, running statistics, every gradient), without storing
+ * the batch-norm's output or the membrane H: backward recomputes H from x (neurons/bn_neuron.c).
+ * x and residual are (T, N, C, H, W) on one device; gamma, beta and the running statistics
+ * (C). Refused (SNN_ERR_ARGUMENT) for other neuron kinds and shapes, and (SNN_ERR_UNSUPPORTED)
+ * while the batch-norm is synced across ranks: run the separate ops there. */
+snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                 snn_tensor *running_mean, snn_tensor *running_var,
+                                 float momentum, float eps, snn_tensor *residual,
+                                 const snn_neuron_config *cfg, snn_tensor **activity);
+
 /** Firing rate of an `activity` tensor (as snn_neuron_multistep gives it): the sum of its
  * counts / input_numel, the number of elements of the neurons' input. Reads the device. NaN on
  * error (activity NULL, input_numel <= 0; message set). */

@@ -1,0 +1,168 @@
+/*
+ * bn_neuron.c - snn_batchnorm_neuron: a training-mode batch-norm, an optional residual add and
+ * a multi-step IF / LIF neuron layer as one tape node.
+ *
+ *   spikes = neuron( bn_train(x) [+ residual] )          x, residual, spikes: (T, N, C, H, W)
+ *
+ * Why one node. Run as three ops, the batch-norm writes its output y (4 B per element and
+ * step), the residual add reads y and the residual and writes y again, and the neuron reads y
+ * and writes H (kept for backward, in y's memory) and the spikes. Here the neuron kernel makes
+ * X = bn(x) + residual while it loads x (lif_bn_forward, lif.c / lif.cu), so the pass over
+ * memory after the statistics reads x (and the residual) and writes the spikes: 8-12 B per
+ * element against 20-32 B. Nothing is kept but the spikes and the per-channel statistics:
+ * backward recomputes H from x with the same kernel (read x, write H to scratch), then runs the
+ * neuron's BPTT and the batch-norm's backward. A step keeps one tensor per fused layer less
+ * (4 B per element and step).
+ *
+ * Bits. The statistics come from batchnorm_stats and batchnorm_stats_merge with one rank, which
+ * give forward_train's bits (tensor/kernels.h); X is the device's normalise expression, then the
+ * add; the BPTT and the batch-norm backward are the kernels the separate ops run, on the same
+ * values. So the spikes, running statistics and every gradient equal those of
+ * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep on the same device, bit for bit
+ * (tests/test_bn_neuron.c, tests/test_cuda_neurons.c).
+ *
+ * Backward scratch: H and dL/dX, 8 B per element and step, from the step arena, given back when
+ * the node's backward ends.
+ */
+#include "neuron_op.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+#include "tensor/kernels.h"
+
+typedef struct bn_neuron_saved {
+    snn_neuron_params params;
+    snn_neuron_dims dims;   /* T, N, C, plane = H W */
+    double *stats;          /* (C, 3) merged (count, mean, M2) */
+    float *mean, *invstd;   /* (C) what the batch-norm backward reads */
+} bn_neuron_saved;
+
+static void bn_neuron_backward(snn_node *node)
+{
+    const char *fn = "snn_batchnorm_neuron (backward)";
+    const bn_neuron_saved *sv = node->saved;
+    snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
+    snn_tensor *residual = node->inputs[3];
+    if (!node->out->grad) return;
+    float *dx = snn_grad_for(x), *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
+    float *dresidual = snn_grad_for(residual);
+    if (!dx && !dgamma && !dbeta && !dresidual) return;
+    const snn_kernels *k = snn_kernels_for(x->device);
+    const snn_neuron_kernels *nk = snn_neuron_kernels_for(x->device);
+    SNN_ASSERT(k && nk);
+    const int64_t n = x->numel;
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    float *h = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device);      /* (T, M) H */
+    float *dX = h ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL; /* dL/dX */
+    if (!dX) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
+                                    residual ? residual->data : NULL};
+    nk->lif_bn_forward(NULL, h, NULL, &in, &sv->params, &sv->dims);
+    k->fill(dX, 0.0f, n);
+    nk->lif_backward(dX, NULL, NULL, node->out->grad->data, NULL, h, node->out->data, NULL, NULL,
+                     NULL, NULL, &sv->params, &sv->dims);
+    if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
+    if (dx || dgamma || dbeta)
+        k->batchnorm_backward(dx, dgamma, dbeta, dX, x->data, gamma->data, sv->mean, sv->invstd,
+                              (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
+                              (int)sv->dims.plane);
+    snn_step_scratch_release(x->device, mark);
+}
+
+/* The arguments snn_batchnorm_neuron refuses, with the message naming the one at fault. */
+static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const params[4],
+                             float momentum, float eps, snn_tensor *residual,
+                             const snn_neuron_config *cfg)
+{
+    if (snn_check_tensor(fn, "x", x)) return snn_last_status();
+    if (snn_neuron_config_check(fn, cfg) != SNN_OK) return snn_last_status();
+    if (cfg->kind != SNN_NEURON_IF && cfg->kind != SNN_NEURON_LIF)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'cfg' (expected an if or lif neuron, "
+                         "got %s); hint: snn_batchnorm2d, then snn_neuron_multistep", fn,
+                         snn_neuron_kind_name(cfg->kind));
+    if (x->shape.ndim != 5) {
+        char buf[96];
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (T, N, C, H, W), got "
+                         "%s)", fn, snn_shape_str(x->shape, buf, sizeof buf));
+    }
+    const int64_t C = x->shape.dim[2];
+    const char *names[4] = {"gamma", "beta", "running_mean", "running_var"};
+    for (int i = 0; i < 4; i++)
+        if (snn_check_rank(fn, names[i], params[i], 1, "(C)") ||
+            snn_check_dim(fn, names[i], params[i], 0, C, "C (input channels)") ||
+            snn_check_same_device(fn, "x", x, names[i], params[i]))
+            return snn_last_status();
+    if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected eps > 0 and momentum in "
+                         "[0, 1], got eps %g, momentum %g)", fn, (double)eps, (double)momentum);
+    if (x->numel / (C > 0 ? C : 1) < 2)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (training needs more than one "
+                         "value per channel to compute a variance, got %lld)", fn,
+                         (long long)(x->numel / (C > 0 ? C : 1)));
+    if (residual && (snn_check_same_device(fn, "x", x, "residual", residual) ||
+                     snn_check_same_shape(fn, "x", x, "residual", residual)))
+        return snn_last_status();
+    if (snn_batchnorm_sync_enabled())
+        return snn_error(SNN_ERR_UNSUPPORTED, "%s: the batch-norm is synced across ranks "
+                         "(--sync-bn); hint: snn_batchnorm2d, then snn_neuron_multistep", fn);
+    return SNN_OK;
+}
+
+snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                 snn_tensor *running_mean, snn_tensor *running_var,
+                                 float momentum, float eps, snn_tensor *residual,
+                                 const snn_neuron_config *cfg, snn_tensor **activity)
+{
+    const char *fn = "snn_batchnorm_neuron";
+    if (activity) *activity = NULL;
+    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
+    if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK) return NULL;
+    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
+    const snn_neuron_kernels *nk = k ? snn_neuron_kernels_or_error(fn, x->device) : NULL;
+    if (!nk) return NULL;
+    SNN_REQUIRE_KERNEL(k, fn, batchnorm_stats);
+    SNN_REQUIRE_KERNEL(k, fn, batchnorm_stats_merge);
+    SNN_REQUIRE_KERNEL(k, fn, batchnorm_backward);
+    SNN_REQUIRE_KERNEL(k, fn, fill);
+    SNN_REQUIRE_KERNEL(k, fn, axpy);
+    SNN_REQUIRE_KERNEL(nk, fn, lif_bn_forward);
+    SNN_REQUIRE_KERNEL(nk, fn, lif_backward);
+
+    const snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], x->shape.dim[2],
+                               x->shape.dim[3] * x->shape.dim[4]};
+    const int C = (int)d.C;
+    const snn_neuron_params p = snn_neuron_params_from(cfg);
+    snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device);
+    snn_tensor *act = spike && activity ? snn_step_tensor(fn, SNN_SHAPE(d.T * d.N, d.C), x->device)
+                                        : NULL;
+    const size_t stats_bytes = (size_t)3 * (size_t)C * sizeof(double);
+    double *merged = (spike && (act || !activity)) ? snn_step_alloc(fn, stats_bytes, x->device) : NULL;
+    float *mean = merged ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
+    float *invstd = mean ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
+    if (!invstd) return NULL;
+
+    /* the statistics: this batch's (count, mean, M2) per channel, "merged" over one rank */
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    double *stats = snn_step_alloc(fn, stats_bytes, x->device);
+    if (!stats) return NULL;
+    k->batchnorm_stats(stats, x->data, (int)(d.T * d.N), C, (int)d.plane);
+    k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, stats, 1,
+                             C, momentum, eps);
+    snn_step_scratch_release(x->device, mark);
+
+    const snn_neuron_bn_input in = {x->data, merged, invstd, gamma->data, beta->data,
+                                    residual ? residual->data : NULL};
+    nk->lif_bn_forward(spike->data, NULL, act ? act->data : NULL, &in, &p, &d);
+
+    snn_tensor *inputs[4] = {x, gamma, beta, residual};
+    if (snn_should_record(4, inputs)) {
+        snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
+                                         sizeof(bn_neuron_saved));
+        if (!node) return NULL;
+        *(bn_neuron_saved *)node->saved = (bn_neuron_saved){p, d, merged, mean, invstd};
+    }
+    if (activity) *activity = act;
+    return spike;
+}

@@ -1,0 +1,271 @@
+/*
+ * test_bn_neuron.c - snn_batchnorm_neuron (neurons/bn_neuron.c): a training-mode batch-norm, an
+ * optional residual add and IF / LIF neurons as one node, against the separate ops
+ * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep, bit for bit: spikes, activity,
+ * running statistics, and the gradients of x, gamma, beta and the residual for
+ * L = sum(S * R) with a fixed random R. Then the arguments it refuses, and the models: one
+ * training step of a ResNet, a SEW ResNet and the CNN with fusion on and off
+ * (snn_model_set_fusion) gives the same logits, loss, gradients and running statistics, and
+ * the fused step records the fused nodes.
+ * Run: ctest -R bn_neuron
+ */
+#include <string.h>
+
+#include "autograd/autograd.h"
+#include "nn/nn.h"
+#include "neurons/neurons.h"
+#include "test.h"
+
+/* A CPU STEP tensor of `shape` with values U(lo, hi) from `seed`. */
+static snn_tensor *uniform(snn_shape shape, float lo, float hi, uint64_t seed, bool grad)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, seed);
+    snn_tensor *t = snn_empty(shape, SNN_CPU);
+    snn_tensor_uniform_(t, &rng, lo, hi);
+    t->requires_grad = grad;
+    return t;
+}
+
+/* An OWNED copy of a (C) vector: the running statistics each path updates. */
+static snn_tensor *owned_copy(const snn_tensor *t)
+{
+    snn_tensor *c = snn_tensor_new(t->shape, SNN_CPU);
+    memcpy(c->data, t->data, (size_t)t->numel * sizeof(float));
+    return c;
+}
+
+typedef struct path_result {
+    snn_tensor *spikes, *activity;
+    snn_tensor *running_mean, *running_var;
+    snn_tensor *x, *gamma, *beta, *residual; /* leaves, with their gradients */
+} path_result;
+
+/* One path on fresh leaves from the same seeds; fused or the separate ops. */
+static path_result run_path(bool fused, snn_shape shape, bool with_residual,
+                            const snn_neuron_config *cfg)
+{
+    const int64_t C = shape.dim[2];
+    path_result r;
+    r.x = uniform(shape, -1.5f, 2.5f, 11, true);
+    r.gamma = uniform(SNN_SHAPE(C), 0.5f, 1.5f, 12, true);
+    r.beta = uniform(SNN_SHAPE(C), -0.3f, 0.6f, 13, true);
+    r.residual = with_residual ? uniform(shape, 0.0f, 1.0f, 14, true) : NULL;
+    snn_tensor *rm0 = uniform(SNN_SHAPE(C), -0.2f, 0.2f, 15, false);
+    snn_tensor *rv0 = uniform(SNN_SHAPE(C), 0.5f, 2.0f, 16, false);
+    r.running_mean = owned_copy(rm0);
+    r.running_var = owned_copy(rv0);
+    r.activity = NULL;
+    if (fused) {
+        r.spikes = snn_batchnorm_neuron(r.x, r.gamma, r.beta, r.running_mean, r.running_var, 0.1f,
+                                        1e-5f, r.residual, cfg, &r.activity);
+    } else {
+        snn_tensor *y = snn_batchnorm2d(r.x, r.gamma, r.beta, r.running_mean, r.running_var, true,
+                                        0.1f, 1e-5f);
+        if (r.residual) y = snn_add_into(y, r.residual);
+        r.spikes = snn_neuron_multistep(y, cfg, NULL, &r.activity);
+    }
+    snn_tensor *R = uniform(shape, -1.0f, 1.0f, 17, false);
+    if (r.spikes) CHECK_OK(snn_backward(snn_sum_all(snn_mul(r.spikes, R))));
+    return r;
+}
+
+static bool same(const snn_tensor *a, const snn_tensor *b)
+{
+    if (!a || !b) return a == b;
+    return a->numel == b->numel && test_same_bits(a->data, b->data, (long)a->numel);
+}
+
+static bool grads_same(const snn_tensor *a, const snn_tensor *b)
+{
+    if (!a || !b) return a == b;
+    return a->grad && b->grad && same(a->grad, b->grad);
+}
+
+static double mean_of(const snn_tensor *t)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < t->numel; i++) s += (double)t->data[i];
+    return s / (double)t->numel;
+}
+
+static void test_same_bits_as_separate_ops(void)
+{
+    /* planes of 20 (several a chunk of lif.c), of 300 (a plane over two chunks), of 1 */
+    const snn_shape shapes[3] = {SNN_SHAPE(3, 2, 3, 4, 5), SNN_SHAPE(2, 2, 2, 15, 20),
+                                 SNN_SHAPE(4, 5, 6, 1, 1)};
+    snn_neuron_config cfgs[5];
+    cfgs[0] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfgs[0].surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    cfgs[1] = snn_neuron_config_default(SNN_NEURON_IF);
+    cfgs[2] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfgs[2].reset = SNN_RESET_SOFT;
+    cfgs[2].decay_input = false;
+    cfgs[3] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfgs[3].v_reset = -0.5f;
+    cfgs[3].detach_reset = true;
+    cfgs[4] = snn_neuron_config_default(SNN_NEURON_IF);
+    cfgs[4].surrogate = snn_surrogate_default(SNN_SURROGATE_PIECEWISE_QUADRATIC);
+    int cases = 0;
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 5; c++)
+            for (int res = 0; res < 2; res++) {
+                snn_step_begin();
+                path_result a = run_path(false, shapes[s], res, &cfgs[c]);
+                path_result b = run_path(true, shapes[s], res, &cfgs[c]);
+                const bool ok = a.spikes && b.spikes && same(a.spikes, b.spikes) &&
+                                same(a.activity, b.activity) &&
+                                same(a.running_mean, b.running_mean) &&
+                                same(a.running_var, b.running_var) && grads_same(a.x, b.x) &&
+                                grads_same(a.gamma, b.gamma) && grads_same(a.beta, b.beta) &&
+                                (!res || grads_same(a.residual, b.residual));
+                if (!ok)
+                    fprintf(stderr, "  shape %d, neuron config %d, residual %d: the fused op "
+                            "differs from the separate ops\n", s, c, res);
+                CHECK(ok);
+                /* a case that can fail: some spikes, not all, and gradients that are not 0 */
+                if (b.spikes) {
+                    const double rate = mean_of(b.spikes);
+                    if (!(rate > 0.005 && rate < 0.98))
+                        fprintf(stderr, "  shape %d, config %d, residual %d: firing rate %.3f\n",
+                                s, c, res, rate);
+                    CHECK(rate > 0.005 && rate < 0.98);
+                    CHECK(b.x->grad && mean_of(b.x->grad) != 0.0 && b.gamma->grad &&
+                          b.gamma->grad->data[0] != 0.0f);
+                }
+                snn_tensor_free(a.running_mean), snn_tensor_free(a.running_var);
+                snn_tensor_free(b.running_mean), snn_tensor_free(b.running_var);
+                snn_step_end();
+                cases++;
+            }
+    CHECK(cases == 30);
+}
+
+static void expect_refused(snn_tensor *got, const char *arg)
+{
+    CHECK(got == NULL);
+    const char *msg = snn_last_error();
+    const bool named = strstr(msg, "snn_batchnorm_neuron") && strstr(msg, arg);
+    if (!named) fprintf(stderr, "  message without '%s': %s\n", arg, msg);
+    CHECK(named);
+    snn_clear_error();
+}
+
+static void test_refused_arguments(void)
+{
+    snn_step_begin();
+    const snn_shape shape = SNN_SHAPE(2, 2, 3, 4, 4);
+    snn_tensor *x = uniform(shape, -1, 1, 1, true);
+    snn_tensor *g = uniform(SNN_SHAPE(3), 0.5f, 1.5f, 2, true);
+    snn_tensor *b = uniform(SNN_SHAPE(3), -0.5f, 0.5f, 3, true);
+    snn_tensor *rm = uniform(SNN_SHAPE(3), 0, 0, 4, false), *rv = uniform(SNN_SHAPE(3), 1, 1, 5, false);
+    snn_neuron_config lif = snn_neuron_config_default(SNN_NEURON_LIF);
+    snn_neuron_config plif = snn_neuron_config_default(SNN_NEURON_PLIF);
+    expect_refused(snn_batchnorm_neuron(x, g, b, rm, rv, 0.1f, 1e-5f, NULL, &plif, NULL), "'cfg'");
+    snn_tensor *flat = uniform(SNN_SHAPE(4, 3, 4, 4), -1, 1, 6, true);
+    expect_refused(snn_batchnorm_neuron(flat, g, b, rm, rv, 0.1f, 1e-5f, NULL, &lif, NULL), "'x'");
+    snn_tensor *short_gamma = uniform(SNN_SHAPE(2), 0.5f, 1.5f, 7, true);
+    expect_refused(snn_batchnorm_neuron(x, short_gamma, b, rm, rv, 0.1f, 1e-5f, NULL, &lif, NULL),
+                   "gamma");
+    snn_tensor *res = uniform(SNN_SHAPE(2, 2, 3, 4, 5), 0, 1, 8, true);
+    expect_refused(snn_batchnorm_neuron(x, g, b, rm, rv, 0.1f, 1e-5f, res, &lif, NULL),
+                   "residual");
+    expect_refused(snn_batchnorm_neuron(x, g, b, rm, rv, 0.1f, 0.0f, NULL, &lif, NULL), "eps");
+    snn_step_end();
+}
+
+/* ---- the models: fusion on and off give the same step --------------------------------------- */
+
+typedef struct step_result {
+    snn_tensor *logits;   /* OWNED copy */
+    float loss;
+    snn_param_list params;
+    int fused_nodes;
+} step_result;
+
+static int count_nodes(const snn_tensor *loss, const char *op)
+{
+    int n = 0;
+    for (const snn_node *node = loss ? loss->grad_fn : NULL; node; node = node->prev)
+        n += strcmp(node->op, op) == 0;
+    return n;
+}
+
+static step_result train_step(snn_module *m, const snn_model_config *c, bool fusion)
+{
+    step_result r = {0};
+    snn_model_set_fusion(fusion);
+    snn_rng rng;
+    snn_rng_seed(&rng, 5);
+    snn_tensor *x = snn_tensor_new(SNN_SHAPE(3, c->in_channels, c->height, c->width), SNN_CPU);
+    snn_tensor_normal_(x, &rng, 0.5f, 1.5f);
+    const float labels_host[3] = {1, 7, 4};
+    snn_step_begin();
+    snn_module_zero_grad(m);
+    snn_tensor *logits = snn_module_forward(m, x);
+    snn_tensor *labels = snn_from_host(SNN_SHAPE(3), labels_host, SNN_CPU);
+    snn_tensor *loss = logits ? snn_cross_entropy(logits, labels) : NULL;
+    CHECK(loss != NULL);
+    if (loss) {
+        r.fused_nodes = count_nodes(loss, "snn_batchnorm_neuron");
+        CHECK_OK(snn_backward(loss));
+        r.loss = loss->data[0];
+        r.logits = owned_copy(logits);
+    }
+    snn_step_end();
+    snn_tensor_free(x);
+    CHECK_OK(snn_module_parameters(m, &r.params));
+    snn_model_set_fusion(true);
+    return r;
+}
+
+static void test_models_same_step(void)
+{
+    const struct { snn_model_kind kind; const char *name; int fused; } cases[3] = {
+        {SNN_MODEL_RESNET18, "resnet18", 16},       /* every neuron but the stem's */
+        {SNN_MODEL_SEW_RESNET18, "sew-resnet18", 19},
+        {SNN_MODEL_SPIKING_CNN, "cnn", 1},          /* conv2's; the classifier has no batch-norm */
+    };
+    for (int k = 0; k < 3; k++) {
+        snn_model_config c = snn_model_config_default(cases[k].kind);
+        c.width_base = 4, c.time_steps = 2, c.hidden = 16;
+        if (cases[k].kind != SNN_MODEL_SPIKING_CNN) c.height = c.width = 8;
+        snn_rng rng_a, rng_b;
+        snn_rng_seed(&rng_a, 9);
+        snn_rng_seed(&rng_b, 9);
+        snn_module *a = snn_model_new(&c, &rng_a), *b = snn_model_new(&c, &rng_b);
+        CHECK(a && b);
+        if (!a || !b) continue;
+        step_result off = train_step(a, &c, false), on = train_step(b, &c, true);
+        CHECK(off.fused_nodes == 0);
+        if (on.fused_nodes != cases[k].fused)
+            fprintf(stderr, "  %s: %d fused nodes, want %d\n", cases[k].name, on.fused_nodes,
+                    cases[k].fused);
+        CHECK(on.fused_nodes == cases[k].fused);
+        CHECK(off.loss == on.loss && same(off.logits, on.logits));
+        int differ = 0;
+        CHECK(off.params.count == on.params.count);
+        for (int i = 0; i < off.params.count && i < on.params.count; i++) {
+            const snn_tensor *p = off.params.items[i].tensor, *q = on.params.items[i].tensor;
+            /* values: the running statistics moved the same; gradients: the same bits */
+            if (!same(p, q) || (p->grad != NULL) != (q->grad != NULL) ||
+                (p->grad && !same(p->grad, q->grad))) {
+                if (differ++ < 3)
+                    fprintf(stderr, "  %s: %s differs with fusion on\n", cases[k].name,
+                            off.params.items[i].name);
+            }
+        }
+        CHECK(differ == 0);
+        snn_tensor_free(off.logits), snn_tensor_free(on.logits);
+        snn_param_list_free(&off.params), snn_param_list_free(&on.params);
+        snn_module_free(a), snn_module_free(b);
+    }
+}
+
+int main(void)
+{
+    RUN(test_same_bits_as_separate_ops);
+    RUN(test_refused_arguments);
+    RUN(test_models_same_step);
+    return test_finish();
+}

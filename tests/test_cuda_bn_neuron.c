@@ -1,0 +1,258 @@
+/*
+ * test_cuda_bn_neuron.c - snn_batchnorm_neuron on the GPU (neurons/bn_neuron.c, the
+ * lif_bn_forward kernel of lif.cu):
+ *   1. against the separate ops on the GPU (snn_batchnorm2d -> snn_add_into ->
+ *      snn_neuron_multistep), bit for bit: spikes, activity, running statistics and the
+ *      gradients of x, gamma, beta and the residual for L = sum(S * R);
+ *   2. against the CPU's fused op: the CPU batch-norm keeps the mean as a float head and tail,
+ *      CUDA as one float (tensor/batchnorm.c, batchnorm.cu), so X may differ in its last bit
+ *      and a value on the threshold may spike on one side only: spikes agree on >= 99.9% of
+ *      the elements, running statistics to 1e-5 relative, dbeta to 1e-3 of its scale;
+ *   3. one fp32 training step of a ResNet-18 on the GPU with fusion on and off: the same
+ *      loss and gradients.
+ * Shapes: planes of 64 (the batch-norm's four-wide kernels), of 49 (scalar ones) and of 1;
+ * several blocks of the neuron kernel. Without a GPU it exits 77 (skipped).
+ * Run on the GPU machine: ctest -R cuda_bn_neuron --output-on-failure
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/autograd.h"
+#include "nn/nn.h"
+#include "neurons/neurons.h"
+#include "test.h"
+
+static float *host_uniform(int64_t n, float lo, float hi, uint64_t seed)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, seed);
+    float *h = malloc((size_t)n * sizeof *h);
+    for (int64_t i = 0; i < n; i++) h[i] = lo + (hi - lo) * snn_rng_uniform(&rng);
+    return h;
+}
+
+static snn_tensor *step_tensor(snn_shape shape, float lo, float hi, uint64_t seed, snn_device dev,
+                               bool grad)
+{
+    int64_t n = 1;
+    for (int d = 0; d < shape.ndim; d++) n *= shape.dim[d];
+    float *h = host_uniform(n, lo, hi, seed);
+    snn_tensor *t = snn_from_host(shape, h, dev);
+    free(h);
+    if (t) t->requires_grad = grad;
+    return t;
+}
+
+static snn_tensor *owned(snn_shape shape, float lo, float hi, uint64_t seed, snn_device dev)
+{
+    float *h = host_uniform(shape.dim[0], lo, hi, seed);
+    snn_tensor *t = snn_tensor_new(shape, dev);
+    snn_tensor_copy_from_host(t, h);
+    free(h);
+    return t;
+}
+
+/* A tensor's values on the host (malloc'd), or NULL for NULL. */
+static float *to_host(const snn_tensor *t)
+{
+    if (!t) return NULL;
+    float *h = malloc((size_t)t->numel * sizeof *h);
+    CHECK_OK(snn_tensor_copy_to_host(t, h));
+    return h;
+}
+
+typedef struct result {
+    int64_t n, C, planes;
+    float *spikes, *activity, *rm, *rv, *dx, *dgamma, *dbeta, *dres;
+} result;
+
+static void result_free(result *r)
+{
+    free(r->spikes), free(r->activity), free(r->rm), free(r->rv);
+    free(r->dx), free(r->dgamma), free(r->dbeta), free(r->dres);
+}
+
+static result run(snn_device dev, bool fused, snn_shape shape, bool with_residual,
+                  const snn_neuron_config *cfg)
+{
+    const int64_t C = shape.dim[2];
+    result r = {0};
+    CHECK_OK(snn_step_begin());
+    snn_tensor *x = step_tensor(shape, -1.5f, 2.5f, 21, dev, true);
+    snn_tensor *gamma = step_tensor(SNN_SHAPE(C), 0.5f, 1.5f, 22, dev, true);
+    snn_tensor *beta = step_tensor(SNN_SHAPE(C), -0.3f, 0.6f, 23, dev, true);
+    snn_tensor *res = with_residual ? step_tensor(shape, 0.0f, 1.0f, 24, dev, true) : NULL;
+    snn_tensor *rm = owned(SNN_SHAPE(C), -0.2f, 0.2f, 25, dev);
+    snn_tensor *rv = owned(SNN_SHAPE(C), 0.5f, 2.0f, 26, dev);
+    snn_tensor *act = NULL, *s;
+    if (fused) {
+        s = snn_batchnorm_neuron(x, gamma, beta, rm, rv, 0.1f, 1e-5f, res, cfg, &act);
+    } else {
+        snn_tensor *y = snn_batchnorm2d(x, gamma, beta, rm, rv, true, 0.1f, 1e-5f);
+        if (res) y = snn_add_into(y, res);
+        s = snn_neuron_multistep(y, cfg, NULL, &act);
+    }
+    CHECK(s != NULL);
+    if (s) {
+        snn_tensor *R = step_tensor(shape, -1.0f, 1.0f, 27, dev, false);
+        CHECK_OK(snn_backward(snn_sum_all(snn_mul(s, R))));
+        r.n = s->numel, r.C = C, r.planes = act ? act->numel : 0;
+        r.spikes = to_host(s), r.activity = to_host(act), r.rm = to_host(rm), r.rv = to_host(rv);
+        r.dx = to_host(x->grad), r.dgamma = to_host(gamma->grad), r.dbeta = to_host(beta->grad);
+        r.dres = res ? to_host(res->grad) : NULL;
+    }
+    snn_step_end();
+    snn_tensor_free(rm), snn_tensor_free(rv);
+    return r;
+}
+
+static bool bits(const float *a, const float *b, int64_t n)
+{
+    if (!a || !b) return a == b;
+    return test_same_bits(a, b, (long)n);
+}
+
+static const snn_shape shapes[3] = {{5, {4, 16, 32, 8, 8}}, {5, {3, 4, 5, 7, 7}},
+                                    {5, {2, 3, 8, 1, 1}}};
+
+static void configs(snn_neuron_config cfg[3])
+{
+    cfg[0] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfg[0].surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    cfg[1] = snn_neuron_config_default(SNN_NEURON_IF);
+    cfg[1].reset = SNN_RESET_SOFT;
+    cfg[2] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfg[2].v_reset = -0.5f;
+    cfg[2].detach_reset = true;
+    cfg[2].decay_input = false;
+}
+
+static void test_gpu_fused_equals_gpu_separate(void)
+{
+    snn_neuron_config cfg[3];
+    configs(cfg);
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3; c++)
+            for (int res = 0; res < 2; res++) {
+                result a = run(SNN_CUDA, false, shapes[s], res, &cfg[c]);
+                result b = run(SNN_CUDA, true, shapes[s], res, &cfg[c]);
+                const bool ok = a.n == b.n && bits(a.spikes, b.spikes, a.n) &&
+                                bits(a.activity, b.activity, a.planes) && bits(a.rm, b.rm, a.C) &&
+                                bits(a.rv, b.rv, a.C) && bits(a.dx, b.dx, a.n) &&
+                                bits(a.dgamma, b.dgamma, a.C) && bits(a.dbeta, b.dbeta, a.C) &&
+                                bits(a.dres, b.dres, a.n);
+                if (!ok)
+                    fprintf(stderr, "  shape %d, config %d, residual %d: fused != separate on "
+                            "the GPU\n", s, c, res);
+                CHECK(ok);
+                result_free(&a), result_free(&b);
+            }
+}
+
+static void test_gpu_against_cpu(void)
+{
+    snn_neuron_config cfg[3];
+    configs(cfg);
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3; c++) {
+            result g = run(SNN_CUDA, true, shapes[s], true, &cfg[c]);
+            result h = run(SNN_CPU, true, shapes[s], true, &cfg[c]);
+            if (!g.spikes || !h.spikes) {
+                CHECK(false);
+                continue;
+            }
+            int64_t differ = 0, fired = 0;
+            for (int64_t i = 0; i < g.n; i++) {
+                differ += g.spikes[i] != h.spikes[i];
+                fired += h.spikes[i] != 0.0f;
+            }
+            if ((double)differ > 1e-3 * (double)g.n)
+                fprintf(stderr, "  shape %d config %d: %lld of %lld spikes differ\n", s, c,
+                        (long long)differ, (long long)g.n);
+            CHECK((double)differ <= 1e-3 * (double)g.n);
+            CHECK(fired > 0 && fired < g.n);
+            double scale = 0.0;
+            for (int64_t k = 0; k < g.C; k++) scale = fmax(scale, fabs((double)h.dbeta[k]));
+            for (int64_t k = 0; k < g.C; k++) {
+                CHECK_CLOSE(g.rm[k], h.rm[k], 1e-6, 1e-5);
+                CHECK_CLOSE(g.rv[k], h.rv[k], 1e-6, 1e-5);
+                CHECK_CLOSE(g.dbeta[k], h.dbeta[k], 1e-3 * scale + 1e-6, 1e-3);
+            }
+            result_free(&g), result_free(&h);
+        }
+}
+
+/* One fp32 step of a small ResNet-18 on the GPU, fusion on or off: loss and every gradient. */
+static float step(snn_module *m, bool fusion, float **grads, int *count)
+{
+    snn_model_set_fusion(fusion);
+    snn_rng rng;
+    snn_rng_seed(&rng, 5);
+    float *xh = malloc(4 * 3 * 16 * 16 * sizeof *xh);
+    for (int i = 0; i < 4 * 3 * 16 * 16; i++) xh[i] = snn_rng_uniform(&rng) * 3.0f - 1.0f;
+    const float labels_host[4] = {1, 7, 4, 0};
+    CHECK_OK(snn_step_begin());
+    snn_module_zero_grad(m);
+    snn_tensor *x = snn_from_host(SNN_SHAPE(4, 3, 16, 16), xh, SNN_CUDA);
+    snn_tensor *logits = snn_module_forward(m, x);
+    snn_tensor *loss = logits ? snn_cross_entropy(logits, snn_from_host(SNN_SHAPE(4), labels_host,
+                                                                        SNN_CUDA))
+                              : NULL;
+    float value = NAN;
+    CHECK(loss != NULL);
+    if (loss) {
+        CHECK_OK(snn_backward(loss));
+        CHECK_OK(snn_tensor_copy_to_host(loss, &value));
+    }
+    snn_step_end();
+    free(xh);
+    snn_param_list list;
+    CHECK_OK(snn_module_parameters(m, &list));
+    *count = 0;
+    for (int i = 0; i < list.count; i++)
+        if (list.items[i].tensor->grad) grads[(*count)++] = to_host(list.items[i].tensor->grad);
+    snn_param_list_free(&list);
+    snn_model_set_fusion(true);
+    return value;
+}
+
+static void test_model_step_fusion_on_off(void)
+{
+    snn_model_config c = snn_model_config_default(SNN_MODEL_RESNET18);
+    c.width_base = 8, c.time_steps = 2, c.height = c.width = 16;
+    snn_rng ra, rb;
+    snn_rng_seed(&ra, 3), snn_rng_seed(&rb, 3);
+    snn_module *a = snn_model_new(&c, &ra), *b = snn_model_new(&c, &rb);
+    CHECK(a && b && snn_module_to(a, SNN_CUDA) == SNN_OK && snn_module_to(b, SNN_CUDA) == SNN_OK);
+    float *ga[128], *gb[128];
+    int na = 0, nb = 0;
+    const float la = step(a, false, ga, &na), lb = step(b, true, gb, &nb);
+    CHECK(la == lb && na == nb && na > 0);
+    snn_param_list list;
+    CHECK_OK(snn_module_parameters(a, &list));
+    int differ = 0, k = 0;
+    for (int i = 0; i < list.count && k < na && k < nb; i++) {
+        if (!list.items[i].tensor->grad) continue;
+        if (!bits(ga[k], gb[k], list.items[i].tensor->numel) && differ++ < 3)
+            fprintf(stderr, "  %s: gradient differs with fusion on\n", list.items[i].name);
+        k++;
+    }
+    CHECK(differ == 0);
+    for (int i = 0; i < na; i++) free(ga[i]);
+    for (int i = 0; i < nb; i++) free(gb[i]);
+    snn_param_list_free(&list);
+    snn_module_free(a), snn_module_free(b);
+}
+
+int main(void)
+{
+    if (!snn_cuda_available()) {
+        fprintf(stderr, "test_cuda_bn_neuron: no CUDA device: skipped\n");
+        return 77;
+    }
+    RUN(test_gpu_fused_equals_gpu_separate);
+    RUN(test_gpu_against_cpu);
+    RUN(test_model_step_fusion_on_off);
+    return test_finish();
+}
