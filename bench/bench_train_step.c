@@ -226,7 +226,7 @@ int main(int argc, char **argv)
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
     const char *infer_batches = "1,64", *conv_path = "auto";
     int T = 4, steps = 20, width = 0;
-    bool no_infer = false, memory = false, tf32 = false;
+    bool no_infer = false, memory = false, tf32 = false, no_fusion = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
         {"--model", OPT_STRING, &model_name, "resnet18, sew-resnet18, cnn, ... (snn-train's models)"},
@@ -239,6 +239,7 @@ int main(int argc, char **argv)
         {"--neuron", OPT_STRING, &neuron, "lif, plif, if, stbif, ...; relu: the same model as an ANN (T = 1)"},
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
+        {"--no-fusion", OPT_FLAG, &no_fusion, "batch-norm -> neuron as separate ops (snn_model_set_fusion)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
                                                 "(tensor/cuda_options.h)"},
@@ -286,6 +287,7 @@ int main(int argc, char **argv)
                    SNN_CONV_PATH_IM2COL == 2 && SNN_CONV_PATH_NHWC == 3,
                    "paths[] lists the conv paths in the enum's order");
     snn_cuda_set_conv_path((snn_conv_path)path);
+    snn_model_set_fusion(!no_fusion);
 #endif
     snn_rng rng;
     snn_rng_seed(&rng, 0);
@@ -304,8 +306,9 @@ int main(int argc, char **argv)
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
     double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
     printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons (ATan), Adam, precision %s, "
-           "conv path %s\n", model_name, T, c.width_base, (long long)snn_module_num_parameters(model),
-           device_name, neuron, snn_precision_name(precision), conv_path);
+           "conv path %s, batch-norm -> neuron fusion %s\n", model_name, T, c.width_base,
+           (long long)snn_module_num_parameters(model), device_name, neuron,
+           snn_precision_name(precision), conv_path, no_fusion ? "off" : "on");
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */

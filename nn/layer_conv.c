@@ -1,7 +1,9 @@
 /*
  * layer_conv.c - the Conv2d layer: owns weight (C_out, C_in, K, K) and an optional bias (C_out),
  * and calls snn_conv2d. Initialised as PyTorch's default: U(-b, b), b = 1 / sqrt(C_in K K).
- * Also snn_conv_bn_forward, the conv -> batch-norm pair the models run, fused in eval mode.
+ * Also snn_conv_bn_forward, the conv -> batch-norm pair the models run, fused in eval mode, and
+ * snn_modules_forward, which runs a list of modules with the pairs that fuse (conv -> batch-norm
+ * in evaluation, batch-norm -> neuron in training: nn/layer_neuron.c) as one op each.
  */
 #include <math.h>
 
@@ -19,12 +21,16 @@ static void conv_free(snn_module *m) { snn_free(m->impl, sizeof(snn_conv_impl), 
 
 const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, conv_free, NULL};
 
+bool snn_conv_bn_fuses(const snn_module *conv, const snn_module *bn)
+{
+    return conv && bn && !bn->training && conv->ops == &snn_conv2d_ops &&
+           bn->ops == &snn_batchnorm2d_ops;
+}
+
 snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x)
 {
     /* a swapped module (the sparse pass's convs) or training mode: the two forwards */
-    if (!x || !conv || !bn || bn->training || conv->ops != &snn_conv2d_ops ||
-        bn->ops != &snn_batchnorm2d_ops)
-        return snn_module_forward(bn, snn_module_forward(conv, x));
+    if (!x || !snn_conv_bn_fuses(conv, bn)) return snn_module_forward(bn, snn_module_forward(conv, x));
     const snn_conv_impl *c = conv->impl;
     const snn_batchnorm_impl *b = bn->impl;
     return snn_conv2d_batchnorm_eval(x, conv->params[0].tensor,
@@ -37,8 +43,11 @@ snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x)
 snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
 {
     for (int i = 0; i < n && x; i++) {
-        if (i + 1 < n && ch[i]->ops == &snn_conv2d_ops && ch[i + 1]->ops == &snn_batchnorm2d_ops) {
+        if (i + 1 < n && snn_conv_bn_fuses(ch[i], ch[i + 1])) { /* evaluation */
             x = snn_conv_bn_forward(ch[i], ch[i + 1], x);
+            i++;
+        } else if (i + 1 < n && snn_bn_neuron_fuses(ch[i], ch[i + 1])) { /* training */
+            x = snn_bn_neuron_forward(ch[i], ch[i + 1], x, NULL);
             i++;
         } else {
             x = snn_module_forward(ch[i], x);

@@ -6,6 +6,9 @@
  * its learned w (one scalar per layer, as SpikingJelly's ParametricLIFNode), QCLIP its learned
  * step (one scalar per layer, as LSQ's activation quantizers). The ANN kinds (RELU, QCLIP) keep
  * no activity: their firing rate reads -1.
+ *
+ * Also snn_bn_neuron_forward: a training-mode batch-norm (plus a residual) and an IF / LIF layer
+ * after it as one op, snn_batchnorm_neuron, which the models use for every such pair.
  */
 #include "nn.h"
 #include "nn_internal.h"
@@ -19,6 +22,41 @@ static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
     snn_tensor *activity = NULL;
     snn_tensor *spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
                                           : snn_neuron_multistep(x, &n->config, w, &activity);
+    n->last_spikes = spikes;
+    n->last_activity = activity;
+    n->last_step = snn_step_id();
+    return spikes;
+}
+
+static bool fusion_on = true;
+
+void snn_model_set_fusion(bool on) { fusion_on = on; }
+bool snn_model_fusion(void) { return fusion_on; }
+
+bool snn_bn_neuron_fuses(const snn_module *bn, const snn_module *neuron)
+{
+    if (!fusion_on || !bn || !neuron || !bn->training || bn->ops != &snn_batchnorm2d_ops ||
+        neuron->ops != &snn_neuron_layer_ops || snn_batchnorm_sync_enabled())
+        return false;
+    const snn_neuron_kind kind = ((const snn_neuron_layer_impl *)neuron->impl)->config.kind;
+    return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF;
+}
+
+snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor *x,
+                                  snn_tensor *residual)
+{
+    if (!x) return NULL;
+    if (!snn_bn_neuron_fuses(bn, neuron) || x->shape.ndim != 5) {
+        snn_tensor *y = snn_module_forward(bn, x);
+        return snn_module_forward(neuron, residual ? snn_add_into(y, residual) : y);
+    }
+    snn_neuron_layer_impl *n = neuron->impl;
+    const snn_batchnorm_impl *b = bn->impl;
+    snn_tensor *activity = NULL;
+    snn_tensor *spikes = snn_batchnorm_neuron(x, bn->params[0].tensor, bn->params[1].tensor,
+                                              bn->params[2].tensor, bn->params[3].tensor,
+                                              b->momentum, b->eps, residual, &n->config,
+                                              &activity);
     n->last_spikes = spikes;
     n->last_activity = activity;
     n->last_step = snn_step_id();

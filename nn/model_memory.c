@@ -25,6 +25,11 @@
  *                  batch-norm (training): batch mean and 1/std per channel; in evaluation
  *                  nothing: it runs with the conv before it as one op, one output
  *                  (snn_conv_bn_forward)
+ *                  batch-norm -> IF / LIF neurons in training, with fusion on (the models'
+ *                  default, snn_model_set_fusion): one op (snn_batchnorm_neuron) keeping the
+ *                  spikes, the spike counts and the statistics (3 doubles and 2 floats per
+ *                  channel), neither the batch-norm's output nor H; its backward takes H and
+ *                  dL/dX (8 B/element) as scratch, which counts like a conv's workspace
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  dropout (training; config.dropout): its mask, one per sample shared over T
  *                  views (flatten, reshape): no data of their own
@@ -87,6 +92,8 @@ typedef struct walk {
     double device;           /* step bytes on the device */
     double host;             /* step bytes in the host arena: tensor structs, tape nodes */
     double workspace;        /* the largest conv workspace */
+    double backward_scratch; /* the largest scratch of a fused batch-norm -> neuron backward */
+    bool fusion;             /* batch-norm -> IF / LIF pairs run as one op in training */
     double largest;          /* the largest single device allocation */
     double forward_peak;     /* the most the arena held during a conv of the forward */
     double params, trainable;/* elements */
@@ -258,6 +265,35 @@ static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, dou
     return out;
 }
 
+/* Whether a training-mode batch-norm -> neuron pair runs as one op (nn/layer_neuron.c). */
+static bool fuses(const walk *w, const snn_neuron_config *n)
+{
+    return w->training && w->fusion && (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF);
+}
+
+/* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
+ * for none) over (T, N, channels, ...) with `planes` = T N. */
+static int bn_neuron(walk *w, int in, int residual, double numel, double planes, int channels)
+{
+    param(w, 2.0 * channels, true);   /* weight, bias */
+    param(w, 2.0 * channels, false);  /* running mean, running var */
+    int out = output(w, numel, in, residual); /* spikes */
+    constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
+    alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
+    alloc(w, channels), alloc(w, channels);   /* mean, 1 / std */
+    const double scratch = 2.0 * round_up(4.0 * numel, w->align); /* backward: H, dL/dX */
+    if (scratch > w->backward_scratch) w->backward_scratch = scratch;
+    return out;
+}
+
+/* A batch-norm, then a neuron layer: one op where they fuse. */
+static int bn_then_neuron(walk *w, int in, const snn_neuron_config *n, double numel,
+                          double planes, int channels)
+{
+    if (fuses(w, n)) return bn_neuron(w, in, -1, numel, planes, channels);
+    return neuron(w, batchnorm(w, in, numel, channels), n, numel, planes, channels);
+}
+
 static int max_pool(walk *w, int in, double out_numel)
 {
     int out = output(w, out_numel, in, -1);
@@ -328,8 +364,7 @@ static int walk_cnn(walk *w, const snn_model_config *c, double T, double N)
     h /= 2, wd /= 2;
     x = max_pool(w, x, TN * W * h * wd);
     x = conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
-    x = batchnorm(w, x, TN * W * h * wd, W);
-    x = neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
+    x = bn_then_neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
     h /= 2, wd /= 2;
     x = max_pool(w, x, TN * W * h * wd);
     return classifier(w, x, c, T, N, (double)W * h * wd);
@@ -346,8 +381,7 @@ static int walk_dvs_net(walk *w, const snn_model_config *c, double T, double N)
     x = max_pool(w, x, TN * W * h * wd);
     for (int b = 2; b <= 8 && (h > 4 || wd > 4); b++) {
         x = conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
-        x = batchnorm(w, x, TN * W * h * wd, W);
-        x = neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
+        x = bn_then_neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
         h /= 2, wd /= 2;
         x = max_pool(w, x, TN * W * h * wd);
     }
@@ -363,37 +397,34 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     int h0 = *h, w0 = *wd, y = x;
     if (bottleneck) { /* conv1 1x1 in -> planes, conv2 3x3 (stride) planes -> planes */
         y = conv(w, y, TN, in, planes, 1, 1, 0, h, wd);
-        y = batchnorm(w, y, TN * planes * *h * *wd, planes);
-        y = neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+        y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
         y = conv(w, y, TN, planes, planes, 3, stride, 1, h, wd);
-        y = batchnorm(w, y, TN * planes * *h * *wd, planes);
-        y = neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+        y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
     } else {          /* conv1 3x3 (stride) in -> out */
         y = conv(w, y, TN, in, out, 3, stride, 1, h, wd);
-        y = batchnorm(w, y, TN * out * *h * *wd, out);
-        y = neuron(w, y, &c->neuron, TN * out * *h * *wd, TN, out);
+        y = bn_then_neuron(w, y, &c->neuron, TN * out * *h * *wd, TN, out);
     }
     /* the last conv: bottleneck conv3 1x1 planes -> out, basic conv2 3x3 out -> out */
     const int last_in = bottleneck ? planes : out, k = bottleneck ? 1 : 3;
     int h1 = *h, w1 = *wd;
     y = conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
     double numel = TN * out * *h * *wd;
-    y = batchnorm(w, y, numel, out);
+    const bool fused = fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
+    if (!fused) y = batchnorm(w, y, numel, out);
     int shortcut = x;
     if (stride != 1 || in != out) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
         shortcut = conv(w, x, TN, in, out, 1, stride, 0, &h0, &w0);
-        shortcut = batchnorm(w, shortcut, numel, out);
-        if (sew) shortcut = neuron(w, shortcut, &c->neuron, numel, TN, out);
+        shortcut = sew ? bn_then_neuron(w, shortcut, &c->neuron, numel, TN, out)
+                       : batchnorm(w, shortcut, numel, out);
     }
-    if (sew) y = neuron(w, y, &c->neuron, numel, TN, out);
     if (sew) {
-        y = output(w, numel, y, shortcut); /* the residual addition */
-    } else {      /* written over the last batch-norm's output (snn_add_into): a view */
-        w->host += struct_bytes();
-        y = record(w, numel, y, shortcut);
+        y = fused ? bn_neuron(w, y, -1, numel, TN, out) : neuron(w, y, &c->neuron, numel, TN, out);
+        return output(w, numel, y, shortcut); /* the residual addition */
     }
-    if (!sew) y = neuron(w, y, &c->neuron, numel, TN, out);
-    return y;
+    if (fused) return bn_neuron(w, y, shortcut, numel, TN, out);
+    w->host += struct_bytes(); /* written over the last batch-norm's output (snn_add_into) */
+    y = record(w, numel, y, shortcut);
+    return neuron(w, y, &c->neuron, numel, TN, out);
 }
 
 /* ResNet-18 / -34 (basic blocks) and -50 (bottlenecks), plain or SEW, as snn_resnet_new. */
@@ -455,6 +486,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     w.k = snn_kernels_for(device);
     w.training = training;
     w.converted = converted;
+    w.fusion = snn_model_fusion();
     w.align = device == SNN_CPU ? 64.0 : 256.0;
     double T = c->time_steps, N = batch_size;
 
@@ -486,10 +518,12 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     out->workspace = w.workspace;
     out->largest_tensor = w.largest;
     out->gradient_pool = gradient_pool_bytes(&w);
-    /* training: backward runs the largest workspace with everything the forward made held;
+    /* training: backward runs the largest workspace (a conv's, or a fused batch-norm ->
+     * neuron's scratch) with everything the forward made held;
      * eval: the workspace is given back after each conv, so the high-water is the larger of the
      * end of the forward and a conv's moment (the first convs' are the largest: little is held) */
-    const double arena = w.training ? w.device + w.workspace
+    const double scratch = w.workspace > w.backward_scratch ? w.workspace : w.backward_scratch;
+    const double arena = w.training ? w.device + scratch
                                     : (w.forward_peak > w.device ? w.forward_peak : w.device);
     out->step = arena + out->gradient_pool + (device == SNN_CPU ? w.host : 0.0);
     if (device == SNN_CPU) {

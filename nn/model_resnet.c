@@ -39,14 +39,22 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     block_impl *b = m->impl;
     snn_module **ch = m->children;
     const int convs = b->bottleneck ? 3 : 2, last = 3 * convs - 1;   /* index of the last neuron */
-    /* conv -> batch-norm pairs run as one op in eval mode (nn/layer_conv.c) */
+    snn_module *conv = ch[last - 2], *bn = ch[last - 1], *neuron = ch[last];
+    snn_module *downsample = m->n_children > last + 1 ? ch[last + 1] : NULL;
+    /* conv -> batch-norm pairs run as one op in evaluation, batch-norm -> neuron pairs (with
+     * the residual sum between them) in training (nn/layer_conv.c, nn/layer_neuron.c) */
     snn_tensor *h = snn_modules_forward(ch, 3 * (convs - 1), x);
-    h = snn_conv_bn_forward(ch[last - 2], ch[last - 1], h);
-    snn_tensor *shortcut = m->n_children > last + 1 ? snn_module_forward(ch[last + 1], x) : x;
-    if (b->sew) return snn_add(snn_module_forward(ch[last], h), shortcut);
+    const bool fused = snn_bn_neuron_fuses(bn, neuron);
+    h = fused ? snn_module_forward(conv, h) : snn_conv_bn_forward(conv, bn, h);
+    snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
+    if (b->sew) {
+        h = fused ? snn_bn_neuron_forward(bn, neuron, h, NULL) : snn_module_forward(neuron, h);
+        return snn_add(h, shortcut);
+    }
+    if (fused) return snn_bn_neuron_forward(bn, neuron, h, shortcut);
     /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the sum
      * may take its memory (and the last neuron the sum's) */
-    return snn_module_forward(ch[last], snn_add_into(h, shortcut));
+    return snn_module_forward(neuron, snn_add_into(h, shortcut));
 }
 
 static void block_free(snn_module *m) { snn_free(m->impl, sizeof(block_impl), SNN_CPU); }

@@ -185,6 +185,14 @@ snn_module *snn_neuron_layer_new(const snn_neuron_config *config);
  * model builders set it, since their neurons follow a batch-norm, a linear layer or a residual
  * sum that feeds nothing else. Off by default. */
 void snn_neuron_layer_set_consume_input(snn_module *m, bool on);
+/** Whether the models run each training-mode batch-norm -> IF / LIF layer pair (with a block's
+ * residual sum between them) as one op, snn_batchnorm_neuron: the same bits, one pass over
+ * memory instead of three, and neither the batch-norm's output nor the membrane kept for
+ * backward. On by default; off runs the separate ops (for comparison: bench_train_step
+ * --no-fusion). */
+void snn_model_set_fusion(bool on);
+/** Whether that fusion is on (snn_model_set_fusion). */
+bool snn_model_fusion(void);
 /** The firing rate (spikes per element) of the neuron layer `m`'s last forward, if that
  * forward's step is still open; -1 otherwise. Reads the device. */
 float snn_neuron_layer_firing_rate(snn_module *m);

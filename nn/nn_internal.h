@@ -49,11 +49,25 @@ snn_status snn_module_add_uniform(snn_module *m, const char *name, snn_shape sha
 extern const snn_module_ops snn_conv2d_ops;
 extern const snn_module_ops snn_batchnorm2d_ops;
 
-/* bn(conv(x)) for a model's conv -> batch-norm pair (nn/layer_conv.c): in eval mode, when conv
- * is a plain Conv2d and bn a BatchNorm2d, one snn_conv2d_batchnorm_eval (the same bits, one
- * pass over the output fewer on the GPU); otherwise the two modules' forwards. */
+/* True when snn_conv_bn_forward runs the pair as one op: eval mode, conv a plain Conv2d (not
+ * one the sparse pass swapped), bn a BatchNorm2d. */
+bool snn_conv_bn_fuses(const snn_module *conv, const snn_module *bn);
+/* bn(conv(x)) for a model's conv -> batch-norm pair (nn/layer_conv.c): where
+ * snn_conv_bn_fuses, one snn_conv2d_batchnorm_eval (the same bits, one pass over the output
+ * fewer on the GPU); otherwise the two modules' forwards. */
 snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x);
-/* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward. */
+/* True when snn_bn_neuron_forward runs the pair as one op (nn/layer_neuron.c): fusion on
+ * (snn_model_set_fusion), bn a BatchNorm2d in training mode and not synced across ranks,
+ * neuron a NeuronLayer of IF or LIF neurons. */
+bool snn_bn_neuron_fuses(const snn_module *bn, const snn_module *neuron);
+/* neuron(bn(x) + residual) (residual NULL: none) for a model's batch-norm -> neuron pair:
+ * where snn_bn_neuron_fuses and x is (T, N, C, H, W), one snn_batchnorm_neuron (the same bits;
+ * it keeps neither the batch-norm's output nor H), with the neuron layer's bookkeeping
+ * (activity, last spikes); otherwise the modules' forwards and snn_add_into. */
+snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor *x,
+                                  snn_tensor *residual);
+/* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward
+ * and each BatchNorm2d -> NeuronLayer pair by snn_bn_neuron_forward where they fuse. */
 snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
 extern const snn_module_ops snn_linear_ops;
 extern const snn_module_ops snn_max_pool2d_ops;
