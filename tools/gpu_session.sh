@@ -12,6 +12,9 @@
 #                                  benchmarks in fp32 / TF32 / BF16 beside PyTorch
 #   tools/gpu_session.sh nhwc      the channels-last conv: parity, per-layer table, and the
 #                                  BF16 step against the tree in .carry/base-src.tgz
+#   tools/gpu_session.sh infer     inference at batch 1 and 64 (BF16, TF32) against .carry/base-src.tgz
+#   tools/gpu_session.sh fusion    batch-norm -> neuron as one op: CUDA tests, memcheck, the step
+#                                  with fusion on / off and .carry/base-src.tgz (BF16, TF32)
 #   tools/gpu_session.sh steptable the training-step table: every precision and batch, and PyTorch
 #   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
 #   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
@@ -63,6 +66,16 @@ build() {
         > "$LOGS/cmake.log" 2>&1 || { tail -20 "$LOGS/cmake.log"; return 1; }
   cmake --build build-gpu -j 16 ${1:+--target "$@"} -- -k > "$LOGS/build.log" 2>&1 ||
     grep -E "error" "$LOGS/build.log" | head -30
+}
+
+# The tree in .carry/base-src.tgz (`git archive --prefix=base-src/ -o .carry/base-src.tgz BASE`):
+# its bench_train_step built in /tmp/base-build, in the background (`wait` for it).
+build_base() {
+  [ -f .carry/base-src.tgz ] || return 0
+  rm -rf /tmp/base-src && tar -xzf .carry/base-src.tgz -C /tmp
+  ( cmake -S /tmp/base-src -B /tmp/base-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      > "$LOGS/base_cmake.log" 2>&1 &&
+    cmake --build /tmp/base-build -j 8 --target bench_train_step > "$LOGS/base_build.log" 2>&1 ) &
 }
 
 # sparse15a / sparse15b: seconds since the stage began (S15_START); s15_go SECONDS command...
@@ -200,12 +213,7 @@ for stage in "$@"; do
     # takes, the per-layer table, and the BF16 training step against the code before it (the
     # tree in .carry/base-src.tgz, made by `git archive --prefix=base-src/ -o
     # .carry/base-src.tgz BASE`; its bench_train_step is built beside this tree's), same call.
-    if [ -f .carry/base-src.tgz ]; then
-      rm -rf /tmp/base-src && tar -xzf .carry/base-src.tgz -C /tmp
-      ( cmake -S /tmp/base-src -B /tmp/base-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-          > "$LOGS/base_cmake.log" 2>&1 &&
-        cmake --build /tmp/base-build -j 8 --target bench_train_step > "$LOGS/base_build.log" 2>&1 ) &
-    fi
+    build_base
     build test_cuda_igemm bench_conv2d_cuda bench_train_step || exit 1
     wait
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
@@ -227,6 +235,54 @@ for stage in "$@"; do
         build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_nhwc.log" 2>&1
       echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_nhwc.log"); $(grep -cE '^ok|^FAIL' "$LOGS/sanitizer_nhwc.log") test(s) run" | summary
     fi ;;
+  infer)
+    # issue 11: the eval-mode conv + batch-norm (+ residual) op's parity test, then inference
+    # (CUDA Graph) at batch 1 and 64 in BF16 and TF32, this tree against .carry/base-src.tgz,
+    # alternating, two rounds (INFER_ROUNDS)
+    build_base
+    build test_cuda_igemm bench_train_step || exit 1
+    wait
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "test_cuda_igemm: test_conv_bn_eval"
+    SNN_TEST_ONLY=test_conv_bn_eval timeout 300 build-gpu/bin/test_cuda_igemm > "$OUT/test_conv_bn_eval.log" 2>&1
+    echo "exit $?" | summary; grep -E "FAIL|checks|passed" "$OUT/test_conv_bn_eval.log" | head -10 | summary
+    for round in $(seq ${INFER_ROUNDS:-2}); do
+      for b in base new; do
+        bin=build-gpu/bin/bench_train_step; [ $b = base ] && bin=/tmp/base-build/bin/bench_train_step
+        [ -x "$bin" ] || { echo "   $b: no bench_train_step" | summary; continue; }
+        for p in bf16 tf32; do
+          log "round $round, $b, $p: inference"
+          timeout 120 "$bin" --precision $p --batch 16 --steps 3 --infer-batch 1,64 2>&1 |
+            tee -a "$LOGS/infer_$b.txt" | grep -iE "infer|graph" | summary
+        done
+      done
+    done ;;
+  fusion)
+    # issue 11: batch-norm -> neuron as one op (snn_batchnorm_neuron): the CUDA tests, memcheck
+    # on its test, then the training step with fusion on and off (one build) and the tree in
+    # .carry/base-src.tgz, BF16 and TF32
+    build_base
+    build || exit 1
+    wait
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "ctest -L cuda"
+    SNN_DATA_DIR=$PWD/.carry ctest --test-dir build-gpu -L cuda --output-on-failure -j 4 > "$LOGS/ctest_cuda.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Skipped|Not Run|differs|FAIL" "$LOGS/ctest_cuda.log" | head -30 | summary
+    log "compute-sanitizer memcheck: test_cuda_bn_neuron"
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_bn_neuron \
+      > "$LOGS/sanitizer_bn_neuron.log" 2>&1
+    echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_bn_neuron.log")" | summary
+    for p in bf16 tf32; do
+      for v in new nofusion base; do
+        bin=build-gpu/bin/bench_train_step; flag=""
+        [ $v = base ] && bin=/tmp/base-build/bin/bench_train_step
+        [ $v = nofusion ] && flag=--no-fusion
+        [ -x "$bin" ] || { echo "   $v: no bench_train_step" | summary; continue; }
+        log "bench_train_step --precision $p, $v"
+        timeout 150 "$bin" --precision $p --batch ${STEP_BATCHES:-64,128,256} --steps 10 \
+          --infer-batch 1,64 $flag 2>&1 | tee "$OUT/step_${p}_$v.txt" | grep -E "^\| (train|infer)" | summary
+      done
+    done ;;
   steptable)
     # issue 11: the training-step table of docs/benchmarks.md in one call: bench_train_step in
     # each precision at batch 16 / 64 / 128 / 256 (with the memory table of the first batch),
