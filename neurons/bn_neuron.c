@@ -21,8 +21,10 @@
  * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep on the same device, bit for bit
  * (tests/test_bn_neuron.c, tests/test_cuda_neurons.c).
  *
- * Backward scratch: H and dL/dX, 8 B per element and step, from the step arena, given back when
- * the node's backward ends.
+ * Backward scratch: dL/dX, 4 B per element and step, from the step arena, given back when the
+ * node's backward ends. On CUDA (lif_bn_backward, T <= 16) the recompute and the BPTT are one
+ * kernel that keeps H in registers; the CPU, or a longer run, writes H to scratch too (4 B
+ * more) and runs lif_bn_forward, lif_backward and axpy.
  */
 #include "neuron_op.h"
 #include "tensor/arena.h"
@@ -50,20 +52,27 @@ static void bn_neuron_backward(snn_node *node)
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(x->device);
     SNN_ASSERT(k && nk);
     const int64_t n = x->numel;
+    /* the device's one-pass kernel (H in registers) where it has one, else H in scratch */
+    const bool one_pass = nk->lif_bn_backward && sv->dims.T <= SNN_NEURON_BN_BACKWARD_MAX_T;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
-    float *h = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device);      /* (T, M) H */
-    float *dX = h ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL; /* dL/dX */
-    if (!dX) {
+    float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
+    float *h = dX && !one_pass ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL;
+    if (!dX || (!one_pass && !h)) {
         snn_backward_out_of_memory();
         return;
     }
     const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
                                     residual ? residual->data : NULL};
-    nk->lif_bn_forward(NULL, h, NULL, &in, &sv->params, &sv->dims);
-    k->fill(dX, 0.0f, n);
-    nk->lif_backward(dX, NULL, NULL, node->out->grad->data, NULL, h, node->out->data, NULL, NULL,
-                     NULL, NULL, &sv->params, &sv->dims);
-    if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
+    const float *dspike = node->out->grad->data;
+    if (one_pass) {
+        nk->lif_bn_backward(dX, dresidual, dspike, &in, &sv->params, &sv->dims);
+    } else {
+        nk->lif_bn_forward(NULL, h, NULL, &in, &sv->params, &sv->dims);  /* (T, M) H */
+        k->fill(dX, 0.0f, n);
+        nk->lif_backward(dX, NULL, NULL, dspike, NULL, h, node->out->data, NULL, NULL, NULL, NULL,
+                         &sv->params, &sv->dims);
+        if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
+    }
     if (dx || dgamma || dbeta)
         k->batchnorm_backward(dx, dgamma, dbeta, dX, x->data, gamma->data, sv->mean, sv->invstd,
                               (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,

@@ -34,38 +34,74 @@
  * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
  * that then writes H[t] to the same address, and no thread reads an address another has
  * written, so neither the read-only load path nor reordering can see a written value. */
+/* The batch-norm constants of element i's channel c = (i / plane) % C (snn_neuron_bn_input):
+ * the divisions by multiply and shift when M < 2^31 (every shape the models make: a 64-bit
+ * division is a ~70-instruction routine), else by 64-bit division. */
+struct bn_channels {
+    snn_fast_divisor plane, C;
+    int64_t plane64, C64;
+    bool small;
+};
+
+static inline bn_channels bn_channels_make(int64_t M, int64_t plane, int64_t C)
+{
+    bn_channels b = {};
+    b.plane64 = plane, b.C64 = C, b.small = M < ((int64_t)1 << 31);
+    if (b.small) b.plane = snn_fast_divisor_make((uint32_t)plane), b.C = snn_fast_divisor_make((uint32_t)C);
+    return b;
+}
+
+/* X = (x - mean) scale + shift: batchnorm_sync.cu's normalise, the double mean rounded to float */
+struct bn_affine {
+    float mean, scale, shift;
+};
+
+static __device__ __forceinline__ bn_affine bn_affine_of(const snn_neuron_bn_input &bn,
+                                                         const bn_channels &ch, int64_t i)
+{
+    int64_t c;
+    if (ch.small) {
+        const int q = snn_fast_div((int)i, ch.plane);
+        c = q - snn_fast_div(q, ch.C) * (int)ch.C64;
+    } else {
+        c = i / ch.plane64 % ch.C64;
+    }
+    bn_affine a;
+    a.mean = (float)bn.stats[3 * c + 1];
+    a.scale = (bn.gamma ? bn.gamma[c] : 1.0f) * bn.invstd[c];
+    a.shift = bn.beta ? bn.beta[c] : 0.0f;
+    return a;
+}
+
 /* BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
- * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too). */
-template <bool BN>
+ * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too). E
+ * elements a thread: ELEMS, or 2 with BN, whose residual and channel constants would otherwise
+ * take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
+template <bool BN, int E>
 static __global__ void __launch_bounds__(BLOCK)
 lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,
                    const float *v_init, const float *__restrict__ w, snn_neuron_bn_input bn,
-                   snn_neuron_params p, int64_t T, int64_t M, int64_t planes, int64_t plane,
-                   int64_t C)
+                   bn_channels ch, snn_neuron_params p, int64_t T, int64_t M, int64_t planes,
+                   int64_t plane)
 {
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, w);
-    const int64_t base = (int64_t)blockIdx.x * (BLOCK * ELEMS) + threadIdx.x;
+    const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
 
-    float v[ELEMS];              /* V of each of this thread's elements */
-    snn_plane_run run[ELEMS];    /* activity bookkeeping (only when activity != NULL) */
-    float mean[ELEMS], scale[ELEMS], shift[ELEMS]; /* BN: the element's channel's constants */
+    float v[E];              /* V of each of this thread's elements */
+    snn_plane_run run[E];    /* activity bookkeeping (only when activity != NULL) */
+    bn_affine a[E];          /* BN: the constants of each element's channel */
 #pragma unroll
-    for (int j = 0; j < ELEMS; j++) {
+    for (int j = 0; j < E; j++) {
         const int64_t i = base + (int64_t)j * BLOCK;
         v[j] = i < M ? (v_init ? v_init[i] : p.v_reset) : 0.0f;
         if (activity) run[j] = snn_plane_run_make(i, i < M, plane);
-        if (BN) { /* batchnorm_sync.cu's normalise: the double mean rounded to float */
-            const int64_t c = i < M ? i / plane % C : 0;
-            mean[j] = (float)bn.stats[3 * c + 1];
-            scale[j] = (bn.gamma ? bn.gamma[c] : 1.0f) * bn.invstd[c];
-            shift[j] = bn.beta ? bn.beta[c] : 0.0f;
-        }
+        if (BN) a[j] = bn_affine_of(bn, ch, i < M ? i : 0);
     }
 
     for (int64_t t0 = 0; t0 < T; t0 += STEPS) {
-        /* STEPS * ELEMS loads in flight before the first use: hides the latency even at tiny M */
-        float xv[STEPS][ELEMS], rv[STEPS][ELEMS];
+        /* STEPS * E loads in flight before the first use: hides the latency even at tiny M */
+        float xv[STEPS][E], rv[STEPS][E];
         snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
         if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
 #pragma unroll
@@ -74,13 +110,13 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
             if (t >= T) break; /* uniform over the grid */
             const int64_t off = t * M;
 #pragma unroll
-            for (int j = 0; j < ELEMS; j++) {
+            for (int j = 0; j < E; j++) {
                 const int64_t i = base + (int64_t)j * BLOCK;
                 float s = 0.0f;
                 if (i < M) {
                     float xin = xv[u][j];
                     if (BN) { /* the batch-norm's expression, then the residual's add */
-                        xin = (xin - mean[j]) * scale[j] + shift[j];
+                        xin = (xin - a[j].mean) * a[j].scale + a[j].shift;
                         if (bn.residual) xin = xin + rv[u][j];
                     }
                     const float h = snn_lif_charge_cuda(p, k, v[j], xin);
@@ -95,7 +131,7 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
     }
     if (v_last) {
 #pragma unroll
-        for (int j = 0; j < ELEMS; j++) {
+        for (int j = 0; j < E; j++) {
             const int64_t i = base + (int64_t)j * BLOCK;
             if (i < M) v_last[i] = v[j];
         }
@@ -115,9 +151,9 @@ extern "C" void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, 
         SNN_CUDA_CHECK(cudaMemsetAsync(activity, 0, (size_t)(T * planes) * sizeof(float),
                                        snn_cuda_stream()));
     if (M <= 0) return;
-    SNN_CUDA_LAUNCH(lif_forward_kernel<false>, snn_neuron_cuda_grid(M), BLOCK, 0, spike, h_seq,
-                    v_last, activity, x, v_init, w, snn_neuron_bn_input{}, *p, T, M, planes,
-                    d->plane, d->C);
+    SNN_CUDA_LAUNCH((lif_forward_kernel<false, ELEMS>), snn_neuron_cuda_grid(M), BLOCK, 0, spike,
+                    h_seq, v_last, activity, x, v_init, w, snn_neuron_bn_input{}, bn_channels{},
+                    *p, T, M, planes, d->plane);
 }
 
 /* IF / LIF on the batch-norm-fed input (snn_neuron_bn_input): the kernel above with X made as
@@ -133,8 +169,9 @@ extern "C" void snn_lif_bn_forward_cuda(float *spike, float *h_seq, float *activ
         SNN_CUDA_CHECK(cudaMemsetAsync(activity, 0, (size_t)(T * planes) * sizeof(float),
                                        snn_cuda_stream()));
     if (M <= 0) return;
-    SNN_CUDA_LAUNCH(lif_forward_kernel<true>, snn_neuron_cuda_grid(M), BLOCK, 0, spike, h_seq,
-                    NULL, activity, NULL, NULL, NULL, *in, *p, T, M, planes, d->plane, d->C);
+    SNN_CUDA_LAUNCH((lif_forward_kernel<true, 2>), (unsigned)((M + 2 * BLOCK - 1) / (2 * BLOCK)),
+                    BLOCK, 0, spike, h_seq, NULL, activity, NULL, NULL, NULL, *in,
+                    bn_channels_make(M, d->plane, d->C), *p, T, M, planes, d->plane);
 }
 
 /* Backward (BPTT): see the file header. Accumulates into dx and dv_init (each NULL = not
@@ -208,6 +245,85 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
         const double block_dk = snn_block_sum(dk);
         if (threadIdx.x == 0 && block_dk != 0.0) atomicAdd(dk_sum, block_dk);
     }
+}
+
+/* BPTT on the batch-norm-fed input (lif_bn_backward), E elements a thread, T <= TMAX steps:
+ * every load first (x, the residual, dS and dresidual of all T steps: nothing is stored before
+ * them, so all are in flight together), then the forward recurrence with H[0..T) kept in
+ * registers, then t = T-1 .. 0 as lif_backward_kernel with dX = 0 + G_H dH/dX (its
+ * accumulation into a zero-filled dX) and dresidual += 1 dX (axpy). IF / LIF only (no dL/dk),
+ * V_init = V_reset, no dL/dV_last.
+ * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
+ * dresidual: 16-24 B (the unfused sequence: 44 B). */
+template <int TMAX, int E>
+static __global__ void __launch_bounds__(BLOCK)
+lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
+                       const float *__restrict__ dspike, snn_neuron_bn_input bn, bn_channels ch,
+                       snn_neuron_params p, int64_t T, int64_t M)
+{
+    const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
+    const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
+    const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
+    float xv[TMAX][E], rv[TMAX][E], gs[TMAX][E], dr[TMAX][E];
+#pragma unroll
+    for (int t = 0; t < TMAX; t++)
+#pragma unroll
+        for (int j = 0; j < E; j++) {
+            const int64_t i = base + (int64_t)j * BLOCK;
+            const bool ok = t < T && i < M;
+            xv[t][j] = ok ? bn.x[t * M + i] : 0.0f;
+            rv[t][j] = ok && bn.residual ? bn.residual[t * M + i] : 0.0f;
+            gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
+            dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
+        }
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        const int64_t i = base + (int64_t)j * BLOCK;
+        if (i >= M) continue;
+        const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, 2> */
+        float h[TMAX], v = p.v_reset;
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) {
+            if (t >= T) break;
+            float xin = (xv[t][j] - a.mean) * a.scale + a.shift;
+            if (bn.residual) xin = xin + rv[t][j];
+            h[t] = snn_lif_charge_cuda(p, k, v, xin);
+            v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
+        }
+        float gv = 0.0f;
+        const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
+#pragma unroll
+        for (int t = TMAX - 1; t >= 0; t--) {
+            if (t >= T) continue;
+            const float gh = snn_lif_grad_h(&p, h[t], gs[t][j], gv);
+            const float d = zero + gh * dh_dx;
+            dX[t * M + i] = d;
+            if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
+            gv = gh * dh_dv;
+        }
+    }
+}
+
+extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const float *dspike,
+                                         const snn_neuron_bn_input *in,
+                                         const snn_neuron_params *p, const snn_neuron_dims *d)
+{
+    SNN_ASSERT(p->kind == SNN_NEURON_IF || p->kind == SNN_NEURON_LIF);
+    SNN_ASSERT(d->T <= SNN_NEURON_BN_BACKWARD_MAX_T);
+    const int64_t T = d->T, M = snn_neuron_dims_step(d);
+    if (M <= 0 || T <= 0) return;
+    const bn_channels ch = bn_channels_make(M, d->plane, d->C);
+    /* E T <= 16 values of each loaded tensor a thread */
+    const auto grid = [&](int e) { return (unsigned)((M + (int64_t)BLOCK * e - 1) / (BLOCK * e)); };
+    if (T <= 4)
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2>), grid(2), BLOCK, 0, dX, dresidual, dspike,
+                        *in, ch, *p, T, M);
+    else if (T <= 8)
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1>), grid(1), BLOCK, 0, dX, dresidual, dspike,
+                        *in, ch, *p, T, M);
+    else
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1>), grid(1), BLOCK, 0, dX, dresidual,
+                        dspike, *in, ch, *p, T, M);
 }
 
 /* dw[0] += dL/dk * dk/dw with k = sigmoid(w): dk/dw = k (1 - k), in double as the CPU. */

@@ -131,17 +131,19 @@ static __device__ __forceinline__ void snn_plane_run_count(float *act_row,
     }
 }
 
-/* The forward kernels' look-ahead: loads x for steps t0 .. t0 + STEPS - 1 of the thread's ELEMS
- * elements (i = base + j * BLOCK) before any of them is used, so STEPS * ELEMS loads are in
- * flight together (the input does not depend on the state); past T or M it stores 0. */
+/* The forward kernels' look-ahead: loads x for steps t0 .. t0 + STEPS - 1 of the thread's E
+ * elements (i = base + j * BLOCK; E = ELEMS but where a kernel holds more per element) before
+ * any of them is used, so STEPS * E loads are in flight together (the input does not depend on
+ * the state); past T or M it stores 0. */
+template <int E>
 static __device__ __forceinline__ void snn_neuron_load_steps(
-    float (&xv)[SNN_NEURON_CUDA_STEPS][SNN_NEURON_CUDA_ELEMS], const float *x, int64_t t0,
-    int64_t T, int64_t M, int64_t base)
+    float (&xv)[SNN_NEURON_CUDA_STEPS][E], const float *x, int64_t t0, int64_t T, int64_t M,
+    int64_t base)
 {
 #pragma unroll
     for (int u = 0; u < SNN_NEURON_CUDA_STEPS; u++)
 #pragma unroll
-        for (int j = 0; j < SNN_NEURON_CUDA_ELEMS; j++) {
+        for (int j = 0; j < E; j++) {
             const int64_t i = base + (int64_t)j * SNN_NEURON_CUDA_BLOCK;
             xv[u][j] = (t0 + u < T && i < M) ? x[(t0 + u) * M + i] : 0.0f;
         }
@@ -166,6 +168,9 @@ void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, float *a_la
 void snn_lif_bn_forward_cuda(float *spike, float *h_seq, float *activity,
                              const snn_neuron_bn_input *in, const snn_neuron_params *p,
                              const snn_neuron_dims *d);
+void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const float *dspike,
+                              const snn_neuron_bn_input *in, const snn_neuron_params *p,
+                              const snn_neuron_dims *d);
 void snn_lif_backward_cuda(float *dx, float *dv_init, float *dw, const float *dspike,
                            const float *dv_last, const float *h_seq, const float *spike,
                            const float *x, const float *v_init, const float *a_init,

@@ -12,6 +12,7 @@ extern "C" const snn_neuron_kernels snn_neuron_kernels_cuda = {
     /* .lif_forward = */ snn_lif_forward_cuda,
     /* .lif_backward = */ snn_lif_backward_cuda,
     /* .lif_bn_forward = */ snn_lif_bn_forward_cuda,
+    /* .lif_bn_backward = */ snn_lif_bn_backward_cuda,
     /* .stbif_forward = */ snn_stbif_forward_cuda,
     /* .stbif_backward = */ snn_stbif_backward_cuda,
     /* .heaviside_forward = */ snn_heaviside_forward_cuda,

@@ -102,6 +102,18 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, float *h_seq, float *acti
                                          const snn_neuron_bn_input *in,
                                          const snn_neuron_params *p, const snn_neuron_dims *d);
 
+/* BPTT of IF / LIF on the batch-norm-fed input, H recomputed in registers (never stored):
+ *   dX      (T, M)  = dL/dX (written, not accumulated: the input of the batch-norm's backward)
+ *   dresidual (T, M) += dL/dX when not NULL (the residual add's backward)
+ *   dspike  (T, M)  dL/dS, or NULL
+ * with the bits of lif_bn_forward (h_seq) -> fill dX with 0 -> lif_backward -> axpy. For
+ * T <= SNN_NEURON_BN_BACKWARD_MAX_T; a device may leave it NULL (the CPU does), and the op then
+ * runs that sequence with H in scratch. */
+#define SNN_NEURON_BN_BACKWARD_MAX_T 16
+typedef void (*snn_neuron_bn_backward_fn)(float *dX, float *dresidual, const float *dspike,
+                                          const snn_neuron_bn_input *in,
+                                          const snn_neuron_params *p, const snn_neuron_dims *d);
+
 /* The running max-pool's geometry (running_pool.c): x (T, planes, H, W) -> y (T, planes,
  * H_out, W_out), K x K windows at stride >= K (no overlap), no padding. */
 typedef struct snn_running_pool_dims {
@@ -120,6 +132,7 @@ typedef struct snn_neuron_kernels {
     snn_neuron_backward_fn lif_backward;
     /* IF and LIF fed by a batch-norm (and a residual) in one pass (lif.c) */
     snn_neuron_bn_forward_fn lif_bn_forward;
+    snn_neuron_bn_backward_fn lif_bn_backward; /* NULL on the CPU */
     /* ST-BIF (stbif.c) */
     snn_neuron_forward_fn stbif_forward;
     snn_neuron_backward_fn stbif_backward;

@@ -28,8 +28,9 @@
  *                  batch-norm -> IF / LIF neurons in training, with fusion on (the models'
  *                  default, snn_model_set_fusion): one op (snn_batchnorm_neuron) keeping the
  *                  spikes, the spike counts and the statistics (3 doubles and 2 floats per
- *                  channel), neither the batch-norm's output nor H; its backward takes H and
- *                  dL/dX (8 B/element) as scratch, which counts like a conv's workspace
+ *                  channel), neither the batch-norm's output nor H; its backward takes dL/dX
+ *                  (4 B/element) as scratch, and H too (4 B more) where the device has no
+ *                  one-pass kernel (the CPU, or T > 16), which counts like a conv's workspace
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  dropout (training; config.dropout): its mask, one per sample shared over T
  *                  views (flatten, reshape): no data of their own
@@ -71,6 +72,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "neurons/neuron_kernels.h"
 #include "tensor/error.h"
 #include "tensor/gemm.h"
 
@@ -94,6 +96,7 @@ typedef struct walk {
     double workspace;        /* the largest conv workspace */
     double backward_scratch; /* the largest scratch of a fused batch-norm -> neuron backward */
     bool fusion;             /* batch-norm -> IF / LIF pairs run as one op in training */
+    bool one_pass_backward;  /* ... and their backward keeps H in registers (lif_bn_backward) */
     double largest;          /* the largest single device allocation */
     double forward_peak;     /* the most the arena held during a conv of the forward */
     double params, trainable;/* elements */
@@ -281,7 +284,8 @@ static int bn_neuron(walk *w, int in, int residual, double numel, double planes,
     constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
     alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
     alloc(w, channels), alloc(w, channels);   /* mean, 1 / std */
-    const double scratch = 2.0 * round_up(4.0 * numel, w->align); /* backward: H, dL/dX */
+    /* backward: dL/dX, and H where the device has no one-pass kernel */
+    const double scratch = (w->one_pass_backward ? 1.0 : 2.0) * round_up(4.0 * numel, w->align);
     if (scratch > w->backward_scratch) w->backward_scratch = scratch;
     return out;
 }
@@ -487,6 +491,8 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     w.training = training;
     w.converted = converted;
     w.fusion = snn_model_fusion();
+    const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
+    w.one_pass_backward = nk && nk->lif_bn_backward && c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w.align = device == SNN_CPU ? 64.0 : 256.0;
     double T = c->time_steps, N = batch_size;
 

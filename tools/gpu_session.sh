@@ -166,6 +166,20 @@ for stage in "$@"; do
       build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer --precision ${PROFILE_PRECISION:-fp32} \
       > "$LOGS/ncu.txt" 2>&1
     python3 tools/ncu_summary.py "$LOGS/ncu.txt" 4 2>&1 | tee "$OUT/profile_${PROFILE_PRECISION:-fp32}.txt" | summary ;;
+  ncukernel)
+    # one launch of each kernel named in NCU_KERNELS (regex, comma-separated) in a BF16 training
+    # step (B = 64): speed of light, memory workload, occupancy, launch statistics
+    build bench_train_step || exit 1
+    for kern in ${NCU_KERNELS//,/ }; do
+      log "ncu --set detailed: $kern"
+      timeout 200 ncu --kernel-name "regex:$kern" --launch-skip ${NCU_SKIP:-6} --launch-count 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+        --section LaunchStats --section SchedulerStats --section WarpStateStats \
+        build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer --precision bf16 \
+        > "$LOGS/ncu_$kern.txt" 2>&1
+      grep -E "Duration|Memory Throughput|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Eligible|Issued Warp|Stall|Compute \(SM\)|L1/TEX Hit|L2 Hit|Grid Size|Waves" \
+        "$LOGS/ncu_$kern.txt" | head -40 | summary
+    done ;;
   sparse)
     build || exit 1
     export SNN_DATA_DIR=$PWD/.carry
