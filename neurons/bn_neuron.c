@@ -1,6 +1,8 @@
 /*
  * bn_neuron.c - snn_batchnorm_neuron: a training-mode batch-norm, an optional residual add and
- * a multi-step IF / LIF neuron layer as one tape node.
+ * a multi-step IF / LIF neuron layer as one tape node. And snn_neuron_multistep_residual, the
+ * same kernel without the batch-norm, for inference: the neurons of a ResNet block's output
+ * take the residual sum as they load their input, and the sum is never written.
  *
  *   spikes = neuron( bn_train(x) [+ residual] )          x, residual, spikes: (T, N, C, H, W)
  *
@@ -171,6 +173,42 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                                          sizeof(bn_neuron_saved));
         if (!node) return NULL;
         *(bn_neuron_saved *)node->saved = (bn_neuron_saved){p, d, merged, mean, invstd};
+    }
+    if (activity) *activity = act;
+    return spike;
+}
+
+snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
+                                          const snn_neuron_config *cfg, snn_tensor **activity)
+{
+    const char *fn = "snn_neuron_multistep_residual";
+    if (activity) *activity = NULL;
+    if (snn_check_tensor(fn, "x", x) || snn_check_tensor(fn, "residual", residual) ||
+        snn_check_same_device(fn, "x", x, "residual", residual) ||
+        snn_check_same_shape(fn, "x", x, "residual", residual))
+        return NULL;
+    snn_tensor *inputs[2] = {x, residual};
+    const bool supported = cfg && (cfg->kind == SNN_NEURON_IF || cfg->kind == SNN_NEURON_LIF) &&
+                           x->shape.ndim >= 2;
+    if (snn_should_record(2, inputs) || !supported) /* the two ops (and their messages) */
+        return snn_neuron_multistep(snn_add_into(x, residual), cfg, NULL, activity);
+    if (snn_neuron_config_check(fn, cfg) != SNN_OK) return NULL;
+    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
+    if (!nk) return NULL;
+    SNN_REQUIRE_KERNEL(nk, fn, lif_bn_forward);
+    snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], 1, 1}; /* as snn_neuron_multistep */
+    if (x->shape.ndim >= 3) d.C = x->shape.dim[2];
+    for (int i = 3; i < x->shape.ndim; i++) d.plane *= x->shape.dim[i];
+    const snn_neuron_params p = snn_neuron_params_from(cfg);
+    snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device);
+    snn_tensor *act = spike && activity ? snn_step_tensor(fn, SNN_SHAPE(d.T * d.N, d.C), x->device)
+                                        : NULL;
+    if (!spike || (activity && !act)) return NULL;
+    if (x->numel > 0) {
+        const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data};
+        nk->lif_bn_forward(spike->data, NULL, act ? act->data : NULL, &in, &p, &d);
+    } else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) {
+        return NULL;
     }
     if (activity) *activity = act;
     return spike;

@@ -70,7 +70,10 @@ static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args 
                            int64_t e0, int64_t n)
 {
     const float *xt = a->bn->x + t * a->M + e0; /* (n) */
-    for (int64_t i = 0; i < n; i++) xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
+    if (a->bn->stats)
+        for (int64_t i = 0; i < n; i++) xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
+    else
+        memcpy(xb, xt, (size_t)n * sizeof *xb);
     if (a->bn->residual) {
         const float *rt = a->bn->residual + t * a->M + e0; /* (n) */
         for (int64_t i = 0; i < n; i++) xb[i] = xb[i] + rt[i];
@@ -90,7 +93,7 @@ static SNN_ALWAYS_INLINE void forward_chunk(snn_neuron_params q, snn_neuron_kind
     float h[SNN_NEURON_CHUNK]; /* H of this step, copied out when backward needs it */
     float xb[SNN_NEURON_CHUNK], sb[SNN_NEURON_CHUNK]; /* X made from bn; S when not kept */
     bn_chunk b;
-    if (a->bn) bn_chunk_make(&b, a, e0, n);
+    if (a->bn && a->bn->stats) bn_chunk_make(&b, a, e0, n);
     for (int64_t i = 0; i < n; i++) v[i] = a->v_init ? a->v_init[e0 + i] : p->v_reset;
 
     for (int64_t t = 0; t < a->T; t++) {

@@ -96,7 +96,7 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
         const int64_t i = base + (int64_t)j * BLOCK;
         v[j] = i < M ? (v_init ? v_init[i] : p.v_reset) : 0.0f;
         if (activity) run[j] = snn_plane_run_make(i, i < M, plane);
-        if (BN) a[j] = bn_affine_of(bn, ch, i < M ? i : 0);
+        if (BN && bn.stats) a[j] = bn_affine_of(bn, ch, i < M ? i : 0);
     }
 
     for (int64_t t0 = 0; t0 < T; t0 += STEPS) {
@@ -116,7 +116,7 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
                 if (i < M) {
                     float xin = xv[u][j];
                     if (BN) { /* the batch-norm's expression, then the residual's add */
-                        xin = (xin - a[j].mean) * a[j].scale + a[j].shift;
+                        if (bn.stats) xin = (xin - a[j].mean) * a[j].scale + a[j].shift;
                         if (bn.residual) xin = xin + rv[u][j];
                     }
                     const float h = snn_lif_charge_cuda(p, k, v[j], xin);

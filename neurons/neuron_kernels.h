@@ -87,10 +87,12 @@ typedef void (*snn_neuron_backward_fn)(float *dx, float *dv_init, float *dw, con
  *   X[t, i] = (x[t, i] - mean[c]) (gamma[c] invstd[c]) + beta[c]   [+ residual[t, i]]
  * with the expression and rounding of the device's own batch-norm normalise (tensor/kernels.h
  * batchnorm_normalise: the CPU splits the double mean into a float head and tail, CUDA rounds it
- * to float), then the add of elementwise.c / .cu: the bits of the separate ops. */
+ * to float), then the add of elementwise.c / .cu: the bits of the separate ops. With stats NULL
+ * there is no batch-norm: X = x + residual (snn_neuron_multistep_residual). */
 typedef struct snn_neuron_bn_input {
     const float *x;                   /* (T, M) the batch-norm's input */
-    const double *stats;              /* (C, 3) (count, mean, M2) from batchnorm_stats_merge */
+    const double *stats;              /* (C, 3) (count, mean, M2) from batchnorm_stats_merge, or
+                                       * NULL: no batch-norm (then invstd, gamma, beta unused) */
     const float *invstd;              /* (C) */
     const float *gamma, *beta;        /* (C) each, or NULL (1 and 0) */
     const float *residual;            /* (T, M), or NULL */
@@ -102,7 +104,8 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, float *h_seq, float *acti
                                          const snn_neuron_bn_input *in,
                                          const snn_neuron_params *p, const snn_neuron_dims *d);
 
-/* BPTT of IF / LIF on the batch-norm-fed input, H recomputed in registers (never stored):
+/* BPTT of IF / LIF on the batch-norm-fed input (in->stats not NULL), H recomputed in registers
+ * (never stored):
  *   dX      (T, M)  = dL/dX (written, not accumulated: the input of the batch-norm's backward)
  *   dresidual (T, M) += dL/dX when not NULL (the residual add's backward)
  *   dspike  (T, M)  dL/dS, or NULL

@@ -198,6 +198,14 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                                  float momentum, float eps, snn_tensor *residual,
                                  const snn_neuron_config *cfg, snn_tensor **activity);
 
+/** The spikes of snn_neuron_multistep(snn_add_into(x, residual), cfg, NULL, activity) for IF
+ * or LIF neurons, bit for bit, without writing the sum: the neuron kernel adds the residual as
+ * it loads x (inference: a ResNet block's output neurons, neurons/bn_neuron.c). x and residual
+ * (T, N, ...) of one shape and device. When a gradient would be recorded, or for other kinds,
+ * it is those two ops (x must then be a STEP tensor, as snn_add_into asks). */
+snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
+                                          const snn_neuron_config *cfg, snn_tensor **activity);
+
 /** Firing rate of an `activity` tensor (as snn_neuron_multistep gives it): the sum of its
  * counts / input_numel, the number of elements of the neurons' input. Reads the device. NaN on
  * error (activity NULL, input_numel <= 0; message set). */

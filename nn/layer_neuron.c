@@ -8,7 +8,9 @@
  * no activity: their firing rate reads -1.
  *
  * Also snn_bn_neuron_forward: a training-mode batch-norm (plus a residual) and an IF / LIF layer
- * after it as one op, snn_batchnorm_neuron, which the models use for every such pair.
+ * after it as one op, snn_batchnorm_neuron, which the models use for every such pair; and
+ * snn_neuron_residual_forward, a residual sum and the layer after it without a tape
+ * (snn_neuron_multistep_residual: the sum is never written).
  */
 #include "nn.h"
 #include "nn_internal.h"
@@ -57,6 +59,25 @@ snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor
                                               bn->params[2].tensor, bn->params[3].tensor,
                                               b->momentum, b->eps, residual, &n->config,
                                               &activity);
+    n->last_spikes = spikes;
+    n->last_activity = activity;
+    n->last_step = snn_step_id();
+    return spikes;
+}
+
+snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual)
+{
+    if (!x || !residual) return NULL;
+    snn_tensor *inputs[2] = {x, residual};
+    snn_neuron_kind kind = SNN_NEURON_IF;
+    if (neuron && neuron->ops == &snn_neuron_layer_ops)
+        kind = ((const snn_neuron_layer_impl *)neuron->impl)->config.kind;
+    if (!fusion_on || !neuron || neuron->ops != &snn_neuron_layer_ops ||
+        (kind != SNN_NEURON_IF && kind != SNN_NEURON_LIF) || snn_should_record(2, inputs))
+        return snn_module_forward(neuron, snn_add_into(x, residual));
+    snn_neuron_layer_impl *n = neuron->impl;
+    snn_tensor *activity = NULL;
+    snn_tensor *spikes = snn_neuron_multistep_residual(x, residual, &n->config, &activity);
     n->last_spikes = spikes;
     n->last_activity = activity;
     n->last_step = snn_step_id();

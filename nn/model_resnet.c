@@ -53,8 +53,9 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     }
     if (fused) return snn_bn_neuron_forward(bn, neuron, h, shortcut);
     /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the sum
-     * may take its memory (and the last neuron the sum's) */
-    return snn_module_forward(neuron, snn_add_into(h, shortcut));
+     * may take its memory (and the last neuron the sum's); without a tape the neuron adds it as
+     * it loads h, and the sum is never written */
+    return snn_neuron_residual_forward(neuron, h, shortcut);
 }
 
 static void block_free(snn_module *m) { snn_free(m->impl, sizeof(block_impl), SNN_CPU); }

@@ -66,6 +66,10 @@ bool snn_bn_neuron_fuses(const snn_module *bn, const snn_module *neuron);
  * (activity, last spikes); otherwise the modules' forwards and snn_add_into. */
 snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor *x,
                                   snn_tensor *residual);
+/* neuron(x + residual), the sum taking x's memory (snn_add_into); without a tape, for IF / LIF
+ * layers with fusion on, one snn_neuron_multistep_residual that never writes the sum (the
+ * layer's bookkeeping as its forward). */
+snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual);
 /* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward
  * and each BatchNorm2d -> NeuronLayer pair by snn_bn_neuron_forward where they fuse. */
 snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);

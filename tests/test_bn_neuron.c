@@ -174,6 +174,47 @@ static void test_refused_arguments(void)
     snn_step_end();
 }
 
+/* snn_neuron_multistep_residual: the spikes and activity of the add, then the neurons; with a
+ * tape, those two ops. */
+static void test_residual_op(void)
+{
+    const snn_shape shapes[2] = {SNN_SHAPE(3, 2, 3, 4, 5), SNN_SHAPE(4, 3, 17)};
+    snn_neuron_config cfgs[2] = {snn_neuron_config_default(SNN_NEURON_LIF),
+                                 snn_neuron_config_default(SNN_NEURON_IF)};
+    cfgs[1].reset = SNN_RESET_SOFT;
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < 2; c++) {
+            snn_step_begin();
+            snn_no_grad_begin();
+            snn_tensor *x = uniform(shapes[s], -0.5f, 1.5f, 31, false);
+            snn_tensor *r = uniform(shapes[s], 0.0f, 1.0f, 32, false);
+            snn_tensor *act_want = NULL, *act_got = NULL;
+            snn_tensor *got = snn_neuron_multistep_residual(x, r, &cfgs[c], &act_got);
+            snn_tensor *want = snn_neuron_multistep(snn_add_into(x, r), &cfgs[c], NULL, &act_want);
+            snn_no_grad_end();
+            CHECK(got && want && same(got, want) && same(act_got, act_want));
+            if (got) {
+                const double rate = mean_of(got);
+                CHECK(rate > 0.05 && rate < 0.95);
+            }
+            snn_step_end();
+        }
+    /* with a tape: the recorded add and neuron, gradients to both inputs */
+    snn_step_begin();
+    snn_neuron_config lif = snn_neuron_config_default(SNN_NEURON_LIF);
+    snn_tensor *x = uniform(SNN_SHAPE(2, 2, 3, 4, 4), -0.5f, 1.5f, 33, true);
+    snn_tensor *r = uniform(SNN_SHAPE(2, 2, 3, 4, 4), 0.0f, 1.0f, 34, true);
+    snn_tensor *y = snn_neuron_multistep_residual(snn_scale(x, 1.0f), r, &lif, NULL);
+    CHECK(y && y->grad_fn && strcmp(y->grad_fn->op, "neuron") == 0);
+    if (y) CHECK_OK(snn_backward(snn_sum_all(y)));
+    CHECK(x->grad && r->grad);
+    snn_tensor *bad = uniform(SNN_SHAPE(2, 2, 3, 4, 5), 0.0f, 1.0f, 35, false);
+    CHECK(snn_neuron_multistep_residual(x, bad, &lif, NULL) == NULL);
+    CHECK(strstr(snn_last_error(), "snn_neuron_multistep_residual") != NULL);
+    snn_clear_error();
+    snn_step_end();
+}
+
 /* ---- the models: fusion on and off give the same step --------------------------------------- */
 
 typedef struct step_result {
@@ -262,10 +303,56 @@ static void test_models_same_step(void)
     }
 }
 
+/* Inference: the blocks' output neurons take the residual sum as they load (fusion on), the
+ * same logits and firing rates as the add, then the neurons (off). */
+static void test_models_same_eval(void)
+{
+    const snn_model_kind kinds[2] = {SNN_MODEL_RESNET18, SNN_MODEL_RESNET50};
+    for (int k = 0; k < 2; k++) {
+        snn_model_config c = snn_model_config_default(kinds[k]);
+        c.width_base = 4, c.time_steps = 3, c.height = c.width = 8;
+        snn_rng rng;
+        snn_rng_seed(&rng, 13);
+        snn_module *m = snn_model_new(&c, &rng);
+        CHECK(m != NULL);
+        if (!m) continue;
+        snn_module_train(m, false);
+        snn_tensor *x = snn_tensor_new(SNN_SHAPE(2, 3, 8, 8), SNN_CPU);
+        snn_tensor_normal_(x, &rng, 0.5f, 1.5f);
+        float rate[2][64];
+        int layers_seen[2] = {0, 0};
+        snn_tensor *logits[2];
+        for (int fusion = 0; fusion < 2; fusion++) {
+            snn_model_set_fusion(fusion);
+            snn_step_begin();
+            snn_no_grad_begin();
+            snn_tensor *y = snn_module_forward(m, x);
+            snn_no_grad_end();
+            logits[fusion] = y ? owned_copy(y) : NULL;
+            snn_module *layers[64];
+            const char *names[64];
+            const int n = snn_model_neuron_layers(m, layers, names, 64);
+            for (int i = 0; i < n && i < 64; i++)
+                rate[fusion][i] = snn_neuron_layer_firing_rate(layers[i]);
+            layers_seen[fusion] = n;
+            snn_step_end();
+        }
+        snn_model_set_fusion(true);
+        CHECK(logits[0] && logits[1] && same(logits[0], logits[1]));
+        CHECK(layers_seen[0] == layers_seen[1] && layers_seen[0] > 10 && layers_seen[0] <= 64);
+        for (int i = 0; i < layers_seen[0] && i < 64; i++)
+            CHECK(rate[0][i] >= 0.0f && rate[0][i] == rate[1][i]);
+        snn_tensor_free(logits[0]), snn_tensor_free(logits[1]), snn_tensor_free(x);
+        snn_module_free(m);
+    }
+}
+
 int main(void)
 {
     RUN(test_same_bits_as_separate_ops);
     RUN(test_refused_arguments);
+    RUN(test_residual_op);
     RUN(test_models_same_step);
+    RUN(test_models_same_eval);
     return test_finish();
 }

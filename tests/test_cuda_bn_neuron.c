@@ -8,8 +8,9 @@
  *      CUDA as one float (tensor/batchnorm.c, batchnorm.cu), so X may differ in its last bit
  *      and a value on the threshold may spike on one side only: spikes agree on >= 99.9% of
  *      the elements, running statistics to 1e-5 relative, dbeta to 1e-3 of its scale;
- *   3. one fp32 training step of a ResNet-18 on the GPU with fusion on and off: the same
- *      loss and gradients.
+ *   3. snn_neuron_multistep_residual (inference) against the add and the neurons, bit for bit;
+ *   4. one fp32 training step of a ResNet-18 on the GPU with fusion on and off: the same
+ *      loss and gradients; then its inference with fusion on and off: the same logits.
  * Shapes: planes of 64 (the batch-norm's four-wide kernels), of 49 (scalar ones) and of 1;
  * several blocks of the neuron kernel. Without a GPU it exits 77 (skipped).
  * Run on the GPU machine: ctest -R cuda_bn_neuron --output-on-failure
@@ -183,6 +184,34 @@ static void test_gpu_against_cpu(void)
         }
 }
 
+/* snn_neuron_multistep_residual on the GPU (inference): the bits of the add, then the neurons. */
+static void test_gpu_residual_op(void)
+{
+    snn_neuron_config cfg[3];
+    configs(cfg);
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3; c++) {
+            CHECK_OK(snn_step_begin());
+            snn_no_grad_begin();
+            snn_tensor *x = step_tensor(shapes[s], -0.5f, 1.5f, 41, SNN_CUDA, false);
+            snn_tensor *r = step_tensor(shapes[s], 0.0f, 1.0f, 42, SNN_CUDA, false);
+            snn_tensor *act_got = NULL, *act_want = NULL;
+            snn_tensor *got = snn_neuron_multistep_residual(x, r, &cfg[c], &act_got);
+            snn_tensor *want = snn_neuron_multistep(snn_add_into(x, r), &cfg[c], NULL, &act_want);
+            snn_no_grad_end();
+            CHECK(got && want && act_got && act_want);
+            if (got && want && act_got && act_want) {
+                float *a = to_host(got), *b = to_host(want);
+                float *aa = to_host(act_got), *ab = to_host(act_want);
+                if (!bits(a, b, got->numel) || !bits(aa, ab, act_got->numel))
+                    fprintf(stderr, "  shape %d config %d: residual op != add + neurons\n", s, c);
+                CHECK(bits(a, b, got->numel) && bits(aa, ab, act_got->numel));
+                free(a), free(b), free(aa), free(ab);
+            }
+            snn_step_end();
+        }
+}
+
 /* One fp32 step of a small ResNet-18 on the GPU, fusion on or off: loss and every gradient. */
 static float step(snn_module *m, bool fusion, float **grads, int *count)
 {
@@ -239,6 +268,24 @@ static void test_model_step_fusion_on_off(void)
         k++;
     }
     CHECK(differ == 0);
+    /* inference: the blocks' output neurons add the residual as they load (fusion on) */
+    snn_module_train(a, false);
+    float *logits[2] = {NULL, NULL};
+    int64_t n_logits = 0;
+    for (int fusion = 0; fusion < 2; fusion++) {
+        snn_model_set_fusion(fusion);
+        CHECK_OK(snn_step_begin());
+        snn_no_grad_begin();
+        snn_tensor *x = step_tensor(SNN_SHAPE(4, 3, 16, 16), -1.0f, 2.0f, 43, SNN_CUDA, false);
+        snn_tensor *y = snn_module_forward(a, x);
+        snn_no_grad_end();
+        CHECK(y != NULL);
+        if (y) logits[fusion] = to_host(y), n_logits = y->numel;
+        snn_step_end();
+    }
+    snn_model_set_fusion(true);
+    CHECK(logits[0] && logits[1] && bits(logits[0], logits[1], n_logits));
+    free(logits[0]), free(logits[1]);
     for (int i = 0; i < na; i++) free(ga[i]);
     for (int i = 0; i < nb; i++) free(gb[i]);
     snn_param_list_free(&list);
@@ -253,6 +300,7 @@ int main(void)
     }
     RUN(test_gpu_fused_equals_gpu_separate);
     RUN(test_gpu_against_cpu);
+    RUN(test_gpu_residual_op);
     RUN(test_model_step_fusion_on_off);
     return test_finish();
 }
