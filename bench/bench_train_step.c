@@ -313,9 +313,10 @@ int main(int argc, char **argv)
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
     time_steps(model, opt, device, 1, 1, true, &c, &rng, NULL, NULL);
-    printf("peak MB: the most device memory held in the first steps (the step arena grows block by "
-           "block, then is coalesced into one); steady MB: the most held over the timed steps; "
-           "MB / image: steady, above the model's own state (%.0f MB)\n", snn_live_bytes(device) / 1e6);
+    printf("peak MB: the most device memory held in the first steps (the step arena reserved in one "
+           "block from the memory estimate, as snn-train does); steady MB: the most held over the "
+           "timed steps; MB / image: steady, above the model's own state (%.0f MB)\n",
+           snn_live_bytes(device) / 1e6);
     printf("| phase | batch | ms / step | images / s | TFLOP/s | peak MB | steady MB | MB / image |\n"
            "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     char list[64];
@@ -324,8 +325,16 @@ int main(int argc, char **argv)
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int batch = atoi(tok);
         if (!first_batch) first_batch = batch;
-        snn_arena_release_all(); /* this batch's peak alone: the arenas grow again from empty */
+        snn_arena_release_all(); /* this batch's peak alone: the arenas start again from empty */
         size_t base = snn_live_bytes(device);
+        /* as snn-train: the first step's arena in one block, sized by the memory estimate (else
+         * it grows block by block, doubling, and the first steps hold up to twice the steady) */
+        snn_memory_estimate e;
+        if (snn_model_memory_estimate(&c, batch, device, true, 2, &e) != SNN_OK ||
+            snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
+            fprintf(stderr, "bench_train_step: batch %d: %s\n", batch, snn_last_error());
+            return 1;
+        }
         snn_reset_peak_bytes(device);
         size_t peak, steady;
         double t = time_steps(model, opt, device, batch, steps, true, &c, &rng, &peak, &steady);
