@@ -12,7 +12,8 @@
  *   4. one fp32 training step of a ResNet-18 on the GPU with fusion on and off: the same
  *      loss and gradients; then its inference with fusion on and off: the same logits.
  * Shapes: planes of 64 (the batch-norm's four-wide kernels), of 49 (scalar ones) and of 1;
- * several blocks of the neuron kernel. Without a GPU it exits 77 (skipped).
+ * several blocks of the neuron kernel; T from 2 to 17 (every backward kernel and the scratch
+ * path). Without a GPU it exits 77 (skipped).
  * Run on the GPU machine: ctest -R cuda_bn_neuron --output-on-failure
  */
 #include <math.h>
@@ -114,8 +115,12 @@ static bool bits(const float *a, const float *b, int64_t n)
     return test_same_bits(a, b, (long)n);
 }
 
-static const snn_shape shapes[3] = {{5, {4, 16, 32, 8, 8}}, {5, {3, 4, 5, 7, 7}},
-                                    {5, {2, 3, 8, 1, 1}}};
+/* T = 4, 3, 2 take lif_bn_backward's 4-step kernel; T = 6 its 8-step one, T = 9 its 16-step one,
+ * and T = 17 the scratch path (H written, then lif_backward and axpy) */
+static const snn_shape shapes[6] = {{5, {4, 16, 32, 8, 8}}, {5, {3, 4, 5, 7, 7}},
+                                    {5, {2, 3, 8, 1, 1}},   {5, {6, 2, 4, 5, 5}},
+                                    {5, {9, 2, 3, 4, 4}},   {5, {17, 2, 3, 3, 3}}};
+#define SHAPES 6
 
 static void configs(snn_neuron_config cfg[3])
 {
@@ -133,7 +138,7 @@ static void test_gpu_fused_equals_gpu_separate(void)
 {
     snn_neuron_config cfg[3];
     configs(cfg);
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < SHAPES; s++)
         for (int c = 0; c < 3; c++)
             for (int res = 0; res < 2; res++) {
                 result a = run(SNN_CUDA, false, shapes[s], res, &cfg[c]);
@@ -155,7 +160,7 @@ static void test_gpu_against_cpu(void)
 {
     snn_neuron_config cfg[3];
     configs(cfg);
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < SHAPES; s++)
         for (int c = 0; c < 3; c++) {
             result g = run(SNN_CUDA, true, shapes[s], true, &cfg[c]);
             result h = run(SNN_CPU, true, shapes[s], true, &cfg[c]);
@@ -189,7 +194,7 @@ static void test_gpu_residual_op(void)
 {
     snn_neuron_config cfg[3];
     configs(cfg);
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < SHAPES; s++)
         for (int c = 0; c < 3; c++) {
             CHECK_OK(snn_step_begin());
             snn_no_grad_begin();
