@@ -490,7 +490,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     w.k = snn_kernels_for(device);
     w.training = training;
     w.converted = converted;
-    w.fusion = snn_model_fusion();
+    w.fusion = snn_model_fusion() && !snn_batchnorm_sync_enabled(); /* sync-BN: never fused */
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
     w.one_pass_backward = nk && nk->lif_bn_backward && c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w.align = device == SNN_CPU ? 64.0 : 256.0;
