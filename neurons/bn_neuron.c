@@ -89,7 +89,7 @@ static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const pa
 {
     if (snn_check_tensor(fn, "x", x)) return snn_last_status();
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return snn_last_status();
-    if (cfg->kind != SNN_NEURON_IF && cfg->kind != SNN_NEURON_LIF)
+    if (!snn_neuron_takes_bn_input(cfg->kind))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'cfg' (expected an if or lif neuron, "
                          "got %s); hint: snn_batchnorm2d, then snn_neuron_multistep", fn,
                          snn_neuron_kind_name(cfg->kind));
@@ -141,15 +141,14 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     SNN_REQUIRE_KERNEL(nk, fn, lif_bn_forward);
     SNN_REQUIRE_KERNEL(nk, fn, lif_backward);
 
-    const snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], x->shape.dim[2],
-                               x->shape.dim[3] * x->shape.dim[4]};
+    const snn_neuron_dims d = snn_neuron_dims_of(x);
     const int C = (int)d.C;
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device);
-    snn_tensor *act = spike && activity ? snn_step_tensor(fn, SNN_SHAPE(d.T * d.N, d.C), x->device)
-                                        : NULL;
+    snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     const size_t stats_bytes = (size_t)3 * (size_t)C * sizeof(double);
-    double *merged = (spike && (act || !activity)) ? snn_step_alloc(fn, stats_bytes, x->device) : NULL;
+    double *merged = spike && (act || !activity) ? snn_step_alloc(fn, stats_bytes, x->device)
+                                                 : NULL;
     float *mean = merged ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     float *invstd = mean ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     if (!invstd) return NULL;
@@ -187,22 +186,23 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
         snn_check_same_device(fn, "x", x, "residual", residual) ||
         snn_check_same_shape(fn, "x", x, "residual", residual))
         return NULL;
-    snn_tensor *inputs[2] = {x, residual};
-    const bool supported = cfg && (cfg->kind == SNN_NEURON_IF || cfg->kind == SNN_NEURON_LIF) &&
-                           x->shape.ndim >= 2;
-    if (snn_should_record(2, inputs) || !supported) /* the two ops (and their messages) */
-        return snn_neuron_multistep(snn_add_into(x, residual), cfg, NULL, activity);
+    /* refused before anything is written (the fallback below adds into x) */
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return NULL;
+    if (x->shape.ndim < 2) {
+        char buf[96];
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (T, N, ...), got "
+                              "%s)", fn, snn_shape_str(x->shape, buf, sizeof buf));
+    }
+    snn_tensor *inputs[2] = {x, residual};
+    if (snn_should_record(2, inputs) || !snn_neuron_takes_bn_input(cfg->kind)) /* the two ops */
+        return snn_neuron_multistep(snn_add_into(x, residual), cfg, NULL, activity);
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     SNN_REQUIRE_KERNEL(nk, fn, lif_bn_forward);
-    snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], 1, 1}; /* as snn_neuron_multistep */
-    if (x->shape.ndim >= 3) d.C = x->shape.dim[2];
-    for (int i = 3; i < x->shape.ndim; i++) d.plane *= x->shape.dim[i];
+    const snn_neuron_dims d = snn_neuron_dims_of(x);
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device);
-    snn_tensor *act = spike && activity ? snn_step_tensor(fn, SNN_SHAPE(d.T * d.N, d.C), x->device)
-                                        : NULL;
+    snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     if (!spike || (activity && !act)) return NULL;
     if (x->numel > 0) {
         const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data};

@@ -52,6 +52,11 @@ bool snn_neuron_is_ann(snn_neuron_kind kind)
     return kind == SNN_NEURON_RELU || kind == SNN_NEURON_QCLIP;
 }
 
+bool snn_neuron_takes_bn_input(snn_neuron_kind kind)
+{
+    return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF;
+}
+
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max)
 {
     if (cfg->symmetric) {

@@ -71,7 +71,8 @@ static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args 
 {
     const float *xt = a->bn->x + t * a->M + e0; /* (n) */
     if (a->bn->stats)
-        for (int64_t i = 0; i < n; i++) xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
+        for (int64_t i = 0; i < n; i++)
+            xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
     else
         memcpy(xb, xt, (size_t)n * sizeof *xb);
     if (a->bn->residual) {
@@ -172,7 +173,7 @@ void snn_lif_bn_forward_cpu(float *spike, float *h_seq, float *activity,
                             const snn_neuron_bn_input *in, const snn_neuron_params *params,
                             const snn_neuron_dims *d)
 {
-    SNN_ASSERT(params->kind == SNN_NEURON_IF || params->kind == SNN_NEURON_LIF);
+    SNN_ASSERT(snn_neuron_takes_bn_input(params->kind));
     const lif_forward_args a = {spike, h_seq, NULL, spike ? activity : NULL, NULL, NULL, in, d->C,
                                 snn_lif_decay(params, NULL), d->T, snn_neuron_dims_step(d),
                                 snn_neuron_split_make(d)};

@@ -27,13 +27,8 @@
 #define ELEMS SNN_NEURON_CUDA_ELEMS
 #define STEPS SNN_NEURON_CUDA_STEPS
 #define BSTEPS SNN_NEURON_CUDA_BACKWARD_STEPS
+#define BN_ELEMS 2 /* elements a thread of lif_forward_kernel<true, .>: see there */
 
-/* Forward: see the file header. Writes spike, h_seq (if not NULL), v_last (if not NULL; may
- * alias v_init: each thread reads its v_init before writing its v_last) and adds the spike
- * counts to activity (if not NULL; zeroed by the launcher). CPU: snn_lif_forward_cpu.
- * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
- * that then writes H[t] to the same address, and no thread reads an address another has
- * written, so neither the read-only load path nor reordering can see a written value. */
 /* The batch-norm constants of element i's channel c = (i / plane) % C (snn_neuron_bn_input):
  * the divisions by multiply and shift when M < 2^31 (every shape the models make: a 64-bit
  * division is a ~70-instruction routine), else by 64-bit division. */
@@ -47,7 +42,10 @@ static inline bn_channels bn_channels_make(int64_t M, int64_t plane, int64_t C)
 {
     bn_channels b = {};
     b.plane64 = plane, b.C64 = C, b.small = M < ((int64_t)1 << 31);
-    if (b.small) b.plane = snn_fast_divisor_make((uint32_t)plane), b.C = snn_fast_divisor_make((uint32_t)C);
+    if (b.small) {
+        b.plane = snn_fast_divisor_make((uint32_t)plane);
+        b.C = snn_fast_divisor_make((uint32_t)C);
+    }
     return b;
 }
 
@@ -73,10 +71,16 @@ static __device__ __forceinline__ bn_affine bn_affine_of(const snn_neuron_bn_inp
     return a;
 }
 
-/* BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
- * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too). E
- * elements a thread: ELEMS, or 2 with BN, whose residual and channel constants would otherwise
- * take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
+/* Forward: see the file header. Writes spike, h_seq (if not NULL), v_last (if not NULL; may
+ * alias v_init: each thread reads its v_init before writing its v_last) and adds the spike
+ * counts to activity (if not NULL; zeroed by the launcher). CPU: snn_lif_forward_cpu.
+ * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
+ * that then writes H[t] to the same address, and no thread reads an address another has
+ * written, so neither the read-only load path nor reordering can see a written value.
+ * BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
+ * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too).
+ * E elements a thread: ELEMS, or BN_ELEMS with BN, whose residual and channel constants would
+ * otherwise take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
 template <bool BN, int E>
 static __global__ void __launch_bounds__(BLOCK)
 lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *v_last,
@@ -162,14 +166,14 @@ extern "C" void snn_lif_bn_forward_cuda(float *spike, float *h_seq, float *activ
                                         const snn_neuron_bn_input *in,
                                         const snn_neuron_params *p, const snn_neuron_dims *d)
 {
-    SNN_ASSERT(p->kind == SNN_NEURON_IF || p->kind == SNN_NEURON_LIF);
+    SNN_ASSERT(snn_neuron_takes_bn_input(p->kind));
     const int64_t T = d->T, M = snn_neuron_dims_step(d), planes = d->N * d->C;
     if (!spike) activity = NULL;
     if (activity && T * planes > 0)
         SNN_CUDA_CHECK(cudaMemsetAsync(activity, 0, (size_t)(T * planes) * sizeof(float),
                                        snn_cuda_stream()));
     if (M <= 0) return;
-    SNN_CUDA_LAUNCH((lif_forward_kernel<true, 2>), (unsigned)((M + 2 * BLOCK - 1) / (2 * BLOCK)),
+    SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS>), snn_neuron_cuda_grid(M, BN_ELEMS),
                     BLOCK, 0, spike, h_seq, NULL, activity, NULL, NULL, NULL, *in,
                     bn_channels_make(M, d->plane, d->C), *p, T, M, planes, d->plane);
 }
@@ -280,7 +284,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
     for (int j = 0; j < E; j++) {
         const int64_t i = base + (int64_t)j * BLOCK;
         if (i >= M) continue;
-        const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, 2> */
+        const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, BN_ELEMS> */
         float h[TMAX], v = p.v_reset;
 #pragma unroll
         for (int t = 0; t < TMAX; t++) {
@@ -308,22 +312,21 @@ extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const floa
                                          const snn_neuron_bn_input *in,
                                          const snn_neuron_params *p, const snn_neuron_dims *d)
 {
-    SNN_ASSERT(p->kind == SNN_NEURON_IF || p->kind == SNN_NEURON_LIF);
+    SNN_ASSERT(snn_neuron_takes_bn_input(p->kind));
     SNN_ASSERT(d->T <= SNN_NEURON_BN_BACKWARD_MAX_T);
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     if (M <= 0 || T <= 0) return;
     const bn_channels ch = bn_channels_make(M, d->plane, d->C);
     /* E T <= 16 values of each loaded tensor a thread */
-    const auto grid = [&](int e) { return (unsigned)((M + (int64_t)BLOCK * e - 1) / (BLOCK * e)); };
     if (T <= 4)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2>), grid(2), BLOCK, 0, dX, dresidual, dspike,
-                        *in, ch, *p, T, M);
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2>), snn_neuron_cuda_grid(M, 2), BLOCK, 0, dX,
+                        dresidual, dspike, *in, ch, *p, T, M);
     else if (T <= 8)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1>), grid(1), BLOCK, 0, dX, dresidual, dspike,
-                        *in, ch, *p, T, M);
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1>), snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
+                        dresidual, dspike, *in, ch, *p, T, M);
     else
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1>), grid(1), BLOCK, 0, dX, dresidual,
-                        dspike, *in, ch, *p, T, M);
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1>), snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
+                        dresidual, dspike, *in, ch, *p, T, M);
 }
 
 /* dw[0] += dL/dk * dk/dw with k = sigmoid(w): dk/dw = k (1 - k), in double as the CPU. */

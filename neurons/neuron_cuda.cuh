@@ -149,10 +149,10 @@ static __device__ __forceinline__ void snn_neuron_load_steps(
         }
 }
 
-/* Blocks for M elements per step. M > 0. */
-static inline unsigned snn_neuron_cuda_grid(int64_t M)
+/* Blocks for M elements per step, `elems` a thread (the kernels' ELEMS unless they say). M > 0. */
+static inline unsigned snn_neuron_cuda_grid(int64_t M, int elems = SNN_NEURON_CUDA_ELEMS)
 {
-    const int64_t per_block = (int64_t)SNN_NEURON_CUDA_BLOCK * SNN_NEURON_CUDA_ELEMS;
+    const int64_t per_block = (int64_t)SNN_NEURON_CUDA_BLOCK * elems;
     return (unsigned)((M + per_block - 1) / per_block);
 }
 

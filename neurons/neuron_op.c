@@ -93,6 +93,19 @@ snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_t
     return node;
 }
 
+snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x)
+{
+    snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], 1, 1};
+    if (x->shape.ndim >= 3) d.C = x->shape.dim[2];
+    for (int i = 3; i < x->shape.ndim; i++) d.plane *= x->shape.dim[i];
+    return d;
+}
+
+snn_tensor *snn_neuron_activity_new(const char *fn, const snn_neuron_dims *d, snn_device device)
+{
+    return snn_step_tensor(fn, SNN_SHAPE(d->T * d->N, d->C), device);
+}
+
 static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_config *cfg,
                              snn_tensor *w, snn_tensor **activity, bool consume_x)
 {
@@ -107,16 +120,14 @@ static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_con
                               "at least 2 dims, got %s); hint: a single time step goes to "
                               "snn_neuron_step", fn, snn_shape_str(x->shape, buf, sizeof buf));
     }
-    snn_neuron_dims d = {x->shape.dim[0], x->shape.dim[1], 1, 1};
-    if (x->shape.ndim >= 3) d.C = x->shape.dim[2];
-    for (int i = 3; i < x->shape.ndim; i++) d.plane *= x->shape.dim[i];
+    const snn_neuron_dims d = snn_neuron_dims_of(x);
     const snn_neuron_params p = snn_neuron_params_from(cfg);
 
     snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device); /* (T, N, ...) */
     if (!spike) return NULL;
     snn_tensor *act = NULL;                                       /* (T*N, C) */
     if (activity) {
-        act = snn_step_tensor(fn, SNN_SHAPE(d.T * d.N, d.C), x->device);
+        act = snn_neuron_activity_new(fn, &d, x->device);
         if (!act) return NULL;
     }
     snn_tensor *inputs[2] = {x, w};

@@ -14,6 +14,12 @@
 const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
                                                 const snn_neuron_config *cfg, snn_tensor *w);
 
+/* A (T, N, ...) tensor's shape as the kernels see it: T, N, C = dim 2 (1 for (T, N)), plane =
+ * the product of the dims after C. x has at least 2 dims. */
+snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x);
+/* The STEP tensor (T N, C) of spike counts per plane for dims d on `device`; NULL on error. */
+snn_tensor *snn_neuron_activity_new(const char *fn, const snn_neuron_dims *d, snn_device device);
+
 /* The forward and backward kernels of a kind. */
 snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neuron_kind kind);
 

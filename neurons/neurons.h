@@ -144,6 +144,9 @@ snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out);
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max);
 /** True for the ANN activations (RELU, QCLIP): stateless, a model made of them runs T = 1. */
 bool snn_neuron_is_ann(snn_neuron_kind kind);
+/** True for the kinds whose input a batch-norm and a residual can feed in the neuron kernel
+ * (IF, LIF): what snn_batchnorm_neuron and snn_neuron_multistep_residual run. */
+bool snn_neuron_takes_bn_input(snn_neuron_kind kind);
 
 /* ---------------------------------------------------------------------------------------------
  * ParametricLIF's parameter

@@ -30,7 +30,8 @@ bool snn_conv_bn_fuses(const snn_module *conv, const snn_module *bn)
 snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x)
 {
     /* a swapped module (the sparse pass's convs) or training mode: the two forwards */
-    if (!x || !snn_conv_bn_fuses(conv, bn)) return snn_module_forward(bn, snn_module_forward(conv, x));
+    if (!x || !snn_conv_bn_fuses(conv, bn))
+        return snn_module_forward(bn, snn_module_forward(conv, x));
     const snn_conv_impl *c = conv->impl;
     const snn_batchnorm_impl *b = bn->impl;
     return snn_conv2d_batchnorm_eval(x, conv->params[0].tensor,

@@ -16,6 +16,15 @@
 #include "nn_internal.h"
 #include "tensor/error.h"
 
+/* Keeps a forward's spikes and activity for the firing-rate and sparse-pass readers. */
+static snn_tensor *remember(snn_neuron_layer_impl *n, snn_tensor *spikes, snn_tensor *activity)
+{
+    n->last_spikes = spikes;
+    n->last_activity = activity;
+    n->last_step = snn_step_id();
+    return spikes;
+}
+
 static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
 {
     snn_neuron_layer_impl *n = m->impl;
@@ -24,10 +33,7 @@ static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
     snn_tensor *activity = NULL;
     snn_tensor *spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
                                           : snn_neuron_multistep(x, &n->config, w, &activity);
-    n->last_spikes = spikes;
-    n->last_activity = activity;
-    n->last_step = snn_step_id();
-    return spikes;
+    return remember(n, spikes, activity);
 }
 
 static bool fusion_on = true;
@@ -35,13 +41,17 @@ static bool fusion_on = true;
 void snn_model_set_fusion(bool on) { fusion_on = on; }
 bool snn_model_fusion(void) { return fusion_on; }
 
+/* A NeuronLayer whose kind the fused kernels take, with fusion on. */
+static bool fusable_neuron(const snn_module *neuron)
+{
+    return fusion_on && neuron && neuron->ops == &snn_neuron_layer_ops &&
+           snn_neuron_takes_bn_input(((const snn_neuron_layer_impl *)neuron->impl)->config.kind);
+}
+
 bool snn_bn_neuron_fuses(const snn_module *bn, const snn_module *neuron)
 {
-    if (!fusion_on || !bn || !neuron || !bn->training || bn->ops != &snn_batchnorm2d_ops ||
-        neuron->ops != &snn_neuron_layer_ops || snn_batchnorm_sync_enabled())
-        return false;
-    const snn_neuron_kind kind = ((const snn_neuron_layer_impl *)neuron->impl)->config.kind;
-    return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF;
+    return fusable_neuron(neuron) && bn && bn->training && bn->ops == &snn_batchnorm2d_ops &&
+           !snn_batchnorm_sync_enabled();
 }
 
 snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor *x,
@@ -59,29 +69,20 @@ snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor
                                               bn->params[2].tensor, bn->params[3].tensor,
                                               b->momentum, b->eps, residual, &n->config,
                                               &activity);
-    n->last_spikes = spikes;
-    n->last_activity = activity;
-    n->last_step = snn_step_id();
-    return spikes;
+    return remember(n, spikes, activity);
 }
 
 snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual)
 {
     if (!x || !residual) return NULL;
     snn_tensor *inputs[2] = {x, residual};
-    snn_neuron_kind kind = SNN_NEURON_IF;
-    if (neuron && neuron->ops == &snn_neuron_layer_ops)
-        kind = ((const snn_neuron_layer_impl *)neuron->impl)->config.kind;
-    if (!fusion_on || !neuron || neuron->ops != &snn_neuron_layer_ops ||
-        (kind != SNN_NEURON_IF && kind != SNN_NEURON_LIF) || snn_should_record(2, inputs))
+    /* with a tape, the layer's own forward: it keeps H in the sum's memory (consume_input) */
+    if (!fusable_neuron(neuron) || snn_should_record(2, inputs))
         return snn_module_forward(neuron, snn_add_into(x, residual));
     snn_neuron_layer_impl *n = neuron->impl;
     snn_tensor *activity = NULL;
     snn_tensor *spikes = snn_neuron_multistep_residual(x, residual, &n->config, &activity);
-    n->last_spikes = spikes;
-    n->last_activity = activity;
-    n->last_step = snn_step_id();
-    return spikes;
+    return remember(n, spikes, activity);
 }
 
 void snn_neuron_layer_set_consume_input(snn_module *m, bool on)

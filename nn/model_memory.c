@@ -271,7 +271,7 @@ static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, dou
 /* Whether a training-mode batch-norm -> neuron pair runs as one op (nn/layer_neuron.c). */
 static bool fuses(const walk *w, const snn_neuron_config *n)
 {
-    return w->training && w->fusion && (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF);
+    return w->training && w->fusion && snn_neuron_takes_bn_input(n->kind);
 }
 
 /* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
@@ -492,7 +492,8 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     w.converted = converted;
     w.fusion = snn_model_fusion() && !snn_batchnorm_sync_enabled(); /* sync-BN: never fused */
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
-    w.one_pass_backward = nk && nk->lif_bn_backward && c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
+    w.one_pass_backward = nk && nk->lif_bn_backward &&
+                          c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w.align = device == SNN_CPU ? 64.0 : 256.0;
     double T = c->time_steps, N = batch_size;
 

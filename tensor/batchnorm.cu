@@ -122,14 +122,10 @@ extern "C" void snn_batchnorm_forward_train_cuda(float *out, float *save_mean, f
     const int64_t n = (int64_t)N * C * HW;
     if (n <= 0) return;
     const bn_plan plan = make_bn_plan(N, C, HW);
-    const int64_t blocks = C * plan.segments;
-    double *partial = NULL;
-    if (plan.segments > 1)
-        partial = (double *)snn_cuda_scratch((size_t)(2 * blocks) * sizeof(double));
-    const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
-    SNN_CUDA_LAUNCH(batchnorm_forward_stats_kernel, (unsigned)(blocks < cap ? blocks : cap),
-                    BN_BLOCK, 0, partial, save_mean, save_invstd, running_mean, running_var, x, C,
-                    HW, plan, momentum, eps);
+    double *partial = bn_partials(C, plan);
+    SNN_CUDA_LAUNCH(batchnorm_forward_stats_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial,
+                    save_mean, save_invstd, running_mean, running_var, x, C, HW, plan, momentum,
+                    eps);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_forward_stats_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK,
                         0, partial, save_mean, save_invstd, running_mean, running_var, C, plan,
@@ -324,10 +320,8 @@ extern "C" void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbe
     float *coef = dx ? (float *)scratch : NULL;
     double *partial = plan.segments > 1 ? (double *)(scratch + coef_bytes) : NULL;
 
-    const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
-    SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel, (unsigned)(blocks < cap ? blocks : cap),
-                    BN_BLOCK, 0, partial, dgamma, dbeta, coef, dout, x, save_mean, save_invstd,
-                    C, HW, plan);
+    SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial,
+                    dgamma, dbeta, coef, dout, x, save_mean, save_invstd, C, HW, plan);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_backward_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
                         partial, dgamma, dbeta, coef, save_invstd, C, plan);

@@ -36,6 +36,22 @@ static inline bn_plan make_bn_plan(int N, int C, int HW)
     return plan;
 }
 
+/* The grid of a segment reduction: one block per (channel, segment), at most 32 an SM (the
+ * kernels loop over the rest). */
+static inline unsigned bn_reduce_grid(int C, const bn_plan &plan)
+{
+    const int64_t blocks = C * plan.segments, cap = (int64_t)snn_cuda_sm_count() * 32;
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+
+/* The reductions' partial sums, 2 doubles per block, in the context's scratch when a channel
+ * has several segments; NULL when each block finishes its channel itself. */
+static inline double *bn_partials(int C, const bn_plan &plan)
+{
+    if (plan.segments <= 1) return NULL;
+    return (double *)snn_cuda_scratch((size_t)(2 * C * plan.segments) * sizeof(double));
+}
+
 /* Walks the values m in [begin, end) of channel c with a stride of blockDim.x, tracking
  * (n, i) = (m / HW, m % HW) incrementally: one division at the start, none per step. */
 struct bn_walk {

@@ -49,13 +49,9 @@ extern "C" void snn_batchnorm_stats_cuda(double *stats, const float *x, int N, i
 {
     if ((int64_t)N * C * HW <= 0) return;
     const bn_plan plan = make_bn_plan(N, C, HW);
-    const int64_t blocks = C * plan.segments;
-    double *partial = NULL;
-    if (plan.segments > 1)
-        partial = (double *)snn_cuda_scratch((size_t)(2 * blocks) * sizeof(double));
-    const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
-    SNN_CUDA_LAUNCH(batchnorm_stats_kernel, (unsigned)(blocks < cap ? blocks : cap), BN_BLOCK, 0,
-                    partial, stats, x, C, HW, plan);
+    double *partial = bn_partials(C, plan);
+    SNN_CUDA_LAUNCH(batchnorm_stats_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial, stats,
+                    x, C, HW, plan);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_stats_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
                         partial, stats, C, plan);
@@ -190,13 +186,9 @@ extern "C" void snn_batchnorm_backward_sums_cuda(double *sums, const float *dout
 {
     if ((int64_t)N * C * HW <= 0) return;
     const bn_plan plan = make_bn_plan(N, C, HW);
-    const int64_t blocks = C * plan.segments;
-    double *partial = NULL;
-    if (plan.segments > 1)
-        partial = (double *)snn_cuda_scratch((size_t)(2 * blocks) * sizeof(double));
-    const int64_t cap = (int64_t)snn_cuda_sm_count() * 32;
-    SNN_CUDA_LAUNCH(batchnorm_backward_sums_kernel, (unsigned)(blocks < cap ? blocks : cap),
-                    BN_BLOCK, 0, partial, sums, dout, x, save_mean, C, HW, plan);
+    double *partial = bn_partials(C, plan);
+    SNN_CUDA_LAUNCH(batchnorm_backward_sums_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial,
+                    sums, dout, x, save_mean, C, HW, plan);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_backward_sums_finish_kernel, snn_cuda_grid(C, BN_BLOCK),
                         BN_BLOCK, 0, partial, sums, C, plan);

@@ -158,7 +158,8 @@ static void test_refused_arguments(void)
     snn_tensor *x = uniform(shape, -1, 1, 1, true);
     snn_tensor *g = uniform(SNN_SHAPE(3), 0.5f, 1.5f, 2, true);
     snn_tensor *b = uniform(SNN_SHAPE(3), -0.5f, 0.5f, 3, true);
-    snn_tensor *rm = uniform(SNN_SHAPE(3), 0, 0, 4, false), *rv = uniform(SNN_SHAPE(3), 1, 1, 5, false);
+    snn_tensor *rm = uniform(SNN_SHAPE(3), 0, 0, 4, false);
+    snn_tensor *rv = uniform(SNN_SHAPE(3), 1, 1, 5, false);
     snn_neuron_config lif = snn_neuron_config_default(SNN_NEURON_LIF);
     snn_neuron_config plif = snn_neuron_config_default(SNN_NEURON_PLIF);
     expect_refused(snn_batchnorm_neuron(x, g, b, rm, rv, 0.1f, 1e-5f, NULL, &plif, NULL), "'cfg'");
@@ -208,6 +209,15 @@ static void test_residual_op(void)
     CHECK(y && y->grad_fn && strcmp(y->grad_fn->op, "neuron") == 0);
     if (y) CHECK_OK(snn_backward(snn_sum_all(y)));
     CHECK(x->grad && r->grad);
+    /* a bad config is refused before x is written (the fallback adds into x) */
+    snn_tensor *keep = uniform(SNN_SHAPE(2, 2, 3, 4, 4), -0.5f, 1.5f, 33, false);
+    snn_tensor *x_before = owned_copy(keep);
+    CHECK(snn_neuron_multistep_residual(keep, r, NULL, NULL) == NULL);
+    CHECK(strstr(snn_last_error(), "snn_neuron_multistep_residual") &&
+          strstr(snn_last_error(), "'cfg'"));
+    snn_clear_error();
+    CHECK(same(keep, x_before));
+    snn_tensor_free(x_before);
     snn_tensor *bad = uniform(SNN_SHAPE(2, 2, 3, 4, 5), 0.0f, 1.0f, 35, false);
     CHECK(snn_neuron_multistep_residual(x, bad, &lif, NULL) == NULL);
     CHECK(strstr(snn_last_error(), "snn_neuron_multistep_residual") != NULL);
