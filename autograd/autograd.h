@@ -123,6 +123,26 @@ bool snn_grad_enabled(void);
 void snn_tape_print(FILE *out);
 
 /* ---------------------------------------------------------------------------------------------
+ * Spikes kept as bits (autograd/spike_pack.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Keeps the spikes `t` for backward as bits: the caller's promise that no forward op reads t
+ * again (the models call it once the layers that take a neuron's output have run:
+ * nn/layer_neuron.c, snn_model_set_spike_packing). t must be marked as spikes (t->spikes: the
+ * output of an IF, LIF or PLIF neuron made with a tape) and have its data from the step pool.
+ * Its values go into numel / 8 bytes of step memory (t->spike_bits), its fp32 data go back to
+ * the pool and t->data becomes NULL; backward ops read the values through snn_saved_values. A
+ * forward op given t afterwards refuses it, naming the argument. Packing twice is a no-op.
+ * SNN_ERR_ARGUMENT for a tensor that is not such spikes; SNN_ERR_MEMORY. */
+snn_status snn_spikes_pack(snn_tensor *t);
+
+/** For backward functions: t's values as fp32 on its device. t->data, or for spikes packed by
+ * snn_spikes_pack the bits unpacked into step memory, taken after the caller's scratch mark
+ * (snn_step_scratch_mark) and given back with it. NULL when t is NULL; NULL with an error
+ * (SNN_ERR_MEMORY, the caller reports snn_backward_out_of_memory) when memory runs out. */
+const float *snn_saved_values(const char *fn, const snn_tensor *t);
+
+/* ---------------------------------------------------------------------------------------------
  * gradcheck
  * ------------------------------------------------------------------------------------------- */
 

@@ -27,12 +27,14 @@ static void conv2d_backward(snn_node *node)
     snn_step_scratch mark = snn_step_scratch_mark(y->device);
     float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(&s->dims),
                                       y->device);
-    if (!workspace) {
+    /* x: spikes the model kept as bits are unpacked for this op (autograd/spike_pack.c) */
+    const float *xv = workspace ? snn_saved_values("snn_conv2d (backward)", x) : NULL;
+    if (!workspace || !xv) {
         snn_backward_out_of_memory();
         return;
     }
-    k->conv2d_backward(dx, dw, db, y->grad->data, x->data, w->data, &s->dims, workspace);
-    snn_step_scratch_release(y->device, mark); /* the workspace lives only during the kernel */
+    k->conv2d_backward(dx, dw, db, y->grad->data, xv, w->data, &s->dims, workspace);
+    snn_step_scratch_release(y->device, mark); /* workspace and unpacked x: only during the kernel */
 }
 
 /* The checks of a conv's arguments and its dims; NULL kernels (with the error set) when a

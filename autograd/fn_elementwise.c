@@ -105,8 +105,17 @@ static void binary_backward(snn_node *node)
     snn_tensor *a = node->inputs[0], *b = node->inputs[1], *y = node->out;
     float *da = snn_grad_for(a), *db = snn_grad_for(b);
     if (!da && !db) return;
-    snn_kernels_for(y->device)->binary_backward(s->op, da, db, y->grad->data, a->data, b->data,
-                                                &s->bc);
+    /* the kernels read both inputs (add's derivatives ignore them): spikes kept as bits are
+     * unpacked for this op (autograd/spike_pack.c) */
+    snn_step_scratch mark = snn_step_scratch_mark(y->device);
+    const char *fn = "binary op (backward)";
+    const float *av = snn_saved_values(fn, a), *bv = snn_saved_values(fn, b);
+    if (!av || !bv) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    snn_kernels_for(y->device)->binary_backward(s->op, da, db, y->grad->data, av, bv, &s->bc);
+    snn_step_scratch_release(y->device, mark);
 }
 
 /* into_a: y is written over a's memory (a view of a, so that y and a keep their own gradients);

@@ -59,19 +59,26 @@ static void bn_neuron_backward(snn_node *node)
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
     float *h = dX && !one_pass ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL;
-    if (!dX || (!one_pass && !h)) {
+    /* a shortcut of spikes the model kept as bits, unpacked for this op (spike_pack.c) */
+    const float *residual_values = dX ? snn_saved_values(fn, residual) : NULL;
+    if (!dX || (!one_pass && !h) || (residual && !residual_values)) {
         snn_backward_out_of_memory();
         return;
     }
     const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
-                                    residual ? residual->data : NULL};
+                                    residual_values};
     const float *dspike = node->out->grad->data;
     if (one_pass) {
         nk->lif_bn_backward(dX, dresidual, dspike, &in, &sv->params, &sv->dims);
     } else {
         nk->lif_bn_forward(NULL, h, NULL, &in, &sv->params, &sv->dims);  /* (T, M) H */
+        const float *spike = snn_saved_values(fn, node->out);
+        if (!spike) {
+            snn_backward_out_of_memory();
+            return;
+        }
         k->fill(dX, 0.0f, n);
-        nk->lif_backward(dX, NULL, NULL, dspike, NULL, h, node->out->data, NULL, NULL, NULL, NULL,
+        nk->lif_backward(dX, NULL, NULL, dspike, NULL, h, spike, NULL, NULL, NULL, NULL,
                          &sv->params, &sv->dims);
         if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
     }
@@ -144,7 +151,9 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     const snn_neuron_dims d = snn_neuron_dims_of(x);
     const int C = (int)d.C;
     const snn_neuron_params p = snn_neuron_params_from(cfg);
-    snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device);
+    snn_tensor *inputs[4] = {x, gamma, beta, residual};
+    const bool record = snn_should_record(4, inputs);
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record);
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     const size_t stats_bytes = (size_t)3 * (size_t)C * sizeof(double);
     double *merged = spike && (act || !activity) ? snn_step_alloc(fn, stats_bytes, x->device)
@@ -166,8 +175,7 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                                     residual ? residual->data : NULL};
     nk->lif_bn_forward(spike->data, NULL, act ? act->data : NULL, &in, &p, &d);
 
-    snn_tensor *inputs[4] = {x, gamma, beta, residual};
-    if (snn_should_record(4, inputs)) {
+    if (record) {
         snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
                                          sizeof(bn_neuron_saved));
         if (!node) return NULL;

@@ -57,6 +57,11 @@ bool snn_neuron_takes_bn_input(snn_neuron_kind kind)
     return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF;
 }
 
+bool snn_neuron_spikes_are_binary(snn_neuron_kind kind)
+{
+    return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF || kind == SNN_NEURON_PLIF;
+}
+
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max)
 {
     if (cfg->symmetric) {

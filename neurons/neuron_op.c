@@ -69,9 +69,17 @@ static void neuron_backward(snn_node *node)
         sv->params.kind == SNN_NEURON_STBIF ? k->stbif_backward : k->lif_backward;
     SNN_ASSERT(backward);
     const float *g = node->out->grad->data;
+    const char *fn = "snn_neuron_multistep (backward)";
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    const float *spike = snn_saved_values(fn, sv->spike), *xv = snn_saved_values(fn, x);
+    if (!spike || !xv) {
+        snn_backward_out_of_memory();
+        return;
+    }
     backward(dx, dv_init, dw, sv->out_is_v ? NULL : g, sv->out_is_v ? g : NULL,
-             sv->h_seq->data, sv->spike->data, x->data, v_init ? v_init->data : NULL,
+             sv->h_seq->data, spike, xv, v_init ? v_init->data : NULL,
              sv->a_init ? sv->a_init->data : NULL, w ? w->data : NULL, &sv->params, &sv->dims);
+    snn_step_scratch_release(x->device, mark); /* unpacked spikes, if any */
 }
 
 snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_tensor *w,
@@ -101,6 +109,16 @@ snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x)
     return d;
 }
 
+snn_tensor *snn_neuron_spikes_new(const char *fn, const snn_tensor *x, snn_neuron_kind kind,
+                                  bool record)
+{
+    if (!record || !snn_neuron_spikes_are_binary(kind))
+        return snn_step_tensor(fn, x->shape, x->device);
+    snn_tensor *spike = snn_step_pooled_tensor(fn, x->shape, x->device);
+    if (spike) spike->spikes = true;
+    return spike;
+}
+
 snn_tensor *snn_neuron_activity_new(const char *fn, const snn_neuron_dims *d, snn_device device)
 {
     return snn_step_tensor(fn, SNN_SHAPE(d->T * d->N, d->C), device);
@@ -123,15 +141,15 @@ static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_con
     const snn_neuron_dims d = snn_neuron_dims_of(x);
     const snn_neuron_params p = snn_neuron_params_from(cfg);
 
-    snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device); /* (T, N, ...) */
+    snn_tensor *inputs[2] = {x, w};
+    const bool record = snn_should_record(2, inputs);
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record); /* (T, N, ...) */
     if (!spike) return NULL;
     snn_tensor *act = NULL;                                       /* (T*N, C) */
     if (activity) {
         act = snn_neuron_activity_new(fn, &d, x->device);
         if (!act) return NULL;
     }
-    snn_tensor *inputs[2] = {x, w};
-    const bool record = snn_should_record(2, inputs);
     snn_tensor *h_seq = NULL;                                     /* (T, N, ...) */
     if (record) {
         /* IF / LIF: each element's X[t] is read before its H[t] is written, by the same thread

@@ -147,6 +147,9 @@ bool snn_neuron_is_ann(snn_neuron_kind kind);
 /** True for the kinds whose input a batch-norm and a residual can feed in the neuron kernel
  * (IF, LIF): what snn_batchnorm_neuron and snn_neuron_multistep_residual run. */
 bool snn_neuron_takes_bn_input(snn_neuron_kind kind);
+/** True for the kinds whose output is 0 or 1 (IF, LIF, PLIF; ST-BIF's is theta S): made with a
+ * tape, it is marked as spikes (snn_tensor.spikes) and may be kept as bits (snn_spikes_pack). */
+bool snn_neuron_spikes_are_binary(snn_neuron_kind kind);
 
 /* ---------------------------------------------------------------------------------------------
  * ParametricLIF's parameter

@@ -72,13 +72,22 @@ static void plane_norm_backward(snn_node *node)
     if (!dx || !y->grad || y->numel == 0) return;
     const snn_neuron_kernels *k = snn_neuron_kernels_for(x->device);
     SNN_ASSERT(k && k->plane_norm_backward);
-    k->plane_norm_backward(dx, y->grad->data, x->data, y->data, y->numel, x->numel / y->numel);
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    const float *xv = snn_saved_values("snn_spike_plane_norms (backward)", x);
+    if (!xv) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    k->plane_norm_backward(dx, y->grad->data, xv, y->data, y->numel, x->numel / y->numel);
+    snn_step_scratch_release(x->device, mark); /* spikes unpacked from bits, if they were */
 }
 
 snn_tensor *snn_spike_plane_norms(snn_tensor *x)
 {
     const char *fn = "snn_spike_plane_norms";
-    if (snn_check_tensor(fn, "x", x)) return NULL;
+    /* spikes kept as bits (snn_spikes_pack) are read too: the activity penalty runs after the
+     * forward that packed them */
+    if (!(x && x->spike_bits) && snn_check_tensor(fn, "x", x)) return NULL;
     if (x->shape.ndim < 2) {
         char buf[96];
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (T, N, ...) with "
@@ -97,7 +106,13 @@ snn_tensor *snn_spike_plane_norms(snn_tensor *x)
     SNN_REQUIRE_KERNEL(k, fn, plane_norm_backward);
     snn_tensor *y = snn_step_tensor(fn, shape, x->device);  /* (T, N, C) */
     if (!y) return NULL;
-    if (planes > 0) k->plane_norm_forward(y->data, x->data, planes, plane);
+    if (planes > 0) {
+        snn_step_scratch mark = snn_step_scratch_mark(x->device);
+        const float *xv = snn_saved_values(fn, x);
+        if (!xv) return NULL;
+        k->plane_norm_forward(y->data, xv, planes, plane);
+        snn_step_scratch_release(x->device, mark);
+    }
     if (snn_should_record(1, &x) && !snn_tape_record(fn, plane_norm_backward, y, 1, &x, 0))
         return NULL;
     return y;

@@ -218,6 +218,20 @@ snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device)
     return t->data ? t : NULL;
 }
 
+snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device device)
+{
+    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->shape = shape;
+    t->numel = snn_shape_numel(shape);
+    t->device = device;
+    t->lifetime = SNN_STEP;
+    t->pooled = true;
+    t->data = snn_step_pool_alloc(fn, (size_t)t->numel * sizeof(float), device);
+    return t->data ? t : NULL;
+}
+
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape)
 {
     SNN_ASSERT(snn_shape_numel(shape) == base->numel);

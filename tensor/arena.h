@@ -29,6 +29,10 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device);
 /* A STEP tensor struct with uninitialised data; NULL with a message naming `fn` on failure. */
 snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device);
 
+/* A STEP tensor whose data come from the step pool (pooled = true): memory that can go back
+ * before the step ends (the spikes snn_spikes_pack turns into bits). */
+snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device device);
+
 /* A STEP tensor struct that shares `base`'s data (a view); shape must have base's numel. */
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape);
 

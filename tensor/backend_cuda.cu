@@ -80,6 +80,8 @@ static snn_kernels make_cuda_table(void)
     k.memory_info = snn_memory_info_cuda;
     k.fill = snn_fill_cuda;
     k.axpy = snn_axpy_cuda;
+    k.pack_bits = snn_pack_bits_cuda;
+    k.unpack_bits = snn_unpack_bits_cuda;
     k.lerp = snn_lerp_cuda;
     k.unary_forward = snn_unary_forward_cuda;
     k.unary_backward = snn_unary_backward_cuda;

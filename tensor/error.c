@@ -56,7 +56,14 @@ void snn_clear_error(void)
 
 int snn_check_tensor(const char *fn, const char *arg, const snn_tensor *t)
 {
-    if (t) return 0;
+    if (t && !t->spike_bits) return 0;
+    if (t) {
+        snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (its values were kept as bits for "
+                  "backward by snn_spikes_pack, and no forward op reads it again); hint: "
+                  "snn_model_set_spike_packing(false) to read a layer's spikes after the "
+                  "forward", fn, arg);
+        return 1;
+    }
     /* A NULL that came out of an earlier failed op keeps that op's message. */
     if (!snn_error_pending())
         snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected a tensor, got NULL)", fn, arg);

@@ -141,6 +141,11 @@ typedef struct snn_kernels {
      * weights' moving average, nn/ema.c). y == x stays exactly y. */
     void (*lerp)(float *y, const float *x, float weight, int64_t n);
 
+    /* Spikes as bits (spike_bits.c / .cu; autograd/spike_pack.c): bit i % 32 of bits[i / 32]
+     * is x[i] != 0, the unused bits of the last word 0 (pack); x[i] = that bit (unpack). */
+    void (*pack_bits)(uint32_t *bits, const float *x, int64_t n);
+    void (*unpack_bits)(float *x, const uint32_t *bits, int64_t n);
+
     /* out = op(x); `param` is used by SCALE and ADD_SCALAR */
     void (*unary_forward)(snn_unary_op op, float *out, const float *x, float param, int64_t n);
     /* dx += dout * op'(x); `out` is op(x) (EXP, SIGMOID, RELU may use it instead of x) */

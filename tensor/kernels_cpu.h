@@ -13,6 +13,8 @@ int snn_memory_info_cpu(size_t *available, size_t *total);
 /* elementwise.c */
 void snn_fill_cpu(float *out, float value, int64_t n);
 void snn_axpy_cpu(float *y, float alpha, const float *x, int64_t n);
+void snn_pack_bits_cpu(uint32_t *bits, const float *x, int64_t n);
+void snn_unpack_bits_cpu(float *x, const uint32_t *bits, int64_t n);
 void snn_lerp_cpu(float *y, const float *x, float weight, int64_t n);
 void snn_unary_forward_cpu(snn_unary_op op, float *out, const float *x, float param, int64_t n);
 void snn_unary_backward_cpu(snn_unary_op op, float *dx, const float *dout, const float *x,

@@ -110,10 +110,15 @@ typedef struct snn_tensor {
     struct snn_node *grad_fn;    /**< the tape node that produced it; NULL for a leaf */
     struct snn_tensor *base;     /**< for a view: the tensor whose data it shares; else NULL */
     const char *name;            /**< optional: used in messages and checkpoints */
-    bool pooled;                 /**< a gradient whose data come from the step pool (given
-                                      back as soon as backward is done with it) */
+    bool pooled;                 /**< data from the step pool: a gradient (given back as soon
+                                      as backward is done with it), or spikes that may be
+                                      packed (snn_spikes_pack gives them back) */
     bool retain_grad;            /**< keep .grad of a non-leaf STEP tensor after backward (as
                                       PyTorch's retain_grad()); leaves always keep theirs */
+    bool spikes;                 /**< holds only 0 and 1 (the output of an IF, LIF or PLIF
+                                      neuron): snn_spikes_pack may keep it as bits */
+    uint32_t *spike_bits;        /**< after snn_spikes_pack: the values, bit i % 32 of word
+                                      i / 32 (step memory), and `data` is NULL */
 } snn_tensor;
 
 /** OWNED: a zero-filled tensor of `shape` on `device`, owned by the caller; release it with

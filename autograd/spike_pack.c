@@ -1,0 +1,60 @@
+/*
+ * spike_pack.c - spikes kept for backward as bits (snn_spikes_pack, snn_saved_values).
+ *
+ * Why. A training step keeps every layer's spikes until backward: the next conv's weight
+ * gradient reads them (dL/dW = sum dout x), and a residual block's neuron reads its shortcut
+ * to recompute H. In fp32 that is 4 bytes for a value that is 0 or 1: 7.9 of the 27 MB a
+ * ResNet-18 training step held per image (docs/benchmarks.md). Kept as bits it is 1/32 of
+ * that.
+ *
+ * How. A neuron op that records a tape takes its output from the step pool and marks it as
+ * spikes (neurons/neuron_op.c, neurons/bn_neuron.c). Once the ops that read it in the forward
+ * have run, the model calls snn_spikes_pack: the values are packed into step memory (the
+ * arena, which backward reads until the step ends) and the fp32 block goes back to the pool,
+ * where the next layer's spikes, and in backward the gradients of the same shapes, take it
+ * again. A backward op that reads the values asks snn_saved_values, which unpacks them into
+ * scratch for the length of that op. Values are exact: a spike is 0 or 1.
+ *
+ * Cost. The pack reads the spikes once (4 B an element), each backward reader writes them once
+ * more (unpack, 4 B an element) before reading them as before.
+ *
+ * Test: tests/test_spike_pack.c (and test_cuda_spike_pack.c on the GPU).
+ */
+#include "autograd.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
+#include "tensor/kernels.h"
+
+static size_t bits_bytes(int64_t numel) { return (size_t)((numel + 31) / 32) * sizeof(uint32_t); }
+
+snn_status snn_spikes_pack(snn_tensor *t)
+{
+    const char *fn = "snn_spikes_pack";
+    if (t && t->spike_bits) return SNN_OK; /* packed already */
+    if (snn_check_tensor(fn, "t", t)) return snn_last_status();
+    if (!t->spikes || !t->pooled || t->base)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 't' (expected the spikes of an IF, "
+                         "LIF or PLIF neuron made with a tape, got %s)", fn,
+                         t->base ? "a view" : !t->spikes ? "a tensor not marked as spikes"
+                                                         : "spikes made without a tape");
+    const snn_kernels *k = snn_kernels_or_error(fn, t->device);
+    if (!k) return snn_last_status();
+    uint32_t *bits = snn_step_alloc(fn, bits_bytes(t->numel), t->device);
+    if (!bits) return snn_last_status();
+    k->pack_bits(bits, t->data, t->numel);
+    snn_step_pool_release(t->data, t->device); /* queued kernels read it first: one stream */
+    t->data = NULL;
+    t->pooled = false;
+    t->spike_bits = bits;
+    return SNN_OK;
+}
+
+const float *snn_saved_values(const char *fn, const snn_tensor *t)
+{
+    if (!t) return NULL;
+    if (!t->spike_bits) return t->data;
+    float *values = snn_step_alloc(fn, (size_t)t->numel * sizeof(float), t->device);
+    if (!values) return NULL;
+    snn_kernels_for(t->device)->unpack_bits(values, t->spike_bits, t->numel);
+    return values;
+}
