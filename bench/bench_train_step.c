@@ -8,7 +8,8 @@
  *                              [--batch 16,64,128,256] [--steps 20] [--width 64]
  *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
  *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
- *                              [--conv-path auto|igemm|im2col|nhwc]
+ *                              [--conv-path auto|igemm|im2col|nhwc] [--no-fusion]
+ *                              [--no-spike-packing]
  * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
  * (docs/ann2snn.md).
  *
@@ -226,7 +227,7 @@ int main(int argc, char **argv)
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
     const char *infer_batches = "1,64", *conv_path = "auto";
     int T = 4, steps = 20, width = 0;
-    bool no_infer = false, memory = false, tf32 = false, no_fusion = false;
+    bool no_infer = false, memory = false, tf32 = false, no_fusion = false, no_packing = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
         {"--model", OPT_STRING, &model_name, "resnet18, sew-resnet18, cnn, ... (snn-train's models)"},
@@ -240,6 +241,7 @@ int main(int argc, char **argv)
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
         {"--no-fusion", OPT_FLAG, &no_fusion, "batch-norm -> neuron as separate ops (snn_model_set_fusion)"},
+        {"--no-spike-packing", OPT_FLAG, &no_packing, "keep spikes for backward as floats, not bits (snn_model_set_spike_packing)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
                                                 "(tensor/cuda_options.h)"},
@@ -288,6 +290,7 @@ int main(int argc, char **argv)
                    "paths[] lists the conv paths in the enum's order");
     snn_cuda_set_conv_path((snn_conv_path)path);
     snn_model_set_fusion(!no_fusion);
+    snn_model_set_spike_packing(!no_packing);
 #endif
     snn_rng rng;
     snn_rng_seed(&rng, 0);
@@ -306,9 +309,10 @@ int main(int argc, char **argv)
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
     double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
     printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons (ATan), Adam, precision %s, "
-           "conv path %s, batch-norm -> neuron fusion %s\n", model_name, T, c.width_base,
-           (long long)snn_module_num_parameters(model), device_name, neuron,
-           snn_precision_name(precision), conv_path, no_fusion ? "off" : "on");
+           "conv path %s, batch-norm -> neuron fusion %s, spikes kept as %s\n", model_name, T,
+           c.width_base, (long long)snn_module_num_parameters(model), device_name, neuron,
+           snn_precision_name(precision), conv_path, no_fusion ? "off" : "on",
+           no_packing ? "floats" : "bits");
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */

@@ -51,7 +51,12 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
             x = snn_bn_neuron_forward(ch[i], ch[i + 1], x, NULL);
             i++;
         } else {
+            snn_tensor *in = x;
             x = snn_module_forward(ch[i], x);
+            /* spikes made in this list and read by a conv: its forward was their last reader */
+            if (x && i > 0 && ch[i]->ops == &snn_conv2d_ops &&
+                snn_spikes_forward_done(in) != SNN_OK)
+                return NULL;
         }
     }
     return x;

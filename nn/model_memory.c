@@ -31,6 +31,11 @@
  *                  channel), neither the batch-norm's output nor H; its backward takes dL/dX
  *                  (4 B/element) as scratch, and H too (4 B more) where the device has no
  *                  one-pass kernel (the CPU, or T > 16), which counts like a conv's workspace
+ *                  spikes (training, IF / LIF / PLIF): from the step pool, not the arena
+ *                  (gradient_pool below); once the forward's readers of a layer's spikes have
+ *                  run (the next conv, a block's shortcut) they are kept as bits, 1/32 of the
+ *                  floats, in the arena (snn_model_set_spike_packing); a backward that reads
+ *                  them unpacks them into scratch (4 B/element) for its length
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  dropout (training; config.dropout): its mask, one per sample shared over T
  *                  views (flatten, reshape): no data of their own
@@ -40,10 +45,12 @@
  *   gradient_pool  (training) the data of the gradients of activations do not sit in the arena:
  *                they come from the step pool (tensor/step_pool.c) when the first consumer's
  *                backward asks for them and go back as soon as the producing op's backward is
- *                done (autograd/backward.c). What the pool holds is its blocks, kept across
- *                steps, so the estimate records each op's output and inputs during the walk
- *                (the tape, in the same order) and replays the backward pass against a copy of
- *                the pool's policy (256-byte rounding, best fit among free blocks of at most
+ *                done (autograd/backward.c); nor do a training step's spikes, which take
+ *                blocks in the forward and give them back when they are packed. What the pool
+ *                holds is its blocks, kept across steps, so the estimate records each op's
+ *                output and inputs during the walk (the tape, in the same order) and the
+ *                spikes' takes and packs, and replays the forward's events, then the backward
+ *                pass, against a copy of the pool's policy (256-byte rounding, best fit among free blocks of at most
  *                twice the size asked for, else a new block): the sum of the blocks it ends with
  *                is the estimate. This replaced "every gradient for the whole step", which the
  *                pool made 60-70% too high for training steps.
@@ -85,6 +92,9 @@
 /* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
  * the DVS net at most 40. */
 #define WALK_MAX_NODES 512
+/* Scratch of a backward (a conv's workspace, a fused neuron's dL/dX) and the inputs it
+ * unpacks from bits: one entry per such op. */
+#define WALK_MAX_SCRATCH 256
 
 typedef struct walk {
     const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
@@ -94,8 +104,8 @@ typedef struct walk {
     double device;           /* step bytes on the device */
     double host;             /* step bytes in the host arena: tensor structs, tape nodes */
     double workspace;        /* the largest conv workspace */
-    double backward_scratch; /* the largest scratch of a fused batch-norm -> neuron backward */
     bool fusion;             /* batch-norm -> IF / LIF pairs run as one op in training */
+    bool packing;            /* spikes whose forward readers have run are kept as bits */
     bool one_pass_backward;  /* ... and their backward keeps H in registers (lif_bn_backward) */
     double largest;          /* the largest single device allocation */
     double forward_peak;     /* the most the arena held during a conv of the forward */
@@ -105,6 +115,16 @@ typedef struct walk {
     int nodes;
     double numel[WALK_MAX_NODES];
     int in[WALK_MAX_NODES][2];
+    /* spikes made with a tape come from the step pool (neurons/neuron_op.c); packing gives
+     * their block back: the pool's forward events in order (tensor id, taken or given back) */
+    bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];
+    int events;
+    int event_id[WALK_MAX_NODES];
+    bool event_take[WALK_MAX_NODES];
+    /* backward scratch: bytes of its own, plus up to two inputs unpacked if they are bits then */
+    int scratches;
+    double scratch_bytes[WALK_MAX_SCRATCH];
+    int scratch_unpacks[WALK_MAX_SCRATCH][2];
 } walk;
 
 static double round_up(double bytes, double align) { return ceil(bytes / align) * align; }
@@ -120,6 +140,33 @@ static void alloc(walk *w, double numel)
     const double bytes = round_up(4.0 * numel, w->align);
     w->device += bytes;
     if (bytes > w->largest) w->largest = bytes;
+}
+
+/* A backward that takes `bytes` of scratch and reads tensors u0 and u1 (ids, or -1), which it
+ * unpacks (4 B an element, autograd/spike_pack.c) if they are bits by then. */
+static void backward_scratch(walk *w, double bytes, int u0, int u1)
+{
+    if (!w->training) return;
+    SNN_ASSERT(w->scratches < WALK_MAX_SCRATCH);
+    w->scratch_bytes[w->scratches] = bytes;
+    w->scratch_unpacks[w->scratches][0] = u0;
+    w->scratch_unpacks[w->scratches][1] = u1;
+    w->scratches++;
+}
+
+/* The largest backward scratch, with the unpacked inputs. */
+static double largest_backward_scratch(const walk *w)
+{
+    double most = 0.0;
+    for (int i = 0; i < w->scratches; i++) {
+        double bytes = w->scratch_bytes[i];
+        for (int j = 0; j < 2; j++) {
+            const int t = w->scratch_unpacks[i][j];
+            if (t >= 0 && w->packed[t]) bytes += round_up(4.0 * w->numel[t], w->align);
+        }
+        if (bytes > most) most = bytes;
+    }
+    return most;
 }
 
 /* A step tensor that never gets a gradient (the input batch, labels, argmax, one-hot). */
@@ -148,6 +195,33 @@ static int output(walk *w, double numel, int in0, int in1)
 {
     constant(w, numel);
     return record(w, numel, in0, in1);
+}
+
+/* The spikes of an IF / LIF / PLIF layer made from in0 and in1: in training they come from the
+ * step pool (they may be packed), else they are an output as any other. */
+static int spikes_output(walk *w, double numel, int in0, int in1)
+{
+    if (!w->training) return output(w, numel, in0, in1);
+    w->host += struct_bytes();
+    const int id = record(w, numel, in0, in1);
+    SNN_ASSERT(w->events < WALK_MAX_NODES);
+    w->pooled_spikes[id] = true;
+    w->event_id[w->events] = id;
+    w->event_take[w->events++] = true;
+    return id;
+}
+
+/* snn_spikes_forward_done on tensor `id`: spikes from the pool become bits in the arena
+ * (1/32 of the floats, in 4-byte words) and give their block back. */
+static void spikes_done(walk *w, int id)
+{
+    if (!w->packing || id < 0 || !w->pooled_spikes[id] || w->packed[id]) return;
+    w->packed[id] = true;
+    const double bytes = round_up(4.0 * ceil(w->numel[id] / 32.0), w->align);
+    w->device += bytes;
+    SNN_ASSERT(w->events < WALK_MAX_NODES);
+    w->event_id[w->events] = id;
+    w->event_take[w->events++] = false;
 }
 
 /* A view (flatten, reshape) of `in`: a struct, and in training a node and a gradient of its own. */
@@ -183,13 +257,20 @@ static int pool_take(pool_copy *p, double numel)
     return best;
 }
 
-/* The bytes the step pool holds after the backward of the recorded tape, as backward.c runs
- * it: the loss (the last node) gets its seed first; then each node, newest first, has a block
+/* The bytes the step pool holds after the step: first the forward's spikes, taken and (when
+ * packed) given back in order; then the backward of the recorded tape, as backward.c runs it:
+ * the loss (the last node) gets its seed first; then each node, newest first, has a block
  * taken for each input's gradient that has none yet, and gives its own back. */
 static double gradient_pool_bytes(const walk *w)
 {
     if (w->nodes == 0) return 0.0;
     pool_copy p = {.blocks = 0};
+    int spike_block[WALK_MAX_NODES];
+    for (int e = 0; e < w->events; e++) {
+        const int id = w->event_id[e];
+        if (w->event_take[e]) spike_block[id] = pool_take(&p, w->numel[id]);
+        else p.busy[spike_block[id]] = false;
+    }
     int grad[WALK_MAX_NODES]; /* each tensor's block; -1 while it has none */
     for (int i = 0; i < w->nodes; i++) grad[i] = -1;
     grad[w->nodes - 1] = pool_take(&p, w->numel[w->nodes - 1]);
@@ -231,6 +312,7 @@ static int conv(walk *w, int in, double images, int cin, int cout, int k, int st
     }
     ws = round_up(ws, w->align);
     if (ws > w->workspace) w->workspace = ws;
+    backward_scratch(w, ws, in, -1); /* the workspace, and x unpacked if it is bits by then */
     if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
     *h = ho, *wd = wo;
     return out;
@@ -258,8 +340,10 @@ static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, dou
     if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) param(w, 1.0, true);
     /* the ANN activations (snn_relu, snn_qclip): their output alone, no activity, no state */
     if (snn_neuron_is_ann(n->kind)) return output(w, numel, in, -1);
-    int out = output(w, numel, in, -1); /* spikes */
+    const bool binary = snn_neuron_spikes_are_binary(n->kind);
+    int out = binary ? spikes_output(w, numel, in, -1) : output(w, numel, in, -1); /* spikes */
     constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
+    backward_scratch(w, 0.0, out, -1);  /* BPTT reads the spikes */
     if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
                         * (the builders' neurons consume their inputs: neuron_op.c) */
         if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) w->host += struct_bytes();
@@ -280,13 +364,14 @@ static int bn_neuron(walk *w, int in, int residual, double numel, double planes,
 {
     param(w, 2.0 * channels, true);   /* weight, bias */
     param(w, 2.0 * channels, false);  /* running mean, running var */
-    int out = output(w, numel, in, residual); /* spikes */
+    int out = spikes_output(w, numel, in, residual); /* spikes */
     constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
     alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
     alloc(w, channels), alloc(w, channels);   /* mean, 1 / std */
-    /* backward: dL/dX, and H where the device has no one-pass kernel */
+    /* backward: dL/dX, and H where the device has no one-pass kernel (which then reads the
+     * spikes); the residual, unpacked if it is bits by then */
     const double scratch = (w->one_pass_backward ? 1.0 : 2.0) * round_up(4.0 * numel, w->align);
-    if (scratch > w->backward_scratch) w->backward_scratch = scratch;
+    backward_scratch(w, scratch, residual, w->one_pass_backward ? -1 : out);
     return out;
 }
 
@@ -402,7 +487,9 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     if (bottleneck) { /* conv1 1x1 in -> planes, conv2 3x3 (stride) planes -> planes */
         y = conv(w, y, TN, in, planes, 1, 1, 0, h, wd);
         y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+        const int spikes1 = y;
         y = conv(w, y, TN, planes, planes, 3, stride, 1, h, wd);
+        spikes_done(w, spikes1); /* its one reader, conv2, has run (snn_modules_forward) */
         y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
     } else {          /* conv1 3x3 (stride) in -> out */
         y = conv(w, y, TN, in, out, 3, stride, 1, h, wd);
@@ -411,6 +498,7 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     /* the last conv: bottleneck conv3 1x1 planes -> out, basic conv2 3x3 out -> out */
     const int last_in = bottleneck ? planes : out, k = bottleneck ? 1 : 3;
     int h1 = *h, w1 = *wd;
+    const int spikes = y; /* the last conv's input, kept as bits when the block is done */
     y = conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
     double numel = TN * out * *h * *wd;
     const bool fused = fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
@@ -423,12 +511,19 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     }
     if (sew) {
         y = fused ? bn_neuron(w, y, -1, numel, TN, out) : neuron(w, y, &c->neuron, numel, TN, out);
-        return output(w, numel, y, shortcut); /* the residual addition */
+        backward_scratch(w, 0.0, y, shortcut);
+        y = output(w, numel, y, shortcut); /* the residual addition */
+    } else if (fused) {
+        y = bn_neuron(w, y, shortcut, numel, TN, out);
+    } else {
+        w->host += struct_bytes(); /* written over the last batch-norm's output (snn_add_into) */
+        backward_scratch(w, 0.0, y, shortcut);
+        y = record(w, numel, y, shortcut);
+        y = neuron(w, y, &c->neuron, numel, TN, out);
     }
-    if (fused) return bn_neuron(w, y, shortcut, numel, TN, out);
-    w->host += struct_bytes(); /* written over the last batch-norm's output (snn_add_into) */
-    y = record(w, numel, y, shortcut);
-    return neuron(w, y, &c->neuron, numel, TN, out);
+    spikes_done(w, spikes); /* model_resnet.c's block_forward, at its end */
+    spikes_done(w, x);
+    return y;
 }
 
 /* ResNet-18 / -34 (basic blocks) and -50 (bottlenecks), plain or SEW, as snn_resnet_new. */
@@ -491,6 +586,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     w.training = training;
     w.converted = converted;
     w.fusion = snn_model_fusion() && !snn_batchnorm_sync_enabled(); /* sync-BN: never fused */
+    w.packing = snn_model_spike_packing();
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
     w.one_pass_backward = nk && nk->lif_bn_backward &&
                           c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
@@ -529,7 +625,8 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
      * neuron's scratch) with everything the forward made held;
      * eval: the workspace is given back after each conv, so the high-water is the larger of the
      * end of the forward and a conv's moment (the first convs' are the largest: little is held) */
-    const double scratch = w.workspace > w.backward_scratch ? w.workspace : w.backward_scratch;
+    const double backward = largest_backward_scratch(&w);
+    const double scratch = w.workspace > backward ? w.workspace : backward;
     const double arena = w.training ? w.device + scratch
                                     : (w.forward_peak > w.device ? w.forward_peak : w.device);
     out->step = arena + out->gradient_pool + (device == SNN_CPU ? w.host : 0.0);

@@ -43,19 +43,27 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     snn_module *downsample = m->n_children > last + 1 ? ch[last + 1] : NULL;
     /* conv -> batch-norm pairs run as one op in evaluation, batch-norm -> neuron pairs (with
      * the residual sum between them) in training (nn/layer_conv.c, nn/layer_neuron.c) */
-    snn_tensor *h = snn_modules_forward(ch, 3 * (convs - 1), x);
+    snn_tensor *spikes = snn_modules_forward(ch, 3 * (convs - 1), x);
     const bool fused = snn_bn_neuron_fuses(bn, neuron);
-    h = fused ? snn_module_forward(conv, h) : snn_conv_bn_forward(conv, bn, h);
+    snn_tensor *h = fused ? snn_module_forward(conv, spikes) : snn_conv_bn_forward(conv, bn, spikes);
     snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
+    snn_tensor *y;
     if (b->sew) {
-        h = fused ? snn_bn_neuron_forward(bn, neuron, h, NULL) : snn_module_forward(neuron, h);
-        return snn_add(h, shortcut);
+        y = fused ? snn_bn_neuron_forward(bn, neuron, h, NULL) : snn_module_forward(neuron, h);
+        y = snn_add(y, shortcut);
+    } else if (fused) {
+        y = snn_bn_neuron_forward(bn, neuron, h, shortcut);
+    } else {
+        /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the
+         * sum may take its memory (and the last neuron the sum's); without a tape the neuron adds
+         * it as it loads h, and the sum is never written */
+        y = snn_neuron_residual_forward(neuron, h, shortcut);
     }
-    if (fused) return snn_bn_neuron_forward(bn, neuron, h, shortcut);
-    /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the sum
-     * may take its memory (and the last neuron the sum's); without a tape the neuron adds it as
-     * it loads h, and the sum is never written */
-    return snn_neuron_residual_forward(neuron, h, shortcut);
+    /* in training, the spikes read by the last conv, and the block's input (read by the first
+     * conv, the shortcut and the sum), are kept as bits from here (snn_spikes_forward_done) */
+    if (y && (snn_spikes_forward_done(spikes) != SNN_OK || snn_spikes_forward_done(x) != SNN_OK))
+        return NULL;
+    return y;
 }
 
 static void block_free(snn_module *m) { snn_free(m->impl, sizeof(block_impl), SNN_CPU); }

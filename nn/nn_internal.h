@@ -70,8 +70,14 @@ snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor
  * layers with fusion on, one snn_neuron_multistep_residual that never writes the sum (the
  * layer's bookkeeping as its forward). */
 snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual);
+/* The model's promise that no forward op reads the spikes t again: with spike packing on
+ * (snn_model_set_spike_packing) and t packable (spikes made with a tape), snn_spikes_pack;
+ * else nothing. SNN_OK, or the pack's error (out of memory). */
+snn_status snn_spikes_forward_done(snn_tensor *t);
 /* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward
- * and each BatchNorm2d -> NeuronLayer pair by snn_bn_neuron_forward where they fuse. */
+ * and each BatchNorm2d -> NeuronLayer pair by snn_bn_neuron_forward where they fuse. Spikes made
+ * inside the run and then taken by a Conv2d, their only reader in a list, are done with after
+ * it (snn_spikes_forward_done); x itself belongs to the caller. */
 snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
 extern const snn_module_ops snn_linear_ops;
 extern const snn_module_ops snn_max_pool2d_ops;

@@ -102,9 +102,11 @@ static void check_diet(snn_neuron_kind kind, snn_device device)
     CHECK(count_differences(plain.dr, diet.dr, n) == 0);
     const size_t one = (size_t)n * sizeof(float);
     if (kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF) {
-        /* plain: spikes + H; diet: spikes only (H lives in the sum's memory). On the CPU the
-         * tensor structs share the host arena: a view's struct costs a few hundred bytes. */
-        CHECK(plain.neuron_bytes >= 2 * one);
+        /* plain: H; diet: nothing (H lives in the sum's memory). The spikes come from the step
+         * pool (neuron_op.c: spikes made with a tape may be packed to bits), which the arena
+         * profile does not see. On the CPU the tensor structs share the host arena: a view's
+         * struct costs a few hundred bytes. */
+        CHECK(plain.neuron_bytes >= one);
         CHECK(diet.neuron_bytes + one <= plain.neuron_bytes + 1024 &&
               diet.neuron_bytes + one + 1024 >= plain.neuron_bytes);
         if (diet.neuron_bytes + one > plain.neuron_bytes + 1024)

@@ -150,6 +150,13 @@ static void test_through_lif(void)
     snn_tensor_free(x);
 }
 
+/* Element i of CPU spikes, read from the floats or from the bits snn_spikes_pack kept. */
+static float spike_at(const snn_tensor *s, int64_t i)
+{
+    if (s->spike_bits) return (float)((s->spike_bits[i / 32] >> (i % 32)) & 1u);
+    return s->data[i];
+}
+
 /* The formula of activity_penalty.c recomputed from the spikes of `layers` (host copies). */
 static double penalty_by_hand(snn_module **layers, int n)
 {
@@ -165,7 +172,8 @@ static double penalty_by_hand(snn_module **layers, int n)
         double sum = 0.0;
         for (int64_t g = 0; g < planes; g++) {
             double sq = 0.0;
-            for (int64_t p = 0; p < plane; p++) sq += (double)s->data[g * plane + p] * (double)s->data[g * plane + p];
+            for (int64_t p = 0; p < plane; p++)
+                sq += (double)spike_at(s, g * plane + p) * (double)spike_at(s, g * plane + p);
             sum += sqrt(sq / (double)plane);
         }
         total += sum / (double)planes;
@@ -198,6 +206,14 @@ static void check_model_penalty(snn_model_config cfg, int images, bool readout_l
     snn_tensor *out = snn_module_forward(m, x);
     snn_tensor *pen = out ? snn_activity_penalty(m) : NULL;
     CHECK(pen != NULL && pen->numel == 1);
+    /* a ResNet keeps most layers' spikes as bits by now (snn_model_set_spike_packing): the
+     * penalty reads them all the same */
+    int packed = 0;
+    for (int l = 0; l < n; l++) {
+        snn_tensor *s = snn_neuron_layer_last_spikes(layers[l]);
+        packed += s && s->spike_bits;
+    }
+    CHECK(cfg.kind == SNN_MODEL_RESNET18 ? packed > 0 : packed == 0);
     if (pen) {
         const double want = penalty_by_hand(layers, readout_left_out ? n - 1 : n);
         CHECK(want > 0.0 && want < (double)(readout_left_out ? n - 1 : n));

@@ -15,6 +15,8 @@
 #   tools/gpu_session.sh infer     inference at batch 1 and 64 (BF16, TF32) against .carry/base-src.tgz
 #   tools/gpu_session.sh fusion    batch-norm -> neuron as one op: CUDA tests, memcheck, the step
 #                                  with fusion on / off and .carry/base-src.tgz (BF16, TF32)
+#   tools/gpu_session.sh packtest  spikes kept as bits: every CUDA test, memcheck on its test
+#   tools/gpu_session.sh packing   the step with spikes as bits / floats / .carry/base-src.tgz
 #   tools/gpu_session.sh steptable the training-step table: every precision and batch, and PyTorch
 #   tools/gpu_session.sh precision 5-epoch accuracy of the CNN and ResNet-18 in fp32 / TF32 / BF16
 #   tools/gpu_session.sh nir       train a small CNN (CUDA), snn-export-nir, then tools/nir_check.py
@@ -295,6 +297,39 @@ for stage in "$@"; do
         log "bench_train_step --precision $p, $v"
         timeout 150 "$bin" --precision $p --batch ${STEP_BATCHES:-64,128,256} --steps 10 \
           --infer-batch 1,64 $flag 2>&1 | tee "$OUT/step_${p}_$v.txt" | grep -E "^\| (train|infer)" | summary
+      done
+    done ;;
+  packtest)
+    # issue 11: spikes kept as bits (snn_spikes_pack): every CUDA test, then memcheck on the
+    # packing test (kernels and model steps with packed spikes)
+    build || exit 1
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    log "ctest -L cuda"
+    SNN_DATA_DIR=$PWD/.carry ctest --test-dir build-gpu -L cuda --output-on-failure -j 4 > "$LOGS/ctest_cuda.log" 2>&1
+    grep -E "tests passed|tests failed|Failed|Skipped|Not Run|differ|FAIL" "$LOGS/ctest_cuda.log" | head -30 | summary
+    cp "$LOGS/ctest_cuda.log" "$OUT/"
+    log "compute-sanitizer memcheck: test_cuda_spike_pack"
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_spike_pack \
+      > "$LOGS/sanitizer_spike_pack.log" 2>&1
+    echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_spike_pack.log")" | summary ;;
+  packing)
+    # issue 11: the training step with spikes kept as bits and as floats (--no-spike-packing),
+    # one build, and the tree in .carry/base-src.tgz; BF16 and TF32 (PACK_PRECISIONS) at
+    # STEP_BATCHES; the memory table (--memory) of the first batch for the new tree
+    build_base
+    build bench_train_step || exit 1
+    wait
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+    for p in ${PACK_PRECISIONS:-bf16 tf32}; do
+      for v in new floats base; do
+        bin=build-gpu/bin/bench_train_step; flag=""
+        [ $v = base ] && bin=/tmp/base-build/bin/bench_train_step
+        [ $v = floats ] && flag=--no-spike-packing
+        [ $v = new ] && flag=--memory
+        [ -x "$bin" ] || { echo "   $v: no bench_train_step" | summary; continue; }
+        log "bench_train_step --precision $p, $v"
+        timeout 150 "$bin" --precision $p --batch ${STEP_BATCHES:-64,128,256} --steps 10 \
+          --no-infer $flag 2>&1 | tee "$OUT/step_${p}_$v.txt" | grep -E "^\| train" | summary
       done
     done ;;
   steptable)

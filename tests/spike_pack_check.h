@@ -1,0 +1,185 @@
+/*
+ * spike_pack_check.h - what test_spike_pack.c (CPU) and test_cuda_spike_pack.c check of spikes
+ * kept as bits (autograd/spike_pack.c, the models' snn_model_set_spike_packing):
+ *
+ *   1. the kernels: pack_bits on 0 / 1 floats gives the words a plain loop makes (bit i % 32 of
+ *      word i / 32, the unused bits of the last word 0), and unpack_bits gives the floats back
+ *      bit for bit, at lengths around the 32-element word;
+ *   2. a training step of small ResNets (basic blocks, SEW, bottlenecks), with the fused
+ *      batch-norm -> neuron ops and without, packing on and off: the same loss, every gradient
+ *      and every parameter after the step (the running statistics) bit for bit, with the
+ *      expected number of neuron layers holding bits at the end of the forward.
+ */
+#ifndef SNN_SPIKE_PACK_CHECK_H
+#define SNN_SPIKE_PACK_CHECK_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "snn.h"
+#include "tensor/arena.h"
+#include "tensor/kernels.h"
+#include "test.h"
+
+/* ---- 1. the kernels ---------------------------------------------------------------------- */
+
+static void check_pack_kernels(snn_device dev)
+{
+    static const int64_t lengths[] = {1, 5, 31, 32, 33, 64, 95, 1000, 4099, 70001};
+    const snn_kernels *k = snn_kernels_for(dev);
+    CHECK(k && k->pack_bits && k->unpack_bits);
+    if (!k) return;
+    snn_rng rng;
+    snn_rng_seed(&rng, 17);
+    for (size_t c = 0; c < sizeof lengths / sizeof *lengths; c++) {
+        const int64_t n = lengths[c], words = (n + 31) / 32;
+        float *x = malloc((size_t)n * sizeof *x), *back = malloc((size_t)n * sizeof *back);
+        uint32_t *want = calloc((size_t)words, sizeof *want);
+        uint32_t *got = malloc((size_t)words * sizeof *got);
+        int ones = 0;
+        for (int64_t i = 0; i < n; i++) {
+            /* about a fifth fire, and the last element always does (the partial word) */
+            x[i] = snn_rng_uniform(&rng) < 0.2f || i == n - 1 ? 1.0f : 0.0f;
+            ones += x[i] != 0.0f;
+            if (x[i] != 0.0f) want[i / 32] |= 1u << (i % 32);
+        }
+        CHECK(ones > 0);
+        CHECK_OK(snn_step_begin());
+        float *xd = snn_step_alloc("test", (size_t)n * sizeof(float), dev);
+        float *backd = snn_step_alloc("test", (size_t)n * sizeof(float), dev);
+        uint32_t *bitsd = snn_step_alloc("test", (size_t)(words + 1) * sizeof(uint32_t), dev);
+        CHECK(xd && backd && bitsd);
+        if (xd && backd && bitsd) {
+            k->copy(xd, x, (size_t)n * sizeof(float), SNN_COPY_HOST_TO_DEVICE);
+            /* a guard word after the last: the kernel writes exactly `words` words */
+            const uint32_t guard = 0xa5a5a5a5u;
+            k->copy(bitsd + words, &guard, sizeof guard, SNN_COPY_HOST_TO_DEVICE);
+            k->pack_bits(bitsd, xd, n);
+            k->unpack_bits(backd, bitsd, n);
+            uint32_t after = 0;
+            k->copy(got, bitsd, (size_t)words * sizeof(uint32_t), SNN_COPY_DEVICE_TO_HOST);
+            k->copy(&after, bitsd + words, sizeof after, SNN_COPY_DEVICE_TO_HOST);
+            k->copy(back, backd, (size_t)n * sizeof(float), SNN_COPY_DEVICE_TO_HOST);
+            k->synchronize();
+            CHECK(memcmp(got, want, (size_t)words * sizeof(uint32_t)) == 0);
+            CHECK(after == guard);
+            CHECK(test_same_bits(back, x, (long)n));
+        }
+        snn_step_end();
+        free(x), free(back), free(want), free(got);
+    }
+}
+
+/* ---- 2. a model's training step, packing on and off -------------------------------------- */
+
+typedef struct pack_step {
+    float loss;
+    int packed_layers;   /* neuron layers whose spikes were bits when the forward ended */
+    int n;               /* host copies of every parameter, then every gradient, in order */
+    float *values[512];
+    int64_t numel[512];
+} pack_step;
+
+static float *host_copy(const snn_tensor *t)
+{
+    float *h = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *h);
+    CHECK_OK(snn_tensor_copy_to_host(t, h));
+    return h;
+}
+
+static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, bool packing)
+{
+    pack_step r = {0};
+    snn_rng rng;
+    snn_rng_seed(&rng, 11);
+    snn_module *m = snn_model_new(&c, &rng);
+    CHECK(m != NULL);
+    if (!m) return r;
+    if (dev != SNN_CPU) CHECK_OK(snn_module_to(m, dev));
+    snn_module_train(m, true);
+    snn_model_set_fusion(fusion);
+    snn_model_set_spike_packing(packing);
+    const int N = 3;
+    const int64_t n_in = (int64_t)N * c.in_channels * c.height * c.width;
+    float *xh = malloc((size_t)n_in * sizeof *xh);
+    for (int64_t i = 0; i < n_in; i++) xh[i] = 3.0f * snn_rng_uniform(&rng) - 1.0f;
+    const float labels[3] = {1, 7, 4};
+    CHECK_OK(snn_step_begin());
+    snn_module_zero_grad(m);
+    snn_tensor *x = snn_from_host(SNN_SHAPE(N, c.in_channels, c.height, c.width), xh, dev);
+    snn_tensor *logits = snn_module_forward(m, x);
+    snn_module *layers[64];
+    const char *names[64];
+    const int n_layers = snn_model_neuron_layers(m, layers, names, 64);
+    for (int l = 0; l < n_layers; l++) {
+        const snn_tensor *s = snn_neuron_layer_last_spikes(layers[l]);
+        r.packed_layers += s && s->spike_bits;
+    }
+    snn_tensor *loss = logits ? snn_cross_entropy(logits, snn_from_host(SNN_SHAPE(N), labels, dev))
+                              : NULL;
+    CHECK(loss != NULL);
+    if (!loss) fprintf(stderr, "  %s\n", snn_last_error());
+    if (loss) {
+        CHECK_OK(snn_backward(loss));
+        CHECK_OK(snn_tensor_copy_to_host(loss, &r.loss));
+    }
+    snn_step_end();
+    snn_model_set_fusion(true);
+    snn_model_set_spike_packing(true);
+    snn_param_list list;
+    CHECK_OK(snn_module_parameters(m, &list));
+    for (int i = 0; i < list.count && r.n + 2 <= 512; i++) {
+        const snn_tensor *p = list.items[i].tensor;
+        r.values[r.n] = host_copy(p), r.numel[r.n++] = p->numel;
+        if (p->grad) r.values[r.n] = host_copy(p->grad), r.numel[r.n++] = p->numel;
+    }
+    snn_param_list_free(&list);
+    snn_module_free(m);
+    free(xh);
+    return r;
+}
+
+static void pack_step_free(pack_step *r)
+{
+    for (int i = 0; i < r->n; i++) free(r->values[i]);
+}
+
+/* Every case: packing off and on give the same bits; on packs `packed` layers. */
+static void check_models_packing(snn_device dev, int time_steps)
+{
+    const struct { snn_model_kind kind; int packed; } cases[3] = {
+        /* all 17 neuron layers but the last block's output, which feeds the pool, not a conv */
+        {SNN_MODEL_RESNET18, 16},
+        /* SEW: the stem's and each block's first; block outputs and shortcuts feed sums */
+        {SNN_MODEL_SEW_RESNET18, 9},
+        /* bottlenecks: all 49 but the last block's output */
+        {SNN_MODEL_RESNET50, 48},
+    };
+    for (int k = 0; k < 3; k++)
+        for (int fusion = 0; fusion < 2; fusion++) {
+            snn_model_config c = snn_model_config_default(cases[k].kind);
+            c.width_base = cases[k].kind == SNN_MODEL_RESNET50 ? 2 : 4;
+            c.time_steps = time_steps, c.height = c.width = 8;
+            pack_step off = run_pack_step(c, dev, fusion, false);
+            pack_step on = run_pack_step(c, dev, fusion, true);
+            CHECK(off.packed_layers == 0);
+            if (on.packed_layers != cases[k].packed)
+                fprintf(stderr, "  %s, fusion %d: %d layers packed, want %d\n",
+                        snn_model_kind_name(cases[k].kind), fusion, on.packed_layers,
+                        cases[k].packed);
+            CHECK(on.packed_layers == cases[k].packed);
+            CHECK(off.loss == on.loss && off.n == on.n && off.n > 0);
+            int differ = 0;
+            for (int i = 0; i < off.n && i < on.n; i++)
+                if (off.numel[i] != on.numel[i] ||
+                    !test_same_bits(off.values[i], on.values[i], (long)off.numel[i]))
+                    differ++;
+            if (differ)
+                fprintf(stderr, "  %s, fusion %d, T %d: %d of %d tensors differ with packing\n",
+                        snn_model_kind_name(cases[k].kind), fusion, time_steps, differ, off.n);
+            CHECK(differ == 0);
+            pack_step_free(&off), pack_step_free(&on);
+        }
+}
+
+#endif /* SNN_SPIKE_PACK_CHECK_H */
