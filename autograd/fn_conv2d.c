@@ -27,9 +27,20 @@ static void conv2d_backward(snn_node *node)
     snn_step_scratch mark = snn_step_scratch_mark(y->device);
     float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(&s->dims),
                                       y->device);
-    /* x: spikes the model kept as bits are unpacked for this op (autograd/spike_pack.c) */
-    const float *xv = workspace ? snn_saved_values("snn_conv2d (backward)", x) : NULL;
-    if (!workspace || !xv) {
+    if (!workspace) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    /* x: spikes the model kept as bits (autograd/spike_pack.c) are read as bits where the
+     * device's kernels can, else unpacked for this op */
+    if (!x->data && k->conv2d_backward_bits &&
+        k->conv2d_backward_bits(dx, dw, db, y->grad->data, x->spike_bits, w->data, &s->dims,
+                                workspace)) {
+        snn_step_scratch_release(y->device, mark);
+        return;
+    }
+    const float *xv = snn_saved_values("snn_conv2d (backward)", x);
+    if (!xv) {
         snn_backward_out_of_memory();
         return;
     }

@@ -25,12 +25,17 @@
 #include "tensor/error.h"
 #include "tensor/kernels.h"
 
+static bool packing_on = true;
+
+void snn_set_spike_packing(bool on) { packing_on = on; }
+bool snn_spike_packing(void) { return packing_on; }
+
 static size_t bits_bytes(int64_t numel) { return (size_t)((numel + 31) / 32) * sizeof(uint32_t); }
 
 snn_status snn_spikes_pack(snn_tensor *t)
 {
     const char *fn = "snn_spikes_pack";
-    if (t && t->spike_bits) return SNN_OK; /* packed already */
+    if (t && t->spike_bits && !t->data) return SNN_OK; /* packed already */
     if (snn_check_tensor(fn, "t", t)) return snn_last_status();
     if (!t->spikes || !t->pooled || t->base)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 't' (expected the spikes of an IF, "
@@ -39,20 +44,22 @@ snn_status snn_spikes_pack(snn_tensor *t)
                                                          : "spikes made without a tape");
     const snn_kernels *k = snn_kernels_or_error(fn, t->device);
     if (!k) return snn_last_status();
-    uint32_t *bits = snn_step_alloc(fn, bits_bytes(t->numel), t->device);
-    if (!bits) return snn_last_status();
-    k->pack_bits(bits, t->data, t->numel);
+    if (!t->spike_bits) { /* else the neuron kernel wrote them with the spikes (bn_neuron.c) */
+        uint32_t *bits = snn_step_alloc(fn, bits_bytes(t->numel), t->device);
+        if (!bits) return snn_last_status();
+        k->pack_bits(bits, t->data, t->numel);
+        t->spike_bits = bits;
+    }
     snn_step_pool_release(t->data, t->device); /* queued kernels read it first: one stream */
     t->data = NULL;
     t->pooled = false;
-    t->spike_bits = bits;
     return SNN_OK;
 }
 
 const float *snn_saved_values(const char *fn, const snn_tensor *t)
 {
     if (!t) return NULL;
-    if (!t->spike_bits) return t->data;
+    if (t->data) return t->data;
     float *values = snn_step_alloc(fn, (size_t)t->numel * sizeof(float), t->device);
     if (!values) return NULL;
     snn_kernels_for(t->device)->unpack_bits(values, t->spike_bits, t->numel);

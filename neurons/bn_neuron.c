@@ -59,19 +59,22 @@ static void bn_neuron_backward(snn_node *node)
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
     float *h = dX && !one_pass ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL;
-    /* a shortcut of spikes the model kept as bits, unpacked for this op (spike_pack.c) */
-    const float *residual_values = dX ? snn_saved_values(fn, residual) : NULL;
-    if (!dX || (!one_pass && !h) || (residual && !residual_values)) {
+    /* a shortcut of spikes the model kept as bits (spike_pack.c): the one-pass kernel reads
+     * the bits, the scratch path has them unpacked */
+    const bool residual_bits = one_pass && residual && !residual->data;
+    const float *residual_values = dX && !residual_bits ? snn_saved_values(fn, residual) : NULL;
+    if (!dX || (!one_pass && !h) || (residual && !residual_bits && !residual_values)) {
         snn_backward_out_of_memory();
         return;
     }
     const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
-                                    residual_values};
+                                    residual_values,
+                                    residual_bits ? residual->spike_bits : NULL};
     const float *dspike = node->out->grad->data;
     if (one_pass) {
         nk->lif_bn_backward(dX, dresidual, dspike, &in, &sv->params, &sv->dims);
     } else {
-        nk->lif_bn_forward(NULL, h, NULL, &in, &sv->params, &sv->dims);  /* (T, M) H */
+        nk->lif_bn_forward(NULL, NULL, h, NULL, &in, &sv->params, &sv->dims);  /* (T, M) H */
         const float *spike = snn_saved_values(fn, node->out);
         if (!spike) {
             snn_backward_out_of_memory();
@@ -161,6 +164,12 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     float *mean = merged ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     float *invstd = mean ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     if (!invstd) return NULL;
+    /* a tape's spikes: their bits too, written by the kernel, for snn_spikes_pack */
+    if (spike->spikes) {
+        const size_t words = (size_t)((x->numel + 31) / 32);
+        spike->spike_bits = snn_step_alloc(fn, words * sizeof(uint32_t), x->device);
+        if (!spike->spike_bits) return NULL;
+    }
 
     /* the statistics: this batch's (count, mean, M2) per channel, "merged" over one rank */
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
@@ -172,8 +181,8 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     snn_step_scratch_release(x->device, mark);
 
     const snn_neuron_bn_input in = {x->data, merged, invstd, gamma->data, beta->data,
-                                    residual ? residual->data : NULL};
-    nk->lif_bn_forward(spike->data, NULL, act ? act->data : NULL, &in, &p, &d);
+                                    residual ? residual->data : NULL, NULL};
+    nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
     if (record) {
         snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
@@ -213,8 +222,8 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     if (!spike || (activity && !act)) return NULL;
     if (x->numel > 0) {
-        const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data};
-        nk->lif_bn_forward(spike->data, NULL, act ? act->data : NULL, &in, &p, &d);
+        const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data, NULL};
+        nk->lif_bn_forward(spike->data, NULL, NULL, act ? act->data : NULL, &in, &p, &d);
     } else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) {
         return NULL;
     }

@@ -25,6 +25,7 @@
 #include "neuron_math.h"
 #include "tensor/cpu_threads.h"
 #include "tensor/error.h"
+#include "tensor/kernels_cpu.h"
 
 /* Specialisation. The equations branch on the kind, the reset mode, decay_input and the
  * surrogate. Those are the same for every element, but a compiler will not hoist a handful of
@@ -78,6 +79,10 @@ static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args 
     if (a->bn->residual) {
         const float *rt = a->bn->residual + t * a->M + e0; /* (n) */
         for (int64_t i = 0; i < n; i++) xb[i] = xb[i] + rt[i];
+    } else if (a->bn->residual_bits) { /* spikes kept as bits: 0 or 1, the same sums */
+        const uint32_t *bits = a->bn->residual_bits;
+        for (int64_t i = 0, e = t * a->M + e0; i < n; i++, e++)
+            xb[i] = xb[i] + (float)((bits[e / 32] >> (e % 32)) & 1u);
     }
 }
 
@@ -169,15 +174,17 @@ void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_las
     forward_items(params, &a);
 }
 
-void snn_lif_bn_forward_cpu(float *spike, float *h_seq, float *activity,
+void snn_lif_bn_forward_cpu(float *spike, uint32_t *spike_bits, float *h_seq, float *activity,
                             const snn_neuron_bn_input *in, const snn_neuron_params *params,
                             const snn_neuron_dims *d)
 {
     SNN_ASSERT(snn_neuron_takes_bn_input(params->kind));
+    SNN_ASSERT(spike || !spike_bits);
     const lif_forward_args a = {spike, h_seq, NULL, spike ? activity : NULL, NULL, NULL, in, d->C,
                                 snn_lif_decay(params, NULL), d->T, snn_neuron_dims_step(d),
                                 snn_neuron_split_make(d)};
     forward_items(params, &a);
+    if (spike_bits) snn_pack_bits_cpu(spike_bits, spike, d->T * snn_neuron_dims_step(d));
 }
 
 typedef struct lif_backward_args {

@@ -14,14 +14,16 @@
  *
  * Memory traffic per element per step (V never leaves the register file):
  *   forward   read X 4 B, write S 4 B, write H 4 B in grad mode: 12 B (8 B without H)
- *   bn forward (snn_batchnorm_neuron) read x 4 B (and the residual 4 B), write S 4 B; its
- *             recompute in backward: read x (and the residual), write H
+ *   bn forward (snn_batchnorm_neuron) read x 4 B (and the residual 4 B), write S 4 B (and,
+ *             for a tape, S as bits: 1/8 B); its recompute in backward: read x (and the
+ *             residual), write H. A residual of spikes kept as bits reads 1/8 B, not 4
  *   backward  read dS 4 B and H 4 B, read + write dX 8 B: 16 B (PLIF also reads X, and
  *             H[t-1] once per BSTEPS steps: ~22 B)
  *   plus, once per element, V_init / V_last / dV_init when given.
  */
 #include "neuron_cuda.cuh"
 #include "tensor/error.h"
+#include "tensor/kernels_cuda.h"
 
 #define BLOCK SNN_NEURON_CUDA_BLOCK
 #define ELEMS SNN_NEURON_CUDA_ELEMS
@@ -47,6 +49,15 @@ static inline bn_channels bn_channels_make(int64_t M, int64_t plane, int64_t C)
         b.C = snn_fast_divisor_make((uint32_t)C);
     }
     return b;
+}
+
+/* Element e of a residual given as floats or as bits (snn_neuron_bn_input); 0 for none. A
+ * warp's 32 neighbouring elements share one word: one transaction, broadcast. */
+static __device__ __forceinline__ float residual_at(const snn_neuron_bn_input &bn, int64_t e)
+{
+    if (bn.residual) return bn.residual[e];
+    if (bn.residual_bits) return (float)((bn.residual_bits[e >> 5] >> (e & 31)) & 1u);
+    return 0.0f;
 }
 
 /* X = (x - mean) scale + shift: batchnorm_sync.cu's normalise, the double mean rounded to float */
@@ -79,11 +90,14 @@ static __device__ __forceinline__ bn_affine bn_affine_of(const snn_neuron_bn_inp
  * written, so neither the read-only load path nor reordering can see a written value.
  * BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
  * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too).
+ * spike_bits (BN only; M a multiple of 32, so that a warp's 32 elements of one step are one
+ * word): each warp's __ballot_sync of its spikes, written by lane 0.
  * E elements a thread: ELEMS, or BN_ELEMS with BN, whose residual and channel constants would
  * otherwise take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
 template <bool BN, int E>
 static __global__ void __launch_bounds__(BLOCK)
-lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *v_last,
+lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
+                   float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,
                    const float *v_init, const float *__restrict__ w, snn_neuron_bn_input bn,
                    bn_channels ch, snn_neuron_params p, int64_t T, int64_t M, int64_t planes,
@@ -108,6 +122,14 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
         float xv[STEPS][E], rv[STEPS][E];
         snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
         if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
+        if (BN && !bn.residual && bn.residual_bits)
+#pragma unroll
+            for (int u = 0; u < STEPS; u++)
+#pragma unroll
+                for (int j = 0; j < E; j++) {
+                    const int64_t i = base + (int64_t)j * BLOCK;
+                    rv[u][j] = t0 + u < T && i < M ? residual_at(bn, (t0 + u) * M + i) : 0.0f;
+                }
 #pragma unroll
         for (int u = 0; u < STEPS; u++) {
             const int64_t t = t0 + u;
@@ -121,13 +143,17 @@ lif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq, float *
                     float xin = xv[u][j];
                     if (BN) { /* the batch-norm's expression, then the residual's add */
                         if (bn.stats) xin = (xin - a[j].mean) * a[j].scale + a[j].shift;
-                        if (bn.residual) xin = xin + rv[u][j];
+                        if (bn.residual || bn.residual_bits) xin = xin + rv[u][j];
                     }
                     const float h = snn_lif_charge_cuda(p, k, v[j], xin);
                     s = snn_lif_fire(&p, h); /* a comparison: nothing to round */
                     if (h_seq) h_seq[off + i] = h;
                     if (!BN || spike) spike[off + i] = s;
                     v[j] = snn_lif_reset_cuda(p, h, s);
+                }
+                if (BN && spike_bits) { /* the whole warp is here: i < M is not a branch of it */
+                    const uint32_t word = __ballot_sync(0xffffffffu, s != 0.0f);
+                    if ((threadIdx.x & 31) == 0 && i < M) spike_bits[(off + i) >> 5] = word;
                 }
                 if (activity) snn_plane_run_count(activity + t * planes, run[j], s != 0.0f);
             }
@@ -156,26 +182,31 @@ extern "C" void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, 
                                        snn_cuda_stream()));
     if (M <= 0) return;
     SNN_CUDA_LAUNCH((lif_forward_kernel<false, ELEMS>), snn_neuron_cuda_grid(M), BLOCK, 0, spike,
-                    h_seq, v_last, activity, x, v_init, w, snn_neuron_bn_input{}, bn_channels{},
-                    *p, T, M, planes, d->plane);
+                    nullptr, h_seq, v_last, activity, x, v_init, w, snn_neuron_bn_input{},
+                    bn_channels{}, *p, T, M, planes, d->plane);
 }
 
 /* IF / LIF on the batch-norm-fed input (snn_neuron_bn_input): the kernel above with X made as
  * it is loaded. CPU: snn_lif_bn_forward_cpu. */
-extern "C" void snn_lif_bn_forward_cuda(float *spike, float *h_seq, float *activity,
-                                        const snn_neuron_bn_input *in,
+extern "C" void snn_lif_bn_forward_cuda(float *spike, uint32_t *spike_bits, float *h_seq,
+                                        float *activity, const snn_neuron_bn_input *in,
                                         const snn_neuron_params *p, const snn_neuron_dims *d)
 {
     SNN_ASSERT(snn_neuron_takes_bn_input(p->kind));
+    SNN_ASSERT(spike || !spike_bits);
     const int64_t T = d->T, M = snn_neuron_dims_step(d), planes = d->N * d->C;
     if (!spike) activity = NULL;
     if (activity && T * planes > 0)
         SNN_CUDA_CHECK(cudaMemsetAsync(activity, 0, (size_t)(T * planes) * sizeof(float),
                                        snn_cuda_stream()));
     if (M <= 0) return;
+    /* the bits in the kernel where a warp's elements of a step are one word, else a pass */
+    const bool ballot = M % 32 == 0;
     SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS>), snn_neuron_cuda_grid(M, BN_ELEMS),
-                    BLOCK, 0, spike, h_seq, NULL, activity, NULL, NULL, NULL, *in,
-                    bn_channels_make(M, d->plane, d->C), *p, T, M, planes, d->plane);
+                    BLOCK, 0, spike, ballot ? spike_bits : nullptr, h_seq, nullptr, activity,
+                    nullptr, nullptr, nullptr, *in, bn_channels_make(M, d->plane, d->C), *p, T,
+                    M, planes, d->plane);
+    if (spike_bits && !ballot) snn_pack_bits_cuda(spike_bits, spike, T * M);
 }
 
 /* Backward (BPTT): see the file header. Accumulates into dx and dv_init (each NULL = not
@@ -276,7 +307,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
             const int64_t i = base + (int64_t)j * BLOCK;
             const bool ok = t < T && i < M;
             xv[t][j] = ok ? bn.x[t * M + i] : 0.0f;
-            rv[t][j] = ok && bn.residual ? bn.residual[t * M + i] : 0.0f;
+            rv[t][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
             gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
             dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
         }
@@ -290,7 +321,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
         for (int t = 0; t < TMAX; t++) {
             if (t >= T) break;
             float xin = (xv[t][j] - a.mean) * a.scale + a.shift;
-            if (bn.residual) xin = xin + rv[t][j];
+            if (bn.residual || bn.residual_bits) xin = xin + rv[t][j];
             h[t] = snn_lif_charge_cuda(p, k, v, xin);
             v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
         }

@@ -69,7 +69,7 @@ void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_las
                          float *activity, const float *x, const float *v_init,
                          const float *a_init, const float *w, const snn_neuron_params *p,
                          const snn_neuron_dims *d);
-void snn_lif_bn_forward_cpu(float *spike, float *h_seq, float *activity,
+void snn_lif_bn_forward_cpu(float *spike, uint32_t *spike_bits, float *h_seq, float *activity,
                             const snn_neuron_bn_input *in, const snn_neuron_params *p,
                             const snn_neuron_dims *d);
 void snn_lif_backward_cpu(float *dx, float *dv_init, float *dw, const float *dspike,

@@ -165,7 +165,7 @@ void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, float *a_la
                           float *activity, const float *x, const float *v_init,
                           const float *a_init, const float *w, const snn_neuron_params *p,
                           const snn_neuron_dims *d);
-void snn_lif_bn_forward_cuda(float *spike, float *h_seq, float *activity,
+void snn_lif_bn_forward_cuda(float *spike, uint32_t *spike_bits, float *h_seq, float *activity,
                              const snn_neuron_bn_input *in, const snn_neuron_params *p,
                              const snn_neuron_dims *d);
 void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const float *dspike,

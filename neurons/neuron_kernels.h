@@ -96,12 +96,17 @@ typedef struct snn_neuron_bn_input {
     const float *invstd;              /* (C) */
     const float *gamma, *beta;        /* (C) each, or NULL (1 and 0) */
     const float *residual;            /* (T, M), or NULL */
+    const uint32_t *residual_bits;    /* (T, M) spikes kept as bits (autograd/spike_pack.c: bit
+                                       * e % 32 of word e / 32 is element e = t M + i), read
+                                       * where residual is NULL; or NULL */
 } snn_neuron_bn_input;
 
 /* IF and LIF on the batch-norm-fed input: lif_forward's outputs with X made from `in` on the
- * fly (X itself is never stored). spike may be NULL: backward's recompute of H. */
-typedef void (*snn_neuron_bn_forward_fn)(float *spike, float *h_seq, float *activity,
-                                         const snn_neuron_bn_input *in,
+ * fly (X itself is never stored). spike may be NULL: backward's recompute of H. spike_bits,
+ * if not NULL (spike then not NULL), gets the spikes as bits too, as pack_bits would write
+ * them (tensor/kernels.h): a tape's spikes, ready for snn_spikes_pack. */
+typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, float *h_seq,
+                                         float *activity, const snn_neuron_bn_input *in,
                                          const snn_neuron_params *p, const snn_neuron_dims *d);
 
 /* BPTT of IF / LIF on the batch-norm-fed input (in->stats not NULL), H recomputed in registers

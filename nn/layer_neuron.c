@@ -7,7 +7,7 @@
  * step (one scalar per layer, as LSQ's activation quantizers). The ANN kinds (RELU, QCLIP) keep
  * no activity: their firing rate reads -1.
  *
- * Spike packing (snn_model_set_spike_packing, snn_spikes_forward_done): the models hand the
+ * Spike packing (snn_set_spike_packing, snn_spikes_forward_done): the models hand the
  * spikes of a layer whose forward readers have run to snn_spikes_pack, which keeps them for
  * backward as bits.
  *
@@ -45,14 +45,9 @@ static bool fusion_on = true;
 void snn_model_set_fusion(bool on) { fusion_on = on; }
 bool snn_model_fusion(void) { return fusion_on; }
 
-static bool spike_packing_on = true;
-
-void snn_model_set_spike_packing(bool on) { spike_packing_on = on; }
-bool snn_model_spike_packing(void) { return spike_packing_on; }
-
 snn_status snn_spikes_forward_done(snn_tensor *t)
 {
-    if (!spike_packing_on || !t || !t->spikes || !t->pooled || t->base) return SNN_OK;
+    if (!t || !t->spikes || !t->pooled || t->base) return SNN_OK;
     return snn_spikes_pack(t);
 }
 

@@ -34,7 +34,7 @@
  *                  spikes (training, IF / LIF / PLIF): from the step pool, not the arena
  *                  (gradient_pool below); once the forward's readers of a layer's spikes have
  *                  run (the next conv, a block's shortcut) they are kept as bits, 1/32 of the
- *                  floats, in the arena (snn_model_set_spike_packing); a backward that reads
+ *                  floats, in the arena (snn_set_spike_packing); a backward that reads
  *                  them unpacks them into scratch (4 B/element) for its length
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  dropout (training; config.dropout): its mask, one per sample shared over T
@@ -118,6 +118,7 @@ typedef struct walk {
     /* spikes made with a tape come from the step pool (neurons/neuron_op.c); packing gives
      * their block back: the pool's forward events in order (tensor id, taken or given back) */
     bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];
+    bool bits_made[WALK_MAX_NODES]; /* bits written beside the floats by the fused op */
     int events;
     int event_id[WALK_MAX_NODES];
     bool event_take[WALK_MAX_NODES];
@@ -197,11 +198,11 @@ static int output(walk *w, double numel, int in0, int in1)
     return record(w, numel, in0, in1);
 }
 
-/* The spikes of an IF / LIF / PLIF layer made from in0 and in1: in training they come from the
- * step pool (they may be packed), else they are an output as any other. */
+/* The spikes of an IF / LIF / PLIF layer made from in0 and in1: in training with packing on
+ * they come from the step pool (they may be packed), else they are an output as any other. */
 static int spikes_output(walk *w, double numel, int in0, int in1)
 {
-    if (!w->training) return output(w, numel, in0, in1);
+    if (!w->training || !w->packing) return output(w, numel, in0, in1);
     w->host += struct_bytes();
     const int id = record(w, numel, in0, in1);
     SNN_ASSERT(w->events < WALK_MAX_NODES);
@@ -213,12 +214,16 @@ static int spikes_output(walk *w, double numel, int in0, int in1)
 
 /* snn_spikes_forward_done on tensor `id`: spikes from the pool become bits in the arena
  * (1/32 of the floats, in 4-byte words) and give their block back. */
+static double bits_bytes(const walk *w, double numel)
+{
+    return round_up(4.0 * ceil(numel / 32.0), w->align);
+}
+
 static void spikes_done(walk *w, int id)
 {
-    if (!w->packing || id < 0 || !w->pooled_spikes[id] || w->packed[id]) return;
+    if (id < 0 || !w->pooled_spikes[id] || w->packed[id]) return;
     w->packed[id] = true;
-    const double bytes = round_up(4.0 * ceil(w->numel[id] / 32.0), w->align);
-    w->device += bytes;
+    if (!w->bits_made[id]) w->device += bits_bytes(w, w->numel[id]);
     SNN_ASSERT(w->events < WALK_MAX_NODES);
     w->event_id[w->events] = id;
     w->event_take[w->events++] = false;
@@ -312,7 +317,11 @@ static int conv(walk *w, int in, double images, int cin, int cout, int k, int st
     }
     ws = round_up(ws, w->align);
     if (ws > w->workspace) w->workspace = ws;
-    backward_scratch(w, ws, in, -1); /* the workspace, and x unpacked if it is bits by then */
+    /* the workspace, and x unpacked if it is bits by then, on a device whose conv kernels do
+     * not read bits (the CPU; on CUDA only the NCHW implicit GEMM, which TF32 and BF16 take for
+     * no conv fed by spikes, since the channels-last kernel comes first) */
+    const bool reads_bits = w->k && w->k->conv2d_backward_bits;
+    backward_scratch(w, ws, reads_bits ? -1 : in, -1);
     if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
     *h = ho, *wd = wo;
     return out;
@@ -366,6 +375,10 @@ static int bn_neuron(walk *w, int in, int residual, double numel, double planes,
     param(w, 2.0 * channels, false);  /* running mean, running var */
     int out = spikes_output(w, numel, in, residual); /* spikes */
     constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
+    if (w->packing) {                         /* the spikes' bits, made with them */
+        w->device += bits_bytes(w, numel);
+        w->bits_made[out] = true;
+    }
     alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
     alloc(w, channels), alloc(w, channels);   /* mean, 1 / std */
     /* backward: dL/dX, and H where the device has no one-pass kernel (which then reads the
@@ -586,7 +599,7 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     w.training = training;
     w.converted = converted;
     w.fusion = snn_model_fusion() && !snn_batchnorm_sync_enabled(); /* sync-BN: never fused */
-    w.packing = snn_model_spike_packing();
+    w.packing = snn_spike_packing();
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
     w.one_pass_backward = nk && nk->lif_bn_backward &&
                           c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;

@@ -193,15 +193,6 @@ void snn_neuron_layer_set_consume_input(snn_module *m, bool on);
 void snn_model_set_fusion(bool on);
 /** Whether that fusion is on (snn_model_set_fusion). */
 bool snn_model_fusion(void);
-/** Whether the models keep, in training, the spikes of a layer whose forward readers (the next
- * conv, a block's shortcut) have run as bits instead of fp32 floats (snn_spikes_pack): 1/32 of
- * the memory, the same bits in every output and gradient, a pass over them to pack and one to
- * unpack for each backward reader. On by default; off keeps them as floats (for comparison:
- * bench_train_step --no-spike-packing). A packed layer's snn_neuron_layer_last_spikes is
- * refused by forward ops (snn_activity_penalty still reads it). */
-void snn_model_set_spike_packing(bool on);
-/** Whether spike packing is on (snn_model_set_spike_packing). */
-bool snn_model_spike_packing(void);
 /** The firing rate (spikes per element) of the neuron layer `m`'s last forward, if that
  * forward's step is still open; -1 otherwise. Reads the device. */
 float snn_neuron_layer_firing_rate(snn_module *m);

@@ -70,9 +70,9 @@ snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor
  * layers with fusion on, one snn_neuron_multistep_residual that never writes the sum (the
  * layer's bookkeeping as its forward). */
 snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual);
-/* The model's promise that no forward op reads the spikes t again: with spike packing on
- * (snn_model_set_spike_packing) and t packable (spikes made with a tape), snn_spikes_pack;
- * else nothing. SNN_OK, or the pack's error (out of memory). */
+/* The model's promise that no forward op reads the spikes t again: snn_spikes_pack where t is
+ * packable (spikes made with a tape while snn_spike_packing() is on); else nothing. SNN_OK, or
+ * the pack's error (out of memory). */
 snn_status snn_spikes_forward_done(snn_tensor *t);
 /* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward
  * and each BatchNorm2d -> NeuronLayer pair by snn_bn_neuron_forward where they fuse. Spikes made

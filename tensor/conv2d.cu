@@ -262,9 +262,11 @@ static __device__ __forceinline__ void store_operand(snn_bf16 *dst, float v)
  * column p. Neighbouring threads hold neighbouring p, so each of the KH KW stores is coalesced
  * across the warp, in either layout. Traffic: sizeof(T) B (4 or 2) written per col entry (KH KW
  * times the input for stride 1); x is read through L1, each input feeding up to KH KW entries
- * of neighbouring threads. CPU: the im2col of conv2d.c. */
-template <typename T>
+ * of neighbouring threads. BITS: x is spikes kept as bits (the weight gradient's input,
+ * autograd/spike_pack.c), element e at `offset` + e. CPU: the im2col of conv2d.c. */
+template <typename T, bool BITS>
 static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__restrict__ x,
+                                            const uint32_t *__restrict__ bits, int64_t offset,
                                             snn_conv2d_dims d, int g, int P, col_layout layout)
 {
     const int KK = d.KH * d.KW, CK = d.C_in * KK;
@@ -275,7 +277,8 @@ static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__
         const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
         const int oh = p / d.W_out, ow = p - oh * d.W_out;
         const int ih0 = oh * d.stride - d.pad, iw0 = ow * d.stride - d.pad;
-        const float *plane = x + (size_t)image_channel * d.H * d.W;  // x[j, ci] (H, W)
+        const float *plane = BITS ? nullptr : x + (size_t)image_channel * d.H * d.W; // x[j, ci]
+        const int64_t e0 = offset + (int64_t)image_channel * d.H * d.W; /* BITS: its first */
         /* row (ci, 0, 0) of this column, and the step between consecutive rows */
         T *dst;
         int row_step;
@@ -291,7 +294,10 @@ static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__
             const bool row_in = ih >= 0 && ih < d.H;
             for (int kw = 0; kw < d.KW; kw++) {
                 const int iw = iw0 + kw;
-                store_operand(dst, row_in && iw >= 0 && iw < d.W ? plane[ih * d.W + iw] : 0.0f);
+                float v = 0.0f;
+                if (row_in && iw >= 0 && iw < d.W)
+                    v = BITS ? snn_bit_at(bits, e0 + ih * d.W + iw) : plane[ih * d.W + iw];
+                store_operand(dst, v);
                 dst += row_step;
             }
         }
@@ -361,11 +367,16 @@ static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
 /* ---- launchers: one per kernel, and the GEMMs of each operand type ----------------------- */
 
 template <typename T>
-static void im2col(T *col, const float *x, const snn_conv2d_dims *d, int g, int P,
+static void im2col(T *col, snn_cuda_input x, const snn_conv2d_dims *d, int g, int P,
                    col_layout layout)
 {
-    SNN_CUDA_LAUNCH(conv2d_im2col_kernel<T>, snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK),
-                    SNN_CUDA_BLOCK, 0, col, x, *d, g, P, layout);
+    const unsigned grid = snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK);
+    if (x.x)
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
+                        nullptr, 0, *d, g, P, layout);
+    else
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true>), grid, SNN_CUDA_BLOCK, 0, col, nullptr,
+                        x.bits, x.offset, *d, g, P, layout);
 }
 
 template <typename T> static void swap_outer(T *dst, const float *src, int A, int B, int P)
@@ -429,7 +440,7 @@ static void forward_chunks(float *out, const float *x, const T *weight, const sn
         if (plan.side_by_side) {
             /* outT (C_out, g P) = weight (C_out, CK) x col (CK, g P), then out = swap(outT) */
             const int wide = g * P;
-            im2col(col, xg, d, g, P, COL_SIDE_BY_SIDE);
+            im2col(col, snn_cuda_floats(xg), d, g, P, COL_SIDE_BY_SIDE);
             gemm(false, false, d->C_out, wide, CK, weight, CK, col, wide, 0.0f, outT, wide);
             swap_outer(outg, outT, d->C_out, g, P);
             continue;
@@ -440,7 +451,7 @@ static void forward_chunks(float *out, const float *x, const T *weight, const sn
             direct = plan.direct;
             if (direct) cols = xg; /* 1x1 stride 1: x_j already is col_j */
         }
-        if (!direct) im2col(col, xg, d, g, P, COL_PER_IMAGE);
+        if (!direct) im2col(col, snn_cuda_floats(xg), d, g, P, COL_PER_IMAGE);
         /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
         gemm_batched(false, false, d->C_out, P, CK, weight, CK, 0, cols, P, (int64_t)CK * P, 0.0f,
                      outg, P, out_image, g);
@@ -451,7 +462,7 @@ static void forward_chunks(float *out, const float *x, const T *weight, const sn
  * may be NULL). col (T) and doutT (T) are the workspace's first two regions, dcol (fp32) shares
  * col's; weight is in T (NULL when dx is). */
 template <typename T>
-static void backward_chunks(float *dx, float *dweight, const float *dout, const float *x,
+static void backward_chunks(float *dx, float *dweight, const float *dout, snn_cuda_input x,
                             const T *weight, const snn_conv2d_dims *d, const conv_plan &plan,
                             T *col, float *dcol, T *doutT)
 {
@@ -465,7 +476,7 @@ static void backward_chunks(float *dx, float *dweight, const float *dout, const 
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
         const int wide = g * P;                               /* columns of the chunk matrix */
-        const float *xg = x + n0 * x_image;                   // (g, C_in, H, W)
+        const snn_cuda_input xg = x.advanced(n0 * x_image);   // (g, C_in, H, W)
         const float *doutg = dout + n0 * out_image;           // (g, C_out, P)
         float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
 
@@ -547,9 +558,11 @@ extern "C" void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, cons
                                     bn->running_var, d->N, d->C_out, d->H_out * d->W_out, bn->eps);
 }
 
-extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias,
-                                         const float *dout, const float *x, const float *weight,
-                                         const snn_conv2d_dims *d, float *workspace)
+/* Both entries: x as floats, or (x.x NULL) as bits, which the implicit GEMM on NCHW (its
+ * 4-byte gathers) does not take. */
+static void backward_any(float *dx, float *dweight, float *dbias, const float *dout,
+                         snn_cuda_input x, const float *weight, const snn_conv2d_dims *d,
+                         float *workspace)
 {
     if (d->N <= 0 || d->C_out <= 0) return;
     const conv_plan plan = make_plan(d);
@@ -557,11 +570,12 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
     if (!dx && !dweight) return;
     const snn_conv_path path = conv_path_for(d);
     if (path == SNN_CONV_PATH_IGEMM) {
-        snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
+        SNN_ASSERT(x.x);
+        snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x.x, weight, d, workspace);
         return;
     }
     if (path == SNN_CONV_PATH_NHWC) {
-        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x, weight, d, workspace);
+        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x.x, x.bits, weight, d, workspace);
         return;
     }
     char *ws = (char *)workspace;
@@ -577,4 +591,24 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
         backward_chunks<float>(dx, dweight, dout, x, weight, d, plan, (float *)ws, (float *)ws,
                                (float *)(ws + plan.col_bytes));
     }
+}
+
+extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias,
+                                         const float *dout, const float *x, const float *weight,
+                                         const snn_conv2d_dims *d, float *workspace)
+{
+    backward_any(dx, dweight, dbias, dout, snn_cuda_floats(x), weight, d, workspace);
+}
+
+/* The weight gradient reads x from its bits as it writes the column matrix or the
+ * channels-last copy: 1/8 B an element instead of 4, and no unpacked floats written first. */
+extern "C" bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias,
+                                              const float *dout, const uint32_t *x_bits,
+                                              const float *weight, const snn_conv2d_dims *d,
+                                              float *workspace)
+{
+    if (d->N > 0 && d->C_out > 0 && (dx || dweight) && conv_path_for(d) == SNN_CONV_PATH_IGEMM)
+        return false;
+    backward_any(dx, dweight, dbias, dout, snn_cuda_input{nullptr, x_bits, 0}, weight, d, workspace);
+    return true;
 }

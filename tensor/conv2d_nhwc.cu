@@ -93,19 +93,25 @@ static __device__ __forceinline__ float to_operand(float v, float *)
 /* dst (images, HW, C) = src (images, C, HW) fp32 as operands (to_operand: bf16, or fp32 rounded
  * to TF32). A block moves a 32 x 32 tile of (channels, positions) of one image through shared
  * memory, so that the reads run along positions and the writes along channels (both
- * coalesced). Traffic: 4 B read and 2 B (bf16) or 4 B (TF32) written per element. */
-template <typename E>
+ * coalesced). Traffic: 4 B read and 2 B (bf16) or 4 B (TF32) written per element; src given
+ * as spikes kept as bits (the weight gradient's x, autograd/spike_pack.c) reads 1/8 B. */
+template <typename E, bool BITS>
 static __global__ void nchw_to_nhwc_kernel(E *__restrict__ dst, const float *__restrict__ src,
+                                           const uint32_t *__restrict__ bits, int64_t offset,
                                            int C, int HW)
 {
     __shared__ float tile[32][33]; /* 33: a column walk hits 32 different banks */
     const int n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const float *s = src + (size_t)n * C * HW;
+    const float *s = BITS ? nullptr : src + (size_t)n * C * HW;
+    const int64_t e0 = offset + (int64_t)n * C * HW; /* BITS: the image's first element */
     #pragma unroll
     for (int i = ty; i < 32; i += 8) {
         const int c = c0 + i, p = p0 + tx;
-        tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
+        if (c < C && p < HW)
+            tile[i][tx] = BITS ? snn_bit_at(bits, e0 + (int64_t)c * HW + p) : s[(size_t)c * HW + p];
+        else
+            tile[i][tx] = 0.0f;
     }
     __syncthreads();
     E *d = dst + (size_t)n * HW * C;
@@ -244,10 +250,15 @@ extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
 }
 
 template <typename E>
-static void to_nhwc(E *dst, const float *src, int images, int C, int HW)
+static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
 {
     const dim3 grid((unsigned)((HW + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)images);
-    nchw_to_nhwc_kernel<E><<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(dst, src, C, HW);
+    if (src.x)
+        nchw_to_nhwc_kernel<E, false><<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(
+            dst, src.x, nullptr, 0, C, HW);
+    else
+        nchw_to_nhwc_kernel<E, true><<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(
+            dst, nullptr, src.bits, src.offset, C, HW);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
         snn_cuda_launch_fail("nchw_to_nhwc_kernel", __FILE__, __LINE__, err,
@@ -359,7 +370,7 @@ static void forward_impl(float *out, const float *x, const float *weight, const 
     g.out_W = d->W_out;
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
-        to_nhwc<E>(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
+        to_nhwc<E>(xh, snn_cuda_floats(x + (int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
         g.C = out + (int64_t)n0 * d->C_out * P;
         g.N = chunk * P;
         launch_gather<E>(g);
@@ -377,7 +388,7 @@ extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const f
 }
 
 template <typename E>
-static void backward_impl(float *dx, float *dweight, const float *dout, const float *x,
+static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda_input x,
                           const float *weight, const snn_conv2d_dims *d, void *workspace)
 {
     const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
@@ -437,7 +448,7 @@ static void backward_impl(float *dx, float *dweight, const float *dout, const fl
 
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
-        to_nhwc<E>(dyh, dout + (int64_t)n0 * d->C_out * P, chunk, d->C_out, P);
+        to_nhwc<E>(dyh, snn_cuda_floats(dout + (int64_t)n0 * d->C_out * P), chunk, d->C_out, P);
         for (int k = 0; dx && k < s * s; k++) {
             const dgrad_phase *f = &phases[k];
             if (f->nh == 0 || f->nw == 0 || f->Hp == 0 || f->Wp == 0) continue;
@@ -455,7 +466,7 @@ static void backward_impl(float *dx, float *dweight, const float *dout, const fl
             launch_gather<E>(gd);
         }
         if (dweight) {
-            to_nhwc<E>(xh, x + (int64_t)n0 * d->C_in * HW, chunk, d->C_in, HW);
+            to_nhwc<E>(xh, x.advanced((int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
             gw.K = chunk * P;
             const int used = snn_conv2d_split_k(gw.K, plan.wgrad_bk, plan.wgrad_splits,
                                                 &gw.k_per_split);
@@ -474,11 +485,13 @@ static void backward_impl(float *dx, float *dweight, const float *dout, const fl
 }
 
 extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout,
-                                              const float *x, const float *weight,
+                                              const float *x, const uint32_t *x_bits,
+                                              const float *weight,
                                               const snn_conv2d_dims *d, void *workspace)
 {
     if (d->N <= 0 || (!dx && !dweight)) return;
     SNN_ASSERT(snn_conv2d_nhwc_supports(d));
-    if (operand_bytes() == 4) backward_impl<float>(dx, dweight, dout, x, weight, d, workspace);
-    else backward_impl<bf16>(dx, dweight, dout, x, weight, d, workspace);
+    const snn_cuda_input in = x ? snn_cuda_floats(x) : snn_cuda_input{nullptr, x_bits, 0};
+    if (operand_bytes() == 4) backward_impl<float>(dx, dweight, dout, in, weight, d, workspace);
+    else backward_impl<bf16>(dx, dweight, dout, in, weight, d, workspace);
 }

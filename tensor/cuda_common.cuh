@@ -95,6 +95,27 @@ static inline unsigned snn_cuda_grid(int64_t n, int block)
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                \
          i += (int64_t)blockDim.x * gridDim.x)
 
+/* Element e of spikes kept as bits (autograd/spike_pack.c): bit e % 32 of word e / 32. */
+static __device__ __forceinline__ float snn_bit_at(const uint32_t *bits, int64_t e)
+{
+    return (float)((bits[e >> 5] >> (e & 31)) & 1u);
+}
+
+/* An fp32 input a launcher hands its kernel either as floats or as spikes kept as bits: the
+ * floats x, or (x NULL) the bits with this view starting at element `offset`. advanced(n) is
+ * the view from element n on. The kernels take the two as a template flag, so that the float
+ * path stays the plain load it was. */
+struct snn_cuda_input {
+    const float *x;
+    const uint32_t *bits;
+    int64_t offset;
+    snn_cuda_input advanced(int64_t n) const
+    {
+        return x ? snn_cuda_input{x + n, nullptr, 0} : snn_cuda_input{nullptr, bits, offset + n};
+    }
+};
+static inline snn_cuda_input snn_cuda_floats(const float *x) { return {x, nullptr, 0}; }
+
 /* q = a / b and *r = a % b for a >= 0, b > 0. A 64-bit division is a long software routine on
  * the GPU, a 32-bit one a few instructions, and indices nearly always fit in 32 bits: this
  * takes the short path when they do, so index arithmetic stays cheap next to the memory

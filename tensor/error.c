@@ -56,11 +56,11 @@ void snn_clear_error(void)
 
 int snn_check_tensor(const char *fn, const char *arg, const snn_tensor *t)
 {
-    if (t && !t->spike_bits) return 0;
+    if (t && (t->data || !t->spike_bits)) return 0;
     if (t) {
         snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (its values were kept as bits for "
                   "backward by snn_spikes_pack, and no forward op reads it again); hint: "
-                  "snn_model_set_spike_packing(false) to read a layer's spikes after the "
+                  "snn_set_spike_packing(false) to read a layer's spikes after the "
                   "forward", fn, arg);
         return 1;
     }

@@ -92,6 +92,9 @@ void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight, co
 void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, const float *weight,
                                      const float *bias, const snn_bn_eval *bn,
                                      const snn_conv2d_dims *d, float *workspace);
+bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias, const float *dout,
+                                   const uint32_t *x_bits, const float *weight,
+                                   const snn_conv2d_dims *d, float *workspace);
 void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const float *dout,
                               const float *x, const float *weight, const snn_conv2d_dims *d,
                               float *workspace);
@@ -130,9 +133,10 @@ size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
                                   const float *bias, const snn_bn_eval *bn,
                                   const snn_conv2d_dims *d, void *workspace);
+/* x_bits: x as spikes kept as bits (autograd/spike_pack.c), read where x is NULL */
 void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
-                                   const float *weight, const snn_conv2d_dims *d,
-                                   void *workspace);
+                                   const uint32_t *x_bits, const float *weight,
+                                   const snn_conv2d_dims *d, void *workspace);
 
 /* pool2d.cu */
 void snn_max_pool2d_forward_cuda(float *out, int32_t *argmax, const float *x,

@@ -117,8 +117,9 @@ typedef struct snn_tensor {
                                       PyTorch's retain_grad()); leaves always keep theirs */
     bool spikes;                 /**< holds only 0 and 1 (the output of an IF, LIF or PLIF
                                       neuron): snn_spikes_pack may keep it as bits */
-    uint32_t *spike_bits;        /**< after snn_spikes_pack: the values, bit i % 32 of word
-                                      i / 32 (step memory), and `data` is NULL */
+    uint32_t *spike_bits;        /**< spikes as bits, bit i % 32 of word i / 32 (step memory):
+                                      made by snn_spikes_pack, which then sets `data` to
+                                      NULL, or beside the floats by the fused neuron op */
 } snn_tensor;
 
 /** OWNED: a zero-filled tensor of `shape` on `device`, owned by the caller; release it with

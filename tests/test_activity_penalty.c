@@ -153,8 +153,8 @@ static void test_through_lif(void)
 /* Element i of CPU spikes, read from the floats or from the bits snn_spikes_pack kept. */
 static float spike_at(const snn_tensor *s, int64_t i)
 {
-    if (s->spike_bits) return (float)((s->spike_bits[i / 32] >> (i % 32)) & 1u);
-    return s->data[i];
+    if (s->data) return s->data[i];
+    return (float)((s->spike_bits[i / 32] >> (i % 32)) & 1u);
 }
 
 /* The formula of activity_penalty.c recomputed from the spikes of `layers` (host copies). */
@@ -206,12 +206,12 @@ static void check_model_penalty(snn_model_config cfg, int images, bool readout_l
     snn_tensor *out = snn_module_forward(m, x);
     snn_tensor *pen = out ? snn_activity_penalty(m) : NULL;
     CHECK(pen != NULL && pen->numel == 1);
-    /* a ResNet keeps most layers' spikes as bits by now (snn_model_set_spike_packing): the
+    /* a ResNet keeps most layers' spikes as bits by now (snn_set_spike_packing): the
      * penalty reads them all the same */
     int packed = 0;
     for (int l = 0; l < n; l++) {
         snn_tensor *s = snn_neuron_layer_last_spikes(layers[l]);
-        packed += s && s->spike_bits;
+        packed += s && s->spike_bits && !s->data;
     }
     CHECK(cfg.kind == SNN_MODEL_RESNET18 ? packed > 0 : packed == 0);
     if (pen) {

@@ -30,10 +30,12 @@ static void test_table_complete(void)
 #define HAS(entry) CHECK(gpu->entry != NULL)
     CHECK(gpu->name && strcmp(gpu->name, "cuda") == 0);
     HAS(device_alloc); HAS(device_free); HAS(copy); HAS(synchronize); HAS(memory_info);
-    HAS(fill); HAS(axpy); HAS(lerp); HAS(unary_forward); HAS(unary_backward);
-    HAS(binary_forward); HAS(binary_backward); HAS(sum_dim); HAS(expand_dim); HAS(gemm);
-    HAS(bias_forward); HAS(bias_backward); HAS(conv2d_workspace_bytes); HAS(conv2d_forward);
-    HAS(conv2d_backward); HAS(conv2d_forward_bn_eval); HAS(max_pool2d_forward); HAS(max_pool2d_backward);
+    HAS(fill); HAS(axpy); HAS(lerp); HAS(pack_bits); HAS(unpack_bits); HAS(unary_forward);
+    HAS(unary_backward); HAS(binary_forward); HAS(binary_backward); HAS(sum_dim);
+    HAS(expand_dim); HAS(gemm); HAS(bias_forward); HAS(bias_backward);
+    HAS(conv2d_workspace_bytes); HAS(conv2d_forward); HAS(conv2d_backward);
+    HAS(conv2d_backward_bits); HAS(conv2d_forward_bn_eval); HAS(max_pool2d_forward);
+    HAS(max_pool2d_backward);
     HAS(avg_pool2d_forward); HAS(avg_pool2d_backward); HAS(batchnorm_forward_train);
     HAS(batchnorm_forward_eval); HAS(batchnorm_backward); HAS(log_softmax_forward);
     HAS(log_softmax_backward); HAS(nll_forward); HAS(nll_backward); HAS(one_hot);

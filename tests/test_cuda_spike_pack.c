@@ -2,7 +2,9 @@
  * test_cuda_spike_pack.c - spikes kept as bits for backward (autograd/spike_pack.c) on the GPU:
  *
  *   1. the CUDA pack / unpack kernels give the words and floats a plain loop gives, at lengths
- *      around a 32-bit word (spike_pack_check.h), so they match the CPU's bit for bit;
+ *      around a 32-bit word (spike_pack_check.h), so they match the CPU's bit for bit; and the
+ *      conv backward that reads x as bits (conv2d_backward_bits) gives conv2d_backward's dx and
+ *      dW bit for bit on the im2col and channels-last paths, in fp32, TF32 and BF16;
  *   2. a training step of ResNet-18, SEW-ResNet-18 and ResNet-50, fused and not, packing on and
  *      off: the same bits everywhere. At T = 2 the fused backward is the one-pass kernel, which
  *      reads a block's shortcut unpacked; at T = 17 it is the scratch path, which also unpacks
@@ -10,8 +12,98 @@
  * Without a GPU it exits 77 (skipped). Run: ctest --test-dir build -R cuda_spike_pack
  */
 #include "spike_pack_check.h"
+#ifdef SNN_WITH_CUDA
+#include "tensor/cuda_options.h" /* snn_cuda_set_conv_path */
+#include "tensor/kernels_cuda.h"  /* snn_conv2d_path_cuda */
+#endif
 
 static void test_kernels(void) { check_pack_kernels(SNN_CUDA); }
+/* conv2d_backward_bits against conv2d_backward on the same spikes as floats: dx and dW bit for
+ * bit, on every path a conv takes (forced), in each precision; the NCHW implicit GEMM (IGEMM)
+ * declines (false) and leaves its outputs alone. */
+static void test_conv_backward_bits(void)
+{
+#ifdef SNN_WITH_CUDA
+    const snn_kernels *gpu = snn_kernels_for(SNN_CUDA);
+    CHECK(gpu->conv2d_backward_bits != NULL);
+    const snn_conv2d_dims shapes[3] = {
+        {6, 64, 8, 8, 64, 3, 3, 1, 1, 8, 8},    /* a basic block's 3x3 */
+        {5, 32, 9, 9, 64, 3, 3, 2, 1, 5, 5},    /* stride 2, odd planes */
+        {4, 64, 8, 8, 128, 1, 1, 2, 0, 4, 4},   /* the downsample's 1x1 stride 2 */
+    };
+    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
+                                         SNN_PRECISION_BF16};
+    const snn_conv_path paths[3] = {SNN_CONV_PATH_IM2COL, SNN_CONV_PATH_NHWC,
+                                    SNN_CONV_PATH_IGEMM};
+    snn_rng rng;
+    snn_rng_seed(&rng, 23);
+    for (int sh = 0; sh < 3; sh++) {
+        const snn_conv2d_dims *d = &shapes[sh];
+        const int64_t nx = (int64_t)d->N * d->C_in * d->H * d->W;
+        const int64_t ny = (int64_t)d->N * d->C_out * d->H_out * d->W_out;
+        const int64_t nw = (int64_t)d->C_out * d->C_in * d->KH * d->KW;
+        float *x = malloc((size_t)nx * sizeof *x), *dy = malloc((size_t)ny * sizeof *dy);
+        float *w = malloc((size_t)nw * sizeof *w);
+        for (int64_t i = 0; i < nx; i++) x[i] = snn_rng_uniform(&rng) < 0.3f ? 1.0f : 0.0f;
+        for (int64_t i = 0; i < ny; i++) dy[i] = snn_rng_normal(&rng);
+        for (int64_t i = 0; i < nw; i++) w[i] = 0.1f * snn_rng_normal(&rng);
+        for (int pr = 0; pr < 3; pr++)
+            for (int pa = 0; pa < 3; pa++) {
+                CHECK_OK(snn_set_precision(precisions[pr]));
+                snn_cuda_set_conv_path(paths[pa]);
+                CHECK_OK(snn_step_begin());
+                float *xd = snn_step_alloc("test", (size_t)nx * 4, SNN_CUDA);
+                float *dyd = snn_step_alloc("test", (size_t)ny * 4, SNN_CUDA);
+                float *wd = snn_step_alloc("test", (size_t)nw * 4, SNN_CUDA);
+                uint32_t *bits = snn_step_alloc("test", (size_t)(nx + 31) / 32 * 4, SNN_CUDA);
+                float *grads[2][2]; /* [floats, bits][dx, dw] */
+                for (int v = 0; v < 2; v++) {
+                    grads[v][0] = snn_step_alloc("test", (size_t)nx * 4, SNN_CUDA);
+                    grads[v][1] = snn_step_alloc("test", (size_t)nw * 4, SNN_CUDA);
+                }
+                float *ws = snn_step_alloc("test", gpu->conv2d_workspace_bytes(d), SNN_CUDA);
+                gpu->copy(xd, x, (size_t)nx * 4, SNN_COPY_HOST_TO_DEVICE);
+                gpu->copy(dyd, dy, (size_t)ny * 4, SNN_COPY_HOST_TO_DEVICE);
+                gpu->copy(wd, w, (size_t)nw * 4, SNN_COPY_HOST_TO_DEVICE);
+                gpu->pack_bits(bits, xd, nx);
+                for (int v = 0; v < 2; v++) {
+                    gpu->fill(grads[v][0], 0.25f, nx); /* accumulated into */
+                    gpu->fill(grads[v][1], -0.5f, nw);
+                }
+                gpu->conv2d_backward(grads[0][0], grads[0][1], NULL, dyd, xd, wd, d, ws);
+                const bool took = gpu->conv2d_backward_bits(grads[1][0], grads[1][1], NULL, dyd,
+                                                            bits, wd, d, ws);
+                float *host[2][2];
+                for (int v = 0; v < 2; v++)
+                    for (int g = 0; g < 2; g++) {
+                        const int64_t n = g ? nw : nx;
+                        host[v][g] = malloc((size_t)n * 4);
+                        gpu->copy(host[v][g], grads[v][g], (size_t)n * 4,
+                                  SNN_COPY_DEVICE_TO_HOST);
+                    }
+                gpu->synchronize();
+                /* the NCHW implicit GEMM (TF32 / BF16 only) declines */
+                const bool igemm = snn_conv2d_path_cuda(d) == SNN_CONV_PATH_IGEMM;
+                CHECK(took == !igemm);
+                if (took) {
+                    CHECK(test_same_bits(host[0][0], host[1][0], (long)nx));
+                    CHECK(test_same_bits(host[0][1], host[1][1], (long)nw));
+                } else { /* declined: untouched */
+                    bool untouched = true;
+                    for (int64_t i = 0; i < nx; i++) untouched &= host[1][0][i] == 0.25f;
+                    for (int64_t i = 0; i < nw; i++) untouched &= host[1][1][i] == -0.5f;
+                    CHECK(untouched);
+                }
+                for (int v = 0; v < 2; v++) free(host[v][0]), free(host[v][1]);
+                snn_step_end();
+            }
+        free(x), free(dy), free(w);
+    }
+    snn_cuda_set_conv_path(SNN_CONV_PATH_AUTO);
+    CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
+#endif
+}
+
 static void test_models_t2(void) { check_models_packing(SNN_CUDA, 2); }
 static void test_models_t17(void) { check_models_packing(SNN_CUDA, 17); }
 
@@ -29,6 +121,7 @@ int main(void)
         return 77;
     }
     RUN(test_kernels);
+    RUN(test_conv_backward_bits);
     RUN(test_models_t2);
     RUN(test_models_t17);
     RUN(test_models_bf16);

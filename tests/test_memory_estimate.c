@@ -101,38 +101,64 @@ static void make_cases(void)
     }
 }
 
+/* One case: the estimate against the measured step, printed as a row of the table. */
+static void check_case(const probe_case *pc)
+{
+    probe_result r;
+    bool ok = probe_run(pc, SNN_CPU, false, &r);
+    CHECK(ok);
+    if (!ok) {
+        fprintf(stderr, "  %s: %s\n", pc->name, snn_last_error());
+        return;
+    }
+    const snn_memory_estimate *e = &r.estimate;
+    double rest = e->parameters + e->gradients + e->optimizer + e->overhead;
+    char b[6][32];
+    fprintf(stderr, "  %-28s %8lld %11s %11s %6.3f %10s %10s %10s %10s\n", pc->name,
+            (long long)r.parameter_count, probe_mib(e->step, b[0], 32), probe_mib(r.step, b[1], 32),
+            e->step / r.step, probe_mib(e->gradient_pool, b[4], 32),
+            probe_mib(r.pool, b[5], 32),
+            probe_mib(rest, b[2], 32), probe_mib(r.owned, b[3], 32));
+    CHECK(r.parameter_count == e->parameter_count);
+    CHECK(r.parameters == e->parameters);
+    CHECK(r.step > 0 && e->step >= r.step);
+    CHECK(e->step <= STEP_SLACK * r.step);
+    CHECK(e->gradient_pool >= r.pool);
+    CHECK(pc->training ? r.pool > 0 : r.pool == 0 && e->gradient_pool == 0);
+    CHECK(r.owned <= rest);
+    CHECK(e->total >= r.step + r.owned);
+    CHECK(e->host == e->total); /* on the CPU the host holds it all */
+}
+
 static void test_estimate_against_measured(void)
 {
     make_cases();
     fprintf(stderr, "  %-28s %8s %11s %11s %6s %10s %10s %10s %10s\n", "case (cpu, 2 threads)",
             "params", "step est.", "step meas.", "ratio", "pool est.", "pool meas.", "rest est.",
             "rest meas.");
-    for (int i = 0; i < n_cases; i++) {
-        probe_result r;
-        bool ok = probe_run(&cases[i], SNN_CPU, false, &r);
-        CHECK(ok);
-        if (!ok) {
-            fprintf(stderr, "  %s: %s\n", cases[i].name, snn_last_error());
-            continue;
-        }
-        const snn_memory_estimate *e = &r.estimate;
-        double rest = e->parameters + e->gradients + e->optimizer + e->overhead;
-        char b[6][32];
-        fprintf(stderr, "  %-28s %8lld %11s %11s %6.3f %10s %10s %10s %10s\n", cases[i].name,
-                (long long)r.parameter_count, probe_mib(e->step, b[0], 32), probe_mib(r.step, b[1], 32),
-                e->step / r.step, probe_mib(e->gradient_pool, b[4], 32),
-                probe_mib(r.pool, b[5], 32),
-                probe_mib(rest, b[2], 32), probe_mib(r.owned, b[3], 32));
-        CHECK(r.parameter_count == e->parameter_count);
-        CHECK(r.parameters == e->parameters);
-        CHECK(r.step > 0 && e->step >= r.step);
-        CHECK(e->step <= STEP_SLACK * r.step);
-        CHECK(e->gradient_pool >= r.pool);
-        CHECK(cases[i].training ? r.pool > 0 : r.pool == 0 && e->gradient_pool == 0);
-        CHECK(r.owned <= rest);
-        CHECK(e->total >= r.step + r.owned);
-        CHECK(e->host == e->total); /* on the CPU the host holds it all */
+    for (int i = 0; i < n_cases; i++) check_case(&cases[i]);
+}
+
+/* Spikes kept as floats (snn_set_spike_packing(false)), with and without the batch-norm ->
+ * neuron fusion: the estimate follows, and packing is what takes the step down. */
+static void test_estimate_spikes_as_floats(void)
+{
+    probe_case c[3] = {
+        probe_make("resnet18 floats", SNN_MODEL_RESNET18, 4, 2, 4, true, 2),
+        probe_make("resnet18 floats unfused", SNN_MODEL_RESNET18, 4, 2, 4, true, 2),
+        probe_make("resnet50 floats", SNN_MODEL_RESNET50, 4, 2, 2, true, 2),
+    };
+    snn_set_spike_packing(false);
+    for (int i = 0; i < 3; i++) {
+        snn_model_set_fusion(i != 1);
+        check_case(&c[i]);
     }
+    snn_model_set_fusion(true);
+    snn_memory_estimate floats, bits;
+    CHECK_OK(snn_model_memory_estimate(&c[0].config, 64, SNN_CPU, true, 2, &floats));
+    snn_set_spike_packing(true);
+    CHECK_OK(snn_model_memory_estimate(&c[0].config, 64, SNN_CPU, true, 2, &bits));
+    CHECK(bits.step < 0.8 * floats.step);
 }
 
 static void test_absurd_and_bad_sizes(void)
@@ -220,5 +246,6 @@ int main(void)
     RUN(test_step_reserve);
     RUN(test_absurd_and_bad_sizes);
     RUN(test_estimate_against_measured);
+    RUN(test_estimate_spikes_as_floats);
     return test_finish();
 }
