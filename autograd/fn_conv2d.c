@@ -45,7 +45,7 @@ static void conv2d_backward(snn_node *node)
         return;
     }
     k->conv2d_backward(dx, dw, db, y->grad->data, xv, w->data, &s->dims, workspace);
-    snn_step_scratch_release(y->device, mark); /* workspace and unpacked x: only during the kernel */
+    snn_step_scratch_release(y->device, mark); /* workspace, unpacked x: only during the kernel */
 }
 
 /* The checks of a conv's arguments and its dims; NULL kernels (with the error set) when a

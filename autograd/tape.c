@@ -75,16 +75,8 @@ int snn_backward_take_failure(void)
  * as soon as the op that made t has run its backward (tensor/step_pool.c says why). */
 static snn_tensor *pooled_zeros(const snn_tensor *t)
 {
-    snn_tensor *g = snn_step_alloc("gradient", sizeof *g, SNN_CPU);
+    snn_tensor *g = snn_step_pooled_tensor("gradient", t->shape, t->device);
     if (!g) return NULL;
-    memset(g, 0, sizeof *g);
-    g->shape = t->shape;
-    g->numel = t->numel;
-    g->device = t->device;
-    g->lifetime = SNN_STEP;
-    g->pooled = true;
-    g->data = snn_step_pool_alloc("gradient", (size_t)t->numel * sizeof(float), t->device);
-    if (!g->data) return NULL;
     snn_kernels_for(t->device)->fill(g->data, 0.0f, t->numel);
     return g;
 }

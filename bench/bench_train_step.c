@@ -241,7 +241,8 @@ int main(int argc, char **argv)
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
         {"--no-fusion", OPT_FLAG, &no_fusion, "batch-norm -> neuron as separate ops (snn_model_set_fusion)"},
-        {"--no-spike-packing", OPT_FLAG, &no_packing, "keep spikes for backward as floats, not bits (snn_set_spike_packing)"},
+        {"--no-spike-packing", OPT_FLAG, &no_packing,
+         "keep spikes for backward as floats, not bits (snn_set_spike_packing)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
                                                 "(tensor/cuda_options.h)"},

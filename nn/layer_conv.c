@@ -43,6 +43,7 @@ snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x)
 
 snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
 {
+    snn_tensor *const caller = x; /* not this list's to give up, even passed on unchanged */
     for (int i = 0; i < n && x; i++) {
         if (i + 1 < n && snn_conv_bn_fuses(ch[i], ch[i + 1])) { /* evaluation */
             x = snn_conv_bn_forward(ch[i], ch[i + 1], x);
@@ -54,7 +55,7 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
             snn_tensor *in = x;
             x = snn_module_forward(ch[i], x);
             /* spikes made in this list and read by a conv: its forward was their last reader */
-            if (x && i > 0 && ch[i]->ops == &snn_conv2d_ops &&
+            if (x && in != caller && ch[i]->ops == &snn_conv2d_ops &&
                 snn_spikes_forward_done(in) != SNN_OK)
                 return NULL;
         }

@@ -50,9 +50,9 @@
  *                holds is its blocks, kept across steps, so the estimate records each op's
  *                output and inputs during the walk (the tape, in the same order) and the
  *                spikes' takes and packs, and replays the forward's events, then the backward
- *                pass, against a copy of the pool's policy (256-byte rounding, best fit among free blocks of at most
- *                twice the size asked for, else a new block): the sum of the blocks it ends with
- *                is the estimate. This replaced "every gradient for the whole step", which the
+ *                pass, against a copy of the pool's policy (256-byte rounding, best fit
+ *                among free blocks of at most twice the size asked for, else a new block): the
+ *                sum of the blocks it ends with is the estimate. This replaced "every gradient for the whole step", which the
  *                pool made 60-70% too high for training steps.
  *   overhead     fixed per device: the CPU SGEMM's packing buffer per thread; on CUDA the
  *                context's scratch and cuBLAS's workspace (both from snn_alloc) plus

@@ -45,7 +45,8 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
      * the residual sum between them) in training (nn/layer_conv.c, nn/layer_neuron.c) */
     snn_tensor *spikes = snn_modules_forward(ch, 3 * (convs - 1), x);
     const bool fused = snn_bn_neuron_fuses(bn, neuron);
-    snn_tensor *h = fused ? snn_module_forward(conv, spikes) : snn_conv_bn_forward(conv, bn, spikes);
+    snn_tensor *h = fused ? snn_module_forward(conv, spikes)
+                          : snn_conv_bn_forward(conv, bn, spikes);
     snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
     if (b->sew) {

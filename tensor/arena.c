@@ -197,6 +197,19 @@ out_of_memory:
                           a->in_use, tried ? tried : bytes, snn_live_bytes(device));
 }
 
+/* A STEP tensor struct of `shape` on `device` in the host arena, without data. */
+static snn_tensor *step_struct(const char *fn, snn_shape shape, snn_device device)
+{
+    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->shape = shape;
+    t->numel = snn_shape_numel(shape);
+    t->device = device;
+    t->lifetime = SNN_STEP;
+    return t;
+}
+
 snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device)
 {
     char buf[96];
@@ -207,26 +220,16 @@ snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device)
         if (shape.dim[d] < 0)
             return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad shape %s (negative size in dim %d)",
                                   fn, snn_shape_str(shape, buf, sizeof buf), d);
-    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    snn_tensor *t = step_struct(fn, shape, device);
     if (!t) return NULL;
-    memset(t, 0, sizeof *t);
-    t->shape = shape;
-    t->numel = snn_shape_numel(shape);
-    t->device = device;
-    t->lifetime = SNN_STEP;
     t->data = snn_step_alloc(fn, (size_t)t->numel * sizeof(float), device);
     return t->data ? t : NULL;
 }
 
 snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device device)
 {
-    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    snn_tensor *t = step_struct(fn, shape, device);
     if (!t) return NULL;
-    memset(t, 0, sizeof *t);
-    t->shape = shape;
-    t->numel = snn_shape_numel(shape);
-    t->device = device;
-    t->lifetime = SNN_STEP;
     t->pooled = true;
     t->data = snn_step_pool_alloc(fn, (size_t)t->numel * sizeof(float), device);
     return t->data ? t : NULL;
@@ -235,14 +238,9 @@ snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device d
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape)
 {
     SNN_ASSERT(snn_shape_numel(shape) == base->numel);
-    snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
+    snn_tensor *t = step_struct(fn, shape, base->device);
     if (!t) return NULL;
-    memset(t, 0, sizeof *t);
     t->data = base->data;
-    t->shape = shape;
-    t->numel = base->numel;
-    t->device = base->device;
-    t->lifetime = SNN_STEP;
     t->base = base->base ? base->base : base;
     return t;
 }

@@ -609,6 +609,7 @@ extern "C" bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *
 {
     if (d->N > 0 && d->C_out > 0 && (dx || dweight) && conv_path_for(d) == SNN_CONV_PATH_IGEMM)
         return false;
-    backward_any(dx, dweight, dbias, dout, snn_cuda_input{nullptr, x_bits, 0}, weight, d, workspace);
+    const snn_cuda_input x = {nullptr, x_bits, 0};
+    backward_any(dx, dweight, dbias, dout, x, weight, d, workspace);
     return true;
 }
