@@ -15,6 +15,7 @@
 #   tools/gpu_session.sh infer     inference at batch 1 and 64 (BF16, TF32) against .carry/base-src.tgz
 #   tools/gpu_session.sh fusion    batch-norm -> neuron as one op: CUDA tests, memcheck, the step
 #                                  with fusion on / off and .carry/base-src.tgz (BF16, TF32)
+#   tools/gpu_session.sh distcheck the data-parallel tests only (sync-BN parity, -L multigpu)
 #   tools/gpu_session.sh packtest  spikes kept as bits: every CUDA test, memcheck on its test
 #   tools/gpu_session.sh packing   the step with spikes as bits / floats / .carry/base-src.tgz
 #   tools/gpu_session.sh steptable the training-step table: every precision and batch, and PyTorch
@@ -412,6 +413,23 @@ for stage in "$@"; do
       echo "snn-train --device cuda $flags: exit $?" | summary
       grep -E "needs about|weights|hint" "$LOGS/refused.txt" | summary
     done ;;
+  distcheck)
+    # the data-parallel tests alone (no benchmarks, for a short multi-GPU call): sync-BN kernel
+    # parity and test_multigpu_train (2 GPUs x 64 with --sync-bn against 1 GPU x 128, ...)
+    log "build (sm_90, Release): the data-parallel tests"
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+          > "$LOGS/cmake_dist.log" 2>&1 || { tail -20 "$LOGS/cmake_dist.log"; exit 1; }
+    cmake --build build-gpu -j 32 --target snn-train snn-eval test_multigpu_train \
+          test_cuda_batchnorm_sync > "$LOGS/build_dist.log" 2>&1 ||
+      { grep -E "error" "$LOGS/build_dist.log" | head -30 | summary; exit 1; }
+    nvidia-smi -L | summary
+    export SNN_DATA_DIR=$PWD/.carry
+    log "ctest: cuda_batchnorm_sync, then -L multigpu -V"
+    ctest --test-dir build-gpu -R "cuda_batchnorm_sync" --output-on-failure > "$LOGS/ctest_dist.log" 2>&1
+    timeout 400 ctest --test-dir build-gpu -L multigpu -V >> "$LOGS/ctest_dist.log" 2>&1
+    grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
+      "$LOGS/ctest_dist.log" | summary
+    cp "$LOGS/ctest_dist.log" "$OUT/" ;;
   dist)
     # only what this stage runs: a full build is not needed
     log "build (sm_90, Release): the data-parallel targets"
