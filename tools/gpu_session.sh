@@ -16,6 +16,8 @@
 #   tools/gpu_session.sh fusion    batch-norm -> neuron as one op: CUDA tests, memcheck, the step
 #                                  with fusion on / off and .carry/base-src.tgz (BF16, TF32)
 #   tools/gpu_session.sh distcheck the data-parallel tests only (sync-BN parity, -L multigpu)
+#   tools/gpu_session.sh bitcheck  a short CUDA ResNet-18 training, this tree against .carry/base-src.tgz:
+#                                  the loss lines must match (changes that claim to keep the bits)
 #   tools/gpu_session.sh packtest  spikes kept as bits: every CUDA test, memcheck on its test
 #   tools/gpu_session.sh packing   the step with spikes as bits / floats / .carry/base-src.tgz
 #   tools/gpu_session.sh steptable the training-step table: every precision and batch, and PyTorch
@@ -299,6 +301,30 @@ for stage in "$@"; do
         timeout 150 "$bin" --precision $p --batch ${STEP_BATCHES:-64,128,256} --steps 10 \
           --infer-batch 1,64 $flag 2>&1 | tee "$OUT/step_${p}_$v.txt" | grep -E "^\| (train|infer)" | summary
       done
+    done ;;
+  bitcheck)
+    # the same short ResNet-18 training (CUDA, BF16 and fp32, deterministic in both) with this
+    # tree and the tree in .carry/base-src.tgz: for a change that claims to keep the bits, the
+    # checkpoints (every weight and Adam moment after the run) must be the same bytes
+    rm -rf /tmp/base-src && tar -xzf .carry/base-src.tgz -C /tmp
+    ( cmake -S /tmp/base-src -B /tmp/base-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        > "$LOGS/base_cmake.log" 2>&1 && cmake --build /tmp/base-build -j 8 --target snn-train \
+        > "$LOGS/base_build.log" 2>&1 ) &
+    build snn-train || exit 1
+    wait
+    export SNN_DATA_DIR=$PWD/.carry
+    for p in bf16 fp32; do
+      for v in new base; do
+        bin=build-gpu/bin/snn-train; [ $v = base ] && bin=/tmp/base-build/bin/snn-train
+        rm -rf /tmp/bitcheck_${v}_$p
+        timeout 120 "$bin" --device cuda --model resnet18 --T 4 --epochs 1 --limit-train 2048 \
+          --limit-test 512 --precision $p --seed 3 --out /tmp/bitcheck_${v}_$p \
+          > "$LOGS/bitcheck_${v}_$p.txt" 2>&1
+      done
+      log "bitcheck $p: checkpoint.safetensors of this tree against the base"
+      cmp /tmp/bitcheck_new_$p/checkpoint.safetensors /tmp/bitcheck_base_$p/checkpoint.safetensors \
+        > /dev/null 2>&1 && echo "   the same bytes" | summary || echo "   DIFFER" | summary
+      grep -E "^epoch" "$LOGS/bitcheck_new_$p.txt" "$LOGS/bitcheck_base_$p.txt" | summary
     done ;;
   packtest)
     # issue 11: spikes kept as bits (snn_spikes_pack): every CUDA test, then memcheck on the
