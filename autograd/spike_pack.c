@@ -9,14 +9,17 @@
  *
  * How. A neuron op that records a tape takes its output from the step pool and marks it as
  * spikes (neurons/neuron_op.c, neurons/bn_neuron.c). Once the ops that read it in the forward
- * have run, the model calls snn_spikes_pack: the values are packed into step memory (the
+ * have run, the model calls snn_spikes_pack: the values are kept as bits in step memory (the
  * arena, which backward reads until the step ends) and the fp32 block goes back to the pool,
  * where the next layer's spikes, and in backward the gradients of the same shapes, take it
- * again. A backward op that reads the values asks snn_saved_values, which unpacks them into
- * scratch for the length of that op. Values are exact: a spike is 0 or 1.
+ * again. Values are exact: a spike is 0 or 1.
  *
- * Cost. The pack reads the spikes once (4 B an element), each backward reader writes them once
- * more (unpack, 4 B an element) before reading them as before.
+ * Cost, and where it is avoided. Packing reads the spikes once (4 B an element), unless the
+ * op wrote the bits beside them (the fused batch-norm -> neuron kernel does). A backward op
+ * reads bits directly where its kernels can (the conv's weight gradient on CUDA,
+ * conv2d_backward_bits; the fused neuron's residual, snn_neuron_bn_input.residual_bits); any
+ * other asks snn_saved_values, which unpacks into scratch for the length of that op (4 B an
+ * element written, then read as before).
  *
  * Test: tests/test_spike_pack.c (and test_cuda_spike_pack.c on the GPU).
  */

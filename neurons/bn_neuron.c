@@ -59,16 +59,15 @@ static void bn_neuron_backward(snn_node *node)
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
     float *h = dX && !one_pass ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL;
-    /* a shortcut of spikes the model kept as bits (spike_pack.c): the one-pass kernel reads
-     * the bits, the scratch path has them unpacked */
-    const bool residual_bits = one_pass && residual && !residual->data;
-    const float *residual_values = dX && !residual_bits ? snn_saved_values(fn, residual) : NULL;
-    if (!dX || (!one_pass && !h) || (residual && !residual_bits && !residual_values)) {
+    if (!dX || (!one_pass && !h)) {
         snn_backward_out_of_memory();
         return;
     }
+    /* a shortcut of spikes the model kept as bits (spike_pack.c) is read as bits by both
+     * paths' kernels (lif_bn_backward, lif_bn_forward) */
+    const bool residual_bits = residual && !residual->data;
     const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
-                                    residual_values,
+                                    residual && !residual_bits ? residual->data : NULL,
                                     residual_bits ? residual->spike_bits : NULL};
     const float *dspike = node->out->grad->data;
     if (one_pass) {

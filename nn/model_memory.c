@@ -382,9 +382,9 @@ static int bn_neuron(walk *w, int in, int residual, double numel, double planes,
     alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
     alloc(w, channels), alloc(w, channels);   /* mean, 1 / std */
     /* backward: dL/dX, and H where the device has no one-pass kernel (which then reads the
-     * spikes); the residual, unpacked if it is bits by then */
+     * spikes, unpacked if they are bits by then; the kernels read a packed residual as bits) */
     const double scratch = (w->one_pass_backward ? 1.0 : 2.0) * round_up(4.0 * numel, w->align);
-    backward_scratch(w, scratch, residual, w->one_pass_backward ? -1 : out);
+    backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, -1);
     return out;
 }
 

@@ -37,6 +37,7 @@
  */
 #include <math.h>
 
+#include "chan_merge.h"
 #include "cpu_threads.h"
 #include "kernels_cpu.h"
 
@@ -226,9 +227,7 @@ void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const fl
  *             and dbeta from this rank's sums (the gradient all-reduce adds the ranks' shares),
  *             dx from the global ones
  *
- * Merging two sets a, b (T. Chan, G. Golub, R. LeVeque, 1979), no large sums subtracted:
- *     delta = mean_b - mean_a,  n = n_a + n_b,  mean = mean_a + delta n_b / n,
- *     M2 = M2_a + M2_b + delta^2 n_a n_b / n
+ * Merging two sets a, b: Chan et al.'s update (chan_merge.h, shared with the CUDA kernels).
  * With one rank, n_a = 0 makes the merge exact, so the pieces give the fused kernels' bits
  * (tests/test_batchnorm_kernels.c checks it).
  */
@@ -261,13 +260,7 @@ void snn_batchnorm_stats_merge_cpu(double *merged, float *save_mean, float *save
         double n_a = 0.0, mean = 0.0, M2 = 0.0;
         for (int r = 0; r < R; r++) {
             const double *s = stats + ((int64_t)r * C + c) * 3;   // (count, mean, M2)
-            const double n_b = s[0];
-            if (n_b <= 0.0) continue;
-            const double n = n_a + n_b;
-            const double delta = s[1] - mean;
-            mean += delta * (n_b / n);
-            M2 += s[2] + delta * delta * (n_a * n_b / n);
-            n_a = n;
+            if (s[0] > 0.0) snn_chan_merge(&n_a, &mean, &M2, s[0], s[1], s[2]);
         }
         merged[3 * c] = n_a;
         merged[3 * c + 1] = mean;

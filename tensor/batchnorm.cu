@@ -28,10 +28,7 @@
  * The variance keeps the CPU's two-pass accuracy without a second sweep over the whole
  * channel: each block computes its segment's mean and M2 = sum (x - segment mean)^2 (the second
  * pass re-reads the segment, from L2), and segments are merged with Chan et al.'s update
- * (T. Chan, G. Golub, R. LeVeque, 1979):
- *     delta = mean_b - mean_a,  n = n_a + n_b,  mean = mean_a + delta n_b / n,
- *     M2 = M2_a + M2_b + delta^2 n_a n_b / n
- * which never subtracts two large sums, so |mean| >> std costs no accuracy.
+ * (chan_merge.h), which never subtracts two large sums, so |mean| >> std costs no accuracy.
  *
  * gamma / beta may be NULL (affine = False), running statistics may be NULL, NULL gradient
  * outputs are skipped, as on the CPU.

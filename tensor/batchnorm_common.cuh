@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "chan_merge.h"
 #include "cuda_common.cuh"
 
 #define BN_BLOCK 256
@@ -200,14 +201,8 @@ static __device__ void bn_merge_segments(const double *partial, int64_t c, bn_pl
         const int64_t begin = s * plan.seg_len;
         const int64_t end = begin + plan.seg_len < plan.M ? begin + plan.seg_len : plan.M;
         if (end <= begin) continue;
-        const double n_b = (double)(end - begin);
-        const double mean_b = partial[2 * (c * plan.segments + s)];
-        const double M2_b = partial[2 * (c * plan.segments + s) + 1];
-        const double n = n_a + n_b;
-        const double delta = mean_b - mean;
-        mean += delta * (n_b / n);
-        M2 += M2_b + delta * delta * (n_a * n_b / n);
-        n_a = n;
+        const double *p = partial + 2 * (c * plan.segments + s); /* (mean, M2) */
+        snn_chan_merge(&n_a, &mean, &M2, (double)(end - begin), p[0], p[1]);
     }
     *mean_out = mean;
     *M2_out = M2;

@@ -68,13 +68,7 @@ static __global__ void batchnorm_stats_merge_kernel(double *merged, float *save_
         double n_a = 0.0, mean = 0.0, M2 = 0.0;
         for (int r = 0; r < R; r++) {
             const double *s = stats + ((int64_t)r * C + c) * 3; // (count, mean, M2)
-            const double n_b = s[0];
-            if (n_b <= 0.0) continue;
-            const double n = n_a + n_b;
-            const double delta = s[1] - mean;
-            mean += delta * (n_b / n);
-            M2 += s[2] + delta * delta * (n_a * n_b / n);
-            n_a = n;
+            if (s[0] > 0.0) snn_chan_merge(&n_a, &mean, &M2, s[0], s[1], s[2]);
         }
         merged[3 * c] = n_a;
         merged[3 * c + 1] = mean;

@@ -4,7 +4,8 @@
  *
  *   1. the kernels: pack_bits on 0 / 1 floats gives the words a plain loop makes (bit i % 32 of
  *      word i / 32, the unused bits of the last word 0), and unpack_bits gives the floats back
- *      bit for bit, at lengths around the 32-element word;
+ *      bit for bit, at lengths around the 32-element word; and the bits the fused batch-norm ->
+ *      neuron op writes beside its spikes are those words too;
  *   2. a training step of small ResNets (basic blocks, SEW, bottlenecks; 8x8 and 9x9 images),
  *      with the fused batch-norm -> neuron ops and without, packing on and off: the same loss,
  *      every gradient and every parameter after the step (the running statistics) bit for
@@ -70,6 +71,52 @@ static void check_pack_kernels(snn_device dev)
     }
 }
 
+/* The bits the fused batch-norm -> neuron op writes beside its spikes (lif_bn_forward's
+ * spike_bits: on CUDA a warp ballot where a step's N C H W elements are whole words, else a
+ * pack pass) are the spikes' own bits, as a plain loop packs them. */
+static void check_fused_bits(snn_device dev)
+{
+    static const snn_shape shapes[2] = {{5, {3, 4, 8, 4, 4}},   /* 512 a step: ballot */
+                                        {5, {3, 3, 5, 3, 3}}};  /* 135 a step: a pass */
+    snn_neuron_config cfg = snn_neuron_config_default(SNN_NEURON_LIF);
+    snn_rng rng;
+    snn_rng_seed(&rng, 29);
+    for (int k = 0; k < 2; k++) {
+        const int64_t n = snn_shape_numel(shapes[k]), C = shapes[k].dim[2], words = (n + 31) / 32;
+        float *xh = malloc((size_t)n * sizeof *xh), *ones = malloc((size_t)C * sizeof *ones);
+        for (int64_t i = 0; i < n; i++) xh[i] = 3.0f * snn_rng_uniform(&rng) - 1.0f;
+        for (int64_t c = 0; c < C; c++) ones[c] = 1.0f;
+        CHECK_OK(snn_step_begin());
+        snn_tensor *x = snn_from_host(shapes[k], xh, dev);
+        snn_tensor *gamma = snn_from_host(SNN_SHAPE(C), ones, dev);
+        snn_tensor *var = snn_from_host(SNN_SHAPE(C), ones, dev);
+        snn_tensor *beta = snn_zeros(SNN_SHAPE(C), dev), *mean = snn_zeros(SNN_SHAPE(C), dev);
+        x->requires_grad = true; /* a tape: the spikes come from the pool, with their bits */
+        snn_tensor *s = snn_batchnorm_neuron(x, gamma, beta, mean, var, 0.1f, 1e-5f, NULL, &cfg,
+                                             NULL);
+        CHECK(s && s->spikes && s->data && s->spike_bits);
+        if (s && s->data && s->spike_bits) {
+            float *sh = malloc((size_t)n * sizeof *sh);
+            uint32_t *want = calloc((size_t)words, sizeof *want);
+            uint32_t *got = malloc((size_t)words * sizeof *got);
+            CHECK_OK(snn_tensor_copy_to_host(s, sh));
+            const snn_kernels *kt = snn_kernels_for(dev);
+            kt->copy(got, s->spike_bits, (size_t)words * sizeof *got, SNN_COPY_DEVICE_TO_HOST);
+            kt->synchronize();
+            int ones_seen = 0;
+            for (int64_t i = 0; i < n; i++) {
+                if (sh[i] != 0.0f) want[i / 32] |= 1u << (i % 32);
+                ones_seen += sh[i] != 0.0f;
+            }
+            CHECK(ones_seen > 0 && ones_seen < n);
+            CHECK(memcmp(got, want, (size_t)words * sizeof *got) == 0);
+            free(sh), free(want), free(got);
+        }
+        snn_step_end();
+        free(xh), free(ones);
+    }
+}
+
 /* ---- 2. a model's training step, packing on and off -------------------------------------- */
 
 typedef struct pack_step {
@@ -79,13 +126,6 @@ typedef struct pack_step {
     float *values[512];
     int64_t numel[512];
 } pack_step;
-
-static float *host_copy(const snn_tensor *t)
-{
-    float *h = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *h);
-    CHECK_OK(snn_tensor_copy_to_host(t, h));
-    return h;
-}
 
 static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, bool packing)
 {
@@ -130,8 +170,8 @@ static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, 
     CHECK_OK(snn_module_parameters(m, &list));
     for (int i = 0; i < list.count && r.n + 2 <= 512; i++) {
         const snn_tensor *p = list.items[i].tensor;
-        r.values[r.n] = host_copy(p), r.numel[r.n++] = p->numel;
-        if (p->grad) r.values[r.n] = host_copy(p->grad), r.numel[r.n++] = p->numel;
+        r.values[r.n] = test_to_host(p), r.numel[r.n++] = p->numel;
+        if (p->grad) r.values[r.n] = test_to_host(p->grad), r.numel[r.n++] = p->numel;
     }
     snn_param_list_free(&list);
     snn_module_free(m);

@@ -109,6 +109,25 @@ static inline int test_selected(const char *name)
         fprintf(stderr, "%-6s %s\n", test_failures == before_ ? "ok" : "FAIL", #test_fn);    \
     } while (0)
 
+/* A tensor's values on the host (malloc'd; the caller frees them), or NULL for NULL. */
+static inline float *test_to_host(const snn_tensor *t)
+{
+    if (!t) return NULL;
+    float *h = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *h);
+    CHECK_OK(snn_tensor_copy_to_host(t, h));
+    return h;
+}
+
+/* A CPU STEP tensor of `shape` filled with U(lo, hi) drawn from `seed` (inside a step). */
+static inline snn_tensor *test_uniform(snn_shape shape, float lo, float hi, uint64_t seed)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, seed);
+    snn_tensor *t = snn_empty(shape, SNN_CPU);
+    snn_tensor_uniform_(t, &rng, lo, hi);
+    return t;
+}
+
 static inline void test_require_cuda(void)
 {
     if (!snn_cuda_available()) {

@@ -16,10 +16,7 @@ static const snn_gradcheck_options OPT = {.eps = 1e-2f, .atol = 1e-3f, .rtol = 1
 /* A CPU step tensor of the given shape, filled with U(lo, hi), requiring grad. */
 static snn_tensor *random_input(snn_shape shape, float lo, float hi, uint64_t seed)
 {
-    snn_rng rng;
-    snn_rng_seed(&rng, seed);
-    snn_tensor *t = snn_empty(shape, SNN_CPU);
-    snn_tensor_uniform_(t, &rng, lo, hi);
+    snn_tensor *t = test_uniform(shape, lo, hi, seed);
     t->requires_grad = true;
     return t;
 }

@@ -19,10 +19,7 @@
 /* A CPU STEP tensor of `shape` with values U(lo, hi) from `seed`. */
 static snn_tensor *uniform(snn_shape shape, float lo, float hi, uint64_t seed, bool grad)
 {
-    snn_rng rng;
-    snn_rng_seed(&rng, seed);
-    snn_tensor *t = snn_empty(shape, SNN_CPU);
-    snn_tensor_uniform_(t, &rng, lo, hi);
+    snn_tensor *t = test_uniform(shape, lo, hi, seed);
     t->requires_grad = grad;
     return t;
 }

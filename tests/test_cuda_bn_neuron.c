@@ -55,15 +55,6 @@ static snn_tensor *owned(snn_shape shape, float lo, float hi, uint64_t seed, snn
     return t;
 }
 
-/* A tensor's values on the host (malloc'd), or NULL for NULL. */
-static float *to_host(const snn_tensor *t)
-{
-    if (!t) return NULL;
-    float *h = malloc((size_t)t->numel * sizeof *h);
-    CHECK_OK(snn_tensor_copy_to_host(t, h));
-    return h;
-}
-
 typedef struct result {
     int64_t n, C, planes;
     float *spikes, *activity, *rm, *rv, *dx, *dgamma, *dbeta, *dres;
@@ -100,9 +91,9 @@ static result run(snn_device dev, bool fused, snn_shape shape, bool with_residua
         snn_tensor *R = step_tensor(shape, -1.0f, 1.0f, 27, dev, false);
         CHECK_OK(snn_backward(snn_sum_all(snn_mul(s, R))));
         r.n = s->numel, r.C = C, r.planes = act ? act->numel : 0;
-        r.spikes = to_host(s), r.activity = to_host(act), r.rm = to_host(rm), r.rv = to_host(rv);
-        r.dx = to_host(x->grad), r.dgamma = to_host(gamma->grad), r.dbeta = to_host(beta->grad);
-        r.dres = res ? to_host(res->grad) : NULL;
+        r.spikes = test_to_host(s), r.activity = test_to_host(act), r.rm = test_to_host(rm), r.rv = test_to_host(rv);
+        r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad), r.dbeta = test_to_host(beta->grad);
+        r.dres = res ? test_to_host(res->grad) : NULL;
     }
     snn_step_end();
     snn_tensor_free(rm), snn_tensor_free(rv);
@@ -206,8 +197,8 @@ static void test_gpu_residual_op(void)
             snn_no_grad_end();
             CHECK(got && want && act_got && act_want);
             if (got && want && act_got && act_want) {
-                float *a = to_host(got), *b = to_host(want);
-                float *aa = to_host(act_got), *ab = to_host(act_want);
+                float *a = test_to_host(got), *b = test_to_host(want);
+                float *aa = test_to_host(act_got), *ab = test_to_host(act_want);
                 if (!bits(a, b, got->numel) || !bits(aa, ab, act_got->numel))
                     fprintf(stderr, "  shape %d config %d: residual op != add + neurons\n", s, c);
                 CHECK(bits(a, b, got->numel) && bits(aa, ab, act_got->numel));
@@ -245,7 +236,7 @@ static float step(snn_module *m, bool fusion, float **grads, int *count)
     CHECK_OK(snn_module_parameters(m, &list));
     *count = 0;
     for (int i = 0; i < list.count; i++)
-        if (list.items[i].tensor->grad) grads[(*count)++] = to_host(list.items[i].tensor->grad);
+        if (list.items[i].tensor->grad) grads[(*count)++] = test_to_host(list.items[i].tensor->grad);
     snn_param_list_free(&list);
     snn_model_set_fusion(true);
     return value;
@@ -285,7 +276,7 @@ static void test_model_step_fusion_on_off(void)
         snn_tensor *y = snn_module_forward(a, x);
         snn_no_grad_end();
         CHECK(y != NULL);
-        if (y) logits[fusion] = to_host(y), n_logits = y->numel;
+        if (y) logits[fusion] = test_to_host(y), n_logits = y->numel;
         snn_step_end();
     }
     snn_model_set_fusion(true);
@@ -299,10 +290,7 @@ static void test_model_step_fusion_on_off(void)
 
 int main(void)
 {
-    if (!snn_cuda_available()) {
-        fprintf(stderr, "test_cuda_bn_neuron: no CUDA device: skipped\n");
-        return 77;
-    }
+    test_require_cuda();
     RUN(test_gpu_fused_equals_gpu_separate);
     RUN(test_gpu_against_cpu);
     RUN(test_gpu_residual_op);

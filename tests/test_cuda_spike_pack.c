@@ -17,7 +17,11 @@
 #include "tensor/kernels_cuda.h"  /* snn_conv2d_path_cuda */
 #endif
 
-static void test_kernels(void) { check_pack_kernels(SNN_CUDA); }
+static void test_kernels(void)
+{
+    check_pack_kernels(SNN_CUDA);
+    check_fused_bits(SNN_CUDA);
+}
 /* conv2d_backward_bits against conv2d_backward on the same spikes as floats: dx and dW bit for
  * bit, on every path a conv takes (forced), in each precision; the NCHW implicit GEMM (IGEMM)
  * declines (false) and leaves its outputs alone. */
@@ -116,10 +120,7 @@ static void test_models_bf16(void)
 
 int main(void)
 {
-    if (!snn_cuda_available()) {
-        fprintf(stderr, "test_cuda_spike_pack: no CUDA device: skipped\n");
-        return 77;
-    }
+    test_require_cuda();
     RUN(test_kernels);
     RUN(test_conv_backward_bits);
     RUN(test_models_t2);

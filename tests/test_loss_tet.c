@@ -48,15 +48,6 @@ static double tet_reference(const float *O, const float *y, int T, int N, int K,
     return (1.0 - lambda) * ce / (T * N) + lambda * mse / ((double)T * N * K);
 }
 
-static snn_tensor *random_step(snn_shape shape, float lo, float hi, uint64_t seed)
-{
-    snn_rng rng;
-    snn_rng_seed(&rng, seed);
-    snn_tensor *t = snn_empty(shape, SNN_CPU);
-    snn_tensor_uniform_(t, &rng, lo, hi);
-    return t;
-}
-
 static void test_against_the_formula(void)
 {
     const struct { int T, N, K; float lambda, phi, smoothing; } cases[] = {
@@ -69,7 +60,7 @@ static void test_against_the_formula(void)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int T = cases[c].T, N = cases[c].N, K = cases[c].K;
         snn_step_begin();
-        snn_tensor *O = random_step(SNN_SHAPE(T, N, K), -3.0f, 3.0f, 100 + c);
+        snn_tensor *O = test_uniform(SNN_SHAPE(T, N, K), -3.0f, 3.0f, 100 + c);
         O->requires_grad = true;
         float yv[16];
         for (int n = 0; n < N; n++) yv[n] = (float)((n * 7 + (int)c) % K);
@@ -99,7 +90,7 @@ static snn_tensor *f_tet(snn_tensor *const *in, void *ctx)
 static void test_gradcheck(void)
 {
     snn_step_begin();
-    snn_tensor *in[1] = {random_step(SNN_SHAPE(3, 4, 5), -2.0f, 2.0f, 7)};
+    snn_tensor *in[1] = {test_uniform(SNN_SHAPE(3, 4, 5), -2.0f, 2.0f, 7)};
     in[0]->requires_grad = true;
     float yv[4] = {4, 0, 2, 2};
     const snn_gradcheck_options opt = {.eps = 1e-2f, .atol = 1e-3f, .rtol = 1e-2f, .seed = 3};
@@ -111,7 +102,7 @@ static void test_lambda_zero_is_per_step_cross_entropy(void)
 {
     const int T = 4, N = 6, K = 5;
     snn_step_begin();
-    snn_tensor *O = random_step(SNN_SHAPE(T, N, K), -3.0f, 3.0f, 11);
+    snn_tensor *O = test_uniform(SNN_SHAPE(T, N, K), -3.0f, 3.0f, 11);
     float yv[6] = {0, 4, 2, 1, 3, 3}, rep[4 * 6];
     snn_tensor *y = snn_from_host(SNN_SHAPE(N), yv, SNN_CPU);
     for (int s = 0; s < 2; s++) {

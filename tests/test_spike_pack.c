@@ -14,7 +14,11 @@
  */
 #include "spike_pack_check.h"
 
-static void test_kernels(void) { check_pack_kernels(SNN_CPU); }
+static void test_kernels(void)
+{
+    check_pack_kernels(SNN_CPU);
+    check_fused_bits(SNN_CPU);
+}
 
 /* LIF spikes of a (T, N, C, H, W) current made with a tape; *x gets the current. */
 static snn_tensor *lif_spikes(snn_tensor *w_owned, snn_tensor **x)
@@ -71,6 +75,8 @@ static void test_pack_api(void)
           strstr(snn_last_error(), "snn_spikes_pack"));
     snn_clear_error();
     CHECK(snn_tensor_copy_to_host(s, before) == SNN_ERR_ARGUMENT);
+    snn_clear_error();
+    CHECK(snn_flatten(s, 0, 1) == NULL && strstr(snn_last_error(), "snn_spikes_pack"));
     snn_clear_error();
     /* the activity penalty's op reads it: y = sqrt(count) per (t, n, c) plane */
     snn_tensor *norms = snn_spike_plane_norms(s);

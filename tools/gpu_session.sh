@@ -15,7 +15,7 @@
 #   tools/gpu_session.sh infer     inference at batch 1 and 64 (BF16, TF32) against .carry/base-src.tgz
 #   tools/gpu_session.sh fusion    batch-norm -> neuron as one op: CUDA tests, memcheck, the step
 #                                  with fusion on / off and .carry/base-src.tgz (BF16, TF32)
-#   tools/gpu_session.sh distcheck the data-parallel tests only (sync-BN parity, -L multigpu)
+#   tools/gpu_session.sh distcheck dist's tests only (sync-BN parity, NCCL smoke, -L multigpu)
 #   tools/gpu_session.sh bitcheck  a short CUDA ResNet-18 training, this tree against .carry/base-src.tgz:
 #                                  the loss lines must match (changes that claim to keep the bits)
 #   tools/gpu_session.sh packtest  spikes kept as bits: every CUDA test, memcheck on its test
@@ -74,13 +74,14 @@ build() {
 }
 
 # The tree in .carry/base-src.tgz (`git archive --prefix=base-src/ -o .carry/base-src.tgz BASE`):
-# its bench_train_step built in /tmp/base-build, in the background (`wait` for it).
+# its targets (arguments; bench_train_step by default) built in /tmp/base-build, in the
+# background (`wait` for it).
 build_base() {
   [ -f .carry/base-src.tgz ] || return 0
   rm -rf /tmp/base-src && tar -xzf .carry/base-src.tgz -C /tmp
   ( cmake -S /tmp/base-src -B /tmp/base-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       > "$LOGS/base_cmake.log" 2>&1 &&
-    cmake --build /tmp/base-build -j 8 --target bench_train_step > "$LOGS/base_build.log" 2>&1 ) &
+    cmake --build /tmp/base-build -j 8 --target "${@:-bench_train_step}" > "$LOGS/base_build.log" 2>&1 ) &
 }
 
 # sparse15a / sparse15b: seconds since the stage began (S15_START); s15_go SECONDS command...
@@ -306,10 +307,7 @@ for stage in "$@"; do
     # the same short ResNet-18 training (CUDA, BF16 and fp32, deterministic in both) with this
     # tree and the tree in .carry/base-src.tgz: for a change that claims to keep the bits, the
     # checkpoints (every weight and Adam moment after the run) must be the same bytes
-    rm -rf /tmp/base-src && tar -xzf .carry/base-src.tgz -C /tmp
-    ( cmake -S /tmp/base-src -B /tmp/base-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        > "$LOGS/base_cmake.log" 2>&1 && cmake --build /tmp/base-build -j 8 --target snn-train \
-        > "$LOGS/base_build.log" 2>&1 ) &
+    build_base snn-train
     build snn-train || exit 1
     wait
     export SNN_DATA_DIR=$PWD/.carry
@@ -439,25 +437,9 @@ for stage in "$@"; do
       echo "snn-train --device cuda $flags: exit $?" | summary
       grep -E "needs about|weights|hint" "$LOGS/refused.txt" | summary
     done ;;
-  distcheck)
-    # the data-parallel tests alone (no benchmarks, for a short multi-GPU call): sync-BN kernel
-    # parity and test_multigpu_train (2 GPUs x 64 with --sync-bn against 1 GPU x 128, ...)
-    log "build (sm_90, Release): the data-parallel tests"
-    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-          > "$LOGS/cmake_dist.log" 2>&1 || { tail -20 "$LOGS/cmake_dist.log"; exit 1; }
-    cmake --build build-gpu -j 32 --target snn-train snn-eval test_multigpu_train \
-          test_cuda_batchnorm_sync > "$LOGS/build_dist.log" 2>&1 ||
-      { grep -E "error" "$LOGS/build_dist.log" | head -30 | summary; exit 1; }
-    nvidia-smi -L | summary
-    export SNN_DATA_DIR=$PWD/.carry
-    log "ctest: cuda_batchnorm_sync, then -L multigpu -V"
-    ctest --test-dir build-gpu -R "cuda_batchnorm_sync" --output-on-failure > "$LOGS/ctest_dist.log" 2>&1
-    timeout 400 ctest --test-dir build-gpu -L multigpu -V >> "$LOGS/ctest_dist.log" 2>&1
-    grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
-      "$LOGS/ctest_dist.log" | summary
-    cp "$LOGS/ctest_dist.log" "$OUT/" ;;
-  dist)
-    # only what this stage runs: a full build is not needed
+  dist|distcheck)
+    # only what this stage runs: a full build is not needed. distcheck: the tests only (a short
+    # multi-GPU call), not the scaling benchmarks
     log "build (sm_90, Release): the data-parallel targets"
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
           > "$LOGS/cmake_dist.log" 2>&1 || { tail -20 "$LOGS/cmake_dist.log"; exit 1; }
@@ -474,6 +456,7 @@ for stage in "$@"; do
     timeout 300 ctest --test-dir build-gpu -L multigpu -V >> "$LOGS/ctest_dist.log" 2>&1
     grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
       "$LOGS/ctest_dist.log" | summary
+    [ "$stage" = distcheck ] && { cp "$LOGS/ctest_dist.log" "$OUT/"; continue; }
     # scaling: 1 GPU without NCCL, 1 GPU through NCCL (world 1), then 2, 4, 8 up to the GPUs here
     counts="1"; for g in 2 4 8; do [ "$ngpu" -ge $g ] && counts="$counts $g"; done
     for spec in "resnet18 4 128 25" "sew-resnet18 4 128 25" "cnn 2 128 100"; do
