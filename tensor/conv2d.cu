@@ -186,29 +186,31 @@ static bool igemm_pays(const snn_conv2d_dims *d, snn_precision p)
 }
 
 /* Whether the channels-last kernel (conv2d_nhwc.cu) beats the other two on a shape it takes.
- * bench_conv2d_cuda at 256 images, NVIDIA H100 80GB HBM3, 2026-11-26 (step ms = forward and
- * both gradients; nhwc / igemm / im2col):
+ * bench_conv2d_cuda at 256 images, NVIDIA H100 80GB HBM3, 2026-11-26, with the halo variant
+ * of the gather kernel and dgrad's batched loads (step ms = forward and both gradients;
+ * nhwc / igemm / im2col):
  *
  *   layer                  BF16                   TF32
- *   64 ch 32x32            0.63 / 1.32 / 1.52     1.03 / 1.55 / 2.03
- *   128 ch 16x16           0.44 / 1.12 / 0.79     0.67 / 1.35 / 1.05
- *   128 ch 14x14 (CNN)     0.42 / 0.88 / 0.74     0.60 / 1.07 / 0.93
- *   256 ch 8x8             0.39 / 1.05 / 0.46     0.60 / 1.30 / 0.61
- *   512 ch 4x4             0.43 / 1.07 / 0.30     0.66 / 1.33 / 0.44
- *   64->128 /2 3x3         0.55 / 1.18 / 0.65     0.82 / 1.36 / 0.81
- *   64->128 /2 1x1         0.26 / 0.33 / 0.32     0.35 / 0.35 / 0.34
- *   128->256 /2 3x3        0.43 / 1.16 / 0.41     0.55 / 1.41 / 0.50
+ *   64 ch 32x32            0.53 / 1.31 / 1.52     0.87 / 1.56 / 2.01
+ *   128 ch 16x16           0.41 / 1.13 / 0.80     0.63 / 1.37 / 1.05
+ *   128 ch 14x14 (CNN)     0.41 / 0.89 / 0.75     0.59 / 1.08 / 0.92
+ *   256 ch 8x8             0.37 / 1.07 / 0.46     0.58 / 1.31 / 0.61
+ *   512 ch 4x4             0.40 / 1.06 / 0.29     0.63 / 1.32 / 0.44
+ *   64->128 /2 3x3         0.54 / 1.20 / 0.65     0.74 / 1.38 / 0.81
+ *   64->128 /2 1x1         0.26 / 0.34 / 0.33     0.33 / 0.36 / 0.34
+ *   128->256 /2 3x3        0.38 / 1.15 / 0.41     0.51 / 1.42 / 0.51
+ *   256->512 /2 3x3        0.38 / 1.11 / 0.24     0.52 / 1.37 / 0.34
  *
- * It wins down to 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.5x faster (the weight
- * gradient's tile grid is thin there). Strided, it wins in BF16 on 16x16 outputs and ties
- * below; in TF32 it ties or loses, so TF32 keeps it to stride 1. Below 64 tiles of 128
- * positions (inference at batch 1: 4 images) it leaves the GPU idle, as the NCHW kernel does:
- * the batch-1 forward went from 0.46 to 0.99 ms when it was taken there. */
+ * It wins down to 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.4x faster (the weight
+ * gradient's tile grid is thin there). Strided, it wins in BF16 down to 8x8 outputs and in
+ * TF32 on 16x16 outputs (ties at 8x8, so TF32 keeps it to planes of 256 and up). Below 64
+ * tiles of 128 positions (inference at batch 1: 4 images) it leaves the GPU idle, as the NCHW
+ * kernel does: the batch-1 forward went from 0.46 to 0.99 ms when it was taken there. */
 static bool nhwc_pays(const snn_conv2d_dims *d, snn_precision p)
 {
     const int64_t plane = (int64_t)d->H_out * d->W_out;
     return plane >= 64 && (int64_t)d->N * plane >= 64 * 128 &&
-           (p == SNN_PRECISION_BF16 || d->stride == 1);
+           (p == SNN_PRECISION_BF16 || d->stride == 1 || plane >= 256);
 }
 
 /* Which kernels run this conv: im2col + cuBLAS, the NCHW implicit GEMM or the channels-last

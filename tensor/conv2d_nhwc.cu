@@ -55,7 +55,10 @@
  * ~200 MB, ~70 us at ~3 TB/s; so each pass is bound by its bytes as much as by its FLOPs.
  * Measured there (H100, 2026-11-26, bench_conv2d_cuda): 0.18 / 0.23 / 0.22 ms for forward /
  * dgrad / wgrad in BF16, 3x the byte floor; ncu on the forward: L2 throughput 72%, DRAM 18%,
- * SM 41% - the nine taps reread each input pixel through L2 (docs/benchmarks.md).
+ * SM 41% - the nine taps reread each input pixel through L2. The halo variant of the gather
+ * kernel (conv2d_nhwc_tiles.cuh) reads each pixel about once per tile for all nine taps:
+ * 0.144 / 0.164 ms for forward / dgrad (the dgrad also from its batched epilogue loads);
+ * the weight gradient still rereads x once per tap (docs/benchmarks.md).
  *
  * The forward can also apply an eval-mode batch-norm to each output in the epilogue
  * (conv2d.cu's snn_conv2d_forward_bn_eval_cuda): batchnorm.cu's expression on the value that
@@ -279,15 +282,16 @@ static void pack_weight(E *dst, const float *w, const snn_conv2d_dims *d,
 }
 
 /* Launch a tile kernel with `smem` bytes of dynamic shared memory; more than 48 KB must be
- * asked for once per kernel (`raised` remembers). */
+ * allowed per kernel first (`allowed`: the most allowed so far; the halo variant's size
+ * depends on the plane). */
 template <typename Args>
 static void launch_tiles(void (*kernel)(Args), const char *name, const Args &args, dim3 grid,
-                         size_t smem, bool *raised)
+                         size_t smem, size_t *allowed)
 {
-    if (!*raised) {
+    if (smem > *allowed) {
         SNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)smem));
-        *raised = true;
+        *allowed = smem;
     }
     kernel<<<grid, NH_THREADS, smem, snn_cuda_stream()>>>(args);
     const cudaError_t err = cudaGetLastError();
@@ -300,27 +304,75 @@ static void launch_tiles(void (*kernel)(Args), const char *name, const Args &arg
  * tile keeps every row busy on the 64-channel layers; its 256 columns keep the warp tile at
  * 32 x 64). BK in elements: 64 bf16 or 32 TF32 a slice (128 bytes), else 32 / 16 (64 bytes).
  * Shared memory: STAGES (BM + BN) (BK bytes + 16): 110.6 KB (128 x 128, 128-byte slices, 3
- * stages) or 102.4 KB (64 x 256, 64-byte slices, 4 stages): two blocks an SM. */
-template <typename E, int BM, int BN, int BK, int STAGES>
+ * stages) or 102.4 KB (64 x 256, 64-byte slices, 4 stages): two blocks an SM. The halo
+ * variant (64-byte slices, 4 stages) holds STAGES BM rows of weights and two halo buffers:
+ * 75 KB for layer1 (64 x 256, 340 halo pixels), 70-87 KB for 128 x 128 on 16x16 to 4x4
+ * planes. */
+#define NH_SMEM_TWO_BLOCKS (113 * 1024)        /* dynamic shared memory for two blocks an SM */
+
+template <typename E, int BM, int BN, int BK, int STAGES, bool HALO>
+static size_t gather_smem(const nh_gather &g)
+{
+    const size_t row = BK * sizeof(E) + NH_PAD_BYTES;
+    const size_t buffers = g.C_ch / BK > 1 ? 2 : 1; /* one channel group: one halo buffer */
+    return HALO ? (STAGES * BM + buffers * g.halo.slots) * row : STAGES * (BM + BN) * row;
+}
+
+template <typename E, int BM, int BN, int BK, int STAGES, bool HALO>
 static void launch_gather_tile(const nh_gather &g)
 {
-    static bool raised;
+    static size_t allowed;
     const dim3 grid((unsigned)((g.N + BN - 1) / BN), (unsigned)((g.M + BM - 1) / BM));
-    const size_t smem = (size_t)STAGES * (BM + BN) * (BK * sizeof(E) + NH_PAD_BYTES);
-    launch_tiles(nhwc_gather_kernel<E, BM, BN, BK, STAGES>, "nhwc_gather_kernel", g, grid, smem,
-                 &raised);
+    launch_tiles(nhwc_gather_kernel<E, BM, BN, BK, STAGES, HALO>, "nhwc_gather_kernel", g, grid,
+                 gather_smem<E, BM, BN, BK, STAGES, HALO>(g), &allowed);
+}
+
+/* Whether the halo variant takes the GEMM with BN-position tiles, and if so its geometry in
+ * g->halo: stride 1 into the GEMM's own plane, a window of at least STAGES - 1 taps (the
+ * halo buffers' reuse distance), tiles of whole output rows (Wo divides BN, and BN divides the
+ * plane or the plane BN), at most 2 halo pixels per output position, and two blocks an SM.
+ * The pixel rule is measured (bench_conv2d_cuda, H100, BF16): layer1's 340 pixels for 256
+ * positions made its forward 1.26x faster, but 4x4 planes (8 images of 36 pixels for 128
+ * positions, 2.25 a position) made the forward and dgrad 1.25x slower. */
+template <typename E, int BM, int BN, int BK, int STAGES>
+static bool halo_fits(nh_gather *g)
+{
+    const int P = g->Ho * g->Wo;
+    if (g->stride != 1 || g->out_step != 1 || g->KH * g->KW < STAGES - 1 || BN % g->Wo != 0)
+        return false;
+    nh_halo h = {};
+    if (P % BN == 0) h.images = 1, h.rows = BN / g->Wo;
+    else if (BN % P == 0) h.images = BN / P, h.rows = g->Ho;
+    else return false;
+    h.R = h.rows + g->KH - 1;
+    h.Wp = g->Wo + g->KW - 1;
+    h.slots = h.images * h.R * h.Wp;
+    if (h.slots > 2 * BN) return false;
+    g->halo = h;
+    return gather_smem<E, BM, BN, BK, STAGES, true>(*g) <= NH_SMEM_TWO_BLOCKS;
 }
 
 template <typename E>
-static void launch_gather(const nh_gather &g)
+static void launch_gather(nh_gather g)
 {
     constexpr int EPV = 16 / (int)sizeof(E);     /* 8 bf16 or 4 TF32 in 16 bytes */
-    if (g.M <= 64)
-        launch_gather_tile<E, 64, 256, 4 * EPV, 4>(g);
-    else if (g.C_ch % (8 * EPV) == 0)
-        launch_gather_tile<E, 128, 128, 8 * EPV, 3>(g);
-    else
-        launch_gather_tile<E, 128, 128, 4 * EPV, 4>(g);
+    const bool long_slices = g.C_ch % (8 * EPV) == 0;
+    if (g.M <= 64) {
+        if (long_slices && halo_fits<E, 64, 256, 8 * EPV, 3>(&g))
+            launch_gather_tile<E, 64, 256, 8 * EPV, 3, true>(g);
+        else if (halo_fits<E, 64, 256, 4 * EPV, 4>(&g))
+            launch_gather_tile<E, 64, 256, 4 * EPV, 4, true>(g);
+        else
+            launch_gather_tile<E, 64, 256, 4 * EPV, 4, false>(g);
+    } else if (long_slices && halo_fits<E, 128, 128, 8 * EPV, 3>(&g)) {
+        launch_gather_tile<E, 128, 128, 8 * EPV, 3, true>(g);
+    } else if (halo_fits<E, 128, 128, 4 * EPV, 4>(&g)) {
+        launch_gather_tile<E, 128, 128, 4 * EPV, 4, true>(g);
+    } else if (long_slices) {
+        launch_gather_tile<E, 128, 128, 8 * EPV, 3, false>(g);
+    } else {
+        launch_gather_tile<E, 128, 128, 4 * EPV, 4, false>(g);
+    }
 }
 
 /* wgrad's tile: BM x 128 of dW, 128 bytes of pixels a slice (64 bf16 / 32 TF32), 3 slices in
@@ -330,14 +382,14 @@ template <typename E>
 static void launch_wgrad(const nh_wgrad &g, int splits)
 {
     constexpr int BK = 128 / (int)sizeof(E);
-    static bool raised[2];
+    static size_t allowed[2];
     const bool big = g.M > 64;
     const int bm = big ? 128 : 64;
     const dim3 grid((unsigned)((g.N + NH_BN - 1) / NH_BN), (unsigned)((g.M + bm - 1) / bm),
                     (unsigned)splits);
     const size_t smem = (size_t)3 * BK * ((bm + 8) + (NH_BN + 8)) * sizeof(E);
     launch_tiles(big ? nhwc_wgrad_kernel<E, 128, BK, 3> : nhwc_wgrad_kernel<E, 64, BK, 3>,
-                 "nhwc_wgrad_kernel", g, grid, smem, &raised[big]);
+                 "nhwc_wgrad_kernel", g, grid, smem, &allowed[big]);
 }
 
 template <typename E>
@@ -362,6 +414,7 @@ static void forward_impl(float *out, const float *x, const float *weight, const 
     g.W = d->W;
     g.Ho = d->H_out;
     g.Wo = d->W_out;
+    g.KH = d->KH;
     g.KW = d->KW;
     g.stride = d->stride;
     g.pad_h = g.pad_w = d->pad;
@@ -456,6 +509,7 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
             gd.K = f->nh * f->nw * d->C_out;
             gd.Ho = f->Hp;
             gd.Wo = f->Wp;
+            gd.KH = f->nh;
             gd.KW = f->nw;
             gd.pad_h = f->pad_h;
             gd.pad_w = f->pad_w;

@@ -22,6 +22,9 @@
  *   gather, M <= 64                        64 x 256, 64-byte slices, 4 stages: 102.4 KB
  *                                          (layer1's 64 channels: a 128-row tile would be half
  *                                          empty, and 256 columns keep the warp tile at 32 x 64)
+ *   gather, halo variant                   the same tiles; STAGES slices of A and two halo
+ *                                          buffers (one when the channels are one group):
+ *                                          70-113 KB (conv2d_nhwc.cu, launch_gather)
  *   wgrad                                  BM x 128 with BM = 128 (64 when M <= 64), 128 bytes
  *                                          of pixels a slice, 3 stages: 104 / 80 KB
  *
@@ -31,6 +34,7 @@
  *
  *   gather kernel  As[BM][BK + 16 B]  weight rows, k contiguous    ldmatrix  -> A fragments
  *                  Bs[BN][BK + 16 B]  one output position a row    ldmatrix  -> B fragments
+ *     (halo)       Hs[slots][BK + 16 B] one input pixel a row, after the STAGES A slices
  *   wgrad kernel   As[BK][BM + 8]     one pixel a row, C_out along  ldmatrix.trans (bf16) or
  *                  Bs[BK][128 + 8]    one pixel a row, (t, ci) along 4-byte loads (TF32)
  *
@@ -75,6 +79,14 @@ static __device__ __forceinline__ void mma_step(float *d, const uint32_t *a, con
 
 /* ---- forward and dgrad: C (M, N) = A (M, K) x B gathered from a channels-last tensor ------- */
 
+/* The halo variant of the gather kernel (HALO = true: stride 1, the tile's BN output positions
+ * are whole output rows). A tile covers `rows` rows of one image, or `images` whole planes;
+ * its inputs are the R = rows + KH - 1 input rows those windows touch, Wp = Wo + KW - 1
+ * columns wide (padding included, stored as zeros): `slots` = images R Wp pixels. */
+struct nh_halo {
+    int rows, images, R, Wp, slots;
+};
+
 struct nh_gather {
     const void *A;     /* (M, K) row-major, bf16 or TF32: wf (forward) or wd (dgrad) */
     const void *B;     /* channels-last input of the chunk (images, H, W, C), the same type */
@@ -90,21 +102,35 @@ struct nh_gather {
      * out_H x out_W plane (out_step 1, offsets 0: the GEMM's own plane; a dgrad phase: the
      * pixels of one residue class mod the stride) */
     int out_step, out_ph, out_pw, out_H, out_W;
+    int KH;            /* the window's rows (K = KH KW C_ch) */
+    nh_halo halo;      /* the halo variant's geometry (launch_gather sets it) */
 };
 
 /*
  * One BM x BN tile of C, K walked in slices of BK (32 or 64: one tap's BK consecutive channels,
  * so C % BK == 0), STAGES slices in flight. Loader roles: thread tid copies 16-byte part
- * (tid % PARTS) of slice rows tid / PARTS + ROWS_PER_PASS i; A rows are output channels, B rows
- * output positions, whose source is one run of 2 BK bytes of the input pixel the slice's tap
- * reads. The tap is walked, not divided for: (tap, first channel) advance by BK a slice.
+ * (tid % PARTS) of slice rows tid / PARTS + ROWS_PER_PASS i; A rows are output channels.
+ *
+ * HALO = false: B rows are output positions, whose source is one run of 2 BK bytes of the
+ * input pixel the slice's tap reads; slices go tap by tap, the channels of a tap inner. The
+ * tap is walked, not divided for: (tap, first channel) advance by BK a slice. Each input pixel
+ * is copied from L2 once for every tap that reads it (nine times for 3x3).
+ *
+ * HALO = true (stride 1, the tile is whole output rows: nh_halo): slices go channel group by
+ * channel group, the KK taps inner. At a group's first tap the loader also copies the group's
+ * halo, the tile's input pixels x BK channels, into one of two halo buffers; the KK slices of
+ * the group then read B from it, the rows of tap (kh, kw) being those of tap (0, 0) moved by
+ * kh Wp + kw. So an input pixel crosses L2 about (R Wp) / (rows Wo) times, not KK times:
+ * 1.3x for layer1's 8 rows of 32 (against 9x), and per output tile only the weights still
+ * stream per tap. A buffer is overwritten STAGES - 1 slices ahead of use, after the KK slices
+ * of the group before last: safe when KK >= STAGES - 1 (launch_gather checks).
  */
-template <typename E, int BM, int BN, int BK, int STAGES>
+template <typename E, int BM, int BN, int BK, int STAGES, bool HALO>
 static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_gather g)
 {
     constexpr int EPV = 16 / (int)sizeof(E);   /* elements per 16-byte copy */
     constexpr int ROW = BK + NH_PAD_BYTES / (int)sizeof(E);
-    constexpr int A_ELEMS = BM * ROW, STAGE = A_ELEMS + BN * ROW;
+    constexpr int A_ELEMS = BM * ROW, STAGE = A_ELEMS + (HALO ? 0 : BN * ROW);
     constexpr int MT = BM / 32, NT = BN / 32;   /* warp tile (BM/2) x (BN/4) */
     constexpr int PARTS = BK / EPV, ROWS_PER_PASS = NH_THREADS / PARTS;
     constexpr int A_ROWS = BM / ROWS_PER_PASS, B_ROWS = BN / ROWS_PER_PASS; /* per thread */
@@ -112,27 +138,61 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
     static_assert(BM % ROWS_PER_PASS == 0 && BN % ROWS_PER_PASS == 0, "tile rows per pass");
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     E *smem = reinterpret_cast<E *>(smem_bytes);
+    E *halo = smem + STAGES * STAGE; /* HALO: two buffers of g.halo.slots rows */
     const E *gA = static_cast<const E *>(g.A), *gB = static_cast<const E *>(g.B);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int P = g.Ho * g.Wo, part = EPV * (tid % PARTS), row0 = tid / PARTS;
     const int tiles = g.K / BK;
+    const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
 
-    /* this thread's B rows (output positions): image base and top-left input pixel */
+    /* HALO = false: this thread's B rows (output positions): image base, top-left input pixel */
     int b_base[B_ROWS], b_ih0[B_ROWS], b_iw0[B_ROWS];
     bool b_valid[B_ROWS];
-    #pragma unroll
-    for (int i = 0; i < B_ROWS; i++) {
-        const int col = n0 + row0 + ROWS_PER_PASS * i;
-        b_valid[i] = col < g.N;
-        const int c = b_valid[i] ? col : 0;
-        const int img = c / P, p = c - img * P, oh = p / g.Wo, ow = p - oh * g.Wo;
-        b_ih0[i] = oh * g.stride - g.pad_h;
-        b_iw0[i] = ow * g.stride - g.pad_w;
-        b_base[i] = img * g.H * g.W * g.C_ch;
+    /* HALO = true: the tile's first image and output row; the halo pixel that each of this
+     * lane's B fragment rows reads at tap (0, 0) */
+    int tile_img = 0, tile_oh0 = 0, lane_slot[NT / 2];
+    if constexpr (HALO) {
+        tile_img = n0 / P;
+        tile_oh0 = (n0 - tile_img * P) / g.Wo;
+        const int per_image = g.halo.rows * g.Wo; /* positions of one image in the tile */
+        #pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            const int q = wn0 + np * 16 + (lane & 7) + (lane >> 4) * 8;
+            const int il = q / per_image, r = q - il * per_image, oh = r / g.Wo;
+            lane_slot[np] = (il * g.halo.R + oh) * g.halo.Wp + r - oh * g.Wo;
+        }
+    } else {
+        #pragma unroll
+        for (int i = 0; i < B_ROWS; i++) {
+            const int col = n0 + row0 + ROWS_PER_PASS * i;
+            b_valid[i] = col < g.N;
+            const int c = b_valid[i] ? col : 0;
+            const int img = c / P, p = c - img * P, oh = p / g.Wo, ow = p - oh * g.Wo;
+            b_ih0[i] = oh * g.stride - g.pad_h;
+            b_iw0[i] = ow * g.stride - g.pad_w;
+            b_base[i] = img * g.H * g.W * g.C_ch;
+        }
     }
     const E *a_src = gA + (size_t)min(m0 + row0, g.M - 1) * g.K + part;
+
+    /* HALO: the halo of channels c0 .. c0 + BK - 1 into buffer buf, one 16-byte part a copy;
+     * padding pixels and images past the chunk are zero-filled */
+    auto load_halo = [&](int c0, int buf) {
+        E *dst = halo + buf * g.halo.slots * ROW;
+        const int per_image = g.halo.R * g.halo.Wp;
+        for (int c = tid; c < g.halo.slots * PARTS; c += NH_THREADS) {
+            const int slot = c / PARTS, at = EPV * (c % PARTS);
+            const int il = slot / per_image, rest = slot - il * per_image;
+            const int r = rest / g.halo.Wp, col = rest - r * g.halo.Wp;
+            const int img = tile_img + il, ih = tile_oh0 - g.pad_h + r, iw = col - g.pad_w;
+            const bool ok = img * P < g.N && (unsigned)ih < (unsigned)g.H &&
+                            (unsigned)iw < (unsigned)g.W;
+            const E *src = ok ? gB + ((img * g.H + ih) * g.W + iw) * g.C_ch + c0 + at : gB;
+            cp_async16(dst + slot * ROW + at, src, ok);
+        }
+    };
 
     /* the slice the next load_slice call copies: k0 = tap C + c0, tap = kh KW + kw */
     int load_k0 = 0, load_c0 = 0, load_kh = 0, load_kw = 0;
@@ -145,31 +205,44 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
             cp_async16(As + row * ROW + part,
                        ok ? a_src + (size_t)ROWS_PER_PASS * i * g.K + load_k0 : gA, ok);
         }
-        #pragma unroll
-        for (int i = 0; i < B_ROWS; i++) {
-            const int ih = b_ih0[i] + load_kh, iw = b_iw0[i] + load_kw;
-            const bool ok = b_valid[i] && (unsigned)ih < (unsigned)g.H && (unsigned)iw < (unsigned)g.W;
-            const E *src = ok ? gB + b_base[i] + (ih * g.W + iw) * g.C_ch + load_c0 + part : gB;
-            cp_async16(Bs + (row0 + ROWS_PER_PASS * i) * ROW + part, src, ok);
-        }
-        load_k0 += BK;
-        load_c0 += BK;
-        if (load_c0 == g.C_ch) {
-            load_c0 = 0;
-            if (++load_kw == g.KW) load_kw = 0, load_kh++;
+        if constexpr (HALO) {
+            if (load_kh == 0 && load_kw == 0) load_halo(load_c0, (load_c0 / BK) & 1);
+            if (++load_kw == g.KW) {
+                load_kw = 0;
+                if (++load_kh == g.KH) load_kh = 0, load_c0 += BK;
+            }
+            load_k0 = (load_kh * g.KW + load_kw) * g.C_ch + load_c0;
+        } else {
+            #pragma unroll
+            for (int i = 0; i < B_ROWS; i++) {
+                const int ih = b_ih0[i] + load_kh, iw = b_iw0[i] + load_kw;
+                const bool ok = b_valid[i] && (unsigned)ih < (unsigned)g.H &&
+                                (unsigned)iw < (unsigned)g.W;
+                const E *src = ok ? gB + b_base[i] + (ih * g.W + iw) * g.C_ch + load_c0 + part : gB;
+                cp_async16(Bs + (row0 + ROWS_PER_PASS * i) * ROW + part, src, ok);
+            }
+            load_k0 += BK;
+            load_c0 += BK;
+            if (load_c0 == g.C_ch) {
+                load_c0 = 0;
+                if (++load_kw == g.KW) load_kw = 0, load_kh++;
+            }
         }
     };
 
     float acc[MT][NT][4] = {};
-    const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
 
     /* Fragments (PTX ISA, mma.m16n8k16 .bf16; m16n8k8 .tf32 the same with k halved): A
      * registers 0..3 = rows 0-7 / 8-15 x the first 16 bytes of k, then the same x the next 16,
      * which ldmatrix.x4 delivers when lanes 0-15 point at rows 0-15 (k 0) and lanes 16-31 at
      * rows 0-15 (k EPV). A B fragment is 8 columns x k's two 16-byte halves: one x4 loads two
-     * of them (lanes 0-7: columns 0-7 at k 0, 8-15: at k EPV, 16-31: columns 8-15). */
+     * of them (lanes 0-7: columns 0-7 at k 0, 8-15: at k EPV, 16-31: columns 8-15). HALO: the
+     * slice multiplied is tap (mul_kh, mul_kw) of channel group mul_group. */
+    int mul_kh = 0, mul_kw = 0, mul_group = 0;
     auto multiply_slice = [&](int stage) {
         const E *As = smem + stage * STAGE, *Bs = As + A_ELEMS;
+        const E *Hs = halo + (mul_group & 1) * g.halo.slots * ROW;
+        const int tap_shift = mul_kh * g.halo.Wp + mul_kw;
         #pragma unroll
         for (int ks = 0; ks < BK; ks += KSTEP) {
             uint32_t a[MT][4], b[NT][2];
@@ -179,8 +252,11 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
             #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t r[4];
-                ldmatrix_x4(r, Bs + (wn0 + np * 16 + (lane & 7) + (lane >> 4) * 8) * ROW + ks +
-                                   ((lane >> 3) & 1) * EPV);
+                const int k = ks + ((lane >> 3) & 1) * EPV;
+                if constexpr (HALO)
+                    ldmatrix_x4(r, Hs + (lane_slot[np] + tap_shift) * ROW + k);
+                else
+                    ldmatrix_x4(r, Bs + (wn0 + np * 16 + (lane & 7) + (lane >> 4) * 8) * ROW + k);
                 b[2 * np][0] = r[0];
                 b[2 * np][1] = r[1];
                 b[2 * np + 1][0] = r[2];
@@ -190,6 +266,10 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
             for (int mt = 0; mt < MT; mt++)
                 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) mma_step<E>(acc[mt][nt], a[mt], b[nt]);
+        }
+        if (HALO && ++mul_kw == g.KW) {
+            mul_kw = 0;
+            if (++mul_kh == g.KH) mul_kh = 0, mul_group++;
         }
     };
 
@@ -210,7 +290,10 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
 
     /* Epilogue: C element (row gq or gq + 8, columns 2 tq and 2 tq + 1) of each mma tile, into
      * the NCHW output; the column pair is one float2 when both lie in one image (P even) and
-     * side by side there (out_step 1). */
+     * side by side there (out_step 1). dgrad adds to dx: a column pair's old values are all
+     * loaded before any of its stores, so the loads overlap (a store between two loads, which
+     * may alias, would make each load wait for the one before: ncu counted 41% of the dgrad's
+     * stalls on them). */
     const int gq = lane >> 2, tq = lane & 3;
     const int out_plane = g.out_H * g.out_W;
     const bool pairs = g.out_step == 1 && (P & 1) == 0 && ((uintptr_t)g.C & 7) == 0;
@@ -230,6 +313,25 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
         if (col >= g.N) continue;
         float *base = g.C + out_at(col);
         float *base1 = !pairs && col + 1 < g.N ? g.C + out_at(col + 1) : NULL;
+        float old[MT][2][2] = {};
+        if (g.accumulate) {
+            #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                #pragma unroll
+                for (int r8 = 0; r8 < 2; r8++) {
+                    const int row = m0 + wm0 + mt * 16 + gq + 8 * r8;
+                    if (row >= g.M) continue;
+                    const float *src = base + (size_t)row * out_plane;
+                    if (pairs) {
+                        const float2 o = *reinterpret_cast<const float2 *>(src);
+                        old[mt][r8][0] = o.x;
+                        old[mt][r8][1] = o.y;
+                    } else {
+                        old[mt][r8][0] = src[0];
+                        if (base1) old[mt][r8][1] = base1[(size_t)row * out_plane];
+                    }
+                }
+        }
         #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
             #pragma unroll
@@ -250,21 +352,16 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
                     v0 = (v0 - m) * scale + shift;
                     v1 = (v1 - m) * scale + shift;
                 }
+                if (g.accumulate) {
+                    v0 = old[mt][r8][0] + v0;
+                    v1 = old[mt][r8][1] + v1;
+                }
                 float *dst = base + (size_t)row * out_plane;
                 if (pairs) {
-                    float2 *d2 = reinterpret_cast<float2 *>(dst);
-                    if (g.accumulate) {
-                        const float2 o = *d2;
-                        v0 += o.x;
-                        v1 += o.y;
-                    }
-                    *d2 = make_float2(v0, v1);
+                    *reinterpret_cast<float2 *>(dst) = make_float2(v0, v1);
                 } else {
-                    dst[0] = g.accumulate ? dst[0] + v0 : v0;
-                    if (base1) { /* the next column: next image, or not beside it */
-                        float *d1 = base1 + (size_t)row * out_plane;
-                        *d1 = g.accumulate ? *d1 + v1 : v1;
-                    }
+                    dst[0] = v0;
+                    if (base1) base1[(size_t)row * out_plane] = v1; /* next image, or not beside */
                 }
             }
         }

@@ -417,8 +417,9 @@ static void test_conv_models(void)
  * plane (the epilogue's column pairs straddle images), channel counts that fill no 128 tile, a
  * 5x5 window, no padding (dgrad's flipped window pads by 2), a 3x1 window (dgrad pads the width
  * by -1), 1x1, NULL gradients, a batch its 32 MiB channels-last copies take in two chunks
- * (1 MB an image: 32 + 2), and strides 2 and 3 (odd planes, classes with no taps, a class
- * with fewer pixels than another). Each also runs the other paths, as every shape does. */
+ * (1 MB an image: 32 + 2), strides 2 and 3 (odd planes, classes with no taps, a class
+ * with fewer pixels than another), and halo tiles that hold several images. Each also runs
+ * the other paths, as every shape does. */
 static void test_conv_nhwc(void)
 {
     conv_shape(conv_dims(3, 32, 7, 9, 96, 3, 3, 1, 1), true, 0, false);
@@ -437,6 +438,11 @@ static void test_conv_nhwc(void)
     conv_shape(conv_dims(2, 32, 7, 7, 32, 3, 3, 3, 2), true, 0, false);  /* stride 3 > pad */
     conv_shape(conv_dims(2, 32, 10, 10, 32, 2, 2, 2, 0), false, 0, true); /* 2x2 / 2: patches */
     conv_shape(conv_dims(2, 32, 9, 9, 32, 3, 3, 2, 1), true, 2, false);  /* dweight NULL */
+    /* the halo variant (stride 1, tiles of whole output rows) on tiles of several images, the
+     * last one part empty: 2 images of 8x8 a 128-position tile (forward) and 4 a 256 one
+     * (dgrad, 64 channels), 3 images; 2 images of 16x8 a 256 tile, one channel group */
+    conv_shape(conv_dims(3, 64, 8, 8, 96, 3, 3, 1, 1), true, 0, false);
+    conv_shape(conv_dims(3, 32, 16, 8, 32, 3, 3, 1, 1), true, 0, false);
 }
 
 /* conv2d_forward_bn_eval gives the bits of conv2d_forward then batchnorm_forward_eval on every

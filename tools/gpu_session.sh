@@ -232,8 +232,9 @@ for stage in "$@"; do
     # issue 11: the channels-last conv (tensor/conv2d_nhwc.cu): parity on every shape it
     # takes, the per-layer table, and the BF16 training step against the code before it (the
     # tree in .carry/base-src.tgz, made by `git archive --prefix=base-src/ -o
-    # .carry/base-src.tgz BASE`; its bench_train_step is built beside this tree's), same call.
-    build_base
+    # .carry/base-src.tgz BASE`; its bench_train_step and bench_conv2d_cuda are built beside
+    # this tree's), same call.
+    build_base bench_train_step bench_conv2d_cuda
     build test_cuda_igemm bench_conv2d_cuda bench_train_step || exit 1
     wait
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
@@ -242,6 +243,11 @@ for stage in "$@"; do
     echo "exit $?" | summary; grep -E "FAIL|checks|passed" "$OUT/test_cuda_igemm.log" | head -30 | summary
     log "bench_conv2d_cuda (256 images: batch 64 x T 4)"
     timeout 150 build-gpu/bin/bench_conv2d_cuda 2>&1 | tee "$OUT/bench_conv2d_cuda.txt" | grep -vE "^\| .* (fp32|tf32) " | summary
+    if [ -x /tmp/base-build/bin/bench_conv2d_cuda ]; then
+      log "bench_conv2d_cuda, base"
+      timeout 150 /tmp/base-build/bin/bench_conv2d_cuda 2>&1 | tee "$LOGS/bench_conv2d_cuda_base.txt" |
+        grep -vE "^\| .* (fp32|tf32) " | summary
+    fi
     for b in base new; do
       bin=build-gpu/bin/bench_train_step; [ $b = base ] && bin=/tmp/base-build/bin/bench_train_step
       [ -x "$bin" ] || { echo "   $b: no bench_train_step" | summary; continue; }
