@@ -94,34 +94,69 @@ static __device__ __forceinline__ float to_operand(float v, float *)
 /* ---- the copies ---------------------------------------------------------------------------- */
 
 /* dst (images, HW, C) = src (images, C, HW) fp32 as operands (to_operand: bf16, or fp32 rounded
- * to TF32). A block moves a 32 x 32 tile of (channels, positions) of one image through shared
- * memory, so that the reads run along positions and the writes along channels (both
- * coalesced). Traffic: 4 B read and 2 B (bf16) or 4 B (TF32) written per element; src given
- * as spikes kept as bits (the weight gradient's x, autograd/spike_pack.c) reads 1/8 B. */
-template <typename E, bool BITS>
-static __global__ void nchw_to_nhwc_kernel(E *__restrict__ dst, const float *__restrict__ src,
-                                           const uint32_t *__restrict__ bits, int64_t offset,
-                                           int C, int HW)
+ * to TF32). A block of 256 threads moves a tile of 64 channels x 32 positions of one image
+ * through shared memory: it reads along positions (a warp reads 128 contiguous bytes of a
+ * channel) and writes along channels, each thread 16 bytes (EPV = 8 bf16 or 4 TF32 channels
+ * of one position), the groups of a position on neighbouring lanes. Traffic: 4 B read and
+ * 2 B (bf16) or 4 B (TF32) written per element. */
+#define NH_COPY_CHANNELS 64
+template <typename E>
+static __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(E *__restrict__ dst,
+                                                                  const float *__restrict__ src,
+                                                                  int C, int HW)
 {
-    __shared__ float tile[32][33]; /* 33: a column walk hits 32 different banks */
-    const int n = blockIdx.z, c0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const float *s = BITS ? nullptr : src + (size_t)n * C * HW;
-    const int64_t e0 = offset + (int64_t)n * C * HW; /* BITS: the image's first element */
+    constexpr int EPV = 16 / (int)sizeof(E), GROUPS = NH_COPY_CHANNELS / EPV;
+    __shared__ float tile[NH_COPY_CHANNELS][33]; /* 33: the reads along a column spread banks */
+    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
+    const int tid = threadIdx.x, tx = tid & 31;
+    const float *s = src + (size_t)n * C * HW;
     #pragma unroll
-    for (int i = ty; i < 32; i += 8) {
+    for (int i = tid >> 5; i < NH_COPY_CHANNELS; i += 8) {
         const int c = c0 + i, p = p0 + tx;
-        if (c < C && p < HW)
-            tile[i][tx] = BITS ? snn_bit_at(bits, e0 + (int64_t)c * HW + p) : s[(size_t)c * HW + p];
-        else
-            tile[i][tx] = 0.0f;
+        tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
     }
     __syncthreads();
     E *d = dst + (size_t)n * HW * C;
     #pragma unroll
-    for (int i = ty; i < 32; i += 8) {
-        const int p = p0 + i, c = c0 + tx;
-        if (p < HW && c < C) d[(size_t)p * C + c] = to_operand(tile[tx][i], (E *)nullptr);
+    for (int item = tid; item < 32 * GROUPS; item += 256) {
+        const int g = item % GROUPS, q = item / GROUPS, p = p0 + q, c = c0 + g * EPV;
+        if (p >= HW || c >= C) continue; /* C % 32 == 0: a group is all in or all out */
+        union {
+            uint4 v;
+            E e[EPV];
+        } out;
+        #pragma unroll
+        for (int j = 0; j < EPV; j++) out.e[j] = to_operand(tile[g * EPV + j][q], (E *)nullptr);
+        *reinterpret_cast<uint4 *>(d + (size_t)p * C + c) = out.v;
+    }
+}
+
+/* The same copy from spikes kept as bits (the weight gradient's x, autograd/spike_pack.c):
+ * element (n, c, p) is bit offset + (n C + c) HW + p. Bits need no transpose through shared
+ * memory: a thread builds the 16 bytes of EPV channels (8 bf16, 4 TF32) of one position from
+ * EPV bits and stores them at once, the groups of a position on neighbouring lanes, so a warp
+ * stores whole channel runs. Its loads are words that 32 positions share (L1). Traffic: 1/8 B
+ * read, 2 B (bf16) or 4 B (TF32) written per element. Launched with 32-bit indices:
+ * NH_CHUNK_BYTES keeps a chunk's copy below 2^31 elements. */
+template <typename E>
+static __global__ void bits_to_nhwc_kernel(E *__restrict__ dst, const uint32_t *__restrict__ bits,
+                                           int64_t offset, int C, int HW, int total_groups)
+{
+    constexpr int EPV = 16 / (int)sizeof(E);
+    const int groups = C / EPV; /* per position */
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total_groups;
+         idx += gridDim.x * blockDim.x) {
+        const int np = idx / groups, g = idx - np * groups; /* np = n HW + p */
+        const int n = np / HW, p = np - n * HW;
+        const int64_t first = offset + ((int64_t)n * C + g * EPV) * HW + p;
+        union {
+            uint4 v;
+            E e[EPV];
+        } out;
+        #pragma unroll
+        for (int j = 0; j < EPV; j++)
+            out.e[j] = to_operand(snn_bit_at(bits, first + (int64_t)j * HW), (E *)nullptr);
+        *reinterpret_cast<uint4 *>(dst + (size_t)np * C + g * EPV) = out.v;
     }
 }
 
@@ -255,17 +290,19 @@ extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
 template <typename E>
 static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
 {
-    const dim3 grid((unsigned)((HW + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)images);
-    if (src.x)
-        nchw_to_nhwc_kernel<E, false><<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(
-            dst, src.x, nullptr, 0, C, HW);
-    else
-        nchw_to_nhwc_kernel<E, true><<<grid, dim3(32, 8), 0, snn_cuda_stream()>>>(
-            dst, nullptr, src.bits, src.offset, C, HW);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-        snn_cuda_launch_fail("nchw_to_nhwc_kernel", __FILE__, __LINE__, err,
-                             grid.x * grid.y * grid.z, 256);
+    if (src.x) {
+        const dim3 grid((unsigned)((HW + 31) / 32),
+                        (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS), (unsigned)images);
+        nchw_to_nhwc_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.x, C, HW);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            snn_cuda_launch_fail("nchw_to_nhwc_kernel", __FILE__, __LINE__, err,
+                                 grid.x * grid.y * grid.z, 256);
+    } else {
+        const int total = images * HW * (C / (16 / (int)sizeof(E)));
+        SNN_CUDA_LAUNCH(bits_to_nhwc_kernel<E>, snn_cuda_grid(total, SNN_CUDA_BLOCK),
+                        SNN_CUDA_BLOCK, 0, dst, src.bits, src.offset, C, HW, total);
+    }
 }
 
 /* forward's weight (phase NULL), or one dgrad class's */
