@@ -291,8 +291,8 @@ template <typename E>
 static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
 {
     if (src.x) {
-        const dim3 grid((unsigned)((HW + 31) / 32),
-                        (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS), (unsigned)images);
+        const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
+        const dim3 grid((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
         nchw_to_nhwc_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.x, C, HW);
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
