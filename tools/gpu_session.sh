@@ -380,12 +380,15 @@ for stage in "$@"; do
         tee "$OUT/torch_${flag#--}.txt" | summary
     done ;;
   precision)
-    # issue 11: accuracy after 5 epochs in each precision; the three runs of a model share the GPU
+    # issue 11: accuracy after 5 epochs in each precision; the three runs of a model share the GPU.
+    # PRECISION_MODELS (default "cnn resnet"): which of the two models to train
     build || exit 1
     export SNN_DATA_DIR=$PWD/.carry
     mkdir -p /tmp/fmcifar
     [ -f /tmp/fmcifar/cifar-10-binary.tar.gz ] ||
       build-gpu/bin/snn-make-cifar -i .carry/fashion-mnist -o /tmp/fmcifar/cifar-10-binary.tar.gz > /dev/null
+    models=" ${PRECISION_MODELS:-cnn resnet} "
+    [[ $models == *" cnn "* ]] && {
     log "spiking CNN (width 128, T=4) on Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
     for p in fp32 tf32 bf16; do
       build-gpu/bin/snn-train --device cuda --width 128 --T 4 --epochs 5 --precision $p \
@@ -393,6 +396,8 @@ for stage in "$@"; do
     done
     wait
     for p in fp32 tf32 bf16; do echo "-- cnn $p"; grep -E "^epoch|done" "$LOGS/cnn_$p.log"; done | summary
+    }
+    [[ $models == *" resnet "* ]] || continue
     log "spiking ResNet-18 (T=4) on CIFAR-format Fashion-MNIST, 5 epochs, fp32 / tf32 / bf16 side by side"
     for p in fp32 tf32 bf16; do
       build-gpu/bin/snn-train --device cuda --model resnet18 --dataset cifar10 --data /tmp/fmcifar \
