@@ -41,8 +41,8 @@
  * the shapes where it beats this path run in the same precision (igemm_pays; or on every shape
  * when snn_cuda_set_conv_path forces it), and to the channels-last implicit GEMM of
  * conv2d_nhwc.cu on the shapes it takes where it wins (nhwc_pays: channels multiples of 32,
- * planes of 8x8 and up; strided ones in BF16 only); the rest stay here, with cuBLAS on tensor
- * cores.
+ * planes of 8x8 and up; strided ones in BF16, and in TF32 on outputs of 16x16 and up); the
+ * rest stay here, with cuBLAS on tensor cores.
  *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
  *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
  *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv
