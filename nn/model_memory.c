@@ -52,8 +52,8 @@
  *                spikes' takes and packs, and replays the forward's events, then the backward
  *                pass, against a copy of the pool's policy (256-byte rounding, best fit
  *                among free blocks of at most twice the size asked for, else a new block): the
- *                sum of the blocks it ends with is the estimate. This replaced "every gradient for the whole step", which the
- *                pool made 60-70% too high for training steps.
+ *                sum of the blocks it ends with is the estimate. This replaced "every gradient
+ *                for the whole step", which the pool made 60-70% too high for training steps.
  *   overhead     fixed per device: the CPU SGEMM's packing buffer per thread; on CUDA the
  *                context's scratch and cuBLAS's workspace (both from snn_alloc) plus
  *                SNN_CUDA_HEADROOM for what lazily loaded kernels take outside snn_alloc

@@ -320,7 +320,8 @@ static void pack_weight(E *dst, const float *w, const snn_conv2d_dims *d,
 
 /* Launch a tile kernel with `smem` bytes of dynamic shared memory; more than 48 KB must be
  * allowed per kernel first (`allowed`: the most allowed so far; the halo variant's size
- * depends on the plane). */
+ * depends on the plane). The attribute is per device and `allowed` per process: a process
+ * drives one GPU (snn-train --gpus N starts a process per GPU, dist/launch.c). */
 template <typename Args>
 static void launch_tiles(void (*kernel)(Args), const char *name, const Args &args, dim3 grid,
                          size_t smem, size_t *allowed)

@@ -91,8 +91,10 @@ static result run(snn_device dev, bool fused, snn_shape shape, bool with_residua
         snn_tensor *R = step_tensor(shape, -1.0f, 1.0f, 27, dev, false);
         CHECK_OK(snn_backward(snn_sum_all(snn_mul(s, R))));
         r.n = s->numel, r.C = C, r.planes = act ? act->numel : 0;
-        r.spikes = test_to_host(s), r.activity = test_to_host(act), r.rm = test_to_host(rm), r.rv = test_to_host(rv);
-        r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad), r.dbeta = test_to_host(beta->grad);
+        r.spikes = test_to_host(s), r.activity = test_to_host(act);
+        r.rm = test_to_host(rm), r.rv = test_to_host(rv);
+        r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad);
+        r.dbeta = test_to_host(beta->grad);
         r.dres = res ? test_to_host(res->grad) : NULL;
     }
     snn_step_end();
@@ -236,7 +238,8 @@ static float step(snn_module *m, bool fusion, float **grads, int *count)
     CHECK_OK(snn_module_parameters(m, &list));
     *count = 0;
     for (int i = 0; i < list.count; i++)
-        if (list.items[i].tensor->grad) grads[(*count)++] = test_to_host(list.items[i].tensor->grad);
+        if (list.items[i].tensor->grad)
+            grads[(*count)++] = test_to_host(list.items[i].tensor->grad);
     snn_param_list_free(&list);
     snn_model_set_fusion(true);
     return value;
