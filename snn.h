@@ -9,7 +9,7 @@
  *     nn/nn.h              layers, models, optimizers, schedules, checkpoints, SVG charts
  *     data/data.h          Fashion-MNIST / MNIST / CIFAR / event-camera readers, the batch loader
  *     sparse/sparse.h      the sparse-execution pass for spike-fed convolutions
- *     dist/dist.h          data-parallel training over several processes (NCCL, or TCP on CPUs)
+ *     distributed/dist.h          data-parallel training over several processes (NCCL, or TCP on CPUs)
  *
  * Not included here: tensor/cuda_options.h (the CUDA backend's knobs, in CUDA builds) and
  * nir/nir.h (NIR export / import, only in builds with HDF5, which define SNN_WITH_NIR for their
@@ -28,6 +28,6 @@
 #include "nn/nn.h"
 #include "data/data.h"
 #include "sparse/sparse.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 
 #endif /* SNN_H */

@@ -101,7 +101,7 @@ snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed);
 /** The gradient-ready hook's type: called with the `ctx` given to snn_backward_set_hook and a
  * parameter whose gradient is final for this backward. */
 typedef void (*snn_grad_ready_fn)(void *ctx, snn_tensor *param);
-/** Gradient-ready hook, for data-parallel training (dist/): while set, snn_backward calls
+/** Gradient-ready hook, for data-parallel training (distributed/): while set, snn_backward calls
  * fn(ctx, p) once for each OWNED tensor p that requires grad and is an input of some node on
  * the tape, right after the backward of the last node (in backward order) that takes p. From
  * then on nothing adds to p->grad during this backward, so p's all-reduce can start while the
@@ -295,7 +295,7 @@ snn_tensor *snn_batchnorm2d(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *running_mean, snn_tensor *running_var, bool training,
                             float momentum, float eps);
 
-/** Batch-norm across data-parallel ranks (dist/, snn-train --sync-bn): while a sync is set,
+/** Batch-norm across data-parallel ranks (distributed/, snn-train --sync-bn): while a sync is set,
  * training-mode snn_batchnorm2d takes its statistics over every rank's batch together (and its
  * backward the matching sums), as one process with the union of the batches would. The
  * callbacks work on memory of the tensors' device, in the order of the device's queued work

@@ -7,7 +7,7 @@
  * is skipped. The gradient of a non-leaf is released right after its node has run
  * (give_back_gradient): read it afterwards only where retain_grad was set.
  *
- * The gradient-ready hook (snn_backward_set_hook, for dist/): a parameter's gradient is final
+ * The gradient-ready hook (snn_backward_set_hook, for distributed/): a parameter's gradient is final
  * once the oldest node that takes it has run, since older nodes cannot use it. Before walking,
  * one pass over the tape finds that node for every parameter (an OWNED tensor that requires
  * grad); the walk then calls the hook right after it. The pass costs O(nodes x parameters)
@@ -19,7 +19,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 /* Once the op that made `out` has run its backward, nothing reads out's gradient again: every
  * consumer of `out` came later on the tape and has already added its share. A pooled gradient

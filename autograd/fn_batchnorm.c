@@ -11,9 +11,9 @@
  * frozen-statistics fine-tune), it is built from broadcasting primitives so that gradients
  * reach gamma and beta through the ordinary rules.
  *
- * Sync-BN (snn_batchnorm_set_sync, set by dist/ for snn-train --sync-bn): in training the
+ * Sync-BN (snn_batchnorm_set_sync, set by distributed/ for snn-train --sync-bn): in training the
  * statistics cover every data-parallel rank's batch. The fused kernels are then run as their
- * pieces with an exchange between them (tensor/kernels.h): per-channel (count, mean, M2) are
+ * pieces with an exchange between them (kernels/kernels.h): per-channel (count, mean, M2) are
  * all-gathered and merged in rank order; in backward, (sum dout, sum dout (x - mean), count)
  * are all-reduced. dgamma and dbeta keep this rank's share, which the gradient all-reduce then
  * adds up; dx uses the global sums, so the gradients are those of one process holding the
@@ -25,7 +25,7 @@
 #include "image_layout.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct bn_saved {
     int N, C, HW;

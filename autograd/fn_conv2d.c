@@ -11,7 +11,7 @@
 #include "image_layout.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct conv_saved {
     snn_conv2d_dims dims;

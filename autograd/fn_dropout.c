@@ -1,7 +1,7 @@
 /*
  * fn_dropout.c - dropout (Srivastava et al., 2014): y = x * mask, mask = 1/(1-p) with
  * probability 1-p and 0 otherwise, in training; the identity in eval. The mask is a hash of
- * (seed, element index) (tensor/dropout.c has the recipe), so CPU and CUDA draw the same mask
+ * (seed, element index) (kernels/cpu/dropout.c has the recipe), so CPU and CUDA draw the same mask
  * and a run is reproducible.
  *
  * Dropout shared over leading dims (snn_dropout_shared). A spiking layer sees its input as
@@ -23,7 +23,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 static snn_tensor *dropout(const char *fn, snn_tensor *x, float p, bool training, uint64_t seed,
                            int shared_dims)

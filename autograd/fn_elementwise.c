@@ -9,7 +9,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 /* ---- unary -------------------------------------------------------------------------------- */
 

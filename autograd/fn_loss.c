@@ -23,7 +23,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 static void log_softmax_backward(snn_node *node)
 {

@@ -8,7 +8,7 @@
 #include "image_layout.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct pool_saved {
     snn_pool2d_dims dims;

@@ -7,7 +7,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct reduce_saved {
     int64_t outer, dim, inner;

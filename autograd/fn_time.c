@@ -15,7 +15,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 /* ---- the input at the first step ---------------------------------------------------------- */
 

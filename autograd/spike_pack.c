@@ -26,7 +26,7 @@
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 static bool packing_on = true;
 

@@ -1,5 +1,5 @@
 /*
- * bench_conv2d.c - speed of the CPU conv2d kernels (tensor/conv2d.c, im2col + SGEMM) on the
+ * bench_conv2d.c - speed of the CPU conv2d kernels (kernels/cpu/conv2d.c, im2col + SGEMM) on the
  * layers snn.c trains: the Fashion-MNIST spiking CNN and the CIFAR spiking ResNet-18.
  * Not a test: each layer is first checked against a direct 7-loop convolution on 2 images,
  * then forward and backward (dx + dweight + dbias) are timed on the full batch.
@@ -19,7 +19,7 @@
 
 #include "conv_layers.h"
 #include "cpu_peak.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "bench_usage.h"
 
 

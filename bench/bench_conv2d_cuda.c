@@ -1,10 +1,10 @@
 /*
  * bench_conv2d_cuda.c - the GPU convolutions on the layers snn.c trains, in each precision and
- * on each path: fp32 (im2col + cuBLAS SGEMM, tensor/conv2d.cu), TF32 and BF16 on the
- * implicit-GEMM tensor-core kernel (tensor/conv2d_igemm.cu) and on im2col + cuBLAS (TF32: fp32
+ * on each path: fp32 (im2col + cuBLAS SGEMM, kernels/cuda/conv/conv2d.cu), TF32 and BF16 on the
+ * implicit-GEMM tensor-core kernel (kernels/cuda/conv/conv2d_igemm.cu) and on im2col + cuBLAS (TF32: fp32
  * operands, TF32 math; BF16: the column matrix, dout and the weight in bf16, cublasGemmEx on
  * bf16 operands with fp32 accumulation), and TF32 and BF16 on the channels-last implicit GEMM
- * (tensor/conv2d_nhwc.cu, "nhwc") where the layer's shape allows it. Not a test; the parity tests are
+ * (kernels/cuda/conv/conv2d_nhwc.cu, "nhwc") where the layer's shape allows it. Not a test; the parity tests are
  * tests/test_cuda_layers.c and tests/test_cuda_igemm.c.
  *
  *   build/bin/bench_conv2d_cuda [images]      (default 256 = batch 64 x T 4 of the ResNet step)
@@ -22,7 +22,7 @@
  * Last, the decision check: per layer, for TF32 and BF16, which path was faster here against
  * the one conv2d.cu's decision table (igemm_pays) picks, and the sum of the step column with
  * the table's choice and with the measured best. A MISMATCH line (the table's path more than
- * 5% slower than the other) is the integrator's cue to update the table in tensor/conv2d.cu
+ * 5% slower than the other) is the integrator's cue to update the table in kernels/cuda/conv/conv2d.cu
  * from these numbers.
  *
  * Napkin math, spiking ResNet-18 (width 64, 32x32, T = 4, batch 64: 256 images): ~0.56 G
@@ -42,10 +42,10 @@
 #include "snn.h"
 #include "bench_stats.h"
 #include "bench_usage.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"
-#include "tensor/kernels_cuda.h"
+#include "kernels/cuda/kernels_cuda.h"
 
 static const layer layers[] = {
     {"fmnist conv1 1->128 28x28", 1, 28, 128, 3, 1, 1},
@@ -240,8 +240,8 @@ int main(int argc, char **argv)
     }
     printf("\nsum of the step column over the layers listed (each once, the path auto takes): fp32 %.2f ms, tf32 %.2f "
            "ms, bf16 %.2f ms\n", 1e3 * total[0], 1e3 * total[1], 1e3 * total[2]);
-    /* the decision check (tensor/conv2d.cu, igemm_rule_for): measured winner against the table */
-    printf("\ndecision check at %d images (step ms; the table in tensor/conv2d.cu against the faster "
+    /* the decision check (kernels/cuda/conv/conv2d.cu, igemm_rule_for): measured winner against the table */
+    printf("\ndecision check at %d images (step ms; the table in kernels/cuda/conv/conv2d.cu against the faster "
            "path measured here):\n", images);
     for (int p = 1; p < 3; p++) {
         double best_total = 0.0;

@@ -12,7 +12,7 @@
  * bucket_bytes, 25 MiB by default): smaller buckets start their all-reduce earlier in the backward
  * but each pays NCCL's fixed cost; one bucket larger than the model sends everything at the end.
  *
- * --gpus N starts N ranks of this program (the snn-train launcher, dist/launch.c); --batch is
+ * --gpus N starts N ranks of this program (the snn-train launcher, distributed/launch.c); --batch is
  * per GPU, so the global batch is N x batch. Each rank trains on its own random images (their
  * values do not change the work of a dense network): 3 warm-up steps, then
  *   throughput   `steps` steps queued without a host synchronisation, timed from one device

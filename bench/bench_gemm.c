@@ -1,5 +1,5 @@
 /*
- * bench_gemm.c - speed of the CPU SGEMM (tensor/gemm.c) against the plain triple loop and the
+ * bench_gemm.c - speed of the CPU SGEMM (kernels/cpu/gemm.c) against the plain triple loop and the
  * CPU's peak. Not a test: it checks the fast kernel against the naive one first, then prints a
  * table (shape, ms, GFLOP/s, % of peak, speed-up over the naive loop).
  *
@@ -18,7 +18,7 @@
 #include <omp.h>
 
 #include "cpu_peak.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "bench_usage.h"
 
 typedef struct shape {

@@ -1,5 +1,5 @@
 /*
- * bench_neurons.c - speed of the fused multi-step CUDA neuron kernels (neurons/lif.cu) for LIF
+ * bench_neurons.c - speed of the fused multi-step CUDA neuron kernels (kernels/cuda/lif.cu) for LIF
  * (tau 2, hard reset, sigmoid surrogate), at the sizes of issue 6:
  *   M = 40 elements per time step (tiny: launch- and latency-bound), T = 8, 32, 128;
  *   M = 4,194,304 = 32 x 128 x 32 x 32 (a large conv activation), T = 4, 8.
@@ -31,8 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "neurons/neuron_kernels.h"
-#include "tensor/kernels.h"
+#include "kernels/neuron_kernels.h"
+#include "kernels/kernels.h"
 #include "bench_stats.h"
 #include "bench_usage.h"
 

@@ -21,7 +21,7 @@
 #include "bench_stats.h"
 #include "bench_usage.h"
 #include "tensor/arena.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 static double now(void)
 {

@@ -23,7 +23,7 @@
  * region on the whole team, back to back (what each region of a forward costs beyond its work),
  * and "resize us" a pair of regions of t and t/2 threads: GCC's runtime ends the threads a
  * smaller team leaves out and starts new ones for the next full team, which the kernels no
- * longer cause (tensor/cpu_threads.h) but the old convs' one-thread-per-image teams did.
+ * longer cause (kernels/cpu/cpu_threads.h) but the old convs' one-thread-per-image teams did.
  *
  * Napkin math: batch 1 x T = 4 is 4 images; the width-64 ResNet-18's convs are ~0.56 G
  * multiply-adds per image (bench_train_step.c), 2.2 G for the forward, ~25-50 ms on one core;

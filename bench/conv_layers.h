@@ -5,7 +5,7 @@
 #ifndef SNN_BENCH_CONV_LAYERS_H
 #define SNN_BENCH_CONV_LAYERS_H
 
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct layer {
     const char *name;

@@ -3,7 +3,7 @@
 #
 #   include/snn/snn.h, include/snn/<folder>/<name>.h   the public headers, laid out as in the tree
 #                                                         (include/snn/nir/nir.h with HDF5)
-#   <libdir>/libsnn_{tensor,autograd,neurons,nn,data,sparse,dist}.a   one per folder
+#   <libdir>/libsnn_{tensor,kernels,autograd,neurons,nn,data,sparse,distributed}.a  one per folder
 #   <libdir>/libsnn_nir.a                                 NIR export / import, with HDF5
 #   <libdir>/libsnn.so.X.Y.Z, .so.X.Y, .so                with -DSNN_SHARED=ON
 #   <libdir>/cmake/snn/snn{Config,ConfigVersion,Targets}.cmake    find_package(snn CONFIG)
@@ -32,9 +32,12 @@
 # is that HDF5 is on every link line of a build made with it.
 include(CMakePackageConfigHelpers)
 
-set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_dist)
-# link order for a plain linker command line: users before what they use
-set(snn_link_order snn_dist snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
+set(snn_libraries snn_tensor snn_kernels snn_autograd snn_neurons snn_nn snn_data snn_sparse
+    snn_distributed)
+# link order for a plain linker command line: users before what they use; tensor and kernels
+# call each other (dispatch -> tables, kernels -> errors), so tensor comes again after kernels
+set(snn_link_order snn_distributed snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor
+    snn_kernels snn_tensor)
 if(TARGET snn_nir)   # built only with HDF5 (nir/CMakeLists.txt)
   list(APPEND snn_libraries snn_nir)
   list(PREPEND snn_link_order snn_nir)
@@ -77,13 +80,13 @@ endif()
 set(snn_public_headers
     snn.h
     tensor/tensor.h tensor/version.h tensor/cuda_options.h
-    tensor/kernels.h            # internal, but sparse/sparse.h needs its snn_conv2d_dims
+    kernels/kernels.h            # internal, but sparse/sparse.h needs its snn_conv2d_dims
     autograd/autograd.h
     neurons/neurons.h
     nn/nn.h
     data/data.h
     sparse/sparse.h
-    dist/dist.h)
+    distributed/dist.h)
 if(TARGET snn_nir)
   list(APPEND snn_public_headers nir/nir.h)
 endif()

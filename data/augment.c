@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "data_internal.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 void snn_norm_table_init(snn_norm_table *lut, int channels, const float *mean, const float *std)
 {

@@ -155,7 +155,7 @@ typedef struct snn_loader_config {
      * 0.3-3.3) is set to 0 after normalisation, the mean (data/augment.c); default 0 (off). */
     float erase_probability;
     bool prefetch;           /**< background thread; default true */
-    /** Data-parallel sharding (dist/, docs/distributed.md): this loader is rank `shard` of
+    /** Data-parallel sharding (distributed/, docs/distributed.md): this loader is rank `shard` of
      * `shards` (0 or 1 shards: unsharded, the default). Batch b is then the rank's slice of
      * global batch b, which holds batch_size * shards samples of the epoch's order
      * (snn_shard_slice): the ranks' batches side by side are the batch an unsharded loader

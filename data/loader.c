@@ -32,7 +32,7 @@
 
 #include "data_internal.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct slot {
     float *images;           /* (B, C, H, W) */

@@ -17,7 +17,7 @@
  * (4 B per element and step).
  *
  * Bits. The statistics come from batchnorm_stats and batchnorm_stats_merge with one rank, which
- * give forward_train's bits (tensor/kernels.h); X is the device's normalise expression, then the
+ * give forward_train's bits (kernels/kernels.h); X is the device's normalise expression, then the
  * add; the BPTT and the batch-norm backward are the kernels the separate ops run, on the same
  * values. So the spikes, running statistics and every gradient equal those of
  * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep on the same device, bit for bit
@@ -31,7 +31,7 @@
 #include "neuron_op.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct bn_neuron_saved {
     snn_neuron_params params;

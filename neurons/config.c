@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "neuron_kernels.h"
+#include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
 
 snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind)

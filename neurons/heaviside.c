@@ -4,28 +4,14 @@
  *     backward  dx += dy * g'(x)          (g' from surrogate.h)
  * With it, any neuron can be written out of elementwise primitives on the tape. The tests do
  * exactly that to check the fused kernels' BPTT (tests/test_neurons_grad.c).
- * Memory traffic: forward reads x, writes y (8 B per element); backward reads dy and x and
- * updates dx (16 B per element). Saves nothing: x is the node's input.
+ * Kernels: kernels/ref/heaviside.c (plain loops), kernels/cpu/heaviside.c,
+ * kernels/cuda/heaviside.cu. Saves nothing: x is the node's input.
  */
-#include "neuron_cpu.h"
-#include "tensor/cpu_threads.h"
-#include "surrogate.h"
+#include "kernels/neuron_kernels.h"
+#include "kernels/surrogate.h"
 #include "autograd/autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-
-void snn_heaviside_forward_cpu(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n))
-    for (int64_t i = 0; i < n; i++) out[i] = x[i] >= 0.0f ? 1.0f : 0.0f;
-}
-
-void snn_heaviside_backward_cpu(float *dx, const float *dout, const float *x,
-                                snn_surrogate_kind kind, float alpha, int64_t n)
-{
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n))
-    for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * snn_surrogate_grad_inline(kind, alpha, x[i]);
-}
 
 typedef struct heaviside_saved {
     snn_surrogate surrogate;

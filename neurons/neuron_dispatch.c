@@ -3,29 +3,12 @@
  * that knows whether this build has CUDA (as tensor/dispatch.c is in tensor/:
  * docs/architecture.md, "Kernels and devices").
  *
- * The CUDA table, `snn_neuron_kernels_cuda`, is defined in neurons/neuron_kernels.cu (kernels in
+ * The CUDA table, `snn_neuron_kernels_cuda`, is defined in kernels/cuda/neuron_table.cu (kernels in
  * lif.cu, stbif.cu, heaviside.cu, plane_norm.cu, qclip.cu, running_pool.cu) and declared in
  * neuron_kernels.h under SNN_WITH_CUDA.
  */
-#include "neuron_cpu.h"
+#include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
-
-const snn_neuron_kernels snn_neuron_kernels_cpu = {
-    .name = "cpu",
-    .lif_forward = snn_lif_forward_cpu,
-    .lif_backward = snn_lif_backward_cpu,
-    .lif_bn_forward = snn_lif_bn_forward_cpu,
-    .stbif_forward = snn_stbif_forward_cpu,
-    .stbif_backward = snn_stbif_backward_cpu,
-    .heaviside_forward = snn_heaviside_forward_cpu,
-    .heaviside_backward = snn_heaviside_backward_cpu,
-    .plane_norm_forward = snn_plane_norm_forward_cpu,
-    .plane_norm_backward = snn_plane_norm_backward_cpu,
-    .qclip_forward = snn_qclip_forward_cpu,
-    .qclip_backward = snn_qclip_backward_cpu,
-    .running_max_pool_forward = snn_running_max_pool_forward_cpu,
-    .running_max_pool_backward = snn_running_max_pool_backward_cpu,
-};
 
 const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device)
 {

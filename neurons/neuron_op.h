@@ -6,7 +6,7 @@
 #define SNN_NEURON_OP_H
 
 #include "autograd/autograd.h"
-#include "neuron_kernels.h"
+#include "kernels/neuron_kernels.h"
 
 /* Checks cfg, that x is a tensor on a device with neuron kernels, and that w is PLIF's
  * 1-element parameter on x's device (or NULL for the other kinds). Returns the kernel table,

@@ -15,43 +15,18 @@
  * the subgradient 0 is taken (a silent plane has nothing left to push).
  * Memory traffic: forward reads x (4 B per element); backward reads x and dx, writes dx (12 B).
  * Saves nothing: x is the node's input and y its output.
+ * Kernels: kernels/ref/plane_norm.c (plain loops), kernels/cpu/plane_norm.c,
+ * kernels/cuda/plane_norm.cu.
  * Tests: tests/test_activity_penalty.c (closed form, finite differences, through a LIF layer);
- * tests/test_cuda_activity_penalty.c (the CUDA twins in plane_norm.cu).
+ * tests/test_cuda_activity_penalty.c (the CUDA kernels).
  */
 #include <math.h>
 
-#include "neuron_cpu.h"
-#include "tensor/cpu_threads.h"
+#include "kernels/neuron_kernels.h"
 #include "autograd/autograd.h"
 #include "tensor/arena.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #include "tensor/error.h"
-
-void snn_plane_norm_forward_cpu(float *norm, const float *x, int64_t planes, int64_t plane)
-{
-#pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(planes * plane))
-    for (int64_t g = 0; g < planes; g++) {
-        const float *xg = x + g * plane;
-        float sum = 0.0f;   /* sequential: the CUDA small-plane path sums in this order too */
-        for (int64_t p = 0; p < plane; p++) sum += xg[p] * xg[p];
-        norm[g] = sqrtf(sum);
-    }
-}
-
-void snn_plane_norm_backward_cpu(float *dx, const float *dnorm, const float *x, const float *norm,
-                                 int64_t planes, int64_t plane)
-{
-#pragma omp parallel for schedule(static) \
-    num_threads(snn_cpu_threads(planes * plane))
-    for (int64_t g = 0; g < planes; g++) {
-        if (!(norm[g] > 0.0f)) continue;   /* silent plane: subgradient 0 */
-        const float s = dnorm[g] / norm[g];
-        float *dxg = dx + g * plane;
-        const float *xg = x + g * plane;
-        for (int64_t p = 0; p < plane; p++) dxg[p] += s * xg[p];
-    }
-}
 
 /* The planes of x (T, N, C, ...): the first three dims (two for a (T, N) input). */
 static int64_t plane_groups(const snn_tensor *x, snn_shape *out)

@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "neurons.h"
-#include "surrogate.h"
+#include "kernels/surrogate.h"
 #include "tensor/error.h"
 
 snn_tensor *snn_plif_param_new(float tau0, snn_device device)

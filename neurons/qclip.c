@@ -1,8 +1,9 @@
 /*
  * qclip.c - the quantized clip activation of a QANN: the L-level quantizer that ST-BIF stands in
  * for once the network is converted (nn/ann2snn.c), with a step size learned as in LSQ (Esser et
- * al., "Learned Step Size Quantization", ICLR 2020, https://arxiv.org/abs/1902.08153). The CPU
- * kernels, then the autograd op. CUDA twin: qclip.cu. Equations: neuron_math.h.
+ * al., "Learned Step Size Quantization", ICLR 2020, https://arxiv.org/abs/1902.08153). The
+ * autograd op; its kernels: kernels/ref/qclip.c (plain loops), kernels/cpu/qclip.c,
+ * kernels/cuda/qclip.cu. Equations: kernels/neuron_math.h.
  * Tests: tests/test_ann2snn.c (values and the estimator's closed form), tests/test_cuda_ann2snn.c.
  *
  *   forward   r = x / s,  y = s clip(floor(r + 1/2), A_min, A_max),  s = max(step, 1e-6)
@@ -22,55 +23,11 @@
  */
 #include <math.h>
 
-#include "neuron_cpu.h"
-#include "neuron_math.h"
+#include "kernels/neuron_kernels.h"
+#include "kernels/neuron_math.h"
 #include "neuron_op.h"
-#include "tensor/cpu_threads.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
-
-void snn_qclip_forward_cpu(float *y, const float *x, const float *step,
-                           const snn_neuron_params *p, int64_t n)
-{
-    const snn_neuron_params local = *p;
-    const float s = snn_qclip_step_value(step[0]);
-#pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(n))
-    for (int64_t i = 0; i < n; i++) y[i] = s * snn_qclip_level(&local, x[i] / s);
-}
-
-typedef struct qclip_backward_args {
-    float *dx;
-    const float *dy, *x;
-    const snn_neuron_params *p;
-    float s;
-    bool want_dstep;
-} qclip_backward_args;
-
-/* dx += dy where the quantizer passes the gradient, over items [i0, i1); returns the slice's
- * share of dL/dstep (0 when not wanted). */
-static double qclip_backward_slice(void *ctx, int64_t i0, int64_t i1)
-{
-    const qclip_backward_args *a = ctx;
-    const snn_neuron_params local = *a->p;
-    double sum = 0.0;
-    for (int64_t i = i0; i < i1; i++) {
-        const float r = a->x[i] / a->s;
-        if (a->dx && snn_qclip_passes(&local, r)) a->dx[i] += a->dy[i];
-        if (a->want_dstep) sum += (double)a->dy[i] * (double)snn_qclip_dy_ds(&local, r);
-    }
-    return sum;
-}
-
-/* The dstep sum runs over fixed slices of the elements (snn_cpu_sum_slices), each summed in
- * double in order, then the slices in order: the same bits whatever the number of threads. */
-void snn_qclip_backward_cpu(float *dx, float *dstep, const float *dy, const float *x,
-                            const float *step, const snn_neuron_params *p, float grad_scale,
-                            int64_t n)
-{
-    qclip_backward_args a = {dx, dy, x, p, snn_qclip_step_value(step[0]), dstep != NULL};
-    const double total = snn_cpu_sum_slices(n, n, qclip_backward_slice, &a);
-    if (dstep) dstep[0] += (float)(total * (double)grad_scale);
-}
 
 /* ---- the op ------------------------------------------------------------------------------- */
 

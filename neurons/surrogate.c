@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "surrogate.h"
+#include "kernels/surrogate.h"
 #include "tensor/error.h"
 
 snn_surrogate snn_surrogate_default(snn_surrogate_kind kind)

@@ -4,7 +4,7 @@
  * https://arxiv.org/abs/2406.03470) applied to snn.c's CNN and ResNets; and the number of time
  * steps after which the two agree. docs/ann2snn.md derives it; tests/test_ann2snn.c checks it.
  *
- * Why it works. An ST-BIF neuron (neurons/stbif.c) keeps V / theta + A = 1/2 + X / theta, where A
+ * Why it works. An ST-BIF neuron (kernels/cpu/stbif.c) keeps V / theta + A = 1/2 + X / theta, where A
  * is the signed count of the spikes it has emitted and X the sum of its input so far; once X stops
  * changing it emits one spike per step towards A = clip(floor(X / theta + 1/2), A_min, A_max) and
  * then stays silent. That is the QANN's quantizer applied to X, so if every layer's summed input

@@ -31,7 +31,7 @@
  * average is running that model (snn_ema_model), with no swapping of data pointers in and out
  * of the trained model (which a failure half-way would leave mixed), and a checkpoint stores
  * it as named tensors ("ema.<name>", snn_ema_state). The update is the kernel table's `lerp`
- * (tensor/elementwise.c, .cu): one pass per tensor, 8 B read and 4 B written per element, on
+ * (kernels/cpu/elementwise.c, .cu): one pass per tensor, 8 B read and 4 B written per element, on
  * the model's device, without a host synchronisation.
  *
  * Test: tests/test_ema.c (ctest -R '^ema$'); CUDA parity: tests/test_cuda_ema.c.
@@ -42,7 +42,7 @@
 
 #include "nn.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 struct snn_ema {
     float decay;

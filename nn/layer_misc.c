@@ -5,7 +5,7 @@
 #include "nn.h"
 #include "nn_internal.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 /* ---- Flatten ------------------------------------------------------------------------------ */
 

@@ -216,7 +216,7 @@ snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t 
 {
     /* Poisson: each pixel (in [0, 1]) fires at each step with probability equal to its value.
      * The spikes are a counter-based hash of (seed, index) drawn by the poisson_encode kernel
-     * on x's device (tensor/encode.c gives the recipe), so they are the same on every device
+     * on x's device (kernels/cpu/encode.c gives the recipe), so they are the same on every device
      * and no pixel goes through the host. The seed advances here, once per call: a fresh,
      * reproducible draw per forward (the checkpoint stores it, so a resumed run draws on). */
     const char *fn = "snn_model_encode";

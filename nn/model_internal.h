@@ -6,7 +6,7 @@
 
 #include "nn.h"
 #include "nn_internal.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 /* The model's configuration lives in its impl, so forward and the checkpoint can read it. */
 typedef struct snn_model_impl {

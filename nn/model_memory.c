@@ -79,15 +79,15 @@
 #include <string.h>
 
 #include "model_internal.h"
-#include "neurons/neuron_kernels.h"
+#include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
-#include "tensor/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 /* What the kernels CUDA loads on first use and the driver's allocation granularity take on the
  * GPU outside snn_alloc: a round margin. */
 #define SNN_CUDA_HEADROOM ((double)(256u << 20))
-#define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* tensor/cuda_common.cuh */
-#define SNN_CUDA_BLAS_WORKSPACE ((double)(32u << 20)) /* tensor/cuda_common.cuh */
+#define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* kernels/cuda/cuda_common.cuh */
+#define SNN_CUDA_BLAS_WORKSPACE ((double)(32u << 20)) /* kernels/cuda/cuda_common.cuh */
 
 /* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
  * the DVS net at most 40. */

@@ -1,7 +1,7 @@
 /*
  * optim.c - the optimizers: SGD (momentum, Nesterov, weight decay) and Adam / AdamW, with the
  * semantics of torch.optim.SGD / Adam / AdamW (the update math lives in the kernels,
- * tensor/optim.c for the CPU; kernels.h documents it).
+ * kernels/cpu/optim.c for the CPU; kernels.h documents it).
  *
  * An optimizer takes the module's trainable parameters once, at creation
  * (snn_module_parameters), and keeps per parameter:
@@ -31,7 +31,7 @@
 
 #include "nn.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 struct snn_optimizer {
     snn_optimizer_kind kind;

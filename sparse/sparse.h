@@ -39,7 +39,7 @@
 #include <stdio.h>
 
 #include "../nn/nn.h"
-#include "../tensor/kernels.h"
+#include "../kernels/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,7 +74,7 @@ void snn_sparse_prepare_weights(float *wt, const float *w, int C_out, int C_in, 
 /** y (N, C_out, H_out, W_out) = conv(x (N, C_in, H, W), w) + bias over the active channels only.
  * activity: (N, C_in) per-plane spike counts (a channel is active where its count is nonzero),
  * or NULL to find the active channels by scanning x. bias may be NULL. d: the conv's sizes
- * (snn_conv2d_dims of tensor/kernels.h, installed beside this header). path: GEMM or EVENT.
+ * (snn_conv2d_dims of kernels/kernels.h, installed beside this header). path: GEMM or EVENT.
  * All pointers are the caller's host memory. Inputs must be zero in the planes the activity
  * marks silent. SNN_ERR_MEMORY if the scratch cannot be had. Threads: one image per OpenMP
  * task; with fewer images than threads, one part of an image (output rows x 32-channel tiles)

@@ -35,7 +35,7 @@
  * terms are summed in the same grouping. The dense path (conv2d.c + gemm.c) sums each output in
  * ascending k but in K slices: the blocked SGEMM cuts K = C_in*KH*KW into k_slices = ceil(K /
  * 512) equal slices, sums each slice from zero in a register (one FMA per k) and adds it to the
- * output; a small product takes the unpacked path, one slice (tensor/gemm.h,
+ * output; a small product takes the unpacked path, one slice (kernels/cpu/gemm.h,
  * snn_gemm_k_slice_cpu, states the grouping for a shape; the kernels ask it). Both sparse
  * kernels keep exactly that: terms in ascending k within a slice, a fresh partial sum per slice,
  * added to yT in slice order. For x in {0, 1}, x * w is exact, so FMA or multiply-then-add give
@@ -67,9 +67,9 @@
 #include "sparse.h"
 #include "sparse_cpu.h"
 #include "tensor/arena.h"
-#include "tensor/cpu_threads.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "tensor/error.h"
-#include "tensor/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 /* conv2d.c takes images in groups so that a group's SGEMM is at least 256 columns wide. */
 #define DENSE_GROUP_COLUMNS 256
@@ -444,7 +444,7 @@ void snn_sparse_store_transposed(float *y, int64_t P, int64_t p0, int np, const 
  * or rows of at least 32 positions) and output channels in runs of whole 32-channel tiles. Each
  * output is still summed by one thread in the one order, so every split gives the same bits. */
 typedef struct sparse_split {
-    int team;          /* OpenMP threads: 1, or the configured count (tensor/cpu_threads.h) */
+    int team;          /* OpenMP threads: 1, or the configured count (kernels/cpu/cpu_threads.h) */
     int row_unit;      /* output rows per row unit */
     int row_units;     /* ceil(H_out / row_unit) */
     int row_parts;     /* row ranges per image */

@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #include "tensor/arena.h"
-#include "tensor/cuda_common.cuh"
+#include "kernels/cuda/cuda_common.cuh"
 #include "tensor/error.h"
 #include "sparse.h"
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 
 /* y[o, p0 + i] = acc[i, o] (+ bias[o]) for i < np, o < C_out: acc (np, C_out), y (C_out, P);
  * 16 x 16 blocks in AVX-512 registers where available. */

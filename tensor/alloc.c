@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #define SNN_HOST_ALIGN 64
 

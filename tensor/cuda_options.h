@@ -1,7 +1,7 @@
 /**
  * @file
  * cuda_options.h - the knobs of the CUDA backend that callers outside tensor/ may turn
- * (tensor/cuda_context.cu): the precision of GEMMs and convolutions (FP32, TF32, BF16), which
+ * (kernels/cuda/cuda_context.cu): the precision of GEMMs and convolutions (FP32, TF32, BF16), which
  * kernel runs a TF32 / BF16 convolution (the conv path), the one stream every kernel is queued
  * on, and CUDA Graphs of that stream. Safe to include from C; the functions exist only in builds
  * with SNN_CUDA (SNN_WITH_CUDA defined), so guard calls with that macro, or use the public
@@ -38,7 +38,7 @@ void snn_cuda_set_tf32(bool on);
 /** True when the precision is TF32. */
 bool snn_cuda_tf32(void);
 /** The one stream every snn.c kernel is queued on (a cudaStream_t), for code beside tensor/
- * that orders its own streams against it with events (dist/comm_nccl.c). */
+ * that orders its own streams against it with events (distributed/comm_nccl.c). */
 struct CUstream_st *snn_cuda_stream(void);
 
 /** Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 const char *snn_device_name(snn_device device)
 {

@@ -7,9 +7,9 @@
 
 #include "arena.h"
 #include "cuda_options.h"
-#include "gemm.h"
+#include "kernels/cpu/gemm.h"
 #include "error.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 const snn_kernels *snn_kernels_for(snn_device device)
 {

@@ -5,7 +5,7 @@
  */
 #include <math.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 

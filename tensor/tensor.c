@@ -8,7 +8,7 @@
 
 #include "arena.h"
 #include "error.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 /* ---- shapes ------------------------------------------------------------------------------- */
 

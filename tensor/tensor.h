@@ -133,7 +133,7 @@ void snn_tensor_free(snn_tensor *t);
 snn_tensor *snn_tensor_grad(snn_tensor *t);
 /** OWNED: makes the gradient of the OWNED tensor `t` a view of t->numel floats of `storage` (an
  * OWNED tensor on t's device, not itself a view) from element `offset` on, so that many
- * gradients share one contiguous buffer (dist/ all-reduces it in a few large pieces). A
+ * gradients share one contiguous buffer (distributed/ all-reduces it in a few large pieces). A
  * gradient t had is freed; the view's floats are left as they are. snn_tensor_free(t) frees the
  * view, never the storage, which must outlive every view of it. SNN_ERR_ARGUMENT for NULL or
  * mismatched tensors or an offset out of range, SNN_ERR_MEMORY. */
@@ -284,7 +284,7 @@ typedef enum snn_precision {
                                   tested against */
     SNN_PRECISION_TF32 = 1,  /**< operands rounded to a 10-bit mantissa (relative error ~5e-4 per
                                   product term), fp32 accumulation; convolutions by the
-                                  implicit-GEMM kernel (tensor/conv2d_igemm.cu) */
+                                  implicit-GEMM kernel (kernels/cuda/conv/conv2d_igemm.cu) */
     SNN_PRECISION_BF16 = 2,  /**< operands rounded to an 8-bit mantissa (~4e-3), fp32
                                   accumulation, twice TF32's rate */
 } snn_precision;

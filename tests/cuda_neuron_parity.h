@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
-#include "neurons/neuron_kernels.h"
-#include "neurons/neuron_math.h"
+#include "kernels/neuron_kernels.h"
+#include "kernels/neuron_math.h"
 #include "neurons/neurons.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 #define GRAD_RTOL 1e-5 /* dx, dV_init: relative to max(|want|, max |want| of the tensor) */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "tensor/cuda_options.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 #define ATOL 1e-6

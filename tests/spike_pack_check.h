@@ -19,7 +19,7 @@
 
 #include "snn.h"
 #include "tensor/arena.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 /* ---- 1. the kernels ---------------------------------------------------------------------- */

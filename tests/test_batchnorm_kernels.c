@@ -1,5 +1,5 @@
 /*
- * test_batchnorm_kernels.c - the CPU batch-norm kernels (tensor/batchnorm.c), called directly:
+ * test_batchnorm_kernels.c - the CPU batch-norm kernels (kernels/cpu/batchnorm.c), called directly:
  * hand-computed tiny cases (statistics, running update with momentum, eval, backward),
  * a plain double-precision reference on random inputs (including |mean| >> std), accumulate
  * semantics, NULL arguments, a central finite-difference check of the training backward, and
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */

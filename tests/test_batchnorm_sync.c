@@ -1,9 +1,9 @@
 /*
- * test_batchnorm_sync.c - the batch-norm kernels cut apart for sync-BN (tensor/batchnorm.c,
- * tensor/kernels.h "across data-parallel ranks"), on the CPU:
+ * test_batchnorm_sync.c - the batch-norm kernels cut apart for sync-BN (kernels/cpu/batchnorm.c,
+ * kernels/kernels.h "across data-parallel ranks"), on the CPU:
  *   - with one rank the pieces give the fused kernels' bits (forward, running statistics,
  *     backward), also with a mean far from zero;
- *   - a batch split between two "ranks" of unequal size (stats merged, sums added, as dist/
+ *   - a batch split between two "ranks" of unequal size (stats merged, sums added, as distributed/
  *     does with an all-gather and an all-reduce) gives the whole batch's results;
  *   - snn_batchnorm2d through autograd with a one-rank sync set equals it without.
  *
@@ -13,7 +13,7 @@
 
 #include "autograd/autograd.h"
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 static float *falloc(int64_t n)

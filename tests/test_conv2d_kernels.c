@@ -1,5 +1,5 @@
 /*
- * test_conv2d_kernels.c - the CPU conv2d kernels (tensor/conv2d.c: im2col + SGEMM) against a
+ * test_conv2d_kernels.c - the CPU conv2d kernels (kernels/cpu/conv2d.c: im2col + SGEMM) against a
  * direct 7-loop convolution written here, forward and backward.
  *
  * Covered: stride 1, 2 and 3; pad 0, 1 and 2; 3x3, 1x1, 5x5 and 3x1 kernels; the 1x1 stride-1
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 #define ATOL 1e-5

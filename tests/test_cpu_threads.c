@@ -1,5 +1,5 @@
 /*
- * test_cpu_threads.c - the CPU thread rule (tensor/cpu_threads.h) and what the kernels promise
+ * test_cpu_threads.c - the CPU thread rule (kernels/cpu/cpu_threads.h) and what the kernels promise
  * under it. Run: ctest -R cpu_threads.
  *
  *   rule        snn_cpu_threads is 1 below a grain of work, the configured count from one grain
@@ -22,12 +22,12 @@
 
 #include <omp.h>
 
-#include "neurons/neuron_kernels.h"
+#include "kernels/neuron_kernels.h"
 #include "neurons/neurons.h"
 #include "sparse/sparse.h"
-#include "tensor/cpu_threads.h"
-#include "tensor/gemm.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/cpu_threads.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 static const int thread_counts[] = {2, 3, 8};

@@ -1,5 +1,5 @@
 /*
- * test_cuda_activity_penalty.c - the CUDA twins of the activity penalty's op (neurons/plane_norm.cu)
+ * test_cuda_activity_penalty.c - the CUDA twins of the activity penalty's op (kernels/cuda/plane_norm.cu)
  * against the CPU reference (neurons/plane_norm.c), and the op and the penalty on the GPU.
  * Skipped (exit 77) without a GPU.
  *

@@ -1,6 +1,6 @@
 /*
  * test_cuda_batchnorm_sync.c - the CUDA twins of the sync-BN batch-norm pieces
- * (tensor/batchnorm.cu, end of file) against the CPU reference (tensor/batchnorm.c), and the
+ * (kernels/cuda/batchnorm.cu, end of file) against the CPU reference (kernels/cpu/batchnorm.c), and the
  * one-rank identity on the GPU: stats -> merge -> normalise and sums -> apply give the fused
  * CUDA kernels' bits. Shapes with one segment per channel and with many (the reductions' two
  * code paths). Skipped (exit 77) without a GPU.
@@ -156,7 +156,7 @@ static void test_sync_pieces(void)
     check_shape(32, 64, 256, -2.0f);  /* a ResNet-like layer */
 }
 
-/* A device copy of host h (n floats) one float past a 16-byte boundary: tensor/batchnorm.cu
+/* A device copy of host h (n floats) one float past a 16-byte boundary: kernels/cuda/batchnorm.cu
  * then takes its scalar kernels instead of the four-at-a-time ones. */
 static float *dev_copy_misaligned(const float *h, size_t n)
 {

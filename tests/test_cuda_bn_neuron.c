@@ -5,7 +5,7 @@
  *      snn_neuron_multistep), bit for bit: spikes, activity, running statistics and the
  *      gradients of x, gamma, beta and the residual for L = sum(S * R);
  *   2. against the CPU's fused op: the CPU batch-norm keeps the mean as a float head and tail,
- *      CUDA as one float (tensor/batchnorm.c, batchnorm.cu), so X may differ in its last bit
+ *      CUDA as one float (kernels/cpu/batchnorm.c, batchnorm.cu), so X may differ in its last bit
  *      and a value on the threshold may spike on one side only: spikes agree on >= 99.9% of
  *      the elements, running statistics to 1e-5 relative, dbeta to 1e-3 of its scale;
  *   3. snn_neuron_multistep_residual (inference) against the add and the neurons, bit for bit;

@@ -1,12 +1,12 @@
 /*
  * test_cuda_igemm.c - the tensor-core convolutions against the CPU reference, in TF32 and BF16,
  * on every path a TF32 / BF16 conv can take, each forced with snn_cuda_set_conv_path:
- *   igemm   the implicit-GEMM kernel (tensor/conv2d_igemm.cu);
- *   im2col  the column matrix and cuBLAS (tensor/conv2d.cu): TF32 math on fp32 operands, or in
+ *   igemm   the implicit-GEMM kernel (kernels/cuda/conv/conv2d_igemm.cu);
+ *   im2col  the column matrix and cuBLAS (kernels/cuda/conv/conv2d.cu): TF32 math on fp32 operands, or in
  *           BF16 the column matrix, dout and the weight converted to bf16 and cublasGemmEx on
  *           bf16 operands with fp32 accumulation;
  *   nhwc    on the shapes it takes (strides 1-4, channels multiples of 32): the implicit GEMM on
- *           channels-last bf16 or TF32 copies (tensor/conv2d_nhwc.cu).
+ *           channels-last bf16 or TF32 copies (kernels/cuda/conv/conv2d_nhwc.cu).
  * Forward (with and without bias), the input gradient and the weight gradient, on the shapes
  * the models use (3x3 stride 1 and 2, 1x1 stride 2 and 1, the stem's 3 input channels, the
  * CNN's layers, every ResNet-18 stage) and on awkward ones (channel counts that fill no tile, a
@@ -43,7 +43,7 @@
 #include "tensor/error.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"  /* snn_conv_path */
-#include "tensor/kernels_cuda.h"   /* snn_conv2d_path_cuda, snn_conv2d_nhwc_supports */
+#include "kernels/cuda/kernels_cuda.h"   /* snn_conv2d_path_cuda, snn_conv2d_nhwc_supports */
 #else
 typedef enum { SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_IM2COL, SNN_CONV_PATH_NHWC } snn_conv_path;
 #endif

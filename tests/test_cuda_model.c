@@ -4,7 +4,7 @@
  *     reference file;
  *   - the spiking CNN with dropout (config.dropout, masks shared over T) in training mode: the
  *     same weights and the same model stream on both devices draw the same masks (a hash of
- *     seed and index, tensor/dropout.c), so the per-step outputs agree within 1e-4 + 1e-4 |cpu|
+ *     seed and index, kernels/cpu/dropout.c), so the per-step outputs agree within 1e-4 + 1e-4 |cpu|
  *     for at least three quarters of them (the convs sum in other orders, which may flip a spike
  *     whose membrane sits within rounding of the threshold and move the outputs after it), and
  *     both streams advance alike. Control: with the GPU's stream one step further (other

@@ -1,6 +1,6 @@
 /*
  * test_cuda_neurons.c - the CUDA neuron kernels (the neurons/ .cu files, snn_neuron_kernels_cuda) against
- * the CPU reference (neurons/lif.c, stbif.c, heaviside.c) on random inputs: the neuron part of
+ * the CPU reference (kernels/cpu/lif.c, stbif.c, heaviside.c) on random inputs: the neuron part of
  * the CUDA-against-CPU parity tests (the others: test_cuda_kernels.c, test_cuda_layers.c).
  *
  * Every combination of
@@ -26,7 +26,7 @@
  * What must agree, and how closely:
  *   - bit for bit: spikes, activity, H (h_seq), V_last and A_last. The forward does the same
  *     float operations in the same order on both sides; the CUDA kernels use explicitly rounded
- *     intrinsics so nvcc cannot contract them into fma (neurons/neuron_cuda.cuh), and PLIF's
+ *     intrinsics so nvcc cannot contract them into fma (kernels/cuda/neuron_cuda.cuh), and PLIF's
  *     k = sigmoid(w) is computed on the GPU so that it equals glibc's for the w used here
  *     (checked below as a precondition). Activity counts are integers added with float atomics:
  *     exact in any order.

@@ -14,7 +14,7 @@
 #include "spike_pack_check.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h" /* snn_cuda_set_conv_path */
-#include "tensor/kernels_cuda.h"  /* snn_conv2d_path_cuda */
+#include "kernels/cuda/kernels_cuda.h"  /* snn_conv2d_path_cuda */
 #endif
 
 static void test_kernels(void)

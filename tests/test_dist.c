@@ -1,6 +1,6 @@
 #define _DEFAULT_SOURCE /* mkdtemp */
 /*
- * test_dist.c - the pieces of data-parallel training that run without a GPU (dist/, data/,
+ * test_dist.c - the pieces of data-parallel training that run without a GPU (distributed/, data/,
  * autograd/), with ranks as forked processes on the TCP backend:
  *   - rank, world and rendezvous from torchrun / Open MPI / Slurm environments, and the errors;
  *   - --init parsing; the gradient bucket plan; the sharding of an epoch (the ranks' batches
@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 #include "snn.h"
 #include "test.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_dropout_kernels.c - the CPU kernels driven by the counter hash snn_hash64, called
- * directly: the dropout mask (tensor/dropout.c) and the Poisson encoder (tensor/encode.c).
+ * directly: the dropout mask (kernels/cpu/dropout.c) and the Poisson encoder (kernels/cpu/encode.c).
  *
  * The dropout mask follows the documented recipe bit for bit (the CUDA kernel is held to the
  * same recipe), is a pure function of (seed, index) (deterministic, independent of n and of
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 #define BIG 1000000

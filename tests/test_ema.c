@@ -20,7 +20,7 @@
 
 #include "snn.h"
 #include "tensor/error.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 /* A small spiking CNN: 28x28 input, 2 and 4 channels, 8 hidden units, T = 2. */

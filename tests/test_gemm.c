@@ -1,5 +1,5 @@
 /*
- * test_gemm.c - the CPU SGEMM (tensor/gemm.c): the blocked, threaded snn_gemm_cpu and the plain
+ * test_gemm.c - the CPU SGEMM (kernels/cpu/gemm.c): the blocked, threaded snn_gemm_cpu and the plain
  * snn_gemm_naive_cpu against a double-precision reference, on a hand-computed case and on many
  * random shapes (1x1, odd sizes, sizes that cross every block edge, all four transpose
  * combinations, alpha/beta, leading dimensions larger than the matrix).
@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/gemm.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 typedef void (*gemm_fn)(bool, bool, int, int, int, float, const float *, int, const float *, int,

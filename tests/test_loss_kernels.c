@@ -1,5 +1,5 @@
 /*
- * test_loss_kernels.c - the CPU log-softmax, NLL and one-hot kernels (tensor/loss.c), called
+ * test_loss_kernels.c - the CPU log-softmax, NLL and one-hot kernels (kernels/cpu/loss.c), called
  * directly: hand-computed rows, stability at large and infinite logits, a plain double
  * reference on random rows, accumulate semantics, a central finite-difference check of the
  * log-softmax backward, and cross-entropy's gradient softmax - one_hot.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 static void fill_normal(float *x, int64_t n, snn_rng *rng, float mean, float std)

@@ -23,7 +23,7 @@
 
 #include "program_runner.h"
 #include "snn.h"
-#include "tensor/kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 static int read_steps(const char *path, long *step, double *loss, int max)

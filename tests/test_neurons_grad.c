@@ -1,6 +1,6 @@
 /*
  * test_neurons_grad.c - the fused BPTT backward of every neuron against the gradient of the
- * same dynamics unrolled into primitive ops on the tape (neurons/lif.c, stbif.c, neuron_op.c).
+ * same dynamics unrolled into primitive ops on the tape (kernels/cpu/lif.c, stbif.c, neuron_op.c).
  *
  * The reference writes each time step out of autograd primitives (snn_add, snn_sub, snn_mul,
  * snn_div, snn_scale, snn_neg, snn_add_scalar, snn_detach, snn_sigmoid) plus snn_heaviside, the

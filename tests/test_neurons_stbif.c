@@ -1,5 +1,5 @@
 /*
- * test_neurons_stbif.c - ST-BIF is the L-level quantizer it replaces, exactly (neurons/stbif.c).
+ * test_neurons_stbif.c - ST-BIF is the L-level quantizer it replaces, exactly (kernels/cpu/stbif.c).
  *
  * ST-BIF keeps the invariant V/theta + A = 1/2 + (sum of inputs)/theta. Once the input stops
  * changing, each step moves A one level towards clip(floor(X/theta + 1/2), A_min, A_max), where

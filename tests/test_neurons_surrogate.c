@@ -1,5 +1,5 @@
 /*
- * test_neurons_surrogate.c - the surrogate gradient functions (neurons/surrogate.h):
+ * test_neurons_surrogate.c - the surrogate gradient functions (kernels/surrogate.h):
  *   - defaults (Sigmoid 4, ATan 2, PiecewiseQuadratic 1), names and parsing;
  *   - g'(x) against its closed form, written here again in double;
  *   - g'(x) against central finite differences of g (g is smooth away from PWQ's kinks);
@@ -12,12 +12,12 @@
 #include <string.h>
 
 #include "neurons/neurons.h"
-#include "neurons/surrogate.h"
+#include "kernels/surrogate.h"
 #include "test.h"
 
 static const double pi = 3.14159265358979323846;
 
-/* The closed forms of docs/neurons.md section 2 (neurons/surrogate.h), in double. */
+/* The closed forms of docs/neurons.md section 2 (kernels/surrogate.h), in double. */
 static double closed_grad(snn_surrogate s, double x)
 {
     double a = s.alpha;

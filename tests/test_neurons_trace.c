@@ -1,6 +1,6 @@
 /*
  * test_neurons_trace.c - forward traces of every neuron and reset mode, computed by hand
- * (neurons/lif.c, neurons/stbif.c, neurons/neuron_op.c).
+ * (kernels/cpu/lif.c, kernels/cpu/stbif.c, neurons/neuron_op.c).
  *
  * Every input below is a multiple of 1/8 and every tau a power of two, so each trace is exact
  * in float and is compared with ==. The traces cover: H exactly at V_th (fires: Heaviside(0) = 1),
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
-#include "neurons/neuron_kernels.h"
+#include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
 #include "neurons/neurons.h"
 #include "test.h"

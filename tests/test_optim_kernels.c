@@ -1,5 +1,5 @@
 /*
- * test_optim_kernels.c - the CPU SGD and Adam/AdamW updates (tensor/optim.c), called directly:
+ * test_optim_kernels.c - the CPU SGD and Adam/AdamW updates (kernels/cpu/optim.c), called directly:
  * steps worked by hand (plain, weight decay, momentum, dampening, Nesterov, Adam's first two
  * steps, Adam vs AdamW decay), and several steps on random vectors against PyTorch's algorithm
  * written as a plain double loop, over every option combination, with n large enough for the
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 /* ---- SGD by hand: p = 1, grad = 0.5, lr = 0.1 ---------------------------------------------- */

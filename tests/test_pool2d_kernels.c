@@ -1,5 +1,5 @@
 /*
- * test_pool2d_kernels.c - the CPU max-pool and avg-pool kernels (tensor/pool2d.c), called
+ * test_pool2d_kernels.c - the CPU max-pool and avg-pool kernels (kernels/cpu/pool2d.c), called
  * directly: hand-computed tiny cases, plain-loop references on random inputs (over a padded
  * copy of the input, a different way to write the same math; exact where the summation order
  * is the same), spike inputs full of ties, accumulate semantics, the adjoint (dot-product)
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tensor/error.h"
-#include "tensor/kernels_cpu.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "test.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */

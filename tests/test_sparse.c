@@ -24,7 +24,7 @@
 #include "snn.h"
 #include "sparse/sparse.h"
 #include "sparse/sparse_module.h"
-#include "tensor/gemm.h"
+#include "kernels/cpu/gemm.h"
 #include "test.h"
 
 /* x (N, C, H, W) random binary: each plane silent with probability p_silent, else each element

@@ -229,7 +229,7 @@ for stage in "$@"; do
     timeout 600 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/bin/test_cuda_igemm > "$LOGS/sanitizer_igemm.log" 2>&1
     echo "exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_igemm.log")" | summary ;;
   nhwc)
-    # issue 11: the channels-last conv (tensor/conv2d_nhwc.cu): parity on every shape it
+    # issue 11: the channels-last conv (kernels/cuda/conv/conv2d_nhwc.cu): parity on every shape it
     # takes, the per-layer table, and the BF16 training step against the code before it (the
     # tree in .carry/base-src.tgz, made by `git archive --prefix=base-src/ -o
     # .carry/base-src.tgz BASE`; its bench_train_step and bench_conv2d_cuda are built beside
@@ -654,7 +654,7 @@ for stage in "$@"; do
     done ;;
   threads)
     # Issue 15: batch-1 CPU latency by thread count on this host (docs/sparse.md, 7b), the code
-    # of main against the code before the work-or-whole-team rule (tensor/cpu_threads.h). Trains
+    # of main against the code before the work-or-whole-team rule (kernels/cpu/cpu_threads.h). Trains
     # a ResNet-18 (T = 4) one epoch with --activity-penalty 0.5 (TF32, ~20 s), then runs
     # bench_sparse_threads of both trees on it, one after the other, same host and minute. The
     # old tree comes from .carry/old-src.tgz (make it with

@@ -1,0 +1,617 @@
+/*
+ * conv2d.cu - 2-D convolution on the GPU: an own im2col kernel + cuBLAS SGEMM over chunks of
+ * images in one reused workspace. Must match kernels/cpu/conv2d.c (snn_conv2d_*_cpu), whose header
+ * derives the math; in short (cross-correlation, as PyTorch; CK = C_in KH KW, P = H_out W_out):
+ *
+ *   out[n, co, oh, ow] = bias[co] + sum_{ci, kh, kw} weight[co, ci, kh, kw] x[n, ci, ih, iw]
+ *   col_n[(ci, kh, kw), (oh, ow)] = x[n, ci, oh stride - pad + kh, ow stride - pad + kw] (or 0)
+ *   forward   out_n (C_out, P) = weight (C_out, CK) x col_n (CK, P)
+ *   backward  dweight (C_out, CK) += sum_n dout_n (C_out, P) x col_n^T (P, CK)
+ *             dcol_n (CK, P) = weight^T (CK, C_out) x dout_n (C_out, P),  dx_n += col2im(dcol_n)
+ *             dbias[co] += sum_{n, p} dout[n, co, p]
+ *
+ * Images are taken G at a time (G from the workspace budget, see make_plan), and every chunk
+ * reuses the same workspace, so memory stays bounded whatever the batch:
+ *
+ *   forward:  im2col writes the chunk's columns image by image, col (G, CK, P), and ONE strided
+ *             batched SGEMM computes all G products straight into out (the weight is shared:
+ *             stride 0). Small output planes (P < 128: the 8x8 and 4x4 ResNet stages) go
+ *             side by side instead, as in the backward: one SGEMM (C_out, CK) x (CK, G*P) and a
+ *             pass that moves the image axis back in front. The bias is added once at the end.
+ *   backward: dweight is a sum over images, so the chunk is laid out as one wide matrix with
+ *             the images side by side: col (CK, G*P) and doutT (C_out, G*P) (a transpose of
+ *             dout's (G, C_out, P)). Then one SGEMM adds doutT col^T into dweight (K = G*P, so
+ *             the 4x4 outputs of late ResNet layers still make a fat GEMM), and one SGEMM
+ *             computes dcol = weight^T doutT into the col buffer (no longer needed), from which
+ *             the col2im kernel gathers dx: one thread per input element sums the dcol entries
+ *             that im2col copied it to, so no two threads write one address (no atomics).
+ *
+ * 1x1 convolutions with stride 1 and no padding skip im2col where they can: x_n (C_in, H W)
+ * already is col_n, so the forward multiplies it directly and dx_n += weight^T dout_n is a
+ * batched SGEMM into dx. (dweight still needs x side by side, which the im2col kernel does as a
+ * plain transpose.)
+ *
+ * Memory traffic per image: im2col writes CK P floats (KH KW times the input for stride 1) and
+ * the SGEMMs read them; the SGEMMs do C_out CK P FMAs forward and twice that backward.
+ *
+ * This path is the one fp32 runs (the default precision, bit-reproducible;
+ * tests/test_cuda_layers.c checks it against the CPU reference). With the precision set to
+ * TF32 or BF16 (cuda_options.h) the three entry points below hand over to the implicit-GEMM
+ * convolution of conv2d_igemm.cu, which needs neither the column matrix nor its workspace, on
+ * the shapes where it beats this path run in the same precision (igemm_pays; or on every shape
+ * when snn_cuda_set_conv_path forces it), and to the channels-last implicit GEMM of
+ * conv2d_nhwc.cu on the shapes it takes where it wins (nhwc_pays: channels multiples of 32,
+ * planes of 8x8 and up; strided ones in BF16, and in TF32 on outputs of 16x16 and up); the
+ * rest stay here, with cuBLAS on tensor cores.
+ *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
+ *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
+ *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv
+ *               that is a conversion: x cannot be multiplied as it is), the weight is converted
+ *               into the workspace once per call, and the GEMM writes fp32 out as in fp32;
+ *     backward  the swap that makes doutT writes it in bf16; dweight += doutT col^T from the
+ *               bf16 col and doutT, accumulated in fp32 into dweight; dcol = weight^T doutT in
+ *               fp32, col2im in fp32 as before. dcol (4 B an entry) reuses col's buffer (2 B an
+ *               entry), so it is made for ceil(g/2) images at a time. 1x1 stride 1: dx_j +=
+ *               weight^T doutT_j straight into dx (doutT_j: rows g P apart).
+ *     Bytes per entry of col and doutT: 2 written and 2 read instead of 4 and 4, so the
+ *     workspace per image is 2 (CK + C_out) P bytes (4 C_out P for the side-by-side forward's
+ *     fp32 outT) against 4 (CK + C_out) P, and a chunk holds about twice the images. The
+ *     tensor cores run bf16 at twice their TF32 rate.
+ */
+#include <stdint.h>
+#include <type_traits>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "tensor/cuda_options.h"
+#include "tensor/error.h"
+#include "kernels/cuda/kernels_cuda.h"
+
+/* Workspace budget per call. The op layer takes the workspace as scratch from the step arena
+ * and gives it back as soon as the conv's kernels are queued, so only one is held at a time.
+ * 256 MiB fits 108 images of the widest ResNet-18 (CIFAR) im2col (64 channels at 32x32) per
+ * chunk in fp32 (about twice that in BF16), so a batch of 64 x T = 4 takes 3 chunks: on the
+ * H100 the training step went from 62.7 to 55.4 ms against 32 MiB (13 images per chunk, 20
+ * chunks per conv). */
+#define CONV_WORKSPACE_BUDGET ((int64_t)256 << 20)
+/* cuBLAS runs a strided batch over the grid's z dimension: stay within its limit. */
+#define CONV_MAX_CHUNK 65535
+
+/* Output planes smaller than this take the forward side by side: a per-image product
+ * out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) with P = 16 or 64 columns is a thin
+ * GEMM that rereads the whole weight for every image, while one (C_out, CK) x (CK, g P) product
+ * reads it once per chunk; the price is one extra pass over the (small) output to put the image
+ * axis back in front. */
+#define CONV_SIDE_BY_SIDE_BELOW 128
+
+typedef struct conv_plan {
+    int64_t CK;          /* C_in KH KW: rows of col */
+    int64_t P;           /* H_out W_out: columns of col per image */
+    int G;               /* images per chunk */
+    bool bf16;           /* operands in bf16 (precision BF16) */
+    bool one_by_one;     /* 1x1, stride 1, pad 0: x_n is col_n, dx_n += weight^T dout_n */
+    bool direct;         /* the fp32 forward multiplies x_n itself (one_by_one, not bf16) */
+    bool side_by_side;   /* the forward lays the chunk's images side by side (small planes) */
+    size_t col_bytes;    /* col (CK, G P): 4 B an entry, rounded up to 256 B so that what
+                            follows is aligned; bf16: 2 B an entry, and room for dcol (fp32)
+                            of ceil(G/2) images */
+    size_t aux_bytes;    /* doutT (C_out, G P), 4 or 2 B an entry; the side-by-side forward's
+                            outT (C_out, G P) is fp32 in both */
+    size_t weight_bytes; /* bf16: the weight (C_out, CK) converted; fp32: 0 */
+    size_t bytes;        /* the workspace: col, then aux, then the bf16 weight */
+} conv_plan;
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* A pure function of the dims and the precision, so that the workspace size and both passes
+ * agree. */
+static conv_plan make_plan(const snn_conv2d_dims *d)
+{
+    conv_plan plan = {};
+    plan.CK = (int64_t)d->C_in * d->KH * d->KW;
+    plan.P = (int64_t)d->H_out * d->W_out;
+    plan.bf16 = snn_cuda_precision() == SNN_PRECISION_BF16;
+    plan.one_by_one = d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0;
+    plan.direct = plan.one_by_one && !plan.bf16;
+    plan.side_by_side = !plan.direct && plan.P < CONV_SIDE_BY_SIDE_BELOW;
+    const int64_t operand = plan.bf16 ? 2 : 4;               /* bytes of a col / doutT entry */
+    const int64_t aux_entry = plan.side_by_side ? 4 : operand; /* outT is fp32 */
+    const int64_t per_image = (plan.CK * operand + d->C_out * aux_entry) * plan.P; /* bytes */
+    plan.weight_bytes = plan.bf16 ? (size_t)round_up((int64_t)d->C_out * plan.CK * 2, 256) : 0;
+    const int64_t budget = CONV_WORKSPACE_BUDGET - (int64_t)plan.weight_bytes;
+    int64_t G = budget > 0 ? budget / (per_image > 0 ? per_image : 1) : 1;
+    if (G > d->N) G = d->N;
+    if (G > CONV_MAX_CHUNK) G = CONV_MAX_CHUNK;
+    if (G < 1) G = 1;
+    /* indices inside one chunk must fit in int (cuBLAS dims, 32-bit fast paths): elements of
+     * col + doutT per image, or of the input image */
+    const int64_t entries = (plan.CK + d->C_out) * plan.P;
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
+    const int64_t largest = entries > x_image ? entries : x_image;
+    if (largest > 0 && G > (int64_t)INT32_MAX / largest) G = (int64_t)INT32_MAX / largest;
+    if (G < 1) G = 1;
+    plan.G = (int)G;
+    if (!plan.bf16) {
+        plan.col_bytes = (size_t)round_up(plan.CK * G * plan.P, 64) * sizeof(float);
+        plan.aux_bytes = (size_t)(d->C_out * G * plan.P) * sizeof(float);
+    } else {
+        /* col: G images in bf16, or dcol: ceil(G/2) in fp32, the same bytes for even G */
+        plan.col_bytes = (size_t)round_up(plan.CK * plan.P * 4 * ((G + 1) / 2), 256);
+        plan.aux_bytes = (size_t)round_up(d->C_out * G * plan.P * aux_entry, 256);
+    }
+    plan.bytes = plan.col_bytes + plan.aux_bytes + plan.weight_bytes;
+    return plan;
+}
+
+/* ==== The decision table: which path AUTO gives a TF32 / BF16 conv ========================
+ * The implicit-GEMM kernel or im2col + cuBLAS in the same precision, from bench_conv2d_cuda on
+ * the H100 at 256 images (docs/benchmarks.md). The kernel wins only on full-resolution planes
+ * (ResNet-18's 32x32 layer1: 1.58 against 2.05 ms for the three passes in TF32), where
+ * im2col's column matrix is nine times the activation and moving it costs more than cuBLAS
+ * gains. On 16x16 and smaller planes cuBLAS's tuned tiles win by 1.3-3x; at stride 2 this
+ * kernel's dgrad also multiplies the zeros of the dilated window (4x the work); with 1 or 3
+ * input channels most of each 32-long slice of the reduction is padding; and a batch too small
+ * to give every SM a tile (inference at batch 1: 0.58 against 0.48 ms per ResNet-18 forward in
+ * TF32) leaves the GPU idle.
+ *
+ * The BF16 row is the TF32 rule, checked again on bf16 operands (bench_conv2d_cuda's decision
+ * check, 2026-11-26): the kernel still wins only on the 32x32 planes (1.32 against 1.52 ms on
+ * an H100, 1.32 against 1.35 on an H200); the stem (3 channels) is a tie within 7% either way.
+ * The channels-last kernel (nhwc_pays below) comes first, so these rows now decide only the
+ * full-resolution shapes whose channels are not multiples of 32. To send every BF16 conv
+ * to cuBLAS, set min_plane to INT32_MAX and make nhwc_pays false. */
+typedef struct igemm_rule {
+    int64_t min_plane;     /* H_out W_out at least this (full-resolution planes) */
+    int min_channels;      /* C_in and C_out at least this */
+    int64_t min_positions; /* N H_out W_out at least this: a tile for every SM */
+} igemm_rule;
+
+static igemm_rule igemm_rule_for(snn_precision p)
+{
+    /* 128 * 132: a 128-position tile for each of the H100's 132 SMs */
+    const igemm_rule tf32 = {1024, 16, 128 * 132}; /* H100, 2026-11-24 */
+    const igemm_rule bf16 = {1024, 16, 128 * 132}; /* H100 and H200, 2026-11-26 */
+    const igemm_rule never = {INT32_MAX, INT32_MAX, INT64_MAX};
+    return p == SNN_PRECISION_TF32 ? tf32 : p == SNN_PRECISION_BF16 ? bf16 : never;
+}
+
+/* Whether the implicit-GEMM kernel beats im2col + cuBLAS (same precision) on these dims:
+ * stride 1 and a real window (KH KW > 1) always, the table's thresholds for the rest. */
+static bool igemm_pays(const snn_conv2d_dims *d, snn_precision p)
+{
+    const igemm_rule r = igemm_rule_for(p);
+    const int64_t plane = (int64_t)d->H_out * d->W_out;
+    return d->stride == 1 && d->KH * d->KW > 1 && d->C_in >= r.min_channels &&
+           d->C_out >= r.min_channels && plane >= r.min_plane &&
+           (int64_t)d->N * plane >= r.min_positions;
+}
+
+/* Whether the channels-last kernel (conv2d_nhwc.cu) beats the other two on a shape it takes.
+ * bench_conv2d_cuda at 256 images, NVIDIA H100 80GB HBM3, 2026-11-26, with the halo variant
+ * of the gather kernel and dgrad's batched loads (step ms = forward and both gradients;
+ * nhwc / igemm / im2col):
+ *
+ *   layer                  BF16                   TF32
+ *   64 ch 32x32            0.53 / 1.31 / 1.52     0.87 / 1.56 / 2.01
+ *   128 ch 16x16           0.41 / 1.13 / 0.80     0.63 / 1.37 / 1.05
+ *   128 ch 14x14 (CNN)     0.41 / 0.89 / 0.75     0.59 / 1.08 / 0.92
+ *   256 ch 8x8             0.37 / 1.07 / 0.46     0.58 / 1.31 / 0.61
+ *   512 ch 4x4             0.40 / 1.06 / 0.29     0.63 / 1.32 / 0.44
+ *   64->128 /2 3x3         0.54 / 1.20 / 0.65     0.74 / 1.38 / 0.81
+ *   64->128 /2 1x1         0.26 / 0.34 / 0.33     0.33 / 0.36 / 0.34
+ *   128->256 /2 3x3        0.38 / 1.15 / 0.41     0.51 / 1.42 / 0.51
+ *   256->512 /2 3x3        0.38 / 1.11 / 0.24     0.52 / 1.37 / 0.34
+ *
+ * It wins down to 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.4x faster (the weight
+ * gradient's tile grid is thin there). Strided, it wins in BF16 down to 8x8 outputs and in
+ * TF32 on 16x16 outputs (ties at 8x8, so TF32 keeps it to planes of 256 and up). Below 64
+ * tiles of 128 positions (inference at batch 1: 4 images) it leaves the GPU idle, as the NCHW
+ * kernel does: the batch-1 forward went from 0.46 to 0.99 ms when it was taken there. */
+static bool nhwc_pays(const snn_conv2d_dims *d, snn_precision p)
+{
+    const int64_t plane = (int64_t)d->H_out * d->W_out;
+    return plane >= 64 && (int64_t)d->N * plane >= 64 * 128 &&
+           (p == SNN_PRECISION_BF16 || d->stride == 1 || plane >= 256);
+}
+
+/* Which kernels run this conv: im2col + cuBLAS, the NCHW implicit GEMM or the channels-last
+ * one. A pure function of the dims and the process-wide options, so the
+ * workspace size and both passes agree. */
+static snn_conv_path conv_path_for(const snn_conv2d_dims *d)
+{
+    const snn_precision p = snn_cuda_precision();
+    if (p == SNN_PRECISION_FP32) return SNN_CONV_PATH_IM2COL;
+    const snn_conv_path forced = snn_cuda_conv_path();
+    if (forced == SNN_CONV_PATH_IGEMM || forced == SNN_CONV_PATH_IM2COL) return forced;
+    if (snn_conv2d_nhwc_supports(d) && (forced == SNN_CONV_PATH_NHWC || nhwc_pays(d, p)))
+        return SNN_CONV_PATH_NHWC;
+    return igemm_pays(d, p) ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL;
+}
+
+extern "C" int snn_conv2d_path_cuda(const snn_conv2d_dims *d) { return (int)conv_path_for(d); }
+
+extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
+{
+    switch (conv_path_for(d)) {
+    case SNN_CONV_PATH_IGEMM: return snn_conv2d_igemm_workspace_bytes_cuda(d);
+    case SNN_CONV_PATH_NHWC: return snn_conv2d_nhwc_workspace_bytes_cuda(d);
+    default: return make_plan(d).bytes;
+    }
+}
+
+/* The two column layouts of a chunk of g images. */
+enum col_layout {
+    COL_PER_IMAGE, /* (g, CK, P): image j's col_j is a (CK, P) block; the forward's batch */
+    COL_SIDE_BY_SIDE /* (CK, g, P) = (CK, g*P): images side by side; the backward's matrix */
+};
+
+/* Index math. Inside one chunk every index fits in int (make_plan caps G so that the chunk's
+ * col, doutT and x all stay below 2^31 elements), so the kernels below divide in 32 bits: a
+ * 64-bit division is a ~70-instruction software routine on the GPU, and with five of them per
+ * column entry the first version of im2col was bound by integer arithmetic, not by memory
+ * (16 ms of a 55 ms ResNet-18 step on the H100, about a fifth of the bandwidth it needs). */
+
+/* A GEMM operand element from an fp32 value: fp32 as it is, bf16 rounded to nearest (ties to
+ * even, as snn_to_bf16_cuda and the tests' host rounding). */
+static __device__ __forceinline__ void store_operand(float *dst, float v) { *dst = v; }
+static __device__ __forceinline__ void store_operand(snn_bf16 *dst, float v)
+{
+    *dst = __float2bfloat16_rn(v);
+}
+
+/* col = im2col of the g images at x (g, C_in, H, W), padding read as 0, stored as T (float, or
+ * bf16 for the BF16 GEMMs). One thread per (image j, channel ci, output position p): it works
+ * out its window once and copies the KH KW inputs under it into the KH KW rows (ci, kh, kw) of
+ * column p. Neighbouring threads hold neighbouring p, so each of the KH KW stores is coalesced
+ * across the warp, in either layout. Traffic: sizeof(T) B (4 or 2) written per col entry (KH KW
+ * times the input for stride 1); x is read through L1, each input feeding up to KH KW entries
+ * of neighbouring threads. BITS: x is spikes kept as bits (the weight gradient's input,
+ * autograd/spike_pack.c), element e at `offset` + e. CPU: the im2col of conv2d.c. */
+template <typename T, bool BITS>
+static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__restrict__ x,
+                                            const uint32_t *__restrict__ bits, int64_t offset,
+                                            snn_conv2d_dims d, int g, int P, col_layout layout)
+{
+    const int KK = d.KH * d.KW, CK = d.C_in * KK;
+    const int total = g * d.C_in * P;
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += gridDim.x * blockDim.x) {
+        const int image_channel = idx / P, p = idx - image_channel * P;
+        const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
+        const int oh = p / d.W_out, ow = p - oh * d.W_out;
+        const int ih0 = oh * d.stride - d.pad, iw0 = ow * d.stride - d.pad;
+        const float *plane = BITS ? nullptr : x + (size_t)image_channel * d.H * d.W; // x[j, ci]
+        const int64_t e0 = offset + (int64_t)image_channel * d.H * d.W; /* BITS: its first */
+        /* row (ci, 0, 0) of this column, and the step between consecutive rows */
+        T *dst;
+        int row_step;
+        if (layout == COL_PER_IMAGE) {
+            dst = col + ((size_t)j * CK + (size_t)ci * KK) * P + p;
+            row_step = P;
+        } else {
+            dst = col + ((size_t)ci * KK * g + j) * P + p;
+            row_step = g * P;
+        }
+        for (int kh = 0; kh < d.KH; kh++) {
+            const int ih = ih0 + kh;
+            const bool row_in = ih >= 0 && ih < d.H;
+            for (int kw = 0; kw < d.KW; kw++) {
+                const int iw = iw0 + kw;
+                float v = 0.0f;
+                if (row_in && iw >= 0 && iw < d.W)
+                    v = BITS ? snn_bit_at(bits, e0 + ih * d.W + iw) : plane[ih * d.W + iw];
+                store_operand(dst, v);
+                dst += row_step;
+            }
+        }
+    }
+}
+
+/* dst (B, A, P) = src (A, B, P) with the two outer axes swapped, stored as T: the backward's
+ * doutT (C_out, g, P) from dout (g, C_out, P) (bf16 for the BF16 GEMMs), and the forward's
+ * out (g, C_out, P) from the side-by-side product (C_out, g, P) (fp32). One thread per
+ * element, consecutive threads along p. Traffic: 4 B read + sizeof(T) B written per element,
+ * both coalesced along p. */
+template <typename T>
+static __global__ void conv2d_swap_outer_kernel(T *__restrict__ dst, const float *__restrict__ src,
+                                                int A, int B, int P)
+{
+    const int total = A * B * P;
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += gridDim.x * blockDim.x) {
+        const int ba = idx / P, p = idx - ba * P;           /* idx = (b, a, p) in dst */
+        const int b = ba / A, a = ba - b * A;
+        store_operand(dst + idx, src[((size_t)a * B + b) * P + p]);
+    }
+}
+
+/* dx (g, C_in, H, W) += col2im(dcol), dcol (fp32) laid out (CK, g, P): one thread per input
+ * element gathers every (kh, kw) whose window put it at output (oh, ow) =
+ * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
+ * the output, summing in ascending (kh, kw). Neighbouring threads hold neighbouring iw, so for
+ * stride 1 the KH KW reads are coalesced too. STRIDE: 1 or 2 known at compile time (the
+ * divisibility tests become a bit test), 0 for any. Traffic: up to KH KW dcol reads + one
+ * read-modify-write of dx per input. CPU: the col2im of conv2d.c. */
+template <int STRIDE>
+static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
+                                                     const float *__restrict__ dcol,
+                                                     snn_conv2d_dims d, int g, int P)
+{
+    const int stride = STRIDE ? STRIDE : d.stride;
+    const int row_stride = g * P; /* between consecutive rows (ci, kh, kw) of dcol */
+    const int HW = d.H * d.W;
+    const int total = g * d.C_in * HW;
+    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += gridDim.x * blockDim.x) {
+        const int image_channel = idx / HW, pix = idx - image_channel * HW;
+        const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
+        const int ih = pix / d.W, iw = pix - ih * d.W;
+        /* row (ci, 0, 0) of image j's column block */
+        const float *rows = dcol + (size_t)ci * d.KH * d.KW * row_stride + (size_t)j * P;
+        float acc = 0.0f;
+        for (int kh = 0; kh < d.KH; kh++, rows += (size_t)d.KW * row_stride) {
+            const int oh_s = ih + d.pad - kh; /* = oh * stride */
+            if (oh_s < 0) break;              /* only gets smaller with kh */
+            const int oh = oh_s / stride;
+            if (oh * stride != oh_s || oh >= d.H_out) continue;
+            const float *row = rows;
+            for (int kw = 0; kw < d.KW; kw++, row += row_stride) {
+                const int ow_s = iw + d.pad - kw;
+                if (ow_s < 0) break;
+                const int ow = ow_s / stride;
+                if (ow * stride != ow_s || ow >= d.W_out) continue;
+                acc += __ldg(row + oh * d.W_out + ow);
+            }
+        }
+        dx[(size_t)idx] += acc;
+    }
+}
+
+/* ---- launchers: one per kernel, and the GEMMs of each operand type ----------------------- */
+
+template <typename T>
+static void im2col(T *col, snn_cuda_input x, const snn_conv2d_dims *d, int g, int P,
+                   col_layout layout)
+{
+    const unsigned grid = snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK);
+    if (x.x)
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
+                        nullptr, 0, *d, g, P, layout);
+    else
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true>), grid, SNN_CUDA_BLOCK, 0, col, nullptr,
+                        x.bits, x.offset, *d, g, P, layout);
+}
+
+template <typename T> static void swap_outer(T *dst, const float *src, int A, int B, int P)
+{
+    SNN_CUDA_LAUNCH(conv2d_swap_outer_kernel<T>, snn_cuda_grid((int64_t)A * B * P, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, dst, src, A, B, P);
+}
+
+static void col2im(float *dx, const float *dcol, const snn_conv2d_dims *d, int g, int P)
+{
+    void (*kernel)(float *, const float *, snn_conv2d_dims, int, int) =
+        d->stride == 1 ? conv2d_backward_col2im_kernel<1>
+        : d->stride == 2 ? conv2d_backward_col2im_kernel<2>
+                         : conv2d_backward_col2im_kernel<0>;
+    SNN_CUDA_LAUNCH(kernel, snn_cuda_grid((int64_t)g * d->C_in * d->H * d->W, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, dx, dcol, *d, g, P);
+}
+
+/* fp32 operands: cuBLAS SGEMM (TF32 through the handle's math mode); bf16 operands: GemmEx
+ * with bf16 A and B, fp32 C and accumulation (gemm.cu). */
+static void gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
+                 int ldb, float beta, float *C, int ldc)
+{
+    snn_gemm_cuda(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+static void gemm(bool ta, bool tb, int M, int N, int K, const snn_bf16 *A, int lda,
+                 const snn_bf16 *B, int ldb, float beta, float *C, int ldc)
+{
+    snn_gemm_bf16_cuda(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+static void gemm_batched(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
+                         int64_t stride_a, const float *B, int ldb, int64_t stride_b, float beta,
+                         float *C, int ldc, int64_t stride_c, int batch)
+{
+    snn_gemm_strided_batched_cuda(ta, tb, M, N, K, 1.0f, A, lda, stride_a, B, ldb, stride_b, beta,
+                                  C, ldc, stride_c, batch);
+}
+static void gemm_batched(bool ta, bool tb, int M, int N, int K, const snn_bf16 *A, int lda,
+                         int64_t stride_a, const snn_bf16 *B, int ldb, int64_t stride_b,
+                         float beta, float *C, int ldc, int64_t stride_c, int batch)
+{
+    snn_gemm_bf16_strided_batched_cuda(ta, tb, M, N, K, 1.0f, A, lda, stride_a, B, ldb, stride_b,
+                                       beta, C, ldc, stride_c, batch);
+}
+
+/* ---- the two passes, for operands of type T (float: fp32 / TF32; snn_bf16: BF16) ---------- */
+
+/* out (N, C_out, P) = weight (C_out, CK) x im2col(x), chunk by chunk. col (T) and outT (fp32)
+ * are the workspace's first two regions; weight is in T. */
+template <typename T>
+static void forward_chunks(float *out, const float *x, const T *weight, const snn_conv2d_dims *d,
+                           const conv_plan &plan, T *col, float *outT)
+{
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W; /* floats per input image */
+    const int64_t out_image = (int64_t)d->C_out * plan.P;   /* floats per output image */
+    const int P = (int)plan.P, CK = (int)plan.CK;
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
+        const float *xg = x + n0 * x_image;                  // (g, C_in, H, W)
+        float *outg = out + n0 * out_image;                  // (g, C_out, P)
+        if (plan.side_by_side) {
+            /* outT (C_out, g P) = weight (C_out, CK) x col (CK, g P), then out = swap(outT) */
+            const int wide = g * P;
+            im2col(col, snn_cuda_floats(xg), d, g, P, COL_SIDE_BY_SIDE);
+            gemm(false, false, d->C_out, wide, CK, weight, CK, col, wide, 0.0f, outT, wide);
+            swap_outer(outg, outT, d->C_out, g, P);
+            continue;
+        }
+        const T *cols = col;                                 // (g, CK, P)
+        bool direct = false;
+        if constexpr (std::is_same<T, float>::value) {
+            direct = plan.direct;
+            if (direct) cols = xg; /* 1x1 stride 1: x_j already is col_j */
+        }
+        if (!direct) im2col(col, snn_cuda_floats(xg), d, g, P, COL_PER_IMAGE);
+        /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
+        gemm_batched(false, false, d->C_out, P, CK, weight, CK, 0, cols, P, (int64_t)CK * P, 0.0f,
+                     outg, P, out_image, g);
+    }
+}
+
+/* dweight += sum_n dout_n col_n^T and dx += col2im(weight^T dout_n), chunk by chunk (either
+ * may be NULL). col (T) and doutT (T) are the workspace's first two regions, dcol (fp32) shares
+ * col's; weight is in T (NULL when dx is). */
+template <typename T>
+static void backward_chunks(float *dx, float *dweight, const float *dout, snn_cuda_input x,
+                            const T *weight, const snn_conv2d_dims *d, const conv_plan &plan,
+                            T *col, float *dcol, T *doutT)
+{
+    const int64_t x_image = (int64_t)d->C_in * d->H * d->W;
+    const int64_t out_image = (int64_t)d->C_out * plan.P;
+    const int P = (int)plan.P, CK = (int)plan.CK;
+    /* fp32 1x1 stride 1 reads dout itself for dx; every other product reads doutT */
+    const bool need_doutT = dweight || (dx && !plan.direct);
+    /* dcol takes col's buffer: all g images at once in fp32; in bf16 the buffer holds fp32
+     * dcol for ceil(G/2) images (make_plan), so the chunk's dgrad runs in two halves */
+    for (int n0 = 0; n0 < d->N; n0 += plan.G) {
+        const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
+        const int wide = g * P;                               /* columns of the chunk matrix */
+        const snn_cuda_input xg = x.advanced(n0 * x_image);   // (g, C_in, H, W)
+        const float *doutg = dout + n0 * out_image;           // (g, C_out, P)
+        float *dxg = dx ? dx + n0 * x_image : NULL;           // (g, C_in, H, W)
+
+        if (need_doutT) /* doutT (C_out, g, P) = dout (g, C_out, P) with the outer axes swapped */
+            swap_outer(doutT, doutg, g, d->C_out, P);
+        if (dweight) {
+            /* dweight (C_out, CK) += doutT (C_out, g P) x col^T (g P, CK) */
+            im2col(col, xg, d, g, P, COL_SIDE_BY_SIDE);
+            gemm(false, true, d->C_out, CK, wide, doutT, wide, col, wide, 1.0f, dweight, CK);
+        }
+        if (!dx) continue;
+        if (plan.one_by_one) {
+            /* dx_j (C_in, P) += weight^T (C_in, C_out) x dout_j (C_out, P), g at once */
+            if constexpr (std::is_same<T, float>::value)
+                gemm_batched(true, false, d->C_in, P, d->C_out, weight, d->C_in, 0, doutg, P,
+                             out_image, 1.0f, dxg, P, x_image, g);
+            else /* dout_j from doutT (C_out, g, P): rows g P apart, images P apart */
+                gemm_batched(true, false, d->C_in, P, d->C_out, weight, d->C_in, 0, doutT, wide,
+                             P, 1.0f, dxg, P, x_image, g);
+            continue;
+        }
+        /* dcol (CK, h P) = weight^T (CK, C_out) x doutT (C_out, h P) for images j0 .. j0+h-1,
+         * into col's buffer (the dweight GEMM that read col is queued before it on the same
+         * stream), then dx of those images += col2im(dcol) */
+        const int half = plan.bf16 ? (g + 1) / 2 : g;
+        for (int j0 = 0; j0 < g; j0 += half) {
+            const int h = g - j0 < half ? g - j0 : half;
+            gemm(true, false, CK, h * P, d->C_out, weight, CK, doutT + (size_t)j0 * P, wide, 0.0f,
+                 dcol, h * P);
+            col2im(dxg + j0 * x_image, dcol, d, h, P);
+        }
+    }
+}
+
+/* ---- the entry points of the kernel table -------------------------------------------------- */
+
+extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight,
+                                        const float *bias, const snn_conv2d_dims *d,
+                                        float *workspace)
+{
+    if (d->N <= 0 || d->C_out <= 0) return;
+    const snn_conv_path path = conv_path_for(d);
+    if (path == SNN_CONV_PATH_IGEMM) {
+        snn_conv2d_igemm_forward_cuda(out, x, weight, bias, d, workspace);
+        return;
+    }
+    if (path == SNN_CONV_PATH_NHWC) {
+        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, NULL, d, workspace);
+        return;
+    }
+    const conv_plan plan = make_plan(d);
+    char *ws = (char *)workspace;
+    float *outT = (float *)(ws + plan.col_bytes);
+    if (plan.bf16) {
+        /* the weight (C_out, CK) in bf16, after col and outT */
+        snn_bf16 *wb = (snn_bf16 *)(ws + plan.col_bytes + plan.aux_bytes);
+        snn_to_bf16_cuda(wb, weight, (int64_t)d->C_out * plan.CK);
+        forward_chunks<snn_bf16>(out, x, wb, d, plan, (snn_bf16 *)ws, outT);
+    } else {
+        forward_chunks<float>(out, x, weight, d, plan, (float *)ws, outT);
+    }
+    if (bias) snn_bias_forward_cuda(out, bias, d->N, d->C_out, plan.P);
+}
+
+/* The channels-last kernel applies the batch-norm in its epilogue (the expression of
+ * batchnorm.cu's eval kernels, on the value the conv would have stored: the same bits); the
+ * other paths run the forward, then the eval batch-norm over the output in place. */
+extern "C" void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, const float *weight,
+                                                const float *bias, const snn_bn_eval *bn,
+                                                const snn_conv2d_dims *d, float *workspace)
+{
+    if (d->N <= 0 || d->C_out <= 0) return;
+    if (conv_path_for(d) == SNN_CONV_PATH_NHWC) {
+        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, bn, d, workspace);
+        return;
+    }
+    snn_conv2d_forward_cuda(out, x, weight, bias, d, workspace);
+    snn_batchnorm_forward_eval_cuda(out, out, bn->gamma, bn->beta, bn->running_mean,
+                                    bn->running_var, d->N, d->C_out, d->H_out * d->W_out, bn->eps);
+}
+
+/* Both entries: x as floats, or (x.x NULL) as bits, which the implicit GEMM on NCHW (its
+ * 4-byte gathers) does not take. */
+static void backward_any(float *dx, float *dweight, float *dbias, const float *dout,
+                         snn_cuda_input x, const float *weight, const snn_conv2d_dims *d,
+                         float *workspace)
+{
+    if (d->N <= 0 || d->C_out <= 0) return;
+    const conv_plan plan = make_plan(d);
+    if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, plan.P);
+    if (!dx && !dweight) return;
+    const snn_conv_path path = conv_path_for(d);
+    if (path == SNN_CONV_PATH_IGEMM) {
+        SNN_ASSERT(x.x);
+        snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x.x, weight, d, workspace);
+        return;
+    }
+    if (path == SNN_CONV_PATH_NHWC) {
+        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x.x, x.bits, weight, d, workspace);
+        return;
+    }
+    char *ws = (char *)workspace;
+    if (plan.bf16) {
+        snn_bf16 *wb = NULL; /* only the input gradient reads the weight */
+        if (dx) {
+            wb = (snn_bf16 *)(ws + plan.col_bytes + plan.aux_bytes);
+            snn_to_bf16_cuda(wb, weight, (int64_t)d->C_out * plan.CK);
+        }
+        backward_chunks<snn_bf16>(dx, dweight, dout, x, wb, d, plan, (snn_bf16 *)ws, (float *)ws,
+                                  (snn_bf16 *)(ws + plan.col_bytes));
+    } else {
+        backward_chunks<float>(dx, dweight, dout, x, weight, d, plan, (float *)ws, (float *)ws,
+                               (float *)(ws + plan.col_bytes));
+    }
+}
+
+extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias,
+                                         const float *dout, const float *x, const float *weight,
+                                         const snn_conv2d_dims *d, float *workspace)
+{
+    backward_any(dx, dweight, dbias, dout, snn_cuda_floats(x), weight, d, workspace);
+}
+
+/* The weight gradient reads x from its bits as it writes the column matrix or the
+ * channels-last copy: 1/8 B an element instead of 4, and no unpacked floats written first. */
+extern "C" bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias,
+                                              const float *dout, const uint32_t *x_bits,
+                                              const float *weight, const snn_conv2d_dims *d,
+                                              float *workspace)
+{
+    if (d->N > 0 && d->C_out > 0 && (dx || dweight) && conv_path_for(d) == SNN_CONV_PATH_IGEMM)
+        return false;
+    const snn_cuda_input x = {nullptr, x_bits, 0};
+    backward_any(dx, dweight, dbias, dout, x, weight, d, workspace);
+    return true;
+}

@@ -1,0 +1,328 @@
+/*
+ * kernels.h - the backend interface: one table of kernels per device (internal header).
+ *
+ * Every op in snn.c is a pair of layers:
+ *   autograd/fn_<op>.c  checks arguments, allocates outputs in the step arena, calls a kernel
+ *                       from this table, and records a tape node whose backward calls the
+ *                       matching backward kernel;
+ *   tensor/<op>.c       the CPU kernels (the reference: plain loops first, then blocked/OpenMP);
+ *   tensor/<op>.cu      the CUDA kernels with the same signatures, in the same order.
+ *
+ * Kernel conventions (docs/architecture.md, "Kernels and devices"):
+ *   - raw pointers to device memory of the table's device, dims as plain integers;
+ *   - argument order: outputs, saved-for-backward, inputs, parameters, dims;
+ *   - forward kernels overwrite their outputs; backward kernels ACCUMULATE (+=) into their
+ *     gradient outputs, and a NULL gradient output means "not needed, skip it";
+ *   - scalars that come from the device (a loss gradient) are passed as device pointers, so
+ *     that no kernel forces a host synchronisation;
+ *   - kernels never allocate: scratch memory comes in as a `workspace` argument.
+ *
+ * A NULL entry means the backend lacks that kernel; snn_kernels_for() callers turn that into
+ * SNN_ERR_UNSUPPORTED naming the op and the device.
+ */
+#ifndef SNN_KERNELS_H
+#define SNN_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../tensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise ------------------------------------------------------------------------ */
+
+typedef enum snn_unary_op {
+    SNN_UNARY_NEG,        /* y = -x */
+    SNN_UNARY_EXP,        /* y = exp(x) */
+    SNN_UNARY_LOG,        /* y = log(x) */
+    SNN_UNARY_RELU,       /* y = max(x, 0) */
+    SNN_UNARY_SIGMOID,    /* y = 1 / (1 + exp(-x)) */
+    SNN_UNARY_SCALE,      /* y = param * x */
+    SNN_UNARY_ADD_SCALAR, /* y = x + param */
+    SNN_UNARY_SQUARE,     /* y = x * x */
+    SNN_UNARY_HEAVISIDE,  /* y = x >= 0 ? 1 : 0 (no gradient; the surrogate op lives in neurons/) */
+    SNN_UNARY_COUNT
+} snn_unary_op;
+
+typedef enum snn_binary_op {
+    SNN_BINARY_ADD, /* y = a + b */
+    SNN_BINARY_SUB, /* y = a - b */
+    SNN_BINARY_MUL, /* y = a * b */
+    SNN_BINARY_DIV, /* y = a / b */
+    SNN_BINARY_COUNT
+} snn_binary_op;
+
+/* Numpy broadcasting of two tensors to one output shape. Dims are right-aligned and padded to
+ * out.ndim; stride_a[d] is 0 where a is broadcast along d (likewise b). */
+typedef struct snn_broadcast {
+    snn_shape out;
+    int64_t stride_a[SNN_MAX_DIMS];
+    int64_t stride_b[SNN_MAX_DIMS];
+    int64_t numel;      /* of out */
+    int64_t numel_a, numel_b;
+    bool same_shape;    /* a, b and out all have the same shape: a flat loop suffices */
+} snn_broadcast;
+
+/* ---- convolution and pooling ------------------------------------------------------------ */
+
+typedef struct snn_conv2d_dims {
+    int N, C_in, H, W;        /* input (N, C_in, H, W) */
+    int C_out, KH, KW;        /* weight (C_out, C_in, KH, KW) */
+    int stride, pad;          /* same in both spatial dims */
+    int H_out, W_out;         /* (H + 2 pad - KH) / stride + 1, likewise W */
+} snn_conv2d_dims;
+
+/* An eval-mode batch-norm's vectors (C each; gamma and beta may be NULL): what
+ * conv2d_forward_bn_eval applies to the conv's output. */
+typedef struct snn_bn_eval {
+    const float *gamma, *beta, *running_mean, *running_var;
+    float eps;
+} snn_bn_eval;
+
+typedef struct snn_pool2d_dims {
+    int N, C, H, W;           /* input (N, C, H, W) */
+    int K, stride, pad;       /* square window */
+    int H_out, W_out;
+} snn_pool2d_dims;
+
+/* ---- optimizers --------------------------------------------------------------------------- */
+
+typedef struct snn_sgd_params {
+    float lr, momentum, dampening, weight_decay;
+    bool nesterov;
+    bool first_step;          /* momentum buffer is initialised to the gradient on the first step */
+} snn_sgd_params;
+
+typedef struct snn_adam_params {
+    float lr, beta1, beta2, eps, weight_decay;
+    bool decoupled;           /* AdamW: p -= lr * wd * p, instead of adding wd * p to the grad */
+    float bias_correction1;   /* 1 - beta1^t */
+    float bias_correction2;   /* 1 - beta2^t */
+} snn_adam_params;
+
+/* One tensor of a multi-tensor Adam step (adam_update_many): its parameter, state and gradient,
+ * and its own bias corrections (tensors may have taken different numbers of steps). */
+typedef struct snn_adam_tensor {
+    float *p, *m, *v;
+    const float *grad;
+    int64_t n;
+    float bias_correction1, bias_correction2;
+} snn_adam_tensor;
+
+typedef enum snn_copy_kind {
+    SNN_COPY_HOST_TO_DEVICE,
+    SNN_COPY_DEVICE_TO_HOST,
+    SNN_COPY_DEVICE_TO_DEVICE,
+} snn_copy_kind;
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+typedef struct snn_kernels {
+    const char *name; /* "cpu", "cuda" */
+
+    /* memory (bytes); device_alloc returns NULL on failure. copy is ordered on the stream. */
+    void *(*device_alloc)(size_t bytes);
+    void (*device_free)(void *p);
+    void (*copy)(void *dst, const void *src, size_t bytes, snn_copy_kind kind);
+    void (*synchronize)(void);
+    /* Bytes that can be allocated now and the device's size; 0 on success, -1 when the device
+     * cannot tell (CPU: tensor/memory_info.c; CUDA: cudaMemGetInfo). */
+    int (*memory_info)(size_t *available, size_t *total);
+
+    /* out[i] = value */
+    void (*fill)(float *out, float value, int64_t n);
+    /* y[i] += alpha * x[i] (gradient accumulation) */
+    void (*axpy)(float *y, float alpha, const float *x, int64_t n);
+    /* y[i] += weight * (x[i] - y[i]): y moves `weight` of the way to x (torch.lerp_; the
+     * weights' moving average, nn/ema.c). y == x stays exactly y. */
+    void (*lerp)(float *y, const float *x, float weight, int64_t n);
+
+    /* Spikes as bits (spike_bits.c / .cu; autograd/spike_pack.c): bit i % 32 of bits[i / 32]
+     * is x[i] != 0, the unused bits of the last word 0 (pack); x[i] = that bit (unpack). */
+    void (*pack_bits)(uint32_t *bits, const float *x, int64_t n);
+    void (*unpack_bits)(float *x, const uint32_t *bits, int64_t n);
+
+    /* out = op(x); `param` is used by SCALE and ADD_SCALAR */
+    void (*unary_forward)(snn_unary_op op, float *out, const float *x, float param, int64_t n);
+    /* dx += dout * op'(x); `out` is op(x) (EXP, SIGMOID, RELU may use it instead of x) */
+    void (*unary_backward)(snn_unary_op op, float *dx, const float *dout, const float *x,
+                           const float *out, float param, int64_t n);
+    /* out = a op b with broadcasting */
+    void (*binary_forward)(snn_binary_op op, float *out, const float *a, const float *b,
+                           const snn_broadcast *bc);
+    /* da += reduce(dout * d(a op b)/da) over broadcast dims; likewise db; NULL skips */
+    void (*binary_backward)(snn_binary_op op, float *da, float *db, const float *dout,
+                            const float *a, const float *b, const snn_broadcast *bc);
+
+    /* x viewed as (outer, dim, inner): out[o, i] = scale * sum_d x[o, d, i] (overwrites) */
+    void (*sum_dim)(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
+                    float scale);
+    /* out[o, d, i] (+)= scale * x[o, i]: the forward of expand/repeat (accumulate = false) and
+     * the backward of sum_dim (accumulate = true) */
+    void (*expand_dim)(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
+                       float scale, bool accumulate);
+
+    /* Row-major C = alpha * op(A) op(B) + beta * C, op(A) (M, K), op(B) (K, N), C (M, N).
+     * trans_a: A is stored (K, M); trans_b: B is stored (N, K). beta = 0 ignores C's content. */
+    void (*gemm)(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    /* out (outer, C, inner) += bias[c] (conv: inner = H*W; linear: inner = 1) */
+    void (*bias_forward)(float *out, const float *bias, int64_t outer, int64_t channels,
+                         int64_t inner);
+    /* dbias[c] += sum over outer, inner of dout */
+    void (*bias_backward)(float *dbias, const float *dout, int64_t outer, int64_t channels,
+                          int64_t inner);
+
+    /* conv2d (cross-correlation, as PyTorch). bias may be NULL. workspace has
+     * conv2d_workspace_bytes(d) bytes. */
+    size_t (*conv2d_workspace_bytes)(const snn_conv2d_dims *d);
+    void (*conv2d_forward)(float *out, const float *x, const float *weight, const float *bias,
+                           const snn_conv2d_dims *d, float *workspace);
+    /* conv2d_backward with x given as spikes kept as bits (autograd/spike_pack.c), read where
+     * the input is loaded (its copies: the column matrix, the channels-last operand), so the
+     * floats are never written back. Returns false, having done nothing, where this conv's
+     * kernels cannot (the caller then unpacks x); NULL on a device without it (the CPU). */
+    bool (*conv2d_backward_bits)(float *dx, float *dweight, float *dbias, const float *dout,
+                                 const uint32_t *x_bits, const float *weight,
+                                 const snn_conv2d_dims *d, float *workspace);
+    void (*conv2d_backward)(float *dx, float *dweight, float *dbias, const float *dout,
+                            const float *x, const float *weight, const snn_conv2d_dims *d,
+                            float *workspace);
+    /* conv2d_forward, then batchnorm_forward_eval over its output with bn: the same bits as
+     * the two calls (eval-mode inference; workspace as conv2d_forward's). A device may fuse
+     * them: CUDA's channels-last conv applies the batch-norm in its epilogue, which saves the
+     * batch-norm's pass over the output. */
+    void (*conv2d_forward_bn_eval)(float *out, const float *x, const float *weight,
+                                   const float *bias, const snn_bn_eval *bn,
+                                   const snn_conv2d_dims *d, float *workspace);
+
+    /* max-pool: argmax holds, per output, the flat index h*W + w of the chosen input in its
+     * (n, c) plane; padding never wins (it is -inf) */
+    void (*max_pool2d_forward)(float *out, int32_t *argmax, const float *x,
+                               const snn_pool2d_dims *d);
+    void (*max_pool2d_backward)(float *dx, const float *dout, const int32_t *argmax,
+                                const snn_pool2d_dims *d);
+    /* avg-pool, padding counted in the divisor (PyTorch's count_include_pad = True) */
+    void (*avg_pool2d_forward)(float *out, const float *x, const snn_pool2d_dims *d);
+    void (*avg_pool2d_backward)(float *dx, const float *dout, const snn_pool2d_dims *d);
+
+    /* batch-norm over (N, C, HW), training: batch statistics (biased variance for the output,
+     * unbiased for the running update), running <- (1 - momentum) running + momentum batch */
+    void (*batchnorm_forward_train)(float *out, float *save_mean, float *save_invstd,
+                                    float *running_mean, float *running_var, const float *x,
+                                    const float *gamma, const float *beta, int N, int C, int HW,
+                                    float momentum, float eps);
+    /* eval: out = gamma (x - running_mean) / sqrt(running_var + eps) + beta */
+    void (*batchnorm_forward_eval)(float *out, const float *x, const float *gamma,
+                                   const float *beta, const float *running_mean,
+                                   const float *running_var, int N, int C, int HW, float eps);
+    /* training-mode backward through the batch statistics; NULL outputs are skipped */
+    void (*batchnorm_backward)(float *dx, float *dgamma, float *dbeta, const float *dout,
+                               const float *x, const float *gamma, const float *save_mean,
+                               const float *save_invstd, int N, int C, int HW);
+
+    /* Batch-norm across data-parallel ranks (--sync-bn, distributed/): the training forward and
+     * backward above, cut where the ranks exchange per-channel sums. With one rank the pieces
+     * give the fused kernels' bits. All sums in double.
+     *   forward:  stats (each rank) -> all-gather -> stats_merge -> normalise
+     *   backward: backward_sums (each rank) -> all-reduce (sum) -> backward_apply
+     * stats (C, 3) = (count M, mean, M2 = sum (x - mean)^2) of this rank's values */
+    void (*batchnorm_stats)(double *stats, const float *x, int N, int C, int HW);
+    /* merged (C, 3) <- the R ranks' stats (R, C, 3) merged in rank order (Chan et al.'s update);
+     * then save_mean, save_invstd and the running statistics as forward_train does, over all
+     * ranks' values (running stats may be NULL) */
+    void (*batchnorm_stats_merge)(double *merged, float *save_mean, float *save_invstd,
+                                  float *running_mean, float *running_var, const double *stats,
+                                  int R, int C, float momentum, float eps);
+    /* out = (x - mean) (gamma save_invstd) + beta, mean from merged (C, 3) (as forward_train) */
+    void (*batchnorm_normalise)(float *out, const float *x, const double *merged,
+                                const float *save_invstd, const float *gamma, const float *beta,
+                                int N, int C, int HW);
+    /* sums (C, 3) = (sum dout, sum dout (x - save_mean), count M) of this rank's values */
+    void (*batchnorm_backward_sums)(double *sums, const float *dout, const float *x,
+                                    const float *save_mean, int N, int C, int HW);
+    /* dbeta, dgamma += this rank's sums (local); dx += as in backward, with the sums and count
+     * of every rank (global = the all-reduced sums); NULL outputs are skipped */
+    void (*batchnorm_backward_apply)(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                     const float *x, const float *gamma, const float *save_mean,
+                                     const float *save_invstd, const double *local,
+                                     const double *global, int N, int C, int HW);
+
+    /* rows of x (N, C): out = log_softmax(x) */
+    void (*log_softmax_forward)(float *out, const float *x, int N, int C);
+    /* dx += dout - exp(out) * sum_c dout */
+    void (*log_softmax_backward)(float *dx, const float *dout, const float *out, int N, int C);
+    /* loss[0] = -scale * sum_n logp[n, labels[n]]   (labels hold class indices as floats) */
+    void (*nll_forward)(float *loss, const float *logp, const float *labels, int N, int C,
+                        float scale);
+    /* dlogp[n, labels[n]] += -scale * dloss[0] */
+    void (*nll_backward)(float *dlogp, const float *dloss, const float *labels, int N, int C,
+                         float scale);
+    /* out (N, C) = one-hot of labels */
+    void (*one_hot)(float *out, const float *labels, int N, int C);
+    /* out[n] = index of the largest x[n, :] (first on ties), as a float */
+    void (*argmax_rows)(float *out, const float *x, int N, int C);
+
+    /* mask[i] = (hash(seed, i) uniform >= p) / (1 - p): the same mask on every device */
+    void (*dropout_mask)(float *mask, int64_t n, float p, uint64_t seed);
+    /* Poisson (rate) coding of pixels (n) into spikes (T, n): spikes[t*n + i] = u < pixels[i],
+     * u = (snn_hash64(seed + t*n + i) >> 40) * 2^-24: the same spikes on every device */
+    void (*poisson_encode)(float *spikes, const float *pixels, int64_t n, int T, uint64_t seed);
+
+    /* optimizer updates; velocity / m, v are the optimizer's state (same size as p) */
+    void (*sgd_update)(float *p, float *velocity, const float *grad, int64_t n,
+                       const snn_sgd_params *hp);
+    void (*adam_update)(float *p, float *m, float *v, const float *grad, int64_t n,
+                        const snn_adam_params *hp);
+    /* adam_update on each of count tensors, with hp's bias corrections replaced by the
+     * tensor's own; the same bits as one call per tensor (on the GPU, one launch serves up to
+     * 32 tensors: a ResNet-18 has 124, most of them a few hundred floats) */
+    void (*adam_update_many)(const snn_adam_tensor *tensors, int count, const snn_adam_params *hp);
+    /* out[0] = sum of squares (for gradient norms); out[1] = 1 if any x is NaN/inf else 0 */
+    void (*sumsq_and_finite)(float *out, const float *x, int64_t n);
+} snn_kernels;
+
+/* The table for a device, or NULL when this build has no such backend. */
+const snn_kernels *snn_kernels_for(snn_device device);
+/* Like snn_kernels_for, but stores "<fn>: no <device> backend in this build" when NULL. */
+const snn_kernels *snn_kernels_or_error(const char *fn, snn_device device);
+
+/* In an op: return NULL with "fn: the cuda backend has no kernel 'entry'" when an entry is
+ * missing, so a partial backend is a clear error, never a call through NULL. */
+#define SNN_REQUIRE_KERNEL(k, fn, entry)                                                      \
+    do {                                                                                      \
+        if (!(k)->entry)                                                                      \
+            return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: the %s backend has no kernel '%s'", \
+                                  fn, (k)->name, #entry);                                      \
+    } while (0)
+
+/* The CPU and CUDA tables (kernels/cpu/table.c, kernels/cuda/table.cu). */
+extern const snn_kernels snn_kernels_cpu;
+#ifdef SNN_WITH_CUDA
+extern const snn_kernels snn_kernels_cuda;
+int snn_cuda_device_count(void);  /* 0 when the driver or a GPU is missing (kernels/cuda/cuda_context.cu) */
+void snn_cuda_shutdown(void);     /* releases the stream, cuBLAS handle and device scratch */
+#endif
+
+/* 64-bit mixing hash (splitmix64 finaliser), shared by CPU and CUDA so that random masks
+ * agree bit for bit across devices. u = (hash >> 40) * 2^-24 is uniform in [0, 1). */
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+static inline uint64_t snn_hash64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SNN_KERNELS_H */
