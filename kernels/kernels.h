@@ -122,7 +122,7 @@ typedef enum snn_copy_kind {
 /* ---- the table ---------------------------------------------------------------------------- */
 
 typedef struct snn_kernels {
-    const char *name; /* "cpu", "cuda" */
+    const char *name; /* "ref", "cpu", "cuda" */
 
     /* memory (bytes); device_alloc returns NULL on failure. copy is ordered on the stream. */
     void *(*device_alloc)(size_t bytes);
@@ -300,7 +300,9 @@ const snn_kernels *snn_kernels_or_error(const char *fn, snn_device device);
                                   fn, (k)->name, #entry);                                      \
     } while (0)
 
-/* The CPU and CUDA tables (kernels/cpu/table.c, kernels/cuda/table.cu). */
+/* The tables: reference (kernels/ref/table.c), fast CPU (kernels/cpu/table.c) and CUDA
+ * (kernels/cuda/table.cu). */
+extern const snn_kernels snn_kernels_ref;
 extern const snn_kernels snn_kernels_cpu;
 #ifdef SNN_WITH_CUDA
 extern const snn_kernels snn_kernels_cuda;

@@ -134,7 +134,7 @@ typedef struct snn_running_pool_dims {
 #define SNN_RUNNING_POOL_MAX_WINDOW 16
 
 typedef struct snn_neuron_kernels {
-    const char *name; /* "cpu", "cuda" */
+    const char *name; /* "ref", "cpu", "cuda" */
     /* IF, LIF and PLIF: one fused kernel, the kind selects the charge equation (lif.c) */
     snn_neuron_forward_fn lif_forward;
     snn_neuron_backward_fn lif_backward;
@@ -178,7 +178,8 @@ const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device);
 /* Same, storing "<fn>: ... no <device> neuron kernels" when NULL. */
 const snn_neuron_kernels *snn_neuron_kernels_or_error(const char *fn, snn_device device);
 
-extern const snn_neuron_kernels snn_neuron_kernels_cpu;
+extern const snn_neuron_kernels snn_neuron_kernels_ref; /* kernels/ref/neuron_table.c */
+extern const snn_neuron_kernels snn_neuron_kernels_cpu; /* kernels/cpu/neuron_table.c */
 #ifdef SNN_WITH_CUDA
 /* kernels/cuda/neuron_table.cu defines it once the CUDA port lands (see neuron_dispatch.c). */
 extern const snn_neuron_kernels snn_neuron_kernels_cuda;

@@ -1,11 +1,8 @@
 /*
- * neuron_dispatch.c - the neuron kernel tables, one per device, and the one place in neurons/
- * that knows whether this build has CUDA (as tensor/dispatch.c is in tensor/:
- * docs/architecture.md, "Kernels and devices").
- *
- * The CUDA table, `snn_neuron_kernels_cuda`, is defined in kernels/cuda/neuron_table.cu (kernels in
- * lif.cu, stbif.cu, heaviside.cu, plane_norm.cu, qclip.cu, running_pool.cu) and declared in
- * neuron_kernels.h under SNN_WITH_CUDA.
+ * neuron_dispatch.c - picks the neuron kernel table of a device (kernels/neuron_kernels.h): on
+ * the CPU the fast table or the reference one, as the kernel set says (snn_set_kernels), on CUDA
+ * the CUDA table. The one place in neurons/ that knows whether this build has CUDA (as
+ * tensor/dispatch.c is in tensor/: docs/architecture.md, "Kernels and devices").
  */
 #include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
@@ -13,7 +10,9 @@
 const snn_neuron_kernels *snn_neuron_kernels_for(snn_device device)
 {
     switch (device) {
-    case SNN_CPU: return &snn_neuron_kernels_cpu;
+    case SNN_CPU:
+        return snn_get_kernels() == SNN_KERNELS_REF ? &snn_neuron_kernels_ref
+                                                    : &snn_neuron_kernels_cpu;
     case SNN_CUDA:
 #ifdef SNN_WITH_CUDA
         if (snn_cuda_available()) return &snn_neuron_kernels_cuda;

@@ -1,8 +1,11 @@
 /*
- * dispatch.c - picks the kernel table of a device. The one place in tensor/ that knows whether
- * this build has CUDA (docs/architecture.md, "Kernels and devices"): everything else asks
- * snn_kernels_for().
+ * dispatch.c - picks the kernel table of a device: on the CPU the fast table or the reference
+ * one (snn_set_kernels, SNN_KERNELS), on CUDA the CUDA table. The one place in tensor/ that
+ * knows whether this build has CUDA (docs/architecture.md, "Kernels and devices"): everything
+ * else asks snn_kernels_for().
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
@@ -11,10 +14,57 @@
 #include "error.h"
 #include "kernels/kernels.h"
 
+/* -1 until the first question: then SNN_KERNELS, or the fast kernels */
+static int kernel_set = -1;
+
+const char *snn_kernel_set_name(snn_kernel_set k)
+{
+    switch (k) {
+    case SNN_KERNELS_FAST: return "fast";
+    case SNN_KERNELS_REF: return "ref";
+    }
+    return "unknown";
+}
+
+snn_status snn_kernel_set_parse(const char *name, snn_kernel_set *out)
+{
+    if (name && strcmp(name, "fast") == 0) *out = SNN_KERNELS_FAST;
+    else if (name && strcmp(name, "ref") == 0) *out = SNN_KERNELS_REF;
+    else
+        return snn_error(SNN_ERR_ARGUMENT, "snn_kernel_set_parse: bad argument 'name' (expected "
+                         "ref or fast, got %s%s%s)", name ? "'" : "", name ? name : "NULL",
+                         name ? "'" : "");
+    return SNN_OK;
+}
+
+snn_status snn_set_kernels(snn_kernel_set k)
+{
+    if (k != SNN_KERNELS_FAST && k != SNN_KERNELS_REF)
+        return snn_error(SNN_ERR_ARGUMENT, "snn_set_kernels: bad argument 'k' (expected "
+                         "SNN_KERNELS_FAST or SNN_KERNELS_REF, got %d)", (int)k);
+    kernel_set = (int)k;
+    return SNN_OK;
+}
+
+snn_kernel_set snn_get_kernels(void)
+{
+    if (kernel_set < 0) {
+        snn_kernel_set k = SNN_KERNELS_FAST;
+        const char *env = getenv("SNN_KERNELS");
+        if (env && *env && snn_kernel_set_parse(env, &k) != SNN_OK) {
+            fprintf(stderr, "snn.c: ignoring SNN_KERNELS=%s (expected ref or fast); the fast "
+                    "kernels run\n", env);
+            snn_clear_error();
+        }
+        kernel_set = (int)k;
+    }
+    return (snn_kernel_set)kernel_set;
+}
+
 const snn_kernels *snn_kernels_for(snn_device device)
 {
     switch (device) {
-    case SNN_CPU: return &snn_kernels_cpu;
+    case SNN_CPU: return snn_get_kernels() == SNN_KERNELS_REF ? &snn_kernels_ref : &snn_kernels_cpu;
 #ifdef SNN_WITH_CUDA
     case SNN_CUDA: return snn_cuda_device_count() > 0 ? &snn_kernels_cuda : NULL;
 #else

@@ -270,6 +270,32 @@ int snn_get_num_threads(void);
 snn_status snn_device_memory(snn_device device, size_t *available, size_t *total);
 
 /* ---------------------------------------------------------------------------------------------
+ * Which kernels run on the CPU
+ * ------------------------------------------------------------------------------------------- */
+
+/** The two kernel tables of the CPU. CUDA tensors always run the CUDA kernels. */
+typedef enum snn_kernel_set {
+    SNN_KERNELS_FAST = 0, /**< blocked, vectorised, threaded (kernels/cpu/): the default */
+    SNN_KERNELS_REF = 1,  /**< the reference (kernels/ref/): plain loops, one file per op
+                               family, one thread. What a student reads, and what every other
+                               kernel is tested against; the main job trains on it, slower */
+} snn_kernel_set;
+
+/** The name of `k`: "fast" or "ref" ("unknown" for a value out of the enum). */
+const char *snn_kernel_set_name(snn_kernel_set k);
+/** Parses `name` ("fast" or "ref") into *out; SNN_ERR_ARGUMENT with a message otherwise (NULL
+ * included; *out is then unchanged). */
+snn_status snn_kernel_set_parse(const char *name, snn_kernel_set *out);
+/** Selects the CPU's kernels for every later op (process-wide, as the precision is). Until it
+ * is called, the environment variable SNN_KERNELS (ref or fast) decides, and without it the
+ * fast kernels run. Tensors and models need no rebuilding: both tables use the same host
+ * memory. SNN_ERR_ARGUMENT for a value out of the enum. */
+snn_status snn_set_kernels(snn_kernel_set k);
+/** The CPU's kernel set now (reads SNN_KERNELS on the first call; a bad value there is
+ * reported on stderr once and the fast kernels run). */
+snn_kernel_set snn_get_kernels(void);
+
+/* ---------------------------------------------------------------------------------------------
  * Precision of the GPU's matrix products
  * ------------------------------------------------------------------------------------------- */
 

@@ -7,9 +7,6 @@
 
 #include "kernels/kernels.h"
 
-/* memory_info.c: what the host can still give (MemAvailable, capped by a cgroup limit) */
-int snn_memory_info_cpu(size_t *available, size_t *total);
-
 /* elementwise.c */
 void snn_fill_cpu(float *out, float value, int64_t n);
 void snn_axpy_cpu(float *y, float alpha, const float *x, int64_t n);

@@ -1,27 +1,17 @@
 /*
- * backend_cpu.c - the CPU kernel table. Host memory needs no device calls: "device" memory on
- * the CPU is plain 64-byte aligned host memory and copies are memcpy.
+ * table.c - the fast CPU kernel table: blocked, vectorised and threaded kernels, each checked
+ * against the reference table (kernels/ref/table.c) by tests/test_backend_ops.c. Host memory
+ * is tensor/host_memory.c's, shared with the reference table.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "kernels_cpu.h"
-
-static void *cpu_alloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
-static void cpu_free(void *p) { free(p); }
-static void cpu_copy(void *dst, const void *src, size_t bytes, snn_copy_kind kind)
-{
-    (void)kind;
-    memcpy(dst, src, bytes);
-}
-static void cpu_synchronize(void) {}
+#include "tensor/host_memory.h"
 
 const snn_kernels snn_kernels_cpu = {
     .name = "cpu",
-    .device_alloc = cpu_alloc,
-    .device_free = cpu_free,
-    .copy = cpu_copy,
-    .synchronize = cpu_synchronize,
+    .device_alloc = snn_host_alloc,
+    .device_free = snn_host_free,
+    .copy = snn_host_copy,
+    .synchronize = snn_host_synchronize,
     .memory_info = snn_memory_info_cpu,
     .fill = snn_fill_cpu,
     .axpy = snn_axpy_cpu,
