@@ -1,0 +1,223 @@
+/*
+ * batchnorm.c - reference batch normalisation over (N, C, HW), training and eval, and the
+ * pieces that data-parallel ranks use to share its statistics (--sync-bn).
+ *
+ * x, out, dout, dx (N, C, HW) (N = T*N for multi-step data, HW = H*W, 1 for BatchNorm1d);
+ * gamma, beta, running_mean, running_var, save_mean, save_invstd (C). Channel c is normalised
+ * over its M = N HW values (S. Ioffe, C. Szegedy, arXiv:1502.03167; PyTorch's conventions).
+ *
+ * Training forward, per channel:
+ *   mean = (1/M) sum x      var = (1/M) sum (x - mean)^2 (biased)     invstd = 1 / sqrt(var + eps)
+ *   out  = gamma (x - mean) invstd + beta
+ *   running_mean <- (1 - momentum) running_mean + momentum mean
+ *   running_var  <- (1 - momentum) running_var  + momentum var M / (M - 1)     (unbiased)
+ * Eval forward:
+ *   out = gamma (x - running_mean) / sqrt(running_var + eps) + beta
+ * Training backward, through the batch statistics too (xhat = (x - mean) invstd):
+ *   dbeta  += sum dout          dgamma += sum dout xhat
+ *   dx     += gamma invstd (dout - (1/M) sum dout - xhat (1/M) sum dout xhat)
+ *
+ * Across R ranks, each with M_r values of a channel:
+ *   stats (C, 3) = (M_r, mean_r, M2_r = sum (x - mean_r)^2) of this rank
+ *   stats_merge   the R ranks' stats merged in rank order (Chan et al.'s update,
+ *                 kernels/chan_merge.h), then save_mean, save_invstd and the running
+ *                 statistics as the training forward sets them, over all ranks' values
+ *   normalise     out = gamma (x - mean) save_invstd + beta
+ *   backward_sums (C, 3) = (sum dout, sum dout (x - save_mean), M_r) of this rank
+ *   backward_apply dbeta, dgamma from this rank's sums; dx from the sums of all ranks
+ *
+ * gamma, beta (affine = False) and the running statistics may be NULL; NULL gradients are
+ * skipped. Sums and statistics are in double; the variance is a second pass over x - mean,
+ * never E[x^2] - mean^2 (which cancels when |mean| >> std).
+ * Memory traffic: training forward reads x three times and writes out once; backward reads
+ * dout and x twice and read-modify-writes dx; eval reads x once and writes out once.
+ */
+#include <math.h>
+
+#include "kernels/chan_merge.h"
+#include "kernels_ref.h"
+
+/* Where image n's plane of channel c starts: its HW values follow. */
+static int64_t plane_at(int n, int c, int C, int HW) { return ((int64_t)n * C + c) * HW; }
+
+/* Channel c's (count, mean, M2) by two passes over its N planes. */
+static void channel_stats(double stats[3], const float *x, int c, int N, int C, int HW)
+{
+    const int64_t M = (int64_t)N * HW;
+    double sum = 0.0, M2 = 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *xp = x + plane_at(n, c, C, HW);   // (HW)
+        for (int i = 0; i < HW; i++) sum += (double)xp[i];
+    }
+    const double mean = M > 0 ? sum / (double)M : 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *xp = x + plane_at(n, c, C, HW);   // (HW)
+        for (int i = 0; i < HW; i++) M2 += ((double)xp[i] - mean) * ((double)xp[i] - mean);
+    }
+    stats[0] = (double)M, stats[1] = mean, stats[2] = M2;
+}
+
+/* save_mean, save_invstd and the running statistics of channel c from its (count, mean, M2). */
+static void set_batch_stats(float *save_mean, float *save_invstd, float *running_mean,
+                            float *running_var, const double stats[3], int c, float momentum,
+                            float eps)
+{
+    const double count = stats[0], mean = stats[1], M2 = stats[2];
+    const double var = count > 0.0 ? M2 / count : 0.0;
+    save_mean[c] = (float)mean;
+    save_invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+    if (running_mean)
+        running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
+    if (running_var) {
+        /* Bessel's correction; a single value has no spread to correct */
+        const double unbiased = count > 1.0 ? M2 / (count - 1.0) : var;
+        running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
+    }
+}
+
+/* out = gamma (x - mean) invstd + beta over channel c */
+static void normalise_channel(float *out, const float *x, double mean, float invstd,
+                              const float *gamma, const float *beta, int c, int N, int C, int HW)
+{
+    const double g = gamma ? (double)gamma[c] : 1.0, b = beta ? (double)beta[c] : 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *xp = x + plane_at(n, c, C, HW);   // (HW)
+        float *op = out + plane_at(n, c, C, HW);       // (HW)
+        for (int i = 0; i < HW; i++)
+            op[i] = (float)(g * (((double)xp[i] - mean) * (double)invstd) + b);
+    }
+}
+
+/* sums[0..1] = (sum dout, sum dout (x - mean)) over channel c */
+static void channel_grad_sums(double sums[2], const float *dout, const float *x, float mean,
+                              int c, int N, int C, int HW)
+{
+    sums[0] = sums[1] = 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *gp = dout + plane_at(n, c, C, HW);   // (HW)
+        const float *xp = x + plane_at(n, c, C, HW);      // (HW)
+        for (int i = 0; i < HW; i++) {
+            sums[0] += (double)gp[i];
+            sums[1] += (double)gp[i] * ((double)xp[i] - (double)mean);
+        }
+    }
+}
+
+/* dx += gamma invstd (dout - sum_dy / M - xhat sum_dy_xhat / M) over channel c, where
+ * sum_dy_xhat = invstd sum_dy_dev; the sums are those of all M values (all ranks). */
+static void channel_input_grad(float *dx, const float *dout, const float *x, const float *gamma,
+                               float mean, float invstd, double sum_dy, double sum_dy_dev,
+                               double M, int c, int N, int C, int HW)
+{
+    const double a = (gamma ? (double)gamma[c] : 1.0) * (double)invstd;
+    const double sum_dy_xhat = sum_dy_dev * (double)invstd;
+    for (int n = 0; n < N; n++) {
+        const float *gp = dout + plane_at(n, c, C, HW);   // (HW)
+        const float *xp = x + plane_at(n, c, C, HW);      // (HW)
+        float *dxp = dx + plane_at(n, c, C, HW);          // (HW)
+        for (int i = 0; i < HW; i++) {
+            const double xhat = ((double)xp[i] - (double)mean) * (double)invstd;
+            dxp[i] += (float)(a * ((double)gp[i] - sum_dy / M - xhat * sum_dy_xhat / M));
+        }
+    }
+}
+
+/* ---- one process -------------------------------------------------------------------------- */
+
+void snn_batchnorm_forward_train_ref(float *out, float *save_mean, float *save_invstd,
+                                     float *running_mean, float *running_var, const float *x,
+                                     const float *gamma, const float *beta, int N, int C, int HW,
+                                     float momentum, float eps)
+{
+    for (int c = 0; c < C; c++) {
+        double stats[3];
+        channel_stats(stats, x, c, N, C, HW);
+        set_batch_stats(save_mean, save_invstd, running_mean, running_var, stats, c, momentum,
+                        eps);
+        normalise_channel(out, x, stats[1], save_invstd[c], gamma, beta, c, N, C, HW);
+    }
+}
+
+void snn_batchnorm_forward_eval_ref(float *out, const float *x, const float *gamma,
+                                    const float *beta, const float *running_mean,
+                                    const float *running_var, int N, int C, int HW, float eps)
+{
+    for (int c = 0; c < C; c++) {
+        const double invstd = 1.0 / sqrt((double)running_var[c] + (double)eps);
+        const double g = gamma ? (double)gamma[c] : 1.0, b = beta ? (double)beta[c] : 0.0;
+        for (int n = 0; n < N; n++) {
+            const float *xp = x + plane_at(n, c, C, HW);   // (HW)
+            float *op = out + plane_at(n, c, C, HW);       // (HW)
+            for (int i = 0; i < HW; i++)
+                op[i] = (float)(g * ((double)xp[i] - (double)running_mean[c]) * invstd + b);
+        }
+    }
+}
+
+void snn_batchnorm_backward_ref(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                const float *x, const float *gamma, const float *save_mean,
+                                const float *save_invstd, int N, int C, int HW)
+{
+    for (int c = 0; c < C; c++) {
+        double sums[2];
+        channel_grad_sums(sums, dout, x, save_mean[c], c, N, C, HW);
+        if (dbeta) dbeta[c] += (float)sums[0];
+        if (dgamma) dgamma[c] += (float)(sums[1] * (double)save_invstd[c]);
+        if (dx)
+            channel_input_grad(dx, dout, x, gamma, save_mean[c], save_invstd[c], sums[0],
+                               sums[1], (double)N * HW, c, N, C, HW);
+    }
+}
+
+/* ---- across data-parallel ranks ----------------------------------------------------------- */
+
+void snn_batchnorm_stats_ref(double *stats, const float *x, int N, int C, int HW)
+{
+    for (int c = 0; c < C; c++) channel_stats(stats + 3 * c, x, c, N, C, HW);
+}
+
+void snn_batchnorm_stats_merge_ref(double *merged, float *save_mean, float *save_invstd,
+                                   float *running_mean, float *running_var, const double *stats,
+                                   int R, int C, float momentum, float eps)
+{
+    for (int c = 0; c < C; c++) {
+        double *m = merged + 3 * c;   // (count, mean, M2) of all ranks so far
+        m[0] = m[1] = m[2] = 0.0;
+        for (int r = 0; r < R; r++) {
+            const double *s = stats + ((int64_t)r * C + c) * 3;   // rank r's (count, mean, M2)
+            if (s[0] > 0.0) snn_chan_merge(&m[0], &m[1], &m[2], s[0], s[1], s[2]);
+        }
+        set_batch_stats(save_mean, save_invstd, running_mean, running_var, m, c, momentum, eps);
+    }
+}
+
+void snn_batchnorm_normalise_ref(float *out, const float *x, const double *merged,
+                                 const float *save_invstd, const float *gamma, const float *beta,
+                                 int N, int C, int HW)
+{
+    for (int c = 0; c < C; c++)
+        normalise_channel(out, x, merged[3 * c + 1], save_invstd[c], gamma, beta, c, N, C, HW);
+}
+
+void snn_batchnorm_backward_sums_ref(double *sums, const float *dout, const float *x,
+                                     const float *save_mean, int N, int C, int HW)
+{
+    for (int c = 0; c < C; c++) {
+        channel_grad_sums(sums + 3 * c, dout, x, save_mean[c], c, N, C, HW);
+        sums[3 * c + 2] = (double)N * HW;
+    }
+}
+
+void snn_batchnorm_backward_apply_ref(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                      const float *x, const float *gamma, const float *save_mean,
+                                      const float *save_invstd, const double *local,
+                                      const double *global, int N, int C, int HW)
+{
+    for (int c = 0; c < C; c++) {
+        if (dbeta) dbeta[c] += (float)local[3 * c];
+        if (dgamma) dgamma[c] += (float)(local[3 * c + 1] * (double)save_invstd[c]);
+        if (dx)
+            channel_input_grad(dx, dout, x, gamma, save_mean[c], save_invstd[c], global[3 * c],
+                               global[3 * c + 1], global[3 * c + 2], c, N, C, HW);
+    }
+}
