@@ -1,8 +1,9 @@
 /*
- * test_gemm.c - the CPU SGEMM (kernels/cpu/gemm.c): the blocked, threaded snn_gemm_cpu and the plain
- * snn_gemm_naive_cpu against a double-precision reference, on a hand-computed case and on many
- * random shapes (1x1, odd sizes, sizes that cross every block edge, all four transpose
- * combinations, alpha/beta, leading dimensions larger than the matrix).
+ * test_gemm.c - the CPU SGEMM (kernels/cpu/gemm.c): the blocked, threaded snn_gemm_cpu and the
+ * reference triple loop snn_gemm_ref (kernels/ref/gemm.c) against a double-precision
+ * reference, on a hand-computed case and on many random shapes (1x1, odd sizes, sizes that
+ * cross every block edge, all four transpose combinations, alpha/beta, leading dimensions
+ * larger than the matrix).
  *
  * Tolerance: the rounding error of a float dot product of length K is at most about
  * K * eps * sum_k |a_k b_k| (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1),
@@ -19,6 +20,7 @@
 #include "tensor/error.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernels_cpu.h"
+#include "kernels/ref/kernels_ref.h"
 #include "test.h"
 
 typedef void (*gemm_fn)(bool, bool, int, int, int, float, const float *, int, const float *, int,
@@ -120,7 +122,7 @@ static bool check_problem(const problem *p, gemm_fn gemm, const char *name)
 static void test_hand_2x2(void)
 {
     const float A[4] = {1, 2, 3, 4}, B[4] = {5, 6, 7, 8};
-    gemm_fn fns[2] = {snn_gemm_cpu, snn_gemm_naive_cpu};
+    gemm_fn fns[2] = {snn_gemm_cpu, snn_gemm_ref};
     for (int f = 0; f < 2; f++) {
         float C[4] = {NAN, NAN, NAN, NAN}; /* beta = 0: C is never read */
         fns[f](false, false, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
@@ -149,7 +151,7 @@ static void test_hand_2x2(void)
     }
 }
 
-/* Many random shapes, each through the threaded, the serial and the naive kernel. */
+/* Many random shapes, each through the threaded, the serial and the reference kernel. */
 static void test_random_shapes(void)
 {
     static const int sizes[] = {1, 2, 3, 5, 7, 8, 11, 12, 13, 16, 17, 24, 31, 32, 33, 47, 64, 65,
@@ -170,7 +172,7 @@ static void test_random_shapes(void)
         problem p = make_problem(ta, tb, M, N, K, pad, alpha, beta, &rng);
         failures += !check_problem(&p, snn_gemm_cpu, "gemm_cpu");
         failures += !check_problem(&p, snn_gemm_serial_cpu, "gemm_serial_cpu");
-        failures += !check_problem(&p, snn_gemm_naive_cpu, "gemm_naive_cpu");
+        failures += !check_problem(&p, snn_gemm_ref, "gemm_ref");
         free_problem(&p);
     }
     CHECK(failures == 0);
@@ -204,7 +206,7 @@ static void test_beta_zero_ignores_c(void)
         problem p = make_problem(false, false, n, n, n, 0, 1.0f, 0.0f, &rng);
         for (size_t i = 0; i < p.c_size; i++) p.C0[i] = (i & 1) ? NAN : INFINITY;
         CHECK(check_problem(&p, snn_gemm_cpu, "gemm_cpu"));
-        CHECK(check_problem(&p, snn_gemm_naive_cpu, "gemm_naive_cpu"));
+        CHECK(check_problem(&p, snn_gemm_ref, "gemm_ref"));
 
         float *C = alloc_floats(p.c_size);
         memcpy(C, p.C0, p.c_size * sizeof *C);

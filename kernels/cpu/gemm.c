@@ -1,17 +1,19 @@
 /*
- * gemm.c - single-precision matrix multiply on the CPU: the plain triple loop (the reference)
- * and a cache-blocked, register-tiled SGEMM on one thread (the hot path of CPU training: every
- * conv and linear layer ends up here; gemm_threads.c shares it among threads).
+ * gemm.c - single-precision matrix multiply on the CPU: a cache-blocked, register-tiled SGEMM
+ * on one thread (the hot path of CPU training: every conv and linear layer ends up here;
+ * gemm_threads.c shares it among threads, gemm_pack.c packs its blocks).
  *
- * Both compute, row-major,
+ * It computes, row-major,
  *
  *     C (M, N) = alpha * op(A) (M, K) * op(B) (K, N) + beta * C (M, N)
  *
  * where op(A) = A stored (M, K) with row stride lda, or A^T with A stored (K, M) when trans_a;
  * likewise op(B) is B stored (K, N), or B^T with B stored (N, K) when trans_b. beta == 0 means
- * C is write-only: its old content (NaN included) is never read.
+ * C is write-only: its old content (NaN included) is never read. The function it must match is
+ * the reference triple loop, snn_gemm_ref (kernels/ref/gemm.c).
  *
- * Test: tests/test_gemm.c (fast vs naive on many shapes).  Bench: bench/bench_gemm.c.
+ * Test: tests/test_gemm.c (fast and reference vs double on many shapes).
+ * Bench: bench/bench_gemm.c.
  *
  * How the fast path works (the scheme of Goto & van de Geijn, "Anatomy of high-performance
  * matrix multiplication", ACM TOMS 2008, as used by BLIS):
@@ -25,13 +27,14 @@
  *           for ir in MC, step MR
  *             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= Ap panel (MR, KC) * Bp panel (KC, NR)
  *
- * Packing copies each block once into a contiguous, aligned buffer laid out in exactly the order
- * the micro-kernel reads it, so the inner loop streams unit-stride memory whatever the
- * transposes and leading dimensions were, and blocks past the matrix edge are zero-padded so
- * that the micro-kernel always computes a full tile.
+ * Packing (gemm_pack.c) copies each block once into a contiguous, aligned buffer laid out in
+ * exactly the order the micro-kernel reads it, so the inner loop streams unit-stride memory
+ * whatever the transposes and leading dimensions were, and blocks past the matrix edge are
+ * zero-padded so that the micro-kernel always computes a full tile. MR, NR and the block sizes
+ * KC, MC, NC, and why they are what they are: gemm_blocking.h.
  *
  * Memory traffic: the micro-kernel does MR*NR FMAs per (MR + NR) floats loaded, i.e. 256 FMAs
- * per 40 floats for the AVX-512 tile below. A is packed ceil(N / NC) times and B once per thread
+ * per 40 floats for the AVX-512 tile. A is packed ceil(N / NC) times and B once per thread
  * that shares its columns; C is read and written ceil(K / KC) times. For large problems all of
  * this is O(MK + KN + MN) against O(MNK) arithmetic, which is why the kernel can run near the
  * FMA units' peak.
@@ -40,105 +43,28 @@
  * MR x NR tiles, and runs this file's serial algorithm on each (snn_gemm_rect_serial_cpu), every
  * thread with its own packing buffers.
  *
- * Packing buffers: one per live thread, allocated with snn_alloc on first use and kept between
- * calls (a training step calls the SGEMM hundreds of times), handed to the next new thread when
- * its thread exits; see snn_gemm_release_cpu. Without a buffer the blocked path still sums in
- * the same slices with the same roundings (slowly), so no result depends on memory either. Without -march=native (no AVX2) a portable C micro-kernel is used.
+ * Without a packing buffer (gemm_pack.c) the blocked path still sums in the same slices with
+ * the same roundings (gemm_blocked_unpacked, slowly), so no result depends on memory. Without
+ * -march=native (no AVX2) a portable C micro-kernel is used.
  */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <threads.h>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 #include "cpu_threads.h"
-#include "tensor/error.h"
 #include "gemm.h"
+#include "gemm_blocking.h"
 #include "kernels_cpu.h"
-
-/* ---------------------------------------------------------------------------------------------
- * The reference: one dot product per element of C, summed in k order.
- * ------------------------------------------------------------------------------------------- */
-
-void snn_gemm_naive_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                        int ldc)
-{
-    for (int i = 0; i < M; i++) {
-        for (int j = 0; j < N; j++) {
-            float sum = 0.0f;
-            for (int k = 0; k < K; k++) {
-                float a = trans_a ? A[(int64_t)k * lda + i] : A[(int64_t)i * lda + k];
-                float b = trans_b ? B[(int64_t)j * ldb + k] : B[(int64_t)k * ldb + j];
-                sum += a * b;
-            }
-            float *c = &C[(int64_t)i * ldc + j];
-            *c = beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
-        }
-    }
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Tile and block sizes.
- *
- * MR x NR is the register tile of C the micro-kernel keeps in vector registers for the whole
- * KC-long sum. It must (1) fit the register file with room for the B row and an A broadcast,
- * (2) hold enough independent accumulators to cover the FMA latency (4 cycles x 2 pipes = 8 in
- * flight on Zen 4 and Skylake-X), and (3) load as little as possible per FMA.
- *
- * The block sizes were tuned on the CPU snn.c is developed on (AMD EPYC Zen 4: 32 KiB L1d and
- * 1 MiB L2 per core, 32 MiB shared L3; sweep of KC 192-1024, MC 48-192, NC 1024-4096 on
- * 1024^3 and 2048^3, one thread). With KC = 512: one A micro-panel (MR, KC) is 16 KiB and sits
- * in L1 while it meets the B micro-panels; the packed A block (MC, KC) is 192 KiB and the
- * B micro-panel (KC, NR) 64 KiB, both in L2; the packed B panel (KC, NC) is 4 MiB, in L3.
- * A long KC matters most: C is loaded and stored once per KC slice, and slices of 512 made
- * 1024^3 about 15 % faster than slices of 256. Override with -DSNN_GEMM_KC=... to re-tune.
- * ------------------------------------------------------------------------------------------- */
-
-#if defined(__AVX512F__)
-/* 8 x 32: 8 rows x 2 zmm = 16 accumulators + 2 B vectors + 1 broadcast = 19 of 32 zmm.
- * Per k step: 2 loads of B, 8 broadcasts of A (folded into the FMA as {1to16} operands) and
- * 16 FMAs; Zen 4 issues one zmm FMA and two loads per cycle, so the FMAs stay the limit.
- * 16 accumulators cover the FMA latency twice over. 12 x 32 (24 accumulators) was as fast on
- * square matrices, but conv channel counts are multiples of 8 and 32: with MR = 8 a C_out = 64
- * layer fills every tile (MR = 12 pads 64 rows to 72), worth ~20 % on those SGEMMs. */
-#define MR 8
-#define NR 32
-#elif defined(__AVX2__) && defined(__FMA__)
-/* 6 x 16: 6 rows x 2 ymm = 12 accumulators + 2 B vectors + 1 broadcast = 15 of 16 ymm. */
-#define MR 6
-#define NR 16
-#else
-/* Portable: a 4 x 8 tile in plain C. With SSE2 only (16 registers of 4 floats) its 8 vector
- * accumulators stay in registers; 4 x 16 would need all 16 and spills, 6x slower. */
-#define MR 4
-#define NR 8
-#endif
-
-#ifndef SNN_GEMM_KC
-#define SNN_GEMM_KC 512
-#endif
-#ifndef SNN_GEMM_MC
-#define SNN_GEMM_MC (MR * 12)
-#endif
-#ifndef SNN_GEMM_NC
-#define SNN_GEMM_NC (NR * 64)
-#endif
-#define KC SNN_GEMM_KC
-#define MC SNN_GEMM_MC /* a multiple of MR */
-#define NC SNN_GEMM_NC /* a multiple of NR */
 
 /* Problems below SMALL_FMAS multiply-adds skip packing (measured: packing into the kept buffer
  * wins from about 8x8x8 up), and below PARALLEL_FMAS (one grain of cpu_threads.h: ~1 M FMAs,
  * ~10-30 us of work on one core) waking the threads is not worth it. */
 #define SMALL_FMAS (8 * 8 * 8)
 #define PARALLEL_FMAS ((int64_t)SNN_CPU_GRAIN * SNN_CPU_FMAS_PER_UNIT)
-
-static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 /* ---------------------------------------------------------------------------------------------
  * Micro-kernels. All compute acc (MR, NR) = sum_p a[p, 0:MR]^T b[p, 0:NR] over kc steps, where
@@ -272,148 +198,12 @@ static void edge_kernel(int kc, const float *a, const float *b, float *c, int ld
     _Alignas(64) float tile[MR * NR]; /* (MR, NR) */
     if (beta != 0.0f) {
         memset(tile, 0, sizeof tile); /* the lanes past the edge are read, scaled, dropped */
-        for (int r = 0; r < mr; r++) memcpy(tile + r * NR, c + (int64_t)r * ldc, (size_t)nr * sizeof *c);
+        for (int r = 0; r < mr; r++)
+            memcpy(tile + r * NR, c + (int64_t)r * ldc, (size_t)nr * sizeof *c);
     }
     micro_kernel(kc, a, b, tile, NR, alpha, beta);
-    for (int r = 0; r < mr; r++) memcpy(c + (int64_t)r * ldc, tile + r * NR, (size_t)nr * sizeof *c);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Packing.
- * ------------------------------------------------------------------------------------------- */
-
-/* op(A)[i0 : i0+mc, p0 : p0+kc] -> dst as ceil(mc / MR) micro-panels, each (kc, MR): for every
- * k step the MR values of one column of op(A), rows past mc padded with zeros. */
-static void pack_a(bool trans_a, const float *A, int lda, int i0, int p0, int mc, int kc,
-                   float *restrict dst)
-{
-    for (int ir = 0; ir < mc; ir += MR) {
-        int mr = min_int(MR, mc - ir);
-        if (!trans_a) {
-            /* A is (M, K): row i of op(A) is contiguous, so read MR rows side by side. */
-            const float *src = A + (int64_t)(i0 + ir) * lda + p0;
-            for (int p = 0; p < kc; p++) {
-                for (int r = 0; r < mr; r++) dst[p * MR + r] = src[(int64_t)r * lda + p];
-                for (int r = mr; r < MR; r++) dst[p * MR + r] = 0.0f;
-            }
-        } else {
-            /* A is (K, M): the MR values of one k step are contiguous. */
-            for (int p = 0; p < kc; p++) {
-                const float *src = A + (int64_t)(p0 + p) * lda + i0 + ir;
-                for (int r = 0; r < mr; r++) dst[p * MR + r] = src[r];
-                for (int r = mr; r < MR; r++) dst[p * MR + r] = 0.0f;
-            }
-        }
-        dst += (int64_t)MR * kc;
-    }
-}
-
-/* op(B)[p0 : p0+kc, j0 : j0+nc] -> dst as ceil(nc / NR) micro-panels, each (kc, NR): for every
- * k step NR consecutive values of one row of op(B), columns past nc padded with zeros. */
-static void pack_b(bool trans_b, const float *B, int ldb, int p0, int j0, int kc, int nc,
-                   float *restrict dst)
-{
-    for (int jr = 0; jr < nc; jr += NR) {
-        int nr = min_int(NR, nc - jr);
-        if (!trans_b) {
-            /* B is (K, N): one k step of the panel is a contiguous run of a row. */
-            for (int p = 0; p < kc; p++) {
-                const float *src = B + (int64_t)(p0 + p) * ldb + j0 + jr;
-                for (int j = 0; j < nr; j++) dst[p * NR + j] = src[j];
-                for (int j = nr; j < NR; j++) dst[p * NR + j] = 0.0f;
-            }
-        } else {
-            /* B is (N, K): column j of op(B) is row j of B. A transpose, done 16 k steps at a
-             * time so that the (16, NR) piece of dst being written stays in L1 while the nr
-             * rows are read, each in a unit-stride run of 16. */
-            for (int pb = 0; pb < kc; pb += 16) {
-                int pn = min_int(16, kc - pb);
-                for (int j = 0; j < nr; j++) {
-                    const float *src = B + (int64_t)(j0 + jr + j) * ldb + p0 + pb;
-                    for (int p = 0; p < pn; p++) dst[(pb + p) * NR + j] = src[p];
-                }
-                for (int j = nr; j < NR; j++)
-                    for (int p = 0; p < pn; p++) dst[(pb + p) * NR + j] = 0.0f;
-            }
-        }
-        dst += (int64_t)NR * kc;
-    }
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Per-thread packing buffers.
- *
- * Each thread that runs the blocked path holds one slot of a static table, found through a
- * thread-local pointer; the slot's buffer is allocated with snn_alloc on first use and kept.
- * The table (not the thread) owns the memory, so snn_gemm_release_cpu can free every buffer at
- * shutdown, and a thread simply allocates again on its next call.
- *
- * When a thread exits, its slot goes back to the table (a C11 tss destructor), buffer and all,
- * and the next new thread takes it over. This matters: OpenMP runtimes end and start threads
- * whenever the team size changes (libgomp lets the surplus threads of a 16-thread team exit
- * when a 3-thread team runs, and starts new ones for the next 16-thread team). Slots once
- * handed out for good ran out after ~20 such switches; the threads past the table then took
- * the unpacked path, which rounds differently, so a result depended on the history of thread
- * counts (and every dead thread left its 4 MiB buffer behind). Now the table only needs one
- * slot per thread alive at once.
- * ------------------------------------------------------------------------------------------- */
-
-#define PACK_FLOATS ((size_t)MC * KC + (size_t)KC * NC) /* Ap (MC, KC) + Bp (KC, NC) */
-#define MAX_SLOTS 256
-
-typedef struct pack_slot {
-    float *buffer;      /* PACK_FLOATS floats, or NULL */
-    atomic_bool taken;  /* held by a live thread */
-} pack_slot;
-
-static pack_slot slots[MAX_SLOTS];
-static _Thread_local pack_slot *my_slot;
-static tss_t slot_key;          /* its destructor returns a thread's slot when the thread exits */
-static bool slot_key_ok;
-static once_flag slot_key_once = ONCE_FLAG_INIT;
-
-static void return_slot(void *slot)
-{
-    /* release: the buffer pointer this thread wrote is seen by the next owner */
-    atomic_store_explicit(&((pack_slot *)slot)->taken, false, memory_order_release);
-}
-
-static void make_slot_key(void) { slot_key_ok = tss_create(&slot_key, return_slot) == thrd_success; }
-
-/* The calling thread's packing buffer, or NULL when memory (or the slot table) ran out. */
-static float *pack_buffer(void)
-{
-    if (!my_slot) {
-        call_once(&slot_key_once, make_slot_key);
-        if (!slot_key_ok) return NULL; /* a slot could never come back: do not take one */
-        for (int s = 0; s < MAX_SLOTS && !my_slot; s++) {
-            bool expected = false;
-            if (atomic_compare_exchange_strong_explicit(&slots[s].taken, &expected, true,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed))
-                my_slot = &slots[s];
-        }
-        if (!my_slot) return NULL;
-        if (tss_set(slot_key, my_slot) != thrd_success) {
-            return_slot(my_slot);
-            my_slot = NULL;
-            return NULL;
-        }
-    }
-    if (!my_slot->buffer) my_slot->buffer = snn_alloc(PACK_FLOATS * sizeof(float), SNN_CPU);
-    return my_slot->buffer;
-}
-
-size_t snn_gemm_pack_bytes_cpu(void) { return PACK_FLOATS * sizeof(float); }
-
-/* Called at shutdown, when no SGEMM runs: slots stay with their threads, buffers are freed. */
-void snn_gemm_release_cpu(void)
-{
-    for (int s = 0; s < MAX_SLOTS; s++) {
-        if (!slots[s].buffer) continue;
-        snn_free(slots[s].buffer, PACK_FLOATS * sizeof(float), SNN_CPU);
-        slots[s].buffer = NULL;
-    }
+    for (int r = 0; r < mr; r++)
+        memcpy(c + (int64_t)r * ldc, tile + r * NR, (size_t)nr * sizeof *c);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -448,11 +238,11 @@ static float dot(int K, const float *a, int64_t a_stride, const float *restrict 
 }
 
 /* The unpacked path, for tiny problems, for one or two rows of C (a vector times a matrix:
- * each element of B is used once or twice, so packing it buys nothing). Without trans_b, rows of C are built in place with the k
- * loop outside the j loop, so the j loop streams rows of B and vectorises; with trans_b, each
- * element is a dot product of two contiguous rows (when A is not transposed). Only shapes
- * use_small picks come here: a product the blocked path owns must keep its grouping even when
- * no packing buffer can be had (gemm_blocked_unpacked). */
+ * each element of B is used once or twice, so packing it buys nothing). Without trans_b, rows
+ * of C are built in place with the k loop outside the j loop, so the j loop streams rows of B
+ * and vectorises; with trans_b, each element is a dot product of two contiguous rows (when A
+ * is not transposed). Only shapes use_small picks come here: a product the blocked path owns
+ * must keep its grouping even when no packing buffer can be had (gemm_blocked_unpacked). */
 static void gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc)
@@ -504,10 +294,10 @@ static void gemm_blocked(bool trans_a, bool trans_b, int m0, int m1, int n0, int
             int kc = min_int(kc_step, K - pc);
             /* The first slice of the sum applies the caller's beta; later ones accumulate. */
             float beta_here = pc == 0 ? beta : 1.0f;
-            pack_b(trans_b, B, ldb, pc, jc, kc, nc, b_pack);
+            snn_gemm_pack_b_cpu(trans_b, B, ldb, pc, jc, kc, nc, b_pack);
             for (int ic = m0; ic < m1; ic += MC) {
                 int mc = min_int(MC, m1 - ic);
-                pack_a(trans_a, A, lda, ic, pc, mc, kc, a_pack);
+                snn_gemm_pack_a_cpu(trans_a, A, lda, ic, pc, mc, kc, a_pack);
                 for (int jr = 0; jr < nc; jr += NR) {
                     int nr = min_int(NR, nc - jr);
                     const float *b_panel = b_pack + (size_t)jr * kc;
@@ -595,7 +385,7 @@ static void gemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, flo
         gemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    float *pack = pack_buffer();
+    float *pack = snn_gemm_pack_buffer_cpu();
     if (!pack) {
         gemm_blocked_unpacked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -627,7 +417,7 @@ void snn_gemm_rect_serial_cpu(bool trans_a, bool trans_b, int K, float alpha, co
                               snn_gemm_rect r)
 {
     if (r.m0 >= r.m1 || r.n0 >= r.n1) return;
-    float *pack = pack_buffer();
+    float *pack = snn_gemm_pack_buffer_cpu();
     float *c = C + (int64_t)r.m0 * ldc + r.n0;
     const float *a = trans_a ? A + r.m0 : A + (int64_t)r.m0 * lda;
     const float *b = trans_b ? B + (int64_t)r.n0 * ldb : B + r.n0;

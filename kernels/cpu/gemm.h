@@ -1,6 +1,7 @@
 /*
- * gemm.h - internal extras of the CPU SGEMM of gemm.c and gemm_threads.c (the kernel-table
- * entries themselves, snn_gemm_cpu and snn_gemm_naive_cpu, are declared in kernels_cpu.h).
+ * gemm.h - internal extras of the CPU SGEMM of gemm.c, gemm_pack.c and gemm_threads.c (the
+ * kernel-table entry itself, snn_gemm_cpu, is declared in kernels_cpu.h; the reference it must
+ * match, snn_gemm_ref, in kernels/ref/kernels_ref.h).
  *
  *   snn_gemm_serial_cpu   the same SGEMM, run on the calling thread only. Callers that already
  *                         run one task per OpenMP thread (conv2d.c, one image group per thread)

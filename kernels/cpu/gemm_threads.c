@@ -10,7 +10,7 @@
  * (conv2d.c, when a batch has fewer images than threads). A call runs on one thread or on the
  * whole team, never on a smaller one (cpu_threads.h says why).
  *
- * Test: tests/test_gemm.c (threaded vs naive), tests/test_cpu_threads.c (the parts tile C and
+ * Test: tests/test_gemm.c (threaded vs double), tests/test_cpu_threads.c (the parts tile C and
  * give the whole product's bits).
  */
 #include <stdint.h>

@@ -29,12 +29,9 @@ void snn_expand_dim_cpu(float *out, const float *x, int64_t outer, int64_t dim, 
 void snn_sumsq_and_finite_cpu(float *out, const float *x, int64_t n);
 void snn_argmax_rows_cpu(float *out, const float *x, int N, int C);
 
-/* gemm_threads.c, gemm.c: the fast SGEMM and the plain triple loop it is tested against */
+/* gemm_threads.c, gemm.c: the fast SGEMM (its reference: snn_gemm_ref, kernels/ref/gemm.c) */
 void snn_gemm_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
                   int lda, const float *B, int ldb, float beta, float *C, int ldc);
-void snn_gemm_naive_cpu(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                        int ldc);
 
 /* bias.c */
 void snn_bias_forward_cpu(float *out, const float *bias, int64_t outer, int64_t channels,
