@@ -1,7 +1,7 @@
 /*
- * surrogate.h - the surrogate gradient functions as inline math, shared by the CPU kernels
- * (neurons/<name>.c) and the CUDA kernels (neurons/<name>.cu) so both compute the same
- * numbers (internal).
+ * surrogate.h - the surrogate gradient functions as inline math, shared by the reference
+ * kernels (kernels/ref/), the fast CPU kernels (kernels/cpu/) and the CUDA kernels
+ * (kernels/cuda/), so that all of them compute the same function (internal).
  *
  * A spike is S = Heaviside(x) with x = H - V_th. Its true derivative is a Dirac delta: zero
  * almost everywhere, which would stop every gradient. Surrogate-gradient training (Neftci,
@@ -19,62 +19,35 @@
  *            g'(x) = max(0, alpha - alpha^2 |x|)   (a triangle of area 1)
  *
  * Each g' integrates to 1 over the real line, like the delta it stands for.
+ *
+ * The exp of the Sigmoid's g' is SNN_SURROGATE_EXP: libm's expf unless the file that includes
+ * this header has defined it before. The fast CPU and CUDA neuron kernels set it to
+ * snn_expf_core (kernels/fast_expf.h), an exp within about 1 ulp of expf that lets their loops
+ * vectorise; the reference kernels and the host functions (snn_surrogate_grad) keep expf.
  */
 #ifndef SNN_SURROGATE_H
 #define SNN_SURROGATE_H
 
 #include <math.h>
-#include <stdint.h>
-#include <string.h>
 
 #include "neurons/neurons.h"
 
+#ifndef SNN_HD /* callable from host and device code (also defined by kernels/fast_expf.h) */
 #if defined(__CUDACC__)
 #define SNN_HD __host__ __device__
 #else
 #define SNN_HD
+#endif
 #endif
 
 #define SNN_PI_F 3.14159265358979323846f
 
 SNN_HD static inline float snn_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* exp(x) written so that a loop calling it vectorises: libm's expf is an opaque call, which
- * keeps the Sigmoid surrogate's backward loop scalar (measured 6 ns against 0.6 ns per element
- * for ATan). Cody-Waite reduction x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts so
- * that n * ln2 is exact), exp(r) by the degree-6 polynomial of Cephes' expf, then 2^n built
- * in the exponent bits. About 1 ulp from expf. x is clamped to [-87, 88] (NaN becomes -87), so
- * the result stays a normal float. No floorf and no float-to-int conversion: under the strict
- * floating-point model we build with (-ftrapping-math), GCC vectorises neither. Instead n is
- * rounded by adding 1.5 * 2^23, which leaves round(x / ln2) in the low mantissa bits of t. */
-SNN_HD static inline float snn_expf_core(float x) /* x in [-87, 88] */
-{
-    const float shifter = 12582912.0f;                        /* 1.5 * 2^23 */
-    const float t = x * 1.44269504088896341f + shifter;       /* bits: 0x4B400000 + n */
-    const float n = t - shifter;                              /* round(x / ln2) */
-    float r = x - n * 0.693359375f;                           /* ln2, high part (exact) */
-    r = r - n * -2.12194440e-4f;                              /* ln2, low part */
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;                                 /* exp(r) */
-    uint32_t t_bits;
-    memcpy(&t_bits, &t, sizeof t_bits);
-    const uint32_t bits = (t_bits - 0x4B400000u + 127u) << 23; /* 2^n, n in [-126, 127] */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-SNN_HD static inline float snn_expf_vec(float x)
-{
-    x = x > -87.0f ? x : -87.0f;
-    x = x < 88.0f ? x : 88.0f;
-    return snn_expf_core(x);
-}
+/* The exp the Sigmoid surrogate's g' calls (see the top of this file). */
+#ifndef SNN_SURROGATE_EXP
+#define SNN_SURROGATE_EXP expf
+#endif
 
 /* g(x) */
 SNN_HD static inline float snn_surrogate_g_inline(snn_surrogate_kind kind, float alpha, float x)
@@ -105,7 +78,7 @@ SNN_HD static inline float snn_surrogate_grad_inline(snn_surrogate_kind kind, fl
          * which would cost ~100 cycles per element */
         float z = alpha * fabsf(x);
         z = z < 80.0f ? z : 80.0f; /* e >= exp(-80): g' stays a normal float, never denormal */
-        const float e = snn_expf_core(-z);
+        const float e = SNN_SURROGATE_EXP(-z);
         const float d = 1.0f + e;
         return alpha * e / (d * d);
     }

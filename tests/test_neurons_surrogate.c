@@ -4,7 +4,8 @@
  *   - g'(x) against its closed form, written here again in double;
  *   - g'(x) against central finite differences of g (g is smooth away from PWQ's kinks);
  *   - g is a step: g(0) = 1/2, g -> 0 and 1 far out, and g' integrates to g(L) - g(-L);
- *   - the vectorisable exp behind the Sigmoid surrogate against exp in double.
+ *   - the vectorisable exp of the fast kernels' Sigmoid surrogate (kernels/fast_expf.h)
+ *     against exp in double.
  * Run: ctest -R neurons_surrogate
  */
 #include <float.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "neurons/neurons.h"
+#include "kernels/fast_expf.h"
 #include "kernels/surrogate.h"
 #include "test.h"
 
@@ -109,7 +111,7 @@ static void test_g_is_a_step(void)
     }
 }
 
-/* snn_expf_vec (surrogate.h) against exp in double, over its whole range. */
+/* snn_expf_vec (kernels/fast_expf.h) against exp in double, over its whole range. */
 static void test_expf_vec(void)
 {
     double worst = 0.0;

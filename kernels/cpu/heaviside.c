@@ -6,9 +6,9 @@
  * Memory traffic: forward reads x, writes y (8 B per element); backward reads dy and x and
  * updates dx (16 B per element).
  */
+#include "neuron_cpu.h" /* first: it selects the surrogate's fast exp */
 #include "cpu_threads.h"
 #include "kernels/surrogate.h"
-#include "neuron_cpu.h"
 
 void snn_heaviside_forward_cpu(float *out, const float *x, int64_t n)
 {

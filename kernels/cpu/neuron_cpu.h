@@ -12,6 +12,15 @@
 #ifndef SNN_NEURON_CPU_H
 #define SNN_NEURON_CPU_H
 
+/* The Sigmoid surrogate's exp (kernels/surrogate.h, SNN_SURROGATE_EXP): the vectorisable one
+ * of kernels/fast_expf.h, so that the backward loops vectorise. It must be chosen before
+ * surrogate.h is read, so every kernel file here includes this header first. */
+#ifdef SNN_SURROGATE_H
+#error "kernels/cpu/neuron_cpu.h must be included before kernels/surrogate.h and neuron_math.h"
+#endif
+#include "kernels/fast_expf.h"
+#define SNN_SURROGATE_EXP snn_expf_core
+
 #include "kernels/neuron_kernels.h"
 
 #define SNN_NEURON_CHUNK 256

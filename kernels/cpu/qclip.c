@@ -7,9 +7,9 @@
  * Memory traffic per element: forward reads x, writes y (8 B); backward reads dy and x and
  * updates dx (16 B).
  */
+#include "neuron_cpu.h"
 #include "cpu_threads.h"
 #include "kernels/neuron_math.h"
-#include "neuron_cpu.h"
 
 void snn_qclip_forward_cpu(float *y, const float *x, const float *step,
                            const snn_neuron_params *p, int64_t n)

@@ -30,6 +30,15 @@
 #ifndef SNN_NEURON_CUDA_CUH
 #define SNN_NEURON_CUDA_CUH
 
+/* The Sigmoid surrogate's exp (kernels/surrogate.h, SNN_SURROGATE_EXP): the fast CPU table's
+ * (kernels/fast_expf.h), chosen before surrogate.h is read, so that the backward kernels do the
+ * CPU's operations (the test's tolerance covers what contraction changes). */
+#ifdef SNN_SURROGATE_H
+#error "kernels/cuda/neuron_cuda.cuh must be included before kernels/surrogate.h"
+#endif
+#include "kernels/fast_expf.h"
+#define SNN_SURROGATE_EXP snn_expf_core
+
 #include "kernels/neuron_math.h"
 #include "cuda_common.cuh"
 
