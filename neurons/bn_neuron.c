@@ -27,6 +27,10 @@
  * node's backward ends. On CUDA (lif_bn_backward, T <= 16) the recompute and the BPTT are one
  * kernel that keeps H in registers; the CPU, or a longer run, writes H to scratch too (4 B
  * more) and runs lif_bn_forward, lif_backward and axpy.
+ *
+ * Without the fused kernel. A neuron table may lack lif_bn_forward: the reference table has
+ * none (kernels/ref/neuron_table.c), the fusion being an optimisation. Both ops then run the
+ * separate ops they stand for (batch-norm, add, multi-step neuron), the same function.
  */
 #include "neuron_op.h"
 #include "tensor/arena.h"
@@ -56,6 +60,14 @@ static void bn_neuron_backward(snn_node *node)
     const int64_t n = x->numel;
     /* the device's one-pass kernel (H in registers) where it has one, else H in scratch */
     const bool one_pass = nk->lif_bn_backward && sv->dims.T <= SNN_NEURON_BN_BACKWARD_MAX_T;
+    if (!one_pass && (!nk->lif_bn_forward || !nk->lif_backward)) {
+        /* forward ran the fused kernel, so only a change of kernel set since gets here */
+        snn_error(SNN_ERR_STATE, "%s: the %s neuron kernels have no '%s'; hint: keep one "
+                  "kernel set (snn_set_kernels) from forward to backward", fn, nk->name,
+                  nk->lif_bn_forward ? "lif_backward" : "lif_bn_forward");
+        snn_backward_fail(snn_last_status());
+        return;
+    }
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
     float *h = dX && !one_pass ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL;
@@ -130,6 +142,19 @@ static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const pa
     return SNN_OK;
 }
 
+/* The ops snn_batchnorm_neuron stands for, for a device without the fused kernel: the
+ * batch-norm's output, summed with the residual in place, is read by the neuron alone, which
+ * may then keep H in its memory (consume). */
+static snn_tensor *separate_ops(snn_tensor *x, snn_tensor *const params[4], float momentum,
+                                float eps, snn_tensor *residual, const snn_neuron_config *cfg,
+                                snn_tensor **activity)
+{
+    snn_tensor *y = snn_batchnorm2d(x, params[0], params[1], params[2], params[3], true,
+                                    momentum, eps);
+    if (y && residual) y = snn_add_into(y, residual);
+    return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
+}
+
 snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                  snn_tensor *running_mean, snn_tensor *running_var,
                                  float momentum, float eps, snn_tensor *residual,
@@ -142,12 +167,12 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     const snn_kernels *k = snn_kernels_or_error(fn, x->device);
     const snn_neuron_kernels *nk = k ? snn_neuron_kernels_or_error(fn, x->device) : NULL;
     if (!nk) return NULL;
+    if (!nk->lif_bn_forward) return separate_ops(x, params, momentum, eps, residual, cfg, activity);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_stats);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_stats_merge);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_backward);
     SNN_REQUIRE_KERNEL(k, fn, fill);
     SNN_REQUIRE_KERNEL(k, fn, axpy);
-    SNN_REQUIRE_KERNEL(nk, fn, lif_bn_forward);
     SNN_REQUIRE_KERNEL(nk, fn, lif_backward);
 
     const snn_neuron_dims d = snn_neuron_dims_of(x);
@@ -214,7 +239,8 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
         return snn_neuron_multistep(snn_add_into(x, residual), cfg, NULL, activity);
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
-    SNN_REQUIRE_KERNEL(nk, fn, lif_bn_forward);
+    if (!nk->lif_bn_forward) /* no fused kernel (the reference table): the sum, then neurons */
+        return snn_neuron_multistep(snn_add(x, residual), cfg, NULL, activity);
     const snn_neuron_dims d = snn_neuron_dims_of(x);
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *spike = snn_step_tensor(fn, x->shape, x->device);

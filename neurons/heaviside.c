@@ -7,6 +7,7 @@
  * Kernels: kernels/ref/heaviside.c (plain loops), kernels/cpu/heaviside.c,
  * kernels/cuda/heaviside.cu. Saves nothing: x is the node's input.
  */
+#include "kernels/kernels.h"
 #include "kernels/neuron_kernels.h"
 #include "kernels/surrogate.h"
 #include "autograd/autograd.h"
@@ -40,6 +41,8 @@ snn_tensor *snn_heaviside(snn_tensor *x, snn_surrogate surrogate)
                               (int)surrogate.kind, (double)surrogate.alpha);
     const snn_neuron_kernels *k = snn_neuron_kernels_or_error(fn, x->device);
     if (!k) return NULL;
+    SNN_REQUIRE_KERNEL(k, fn, heaviside_forward);
+    SNN_REQUIRE_KERNEL(k, fn, heaviside_backward);
     snn_tensor *y = snn_step_tensor(fn, x->shape, x->device);
     if (!y) return NULL;
     k->heaviside_forward(y->data, x->data, x->numel);

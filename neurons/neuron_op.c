@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "neuron_op.h"
+#include "kernels/kernels.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 
@@ -47,7 +48,18 @@ const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
                               "neuron, got a tensor); hint: only plif and qclip learn a "
                               "parameter", fn, snn_neuron_kind_name(cfg->kind));
     }
-    return snn_neuron_kernels_or_error(fn, x->device);
+    const snn_neuron_kernels *k = snn_neuron_kernels_or_error(fn, x->device);
+    if (!k) return NULL;
+    /* a table without this kind's kernels is a clear error, never a call through NULL (the
+     * ANN kinds go to snn_relu and snn_qclip, which check their own) */
+    if (cfg->kind == SNN_NEURON_STBIF) {
+        SNN_REQUIRE_KERNEL(k, fn, stbif_forward);
+        SNN_REQUIRE_KERNEL(k, fn, stbif_backward);
+    } else if (!snn_neuron_is_ann(cfg->kind)) {
+        SNN_REQUIRE_KERNEL(k, fn, lif_forward);
+        SNN_REQUIRE_KERNEL(k, fn, lif_backward);
+    }
+    return k;
 }
 
 snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neuron_kind kind)

@@ -23,6 +23,7 @@
  */
 #include <math.h>
 
+#include "kernels/kernels.h"
 #include "kernels/neuron_kernels.h"
 #include "kernels/neuron_math.h"
 #include "neuron_op.h"
@@ -81,6 +82,8 @@ snn_tensor *snn_qclip(snn_tensor *x, snn_tensor *step, const snn_neuron_config *
     if (snn_check_same_device(fn, "x", x, "step", step)) return NULL;
     const snn_neuron_kernels *k = snn_neuron_kernels_or_error(fn, x->device);
     if (!k) return NULL;
+    SNN_REQUIRE_KERNEL(k, fn, qclip_forward);
+    SNN_REQUIRE_KERNEL(k, fn, qclip_backward);
     snn_tensor *y = snn_step_tensor(fn, x->shape, x->device);
     if (!y) return NULL;
     const snn_neuron_params p = snn_neuron_params_from(cfg);

@@ -25,6 +25,7 @@
  * Memory traffic per step: forward reads x, writes y and, in grad mode, a 4-byte argmax per
  * output; backward reads dy twice and argmax, and updates dx.
  */
+#include "kernels/kernels.h"
 #include "kernels/neuron_kernels.h"
 #include "neuron_op.h"
 #include "tensor/arena.h"
@@ -68,6 +69,8 @@ snn_tensor *snn_running_max_pool2d(snn_tensor *x, int kernel, int stride)
                               (long long)s[4], kernel, kernel);
     const snn_neuron_kernels *k = snn_neuron_kernels_or_error(fn, x->device);
     if (!k) return NULL;
+    SNN_REQUIRE_KERNEL(k, fn, running_max_pool_forward);
+    SNN_REQUIRE_KERNEL(k, fn, running_max_pool_backward);
     snn_running_pool_dims d = {s[0], s[1] * s[2], (int)s[3], (int)s[4], kernel, stride, 0, 0};
     d.H_out = (d.H - kernel) / stride + 1;
     d.W_out = (d.W - kernel) / stride + 1;
