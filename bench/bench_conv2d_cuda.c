@@ -20,10 +20,10 @@
  * the library reaches on the friendliest shape.
  *
  * Last, the decision check: per layer, for TF32 and BF16, which path was faster here against
- * the one conv2d.cu's decision table (igemm_pays) picks, and the sum of the step column with
- * the table's choice and with the measured best. A MISMATCH line (the table's path more than
- * 5% slower than the other) is the integrator's cue to update the table in kernels/cuda/conv/conv2d.cu
- * from these numbers.
+ * the one the rule of kernels/cuda/conv/conv_path.cu picks, and the sum of the step column
+ * with the rule's choice and with the measured best. A MISMATCH line (the rule's path more than
+ * 5% slower than the other) is the integrator's cue to update the thresholds in conv_path.cu
+ * from these numbers (and the table in docs/benchmarks.md, "Conv paths").
  *
  * Napkin math, spiking ResNet-18 (width 64, 32x32, T = 4, batch 64: 256 images): ~0.56 G
  * multiply-adds per image forward (1.11 GFLOP), so ~850 GFLOP per training step (backward is
@@ -240,8 +240,8 @@ int main(int argc, char **argv)
     }
     printf("\nsum of the step column over the layers listed (each once, the path auto takes): fp32 %.2f ms, tf32 %.2f "
            "ms, bf16 %.2f ms\n", 1e3 * total[0], 1e3 * total[1], 1e3 * total[2]);
-    /* the decision check (kernels/cuda/conv/conv2d.cu, igemm_rule_for): measured winner against the table */
-    printf("\ndecision check at %d images (step ms; the table in kernels/cuda/conv/conv2d.cu against the faster "
+    /* the decision check (kernels/cuda/conv/conv_path.cu): measured winner against the rule */
+    printf("\ndecision check at %d images (step ms; the rule in kernels/cuda/conv/conv_path.cu against the faster "
            "path measured here):\n", images);
     for (int p = 1; p < 3; p++) {
         double best_total = 0.0;

@@ -42,7 +42,7 @@ bool snn_cuda_tf32(void);
 struct CUstream_st *snn_cuda_stream(void);
 
 /** Which kernels run a TF32 / BF16 convolution (fp32 always takes im2col + SGEMM). AUTO takes
- * the path conv2d.cu's decision table measured fastest for the shape and precision; the others
+ * the path conv_path.cu's rule measured fastest for the shape and precision; the others
  * force one, for benchmarks and tests:
  *   IGEMM   the implicit-GEMM kernel on the engine's NCHW fp32 tensors (conv2d_igemm.cu);
  *   IM2COL  the column matrix and cuBLAS in the same precision (conv2d.cu);

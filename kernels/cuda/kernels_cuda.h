@@ -102,9 +102,10 @@ void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const flo
 /* conv2d_igemm.cu: the TF32 / BF16 tensor-core convolution that conv2d.cu hands over to when
  * the precision is not fp32; the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 size_t snn_conv2d_igemm_workspace_bytes_cuda(const snn_conv2d_dims *d);
-/* The kernels conv2d.cu runs a conv of these dims on under the current precision and conv path
- * (cuda_options.h): SNN_CONV_PATH_IM2COL (fp32 always), _IGEMM (the kernel below) or _NHWC
- * (conv2d_nhwc.cu); never _AUTO. An int, so that C code without cuda_options.h may call it. */
+/* conv_path.cu: the kernels a conv of these dims runs on under the current precision and conv
+ * path (cuda_options.h): SNN_CONV_PATH_IM2COL (fp32 always; conv2d.cu), _IGEMM (the kernel
+ * below) or _NHWC (conv2d_nhwc.cu); never _AUTO. The one rule every conv entry follows. An int,
+ * so that C code without cuda_options.h may call it. */
 int snn_conv2d_path_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_igemm_forward_cuda(float *out, const float *x, const float *weight,
                                    const float *bias, const snn_conv2d_dims *d, void *workspace);

@@ -37,12 +37,10 @@
  * This path is the one fp32 runs (the default precision, bit-reproducible;
  * tests/test_cuda_layers.c checks it against the CPU reference). With the precision set to
  * TF32 or BF16 (cuda_options.h) the three entry points below hand over to the implicit-GEMM
- * convolution of conv2d_igemm.cu, which needs neither the column matrix nor its workspace, on
- * the shapes where it beats this path run in the same precision (igemm_pays; or on every shape
- * when snn_cuda_set_conv_path forces it), and to the channels-last implicit GEMM of
- * conv2d_nhwc.cu on the shapes it takes where it wins (nhwc_pays: channels multiples of 32,
- * planes of 8x8 and up; strided ones in BF16, and in TF32 on outputs of 16x16 and up); the
- * rest stay here, with cuBLAS on tensor cores.
+ * convolution of conv2d_igemm.cu, which needs neither the column matrix nor its workspace, or
+ * to the channels-last implicit GEMM of conv2d_nhwc.cu, on the shapes where conv_path.cu's rule
+ * says they beat this path run in the same precision (or on every shape they take when
+ * snn_cuda_set_conv_path forces one); the rest stay here, with cuBLAS on tensor cores.
  *   TF32: the same kernels and buffers; cuBLAS rounds the fp32 operands (the handle's math mode).
  *   BF16: the operands are bf16 in memory, results and accumulation fp32 (snn_gemm_bf16_*):
  *     forward   im2col writes col in bf16 straight from the fp32 input (for a 1x1 stride-1 conv
@@ -69,9 +67,9 @@
 /* Workspace budget per call. The op layer takes the workspace as scratch from the step arena
  * and gives it back as soon as the conv's kernels are queued, so only one is held at a time.
  * 256 MiB fits 108 images of the widest ResNet-18 (CIFAR) im2col (64 channels at 32x32) per
- * chunk in fp32 (about twice that in BF16), so a batch of 64 x T = 4 takes 3 chunks: on the
- * H100 the training step went from 62.7 to 55.4 ms against 32 MiB (13 images per chunk, 20
- * chunks per conv). */
+ * chunk in fp32 (about twice that in BF16), so a batch of 64 x T = 4 takes 3 chunks, where
+ * 32 MiB took 20 (13 images each) and made the ResNet-18 training step an eighth slower
+ * (docs/benchmarks.md, "Conv paths"). */
 #define CONV_WORKSPACE_BUDGET ((int64_t)256 << 20)
 /* cuBLAS runs a strided batch over the grid's z dimension: stay within its limit. */
 #define CONV_MAX_CHUNK 65535
@@ -142,92 +140,12 @@ static conv_plan make_plan(const snn_conv2d_dims *d)
     return plan;
 }
 
-/* ==== The decision table: which path AUTO gives a TF32 / BF16 conv ========================
- * The implicit-GEMM kernel or im2col + cuBLAS in the same precision, from bench_conv2d_cuda on
- * the H100 at 256 images (docs/benchmarks.md). The kernel wins only on full-resolution planes
- * (ResNet-18's 32x32 layer1: 1.58 against 2.05 ms for the three passes in TF32), where
- * im2col's column matrix is nine times the activation and moving it costs more than cuBLAS
- * gains. On 16x16 and smaller planes cuBLAS's tuned tiles win by 1.3-3x; at stride 2 this
- * kernel's dgrad also multiplies the zeros of the dilated window (4x the work); with 1 or 3
- * input channels most of each 32-long slice of the reduction is padding; and a batch too small
- * to give every SM a tile (inference at batch 1: 0.58 against 0.48 ms per ResNet-18 forward in
- * TF32) leaves the GPU idle.
- *
- * The BF16 row is the TF32 rule, checked again on bf16 operands (bench_conv2d_cuda's decision
- * check, 2026-11-26): the kernel still wins only on the 32x32 planes (1.32 against 1.52 ms on
- * an H100, 1.32 against 1.35 on an H200); the stem (3 channels) is a tie within 7% either way.
- * The channels-last kernel (nhwc_pays below) comes first, so these rows now decide only the
- * full-resolution shapes whose channels are not multiples of 32. To send every BF16 conv
- * to cuBLAS, set min_plane to INT32_MAX and make nhwc_pays false. */
-typedef struct igemm_rule {
-    int64_t min_plane;     /* H_out W_out at least this (full-resolution planes) */
-    int min_channels;      /* C_in and C_out at least this */
-    int64_t min_positions; /* N H_out W_out at least this: a tile for every SM */
-} igemm_rule;
-
-static igemm_rule igemm_rule_for(snn_precision p)
-{
-    /* 128 * 132: a 128-position tile for each of the H100's 132 SMs */
-    const igemm_rule tf32 = {1024, 16, 128 * 132}; /* H100, 2026-11-24 */
-    const igemm_rule bf16 = {1024, 16, 128 * 132}; /* H100 and H200, 2026-11-26 */
-    const igemm_rule never = {INT32_MAX, INT32_MAX, INT64_MAX};
-    return p == SNN_PRECISION_TF32 ? tf32 : p == SNN_PRECISION_BF16 ? bf16 : never;
-}
-
-/* Whether the implicit-GEMM kernel beats im2col + cuBLAS (same precision) on these dims:
- * stride 1 and a real window (KH KW > 1) always, the table's thresholds for the rest. */
-static bool igemm_pays(const snn_conv2d_dims *d, snn_precision p)
-{
-    const igemm_rule r = igemm_rule_for(p);
-    const int64_t plane = (int64_t)d->H_out * d->W_out;
-    return d->stride == 1 && d->KH * d->KW > 1 && d->C_in >= r.min_channels &&
-           d->C_out >= r.min_channels && plane >= r.min_plane &&
-           (int64_t)d->N * plane >= r.min_positions;
-}
-
-/* Whether the channels-last kernel (conv2d_nhwc.cu) beats the other two on a shape it takes.
- * bench_conv2d_cuda at 256 images, NVIDIA H100 80GB HBM3, 2026-11-26, with the halo variant
- * of the gather kernel and dgrad's batched loads (step ms = forward and both gradients;
- * nhwc / igemm / im2col):
- *
- *   layer                  BF16                   TF32
- *   64 ch 32x32            0.53 / 1.31 / 1.52     0.87 / 1.56 / 2.01
- *   128 ch 16x16           0.41 / 1.13 / 0.80     0.63 / 1.37 / 1.05
- *   128 ch 14x14 (CNN)     0.41 / 0.89 / 0.75     0.59 / 1.08 / 0.92
- *   256 ch 8x8             0.37 / 1.07 / 0.46     0.58 / 1.31 / 0.61
- *   512 ch 4x4             0.40 / 1.06 / 0.29     0.63 / 1.32 / 0.44
- *   64->128 /2 3x3         0.54 / 1.20 / 0.65     0.74 / 1.38 / 0.81
- *   64->128 /2 1x1         0.26 / 0.34 / 0.33     0.33 / 0.36 / 0.34
- *   128->256 /2 3x3        0.38 / 1.15 / 0.41     0.51 / 1.42 / 0.51
- *   256->512 /2 3x3        0.38 / 1.11 / 0.24     0.52 / 1.37 / 0.34
- *
- * It wins down to 8x8 planes; at 4x4 cuBLAS's side-by-side product is 1.4x faster (the weight
- * gradient's tile grid is thin there). Strided, it wins in BF16 down to 8x8 outputs and in
- * TF32 on 16x16 outputs (ties at 8x8, so TF32 keeps it to planes of 256 and up). Below 64
- * tiles of 128 positions (inference at batch 1: 4 images) it leaves the GPU idle, as the NCHW
- * kernel does: the batch-1 forward went from 0.46 to 0.99 ms when it was taken there. */
-static bool nhwc_pays(const snn_conv2d_dims *d, snn_precision p)
-{
-    const int64_t plane = (int64_t)d->H_out * d->W_out;
-    return plane >= 64 && (int64_t)d->N * plane >= 64 * 128 &&
-           (p == SNN_PRECISION_BF16 || d->stride == 1 || plane >= 256);
-}
-
-/* Which kernels run this conv: im2col + cuBLAS, the NCHW implicit GEMM or the channels-last
- * one. A pure function of the dims and the process-wide options, so the
- * workspace size and both passes agree. */
+/* Which kernels run this conv (im2col + cuBLAS here, the NCHW implicit GEMM or the
+ * channels-last one): the rule is conv_path.cu's, the one place that decides. */
 static snn_conv_path conv_path_for(const snn_conv2d_dims *d)
 {
-    const snn_precision p = snn_cuda_precision();
-    if (p == SNN_PRECISION_FP32) return SNN_CONV_PATH_IM2COL;
-    const snn_conv_path forced = snn_cuda_conv_path();
-    if (forced == SNN_CONV_PATH_IGEMM || forced == SNN_CONV_PATH_IM2COL) return forced;
-    if (snn_conv2d_nhwc_supports(d) && (forced == SNN_CONV_PATH_NHWC || nhwc_pays(d, p)))
-        return SNN_CONV_PATH_NHWC;
-    return igemm_pays(d, p) ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL;
+    return (snn_conv_path)snn_conv2d_path_cuda(d);
 }
-
-extern "C" int snn_conv2d_path_cuda(const snn_conv2d_dims *d) { return (int)conv_path_for(d); }
 
 extern "C" size_t snn_conv2d_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
@@ -248,7 +166,7 @@ enum col_layout {
  * col, doutT and x all stay below 2^31 elements), so the kernels below divide in 32 bits: a
  * 64-bit division is a ~70-instruction software routine on the GPU, and with five of them per
  * column entry the first version of im2col was bound by integer arithmetic, not by memory
- * (16 ms of a 55 ms ResNet-18 step on the H100, about a fifth of the bandwidth it needs). */
+ * (it ran at about a fifth of the bandwidth it needs: docs/benchmarks.md, "Conv paths"). */
 
 /* A GEMM operand element from an fp32 value: fp32 as it is, bf16 rounded to nearest (ties to
  * even, as snn_to_bf16_cuda and the tests' host rounding). */

@@ -3,9 +3,9 @@
  * operands are bf16 (BF16) or fp32 rounded to TF32 (TF32) in memory, loaded 16 bytes at a
  * time and handed to mma.sync by ldmatrix. Forward, input gradient (dgrad) and weight gradient
  * (wgrad) of a convolution of stride 1 to 4 whose channel counts are multiples of 32
- * (snn_conv2d_nhwc_supports); conv2d.cu hands a TF32 / BF16 conv here where its decision table
- * (nhwc_pays) says so, or when the conv path is forced to SNN_CONV_PATH_NHWC on a shape this
- * file takes.
+ * (snn_conv2d_nhwc_supports); conv2d.cu hands a TF32 / BF16 conv here where conv_path.cu's
+ * rule (nhwc_pays) says so, or when the conv path is forced to SNN_CONV_PATH_NHWC on a shape
+ * this file takes.
  *
  * Test: tests/test_cuda_igemm.c runs this path (forced) on every shape it supports, in both
  * precisions, against the CPU reference in fp32 (2e-3 TF32, 1e-2 BF16) and on bf16-rounded
@@ -14,8 +14,8 @@
  * Why a second implicit GEMM beside conv2d_igemm.cu. That kernel gathers from the NCHW fp32
  * tensors the engine keeps: along the reduction (input channels x taps) an NCHW tensor has no
  * contiguous run, so every element is its own 4-byte cp.async, and the operands are rounded
- * only when a fragment is built. Loads, not the tensor cores, set its speed (50-72 of the
- * H100's ~770 BF16 TFLOP/s). Here each call first writes copies in the order the reduction
+ * only when a fragment is built. Loads, not the tensor cores, set its speed (a tenth of the
+ * BF16 tensor-core peak or less: docs/benchmarks.md, "Conv paths"). Here each call first writes copies in the order the reduction
  * walks (E: bf16, or fp32 rounded to TF32):
  *
  *   x (N, C_in, H, W) fp32      -> xh (N, H, W, C_in) E      channels-last (NHWC)
@@ -53,12 +53,11 @@
  * 2 x 64 x 576 x 262,144 = 19.3 GFLOP, 25 us at cuBLAS's 770 BF16 TFLOP/s on a square product.
  * Bytes: the forward reads x (67 MB fp32), writes and reads xh (34 + 34 MB), writes out (67 MB):
  * ~200 MB, ~70 us at ~3 TB/s; so each pass is bound by its bytes as much as by its FLOPs.
- * Measured there (H100, 2026-11-26, bench_conv2d_cuda): 0.18 / 0.23 / 0.22 ms for forward /
- * dgrad / wgrad in BF16, 3x the byte floor; ncu on the forward: L2 throughput 72%, DRAM 18%,
- * SM 41% - the nine taps reread each input pixel through L2. The halo variant of the gather
- * kernel (conv2d_nhwc_tiles.cuh) reads each pixel about once per tile for all nine taps:
- * 0.144 / 0.164 ms for forward / dgrad (the dgrad also from its batched epilogue loads);
- * the weight gradient still rereads x once per tap (docs/benchmarks.md).
+ * Measured, the three passes took about 3x the byte floor, the forward bound by L2 traffic:
+ * the nine taps reread each input pixel through L2. The halo variant of the gather kernel
+ * (conv2d_nhwc_tiles.cuh) reads each pixel about once per tile for all nine taps, which took a
+ * quarter off forward and dgrad (the dgrad also from its batched epilogue loads); the weight
+ * gradient still rereads x once per tap (docs/benchmarks.md, "Conv paths").
  *
  * The forward can also apply an eval-mode batch-norm to each output in the epilogue
  * (conv2d.cu's snn_conv2d_forward_bn_eval_cuda): batchnorm.cu's expression on the value that
@@ -369,9 +368,10 @@ static void launch_gather_tile(const nh_gather &g)
  * g->halo: stride 1 into the GEMM's own plane, a window of at least STAGES - 1 taps (the
  * halo buffers' reuse distance), tiles of whole output rows (Wo divides BN, and BN divides the
  * plane or the plane BN), at most 2 halo pixels per output position, and two blocks an SM.
- * The pixel rule is measured (bench_conv2d_cuda, H100, BF16): layer1's 340 pixels for 256
- * positions made its forward 1.26x faster, but 4x4 planes (8 images of 36 pixels for 128
- * positions, 2.25 a position) made the forward and dgrad 1.25x slower. */
+ * The pixel rule is measured (bench_conv2d_cuda, BF16; docs/benchmarks.md, "Conv paths"):
+ * layer1's 340 pixels for 256 positions made its forward 1.26x faster, but 4x4 planes (8
+ * images of 36 pixels for 128 positions, 2.25 a position) made the forward and dgrad 1.25x
+ * slower. */
 template <typename E, int BM, int BN, int BK, int STAGES>
 static bool halo_fits(nh_gather *g)
 {

@@ -292,8 +292,8 @@ static __global__ void __launch_bounds__(NH_THREADS, 2) nhwc_gather_kernel(nh_ga
      * the NCHW output; the column pair is one float2 when both lie in one image (P even) and
      * side by side there (out_step 1). dgrad adds to dx: a column pair's old values are all
      * loaded before any of its stores, so the loads overlap (a store between two loads, which
-     * may alias, would make each load wait for the one before; layer1's dgrad: 0.190 -> 0.164
-     * ms, H100, docs/benchmarks.md). */
+     * may alias, would make each load wait for the one before; measured on layer1's dgrad:
+     * docs/benchmarks.md, "Conv paths"). */
     const int gq = lane >> 2, tq = lane & 3;
     const int out_plane = g.out_H * g.out_W;
     const bool pairs = g.out_step == 1 && (P & 1) == 0 && ((uintptr_t)g.C & 7) == 0;
