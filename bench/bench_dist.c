@@ -23,7 +23,7 @@
  *   all-reduce   20 all-reduces of a buffer of the model's parameter count in floats, alone:
  *                bus bandwidth = 2 (N - 1) / N x bytes / time (NCCL's own definition, what
  *                each GPU sends and receives in a ring).
- * Rank 0 prints one line, and a RESULT line that tools/gpu_session.sh (stage dist) tabulates.
+ * Rank 0 prints one line, and a RESULT line that tools/gpu/dist.sh (stage scaling) tabulates.
  *
  * Napkin math (spiking ResNet-18, 11.2 M parameters): the all-reduce moves 2 (N - 1) / N x
  * 44.7 MB per GPU and step; at ~150-350 GB/s of NVLink bus bandwidth that is 0.1-0.3 ms for

@@ -22,7 +22,7 @@
  *   sparse SNN       the converted CNN on CUDA, sparsified: the GEMM and event paths give the
  *                    same logits bit for bit, the dense SNN's predictions, logits within 1e-4
  *                    for at least 3/4 of the images.
- * Run on the GPU machine: ctest -R cuda_ann2snn (tools/gpu_session.sh ann2snn).
+ * Run on the GPU machine: ctest -R cuda_ann2snn (tools/gpu/convert.sh ann2snn).
  */
 #include "ann2snn_models.h"
 #include "cuda_neuron_parity.h"
