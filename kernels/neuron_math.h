@@ -1,8 +1,8 @@
 /*
  * neuron_math.h - one time step of one neuron element, forward and backward, as inline
- * functions shared by the CPU kernels (lif.c, stbif.c) and the CUDA kernels (internal).
- * The kernels are loops around these; the equations live here once (docs/neurons.md
- * derives them).
+ * functions shared by the reference kernels (kernels/ref/lif.c, stbif.c, qclip.c), the fast
+ * CPU kernels (kernels/cpu/) and the CUDA kernels (internal). The kernels are loops around
+ * these; the equations live here once (docs/neurons.md derives them).
  *
  * IF / LIF / ParametricLIF, per element (k = 1/tau, or sigmoid(w) for PLIF):
  *   charge   IF          H = V + X

@@ -1,8 +1,9 @@
 /*
  * lif.c - the fused multi-step CPU kernels of IF, LIF and ParametricLIF (one kernel, the kind
- * picks the charge equation). Equations: neuron_math.h (docs/neurons.md section 1). Tests:
- * tests/test_neurons_trace.c (hand-computed traces), tests/test_neurons_grad.c (backward vs
- * the same dynamics unrolled into primitive ops on the tape).
+ * picks the charge equation): kernels/ref/lif.c, the reference they must match, made fast
+ * (chunks, specialisation, OpenMP). Equations: neuron_math.h (docs/neurons.md section 1).
+ * Tests: tests/test_neurons_trace.c (hand-computed traces), tests/test_neurons_grad.c
+ * (backward vs the same dynamics unrolled into primitive ops on the tape).
  *
  *   forward, per element, t = 0 .. T-1:
  *     H[t] = charge(V[t-1], X[t]);  S[t] = Heaviside(H[t] - V_th);  V[t] = reset(H[t], S[t])

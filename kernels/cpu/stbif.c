@@ -2,7 +2,8 @@
  * stbif.c - the fused multi-step CPU kernels of ST-BIF, the spike-threshold bipolar IF neuron
  * of SpikeZIP-TF (You et al., ICML 2024, https://arxiv.org/abs/2406.03470). It lets a network
  * trained with an L-level activation quantizer run as an SNN: over time its summed output
- * converges to the quantizer's output. Equations: neuron_math.h (docs/neurons.md section 1).
+ * converges to the quantizer's output. Reference: kernels/ref/stbif.c, which these must match.
+ * Equations: neuron_math.h (docs/neurons.md section 1).
  * Tests: tests/test_neurons_trace.c, tests/test_neurons_stbif.c (the quantizer equivalence),
  * tests/test_neurons_grad.c.
  *
