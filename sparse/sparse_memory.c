@@ -9,8 +9,8 @@
  *   find        one forward of ONE image with a tape (grad mode). A tape keeps what backward
  *               would need (ST-BIF's membranes, ...): measured at 1.3x the evaluation forward
  *               for a converted ResNet-18; bounded here by twice the evaluation step of one
- *               image. (It ran the whole first batch until the 2026-11 fix: ~30 GB for a
- *               converted ResNet-18 at T = 51 and 64 images.)
+ *               image. (It once ran the whole first batch: ~30 GB for a converted
+ *               ResNet-18 at T = 51 and 64 images.)
  *   calibrate   each batch, or each slice of max_images of its images, without a tape, in a
  *               step of its own: the evaluation step (snn_model_memory_estimate), and at each
  *               swapped conv one sparse kernel's output beside the dense one, given back before

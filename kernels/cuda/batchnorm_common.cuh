@@ -57,8 +57,8 @@ static inline double *bn_partials(int C, const bn_plan &plan)
  * position i = m % HW in the plane and the offset (n C + c) HW + i, n = m / HW, incrementally:
  * one division and two multiplies at the start, two adds and a compare a step. (Recomputing
  * the offset from (n, i) each step cost two 64-bit multiplies a value, and left the statistics
- * kernel bound by its instructions: 62% SM throughput at 24% of the DRAM bandwidth, ncu,
- * H100, 2026-11-26.) */
+ * kernel bound by its instructions, not by memory: docs/benchmarks.md, "Where a step's time
+ * goes".) */
 struct bn_walk {
     int64_t m, off, step, wrap;
     int i, di;
@@ -87,9 +87,9 @@ struct bn_walk {
 
 /* Walks [begin, end) of channel c as bn_walk does and hands use() what load(offset) read, in
  * walk order, BN_UNROLL values at a time: their loads are issued together, so each thread has
- * BN_UNROLL reads in flight instead of one (one read per thread left the reductions at 20-50%
- * of the bandwidth: ncu, H100, 2026-11-26). The order of use() is the walk's, so the sums keep
- * their bits. */
+ * BN_UNROLL reads in flight instead of one (one read per thread left the reductions far below
+ * the bandwidth: docs/benchmarks.md, "Where a step's time goes"). The order of use() is the
+ * walk's, so the sums keep their bits. */
 #define BN_UNROLL 4
 template <typename Load, typename Use>
 static __device__ __forceinline__ void bn_walk_all(int64_t begin, int64_t end, int64_t C,

@@ -26,8 +26,8 @@ static __global__ void fill_forward_kernel(float *out, float value, int64_t n)
 
 /* Zero, the common case (every gradient buffer starts as zeros: autograd/tape.c), is all-zero
  * bytes, which cudaMemsetAsync writes with the driver's wide stores: the BF16 ResNet-18 step's
- * ~330 gradient fills took 1.46 ms a step in the kernel above (ncu, H100, 2026-11-26), ~40% of
- * the bandwidth its bytes need. */
+ * ~330 gradient fills ran at well under half their bytes' bandwidth in the kernel above
+ * (docs/benchmarks.md, "Where a step's time goes"). */
 extern "C" void snn_fill_cuda(float *out, float value, int64_t n)
 {
     if (n <= 0) return;

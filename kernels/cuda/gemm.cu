@@ -25,8 +25,8 @@
  *     conv2d.cu writes its column matrix in bf16 and converts the weight (snn_to_bf16_cuda)
  *     to use them.
  *   - snn_gemm_cuda in BF16 precision (the linear layers) hands its fp32 operands to
- *     cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_16BF. On the H100 cuBLAS picked the same
- *     kernels as TF32 for that (same speed, same bits: docs/benchmarks.md, issue 11), so the
+ *     cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_16BF. cuBLAS picks the same kernels as TF32 for
+ *     that (same speed, same bits: docs/benchmarks.md, "Precision and accuracy"), so the
  *     linear layers compute at TF32 precision in BF16 mode. Converting their operands would
  *     need a bf16 scratch, and the table's gemm entry takes no workspace (kernels.h: kernels
  *     never allocate); the linear layers are a small part of the FLOPs (1e-5 of a ResNet-18

@@ -98,8 +98,8 @@ static __global__ void adam_update_kernel(float *p, float *m, float *v, const fl
 
 /* Many tensors in one launch: a block updates ADAM_CHUNK elements of one tensor, the tensor
  * found from the blocks' running count (block0). The 124 tensors of a ResNet-18 took 124
- * launches of a few microseconds each, 0.57 ms of a 13.5 ms BF16 step (ncu, H100): the launch,
- * not the ~310 MB, was the cost. The arguments travel in the kernel's parameter space
+ * launches of a few microseconds each: the launches, not the ~310 MB, were the cost
+ * (docs/benchmarks.md, "Where a step's time goes"). The arguments travel in the kernel's parameter space
  * (__grid_constant__: indexed in place, not copied to local memory), ~2.4 KB of the 4 KB. */
 #define ADAM_MANY 32
 #define ADAM_CHUNK 4096
