@@ -24,7 +24,7 @@
  * On any of these it prints which and why, aborts the communicator (ncclCommAbort, which also
  * frees kernels spinning on a dead peer) and ends the process with exit code
  * SNN_DIST_EXIT_PEER: its own socket closes, so the fault travels through rank 0 to every
- * rank within a few polling periods. Checkpoints are written atomically (nn/checkpoint.c), so
+ * rank within a few polling periods. Checkpoints are written atomically (nn/checkpoint_save.c), so
  * ending at any point leaves the last one intact. An alarm(30) ends the process even if the
  * abort itself were to hang.
  *

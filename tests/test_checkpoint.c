@@ -1,5 +1,6 @@
 /*
- * test_checkpoint.c - safetensors checkpoints (nn/checkpoint.c, nn/json.c).
+ * test_checkpoint.c - safetensors checkpoints (nn/checkpoint_save.c, nn/checkpoint_load.c,
+ * nn/json.c).
  *
  *   - round trip: values bit-exact (signed zero, subnormals, infinities, NaN payloads), the
  *     exact header bytes, metadata returned as written, names that need JSON escapes;
