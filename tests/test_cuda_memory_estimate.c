@@ -12,7 +12,8 @@
  *     TF32 and BF16: the conv workspace depends on the precision (BF16's im2col column matrix
  *     is bf16, half the bytes of fp32's; the implicit-GEMM layers need none), and the estimate
  *     asks the device's table for it under the precision set when it is computed.
- * The printed table goes to docs/benchmarks.md. Skipped (77) without a GPU.
+ * Its printed table is summed up in docs/benchmarks.md ("Memory estimate against the measured
+ * step"), in full in docs/log/benchmarks-2026.md. Skipped (77) without a GPU.
  * Run: ctest --test-dir build -R cuda_memory_estimate --output-on-failure
  */
 #include "memory_probe.h"

@@ -8,8 +8,8 @@
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
  *     reserved for the gradients of activations, and at most STEP_SLACK above it (the table
- *     printed here is the one in docs/benchmarks.md); the pool's part alone never below what
- *     the pool reserved;
+ *     printed here: docs/log/benchmarks-2026.md, summed up in docs/benchmarks.md); the pool's
+ *     part alone never below what the pool reserved;
  *   - everything else the run holds (gradients, optimizer state, GEMM buffers, structs) within
  *     the estimate's parameters + gradients + optimizer + overhead;
  *   - absurd sizes give absurd (not wrapped) numbers, and bad arguments are refused.
