@@ -37,9 +37,10 @@ for stage in "$@"; do
     build || exit 1
     gpu_name
     log "ctest -V -R 'ann2snn|cuda_sparse' (CPU and CUDA conversion tests, signed spikes)"
-    timeout 180 ctest --test-dir build-gpu -R 'ann2snn|cuda_sparse' -V > "$LOGS/ctest_ann2snn.log" 2>&1
-    grep -E "tests passed|tests failed|Failed|Skipped|FAIL|differs|beyond|dstep|max \||step gradient|checks, " \
-      "$LOGS/ctest_ann2snn.log" | head -40 | summary
+    timeout 180 ctest --test-dir build-gpu -R 'ann2snn|cuda_sparse' -V \
+      > "$LOGS/ctest_ann2snn.log" 2>&1
+    keys="tests passed|tests failed|Failed|Skipped|FAIL|differs|beyond|dstep|max \|"
+    grep -E "$keys|step gradient|checks, " "$LOGS/ctest_ann2snn.log" | head -40 | summary
     bash tools/gpu/bench.sh annsnn
     cifar
     log "snn-ann2snn: Fashion-MNIST CNN, 4 levels; QANN and ReLU ANN, 4 epochs each"
@@ -55,21 +56,22 @@ for stage in "$@"; do
     build snn-ann2snn snn-make-cifar test_cuda_sparse test_cuda_ann2snn test_cuda_memory_estimate ||
       exit 1
     gpu_name
-    log "ctest: the CUDA memory estimate (a converted ResNet-18 at T = 51 among its cases), sparse, ann2snn"
+    log "ctest: the CUDA memory estimate (a converted ResNet-18 at T = 51 among its cases)," \
+        "sparse, ann2snn"
     timeout 120 ctest --test-dir build-gpu -R 'cuda_memory_estimate|cuda_sparse|cuda_ann2snn' -V \
       > "$LOGS/ctest_oom.log" 2>&1
     grep -E "tests passed|tests failed|Failed|FAIL|CHECK failed|converted resnet18" \
       "$LOGS/ctest_oom.log" | head -30 | summary
     cifar
     log "snn-ann2snn: ResNet-18 at T = 51 and 64, then the sparse pass at T* = 51"
-    nvidia-smi -i "${CUDA_VISIBLE_DEVICES:-0}" --query-gpu=memory.used --format=csv,noheader,nounits \
-      -lms 250 > "$LOGS/oom_memory_used.txt" 2>&1 &
+    nvidia-smi -i "${CUDA_VISIBLE_DEVICES:-0}" --query-gpu=memory.used \
+      --format=csv,noheader,nounits -lms 250 > "$LOGS/oom_memory_used.txt" 2>&1 &
     sampler=$!
     ann2snn_run oom 200 --model resnet18 --dataset cifar10 --data /tmp/fmcifar --epochs 2 \
       --batch-size 64 --limit-train 30000 --limit-test 2000 --steps 64
     kill "$sampler" 2>/dev/null
-    echo "device memory used, most nvidia-smi saw: $(sort -n "$LOGS/oom_memory_used.txt" | tail -1) MiB" |
-      summary ;;
+    most=$(sort -n "$LOGS/oom_memory_used.txt" | tail -1)
+    echo "device memory used, most nvidia-smi saw: $most MiB" | summary ;;
   nir)
     build || exit 1
     [ -x build-gpu/bin/snn-export-nir ] ||
@@ -82,9 +84,10 @@ for stage in "$@"; do
         grep -E "^epoch|done" | summary
       ckpt="$LOGS/nir_$net/checkpoint.safetensors"
       build-gpu/bin/snn-export-nir --checkpoint "$ckpt" -o "$LOGS/$net.nir" 2>&1 | summary
-      build-gpu/bin/snn-eval --checkpoint "$ckpt" --device cuda --predictions "$LOGS/${net}_pred.txt" 2>&1 |
+      pred="$LOGS/${net}_pred.txt"
+      build-gpu/bin/snn-eval --checkpoint "$ckpt" --device cuda --predictions "$pred" 2>&1 |
         grep -E "accuracy" | summary
-      timeout 300 python3 tools/nir_check.py "$LOGS/$net.nir" --predictions "$LOGS/${net}_pred.txt" \
+      timeout 300 python3 tools/nir_check.py "$LOGS/$net.nir" --predictions "$pred" \
         --device cuda 2>&1 | summary
     done
     cp "$LOGS/cnn.nir" "$OUT/" 2>/dev/null ;;

@@ -29,8 +29,9 @@ for stage in "${stages[@]}"; do
       > "$LOGS/ctest_dist.log" 2>&1
     # -V: a passing test's own lines too (the worst relative loss difference, the kill timings)
     timeout 300 ctest --test-dir build-gpu -L multigpu -V >> "$LOGS/ctest_dist.log" 2>&1
-    grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed|worst relative|killed rank|accuracy after|skipped:" \
-      "$LOGS/ctest_dist.log" | summary ;;
+    keys="tests passed|tests failed|Passed|Failed|Skipped|\*\*\*|FAIL|CHECK failed"
+    grep -E "$keys|worst relative|killed rank|accuracy after|skipped:" "$LOGS/ctest_dist.log" |
+      summary ;;
   scaling)
     build bench_dist || exit 1
     counts=1; for g in 2 4 8; do (( ngpu >= g )) && counts="$counts $g"; done
@@ -49,13 +50,18 @@ for stage in "${stages[@]}"; do
       timeout 120 build-gpu/bin/bench_dist --gpus $ngpu --model resnet18 --T 4 --batch 128 \
         --steps 25 --bucket-mb $mb 2>&1 | tee -a "$LOGS/bench_dist.txt" | grep -v RESULT | summary
     done
-    log "scaling (efficiency = N-GPU img/s / (N x the plain 1-GPU img/s); exposed: communication the backward does not hide, per step)"
+    log "scaling (efficiency = N-GPU img/s / (N x the plain 1-GPU img/s); exposed:" \
+        "communication the backward does not hide, per step)"
     awk '/^RESULT/ { delete kv; for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
            key = kv["model"]
            if (kv["mode"] == "plain") { base[key] = kv["img_s"]; next }
            up = 0; eff = 0
            if (base[key] > 0) { up = kv["img_s"] / base[key]; eff = 100 * up / kv["gpus"] }
-           printf "%-12s %d GPU(s), buckets %3s MiB: %9.1f img/s  speed-up %5.2fx  efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["bucket_mb"], kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"], 100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
+           printf "%-12s %d GPU(s), buckets %3s MiB: %9.1f img/s  speed-up %5.2fx  " \
+                  "efficiency %5.1f%%  step %7.2f ms  exposed comm %.3f ms (%.2f%%)  " \
+                  "all-reduce %.3f ms  bus %.1f GB/s\n", key, kv["gpus"], kv["bucket_mb"],
+                  kv["img_s"], up, eff, kv["step_ms"], kv["exposed_ms"],
+                  100 * kv["exposed_ms"] / kv["step_ms"], kv["allreduce_ms"], kv["busbw_gbs"] }' \
       "$LOGS/bench_dist.txt" | summary ;;
   acc1|acc2)
     build snn-train snn-make-cifar || exit 1

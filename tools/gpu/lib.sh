@@ -19,7 +19,9 @@ export PATH="/usr/local/cuda/bin:$PATH"
 
 log() { echo "== $* [${SECONDS}s]" | tee -a "$OUT/summary.txt"; }
 summary() { tee -a "$OUT/summary.txt"; }
-gpu_name() { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary; }
+gpu_name() {
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | summary
+}
 
 # build [TARGET...]: this tree for sm_90 in Release, incremental (a warm machine keeps build-gpu/
 # between calls); every target by default. Compiler errors go to the summary.

@@ -25,11 +25,11 @@ cd "$(dirname "$0")/../.." && . tools/gpu/lib.sh
 memcheck() {
   log "compute-sanitizer memcheck on the CUDA tests (${1:-all})"
   for t in build-gpu/bin/test_cuda_*; do
-    [ -z "${1:-}" ] || [ "$1" = all ] || [[ $(basename "$t") =~ $1 ]] || continue
+    name=$(basename "$t")
+    [ -z "${1:-}" ] || [ "$1" = all ] || [[ $name =~ $1 ]] || continue
     timeout "${SANITIZER_TIMEOUT:-100}" compute-sanitizer --tool memcheck --report-api-errors no \
-      --error-exitcode 9 "$t" > "$LOGS/sanitizer_$(basename "$t").log" 2>&1
-    echo "$(basename "$t"): exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_$(basename "$t").log")" |
-      summary
+      --error-exitcode 9 "$t" > "$LOGS/sanitizer_$name.log" 2>&1
+    echo "$name: exit $? $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_$name.log")" | summary
   done
 }
 
@@ -76,8 +76,8 @@ for stage in "${@:-all}"; do
     timeout 400 ctest --test-dir build-gpu -R '^(cuda_memory_estimate|cuda_train)$' -V \
       > "$LOGS/memory.log" 2>&1
     echo "ctest exit $?" | summary
-    grep -E "case \(|  (cnn|resnet|sew|dvsnet)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK|checks,|tests passed|tests failed" \
-      "$LOGS/memory.log" | summary
+    keys="case \(|  (cnn|resnet|sew|dvsnet)|estimated total|SIGTERM|^[0-9]+: (ok|FAIL)|CHECK"
+    grep -E "$keys|checks,|tests passed|tests failed" "$LOGS/memory.log" | summary
     log "sizes that cannot fit on the GPU are refused before allocating (want exit 2, not 137)"
     for flags in "--width 100000" "--width 256 --T 16 --batch-size 60000"; do
       timeout 120 build-gpu/bin/snn-train --device cuda $flags --epochs 1 --out /tmp/snn-refused \

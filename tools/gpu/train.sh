@@ -82,7 +82,7 @@ for stage in "$@"; do
       dir=build-gpu/jobs/$name; mkdir -p "$dir"; left=$(( deadline - $(date +%s) ))
       if [ -f "$dir/done" ] || (( left < 30 )); then
         echo "   $name: finished or under 30 s left" | summary; gpu=$(( gpu + 1 )); continue; fi
-      resume=""; [ -f "$dir/out/checkpoint.safetensors" ] && resume="--resume $dir/out/checkpoint.safetensors"
+      resume=""; ck=$dir/out/checkpoint.safetensors; [ -f "$ck" ] && resume="--resume $ck"
       log "job $name on GPU $gpu, $threads threads, $left s: snn-train $flags $resume"
       echo "== segment $(date -u +%FT%TZ), $left s${resume:+, resumed}" >> "$dir/log"
       ( CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM $left build-gpu/bin/snn-train --device cuda \
@@ -137,8 +137,9 @@ for stage in "$@"; do
     train --lr 1e-3 --precision tf32 $R18 --epochs 1 --batch-size 128 --activity-penalty 0.5 \
       --out /tmp/threads | cut -c1-200 | summary
     log "bench_sparse_threads, batch 1"
-    timeout 300 build-gpu/bin/bench_sparse_threads --checkpoint /tmp/threads/checkpoint.safetensors \
-      --data /tmp/fmcifar --threads 1,2,4,8,16 --reps 20 2>&1 | tee "$OUT/threads.txt" | summary ;;
+    timeout 300 build-gpu/bin/bench_sparse_threads --data /tmp/fmcifar --reps 20 \
+      --checkpoint /tmp/threads/checkpoint.safetensors --threads 1,2,4,8,16 2>&1 |
+      tee "$OUT/threads.txt" | summary ;;
   *) echo "train.sh: unknown stage '$stage' (see the list at the top)" >&2; exit 2 ;;
   esac
 done
