@@ -36,7 +36,7 @@
 #include <time.h>
 
 #include "snn.h"
-#include "examples/snn_common.h"
+#include "app/options.h"
 
 static double now(void)
 {

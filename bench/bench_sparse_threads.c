@@ -32,8 +32,11 @@
  * costs are a real share of the sparse forward.
  */
 #include <omp.h>
+#include <string.h>
 
-#include "examples/snn_common.h"
+#include "app/checkpoint_run.h"
+#include "app/options.h"
+#include "app/program.h"
 #include "sparse/sparse.h"
 #include "bench_stats.h"
 

@@ -37,7 +37,7 @@
 
 #include "snn.h"
 #include "bench_stats.h"
-#include "examples/snn_common.h"
+#include "app/options.h"
 #include "tensor/arena.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"

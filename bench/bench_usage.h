@@ -3,7 +3,7 @@
  * images, a path). Each passes its usage; when any argument is --help or -h the program prints
  * it and exits 0 before measuring anything (a benchmark that took --help for a thread count ran
  * for minutes). Benchmarks with named options use the examples' option table instead
- * (examples/snn_common.h: parse_options, which prints --help from the table).
+ * (app/options.h: parse_options, which prints --help from the table).
  */
 #ifndef SNN_BENCH_USAGE_H
 #define SNN_BENCH_USAGE_H

@@ -25,9 +25,16 @@
  * Lines starting with "check:" state each target and PASS or MISS.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "snn_common.h"
+#include "app/evaluate.h"
+#include "app/options.h"
+#include "app/program.h"
+#include "app/run_memory.h"
+#include "snn.h"
 
 typedef struct options {
     const char *dataset, *data, *model, *device, *out, *checkpoint, *steps;

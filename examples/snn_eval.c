@@ -4,18 +4,32 @@
  *
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors
+ *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors --kernels ref
+ *
+ * It prints the model's configuration as the checkpoint holds it (neuron and its constants,
+ * surrogate, T, encoding; app/run_config.h) above the results.
  *
  * A checkpoint of snn-train --ema holds the trained weights and their moving average
  * ("ema.<name>" tensors, nn/ema.c): the average is what snn-train evaluated, so it is what
  * snn-eval evaluates too, unless --raw-weights asks for the trained ones. best.safetensors
  * holds one set, the one that scored best (its metadata say which, and from which epoch).
  */
-#include "snn_common.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "app/checkpoint_run.h"
+#include "app/evaluate.h"
+#include "app/options.h"
+#include "app/program.h"
+#include "app/run_config.h"
+#include "snn.h"
 
 int main(int argc, char **argv)
 {
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
     const char *precision_name = "fp32";
+    const char *kernels = NULL; /* the library's choice: $SNN_KERNELS, else fast */
     const char *predictions = NULL;
     int batch_size = 256, limit = 0, threads = 0;
     bool raw_weights = false;
@@ -25,6 +39,9 @@ int main(int argc, char **argv)
         {"--data", OPT_STRING, &data, "folder or archive of the data set"},
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
         {"--precision", OPT_STRING, &precision_name, "cuda: fp32, tf32 or bf16 convs and GEMMs"},
+        {"--kernels", OPT_STRING, &kernels,
+         "cpu: fast or ref (the plain-loop reference kernels, slower); none: $SNN_KERNELS, "
+         "else fast"},
         {"--batch-size", OPT_INT, &batch_size, "batch size"},
         {"--limit-test", OPT_INT, &limit, "use only the first N test images (0: all)"},
         {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
@@ -45,6 +62,7 @@ int main(int argc, char **argv)
                 precision_name);
         return 2;
     }
+    if (run_kernels_select("snn-eval", kernels, device_name)) return 2;
     checkpoint_run run;
     int status = checkpoint_run_open(&run, "snn-eval", checkpoint, device_name, dataset, data,
                                      batch_size, limit, threads);
@@ -97,6 +115,8 @@ int main(int argc, char **argv)
         double seconds = now_seconds() - t0;
         printf("checkpoint  %s (%s, T=%d, %s neurons)\n", checkpoint, snn_model_kind_name(c->kind),
                c->time_steps, snn_neuron_kind_name(c->neuron.kind));
+        run_config_print_model(stdout, "", model); /* the configuration the checkpoint holds */
+        run_config_print_device(stdout, "", device, precision);
         if (weights[0]) printf("weights     %s\n", weights);
         if (device == SNN_CUDA) printf("precision   %s\n", snn_precision_name(precision));
         printf("test set    %s, %lld images, %.1f s on %s (%.0f img/s)\n", run.dataset, (long long)r.total,

@@ -8,7 +8,12 @@
  */
 #include <math.h>
 
-#include "snn_common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/options.h"
+#include "snn.h"
 #include "nir/nir.h"
 
 /* Largest |logit difference| between model and graph on a random batch; < 0 on an error. */

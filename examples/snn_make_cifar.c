@@ -15,14 +15,13 @@
  * Input: -i, else $SNN_DATA_DIR, else /usr/share/datasets/fashion-mnist (as snn_dataset_load).
  * Output: -o, default ./cifar-10-binary.tar.gz.
  */
-#define _DEFAULT_SOURCE /* sigaction (run_signals.h) */
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
 
+#include "app/run_signals.h"
 #include "data/data.h"
-#include "run_signals.h"
 #include "tensor/tensor.h"
 
 #define SIDE 32

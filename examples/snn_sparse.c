@@ -20,7 +20,16 @@
  * On CUDA the swapped layers run sparse/sparse_conv.cu where calibration timed it faster than the
  * dense conv (a build without SNN_CUDA runs them dense there).
  */
-#include "snn_common.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/checkpoint_run.h"
+#include "app/options.h"
+#include "app/program.h"
+#include "app/run_memory.h"
+#include "snn.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"
 #endif

@@ -10,7 +10,12 @@
  * y = the sparse model's test accuracy. Rows of other models than `model` (default: all) are
  * skipped. Prints the table it draws.
  */
-#include "snn_common.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snn.h"
 
 #define MAX_ROWS 64
 

@@ -4,9 +4,10 @@
  *   build/bin/snn-train                       # spiking CNN on Fashion-MNIST, CPU defaults
  *
  * The defaults (LIF + ATan, T = 2, width 32, Adam 1e-3 with a cosine schedule, 4 epochs of
- * batch 128) with --lr 3e-3 are the main job (`make train`): on the 2-core CI machine they reach
- * ~91% test accuracy in about 3 minutes (docs/results.md, "Main job"). The library's model
- * default is T = 4.
+ * batch 128; app/train_options.c) with --lr 3e-3 are the main job (`make train`): on the
+ * 2-core CI machine they reach ~91% test accuracy in about 3 minutes (docs/results.md, "Main
+ * job"). The run prints the configuration it trains at start-up; --kernels ref trains on the
+ * reference kernels (kernels/ref/), slower.
  *   build/bin/snn-train --model resnet18 --dataset cifar10 --data runs/fmnist-cifar --device cuda
  *   build/bin/snn-train --resume runs/fashion-mnist-cnn/checkpoint.safetensors --epochs 6
  *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
@@ -19,26 +20,36 @@
  * last good checkpoint as it was. --resume continues bit-exactly.
  *
  * Long runs (README "Long runs"): SIGINT / SIGTERM finish the current step, write a checkpoint
- * that resumes exactly there (mid-epoch) and exit 75 (run_signals.h); --checkpoint-every N
+ * that resumes exactly there (mid-epoch) and exit 75 (app/run_signals.h); --checkpoint-every N
  * writes one every N steps; sizes that cannot fit are refused before anything is allocated
- * (run_memory.h); the output folder is locked against a second run (run_lock.h).
+ * (app/run_memory.h); the output folder is locked against a second run (app/run_lock.h).
  *
- * The pieces around the loop live beside it: the flags and their checks (train_options.h),
- * what the checkpoint records and how --resume reads it back (train_checkpoint.h), the metrics
- * files and curves (run_metrics.h), the data-parallel side (snn_dist.h).
+ * The pieces around the loop are the programs' library, app/: the flags, their defaults and
+ * checks (app/train_options.h), what the checkpoint records and how --resume reads it back
+ * (app/train_checkpoint.h), the metrics files and curves (app/run_metrics.h), the
+ * data-parallel side (app/train_dist.h), the printed configuration (app/run_config.h).
  */
-#define _DEFAULT_SOURCE /* sigaction's SA_RESTART, flock */
+#define _DEFAULT_SOURCE /* isatty, stat */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "run_lock.h"
-#include "run_memory.h"
-#include "run_metrics.h"
-#include "run_signals.h"
-#include "snn_common.h"
-#include "snn_dist.h"
-#include "train_checkpoint.h"
-#include "train_options.h"
+#include "app/evaluate.h"
+#include "app/options.h"
+#include "app/program.h"
+#include "app/raster.h"
+#include "app/run_config.h"
+#include "app/run_lock.h"
+#include "app/run_memory.h"
+#include "app/run_metrics.h"
+#include "app/run_signals.h"
+#include "app/train_checkpoint.h"
+#include "app/train_dist.h"
+#include "app/train_options.h"
+#include "snn.h"
 
 /* ---- one training epoch ------------------------------------------------------------------- */
 
@@ -73,7 +84,7 @@ static void append_step_log(const char *path, int64_t step, float loss, float lr
     fclose(f);
 }
 
-/* Whether a signal asks the run to stop (run_signals.h): at once in a one-process run; in a
+/* Whether a signal asks the run to stop (app/run_signals.h): at once in a one-process run; in a
  * data-parallel run only where the ranks agreed to (`agreed`), so that all stop together. */
 static bool stopping(const snn_dist *dist, bool agreed) { return dist ? agreed : run_stop_requested(); }
 
@@ -224,6 +235,7 @@ int main(int argc, char **argv)
     if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
     snn_schedule schedule;
     if (train_options_check(&o, &schedule)) return 2;
+    if (run_kernels_select("snn-train", o.kernels, o.device)) return 2; /* ref: cpu only */
     if (device == SNN_CUDA && !snn_cuda_available()) {
         fprintf(stderr, "snn-train: --device cuda: %s\n", snn_cuda_compiled() ?
                 "no CUDA device is visible" : "this build has no CUDA backend (configure with nvcc present)");
@@ -420,13 +432,20 @@ int main(int argc, char **argv)
     }
     if (dist && snn_dist_attach(dist, model) != SNN_OK) return fail("data-parallel setup");
 
-    if (rank0)
+    if (rank0) { /* what this run trains, every default spelled out (app/run_config.h) */
         fprintf(stderr, "snn-train: %s on %s (%lld train, %lld test images %dx%dx%d), %s, T=%d, "
                 "%s neurons, %lld parameters, %s, batch %d, %lld steps/epoch\n", o.model, o.dataset,
                 (long long)train.count, (long long)test.count, config.in_channels, config.height,
                 config.width, snn_device_name(device), config.time_steps,
                 snn_neuron_kind_name(config.neuron.kind), (long long)snn_module_num_parameters(model),
                 o.optimizer, o.batch_size * o.world_size, (long long)steps_per_epoch);
+        run_config_print_model(stderr, "  ", model);
+        train_options_print(stderr, "  ", &o, &schedule, o.batch_size * o.world_size);
+        run_config_print_device(stderr, "  ", device, precision);
+        /* --explain's place: the model's execution plan (which kernel each layer runs, which
+         * layers are fused; snn_model_explain, nn/) prints here, once the model is on its
+         * device and the precision and kernel set are chosen, before the first step. */
+    }
 
     int exit_code = 0;
     snn_module *eval_model = train_eval_model(&run); /* what is evaluated and kept as the best */

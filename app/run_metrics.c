@@ -1,16 +1,8 @@
 /*
- * run_metrics.h - the per-epoch files of snn-train: metrics.csv (one row per epoch: train and
- * test loss and accuracy, images per second, seconds, learning rate, then the firing rate of
- * every neuron layer), metrics.json (the same rows as JSON) and the curves loss.svg and
- * accuracy.svg, all redrawn from the CSV after each epoch.
- *
- * Every file is written to <file>.tmp and renamed over the old one (finish_file), so a run
- * killed mid-write leaves the previous epoch's file whole. A resumed run (--resume) continues
- * the same files: write_metrics keeps the rows of the epochs before its own and replaces any
- * row of this epoch or a later one that a run stopped before its checkpoint left behind.
+ * run_metrics.c - snn-train's per-epoch files (run_metrics.h): metrics.csv, metrics.json and
+ * the loss and accuracy curves, each written to <file>.tmp and renamed over the old one.
  */
-#ifndef SNN_EXAMPLES_RUN_METRICS_H
-#define SNN_EXAMPLES_RUN_METRICS_H
+#include "app/run_metrics.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,24 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snn_common.h"
-
-/* What one epoch of training measured, as metrics.csv records it: loss and accuracy over the
- * batches whose loss was read (NaN when none was), and the speed. */
-typedef struct metrics_train {
-    double loss, accuracy;        /* accuracy in [0, 1] */
-    double images_per_second;     /* 0 when no time was measured */
-    double seconds;               /* of training in this epoch */
-} metrics_train;
-
-/* <dir>/<file> into buf. */
-static UNUSED void path_in(char *buf, size_t size, const char *dir, const char *file)
+void path_in(char *buf, size_t size, const char *dir, const char *file)
 {
     snprintf(buf, size, "%s/%s", dir, file);
 }
 
 /* A file written to <path>.tmp is complete: rename it over <path>. 0, or 1 with a message. */
-static UNUSED int finish_file(FILE *f, const char *tmp, const char *path)
+static int finish_file(FILE *f, const char *tmp, const char *path)
 {
     int e = 0;
     if (fflush(f) != 0 || ferror(f)) e = errno ? errno : EIO;
@@ -47,13 +28,9 @@ static UNUSED int finish_file(FILE *f, const char *tmp, const char *path)
     return 1;
 }
 
-/* Writes one epoch's metrics. metrics.csv keeps the rows of the earlier epochs and gets this
- * epoch's row (a row of this epoch or a later one, left by a run that stopped before its
- * checkpoint, is replaced, and a cut-off last line dropped), written to a temporary file and
- * renamed over the old one; metrics.json and the SVG curves are redrawn from it, so a resumed
- * run continues the same files. 0, or 1 with the message printed. */
-static UNUSED int write_metrics(const char *out_dir, int64_t epoch, const metrics_train *st,
-                         const eval_result *ev, float lr)
+/* run_metrics.h; the CSV first, then what is drawn from it */
+int write_metrics(const char *out_dir, int64_t epoch, const metrics_train *st,
+                  const eval_result *ev, float lr)
 {
     char path[1024], tmp[1100], line[8192];
     path_in(path, sizeof path, out_dir, "metrics.csv");
@@ -65,10 +42,12 @@ static UNUSED int write_metrics(const char *out_dir, int64_t epoch, const metric
         if (old) fclose(old);
         return 1;
     }
-    if (old && fgets(line, sizeof line, old) && strncmp(line, "epoch,", 6) == 0 && strchr(line, '\n')) {
+    if (old && fgets(line, sizeof line, old) && strncmp(line, "epoch,", 6) == 0 &&
+        strchr(line, '\n')) {
         fputs(line, f);
     } else {
-        fprintf(f, "epoch,train_loss,train_accuracy,test_loss,test_accuracy,images_per_second,seconds,lr");
+        fprintf(f, "epoch,train_loss,train_accuracy,test_loss,test_accuracy,images_per_second,"
+                   "seconds,lr");
         for (int l = 0; l < ev->n_layers; l++) fprintf(f, ",firing_rate_%s", ev->layer_names[l]);
         fputc('\n', f);
     }
@@ -92,7 +71,8 @@ static UNUSED int write_metrics(const char *out_dir, int64_t epoch, const metric
     int rows = 0, cols = 0;
     f = fopen(path, "r");
     if (!f || !fgets(header, sizeof header, f)) {
-        fprintf(stderr, "snn-train: cannot read back '%s': %s\n", path, f ? "empty" : strerror(errno));
+        fprintf(stderr, "snn-train: cannot read back '%s': %s\n", path,
+                f ? "empty" : strerror(errno));
         if (f) fclose(f);
         return 1;
     }
@@ -121,8 +101,8 @@ static UNUSED int write_metrics(const char *out_dir, int64_t epoch, const metric
             fprintf(f, "  {\"epoch\": %d, \"train_loss\": %.6f, \"train_accuracy\": %.6f, "
                        "\"test_loss\": %.6f, \"test_accuracy\": %.6f, \"images_per_second\": %.1f, "
                        "\"seconds\": %.2f, \"lr\": %.6g, \"firing_rate\": {",
-                    (int)table[r][0], table[r][1], table[r][2], table[r][3], table[r][4], table[r][5],
-                    table[r][6], table[r][7]);
+                    (int)table[r][0], table[r][1], table[r][2], table[r][3], table[r][4],
+                    table[r][5], table[r][6], table[r][7]);
             for (int l = 0; l < ev->n_layers && 8 + l < cols; l++)
                 fprintf(f, "%s\"%s\": %.6f", l ? ", " : "", ev->layer_names[l], table[r][8 + l]);
             fprintf(f, "}}%s\n", r + 1 < rows ? "," : "");
@@ -142,12 +122,11 @@ static UNUSED int write_metrics(const char *out_dir, int64_t epoch, const metric
     path_in(path, sizeof path, out_dir, "loss.svg");
     snn_status drawn = snn_svg_line_chart(path, "Loss", "epoch", "loss", loss, 2);
     path_in(path, sizeof path, out_dir, "accuracy.svg");
-    if (drawn == SNN_OK) drawn = snn_svg_line_chart(path, "Accuracy", "epoch", "accuracy (%)", acc, 2);
+    if (drawn == SNN_OK)
+        drawn = snn_svg_line_chart(path, "Accuracy", "epoch", "accuracy (%)", acc, 2);
     if (drawn != SNN_OK) {
         fprintf(stderr, "snn-train: %s\n", snn_last_error());
         return 1;
     }
     return 0;
 }
-
-#endif /* SNN_EXAMPLES_RUN_METRICS_H */

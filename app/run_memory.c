@@ -1,28 +1,13 @@
 /*
- * run_memory.h - the programs' size check: before a model is built, the bytes it and one step
- * need (snn_model_memory_estimate, nn/model_memory.c) are compared with what the device can
- * still give (snn_device_memory: MemAvailable capped by the memory cgroup, or cudaMemGetInfo),
- * and a size that cannot fit is refused with both numbers and the flags that change it.
- *
- * Without it, a width or batch too large was found out by the allocator, and with Linux's
- * overcommit that means the OOM killer (exit 137, no message, an hour of data loading lost)
- * whenever malloc said yes to more than the machine has.
- *
- * A run fits when its estimate is at most RUN_MEMORY_USABLE of what is available: the rest is
- * left for what the estimate does not count (the C library's own heap, other processes growing
- * meanwhile). SNN_MEMORY_LIMIT (bytes, or with a K/M/G/T suffix) caps what the programs take
- * as available on every device, for a machine shared with other jobs; the tests use it to
- * make "too large" deterministic.
+ * run_memory.c - the size check of run_memory.h: what a run needs (the model's estimate, the
+ * data batches) against what the device and the host can give, and the message that refuses a
+ * size that cannot fit, with the largest batch that would.
  */
-#ifndef SNN_EXAMPLES_RUN_MEMORY_H
-#define SNN_EXAMPLES_RUN_MEMORY_H
+#include "app/run_memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "snn.h"
-
-#define RUN_MEMORY_USABLE 0.95
+#include <string.h>
 
 /* "812.4 MiB", "3.21 GiB", "1.49 TiB" into buf */
 static const char *run_bytes(double bytes, char *buf, size_t size)
@@ -77,20 +62,6 @@ static double run_memory_available(const char *program, snn_device device, doubl
     return *capped ? limit : (double)avail;
 }
 
-typedef struct run_memory_request {
-    const char *program;     /* "snn-train" */
-    const char *what;        /* "training" or "evaluating" */
-    const char *size_flags;  /* the flags besides --batch-size that shrink it, or NULL */
-    snn_model_config config;
-    int batch_size;
-    int64_t images;          /* the data set's size: a batch never holds more (0: no cap) */
-    snn_device device;
-    bool training;
-    int optimizer_states;
-    double host_extra;       /* host bytes besides the model: batches, a checkpoint being read */
-    double held;             /* bytes of the estimate already allocated (a model loaded first) */
-} run_memory_request;
-
 /* The images one step holds at batch size `batch`. */
 static int run_step_batch(const run_memory_request *r, int batch)
 {
@@ -117,12 +88,9 @@ static int run_memory_largest_batch(const run_memory_request *r, double usable, 
     return lo;
 }
 
-/* Checks the request. Returns 0 when it fits (or when the device cannot tell, with a note) and
- * fills *out; else prints why and returns 2 (the command line must change). `host_per_image`
- * is the part of host_extra that grows with the batch (the loader's buffers). */
-static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
-                                                    double host_per_image,
-                                                    snn_memory_estimate *out)
+/* run_memory.h: 0 when it fits (or the device cannot tell), else 2 with the refusal printed */
+int run_memory_check(const run_memory_request *r, double host_per_image,
+                     snn_memory_estimate *out)
 {
     const char *p = r->program, *dev = snn_device_name(r->device);
     if (snn_model_memory_estimate(&r->config, run_step_batch(r, r->batch_size), r->device,
@@ -135,14 +103,15 @@ static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
     double avail = run_memory_available(p, r->device, &total, &capped);
     double host_avail = avail;
     host_total = total, host_capped = capped;
-    if (r->device != SNN_CPU) host_avail = run_memory_available(p, SNN_CPU, &host_total, &host_capped);
+    if (r->device != SNN_CPU)
+        host_avail = run_memory_available(p, SNN_CPU, &host_total, &host_capped);
     double need = out->total - r->held + (r->device == SNN_CPU ? r->host_extra : 0.0);
     double host_need = out->host - (r->device == SNN_CPU ? r->held : 0.0) + r->host_extra;
     bool device_ok = avail < 0 || need <= RUN_MEMORY_USABLE * avail;
     bool host_ok = host_avail < 0 || host_need <= RUN_MEMORY_USABLE * host_avail;
     if (avail < 0 || host_avail < 0)
-        fprintf(stderr, "%s: note: cannot tell how much %s memory is available (%s); the sizes are "
-                "not checked\n", p, avail < 0 ? dev : "host", snn_last_error());
+        fprintf(stderr, "%s: note: cannot tell how much %s memory is available (%s); the sizes "
+                "are not checked\n", p, avail < 0 ? dev : "host", snn_last_error());
     char b[8][32];
     if (device_ok && host_ok) {
         if (avail >= 0)
@@ -157,18 +126,21 @@ static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
     double t = on_device ? total : host_total;
     bool cap = on_device ? capped : host_capped;
     const char *where = on_device && r->device != SNN_CPU ? "the GPU" : "this machine";
+    /* the data batches and files are host memory: named when the host is what is short */
+    const bool host_files = r->host_extra > 0 && (!on_device || r->device == SNN_CPU);
     fprintf(stderr, "%s: %s %s at --batch-size %d needs about %s of %s memory, but %s has %s "
             "available (%s%s); refusing before allocating anything.\n"
-            "  weights %s, gradients and optimizer state %s, one step (T=%d) %s, fixed %s%s%s\n", p,
-            r->what, snn_model_kind_name(r->config.kind), r->batch_size, run_bytes(n, b[0], 32),
-            on_device ? dev : "host", where, run_bytes(a, b[1], 32),
+            "  weights %s, gradients and optimizer state %s, one step (T=%d) %s, fixed %s%s%s\n",
+            p, r->what, snn_model_kind_name(r->config.kind), r->batch_size,
+            run_bytes(n, b[0], 32), on_device ? dev : "host", where, run_bytes(a, b[1], 32),
             cap ? "SNN_MEMORY_LIMIT; it has " : "of ", run_bytes(t, b[2], 32),
-            run_bytes(out->parameters, b[3], 32), run_bytes(out->gradients + out->optimizer, b[4], 32),
-            r->config.time_steps, run_bytes(out->step, b[5], 32), run_bytes(out->overhead, b[6], 32),
-            r->host_extra > 0 && (!on_device || r->device == SNN_CPU) ? ", data batches and files " : "",
-            r->host_extra > 0 && (!on_device || r->device == SNN_CPU) ? run_bytes(r->host_extra, b[7], 32) : "");
-    int best = run_memory_largest_batch(r, RUN_MEMORY_USABLE * avail, RUN_MEMORY_USABLE * host_avail,
-                                        host_per_image);
+            run_bytes(out->parameters, b[3], 32),
+            run_bytes(out->gradients + out->optimizer, b[4], 32), r->config.time_steps,
+            run_bytes(out->step, b[5], 32), run_bytes(out->overhead, b[6], 32),
+            host_files ? ", data batches and files " : "",
+            host_files ? run_bytes(r->host_extra, b[7], 32) : "");
+    int best = run_memory_largest_batch(r, RUN_MEMORY_USABLE * avail,
+                                        RUN_MEMORY_USABLE * host_avail, host_per_image);
     if (best > 0)
         fprintf(stderr, "hint: the largest --batch-size that fits is about %d%s%s\n", best,
                 r->size_flags ? "; or lower " : "", r->size_flags ? r->size_flags : "");
@@ -178,17 +150,9 @@ static __attribute__((unused)) int run_memory_check(const run_memory_request *r,
     return 2;
 }
 
-/* The sparse pass (snn_sparsify) of a model of `config` (at its T) whose calibration batches
- * hold `batch` images: the most images per calibration forward (snn_sparse_options.max_images)
- * whose snn_sparsify_memory_estimate fits the device and the host, `held` bytes of it being
- * allocated already (the model's parameters, when the model exists). Returns `batch` when the
- * whole batch fits, fewer with a note saying so, or 0 after printing the refusal - both numbers
- * and `hint` (what to change) - when not even one image fits. A device that cannot tell its
- * memory: `batch`, with a note. */
-static __attribute__((unused)) int run_memory_sparse_images(const char *program,
-                                                            const snn_model_config *config,
-                                                            int batch, snn_device device,
-                                                            double held, const char *hint)
+/* run_memory.h: the images per calibration forward that fit, or 0 with the refusal printed */
+int run_memory_sparse_images(const char *program, const snn_model_config *config, int batch,
+                             snn_device device, double held, const char *hint)
 {
     const char *dev = snn_device_name(device);
     char b[4][32];
@@ -249,5 +213,3 @@ static __attribute__((unused)) int run_memory_sparse_images(const char *program,
             run_bytes(on_device ? total : host_total, b[2], 32), hint);
     return 0;
 }
-
-#endif /* SNN_EXAMPLES_RUN_MEMORY_H */

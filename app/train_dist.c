@@ -1,43 +1,31 @@
 /*
- * snn_dist.h - the data-parallel side of snn-train (docs/distributed.md): its options, the
- * start of a rank or of the --gpus launcher, and the few places where one rank's view of a
- * step differs from the job's: the loss and accuracy of the global batch, the evaluation
- * shards, and which rank writes files (rank 0). Every function is a no-op for dist = NULL, the
- * ordinary one-process run, so snn_train.c calls them unconditionally.
+ * train_dist.c - the data-parallel side of snn-train (train_dist.h): starting a rank or the
+ * --gpus launcher, and the collectives that make a rank's loss, stop requests and evaluation
+ * the job's.
  */
-#ifndef SNN_EXAMPLES_DIST_H
-#define SNN_EXAMPLES_DIST_H
+#include "app/train_dist.h"
 
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "snn_common.h"
-
-typedef struct train_dist_options {
-    int gpus;             /* --gpus N: start N ranks on this host */
-    const char *init;     /* --init tcp://HOST:PORT or file:PATH: this process is one rank */
-    bool sync_bn;         /* --sync-bn */
-} train_dist_options;
-
 /* Whether the command line names --device (the options take their value as the next word). */
-static UNUSED bool argv_names_device(int argc, char **argv)
+static bool argv_names_device(int argc, char **argv)
 {
     for (int a = 1; a < argc; a++)
         if (strcmp(argv[a], "--device") == 0) return true;
     return false;
 }
 
-/* --gpus without --device means the GPUs; --device cpu --gpus N runs N CPU ranks (TCP). */
-static UNUSED void train_dist_default_device(const train_dist_options *o, int argc, char **argv,
-                                             const char **device)
+void train_dist_default_device(const train_dist_options *o, int argc, char **argv,
+                               const char **device)
 {
     if (o->gpus > 0 && !argv_names_device(argc, argv)) *device = "cuda";
 }
 
-static UNUSED double env_seconds(const char *name, double fallback)
+/* The environment variable `name` as seconds (> 0), else `fallback`. */
+static double env_seconds(const char *name, double fallback)
 {
     const char *v = getenv(name);
     char *end = NULL;
@@ -45,13 +33,8 @@ static UNUSED double env_seconds(const char *name, double fallback)
     return v && *v && end && !*end && x > 0.0 ? x : fallback;
 }
 
-/*
- * Returns -1 to go on training, with *dist set when this process is one rank of a distributed
- * run (NULL otherwise); or the exit code main should return: the launcher's (every rank has
- * ended) or 1 / 2 for a failure, with a message printed.
- */
-static UNUSED int train_dist_start(const train_dist_options *o, int argc, char **argv,
-                                   snn_device device, snn_dist **dist)
+int train_dist_start(const train_dist_options *o, int argc, char **argv, snn_device device,
+                     snn_dist **dist)
 {
     *dist = NULL;
     if (o->gpus > 0 && (getenv("WORLD_SIZE") || o->init)) {
@@ -109,17 +92,18 @@ static UNUSED int train_dist_start(const train_dist_options *o, int argc, char *
     return -1;
 }
 
-static UNUSED bool train_dist_rank0(const snn_dist *d) { return snn_dist_rank(d) == 0; }
+bool train_dist_rank0(const snn_dist *d)
+{
+    return snn_dist_rank(d) == 0;
+}
 
-/* Each rank's loader reads its shard of every global batch (data.h, snn_shard_slice). */
-static UNUSED void train_dist_shard(const snn_dist *d, snn_loader_config *lc)
+void train_dist_shard(const snn_dist *d, snn_loader_config *lc)
 {
     lc->shard = snn_dist_rank(d);
     lc->shards = snn_dist_world_size(d);
 }
 
-/* This rank's contiguous part of an evaluation set (the parts' sums make the whole's). */
-static UNUSED void train_dist_slice(const snn_dist *d, snn_dataset *ds)
+void train_dist_slice(const snn_dist *d, snn_dataset *ds)
 {
     const int64_t r = snn_dist_rank(d), w = snn_dist_world_size(d);
     const int64_t begin = r * ds->count / w, end = (r + 1) * ds->count / w;
@@ -128,11 +112,8 @@ static UNUSED void train_dist_slice(const snn_dist *d, snn_dataset *ds)
     ds->count = end - begin;
 }
 
-/* Turns this rank's loss (mean over count samples) and correct count into the global batch's,
- * and *stop (this rank's: a signal came) into "some rank was asked to stop", so that every rank
- * stops after the same step. Every rank calls it at the same steps. */
-static UNUSED snn_status train_dist_read(snn_dist *d, float *loss, int64_t *correct,
-                                         int64_t *count, bool *stop)
+snn_status train_dist_read(snn_dist *d, float *loss, int64_t *correct, int64_t *count,
+                           bool *stop)
 {
     if (!d) return SNN_OK;
     double v[4] = {(double)*loss * (double)*count, (double)*correct, (double)*count,
@@ -146,10 +127,7 @@ static UNUSED snn_status train_dist_read(snn_dist *d, float *loss, int64_t *corr
     return SNN_OK;
 }
 
-/* *stop <- whether any rank was asked to stop (`local`: this one was; run_signals.h), so that
- * the ranks stop at the same point; *stop = local without a data-parallel run. Every rank calls
- * it at the same points. */
-static UNUSED snn_status train_dist_stop(snn_dist *d, bool local, bool *stop)
+snn_status train_dist_stop(snn_dist *d, bool local, bool *stop)
 {
     *stop = local;
     if (!d) return SNN_OK;
@@ -159,12 +137,7 @@ static UNUSED snn_status train_dist_stop(snn_dist *d, bool local, bool *stop)
     return st;
 }
 
-/* After each optimizer step: with SNN_DIST_VERIFY=1, checks that every rank holds the same
- * parameters (the multigpu tests set it; it copies the model to the host every step).
- * SNN_DIST_KILL=R:S[:TERM] is a test hook: rank R kills itself (SIGKILL) after its S-th step in
- * this run, so that tests can watch the other ranks stop; with ":TERM" it sends itself SIGTERM
- * instead, a stop request that only this rank saw. */
-static UNUSED snn_status train_dist_after_step(snn_dist *d, snn_module *model)
+snn_status train_dist_after_step(snn_dist *d, snn_module *model)
 {
     static int verify = -1, kill_rank = -1, kill_step = -1, kill_signal = SIGKILL, steps = 0;
     if (!d) return SNN_OK;
@@ -185,11 +158,7 @@ static UNUSED snn_status train_dist_after_step(snn_dist *d, snn_module *model)
     return verify ? snn_dist_check_replicas(d, model) : SNN_OK;
 }
 
-/* Before evaluating at the end of an epoch: the replicas must still agree, and rank 0's
- * batch-norm running statistics become everyone's (they differ with per-rank statistics), so
- * that the sharded evaluation and the checkpoint are rank 0's model. `average` (--ema's
- * averaged model, or NULL) gets rank 0's too: each rank averaged its own statistics. */
-static UNUSED snn_status train_dist_epoch_end(snn_dist *d, snn_module *model, snn_module *average)
+snn_status train_dist_epoch_end(snn_dist *d, snn_module *model, snn_module *average)
 {
     if (!d) return SNN_OK;
     snn_status st = snn_dist_check_replicas(d, model);
@@ -198,8 +167,7 @@ static UNUSED snn_status train_dist_epoch_end(snn_dist *d, snn_module *model, sn
     return st;
 }
 
-/* Sums the ranks' evaluation results. */
-static UNUSED snn_status train_dist_eval(snn_dist *d, eval_result *ev)
+snn_status train_dist_eval(snn_dist *d, eval_result *ev)
 {
     if (!d) return SNN_OK;
     enum { N = 3 + 2 * MAX_LAYERS };
@@ -214,13 +182,8 @@ static UNUSED snn_status train_dist_eval(snn_dist *d, eval_result *ev)
     return SNN_OK;
 }
 
-/* The end of a rank: in order (waits for every rank) when every rank ends alike (success, a
- * diverged loss, which all ranks read together); at once after a failure of this rank (exit
- * code 1), so that the others see it leave and stop. */
-static UNUSED void train_dist_end(snn_dist *d, int exit_code)
+void train_dist_end(snn_dist *d, int exit_code)
 {
     if (exit_code != 1) snn_dist_free(d);
     else snn_dist_abort(d);
 }
-
-#endif /* SNN_EXAMPLES_DIST_H */

@@ -1,32 +1,10 @@
 /*
- * run_lock.h - one run per output folder: snn-train holds <out>/snn-train.lock while it runs,
- * so that a second run into the same folder is refused with a message naming the first,
- * instead of both running to the end with their metrics interleaved and the last rename of
- * checkpoint.safetensors winning.
- *
- * The lock is flock(2) on that file, not the file's existence: the kernel drops an flock when
- * its process ends, however it ends (exit, a signal, SIGKILL, the OOM killer), so a lock left
- * by a dead run is never held and the next run takes it over without anyone cleaning up. The
- * file says who holds it (pid, host, start time, command) for the message the second run
- * prints, and is removed at a clean exit.
- *
- * Two details that make this correct rather than nearly so:
- *   - open, then lock, then check that the path still names the file we locked: a run that
- *     unlinks the lock between our open and our flock would otherwise leave us holding a lock
- *     on a file nobody else can see;
- *   - where flock is not supported (some network file systems return ENOLCK or EOPNOTSUPP)
- *     the pid in the file decides: on the same host, kill(pid, 0) tells whether it still runs;
- *     from another host a holder cannot be checked and the run goes ahead with a warning.
- * A run also checks, before it writes its outputs (run_lock_verify), that the folder and the
- * lock are still there and still its own: a folder removed mid-run is made again (with a
- * warning) rather than losing the epoch, and a folder taken over by another run stops this one.
+ * run_lock.c - the output folder's lock of run_lock.h: flock(2) on <out>/snn-train.lock, the
+ * holder's description written into it, the check that the path still names the locked file,
+ * and the fallback on the recorded pid where the file system cannot lock.
  */
-#ifndef SNN_EXAMPLES_RUN_LOCK_H
-#define SNN_EXAMPLES_RUN_LOCK_H
-
-#if !defined(_DEFAULT_SOURCE)
-#error "define _DEFAULT_SOURCE before the first #include (flock, gethostname)"
-#endif
+#define _DEFAULT_SOURCE /* flock, gethostname */
+#include "app/run_lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,8 +17,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define RUN_LOCK_NAME "snn-train.lock"
 
 typedef struct run_lock {
     int fd;                   /* -1: not held */
@@ -64,8 +40,10 @@ static long run_lock_holder(int fd, char *who, size_t size)
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (sscanf(line, "pid %ld", &pid) == 1) continue;
         if (strncmp(line, "host ", 5) == 0) snprintf(host, sizeof host, "%s", line + 5);
-        else if (strncmp(line, "started ", 8) == 0) snprintf(started, sizeof started, "%s", line + 8);
-        else if (strncmp(line, "command ", 8) == 0) snprintf(command, sizeof command, "%s", line + 8);
+        else if (strncmp(line, "started ", 8) == 0)
+            snprintf(started, sizeof started, "%s", line + 8);
+        else if (strncmp(line, "command ", 8) == 0)
+            snprintf(command, sizeof command, "%s", line + 8);
     }
     snprintf(who, size, "pid %ld on %s, started %s: %s", pid, host, started, command);
     return pid;
@@ -90,7 +68,8 @@ static int run_lock_take(run_lock *l)
         if (!locked && (errno == EWOULDBLOCK || errno == EINTR)) {
             run_lock_holder(fd, who, sizeof who);
             fprintf(stderr, "%s: the output folder '%s' is in use by another run (%s)\nhint: wait "
-                    "for it to finish, stop it, or choose another --out\n", l->program, l->dir, who);
+                    "for it to finish, stop it, or choose another --out\n", l->program, l->dir,
+                    who);
             close(fd);
             return 1;
         }
@@ -162,10 +141,7 @@ static void run_lock_release(void)
     l->fd = -1;
 }
 
-/* Locks the output folder `dir` (which must exist) for the rest of the process; the lock is
- * released at exit. 0 on success, else 1 with a message naming the holder. */
-static __attribute__((unused)) int run_lock_folder(const char *program, const char *dir, int argc,
-                                                   char **argv)
+int run_lock_folder(const char *program, const char *dir, int argc, char **argv)
 {
     run_lock *l = &the_run_lock;
     l->program = program;
@@ -173,7 +149,8 @@ static __attribute__((unused)) int run_lock_folder(const char *program, const ch
     snprintf(l->path, sizeof l->path, "%s/%s", dir, RUN_LOCK_NAME);
     size_t used = 0;
     for (int a = 0; a < argc && used + 2 < sizeof l->command; a++) {
-        int n = snprintf(l->command + used, sizeof l->command - used, "%s%s", a ? " " : "", argv[a]);
+        int n = snprintf(l->command + used, sizeof l->command - used, "%s%s", a ? " " : "",
+                         argv[a]);
         if (n < 0) break;
         used += (size_t)n;
     }
@@ -185,10 +162,7 @@ static __attribute__((unused)) int run_lock_folder(const char *program, const ch
     return 0;
 }
 
-/* Before writing outputs: the folder and the lock must still be there and ours. A folder
- * removed during the run is made again and the lock taken again (a warning says so); a lock
- * now held by another run is an error. 0 when the outputs can be written, else 1 (printed). */
-static __attribute__((unused)) int run_lock_verify(void)
+int run_lock_verify(void)
 {
     run_lock *l = &the_run_lock;
     if (l->fd < 0) return 0;
@@ -209,5 +183,3 @@ static __attribute__((unused)) int run_lock_verify(void)
     l->fd = -1;
     return run_lock_take(l);
 }
-
-#endif /* SNN_EXAMPLES_RUN_LOCK_H */

@@ -1,41 +1,18 @@
 /*
- * train_checkpoint.h - what snn-train keeps in <out>/checkpoint.safetensors besides the
- * weights and the optimizer state: the position in the run (epochs done, or batches done of an
- * unfinished epoch with that epoch's running statistics), the model's random stream, the flags
- * a resumed run must share (data set, optimizer, frames, --ema), the weights' moving average
- * ("ema.<name>" tensors, with --ema) and the best evaluation so far, so that --resume continues
- * bit-exactly; and <out>/best.safetensors, the evaluated weights of the best epoch.
- * Both are written atomically by snn_checkpoint_save (nn/checkpoint_save.c): a run killed
- * mid-save leaves the previous file.
+ * train_checkpoint.c - snn-train's checkpoint, best weights, stop on a signal and --resume
+ * (train_checkpoint.h).
  */
-#ifndef SNN_EXAMPLES_TRAIN_CHECKPOINT_H
-#define SNN_EXAMPLES_TRAIN_CHECKPOINT_H
+#include "app/train_checkpoint.h"
 
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_lock.h"
-#include "run_signals.h"
-#include "snn_common.h"
-#include "train_options.h"
-
-/* The running statistics of one epoch (a mid-epoch checkpoint records them). */
-typedef struct epoch_stats {
-    double loss_sum;
-    double penalty_sum;           /* the activity penalty (before LAMBDA), where the loss was read */
-    int64_t correct, seen;        /* over the batches whose loss was read */
-    int64_t images;
-    double seconds;
-    int64_t batches;              /* batches of the epoch done (a resumed epoch counts its first part) */
-    bool diverged;
-    bool save_failed;             /* a --checkpoint-every checkpoint could not be written */
-} epoch_stats;
+#include "app/run_lock.h"
+#include "app/run_signals.h"
 
 /* The shortest decimal text that reads back (strtof) as x: "0.9", not %.9g's "0.899999976". */
-static UNUSED const char *float_text(float x, char *buf, size_t size)
+static const char *float_text(float x, char *buf, size_t size)
 {
     for (int digits = 6; digits < 9; digits++) {
         snprintf(buf, size, "%.*g", digits, (double)x);
@@ -45,49 +22,39 @@ static UNUSED const char *float_text(float x, char *buf, size_t size)
     return buf;
 }
 
-/* What a run trains and what its checkpoint saves besides the options and the position. */
-typedef struct train_state {
-    snn_module *model;
-    snn_optimizer *opt;
-    snn_ema *ema;                 /* --ema: the weights' moving average (nn/ema.c); else NULL */
-    double last_accuracy;         /* of the last evaluation (-1: none yet) */
-    int64_t best_epoch;           /* the epoch (from 1) of the best evaluation so far (0: none) */
-    double best_accuracy;         /* its test accuracy (-1: none yet) */
-} train_state;
-
-/* The model that evaluation runs: the weights' moving average with --ema, else the model. */
-static UNUSED snn_module *train_eval_model(const train_state *run)
+snn_module *train_eval_model(const train_state *run)
 {
     return run->ema ? snn_ema_model(run->ema) : run->model;
 }
 
-/* The checkpoint, in <out>/checkpoint.safetensors. At an epoch's end (batches < 0) it records
- * the epoch as done; mid-epoch it records how many batches of epoch `epoch` are done and the
- * epoch's running statistics, so that --resume continues exactly there. 0, or 1 with the
- * message printed (the previous checkpoint is then left as it was). */
-static UNUSED int save_checkpoint(const char *out_dir, const train_state *run,
-                                  const train_options *o, int64_t epoch, int64_t batches,
-                                  const epoch_stats *st, int64_t images)
+/* train_checkpoint.h: the metadata of the run's position, then the file */
+int save_checkpoint(const char *out_dir, const train_state *run, const train_options *o,
+                    int64_t epoch, int64_t batches, const epoch_stats *st, int64_t images)
 {
     char path[1024];
     const double test_accuracy = run->last_accuracy;
     snn_module *model = run->model;
     snn_metadata meta = {0};
-    snn_metadata_set(&meta, "snn.train.epochs_done", "%lld", (long long)(batches < 0 ? epoch + 1 : epoch));
+    snn_metadata_set(&meta, "snn.train.epochs_done", "%lld",
+                     (long long)(batches < 0 ? epoch + 1 : epoch));
     snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
     snn_metadata_set(&meta, "snn.train.optimizer", "%s", o->optimizer);
     snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
     snn_event_split split = SNN_SPLIT_BY_NUMBER;
     snn_event_split_parse(o->split_by, &split); /* checked before the data were loaded */
-    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
-    if (test_accuracy >= 0.0) snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", test_accuracy);
-    snn_metadata_set(&meta, "snn.model.rng", "%llu", (unsigned long long)snn_model_rng_state(model));
+    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split),
+                     o->downsample);
+    if (test_accuracy >= 0.0)
+        snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", test_accuracy);
+    snn_metadata_set(&meta, "snn.model.rng", "%llu",
+                     (unsigned long long)snn_model_rng_state(model));
     if (batches >= 0) {
         snn_metadata_set(&meta, "snn.train.batches_done", "%lld", (long long)batches);
         snn_metadata_set(&meta, "snn.train.position", "batch size %d, %lld images, seed %d",
                          o->batch_size * o->world_size, (long long)images, o->seed);
-        snn_metadata_set(&meta, "snn.train.epoch_stats", "%.17g %lld %lld %lld %.17g", st->loss_sum,
-                         (long long)st->correct, (long long)st->seen, (long long)st->images, st->seconds);
+        snn_metadata_set(&meta, "snn.train.epoch_stats", "%.17g %lld %lld %lld %.17g",
+                         st->loss_sum, (long long)st->correct, (long long)st->seen,
+                         (long long)st->images, st->seconds);
     }
     /* the best evaluation so far survives a resume (%.17g: read back as the same double, so a
      * resumed run ties and breaks ties exactly as an unbroken one) */
@@ -116,13 +83,8 @@ static UNUSED int save_checkpoint(const char *out_dir, const train_state *run,
     return 0;
 }
 
-/* After an evaluation that beat every earlier one: <out>/best.safetensors gets the weights that
- * were evaluated (the moving average with --ema) as a model checkpoint snn-eval reads, without
- * optimizer state, with metadata naming the epoch and accuracy; written atomically like the
- * checkpoint. run->best_* are updated only once the file is written. 0, or 1 with the message
- * printed (the previous best file is then left as it was). */
-static UNUSED int save_best(const char *out_dir, train_state *run, const train_options *o,
-                            int64_t epoch, double accuracy)
+int save_best(const char *out_dir, train_state *run, const train_options *o, int64_t epoch,
+              double accuracy)
 {
     char path[1024];
     snn_metadata meta = {0};
@@ -131,7 +93,8 @@ static UNUSED int save_best(const char *out_dir, train_state *run, const train_o
     snn_metadata_set(&meta, "snn.train.dataset", "%s", o->dataset);
     snn_event_split split = SNN_SPLIT_BY_NUMBER;
     snn_event_split_parse(o->split_by, &split);
-    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split), o->downsample);
+    snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split),
+                     o->downsample);
     /* snn-sparse's CSV names the penalty the weights were trained under */
     snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
     char decay[32];
@@ -151,12 +114,9 @@ static UNUSED int save_best(const char *out_dir, train_state *run, const train_o
     return 0;
 }
 
-/* A SIGINT or SIGTERM came and the step it found running has finished: save exactly where the
- * run is (batch `st->batches` of epoch `epoch`) and say how to go on. RUN_EXIT_STOPPED, or 1
- * when the checkpoint cannot be written (the previous one is then left as it was). */
-static UNUSED int stop_on_signal(const char *out_dir, const train_state *run,
-                                 const train_options *o, int64_t epoch, const epoch_stats *st,
-                                 int64_t images, int64_t steps_per_epoch, int64_t steps_at_start)
+int stop_on_signal(const char *out_dir, const train_state *run, const train_options *o,
+                   int64_t epoch, const epoch_stats *st, int64_t images, int64_t steps_per_epoch,
+                   int64_t steps_at_start)
 {
     snn_optimizer *opt = run->opt;
     const char *sig = run_signal_name(run_stop_signal);
@@ -170,8 +130,8 @@ static UNUSED int stop_on_signal(const char *out_dir, const train_state *run,
     }
     if (save_checkpoint(out_dir, run, o, epoch, st->batches, st, images)) return 1;
     if (st->batches < steps_per_epoch)
-        fprintf(stderr, "\nsnn-train: %s: stopped in epoch %lld after batch %lld of %lld (step %lld); "
-                "checkpoint saved\n", sig, (long long)epoch + 1, (long long)st->batches,
+        fprintf(stderr, "\nsnn-train: %s: stopped in epoch %lld after batch %lld of %lld (step "
+                "%lld); checkpoint saved\n", sig, (long long)epoch + 1, (long long)st->batches,
                 (long long)steps_per_epoch, (long long)snn_optimizer_steps(opt));
     else
         fprintf(stderr, "\nsnn-train: %s: stopped after training epoch %lld, before its evaluation "
@@ -181,23 +141,8 @@ static UNUSED int stop_on_signal(const char *out_dir, const train_state *run,
     return RUN_EXIT_STOPPED;
 }
 
-/* Where a run starts: at the beginning, or where the checkpoint of --resume left off. */
-typedef struct train_start {
-    int64_t epoch;                /* epochs done */
-    int64_t batch;                /* batches done of epoch `epoch` (a mid-epoch checkpoint) */
-    epoch_stats resumed;          /* a checkpoint written mid-epoch: the epoch's first part */
-    double accuracy;              /* of the last evaluation (-1: none yet) */
-    int64_t best_epoch;           /* of the best evaluation so far (0: none yet) */
-    double best_accuracy;         /* its accuracy (-1: none yet) */
-    bool has_ema;                 /* the checkpoint holds a moving average of the weights */
-} train_start;
-
-/* Reads the checkpoint of --resume: its metadata into *meta, the model's configuration into
- * *config, and where it stopped into *start; checks that it is a training checkpoint of the
- * same optimizer and --ema (a checkpoint without an average may start one). 0, or the exit
- * code with the message printed (1: unreadable, 2: not a checkpoint this run can continue). */
-static UNUSED int train_resume_read(train_options *o, snn_metadata *meta, snn_model_config *config,
-                                    train_start *start)
+int train_resume_read(train_options *o, snn_metadata *meta, snn_model_config *config,
+                      train_start *start)
 {
     if (snn_checkpoint_read_metadata(o->resume, meta) != SNN_OK ||
         snn_model_config_from_metadata(meta, config) != SNN_OK) {
@@ -253,5 +198,3 @@ static UNUSED int train_resume_read(train_options *o, snn_metadata *meta, snn_mo
     r->correct = correct, r->seen = seen, r->images = images;
     return 0;
 }
-
-#endif /* SNN_EXAMPLES_TRAIN_CHECKPOINT_H */

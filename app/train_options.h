@@ -1,0 +1,73 @@
+/*
+ * train_options.h - snn-train's command line: the options with their defaults,
+ * the flag table that parse_options reads and --help prints, the checks on values that need
+ * neither data nor a device (ranges and names), each message naming its flag, and the few
+ * lines that say which configuration a run trains.
+ *
+ * A new flag is a field of train_options, a default in train_defaults, a line of the table
+ * and, when it has a range, a check in train_options_check.
+ */
+#ifndef SNN_APP_TRAIN_OPTIONS_H
+#define SNN_APP_TRAIN_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "app/options.h"
+#include "app/train_dist.h"
+#include "snn.h"
+
+typedef struct train_options {
+    const char *dataset, *data, *model, *neuron, *surrogate, *loss, *encoding;
+    const char *optimizer, *schedule, *device, *out, *resume, *precision, *split_by, *step_log;
+    const char *kernels;     /* the CPU's kernel set, "fast" or "ref" (snn_set_kernels); NULL:
+                                the library's choice ($SNN_KERNELS, else fast) */
+    int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
+    int downsample, limit_train, limit_test, augment, stop_after, levels;
+    int crop_padding;        /* --augment's random crop: pixels of padding on each side */
+    int checkpoint_every;
+    int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
+    bool tf32, symmetric;
+    float tau, lr, momentum, weight_decay, min_lr;
+    train_dist_options dist;
+    float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
+    float ema;                    /* decay of the weights' moving average (nn/ema.c); 0: off */
+    float label_smoothing;        /* eps of the cross-entropy's smoothed targets; 0: off */
+    float tet_lambda;             /* --loss tet: weight of TET's MSE regulariser */
+    float dropout;                /* CNN / DVS net classifier dropout, one mask over T; 0: off */
+    float random_erasing;         /* probability of erasing a random rectangle (data/augment.c) */
+} train_options;
+
+/* snn-train's defaults (app/train_options.c says how they relate to the main job). */
+train_options train_defaults(void);
+
+/* What --help prints above the flags. */
+#define TRAIN_SUMMARY \
+    "Trains a spiking neural network; writes metrics, curves, " \
+    "a spike raster and checkpoints to the output folder.\n" \
+    "SIGINT / SIGTERM: finish the current step, save a checkpoint that --resume " \
+    "continues exactly\nthere (mid-epoch), exit 75; a second signal stops at once. " \
+    "Sizes that do not fit in memory are\nrefused before allocating " \
+    "(SNN_MEMORY_LIMIT=8G caps what is taken as available). One run per --out.\n" \
+    "Exit codes: 0 done, 1 failure, 2 bad flags or too large, 3 loss diverged, " \
+    "75 stopped by a signal."
+
+/* The most flags the table holds (checked when it is built). */
+#define TRAIN_MAX_OPTIONS 64
+
+/* Fills table[] (TRAIN_MAX_OPTIONS entries) with snn-train's flags, each pointing into *o;
+ * returns how many. */
+int train_option_table(train_options *o, option *table);
+
+/* Checks the values that need no data and fills *schedule from them. 0, or 2 (a bad command
+ * line) with the message printed. */
+int train_options_check(const train_options *o, snn_schedule *schedule);
+
+/* Prints, each line opening with `indent`, what a run trains with beyond its model (see
+ * app/run_config.h for the model's lines): the loss, the optimizer with its learning rate and
+ * schedule, the batch (`global_batch` images per step, over every rank) and the epochs. */
+void train_options_print(FILE *out, const char *indent, const train_options *o,
+                         const snn_schedule *schedule, int global_batch);
+
+#endif /* SNN_APP_TRAIN_OPTIONS_H */
