@@ -1,5 +1,5 @@
 /*
- * train_options.h - snn-train's command line: the options with their defaults,
+ * train_options.h - snn-train's command line: the options with their defaults (the main job),
  * the flag table that parse_options reads and --help prints, the checks on values that need
  * neither data nor a device (ranges and names), each message naming its flag, and the few
  * lines that say which configuration a run trains.
@@ -39,7 +39,7 @@ typedef struct train_options {
     float random_erasing;         /* probability of erasing a random rectangle (data/augment.c) */
 } train_options;
 
-/* snn-train's defaults (app/train_options.c says how they relate to the main job). */
+/* snn-train's defaults: the main job (app/train_options.c says where each number comes from). */
 train_options train_defaults(void);
 
 /* What --help prints above the flags. */

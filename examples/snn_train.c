@@ -3,11 +3,11 @@
  *
  *   build/bin/snn-train                       # spiking CNN on Fashion-MNIST, CPU defaults
  *
- * The defaults (LIF + ATan, T = 2, width 32, Adam 1e-3 with a cosine schedule, 4 epochs of
- * batch 128; app/train_options.c) with --lr 3e-3 are the main job (`make train`): on the
- * 2-core CI machine they reach ~91% test accuracy in about 3 minutes (docs/results.md, "Main
- * job"). The run prints the configuration it trains at start-up; --kernels ref trains on the
- * reference kernels (kernels/ref/), slower.
+ * The defaults (LIF + ATan, T = 2, width 32, Adam 3e-3 with a cosine schedule, 4 epochs of
+ * batch 128; app/train_options.c) are the main job (`make train`): on the 2-core CI machine
+ * they reach ~91% test accuracy in about 3 minutes (docs/results.md, "Main job"). The run
+ * prints the configuration it trains at start-up; --kernels ref trains on the reference
+ * kernels (kernels/ref/), slower.
  *   build/bin/snn-train --model resnet18 --dataset cifar10 --data runs/fmnist-cifar --device cuda
  *   build/bin/snn-train --resume runs/fashion-mnist-cnn/checkpoint.safetensors --epochs 6
  *   build/bin/snn-train --gpus 2 --batch-size 64      # data-parallel, docs/distributed.md
