@@ -5,7 +5,7 @@
  * Why: a width or batch size too large for the machine used to be found out by the allocator,
  * and with Linux overcommit that means the OOM killer (exit 137, no message) rather than a
  * NULL from malloc. Programs now compare this estimate with snn_device_memory() first and
- * refuse with both numbers (examples/run_memory.h).
+ * refuse with both numbers (snn-train and snn-eval do).
  *
  * How it is computed. The architecture is a function of the configuration (model_cnn.c,
  * model_resnet.c), so the estimate walks the same layers with shapes only, and adds up what
