@@ -126,22 +126,11 @@ void snn_tape_print(FILE *out);
  * Spikes kept as bits (autograd/spike_pack.c)
  * ------------------------------------------------------------------------------------------- */
 
-/** Whether spikes made with a tape may be kept as bits (on by default): while on, an IF, LIF or
- * PLIF op that records takes its spikes from the step pool and marks them (t->spikes; the fused
- * batch-norm -> neuron op writes their bits too), and the models keep a layer's spikes as bits
- * once their forward readers (the next conv, a block's shortcut) have run: 1/32 of the memory,
- * the same bits in every output and gradient. Off: spikes are plain step tensors, kept as
- * floats (for comparison: bench_train_step --no-spike-packing). Process-wide; set it between
- * steps. */
-void snn_set_spike_packing(bool on);
-/** Whether spike packing is on (snn_set_spike_packing). */
-bool snn_spike_packing(void);
-
 /** Keeps the spikes `t` for backward as bits: the caller's promise that no forward op reads t
- * again (the models call it once the layers that take a neuron's output have run:
- * nn/layer_neuron.c). t must be marked as spikes (t->spikes: the output of an IF, LIF or PLIF
- * neuron made with a tape while snn_spike_packing() was on) and have its data from the step
- * pool.
+ * again (a model whose option pack_spikes is on calls it once the layers that take a neuron's
+ * output have run: nn/plan.h). An IF, LIF or PLIF op that records a tape takes its spikes from
+ * the step pool and marks them (t->spikes; the fused batch-norm -> neuron op writes their bits
+ * too); t must be such spikes. 1/32 of the memory, the same bits in every output and gradient.
  * Its values go into numel / 8 bytes of step memory (t->spike_bits), its fp32 data go back to
  * the pool and t->data becomes NULL; backward ops read the values through snn_saved_values. A
  * forward op given t afterwards refuses it, naming the argument. Packing twice is a no-op.

@@ -9,10 +9,12 @@
  *
  * How. A neuron op that records a tape takes its output from the step pool and marks it as
  * spikes (neurons/neuron_op.c, neurons/bn_neuron.c). Once the ops that read it in the forward
- * have run, the model calls snn_spikes_pack: the values are kept as bits in step memory (the
- * arena, which backward reads until the step ends) and the fp32 block goes back to the pool,
- * where the next layer's spikes, and in backward the gradients of the same shapes, take it
- * again. Values are exact: a spike is 0 or 1.
+ * have run, a model whose option pack_spikes is on (nn/plan.h; the fast kernels' default)
+ * calls snn_spikes_pack: the values are kept as bits in step memory (the arena, which
+ * backward reads until the step ends) and the fp32 block goes back to the pool, where the next
+ * layer's spikes, and in backward the gradients of the same shapes, take it again. Values are
+ * exact: a spike is 0 or 1. With the option off the spikes keep their pool block to the end of
+ * the step, as floats.
  *
  * Cost, and where it is avoided. Packing reads the spikes once (4 B an element), unless the
  * op wrote the bits beside them (the fused batch-norm -> neuron kernel does). A backward op
@@ -27,11 +29,6 @@
 #include "tensor/arena.h"
 #include "tensor/error.h"
 #include "kernels/kernels.h"
-
-static bool packing_on = true;
-
-void snn_set_spike_packing(bool on) { packing_on = on; }
-bool snn_spike_packing(void) { return packing_on; }
 
 static size_t bits_bytes(int64_t numel) { return (size_t)((numel + 31) / 32) * sizeof(uint32_t); }
 

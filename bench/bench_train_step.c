@@ -240,9 +240,10 @@ int main(int argc, char **argv)
         {"--neuron", OPT_STRING, &neuron, "lif, plif, if, stbif, ...; relu: the same model as an ANN (T = 1)"},
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
-        {"--no-fusion", OPT_FLAG, &no_fusion, "batch-norm -> neuron as separate ops (snn_model_set_fusion)"},
+        {"--no-fusion", OPT_FLAG, &no_fusion,
+         "no fusion rules: batch-norm -> neuron as separate ops (the model option fuse)"},
         {"--no-spike-packing", OPT_FLAG, &no_packing,
-         "keep spikes for backward as floats, not bits (snn_set_spike_packing)"},
+         "keep spikes for backward as floats, not bits (the model option pack_spikes)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
                                                 "(tensor/cuda_options.h)"},
@@ -290,8 +291,6 @@ int main(int argc, char **argv)
                    SNN_CONV_PATH_IM2COL == 2 && SNN_CONV_PATH_NHWC == 3,
                    "paths[] lists the conv paths in the enum's order");
     snn_cuda_set_conv_path((snn_conv_path)path);
-    snn_model_set_fusion(!no_fusion);
-    snn_set_spike_packing(!no_packing);
 #endif
     snn_rng rng;
     snn_rng_seed(&rng, 0);
@@ -306,6 +305,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
         return 1;
     }
+    snn_model_options options = snn_model_options_of(model);
+    options.fuse = !no_fusion;
+    options.pack_spikes = !no_packing;
+    snn_model_set_options(model, &options);
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
     double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
@@ -335,7 +338,7 @@ int main(int argc, char **argv)
         /* as snn-train: the first step's arena in one block, sized by the memory estimate (else
          * it grows block by block, doubling, and the first steps hold up to twice the steady) */
         snn_memory_estimate e;
-        if (snn_model_memory_estimate(&c, batch, device, true, 2, &e) != SNN_OK ||
+        if (snn_model_memory_estimate_with(&c, &options, batch, device, true, 2, &e) != SNN_OK ||
             snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
             fprintf(stderr, "bench_train_step: batch %d: %s\n", batch, snn_last_error());
             return 1;

@@ -83,7 +83,7 @@ set(snn_public_headers
     kernels/kernels.h            # internal, but sparse/sparse.h needs its snn_conv2d_dims
     autograd/autograd.h
     neurons/neurons.h
-    nn/nn.h
+    nn/nn.h nn/module.h nn/models.h nn/plan.h nn/optim.h nn/checkpoint.h
     data/data.h
     sparse/sparse.h
     distributed/dist.h)

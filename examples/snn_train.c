@@ -358,9 +358,6 @@ int main(int argc, char **argv)
         per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
             (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
         0.0};
-    /* --sync-bn: the batch-norm's statistics are exchanged between its kernels, so the models
-     * run batch-norm -> neuron as separate ops; say so before the estimate counts memory */
-    if (o.dist.sync_bn) snn_model_set_fusion(false);
     snn_memory_estimate memory;
     if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;

@@ -124,7 +124,7 @@ snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x)
 snn_tensor *snn_neuron_spikes_new(const char *fn, const snn_tensor *x, snn_neuron_kind kind,
                                   bool record)
 {
-    if (!record || !snn_neuron_spikes_are_binary(kind) || !snn_spike_packing())
+    if (!record || !snn_neuron_spikes_are_binary(kind))
         return snn_step_tensor(fn, x->shape, x->device);
     snn_tensor *spike = snn_step_pooled_tensor(fn, x->shape, x->device);
     if (spike) spike->spikes = true;

@@ -21,9 +21,8 @@ snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x);
 snn_tensor *snn_neuron_activity_new(const char *fn, const snn_neuron_dims *d, snn_device device);
 
 /* The output of a multi-step neuron of `kind` with x's shape and device: with a tape
- * (`record`), 0 / 1 outputs and snn_spike_packing() on, from the step pool and marked as
- * spikes, so that the model may keep it as bits once the forward is done with it
- * (snn_spikes_pack); else a STEP tensor.
+ * (`record`) and 0 / 1 outputs, from the step pool and marked as spikes, so that the model may
+ * keep it as bits once the forward is done with it (snn_spikes_pack); else a STEP tensor.
  * NULL on error. */
 snn_tensor *snn_neuron_spikes_new(const char *fn, const snn_tensor *x, snn_neuron_kind kind,
                                   bool record);

@@ -7,22 +7,17 @@
  * step (one scalar per layer, as LSQ's activation quantizers). The ANN kinds (RELU, QCLIP) keep
  * no activity: their firing rate reads -1.
  *
- * Spike packing (snn_set_spike_packing, snn_spikes_forward_done): the models hand the
- * spikes of a layer whose forward readers have run to snn_spikes_pack, which keeps them for
- * backward as bits.
- *
- * Also snn_bn_neuron_forward: a training-mode batch-norm (plus a residual) and an IF / LIF layer
- * after it as one op, snn_batchnorm_neuron, which the models use for every such pair; and
- * snn_neuron_residual_forward, a residual sum and the layer after it without a tape
- * (snn_neuron_multistep_residual: the sum is never written).
+ * A model may run the layer together with the batch-norm (and residual sum) before it, as one
+ * op (the fusion rules, nn/fusion_rules.c); the fused op keeps the same bookkeeping through
+ * snn_neuron_layer_remember.
  */
 #include "nn.h"
 #include "nn_internal.h"
 #include "tensor/error.h"
 
-/* Keeps a forward's spikes and activity for the firing-rate and sparse-pass readers. */
-static snn_tensor *remember(snn_neuron_layer_impl *n, snn_tensor *spikes, snn_tensor *activity)
+snn_tensor *snn_neuron_layer_remember(snn_module *m, snn_tensor *spikes, snn_tensor *activity)
 {
+    snn_neuron_layer_impl *n = m->impl;
     n->last_spikes = spikes;
     n->last_activity = activity;
     n->last_step = snn_step_id();
@@ -37,62 +32,7 @@ static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
     snn_tensor *activity = NULL;
     snn_tensor *spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
                                           : snn_neuron_multistep(x, &n->config, w, &activity);
-    return remember(n, spikes, activity);
-}
-
-static bool fusion_on = true;
-
-void snn_model_set_fusion(bool on) { fusion_on = on; }
-bool snn_model_fusion(void) { return fusion_on; }
-
-snn_status snn_spikes_forward_done(snn_tensor *t)
-{
-    if (!t || !t->spikes || !t->pooled || t->base) return SNN_OK;
-    return snn_spikes_pack(t);
-}
-
-/* A NeuronLayer whose kind the fused kernels take, with fusion on. */
-static bool fusable_neuron(const snn_module *neuron)
-{
-    return fusion_on && neuron && neuron->ops == &snn_neuron_layer_ops &&
-           snn_neuron_takes_bn_input(((const snn_neuron_layer_impl *)neuron->impl)->config.kind);
-}
-
-bool snn_bn_neuron_fuses(const snn_module *bn, const snn_module *neuron)
-{
-    return fusable_neuron(neuron) && bn && bn->training && bn->ops == &snn_batchnorm2d_ops &&
-           !snn_batchnorm_sync_enabled();
-}
-
-snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor *x,
-                                  snn_tensor *residual)
-{
-    if (!x) return NULL;
-    if (!snn_bn_neuron_fuses(bn, neuron) || x->shape.ndim != 5) {
-        snn_tensor *y = snn_module_forward(bn, x);
-        return snn_module_forward(neuron, residual ? snn_add_into(y, residual) : y);
-    }
-    snn_neuron_layer_impl *n = neuron->impl;
-    const snn_batchnorm_impl *b = bn->impl;
-    snn_tensor *activity = NULL;
-    snn_tensor *spikes = snn_batchnorm_neuron(x, bn->params[0].tensor, bn->params[1].tensor,
-                                              bn->params[2].tensor, bn->params[3].tensor,
-                                              b->momentum, b->eps, residual, &n->config,
-                                              &activity);
-    return remember(n, spikes, activity);
-}
-
-snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual)
-{
-    if (!x || !residual) return NULL;
-    snn_tensor *inputs[2] = {x, residual};
-    /* with a tape, the layer's own forward: it keeps H in the sum's memory (consume_input) */
-    if (!fusable_neuron(neuron) || snn_should_record(2, inputs))
-        return snn_module_forward(neuron, snn_add_into(x, residual));
-    snn_neuron_layer_impl *n = neuron->impl;
-    snn_tensor *activity = NULL;
-    snn_tensor *spikes = snn_neuron_multistep_residual(x, residual, &n->config, &activity);
-    return remember(n, spikes, activity);
+    return snn_neuron_layer_remember(m, spikes, activity);
 }
 
 void snn_neuron_layer_set_consume_input(snn_module *m, bool on)

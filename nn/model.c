@@ -167,18 +167,23 @@ snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
         return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad argument '%s' (got NULL)",
                               config ? "rng" : "config");
     if (check_config(config) != SNN_OK) return NULL;
+    snn_module *m = NULL;
     switch (config->kind) {
-    case SNN_MODEL_SPIKING_CNN: return neurons_consume_inputs(snn_spiking_cnn_new(config, rng));
+    case SNN_MODEL_SPIKING_CNN: m = snn_spiking_cnn_new(config, rng); break;
     case SNN_MODEL_RESNET18:
     case SNN_MODEL_SEW_RESNET18:
     case SNN_MODEL_RESNET34:
     case SNN_MODEL_SEW_RESNET34:
     case SNN_MODEL_RESNET50:
-    case SNN_MODEL_SEW_RESNET50: return neurons_consume_inputs(snn_resnet_new(config, rng));
-    case SNN_MODEL_DVS_NET: return neurons_consume_inputs(snn_dvs_net_new(config, rng));
-    case SNN_MODEL_KIND_COUNT: break;
+    case SNN_MODEL_SEW_RESNET50: m = snn_resnet_new(config, rng); break;
+    case SNN_MODEL_DVS_NET: m = snn_dvs_net_new(config, rng); break;
+    case SNN_MODEL_KIND_COUNT:
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d",
+                              (int)config->kind);
     }
-    return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
+    /* the model owns its plan; every module of the tree reads its options from there */
+    if (m) snn_module_set_plan(m, &((snn_model_impl *)m->impl)->plan);
+    return neurons_consume_inputs(m);
 }
 
 /* Depth-first search for neuron layers, recording dotted names into `names_storage`. */
@@ -290,23 +295,26 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     snn_model_impl *impl = m->impl;
     const snn_model_config *c = &impl->config;
     snn_module **ch = m->children; /* stem conv, stem batch-norm, then the rest in order */
+    if (impl->plan.tracing) snn_plan_trace_begin(&impl->plan, m, x); /* snn_model_explain */
     seed_dropout_layers(m, impl);
+    /* the stem, conv and batch-norm, and then the rest: lists of modules, which the model's
+     * plan may run in part as fused ops (nn/fusion_rules.c) */
     snn_tensor *h;
     if (c->encoding == SNN_ENCODING_EVENTS) {
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
-        h = snn_conv_bn_forward(ch[0], ch[1], x);
+        h = snn_modules_forward(ch, 2, x);
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
         /* the image is the same at every step: the stem runs once and is repeated over T */
-        h = snn_repeat_time(snn_conv_bn_forward(ch[0], ch[1], x), c->time_steps);
+        h = snn_repeat_time(snn_modules_forward(ch, 2, x), c->time_steps);
     } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
         /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
-        h = snn_first_step(snn_conv_bn_forward(ch[0], ch[1], x), c->time_steps);
+        h = snn_first_step(snn_modules_forward(ch, 2, x), c->time_steps);
     } else {
         h = snn_model_encode(c, x, &impl->encode_seed);
-        h = snn_conv_bn_forward(ch[0], ch[1], h);
+        h = snn_modules_forward(ch, 2, h);
     }
-    /* conv -> batch-norm pairs run as one op in eval mode (nn/layer_conv.c) */
     if (h) h = snn_modules_forward(ch + 2, m->n_children - 2, h);
+    if (impl->plan.tracing) snn_plan_trace_end(&impl->plan);
     return h; /* (T, N, K) */
 }
 
@@ -350,4 +358,9 @@ snn_status snn_model_set_time_steps(snn_module *model, int time_steps)
     return SNN_OK;
 }
 
-void snn_model_free_impl(snn_module *m) { snn_free(m->impl, sizeof(snn_model_impl), SNN_CPU); }
+void snn_model_free_impl(snn_module *m)
+{
+    snn_model_impl *impl = m->impl;
+    if (impl->plan.trace) snn_plan_trace_free(impl->plan.trace); /* snn_model_trace_plan's */
+    snn_free(impl, sizeof *impl, SNN_CPU);
+}

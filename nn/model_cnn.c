@@ -79,7 +79,7 @@ snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
 {
     snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
     if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
-    *impl = (snn_model_impl){*c, c->seed};
+    *impl = (snn_model_impl){.config = *c, .encode_seed = c->seed};
     snn_module *m = snn_module_new(&cnn_ops, impl);
     if (!m) {
         snn_free(impl, sizeof *impl, SNN_CPU);
@@ -144,7 +144,7 @@ snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng)
 {
     snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
     if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
-    *impl = (snn_model_impl){*c, c->seed};
+    *impl = (snn_model_impl){.config = *c, .encode_seed = c->seed};
     snn_module *m = snn_module_new(&dvs_ops, impl);
     if (!m) {
         snn_free(impl, sizeof *impl, SNN_CPU);

@@ -12,6 +12,7 @@
 typedef struct snn_model_impl {
     snn_model_config config;
     uint64_t encode_seed; /* Poisson encoding: advanced each forward */
+    snn_plan plan;        /* its execution plan: every module of the tree points here */
 } snn_model_impl;
 
 extern const snn_module_ops snn_resnet_model_ops;

@@ -8,8 +8,10 @@
  * refuse with both numbers (snn-train and snn-eval do).
  *
  * How it is computed. The architecture is a function of the configuration (model_cnn.c,
- * model_resnet.c), so the estimate walks the same layers with shapes only, and adds up what
- * each op allocates, as the ops do it (autograd/fn_*.c, neurons/neuron_op.c):
+ * model_resnet.c), and the plan a function of the options (nn/plan.h), so the estimate walks
+ * the same layers with shapes only, and adds up what each op allocates, as the ops do it
+ * (autograd/fn_*.c, neurons/neuron_op.c); this file holds the layers, nn/memory_walk.c the
+ * accounting of each allocation:
  *
  *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w, QCLIP's
  *                step
@@ -23,19 +25,19 @@
  *                  neuron layers: spike counts per (t, n, c) plane, and in training H[t]
  *                  (the ANN activations ReLU and QCLIP: their output only)
  *                  batch-norm (training): batch mean and 1/std per channel; in evaluation
- *                  nothing: it runs with the conv before it as one op, one output
- *                  (snn_conv_bn_forward)
- *                  batch-norm -> IF / LIF neurons in training, with fusion on (the models'
- *                  default, snn_model_set_fusion): one op (snn_batchnorm_neuron) keeping the
+ *                  its output, or nothing where it runs with the conv before it as one op
+ *                  (the rule conv -> bn, nn/fusion_rules.c: option fuse, nn/plan.h)
+ *                  batch-norm -> IF / LIF neurons in training, with option fuse on (the
+ *                  fast kernels' default): one op (snn_batchnorm_neuron) keeping the
  *                  spikes, the spike counts and the statistics (3 doubles and 2 floats per
  *                  channel), neither the batch-norm's output nor H; its backward takes dL/dX
  *                  (4 B/element) as scratch, and H too (4 B more) where the device has no
  *                  one-pass kernel (the CPU, or T > 16), which counts like a conv's workspace
  *                  spikes (training, IF / LIF / PLIF): from the step pool, not the arena
- *                  (gradient_pool below); once the forward's readers of a layer's spikes have
- *                  run (the next conv, a block's shortcut) they are kept as bits, 1/32 of the
- *                  floats, in the arena (snn_set_spike_packing); a backward that reads
- *                  them unpacks them into scratch (4 B/element) for its length
+ *                  (gradient_pool below); with option pack_spikes on, once the forward's
+ *                  readers of a layer's spikes have run (the next conv, a block's shortcut)
+ *                  they are kept as bits, 1/32 of the floats, in the arena; a backward that
+ *                  reads them unpacks them into scratch (4 B/element) for its length
  *                  max-pool: the argmax of each output   4 B/element (kept even without a tape)
  *                  dropout (training; config.dropout): its mask, one per sample shared over T
  *                  views (flatten, reshape): no data of their own
@@ -50,10 +52,9 @@
  *                holds is its blocks, kept across steps, so the estimate records each op's
  *                output and inputs during the walk (the tape, in the same order) and the
  *                spikes' takes and packs, and replays the forward's events, then the backward
- *                pass, against a copy of the pool's policy (256-byte rounding, best fit
- *                among free blocks of at most twice the size asked for, else a new block): the
- *                sum of the blocks it ends with is the estimate. This replaced "every gradient
- *                for the whole step", which the pool made 60-70% too high for training steps.
+ *                pass, against a copy of the pool's policy (nn/memory_walk.c): the sum of the
+ *                blocks it ends with is the estimate. This replaced "every gradient for the
+ *                whole step", which the pool made 60-70% too high for training steps.
  *   overhead     fixed per device: the CPU SGEMM's packing buffer per thread; on CUDA the
  *                context's scratch and cuBLAS's workspace (both from snn_alloc) plus
  *                SNN_CUDA_HEADROOM for what lazily loaded kernels take outside snn_alloc
@@ -69,15 +70,17 @@
  * How close it is: tests/test_memory_estimate.c builds models, runs one training (or
  * evaluation) step on the CPU and compares: parameters, gradients and optimizer state exactly,
  * and the step within a few percent of the arena's measured high-water mark plus the bytes the
- * step pool reserved, never below it
- * (docs/benchmarks.md has the table; bench/bench_memory.c prints the same on CUDA). When an op
- * starts saving more or less, that test says by how much, and this file is where to follow.
+ * step pool reserved, never below it (docs/benchmarks.md has the table;
+ * tests/test_cuda_memory_estimate.c runs the same probe on CUDA). When an op starts saving more
+ * or less, that test says by how much, and this file (with the accounting of each allocation in
+ * nn/memory_walk.c) is where to follow.
  *
  * Test: ctest --test-dir build -R memory_estimate
  */
 #include <math.h>
 #include <string.h>
 
+#include "memory_walk.h"
 #include "model_internal.h"
 #include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
@@ -89,221 +92,14 @@
 #define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* kernels/cuda/cuda_common.cuh */
 #define SNN_CUDA_BLAS_WORKSPACE ((double)(32u << 20)) /* kernels/cuda/cuda_common.cuh */
 
-/* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
- * the DVS net at most 40. */
-#define WALK_MAX_NODES 512
-/* Scratch of a backward (a conv's workspace, a fused neuron's dL/dX) and the inputs it
- * unpacks from bits: one entry per such op. */
-#define WALK_MAX_SCRATCH 256
-
-typedef struct walk {
-    const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
-    bool training;           /* a tape: saved tensors, nodes and gradients */
-    bool converted;          /* a network converted from a QANN (first-step encoding) */
-    double align;            /* the arena's rounding of each device allocation */
-    double device;           /* step bytes on the device */
-    double host;             /* step bytes in the host arena: tensor structs, tape nodes */
-    double workspace;        /* the largest conv workspace */
-    bool fusion;             /* batch-norm -> IF / LIF pairs run as one op in training */
-    bool packing;            /* spikes whose forward readers have run are kept as bits */
-    bool one_pass_backward;  /* ... and their backward keeps H in registers (lif_bn_backward) */
-    double largest;          /* the largest single device allocation */
-    double forward_peak;     /* the most the arena held during a conv of the forward */
-    double params, trainable;/* elements */
-    /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
-     * (ids of earlier nodes' outputs; -1 for an input that gets no pooled gradient) */
-    int nodes;
-    double numel[WALK_MAX_NODES];
-    int in[WALK_MAX_NODES][2];
-    /* spikes made with a tape come from the step pool (neurons/neuron_op.c); packing gives
-     * their block back: the pool's forward events in order (tensor id, taken or given back) */
-    bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];
-    bool bits_made[WALK_MAX_NODES]; /* bits written beside the floats by the fused op */
-    int events;
-    int event_id[WALK_MAX_NODES];
-    bool event_take[WALK_MAX_NODES];
-    /* backward scratch: bytes of its own, plus up to two inputs unpacked if they are bits then */
-    int scratches;
-    double scratch_bytes[WALK_MAX_SCRATCH];
-    int scratch_unpacks[WALK_MAX_SCRATCH][2];
-} walk;
-
-static double round_up(double bytes, double align) { return ceil(bytes / align) * align; }
-static double struct_bytes(void) { return round_up((double)sizeof(snn_tensor), 64.0); }
-/* A tape node and its op's saved state, which is private to each op (autograd/fn_*.c,
- * neurons/neuron_op.c) and at most 192 bytes in the host arena: 64 for conv, batch-norm and the
- * reductions, 128 for a neuron layer, 192 for the binary ops (the residual addition). */
-static double node_bytes(void) { return round_up((double)sizeof(snn_node), 64.0) + 192.0; }
-
-/* One device allocation of `numel` 4-byte elements. */
-static void alloc(walk *w, double numel)
-{
-    const double bytes = round_up(4.0 * numel, w->align);
-    w->device += bytes;
-    if (bytes > w->largest) w->largest = bytes;
-}
-
-/* A backward that takes `bytes` of scratch and reads tensors u0 and u1 (ids, or -1), which it
- * unpacks (4 B an element, autograd/spike_pack.c) if they are bits by then. */
-static void backward_scratch(walk *w, double bytes, int u0, int u1)
-{
-    if (!w->training) return;
-    SNN_ASSERT(w->scratches < WALK_MAX_SCRATCH);
-    w->scratch_bytes[w->scratches] = bytes;
-    w->scratch_unpacks[w->scratches][0] = u0;
-    w->scratch_unpacks[w->scratches][1] = u1;
-    w->scratches++;
-}
-
-/* The largest backward scratch, with the unpacked inputs. */
-static double largest_backward_scratch(const walk *w)
-{
-    double most = 0.0;
-    for (int i = 0; i < w->scratches; i++) {
-        double bytes = w->scratch_bytes[i];
-        for (int j = 0; j < 2; j++) {
-            const int t = w->scratch_unpacks[i][j];
-            if (t >= 0 && w->packed[t]) bytes += round_up(4.0 * w->numel[t], w->align);
-        }
-        if (bytes > most) most = bytes;
-    }
-    return most;
-}
-
-/* A step tensor that never gets a gradient (the input batch, labels, argmax, one-hot). */
-static void constant(walk *w, double numel)
-{
-    w->host += struct_bytes();
-    alloc(w, numel);
-}
-
-/* In training, a tape node making a tensor of `numel` elements from in0 and in1 (ids, or -1):
- * the node and the gradient's struct in the host arena, the gradient's data recorded for the
- * pool. Returns the tensor's id; -1 without a tape. */
-static int record(walk *w, double numel, int in0, int in1)
-{
-    if (!w->training) return -1;
-    SNN_ASSERT(w->nodes < WALK_MAX_NODES);
-    w->host += node_bytes() + struct_bytes();
-    w->numel[w->nodes] = numel;
-    w->in[w->nodes][0] = in0;
-    w->in[w->nodes][1] = in1;
-    return w->nodes++;
-}
-
-/* An op's output, made from in0 and in1; in training also its tape node and gradient. */
-static int output(walk *w, double numel, int in0, int in1)
-{
-    constant(w, numel);
-    return record(w, numel, in0, in1);
-}
-
-/* The spikes of an IF / LIF / PLIF layer made from in0 and in1: in training with packing on
- * they come from the step pool (they may be packed), else they are an output as any other. */
-static int spikes_output(walk *w, double numel, int in0, int in1)
-{
-    if (!w->training || !w->packing) return output(w, numel, in0, in1);
-    w->host += struct_bytes();
-    const int id = record(w, numel, in0, in1);
-    SNN_ASSERT(w->events < WALK_MAX_NODES);
-    w->pooled_spikes[id] = true;
-    w->event_id[w->events] = id;
-    w->event_take[w->events++] = true;
-    return id;
-}
-
-/* snn_spikes_forward_done on tensor `id`: spikes from the pool become bits in the arena
- * (1/32 of the floats, in 4-byte words) and give their block back. */
-static double bits_bytes(const walk *w, double numel)
-{
-    return round_up(4.0 * ceil(numel / 32.0), w->align);
-}
-
-static void spikes_done(walk *w, int id)
-{
-    if (id < 0 || !w->pooled_spikes[id] || w->packed[id]) return;
-    w->packed[id] = true;
-    if (!w->bits_made[id]) w->device += bits_bytes(w, w->numel[id]);
-    SNN_ASSERT(w->events < WALK_MAX_NODES);
-    w->event_id[w->events] = id;
-    w->event_take[w->events++] = false;
-}
-
-/* A view (flatten, reshape) of `in`: a struct, and in training a node and a gradient of its own. */
-static int view(walk *w, double numel, int in)
-{
-    w->host += struct_bytes();
-    return record(w, numel, in, -1);
-}
-
-/* A copy of the step pool's policy (tensor/step_pool.c): blocks rounded to 256 bytes, the
- * smallest free block of at most twice the size asked for, else a new block. */
-typedef struct pool_copy {
-    double size[WALK_MAX_NODES];
-    bool busy[WALK_MAX_NODES];
-    int blocks;
-    double reserved;          /* the sum of the blocks' sizes */
-} pool_copy;
-
-static int pool_take(pool_copy *p, double numel)
-{
-    double need = round_up(4.0 * numel, 256.0);
-    int best = -1;
-    for (int b = 0; b < p->blocks; b++)
-        if (!p->busy[b] && p->size[b] >= need && p->size[b] <= 2.0 * need &&
-            (best < 0 || p->size[b] < p->size[best]))
-            best = b;
-    if (best < 0) {
-        best = p->blocks++;
-        p->size[best] = need;
-        p->reserved += need;
-    }
-    p->busy[best] = true;
-    return best;
-}
-
-/* The bytes the step pool holds after the step: first the forward's spikes, taken and (when
- * packed) given back in order; then the backward of the recorded tape, as backward.c runs it:
- * the loss (the last node) gets its seed first; then each node, newest first, has a block
- * taken for each input's gradient that has none yet, and gives its own back. */
-static double gradient_pool_bytes(const walk *w)
-{
-    if (w->nodes == 0) return 0.0;
-    pool_copy p = {.blocks = 0};
-    int spike_block[WALK_MAX_NODES];
-    for (int e = 0; e < w->events; e++) {
-        const int id = w->event_id[e];
-        if (w->event_take[e]) spike_block[id] = pool_take(&p, w->numel[id]);
-        else p.busy[spike_block[id]] = false;
-    }
-    int grad[WALK_MAX_NODES]; /* each tensor's block; -1 while it has none */
-    for (int i = 0; i < w->nodes; i++) grad[i] = -1;
-    grad[w->nodes - 1] = pool_take(&p, w->numel[w->nodes - 1]);
-    for (int n = w->nodes - 1; n >= 0; n--) {
-        if (grad[n] < 0) continue; /* not on the loss's path */
-        for (int i = 0; i < 2; i++) {
-            int t = w->in[n][i];
-            if (t >= 0 && grad[t] < 0) grad[t] = pool_take(&p, w->numel[t]);
-        }
-        p.busy[grad[n]] = false;
-    }
-    return p.reserved;
-}
-
-static void param(walk *w, double numel, bool trainable)
-{
-    w->params += numel;
-    if (trainable) w->trainable += numel;
-}
-
 /* conv k x k, no bias, on `images` images of (cin, *h, *wd) (tensor `in`); updates *h, *wd to
  * the output. Returns the output's id. */
-static int conv(walk *w, int in, double images, int cin, int cout, int k, int stride, int pad,
+static int conv(snn_walk *w, int in, double images, int cin, int cout, int k, int stride, int pad,
                 int *h, int *wd)
 {
     int ho = (*h + 2 * pad - k) / stride + 1, wo = (*wd + 2 * pad - k) / stride + 1;
-    param(w, (double)cout * cin * k * k, true);
-    int out = output(w, images * cout * ho * wo, in, -1);
+    snn_walk_param(w, (double)cout * cin * k * k, true);
+    int out = snn_walk_output(w, images * cout * ho * wo, in, -1);
     /* the same workspace serves forward and backward; ask the device for sizes its planning
      * arithmetic (int fields) is made for, else take the im2col matrix (C_in K K, images
      * H_out W_out) as the size: a size that large is refused whatever the exact number. On
@@ -315,121 +111,128 @@ static int conv(walk *w, int in, double images, int cin, int cout, int k, int st
         snn_conv2d_dims d = {(int)images, cin, *h, *wd, cout, k, k, stride, pad, ho, wo};
         ws = (double)w->k->conv2d_workspace_bytes(&d);
     }
-    ws = round_up(ws, w->align);
+    ws = snn_walk_round_up(ws, w->align);
     if (ws > w->workspace) w->workspace = ws;
     /* the workspace, and x unpacked if it is bits by then, on a device whose conv kernels do
      * not read bits (the CPU; on CUDA only the NCHW implicit GEMM, which TF32 and BF16 take for
      * no conv fed by spikes, since the channels-last kernel comes first) */
     const bool reads_bits = w->k && w->k->conv2d_backward_bits;
-    backward_scratch(w, ws, reads_bits ? -1 : in, -1);
+    snn_walk_backward_scratch(w, ws, reads_bits ? -1 : in, -1);
     if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
     *h = ho, *wd = wo;
     return out;
 }
 
-static int batchnorm(walk *w, int in, double numel, int channels)
+static int batchnorm(snn_walk *w, int in, double numel, int channels)
 {
     if (w->converted) { /* FirstStepBias: the folded shift, added into a new tensor */
-        param(w, channels, true);
-        return output(w, numel, in, -1);
+        snn_walk_param(w, channels, true);
+        return snn_walk_output(w, numel, in, -1);
     }
-    param(w, 2.0 * channels, true);   /* weight, bias */
-    param(w, 2.0 * channels, false);  /* running mean, running var */
-    /* evaluation: the conv before it writes the batch-norm's output (nn/layer_conv.c) */
-    if (!w->training) return in;
-    int out = output(w, numel, in, -1);
-    if (w->training) alloc(w, channels), alloc(w, channels); /* batch mean, 1 / std */
+    snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
+    snn_walk_param(w, 2.0 * channels, false);  /* running mean, running var */
+    /* evaluation: the conv before it writes the batch-norm's output where the rule conv -> bn
+     * runs them as one op (nn/fusion_rules.c), else the batch-norm writes its own */
+    if (!w->training) return w->conv_bn_fused ? in : snn_walk_output(w, numel, in, -1);
+    int out = snn_walk_output(w, numel, in, -1);
+    if (w->training) { /* batch mean, 1 / std */
+        snn_walk_alloc(w, channels);
+        snn_walk_alloc(w, channels);
+    }
     return out;
 }
 
 /* A multi-step neuron layer over (T, N, C, ...) with `planes` = T N. */
-static int neuron(walk *w, int in, const snn_neuron_config *n, double numel, double planes,
+static int neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel, double planes,
                   int channels)
 {
-    if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) param(w, 1.0, true);
+    if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) snn_walk_param(w, 1.0, true);
     /* the ANN activations (snn_relu, snn_qclip): their output alone, no activity, no state */
-    if (snn_neuron_is_ann(n->kind)) return output(w, numel, in, -1);
+    if (snn_neuron_is_ann(n->kind)) return snn_walk_output(w, numel, in, -1);
     const bool binary = snn_neuron_spikes_are_binary(n->kind);
-    int out = binary ? spikes_output(w, numel, in, -1) : output(w, numel, in, -1); /* spikes */
-    constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
-    backward_scratch(w, 0.0, out, -1);  /* BPTT reads the spikes */
+    int out = binary ? snn_walk_spikes_output(w, numel, in, -1)  /* spikes */
+                     : snn_walk_output(w, numel, in, -1);
+    snn_walk_constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
+    snn_walk_backward_scratch(w, 0.0, out, -1);  /* BPTT reads the spikes */
     if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
                         * (the builders' neurons consume their inputs: neuron_op.c) */
-        if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) w->host += struct_bytes();
-        else constant(w, numel);
+        if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF)
+            w->host += snn_walk_struct_bytes();
+        else snn_walk_constant(w, numel);
     }
     return out;
 }
 
-/* Whether a training-mode batch-norm -> neuron pair runs as one op (nn/layer_neuron.c). */
-static bool fuses(const walk *w, const snn_neuron_config *n)
+/* Whether a training-mode batch-norm -> neuron pair runs as one op (the rules bn -> neuron and
+ * bn -> + -> neuron, nn/fusion_rules.c). */
+static bool fuses(const snn_walk *w, const snn_neuron_config *n)
 {
     return w->training && w->fusion && snn_neuron_takes_bn_input(n->kind);
 }
 
 /* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
  * for none) over (T, N, channels, ...) with `planes` = T N. */
-static int bn_neuron(walk *w, int in, int residual, double numel, double planes, int channels)
+static int bn_neuron(snn_walk *w, int in, int residual, double numel, double planes, int channels)
 {
-    param(w, 2.0 * channels, true);   /* weight, bias */
-    param(w, 2.0 * channels, false);  /* running mean, running var */
-    int out = spikes_output(w, numel, in, residual); /* spikes */
-    constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
-    if (w->packing) {                         /* the spikes' bits, made with them */
-        w->device += bits_bytes(w, numel);
-        w->bits_made[out] = true;
-    }
-    alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
-    alloc(w, channels), alloc(w, channels);   /* mean, 1 / std */
+    snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
+    snn_walk_param(w, 2.0 * channels, false);  /* running mean, running var */
+    int out = snn_walk_spikes_output(w, numel, in, residual); /* spikes */
+    snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
+    w->device += snn_walk_bits_bytes(w, numel); /* the spikes' bits, made with them (training) */
+    w->bits_made[out] = true;
+    snn_walk_alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
+    snn_walk_alloc(w, channels), snn_walk_alloc(w, channels);   /* mean, 1 / std */
     /* backward: dL/dX, and H where the device has no one-pass kernel (which then reads the
      * spikes, unpacked if they are bits by then; the kernels read a packed residual as bits) */
-    const double scratch = (w->one_pass_backward ? 1.0 : 2.0) * round_up(4.0 * numel, w->align);
-    backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, -1);
+    const double scratch = (w->one_pass_backward ? 1.0 : 2.0) *
+                           snn_walk_round_up(4.0 * numel, w->align);
+    snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, -1);
     return out;
 }
 
 /* A batch-norm, then a neuron layer: one op where they fuse. */
-static int bn_then_neuron(walk *w, int in, const snn_neuron_config *n, double numel,
+static int bn_then_neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
                           double planes, int channels)
 {
     if (fuses(w, n)) return bn_neuron(w, in, -1, numel, planes, channels);
     return neuron(w, batchnorm(w, in, numel, channels), n, numel, planes, channels);
 }
 
-static int max_pool(walk *w, int in, double out_numel)
+static int max_pool(snn_walk *w, int in, double out_numel)
 {
-    int out = output(w, out_numel, in, -1);
-    if (!w->converted || w->training) alloc(w, out_numel); /* int32 argmax (a running max-pool:
-                                                               only for a tape) */
+    int out = snn_walk_output(w, out_numel, in, -1);
+    /* the int32 argmax (a running max-pool's: only for a tape) */
+    if (!w->converted || w->training) snn_walk_alloc(w, out_numel);
     return out;
 }
 
-static int linear(walk *w, int in, double rows, double in_features, int out_features)
+static int linear(snn_walk *w, int in, double rows, double in_features, int out_features)
 {
-    param(w, in_features * out_features + out_features, true);
-    int out = output(w, rows * out_features, in, -1);
-    if (w->converted) out = output(w, rows * out_features, out, -1); /* + b at t = 0 */
+    snn_walk_param(w, in_features * out_features + out_features, true);
+    int out = snn_walk_output(w, rows * out_features, in, -1);
+    if (w->converted) out = snn_walk_output(w, rows * out_features, out, -1); /* + b at t = 0 */
     return out;
 }
 
 /* Dropout shared over T (snn_dropout_shared) on (T, N, F) with `per_sample` = F: in training
  * the mask (N, F), drawn once for all T steps, and the product x * mask (a node; the mask gets
  * no gradient); in evaluation the op returns its input, allocating nothing. */
-static int dropout(walk *w, int in, double T, double N, double per_sample)
+static int dropout(snn_walk *w, int in, double T, double N, double per_sample)
 {
     if (!w->training) return in;
-    constant(w, N * per_sample);
-    return output(w, T * N * per_sample, in, -1);
+    snn_walk_constant(w, N * per_sample);
+    return snn_walk_output(w, T * N * per_sample, in, -1);
 }
 
 /* The classifier both CNNs end with (model_cnn.c's add_classifier): flatten, [dropout], fc1,
  * neuron, [dropout], fc2, [neuron]. `x` is the last pool's output, `flat` its features per
  * sample. Returns the last layer's id. */
-static int classifier(walk *w, int x, const snn_model_config *c, double T, double N, double flat)
+static int classifier(snn_walk *w, int x, const snn_model_config *c, double T, double N,
+                      double flat)
 {
     const double TN = T * N;
     const bool dropout_layers = c->dropout > 0.0f;
-    x = view(w, TN * flat, x);
+    x = snn_walk_view(w, TN * flat, x);
     if (dropout_layers) x = dropout(w, x, T, N, flat);
     x = linear(w, x, TN, flat, c->hidden);
     x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
@@ -442,23 +245,25 @@ static int classifier(walk *w, int x, const snn_model_config *c, double T, doubl
 /* The stem: conv 3x3 + batch-norm, run once on N images and repeated over T (direct
  * encoding), or run on the T N frames (Poisson-encoded, or event frames as they come), then
  * the first neuron layer. Returns the neuron layer's id; *per_image: its elements per image. */
-static int stem(walk *w, const snn_model_config *c, double T, double N, int width, int *h,
+static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int width, int *h,
                 int *wd, double *per_image)
 {
     double images = N;
     const bool once = c->encoding == SNN_ENCODING_DIRECT || c->encoding == SNN_ENCODING_FIRST_STEP;
-    if (c->encoding == SNN_ENCODING_POISSON) constant(w, T * N * c->in_channels * *h * *wd);
+    if (c->encoding == SNN_ENCODING_POISSON)
+        snn_walk_constant(w, T * N * c->in_channels * *h * *wd);
     if (!once) images = T * N;
     int x = conv(w, -1, images, c->in_channels, width, 3, 1, 1, h, wd); /* the input: no grad */
     *per_image = (double)width * *h * *wd;
-    if (w->converted) w->host += struct_bytes(); /* the bias reshaped to (C, 1, 1): a view */
+    if (w->converted) /* the bias reshaped to (C, 1, 1): a view */
+        w->host += snn_walk_struct_bytes();
     x = batchnorm(w, x, images * *per_image, width);
-    if (once) x = output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
+    if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
 }
 
 /* Two pools by 2 (floor), as model_cnn.c's builder. Returns the last layer's id. */
-static int walk_cnn(walk *w, const snn_model_config *c, double T, double N)
+static int walk_cnn(snn_walk *w, const snn_model_config *c, double T, double N)
 {
     int h = c->height, wd = c->width, W = c->width_base;
     double TN = T * N, per_image;
@@ -474,7 +279,7 @@ static int walk_cnn(walk *w, const snn_model_config *c, double T, double N)
 
 /* The DVS net (model_cnn.c): conv-BN-neuron-maxpool blocks while the frame is larger than 4x4
  * (at most 8), then flatten, fc1, neuron, fc2. Returns the last layer's id. */
-static int walk_dvs_net(walk *w, const snn_model_config *c, double T, double N)
+static int walk_dvs_net(snn_walk *w, const snn_model_config *c, double T, double N)
 {
     int h = c->height, wd = c->width, W = c->width_base;
     double TN = T * N, per_image;
@@ -492,7 +297,7 @@ static int walk_dvs_net(walk *w, const snn_model_config *c, double T, double N)
 
 /* A block (model_resnet.c) on tensor `x`, from `in` channels to `planes` (basic) or 4 x planes
  * (bottleneck); updates *h, *wd. Returns its output's id. */
-static int block(walk *w, int x, const snn_model_config *c, double TN, int in, int planes,
+static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int in, int planes,
                  int stride, bool sew, bool bottleneck, int *h, int *wd)
 {
     const int out = bottleneck ? 4 * planes : planes;
@@ -502,7 +307,7 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
         y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
         const int spikes1 = y;
         y = conv(w, y, TN, planes, planes, 3, stride, 1, h, wd);
-        spikes_done(w, spikes1); /* its one reader, conv2, has run (snn_modules_forward) */
+        snn_walk_spikes_done(w, spikes1); /* its one reader, conv2, has run (snn_modules_forward) */
         y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
     } else {          /* conv1 3x3 (stride) in -> out */
         y = conv(w, y, TN, in, out, 3, stride, 1, h, wd);
@@ -524,23 +329,24 @@ static int block(walk *w, int x, const snn_model_config *c, double TN, int in, i
     }
     if (sew) {
         y = fused ? bn_neuron(w, y, -1, numel, TN, out) : neuron(w, y, &c->neuron, numel, TN, out);
-        backward_scratch(w, 0.0, y, shortcut);
-        y = output(w, numel, y, shortcut); /* the residual addition */
+        snn_walk_backward_scratch(w, 0.0, y, shortcut);
+        y = snn_walk_output(w, numel, y, shortcut); /* the residual addition */
     } else if (fused) {
         y = bn_neuron(w, y, shortcut, numel, TN, out);
     } else {
-        w->host += struct_bytes(); /* written over the last batch-norm's output (snn_add_into) */
-        backward_scratch(w, 0.0, y, shortcut);
-        y = record(w, numel, y, shortcut);
+        /* written over the last batch-norm's output (snn_add_into) */
+        w->host += snn_walk_struct_bytes();
+        snn_walk_backward_scratch(w, 0.0, y, shortcut);
+        y = snn_walk_record(w, numel, y, shortcut);
         y = neuron(w, y, &c->neuron, numel, TN, out);
     }
-    spikes_done(w, spikes); /* model_resnet.c's block_forward, at its end */
-    spikes_done(w, x);
+    snn_walk_spikes_done(w, spikes); /* model_resnet.c's block_forward, at its end */
+    snn_walk_spikes_done(w, x);
     return y;
 }
 
 /* ResNet-18 / -34 (basic blocks) and -50 (bottlenecks), plain or SEW, as snn_resnet_new. */
-static int walk_resnet(walk *w, const snn_model_config *c, double T, double N)
+static int walk_resnet(snn_walk *w, const snn_model_config *c, double T, double N)
 {
     const snn_model_kind kind = c->kind;
     const bool sew = kind == SNN_MODEL_SEW_RESNET18 || kind == SNN_MODEL_SEW_RESNET34 ||
@@ -560,15 +366,24 @@ static int walk_resnet(walk *w, const snn_model_config *c, double T, double N)
                       &h, &wd);
         in = out;
     }
-    x = view(w, TN * in * h * wd, x);  /* adaptive average pool: (.., C, H W) */
-    x = output(w, TN * in, x, -1);     /* its mean */
-    x = view(w, TN * in, x);           /* back to (.., C, 1, 1) */
-    x = view(w, TN * in, x);           /* flatten */
+    x = snn_walk_view(w, TN * in * h * wd, x);  /* adaptive average pool: (.., C, H W) */
+    x = snn_walk_output(w, TN * in, x, -1);     /* its mean */
+    x = snn_walk_view(w, TN * in, x);           /* back to (.., C, 1, 1) */
+    x = snn_walk_view(w, TN * in, x);           /* flatten */
     return linear(w, x, TN, in, c->classes);
 }
 
 snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, snn_device device,
                                      bool training, int optimizer_states, snn_memory_estimate *out)
+{
+    return snn_model_memory_estimate_with(c, NULL, batch_size, device, training, optimizer_states,
+                                          out);
+}
+
+snn_status snn_model_memory_estimate_with(const snn_model_config *c,
+                                          const snn_model_options *options, int batch_size,
+                                          snn_device device, bool training,
+                                          int optimizer_states, snn_memory_estimate *out)
 {
     const char *fn = "snn_model_memory_estimate";
     if (!c || !out)
@@ -594,38 +409,43 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     if (!cnn && c->width_base > max_width)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected <= %d for a "
                          "%s, got %d)", fn, max_width, snn_model_kind_name(c->kind), c->width_base);
-    walk w = {0};
+    snn_walk w = {0};
     w.k = snn_kernels_for(device);
     w.training = training;
     w.converted = converted;
-    w.fusion = snn_model_fusion() && !snn_batchnorm_sync_enabled(); /* sync-BN: never fused */
-    w.packing = snn_spike_packing();
+    /* the plan the model runs (nn/plan.h): its options, and the fusion rules' conditions that
+     * do not change from layer to layer (sync-BN, the kernels the device's tables have) */
+    const snn_model_options o = options ? *options : snn_model_options_default(device);
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
+    w.fusion = o.fuse && !snn_batchnorm_sync_enabled() && nk && nk->lif_bn_forward;
+    w.conv_bn_fused = o.fuse && w.k && w.k->conv2d_forward_bn_eval;
+    w.packing = o.pack_spikes;
     w.one_pass_backward = nk && nk->lif_bn_backward &&
                           c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w.align = device == SNN_CPU ? 64.0 : 256.0;
     double T = c->time_steps, N = batch_size;
 
     /* the batch (event frames: T per sample) and its labels */
-    constant(&w, (c->encoding == SNN_ENCODING_EVENTS ? T : 1.0) * N * c->in_channels * c->height *
-                 c->width);
-    constant(&w, N);
+    snn_walk_constant(&w, (c->encoding == SNN_ENCODING_EVENTS ? T : 1.0) * N * c->in_channels *
+                              c->height * c->width);
+    snn_walk_constant(&w, N);
     int x = c->kind == SNN_MODEL_SPIKING_CNN ? walk_cnn(&w, c, T, N)
           : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(&w, c, T, N)
                                              : walk_resnet(&w, c, T, N);
-    x = output(&w, N * c->classes, x, -1); /* readout: the mean over T (converted: the sum) */
+    /* readout: the mean over T (converted: the sum) */
+    x = snn_walk_output(&w, N * c->classes, x, -1);
     if (c->spiking_readout) {   /* MSE of the rate against one-hot: one_hot, sub, square, a
                                    reshape to one dim, its mean */
-        constant(&w, N * c->classes);
-        x = output(&w, N * c->classes, x, -1);
-        x = output(&w, N * c->classes, x, -1);
-        x = view(&w, N * c->classes, x);
-        output(&w, 1, x, -1);
+        snn_walk_constant(&w, N * c->classes);
+        x = snn_walk_output(&w, N * c->classes, x, -1);
+        x = snn_walk_output(&w, N * c->classes, x, -1);
+        x = snn_walk_view(&w, N * c->classes, x);
+        snn_walk_output(&w, 1, x, -1);
     } else {                    /* cross-entropy: log-softmax, then the NLL */
-        x = output(&w, N * c->classes, x, -1);
-        output(&w, 1, x, -1);
+        x = snn_walk_output(&w, N * c->classes, x, -1);
+        snn_walk_output(&w, 1, x, -1);
     }
-    constant(&w, N); /* argmax for the accuracy */
+    snn_walk_constant(&w, N); /* argmax for the accuracy */
 
     out->parameter_count = (int64_t)w.trainable;
     out->parameters = 4.0 * w.params;
@@ -633,12 +453,12 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
     out->optimizer = training ? 4.0 * w.trainable * optimizer_states : 0.0;
     out->workspace = w.workspace;
     out->largest_tensor = w.largest;
-    out->gradient_pool = gradient_pool_bytes(&w);
+    out->gradient_pool = snn_walk_gradient_pool_bytes(&w);
     /* training: backward runs the largest workspace (a conv's, or a fused batch-norm ->
      * neuron's scratch) with everything the forward made held;
      * eval: the workspace is given back after each conv, so the high-water is the larger of the
      * end of the forward and a conv's moment (the first convs' are the largest: little is held) */
-    const double backward = largest_backward_scratch(&w);
+    const double backward = snn_walk_largest_backward_scratch(&w);
     const double scratch = w.workspace > backward ? w.workspace : backward;
     const double arena = w.training ? w.device + scratch
                                     : (w.forward_peak > w.device ? w.forward_peak : w.device);

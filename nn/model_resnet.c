@@ -41,28 +41,42 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     const int convs = b->bottleneck ? 3 : 2, last = 3 * convs - 1;   /* index of the last neuron */
     snn_module *conv = ch[last - 2], *bn = ch[last - 1], *neuron = ch[last];
     snn_module *downsample = m->n_children > last + 1 ? ch[last + 1] : NULL;
-    /* conv -> batch-norm pairs run as one op in evaluation, batch-norm -> neuron pairs (with
-     * the residual sum between them) in training (nn/layer_conv.c, nn/layer_neuron.c) */
+    /* every conv -> bn -> neuron group but the last: a list, where the plan's rules may fuse
+     * (nn/fusion_rules.c) */
     snn_tensor *spikes = snn_modules_forward(ch, 3 * (convs - 1), x);
-    const bool fused = snn_bn_neuron_fuses(bn, neuron);
-    snn_tensor *h = fused ? snn_module_forward(conv, spikes)
-                          : snn_conv_bn_forward(conv, bn, spikes);
+    /* the last group's tail, bn -> + -> neuron (SEW: bn -> neuron, then the sum): one op where
+     * a rule says so; the conv's output has the rank of its input */
+    snn_module *tail[3] = {bn, b->sew ? neuron : NULL, neuron};
+    const snn_fusion_rule *fused = snn_plan_fusion(tail, b->sew ? 2 : 3, spikes, NULL);
+    snn_tensor *h = fused ? snn_module_forward(conv, spikes)               /* bn is the tail's */
+                          : snn_modules_forward(ch + last - 2, 2, spikes);  /* conv -> bn */
     snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
     if (b->sew) {
-        y = fused ? snn_bn_neuron_forward(bn, neuron, h, NULL) : snn_module_forward(neuron, h);
+        y = fused ? snn_fusion_run(fused, tail, h, NULL) : snn_module_forward(neuron, h);
         y = snn_add(y, shortcut);
+        if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, y);
     } else if (fused) {
-        y = snn_bn_neuron_forward(bn, neuron, h, shortcut);
+        y = snn_fusion_run(fused, tail, h, shortcut);
     } else {
         /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the
-         * sum may take its memory (and the last neuron the sum's); without a tape the neuron adds
-         * it as it loads h, and the sum is never written */
-        y = snn_neuron_residual_forward(neuron, h, shortcut);
+         * sum may take its memory (and the last neuron the sum's); without a tape a rule lets
+         * the neuron add it as it loads h, and the sum is never written */
+        snn_module *sum_neuron[2] = {NULL, neuron};
+        const snn_fusion_rule *rule = snn_plan_fusion(sum_neuron, 2, h, shortcut);
+        if (rule) {
+            y = snn_fusion_run(rule, sum_neuron, h, shortcut);
+        } else {
+            snn_tensor *sum = snn_add_into(h, shortcut);
+            if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, sum);
+            y = snn_module_forward(neuron, sum);
+        }
     }
     /* in training, the spikes read by the last conv, and the block's input (read by the first
-     * conv, the shortcut and the sum), are kept as bits from here (snn_spikes_forward_done) */
-    if (y && (snn_spikes_forward_done(spikes) != SNN_OK || snn_spikes_forward_done(x) != SNN_OK))
+     * conv, the shortcut and the sum), are done with (snn_spikes_forward_done): the plan may
+     * keep them as bits from here */
+    if (y && (snn_spikes_forward_done(m, spikes) != SNN_OK ||
+              snn_spikes_forward_done(m, x) != SNN_OK))
         return NULL;
     return y;
 }
@@ -135,7 +149,7 @@ snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng)
 {
     snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
     if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
-    *impl = (snn_model_impl){*c, c->seed};
+    *impl = (snn_model_impl){.config = *c, .encode_seed = c->seed};
     snn_module *m = snn_module_new(&snn_resnet_model_ops, impl);
     if (!m) {
         snn_free(impl, sizeof *impl, SNN_CPU);

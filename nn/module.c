@@ -1,11 +1,13 @@
 /*
- * module.c - the module tree: parameters, children, modes, devices, and the named list of
- * everything a model owns.
+ * module.c - the module tree: parameters, children, modes, devices, the forward of a list of
+ * modules, and the named list of everything a model owns.
  *
  * A module is a small struct with an ops table (its kind), a few named OWNED tensors and an
  * array of children. Layers are leaves; Sequential, residual blocks and models are inner nodes.
  * Walking the tree depth first, in the order children were added, gives every parameter a
  * stable dotted name ("layer1.0.conv1.weight"): optimizers and checkpoints rely on that order.
+ * Every module of a model points to the model's execution plan (nn/plan.h): a child takes its
+ * parent's when it is added.
  */
 #include <stdio.h>
 #include <string.h>
@@ -85,6 +87,7 @@ snn_status snn_module_add(snn_module *parent, const char *name, snn_module *chil
     }
     snprintf(child->name, sizeof child->name, "%s", name);
     child->training = parent->training;
+    if (parent->plan) snn_module_set_plan(child, parent->plan);
     parent->children[parent->n_children++] = child;
     return SNN_OK;
 }
@@ -104,7 +107,29 @@ snn_tensor *snn_module_forward(snn_module *m, snn_tensor *x)
             snn_error(SNN_ERR_ARGUMENT, "snn_module_forward(%s): bad argument 'x' (got NULL)", m->ops->kind);
         return NULL;
     }
+    if (snn_plan_is_tracing(m)) return snn_plan_trace_forward(m, x); /* snn_model_explain */
     return m->ops->forward(m, x);
+}
+
+snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
+{
+    snn_tensor *const caller = x; /* not this list's to give up, even passed on unchanged */
+    for (int i = 0; i < n && x; i++) {
+        /* a rule of the model's plan may run ch[i] and the modules after it as one op */
+        const snn_fusion_rule *rule = snn_plan_fusion(ch + i, n - i, x, NULL);
+        if (rule) {
+            x = snn_fusion_run(rule, ch + i, x, NULL);
+            i += rule->length - 1;
+            continue;
+        }
+        snn_tensor *in = x;
+        x = snn_module_forward(ch[i], x);
+        /* spikes made in this list and read by a conv: its forward was their last reader */
+        if (x && in != caller && ch[i]->ops == &snn_conv2d_ops &&
+            snn_spikes_forward_done(ch[i], in) != SNN_OK)
+            return NULL;
+    }
+    return x;
 }
 
 void snn_module_train(snn_module *m, bool training)

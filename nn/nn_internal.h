@@ -1,6 +1,7 @@
 /*
  * nn_internal.h - the kind-specific state of nn's layers, shared inside nn/ (model builders and
- * the sparse pass look into it), and the ops tables that identify each kind.
+ * the sparse pass look into it), the ops tables that identify each kind, and what the modules'
+ * forwards ask of the execution plan (nn/plan.h): options, fusion rules, the trace.
  */
 #ifndef SNN_NN_INTERNAL_H
 #define SNN_NN_INTERNAL_H
@@ -46,39 +47,9 @@ typedef struct snn_neuron_layer_impl {
 snn_status snn_module_add_uniform(snn_module *m, const char *name, snn_shape shape, float bound,
                                   snn_rng *rng);
 
+/* The ops table of each kind: a module's kind is its ops pointer. */
 extern const snn_module_ops snn_conv2d_ops;
 extern const snn_module_ops snn_batchnorm2d_ops;
-
-/* True when snn_conv_bn_forward runs the pair as one op: eval mode, conv a plain Conv2d (not
- * one the sparse pass swapped), bn a BatchNorm2d. */
-bool snn_conv_bn_fuses(const snn_module *conv, const snn_module *bn);
-/* bn(conv(x)) for a model's conv -> batch-norm pair (nn/layer_conv.c): where
- * snn_conv_bn_fuses, one snn_conv2d_batchnorm_eval (the same bits, one pass over the output
- * fewer on the GPU); otherwise the two modules' forwards. */
-snn_tensor *snn_conv_bn_forward(snn_module *conv, snn_module *bn, snn_tensor *x);
-/* True when snn_bn_neuron_forward runs the pair as one op (nn/layer_neuron.c): fusion on
- * (snn_model_set_fusion), bn a BatchNorm2d in training mode and not synced across ranks,
- * neuron a NeuronLayer of IF or LIF neurons. */
-bool snn_bn_neuron_fuses(const snn_module *bn, const snn_module *neuron);
-/* neuron(bn(x) + residual) (residual NULL: none) for a model's batch-norm -> neuron pair:
- * where snn_bn_neuron_fuses and x is (T, N, C, H, W), one snn_batchnorm_neuron (the same bits;
- * it keeps neither the batch-norm's output nor H), with the neuron layer's bookkeeping
- * (activity, last spikes); otherwise the modules' forwards and snn_add_into. */
-snn_tensor *snn_bn_neuron_forward(snn_module *bn, snn_module *neuron, snn_tensor *x,
-                                  snn_tensor *residual);
-/* neuron(x + residual), the sum taking x's memory (snn_add_into); without a tape, for IF / LIF
- * layers with fusion on, one snn_neuron_multistep_residual that never writes the sum (the
- * layer's bookkeeping as its forward). */
-snn_tensor *snn_neuron_residual_forward(snn_module *neuron, snn_tensor *x, snn_tensor *residual);
-/* The model's promise that no forward op reads the spikes t again: snn_spikes_pack where t is
- * packable (spikes made with a tape while snn_spike_packing() is on); else nothing. SNN_OK, or
- * the pack's error (out of memory). */
-snn_status snn_spikes_forward_done(snn_tensor *t);
-/* The n modules of ch in order on x, each Conv2d -> BatchNorm2d pair by snn_conv_bn_forward
- * and each BatchNorm2d -> NeuronLayer pair by snn_bn_neuron_forward where they fuse. Spikes made
- * inside the run and then taken by a Conv2d, their only reader in a list, are done with after
- * it (snn_spikes_forward_done); x itself belongs to the caller. */
-snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
 extern const snn_module_ops snn_linear_ops;
 extern const snn_module_ops snn_max_pool2d_ops;
 extern const snn_module_ops snn_avg_pool2d_ops;
@@ -87,6 +58,87 @@ extern const snn_module_ops snn_flatten_ops;
 extern const snn_module_ops snn_dropout_ops;
 extern const snn_module_ops snn_sequential_ops;
 extern const snn_module_ops snn_neuron_layer_ops;
+
+/* ---- the execution plan (nn/plan.h) ------------------------------------------------------ */
+
+/* A model's plan, held in the model (model_internal.h) and pointed to by every module of its
+ * tree (snn_module.plan): the options its forwards run with, and the trace snn_model_explain
+ * prints. */
+struct snn_plan {
+    snn_model_options options;    /* as snn_model_set_options set them */
+    bool options_set;             /* false: the defaults where each forward runs */
+    bool tracing;                 /* snn_model_trace_plan armed a trace not finished yet */
+    struct snn_plan_trace *trace; /* owned (nn/plan.c); NULL until a trace is asked for */
+};
+typedef struct snn_plan snn_plan;
+
+/* The options a module of `plan` (NULL: a module outside any model) runs with on `device`:
+ * those set, else snn_model_options_default(device) (nn/model_options.c). */
+snn_model_options snn_plan_options(const snn_plan *plan, snn_device device);
+/* Points m and every module under it at `plan`. */
+void snn_module_set_plan(snn_module *m, snn_plan *plan);
+/* True while a trace of m's model is armed or records (snn_model_trace_plan): the forward
+ * notes its ops. (A function, not an inline one: a header that runs code counts in the
+ * learner's path, tools/learner_path.sh.) */
+bool snn_plan_is_tracing(const snn_module *m);
+
+/* A fusion rule (nn/fusion_rules.c): a pattern of module kinds in the order a forward meets
+ * them, the condition under which it applies, and the fused op that runs in their place. A
+ * forward shows the rules the modules it is about to run, with NULL standing for a ResNet
+ * block's residual sum (not a module). */
+typedef struct snn_fusion_rule snn_fusion_rule;
+struct snn_fusion_rule {
+    const char *name;                   /* "bn -> neuron (training)" */
+    int length;                         /* the modules (and sums) the pattern covers */
+    const snn_module_ops *pattern[3];   /* their kinds in order; NULL: the residual sum */
+    const char *condition;              /* when it applies, in words (besides option fuse) */
+    const char *fused_op;               /* the op that runs instead */
+    const char *why;                    /* what running them as one op saves */
+    bool (*applies)(snn_module *const *items, const snn_tensor *x, const snn_tensor *residual);
+    snn_tensor *(*run)(const snn_fusion_rule *rule, snn_module *const *items, snn_tensor *x,
+                       snn_tensor *residual);
+};
+/* The table, in the order the rules are tried. */
+extern const snn_fusion_rule snn_fusion_rules[];
+extern const int snn_fusion_rule_count;
+/* The rule that runs items[0], items[1], ... (n of them; x enters items[0], residual is the
+ * block's shortcut where a sum is among them, or NULL) as one op, or NULL: the plan's option
+ * fuse is off (then the rule table is not read: nn/model_options.c), or no rule's pattern and
+ * condition hold. */
+const snn_fusion_rule *snn_plan_fusion(snn_module *const *items, int n, const snn_tensor *x,
+                                       const snn_tensor *residual);
+/* The same, without the option check: the first rule of the table that matches. */
+const snn_fusion_rule *snn_fusion_find(snn_module *const *items, int n, const snn_tensor *x,
+                                       const snn_tensor *residual);
+/* Runs `rule`'s fused op on the items it matched: their output (spikes, for the neuron rules,
+ * with the neuron layer's bookkeeping), or NULL with the error set. */
+snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items, snn_tensor *x,
+                           snn_tensor *residual);
+
+/* The model's promise that no forward op reads the spikes t again, made by `reader`, the
+ * module that read them last: snn_spikes_pack where t is packable (spikes made with a tape)
+ * and reader's plan keeps spikes as bits (option pack_spikes); else nothing. SNN_OK, or the
+ * pack's error (out of memory). */
+snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t);
+/* The n modules of ch in order on x, where a fusion rule takes some of them (snn_plan_fusion)
+ * by its fused op. Spikes made inside the run and then taken by a Conv2d, their only reader in
+ * a list, are done with after it (snn_spikes_forward_done); x itself belongs to the caller. */
+snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
+/* Records what a neuron layer's forward made (its spikes and per-plane activity), for the
+ * firing-rate and sparse-pass readers; returns spikes (nn/layer_neuron.c). */
+snn_tensor *snn_neuron_layer_remember(snn_module *m, snn_tensor *spikes, snn_tensor *activity);
+
+/* The trace (nn/plan.c), called only while snn_plan_is_tracing: the forward of m, with m's
+ * dotted name on the trace's path and, for a layer, what it ran; a model's forward from x
+ * begins and ends the recording; a fused op and a block's plain residual sum note themselves. */
+snn_tensor *snn_plan_trace_forward(snn_module *m, snn_tensor *x);
+void snn_plan_trace_begin(snn_plan *plan, const snn_module *model, const snn_tensor *x);
+void snn_plan_trace_end(snn_plan *plan);
+void snn_plan_trace_fused(const snn_fusion_rule *rule, snn_module *const *items,
+                          const snn_tensor *x, const snn_tensor *y);
+void snn_plan_trace_sum(const snn_module *block, const snn_tensor *x, const snn_tensor *y);
+/* Frees a plan's trace (the model's free calls it where a trace was made). */
+void snn_plan_trace_free(struct snn_plan_trace *trace);
 
 /* The layers only a converted network has (nn/layer_ann2snn.c). The constructors take over the
  * OWNED tensors given (and free them on failure). */

@@ -60,8 +60,8 @@ int snn_check_tensor(const char *fn, const char *arg, const snn_tensor *t)
     if (t) {
         snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (its values were kept as bits for "
                   "backward by snn_spikes_pack, and no forward op reads it again); hint: "
-                  "snn_set_spike_packing(false) to read a layer's spikes after the "
-                  "forward", fn, arg);
+                  "the model option pack_spikes off (snn_model_set_options) to read a "
+                  "layer's spikes after the forward", fn, arg);
         return 1;
     }
     /* A NULL that came out of an earlier failed op keeps that op's message. */

@@ -30,6 +30,7 @@ typedef struct probe_case {
     int batch;
     bool training;
     int optimizer_states;   /* 0 SGD, 1 SGD + momentum, 2 Adam */
+    const snn_model_options *options; /* the model's (snn_model_set_options); NULL: defaults */
 } probe_case;
 
 typedef struct probe_result {
@@ -50,7 +51,8 @@ typedef struct probe_result {
 static inline probe_case probe_make(const char *name, snn_model_kind kind, int width, int T,
                                     int batch, bool training, int optimizer_states)
 {
-    probe_case c = {name, snn_model_config_default(kind), batch, training, optimizer_states};
+    probe_case c = {name, snn_model_config_default(kind), batch, training, optimizer_states,
+                    NULL};
     c.config.width_base = width;
     c.config.time_steps = T;
     return c;
@@ -64,8 +66,8 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
 {
     memset(r, 0, sizeof *r);
     const snn_model_config *c = &pc->config;
-    if (snn_model_memory_estimate(c, pc->batch, device, pc->training, pc->optimizer_states,
-                                  &r->estimate) != SNN_OK)
+    if (snn_model_memory_estimate_with(c, pc->options, pc->batch, device, pc->training,
+                                       pc->optimizer_states, &r->estimate) != SNN_OK)
         return false;
     snn_shutdown();
     size_t base = snn_live_bytes(device), free_before = 0, free_after = 0, size = 0;
@@ -88,7 +90,8 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
     } else {
         model = snn_model_new(c, &rng);
     }
-    bool ok = model && snn_module_to(model, device) == SNN_OK;
+    bool ok = model && snn_module_to(model, device) == SNN_OK &&
+              (!pc->options || snn_model_set_options(model, pc->options) == SNN_OK);
     snn_optimizer *opt = NULL;
     if (ok && pc->training) {
         opt = pc->optimizer_states == 2 ? snn_adam_new(model, 1e-3f, 0.0f, false)

@@ -1,6 +1,6 @@
 /*
  * spike_pack_check.h - what test_spike_pack.c (CPU) and test_cuda_spike_pack.c check of spikes
- * kept as bits (autograd/spike_pack.c, snn_set_spike_packing):
+ * kept as bits (autograd/spike_pack.c; the model option pack_spikes, snn_model_set_options):
  *
  *   1. the kernels: pack_bits on 0 / 1 floats gives the words a plain loop makes (bit i % 32 of
  *      word i / 32, the unused bits of the last word 0), and unpack_bits gives the floats back
@@ -137,8 +137,10 @@ static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, 
     if (!m) return r;
     if (dev != SNN_CPU) CHECK_OK(snn_module_to(m, dev));
     snn_module_train(m, true);
-    snn_model_set_fusion(fusion);
-    snn_set_spike_packing(packing);
+    snn_model_options options = snn_model_options_of(m);
+    options.fuse = fusion;
+    options.pack_spikes = packing;
+    CHECK_OK(snn_model_set_options(m, &options));
     const int N = 3;
     const int64_t n_in = (int64_t)N * c.in_channels * c.height * c.width;
     float *xh = malloc((size_t)n_in * sizeof *xh);
@@ -164,8 +166,6 @@ static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, 
         CHECK_OK(snn_tensor_copy_to_host(loss, &r.loss));
     }
     snn_step_end();
-    snn_model_set_fusion(true);
-    snn_set_spike_packing(true);
     snn_param_list list;
     CHECK_OK(snn_module_parameters(m, &list));
     for (int i = 0; i < list.count && r.n + 2 <= 512; i++) {

@@ -206,7 +206,7 @@ static void check_model_penalty(snn_model_config cfg, int images, bool readout_l
     snn_tensor *out = snn_module_forward(m, x);
     snn_tensor *pen = out ? snn_activity_penalty(m) : NULL;
     CHECK(pen != NULL && pen->numel == 1);
-    /* a ResNet keeps most layers' spikes as bits by now (snn_set_spike_packing): the
+    /* a ResNet keeps most layers' spikes as bits by now (the model option pack_spikes): the
      * penalty reads them all the same */
     int packed = 0;
     for (int l = 0; l < n; l++) {

@@ -139,24 +139,25 @@ static void test_estimate_against_measured(void)
     for (int i = 0; i < n_cases; i++) check_case(&cases[i]);
 }
 
-/* Spikes kept as floats (snn_set_spike_packing(false)), with and without the batch-norm ->
- * neuron fusion: the estimate follows, and packing is what takes the step down. */
+/* Spikes kept as floats (the model option pack_spikes off), with and without the batch-norm
+ * -> neuron fusion (option fuse): the estimate follows, and packing is what takes the step
+ * down. */
 static void test_estimate_spikes_as_floats(void)
 {
+    static const snn_model_options floats_fused = {.fuse = true, .pack_spikes = false};
+    static const snn_model_options floats_unfused = {.fuse = false, .pack_spikes = false};
     probe_case c[3] = {
         probe_make("resnet18 floats", SNN_MODEL_RESNET18, 4, 2, 4, true, 2),
         probe_make("resnet18 floats unfused", SNN_MODEL_RESNET18, 4, 2, 4, true, 2),
         probe_make("resnet50 floats", SNN_MODEL_RESNET50, 4, 2, 2, true, 2),
     };
-    snn_set_spike_packing(false);
     for (int i = 0; i < 3; i++) {
-        snn_model_set_fusion(i != 1);
+        c[i].options = i == 1 ? &floats_unfused : &floats_fused;
         check_case(&c[i]);
     }
-    snn_model_set_fusion(true);
     snn_memory_estimate floats, bits;
-    CHECK_OK(snn_model_memory_estimate(&c[0].config, 64, SNN_CPU, true, 2, &floats));
-    snn_set_spike_packing(true);
+    CHECK_OK(snn_model_memory_estimate_with(&c[0].config, &floats_fused, 64, SNN_CPU, true, 2,
+                                            &floats));
     CHECK_OK(snn_model_memory_estimate(&c[0].config, 64, SNN_CPU, true, 2, &bits));
     CHECK(bits.step < 0.8 * floats.step);
 }

@@ -1,0 +1,92 @@
+/*
+ * memory_walk.h - the bookkeeping of the memory estimate's walk (internal): the state that
+ * nn/model_memory.c's layer walks fill in as they go through a model's layers with shapes only,
+ * and the accounting of each thing an op allocates (nn/memory_walk.c): an output, a tape node,
+ * spikes from the step pool and their bits, a backward's scratch; then the replay of the step
+ * pool that gives its blocks.
+ *
+ * Tensors are named by ids: in training, tape node i made tensor i; -1 is a tensor that gets
+ * no gradient (the input batch) or a walk without a tape.
+ */
+#ifndef SNN_MEMORY_WALK_H
+#define SNN_MEMORY_WALK_H
+
+#include <stdbool.h>
+
+#include "kernels/kernels.h"
+
+/* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
+ * the DVS net at most 40. */
+#define WALK_MAX_NODES 512
+/* Scratch of a backward (a conv's workspace, a fused neuron's dL/dX) and the inputs it
+ * unpacks from bits: one entry per such op. */
+#define WALK_MAX_SCRATCH 256
+
+typedef struct snn_walk {
+    const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
+    bool training;           /* a tape: saved tensors, nodes and gradients */
+    bool converted;          /* a network converted from a QANN (first-step encoding) */
+    double align;            /* the arena's rounding of each device allocation */
+    double device;           /* step bytes on the device */
+    double host;             /* step bytes in the host arena: tensor structs, tape nodes */
+    double workspace;        /* the largest conv workspace */
+    bool fusion;             /* batch-norm -> IF / LIF pairs run as one op in training */
+    bool conv_bn_fused;      /* conv -> batch-norm pairs run as one op in evaluation */
+    bool packing;            /* spikes whose forward readers have run are kept as bits */
+    bool one_pass_backward;  /* ... and their backward keeps H in registers (lif_bn_backward) */
+    double largest;          /* the largest single device allocation */
+    double forward_peak;     /* the most the arena held during a conv of the forward */
+    double params, trainable;/* elements */
+    /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
+     * (ids of earlier nodes' outputs; -1 for an input that gets no pooled gradient) */
+    int nodes;
+    double numel[WALK_MAX_NODES];
+    int in[WALK_MAX_NODES][2];
+    /* spikes made with a tape come from the step pool (neurons/neuron_op.c); packing gives
+     * their block back: the pool's forward events in order (tensor id, taken or given back) */
+    bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];
+    bool bits_made[WALK_MAX_NODES]; /* bits written beside the floats by the fused op */
+    int events;
+    int event_id[WALK_MAX_NODES];
+    bool event_take[WALK_MAX_NODES];
+    /* backward scratch: bytes of its own, plus up to two inputs unpacked if they are bits then */
+    int scratches;
+    double scratch_bytes[WALK_MAX_SCRATCH];
+    int scratch_unpacks[WALK_MAX_SCRATCH][2];
+} snn_walk;
+
+/* bytes rounded up to a multiple of align */
+double snn_walk_round_up(double bytes, double align);
+/* A tensor's struct in the host arena. */
+double snn_walk_struct_bytes(void);
+/* One device allocation of `numel` 4-byte elements. */
+void snn_walk_alloc(snn_walk *w, double numel);
+/* A parameter (or buffer) of `numel` elements. */
+void snn_walk_param(snn_walk *w, double numel, bool trainable);
+/* A step tensor that never gets a gradient (the input batch, labels, argmax, one-hot). */
+void snn_walk_constant(snn_walk *w, double numel);
+/* In training, a tape node making a tensor of `numel` elements from in0 and in1 (ids, or -1):
+ * the node and the gradient's struct in the host arena, the gradient's data recorded for the
+ * pool. Returns the tensor's id; -1 without a tape. */
+int snn_walk_record(snn_walk *w, double numel, int in0, int in1);
+/* An op's output, made from in0 and in1; in training also its tape node and gradient. */
+int snn_walk_output(snn_walk *w, double numel, int in0, int in1);
+/* The spikes of an IF / LIF / PLIF layer made from in0 and in1: in training they come from the
+ * step pool (neurons/neuron_op.c), else they are an output as any other. */
+int snn_walk_spikes_output(snn_walk *w, double numel, int in0, int in1);
+/* The bits of `numel` spikes in the arena: 1/32 of the floats, in 4-byte words. */
+double snn_walk_bits_bytes(const snn_walk *w, double numel);
+/* snn_spikes_forward_done on tensor `id`: with packing on, spikes from the pool become bits in
+ * the arena and give their block back; else nothing (the block stays taken to the end). */
+void snn_walk_spikes_done(snn_walk *w, int id);
+/* A view (flatten, reshape) of `in`: a struct, and in training a node and a gradient of its own. */
+int snn_walk_view(snn_walk *w, double numel, int in);
+/* A backward that takes `bytes` of scratch and reads tensors u0 and u1 (ids, or -1), which it
+ * unpacks (4 B an element, autograd/spike_pack.c) if they are bits by then. */
+void snn_walk_backward_scratch(snn_walk *w, double bytes, int u0, int u1);
+/* The largest backward scratch, with the unpacked inputs. */
+double snn_walk_largest_backward_scratch(const snn_walk *w);
+/* The bytes the step pool holds after the step (the replay in nn/memory_walk.c). */
+double snn_walk_gradient_pool_bytes(const snn_walk *w);
+
+#endif /* SNN_MEMORY_WALK_H */

@@ -1,0 +1,84 @@
+/*
+ * model_options.c - the options a model runs with (nn/plan.h): their defaults for where it
+ * runs, setting and reading them, and the two questions a forward asks of them: may a fusion
+ * rule run these modules as one op (then the rule table decides, nn/fusion_rules.c), and are
+ * these spikes to be kept as bits now that their last forward reader has run.
+ *
+ * The options sit in the model's plan, which every module of its tree points to
+ * (snn_module.plan), so a layer deep in a ResNet block reads its model's options without a
+ * process-wide flag. A module outside any model runs with the defaults.
+ *
+ * Test: tests/test_model_plan.c.
+ */
+#include "model_internal.h"
+#include "tensor/error.h"
+
+snn_model_options snn_model_options_default(snn_device device)
+{
+    /* the reference kernels are what a student reads: every op of a step on its own */
+    const bool fast = device != SNN_CPU || snn_get_kernels() == SNN_KERNELS_FAST;
+    return (snn_model_options){.fuse = fast, .pack_spikes = fast};
+}
+
+snn_model_options snn_plan_options(const snn_plan *plan, snn_device device)
+{
+    return plan && plan->options_set ? plan->options : snn_model_options_default(device);
+}
+
+void snn_module_set_plan(snn_module *m, snn_plan *plan)
+{
+    m->plan = plan;
+    for (int i = 0; i < m->n_children; i++) snn_module_set_plan(m->children[i], plan);
+}
+
+bool snn_plan_is_tracing(const snn_module *m) { return m->plan && m->plan->tracing; }
+
+/* The device of m's first parameter, depth first; false for a tree without parameters. */
+static bool first_param_device(const snn_module *m, snn_device *out)
+{
+    if (m->n_params > 0) {
+        *out = m->params[0].tensor->device;
+        return true;
+    }
+    for (int i = 0; i < m->n_children; i++)
+        if (first_param_device(m->children[i], out)) return true;
+    return false;
+}
+
+snn_status snn_model_set_options(snn_module *model, const snn_model_options *options)
+{
+    if (!snn_model_config_of(model))
+        return snn_error(SNN_ERR_ARGUMENT, "snn_model_set_options: bad argument 'model' (expected "
+                         "a model made by snn_model_new, got %s)",
+                         model ? model->ops->kind : "NULL");
+    snn_plan *plan = &((snn_model_impl *)model->impl)->plan;
+    plan->options_set = options != NULL;
+    if (options) plan->options = *options;
+    snn_module_set_plan(model, plan); /* modules swapped in since (sparse, ann2snn) too */
+    return SNN_OK;
+}
+
+snn_model_options snn_model_options_of(const snn_module *model)
+{
+    snn_device device = SNN_CPU;
+    if (model) first_param_device(model, &device);
+    return snn_plan_options(model ? model->plan : NULL, device);
+}
+
+const snn_fusion_rule *snn_plan_fusion(snn_module *const *items, int n, const snn_tensor *x,
+                                       const snn_tensor *residual)
+{
+    /* every rule covers two items or more; items[0] is NULL only where a sum comes first */
+    if (n < 2 || !x) return NULL;
+    const snn_module *first = items[0] ? items[0] : items[1];
+    if (!snn_plan_options(first->plan, x->device).fuse) return NULL;
+    return snn_fusion_find(items, n, x, residual);
+}
+
+snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t)
+{
+    /* only spikes made with a tape, from the step pool, and not a view of them */
+    if (!t || !t->spikes || !t->pooled || t->base) return SNN_OK;
+    if (!snn_plan_options(reader->plan, t->device).pack_spikes) return SNN_OK;
+    return snn_spikes_pack(t);
+}
