@@ -1,7 +1,7 @@
 /*
  * model_io.c - whole-model checkpoints: the model's tensors, the optimizer's state, any extra
  * named tensors (the weights' moving average, nn/ema.c) and the metadata (with the model's
- * configuration) in one safetensors file (nn/checkpoint.c).
+ * configuration) in one safetensors file (nn/checkpoint_save.c, nn/checkpoint_load.c).
  *
  * A checkpoint's metadata are read from a file that may come from anyone: the configuration
  * they describe is checked (snn_model_new's limits) and its size compared with the file's before
