@@ -1,0 +1,386 @@
+/*
+ * backend_ops_conv.h - the parity harness's cases of the convolution and pooling entries of
+ * kernels/kernels.h (part of backend_ops.h; batch-norm: backend_ops_batchnorm.h).
+ *
+ * Conv shapes: 3x3, 1x1, 5x5 and 3x1 windows, strides 1, 2 and 3, padding 0-2, odd and
+ * non-square planes, one image, one channel, 4x4 planes (the CPU groups many images into one
+ * SGEMM), sizes that take the CPU's threaded paths, and channel counts that are multiples of 32
+ * on planes of 8x8 and more (the CUDA channels-last kernels take those) beside ones that are
+ * not. On CUDA every conv case runs in fp32 and, in TF32 and BF16, on each conv path that takes
+ * it (test_cuda_backend_ops.c). Inputs are uniform in [-1, 1] or, for a spiking layer's input,
+ * spikes in {0, 1}.
+ */
+
+typedef struct conv_params {
+    snn_conv2d_dims d;   /* first: bo_conv_of reads it */
+    bool bias;
+    bool spikes;      /* x in {0, 1} */
+    int skip;         /* backward: bit 0 drops dx, bit 1 dweight, bit 2 dbias */
+} conv_params;
+
+static snn_conv2d_dims conv_dims(int N, int C_in, int H, int W, int C_out, int KH, int KW,
+                                 int stride, int pad)
+{
+    snn_conv2d_dims d = {N, C_in, H, W, C_out, KH, KW, stride, pad, 0, 0};
+    d.H_out = (H + 2 * pad - KH) / stride + 1;
+    d.W_out = (W + 2 * pad - KW) / stride + 1;
+    return d;
+}
+
+static int64_t conv_x_numel(const snn_conv2d_dims *d)
+{
+    return (int64_t)d->N * d->C_in * d->H * d->W;
+}
+static int64_t conv_w_numel(const snn_conv2d_dims *d)
+{
+    return (int64_t)d->C_out * d->C_in * d->KH * d->KW;
+}
+static int64_t conv_out_numel(const snn_conv2d_dims *d)
+{
+    return (int64_t)d->N * d->C_out * d->H_out * d->W_out;
+}
+
+/* x: uniform, or spikes */
+static int conv_input(bo_case *c, const conv_params *p)
+{
+    const int x = p->spikes ? bo_in_levels(c, "x", conv_x_numel(&p->d), 2)
+                            : bo_in_uniform(c, "x", conv_x_numel(&p->d), -1.0f, 1.0f);
+    bo_operand(c, x);
+    return x;
+}
+
+static float *conv_workspace(const bo_case *c, bo_side *s)
+{
+    return bo_scratch(s, s->k->conv2d_workspace_bytes(&BO_PARAMS(c, conv_params)->d));
+}
+
+BO_HAS(conv2d_forward)
+static void conv_fwd_setup(bo_case *c)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    bo_out(c, "out", BO_F32, conv_out_numel(&p->d), BO_MMA);
+    conv_input(c, p);
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    bo_in_uniform(c, "bias", p->d.C_out, -1.0f, 1.0f);
+}
+static bool conv_fwd_run(const bo_case *c, bo_side *s)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    s->k->conv2d_forward(s->arg[0], s->arg[1], s->arg[2], p->bias ? s->arg[3] : NULL, &p->d,
+                         conv_workspace(c, s));
+    return true;
+}
+static const bo_op op_conv2d_forward = {"conv2d_forward", bo_has_conv2d_forward, conv_fwd_setup,
+                                        conv_fwd_run, NULL, true, BO_MMA_CONV};
+
+/* The gradients (dx, dweight, dbias), then dout, x (4), weight (5), and dout again (6),
+ * unrounded: dbias is a plain sum of dout, which no tensor core rounds, so the reference takes
+ * it from there in TF32 / BF16 modes (conv_backward_on). */
+static void conv_bwd_buffers(bo_case *c, const conv_params *p)
+{
+    bo_acc(c, "dx", conv_x_numel(&p->d), BO_MMA);
+    bo_acc(c, "dweight", conv_w_numel(&p->d), BO_MMA);
+    bo_acc(c, "dbias", p->d.C_out, BO_SUM);
+    bo_operand(c, bo_in_uniform(c, "dout", conv_out_numel(&p->d), -1.0f, 1.0f));
+}
+
+static void conv_dout_unrounded(bo_case *c, const conv_params *p)
+{
+    bo_in_copy(c, "dout (unrounded)", BO_F32, bo_f32(c, 3), conv_out_numel(&p->d));
+}
+
+/* conv2d_backward with the case's NULL gradients; on the reference side dbias comes from the
+ * unrounded dout. x is the side's x (unpacked from bits on the reference side). */
+static void conv_backward_on(const bo_case *c, bo_side *s, const float *x)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    float *dx = p->skip & 1 ? NULL : s->arg[0], *dw = p->skip & 2 ? NULL : s->arg[1];
+    float *db = p->skip & 4 ? NULL : s->arg[2];
+    float *ws = conv_workspace(c, s);
+    if (!s->is_ref) {
+        s->k->conv2d_backward(dx, dw, db, s->arg[3], x, s->arg[5], &p->d, ws);
+        return;
+    }
+    s->k->conv2d_backward(dx, dw, NULL, s->arg[3], x, s->arg[5], &p->d, ws);
+    if (db) s->k->conv2d_backward(NULL, NULL, db, s->arg[6], x, s->arg[5], &p->d, ws);
+}
+
+BO_HAS(conv2d_backward)
+static void conv_bwd_setup(bo_case *c)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    conv_bwd_buffers(c, p);
+    conv_input(c, p);
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    conv_dout_unrounded(c, p);
+}
+static bool conv_bwd_run(const bo_case *c, bo_side *s)
+{
+    conv_backward_on(c, s, s->arg[4]);
+    return true;
+}
+static const bo_op op_conv2d_backward = {"conv2d_backward", bo_has_conv2d_backward,
+                                         conv_bwd_setup, conv_bwd_run, NULL, true, BO_MMA_CONV};
+
+BO_HAS(conv2d_backward_bits)
+/* x as spikes kept as bits; the reference (which has no such entry) unpacks them and runs its
+ * conv2d_backward: the table's entry must give those gradients, or decline and do nothing */
+static void conv_bits_setup(bo_case *c)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    conv_bwd_buffers(c, p);
+    const int64_t n = conv_x_numel(&p->d);
+    uint32_t *bits = c->buf[bo_in_words(c, "x_bits", (n + 31) / 32)].init;
+    if (n % 32) bits[n / 32] &= (1u << (n % 32)) - 1u; /* the unused bits are 0 (pack_bits) */
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    conv_dout_unrounded(c, p);
+}
+static bool conv_bits_run(const bo_case *c, bo_side *s)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    if (!s->is_ref)
+        return s->k->conv2d_backward_bits(p->skip & 1 ? NULL : s->arg[0],
+                                          p->skip & 2 ? NULL : s->arg[1],
+                                          p->skip & 4 ? NULL : s->arg[2], s->arg[3], s->arg[4],
+                                          s->arg[5], &p->d, conv_workspace(c, s));
+    const int64_t n = conv_x_numel(&p->d);
+    float *x = bo_scratch(s, (size_t)n * sizeof *x);
+    s->k->unpack_bits(x, s->arg[4], n);
+    conv_backward_on(c, s, x);
+    return true;
+}
+static const bo_op op_conv2d_backward_bits = {"conv2d_backward_bits", bo_has_conv2d_backward_bits,
+                                              conv_bits_setup, conv_bits_run, NULL, true,
+                                              BO_MMA_CONV};
+
+BO_HAS(conv2d_forward_bn_eval)
+/* gamma and beta may be NULL (bias = false drops them too here) */
+static void conv_bn_setup(bo_case *c)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    const int C = p->d.C_out;
+    bo_out(c, "out", BO_F32, conv_out_numel(&p->d), BO_MMA);
+    conv_input(c, p);
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    bo_in_uniform(c, "bias", C, -1.0f, 1.0f);
+    bo_in_uniform(c, "gamma", C, 0.5f, 1.5f);
+    bo_in_uniform(c, "beta", C, -0.5f, 0.5f);
+    bo_in_uniform(c, "running_mean", C, -0.3f, 0.3f);
+    bo_in_uniform(c, "running_var", C, 0.5f, 2.0f);
+}
+static bool conv_bn_run(const bo_case *c, bo_side *s)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    const snn_bn_eval bn = {p->bias ? s->arg[4] : NULL, p->bias ? s->arg[5] : NULL, s->arg[6],
+                            s->arg[7], 1e-5f};
+    s->k->conv2d_forward_bn_eval(s->arg[0], s->arg[1], s->arg[2], p->bias ? s->arg[3] : NULL,
+                                 &bn, &p->d, conv_workspace(c, s));
+    return true;
+}
+static const bo_op op_conv2d_forward_bn_eval = {"conv2d_forward_bn_eval",
+                                                bo_has_conv2d_forward_bn_eval, conv_bn_setup,
+                                                conv_bn_run, NULL, true, BO_MMA_CONV};
+
+/* ---- pooling ------------------------------------------------------------------------------- */
+
+typedef struct pool_params {
+    snn_pool2d_dims d;
+    bool spikes;       /* x in {0, 1}: ties everywhere; else whole numbers in [0, 5) */
+} pool_params;
+
+static snn_pool2d_dims pool_dims(int N, int C, int H, int W, int K, int stride, int pad)
+{
+    snn_pool2d_dims d = {N, C, H, W, K, stride, pad, 0, 0};
+    d.H_out = (H + 2 * pad - K) / stride + 1;
+    d.W_out = (W + 2 * pad - K) / stride + 1;
+    return d;
+}
+
+static int64_t pool_in(const snn_pool2d_dims *d) { return (int64_t)d->N * d->C * d->H * d->W; }
+static int64_t pool_out(const snn_pool2d_dims *d)
+{
+    return (int64_t)d->N * d->C * d->H_out * d->W_out;
+}
+
+BO_HAS(max_pool2d_forward)
+/* small whole numbers: many ties, which the first in scan order must win */
+static void max_fwd_setup(bo_case *c)
+{
+    const pool_params *p = BO_PARAMS(c, pool_params);
+    bo_out(c, "out", BO_F32, pool_out(&p->d), BO_EXACT);
+    bo_out(c, "argmax", BO_I32, pool_out(&p->d), BO_EXACT);
+    bo_in_levels(c, "x", pool_in(&p->d), p->spikes ? 2 : 5);
+}
+static bool max_fwd_run(const bo_case *c, bo_side *s)
+{
+    s->k->max_pool2d_forward(s->arg[0], s->arg[1], s->arg[2], &BO_PARAMS(c, pool_params)->d);
+    return true;
+}
+static const bo_op op_max_pool2d_forward = {"max_pool2d_forward", bo_has_max_pool2d_forward,
+                                            max_fwd_setup, max_fwd_run, NULL, false, 0};
+
+BO_HAS(max_pool2d_backward)
+/* argmax from the reference's forward */
+static void max_bwd_setup(bo_case *c)
+{
+    const pool_params *p = BO_PARAMS(c, pool_params);
+    bo_acc(c, "dx", pool_in(&p->d), BO_SUM);
+    bo_in_uniform(c, "dout", pool_out(&p->d), -1.0f, 1.0f);
+    const int argmax = bo_buffer(c, "argmax", BO_I32, BO_IN, BO_EXACT, pool_out(&p->d));
+    float *x = malloc((size_t)pool_in(&p->d) * sizeof *x);
+    float *out = malloc((size_t)pool_out(&p->d) * sizeof *out);
+    SNN_ASSERT(x && out);
+    for (int64_t i = 0; i < pool_in(&p->d); i++) x[i] = (float)snn_rng_below(&bo_rng, 5);
+    snn_max_pool2d_forward_ref(out, c->buf[argmax].init, x, &p->d);
+    free(x), free(out);
+}
+static bool max_bwd_run(const bo_case *c, bo_side *s)
+{
+    s->k->max_pool2d_backward(s->arg[0], s->arg[1], s->arg[2], &BO_PARAMS(c, pool_params)->d);
+    return true;
+}
+static const bo_op op_max_pool2d_backward = {"max_pool2d_backward", bo_has_max_pool2d_backward,
+                                             max_bwd_setup, max_bwd_run, NULL, false, 0};
+
+BO_HAS(avg_pool2d_forward)
+static void avg_fwd_setup(bo_case *c)
+{
+    const pool_params *p = BO_PARAMS(c, pool_params);
+    bo_out(c, "out", BO_F32, pool_out(&p->d), BO_SUM);
+    bo_in_uniform(c, "x", pool_in(&p->d), -1.0f, 1.0f);
+}
+static bool avg_fwd_run(const bo_case *c, bo_side *s)
+{
+    s->k->avg_pool2d_forward(s->arg[0], s->arg[1], &BO_PARAMS(c, pool_params)->d);
+    return true;
+}
+static const bo_op op_avg_pool2d_forward = {"avg_pool2d_forward", bo_has_avg_pool2d_forward,
+                                            avg_fwd_setup, avg_fwd_run, NULL, false, 0};
+
+BO_HAS(avg_pool2d_backward)
+static void avg_bwd_setup(bo_case *c)
+{
+    const pool_params *p = BO_PARAMS(c, pool_params);
+    bo_acc(c, "dx", pool_in(&p->d), BO_SUM);
+    bo_in_uniform(c, "dout", pool_out(&p->d), -1.0f, 1.0f);
+}
+static bool avg_bwd_run(const bo_case *c, bo_side *s)
+{
+    s->k->avg_pool2d_backward(s->arg[0], s->arg[1], &BO_PARAMS(c, pool_params)->d);
+    return true;
+}
+static const bo_op op_avg_pool2d_backward = {"avg_pool2d_backward", bo_has_avg_pool2d_backward,
+                                             avg_bwd_setup, avg_bwd_run, NULL, false, 0};
+
+#include "backend_ops_batchnorm.h"
+
+/* ---- the list ------------------------------------------------------------------------------ */
+
+static void bo_conv_cases(bo_list *l)
+{
+    const snn_conv2d_dims shapes[] = {
+        conv_dims(2, 3, 7, 7, 4, 3, 3, 1, 1),       /* 3x3, same padding */
+        conv_dims(3, 2, 8, 6, 5, 3, 3, 2, 1),       /* stride 2, non-square */
+        conv_dims(2, 3, 9, 9, 4, 3, 3, 2, 0),       /* stride 2, no padding */
+        conv_dims(2, 4, 5, 5, 3, 1, 1, 1, 0),       /* 1x1: no im2col, images grouped */
+        conv_dims(3, 6, 12, 12, 5, 1, 1, 1, 0),     /* 1x1 on 144 positions: one image a GEMM */
+        conv_dims(2, 4, 6, 6, 3, 1, 1, 2, 0),       /* 1x1 stride 2 (a ResNet shortcut) */
+        conv_dims(1, 1, 4, 4, 1, 3, 3, 1, 0),       /* one image, one channel, a 4x4 plane */
+        conv_dims(2, 2, 7, 7, 3, 5, 5, 1, 2),       /* 5x5 */
+        conv_dims(2, 3, 8, 7, 2, 3, 1, 1, 1),       /* 3x1 */
+        conv_dims(2, 2, 10, 10, 3, 3, 3, 3, 1),     /* stride 3 */
+        conv_dims(17, 8, 4, 4, 16, 3, 3, 1, 1),     /* 4x4 planes: 16 images a group, then 1 */
+        conv_dims(33, 4, 8, 8, 6, 3, 3, 2, 1),      /* 4x4 outputs from stride 2 */
+        conv_dims(3, 1, 28, 28, 32, 3, 3, 1, 1),    /* the Fashion-MNIST CNN's first conv */
+        conv_dims(4, 32, 14, 14, 64, 3, 3, 1, 1),   /* its second (threaded on the CPU) */
+        conv_dims(1, 64, 16, 16, 64, 3, 3, 1, 1),   /* one image over the threads */
+        conv_dims(1, 33, 5, 5, 65, 3, 3, 1, 1),     /* 33 / 65 channels: no tile filled */
+        /* channel counts that are multiples of 32 on planes of 8x8 and more */
+        conv_dims(3, 32, 7, 9, 96, 3, 3, 1, 1),     /* odd plane */
+        conv_dims(2, 64, 10, 10, 32, 5, 5, 1, 2),   /* 5x5 */
+        conv_dims(2, 32, 9, 9, 32, 3, 3, 1, 0),     /* no padding */
+        conv_dims(3, 32, 6, 5, 64, 3, 1, 1, 1),     /* 3x1 */
+        conv_dims(5, 32, 8, 8, 64, 1, 1, 1, 0),     /* 1x1 */
+        conv_dims(1, 160, 6, 6, 160, 3, 3, 1, 1),   /* one image, 160 channels */
+        conv_dims(2, 32, 9, 7, 64, 3, 3, 2, 1),     /* stride 2, odd sizes */
+        conv_dims(3, 32, 8, 8, 64, 1, 1, 2, 0),     /* 1x1 stride 2 */
+        conv_dims(2, 64, 11, 10, 32, 5, 5, 2, 2),   /* 5x5 stride 2 */
+        conv_dims(2, 32, 7, 7, 32, 3, 3, 3, 2),     /* stride 3 > pad */
+        conv_dims(2, 32, 10, 10, 32, 2, 2, 2, 0),   /* 2x2 / 2: patches */
+        conv_dims(3, 64, 8, 8, 96, 3, 3, 1, 1),     /* halo tiles of several images */
+        conv_dims(3, 32, 16, 8, 32, 3, 3, 1, 1),
+        conv_dims(8, 64, 8, 8, 128, 3, 3, 2, 1),    /* a late ResNet stage: 4x4 outputs */
+    };
+    /* large (bo_large_cases: the CUDA program): a ResNet-18 stage, a batch the CUDA im2col
+     * workspace takes in chunks */
+    const snn_conv2d_dims large[] = {
+        conv_dims(12, 64, 32, 32, 64, 3, 3, 1, 1),  /* ResNet-18 layer1 */
+        conv_dims(12, 64, 32, 32, 128, 1, 1, 2, 0), /* its downsampling shortcut */
+        conv_dims(160, 8, 64, 64, 8, 5, 5, 1, 2),   /* im2col in several chunks */
+    };
+    const int count = (int)(sizeof shapes / sizeof shapes[0]);
+    const int total = count + (bo_large_cases ? (int)(sizeof large / sizeof large[0]) : 0);
+    for (int i = 0; i < total; i++) {
+        const snn_conv2d_dims d = i < count ? shapes[i] : large[i - count];
+        char dims[80];
+        snprintf(dims, sizeof dims, "N=%d Cin=%d %dx%d Cout=%d k=%dx%d s=%d p=%d", d.N, d.C_in,
+                 d.H, d.W, d.C_out, d.KH, d.KW, d.stride, d.pad);
+        const bool spikes = d.C_in >= 8 && i % 2 == 0; /* the spiking layers' inputs */
+        const conv_params p = {d, i % 3 != 1, spikes, 0};
+        bo_case *c = bo_add(l, &op_conv2d_forward, &p, sizeof p, "%s%s%s", dims,
+                            p.bias ? " bias" : "", spikes ? " spikes" : "");
+        c->conv = true;
+        c = bo_add(l, &op_conv2d_backward, &p, sizeof p, "%s%s", dims, spikes ? " spikes" : "");
+        c->conv = true;
+        c = bo_add(l, &op_conv2d_forward_bn_eval, &p, sizeof p, "%s%s", dims,
+                   p.bias ? " bias gamma beta" : "");
+        c->conv = true;
+        c = bo_add(l, &op_conv2d_backward_bits, &p, sizeof p, "%s", dims);
+        c->conv = true;
+    }
+    /* every combination of NULL gradients, on a small shape and on a channels-last one */
+    for (int skip = 1; skip < 8; skip++)
+        for (int k = 0; k < 2; k++) {
+            const snn_conv2d_dims d = k ? conv_dims(3, 32, 8, 8, 32, 3, 3, 1, 1)
+                                        : conv_dims(3, 5, 6, 6, 7, 3, 3, 1, 1);
+            const conv_params p = {d, true, false, skip};
+            const char *what[8] = {"", "dx", "dweight", "dx dweight", "dbias", "dx dbias",
+                                   "dweight dbias", "all"};
+            bo_case *c = bo_add(l, &op_conv2d_backward, &p, sizeof p,
+                                "N=3 Cin=%d %dx%d Cout=%d k=3x3 s=1 p=1, %s NULL", d.C_in, d.H,
+                                d.W, d.C_out, what[skip]);
+            c->conv = true;
+            c = bo_add(l, &op_conv2d_backward_bits, &p, sizeof p,
+                       "N=3 Cin=%d %dx%d Cout=%d k=3x3 s=1 p=1, %s NULL", d.C_in, d.H, d.W,
+                       d.C_out, what[skip]);
+            c->conv = true;
+        }
+
+    const snn_pool2d_dims pools[] = {
+        pool_dims(4, 3, 8, 8, 2, 2, 0),      /* the spiking CNN's pool */
+        pool_dims(2, 5, 9, 7, 3, 2, 1),      /* overlapping windows with padding */
+        pool_dims(3, 2, 7, 9, 3, 1, 1),      /* stride 1 */
+        pool_dims(1, 4, 9, 9, 4, 3, 2),      /* an even window, pad = K / 2 */
+        pool_dims(2, 2, 5, 3, 3, 3, 1),      /* no interior column */
+        pool_dims(2, 2, 5, 5, 4, 3, 2),      /* windows that see mostly padding */
+        pool_dims(1, 1, 4, 4, 2, 2, 0),      /* one 4x4 plane */
+        pool_dims(8, 16, 32, 32, 2, 2, 0),   /* threaded on the CPU */
+        pool_dims(64, 32, 28, 28, 2, 2, 0),
+    };
+    for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
+        const snn_pool2d_dims *d = &pools[i];
+        char dims[64];
+        snprintf(dims, sizeof dims, "N=%d C=%d %dx%d K=%d s=%d p=%d", d->N, d->C, d->H, d->W,
+                 d->K, d->stride, d->pad);
+        for (int spikes = 0; spikes < 2; spikes++) {
+            const pool_params p = {*d, spikes != 0};
+            bo_add(l, &op_max_pool2d_forward, &p, sizeof p, "%s%s", dims,
+                   spikes ? " spikes" : " ties");
+        }
+        const pool_params p = {*d, false};
+        bo_add(l, &op_max_pool2d_backward, &p, sizeof p, "%s", dims);
+        bo_add(l, &op_avg_pool2d_forward, &p, sizeof p, "%s", dims);
+        bo_add(l, &op_avg_pool2d_backward, &p, sizeof p, "%s", dims);
+    }
+    bo_batchnorm_cases(l);
+}
