@@ -1,18 +1,21 @@
 /*
- * test_dropout_kernels.c - the CPU kernels driven by the counter hash snn_hash64, called
- * directly: the dropout mask (kernels/cpu/dropout.c) and the Poisson encoder (kernels/cpu/encode.c).
+ * test_dropout_kernels.c - the kernels driven by the counter hash snn_hash64, called directly,
+ * each run on the reference kernels (kernels/ref/dropout.c, kernels/ref/encode.c) and the fast
+ * CPU ones (kernels/cpu/dropout.c, kernels/cpu/encode.c): the dropout mask and the Poisson
+ * encoder.
  *
- * The dropout mask follows the documented recipe bit for bit (the CUDA kernel is held to the
- * same recipe), is a pure function of (seed, index) (deterministic, independent of n and of
- * threads), takes only the values 0 and 1/(1-p), keeps a fraction 1-p within 4 standard
- * deviations, and changes with the seed.
- *
- * The Poisson spikes equal, bit for bit, the plain loop that nn/model.c ran on the host before
- * the kernel existed (so checkpoints and resumed runs draw the same spikes), with the key
- * wrapping past 2^64; they are exactly 0 or 1; intensities <= 0 and NaN never fire, >= 1
- * always fire, and u == pixel does not fire (strict <); a grey image fires at its intensity
- * within 4 standard deviations; step t is the T = 1 encoding with seed + t n; 1 thread and all
- * threads agree.
+ * Both draw from a documented recipe that checkpoints and resumed runs rely on, so the first
+ * test pins the recipe's output: masks and spikes of given seeds, written down here as bit
+ * patterns (drawn by the recipe of dropout.c's comment and by the loop nn/model.c ran before
+ * the Poisson kernel existed; a recipe that changes fails them). Then properties: the dropout
+ * mask is a pure function of (seed, index) (deterministic, independent of n and of threads),
+ * takes only the values 0 and 1/(1-p), keeps u == p, keeps a fraction 1-p within 4 standard
+ * deviations, and changes with the seed. The Poisson spikes are exactly 0 or 1; intensities
+ * <= 0 and NaN never fire, >= 1 always fire, and u == pixel does not fire (strict <); a grey
+ * image fires at its intensity within 4 standard deviations; step t is the T = 1 encoding with
+ * seed + t n; 1 thread and all threads agree. The two tables' agreement bit for bit over
+ * sizes, probabilities and seeds (wrapping 2^64) is checked by the parity harness,
+ * tests/test_backend_ops.c.
  *
  *     ctest --test-dir build -R dropout_kernels --output-on-failure
  */
@@ -20,6 +23,7 @@
 
 #include "tensor/error.h"
 #include "kernels/cpu/kernels_cpu.h"
+#include "kernels/ref/kernels_ref.h"
 #include "test.h"
 
 #define BIG 1000000
@@ -32,24 +36,32 @@ static float *falloc(int64_t n)
 }
 static void ffree(float *p, int64_t n) { snn_free(p, (size_t)n * sizeof *p, SNN_CPU); }
 
-/* The recipe of dropout.c, written out again from its comment, one element at a time. */
-static float recipe(uint64_t seed, uint64_t i, float p)
+static const snn_kernels *k; /* the table under test: the reference, then the fast CPU one */
+
+/* Bit i of the result: element i of v is not 0 (n <= 64). */
+static uint64_t nonzero_bits(const float *v, int n)
 {
-    uint64_t key = seed * 0xD1B54A32D192ED03ull + i;
-    float u = (float)(snn_hash64(key) >> 40) / 16777216.0f;
-    return u >= p ? 1.0f / (1.0f - p) : 0.0f;
+    uint64_t bits = 0;
+    for (int i = 0; i < n; i++) bits |= (uint64_t)(v[i] != 0.0f) << i;
+    return bits;
 }
 
-static void test_matches_recipe(void)
+/* The recipe's output, pinned: which of the first and of the last 64 elements of a million
+ * survive p = 0.3 with seed 0x5EED; the spikes of 32 grey pixels (0.5) over 2 steps with seed
+ * 0, and with a seed whose keys wrap past 2^64 inside the tensor. */
+static void test_recipe_pinned(void)
 {
-    const float p = 0.3f;
-    const uint64_t seed = 0x5EEDull;
     float *mask = falloc(BIG);
-    snn_dropout_mask_cpu(mask, BIG, p, seed);
-    int64_t bad = 0;
-    for (int64_t i = 0; i < BIG; i++) bad += mask[i] != recipe(seed, (uint64_t)i, p);
-    CHECK(bad == 0);
+    k->dropout_mask(mask, BIG, 0.3f, 0x5EEDull);
+    CHECK(nonzero_bits(mask, 64) == 0x7fed3295b57bfee2ull);
+    CHECK(nonzero_bits(mask + BIG - 64, 64) == 0x7ee5fb93fcc3e7fdull);
     ffree(mask, BIG);
+    float pixels[32], spikes[64];
+    for (int i = 0; i < 32; i++) pixels[i] = 0.5f;
+    k->poisson_encode(spikes, pixels, 32, 2, 0);
+    CHECK(nonzero_bits(spikes, 64) == 0x668b830a00354cb8ull);
+    k->poisson_encode(spikes, pixels, 32, 2, UINT64_MAX - 40);
+    CHECK(nonzero_bits(spikes, 64) == 0x6a99701442002c6cull);
 }
 
 /* The comparison is u >= p: an element whose u equals p exactly is kept. Take p = u of
@@ -60,7 +72,7 @@ static void test_boundary_is_kept(void)
     uint64_t key = seed * 0xD1B54A32D192ED03ull + 5;
     const float p = (float)(snn_hash64(key) >> 40) / 16777216.0f;
     float mask[8];
-    snn_dropout_mask_cpu(mask, 8, p, seed);
+    k->dropout_mask(mask, 8, p, seed);
     CHECK(mask[5] == 1.0f / (1.0f - p));
 }
 
@@ -69,14 +81,14 @@ static void test_boundary_is_kept(void)
 static void test_deterministic(void)
 {
     float *a = falloc(BIG), *b = falloc(BIG), *c = falloc(1000);
-    snn_dropout_mask_cpu(a, BIG, 0.5f, 42);
-    snn_dropout_mask_cpu(b, BIG, 0.5f, 42);
+    k->dropout_mask(a, BIG, 0.5f, 42);
+    k->dropout_mask(b, BIG, 0.5f, 42);
     CHECK(memcmp(a, b, BIG * sizeof *a) == 0);
-    snn_dropout_mask_cpu(c, 1000, 0.5f, 42);
+    k->dropout_mask(c, 1000, 0.5f, 42);
     CHECK(memcmp(a, c, 1000 * sizeof *a) == 0);
     int saved = snn_get_num_threads();
     snn_set_num_threads(1);
-    snn_dropout_mask_cpu(b, BIG, 0.5f, 42);
+    k->dropout_mask(b, BIG, 0.5f, 42);
     snn_set_num_threads(saved);
     CHECK(memcmp(a, b, BIG * sizeof *a) == 0);
     ffree(a, BIG), ffree(b, BIG), ffree(c, 1000);
@@ -88,9 +100,9 @@ static void test_values_and_keep_fraction(void)
 {
     const float ps[4] = {0.1f, 0.25f, 0.5f, 0.9f};
     float *mask = falloc(BIG);
-    for (int k = 0; k < 4; k++) {
-        const float p = ps[k], scale = 1.0f / (1.0f - p);
-        snn_dropout_mask_cpu(mask, BIG, p, 1000 + (uint64_t)k);
+    for (int j = 0; j < 4; j++) {
+        const float p = ps[j], scale = 1.0f / (1.0f - p);
+        k->dropout_mask(mask, BIG, p, 1000 + (uint64_t)j);
         int64_t kept = 0, other = 0;
         for (int64_t i = 0; i < BIG; i++) {
             kept += mask[i] == scale;
@@ -110,11 +122,11 @@ static void test_values_and_keep_fraction(void)
 static void test_edge_probabilities(void)
 {
     float *mask = falloc(BIG);
-    snn_dropout_mask_cpu(mask, BIG, 0.0f, 7);
+    k->dropout_mask(mask, BIG, 0.0f, 7);
     int64_t ones = 0;
     for (int64_t i = 0; i < BIG; i++) ones += mask[i] == 1.0f;
     CHECK(ones == BIG);
-    snn_dropout_mask_cpu(mask, BIG, 1.0f, 7);
+    k->dropout_mask(mask, BIG, 1.0f, 7);
     int64_t zeros = 0;
     for (int64_t i = 0; i < BIG; i++) zeros += mask[i] == 0.0f;
     CHECK(zeros == BIG);
@@ -126,8 +138,8 @@ static void test_edge_probabilities(void)
 static void test_seeds_independent(void)
 {
     float *a = falloc(BIG), *b = falloc(BIG);
-    snn_dropout_mask_cpu(a, BIG, 0.5f, 1);
-    snn_dropout_mask_cpu(b, BIG, 0.5f, 2);
+    k->dropout_mask(a, BIG, 0.5f, 1);
+    k->dropout_mask(b, BIG, 0.5f, 2);
     int64_t agree = 0, agree_next = 0;
     for (int64_t i = 0; i < BIG; i++) agree += a[i] == b[i];
     for (int64_t i = 0; i + 1 < BIG; i++) agree_next += a[i] == a[i + 1];
@@ -139,45 +151,10 @@ static void test_seeds_independent(void)
 
 /* ---- Poisson encoding ----------------------------------------------------------------------- */
 
-/* The loop of nn/model.c (snn_model_encode) before the kernel existed, kept here verbatim in
- * meaning: the spikes of every checkpointed run were drawn with it. */
-static void poisson_plain_loop(float *spikes, const float *pixels, int64_t numel, int T,
-                               uint64_t seed)
-{
-    for (int t = 0; t < T; t++)
-        for (int64_t i = 0; i < numel; i++) {
-            uint64_t h = snn_hash64(seed + (uint64_t)(t * numel + i));
-            float u = (float)(h >> 40) * 0x1.0p-24f;
-            spikes[t * numel + i] = u < pixels[i] ? 1.0f : 0.0f;
-        }
-}
-
 /* u of flat index j, the threshold a pixel must exceed to fire there */
 static float poisson_u(uint64_t seed, int64_t j)
 {
     return (float)(snn_hash64(seed + (uint64_t)j) >> 40) / 16777216.0f;
-}
-
-/* Random pixels in [-0.1, 1.1] (some below 0 and above 1), an odd n over the parallel
- * threshold, and seeds that wrap the key past 2^64 within the tensor. */
-static void test_poisson_matches_plain_loop(void)
-{
-    const int64_t n = 100003;
-    const int T = 5;
-    const uint64_t seeds[3] = {0, 0x0123456789ABCDEFull, UINT64_MAX - 1000};
-    snn_rng rng;
-    snn_rng_seed(&rng, 11);
-    float *pixels = falloc(n), *got = falloc(T * n), *want = falloc(T * n);
-    for (int64_t i = 0; i < n; i++) pixels[i] = -0.1f + 1.2f * snn_rng_uniform(&rng);
-    for (int s = 0; s < 3; s++) {
-        snn_poisson_encode_cpu(got, pixels, n, T, seeds[s]);
-        poisson_plain_loop(want, pixels, n, T, seeds[s]);
-        CHECK(memcmp(got, want, (size_t)(T * n) * sizeof *got) == 0);
-        int64_t other = 0;
-        for (int64_t j = 0; j < T * n; j++) other += got[j] != 0.0f && got[j] != 1.0f;
-        CHECK(other == 0);
-    }
-    ffree(pixels, n), ffree(got, T * n), ffree(want, T * n);
 }
 
 /* Hand-built pixels around the thresholds of their own elements, T = 2, n = 8. */
@@ -195,7 +172,7 @@ static void test_poisson_edges(void)
     pixels[5] = 7.0f;                         /* above 1: always */
     pixels[6] = NAN;                          /* NaN compares false: never */
     pixels[7] = INFINITY;                     /* always */
-    snn_poisson_encode_cpu(spikes, pixels, N, STEPS, seed);
+    k->poisson_encode(spikes, pixels, N, STEPS, seed);
     for (int t = 0; t < STEPS; t++) {
         const float *row = spikes + t * N;
         CHECK(row[0] == 0.0f && row[1] == 1.0f && row[4] == 0.0f && row[5] == 1.0f);
@@ -207,8 +184,8 @@ static void test_poisson_edges(void)
     CHECK(spikes[N + 3] == (poisson_u(seed, N + 3) < pixels[3] ? 1.0f : 0.0f));
     /* n = 0 or T = 0 writes nothing */
     float guard = -1.0f;
-    snn_poisson_encode_cpu(&guard, pixels, 0, STEPS, seed);
-    snn_poisson_encode_cpu(&guard, pixels, N, 0, seed);
+    k->poisson_encode(&guard, pixels, 0, STEPS, seed);
+    k->poisson_encode(&guard, pixels, N, 0, seed);
     CHECK(guard == -1.0f);
 }
 
@@ -220,10 +197,10 @@ static void test_poisson_rate(void)
     const int T = 4;
     const float rates[3] = {0.05f, 0.3f, 0.77f};
     float *pixels = falloc(n), *spikes = falloc(T * n);
-    for (int k = 0; k < 3; k++) {
-        const double r = (double)rates[k], total = (double)(T * n);
-        for (int64_t i = 0; i < n; i++) pixels[i] = rates[k];
-        snn_poisson_encode_cpu(spikes, pixels, n, T, 5000 + (uint64_t)k);
+    for (int q = 0; q < 3; q++) {
+        const double r = (double)rates[q], total = (double)(T * n);
+        for (int64_t i = 0; i < n; i++) pixels[i] = rates[q];
+        k->poisson_encode(spikes, pixels, n, T, 5000 + (uint64_t)q);
         int64_t fired = 0;
         for (int64_t j = 0; j < T * n; j++) fired += spikes[j] == 1.0f;
         const double expect = total * r, sigma = sqrt(total * r * (1.0 - r));
@@ -245,14 +222,14 @@ static void test_poisson_layout_and_threads(void)
     snn_rng_seed(&rng, 12);
     float *pixels = falloc(n), *all = falloc(T * n), *one = falloc(n), *serial = falloc(T * n);
     for (int64_t i = 0; i < n; i++) pixels[i] = snn_rng_uniform(&rng);
-    snn_poisson_encode_cpu(all, pixels, n, T, seed);
+    k->poisson_encode(all, pixels, n, T, seed);
     for (int t = 0; t < T; t++) {
-        snn_poisson_encode_cpu(one, pixels, n, 1, seed + (uint64_t)(t * n));
+        k->poisson_encode(one, pixels, n, 1, seed + (uint64_t)(t * n));
         CHECK(memcmp(one, all + t * n, (size_t)n * sizeof *one) == 0);
     }
     int saved = snn_get_num_threads();
     snn_set_num_threads(1);
-    snn_poisson_encode_cpu(serial, pixels, n, T, seed);
+    k->poisson_encode(serial, pixels, n, T, seed);
     snn_set_num_threads(saved);
     CHECK(memcmp(all, serial, (size_t)(T * n) * sizeof *all) == 0);
     ffree(pixels, n), ffree(all, T * n), ffree(one, n), ffree(serial, T * n);
@@ -260,15 +237,19 @@ static void test_poisson_layout_and_threads(void)
 
 int main(void)
 {
-    RUN(test_matches_recipe);
-    RUN(test_boundary_is_kept);
-    RUN(test_deterministic);
-    RUN(test_values_and_keep_fraction);
-    RUN(test_edge_probabilities);
-    RUN(test_seeds_independent);
-    RUN(test_poisson_matches_plain_loop);
-    RUN(test_poisson_edges);
-    RUN(test_poisson_rate);
-    RUN(test_poisson_layout_and_threads);
+    const snn_kernels *const tables[2] = {&snn_kernels_ref, &snn_kernels_cpu};
+    for (int t = 0; t < 2; t++) {
+        k = tables[t];
+        fprintf(stderr, "-- the %s kernels\n", k->name);
+        RUN(test_recipe_pinned);
+        RUN(test_boundary_is_kept);
+        RUN(test_deterministic);
+        RUN(test_values_and_keep_fraction);
+        RUN(test_edge_probabilities);
+        RUN(test_seeds_independent);
+        RUN(test_poisson_edges);
+        RUN(test_poisson_rate);
+        RUN(test_poisson_layout_and_threads);
+    }
     return test_finish();
 }
