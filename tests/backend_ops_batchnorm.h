@@ -296,6 +296,7 @@ static void bo_batchnorm_cases(bo_list *l)
         {20000, 2, 1, true, true, 1.0f, 0, 1},
         {3, 2, 13, true, true, 1000.0f, 0, 2},    /* |mean| >> std */
         {16, 8, 1024, true, true, 0.5f, 0, 4},
+        {32, 64, 256, true, true, -2.0f, 0, 2},   /* a ResNet-like layer */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const bn_params *p = &shapes[i];

@@ -311,12 +311,19 @@ static void bo_conv_cases(bo_list *l)
         conv_dims(3, 32, 16, 8, 32, 3, 3, 1, 1),
         conv_dims(8, 64, 8, 8, 128, 3, 3, 2, 1),    /* a late ResNet stage: 4x4 outputs */
     };
-    /* large (bo_large_cases: the CUDA program): a ResNet-18 stage, a batch the CUDA im2col
-     * workspace takes in chunks */
+    /* large (bo_large_cases: the CUDA program): the models' layers (the Fashion-MNIST CNN at
+     * width 128, ResNet-18's stages at the batches the CUDA kernels tile them), a batch the CUDA
+     * im2col workspace (256 MiB) takes in chunks, one the channels-last copies (32 MiB) take in
+     * two */
     const snn_conv2d_dims large[] = {
-        conv_dims(12, 64, 32, 32, 64, 3, 3, 1, 1),  /* ResNet-18 layer1 */
-        conv_dims(12, 64, 32, 32, 128, 1, 1, 2, 0), /* its downsampling shortcut */
-        conv_dims(160, 8, 64, 64, 8, 5, 5, 1, 2),   /* im2col in several chunks */
+        conv_dims(8, 1, 28, 28, 128, 3, 3, 1, 1),
+        conv_dims(8, 128, 14, 14, 128, 3, 3, 1, 1),
+        conv_dims(12, 64, 32, 32, 64, 3, 3, 1, 1),   /* layer1 */
+        conv_dims(12, 64, 32, 32, 128, 1, 1, 2, 0),  /* the downsampling shortcut */
+        conv_dims(12, 128, 16, 16, 256, 3, 3, 2, 1), /* layer3 */
+        conv_dims(24, 512, 4, 4, 512, 3, 3, 1, 1),   /* layer4 */
+        conv_dims(160, 8, 64, 64, 8, 5, 5, 1, 2),    /* im2col in several chunks */
+        conv_dims(34, 32, 128, 128, 32, 1, 1, 1, 0), /* channels-last copies in two chunks */
     };
     const int count = (int)(sizeof shapes / sizeof shapes[0]);
     const int total = count + (bo_large_cases ? (int)(sizeof large / sizeof large[0]) : 0);

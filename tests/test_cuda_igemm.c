@@ -1,39 +1,26 @@
 /*
- * test_cuda_igemm.c - the tensor-core convolutions against the CPU reference, in TF32 and BF16,
- * on every path a TF32 / BF16 conv can take, each forced with snn_cuda_set_conv_path:
+ * test_cuda_igemm.c - the tensor-core convolutions in TF32 and BF16, on every path a TF32 /
+ * BF16 conv can take, each forced with snn_cuda_set_conv_path:
  *   igemm   the implicit-GEMM kernel (kernels/cuda/conv/conv2d_igemm.cu);
- *   im2col  the column matrix and cuBLAS (kernels/cuda/conv/conv2d.cu): TF32 math on fp32 operands, or in
- *           BF16 the column matrix, dout and the weight converted to bf16 and cublasGemmEx on
- *           bf16 operands with fp32 accumulation;
+ *   im2col  the column matrix and cuBLAS (kernels/cuda/conv/conv2d.cu): TF32 math on fp32
+ *           operands, or in BF16 the column matrix, dout and the weight converted to bf16 and
+ *           cublasGemmEx on bf16 operands with fp32 accumulation;
  *   nhwc    on the shapes it takes (strides 1-4, channels multiples of 32): the implicit GEMM on
- *           channels-last bf16 or TF32 copies (kernels/cuda/conv/conv2d_nhwc.cu).
- * Forward (with and without bias), the input gradient and the weight gradient, on the shapes
- * the models use (3x3 stride 1 and 2, 1x1 stride 2 and 1, the stem's 3 input channels, the
- * CNN's layers, every ResNet-18 stage) and on awkward ones (channel counts that fill no tile, a
- * K that ends inside a slice, 5x5, 3x1, stride 3, one image, an odd number of images, a batch
- * that the im2col workspace takes in several chunks). Also: every output element is written
- * (the output and the workspace start as NaN), backward accumulates into what its gradients
- * held, a NULL gradient is skipped, two runs agree bit for bit (no atomics), and the BF16
- * cuBLAS GEMM of the linear layers. Without a GPU it exits 77 (skipped).
+ *           channels-last bf16 or TF32 copies (kernels/cuda/conv/conv2d_nhwc.cu),
+ * on what a parity check against the reference cannot show: the path taken is the one forced;
+ * two runs agree bit for bit (no atomics; split-K partial sums added in a fixed order), the
+ * forward and both gradients, a NULL gradient left untouched; BF16 results differ from TF32
+ * ones (bf16 rounds coarser: "BF16" cuBLAS on fp32 operands once ran TF32 kernels, bit for bit
+ * the TF32 results); conv2d_forward_bn_eval gives the bits of conv2d_forward then
+ * batchnorm_forward_eval on every path and precision; the BF16 column matrix takes half the
+ * workspace; the precision switch itself. Shapes: the models' (the Fashion-MNIST CNN, every
+ * ResNet-18 stage) and awkward ones (channel counts that fill no tile, a K that ends inside a
+ * slice, 5x5, 3x1, stride 3, one image, a batch that the im2col workspace takes in chunks).
  *
- * Tolerances, as ||cuda - ref|| / ||ref|| over the whole tensor:
- *   - against the fp32 CPU reference: TF32 rounds each operand to a 10-bit mantissa (relative
- *     error up to 2^-11), BF16 to 7 bits (2^-8, rms ~1.6e-3); with random signs the errors of a
- *     K-term sum grow like sqrt(K) while the sum itself does too, so the relative error of the
- *     result stays near the per-operand one: 2e-3 for TF32 (as the TF32 cuBLAS tests) and 1e-2
- *     for BF16 (measured 2-4e-3 on the H100; 1e-3 would fail on rounding alone, and a wrong
- *     index or a missed term gives errors of order 1);
- *   - BF16 only, against the CPU reference run on operands rounded to bf16 on the host (x, the
- *     weight and dout; bias and the initial gradients stay fp32): 5e-4. Both paths round with
- *     round-to-nearest-even, the products of two bf16 are exact in fp32 and both sides add them
- *     in fp32, so only the summation order differs (~1e-5 here). Had the GPU kept fp32 or TF32
- *     operands, the distance to this reference would be the bf16 rounding itself, 1.5-2.5e-3:
- *     this check proves the operands really are bf16, and rounded as the kernels say;
- *   - BF16 against TF32 on the same path and inputs: at least one element differs (bf16
- *     rounds coarser than TF32; "BF16" cuBLAS on fp32 operands once ran TF32 kernels, bit for
- *     bit the TF32 results).
- * Backward results are compared as increments (got - initial vs want - initial), so a
- * wrong gradient cannot hide behind the values it was added to.
+ * Every path's agreement with the reference kernels (kernels/ref/conv2d.c), on operands rounded
+ * as the tensor cores round them, is checked by the parity harness,
+ * tests/test_cuda_backend_ops.c (which also fills outputs and workspaces with NaN). Without a
+ * GPU it exits 77 (skipped).
  *
  * Run on the GPU machine: ctest -R cuda_igemm --output-on-failure
  */
@@ -45,13 +32,13 @@
 #include "tensor/cuda_options.h"  /* snn_conv_path */
 #include "kernels/cuda/kernels_cuda.h"   /* snn_conv2d_path_cuda, snn_conv2d_nhwc_supports */
 #else
-typedef enum { SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_IM2COL, SNN_CONV_PATH_NHWC } snn_conv_path;
+typedef enum {
+    SNN_CONV_PATH_AUTO,
+    SNN_CONV_PATH_IGEMM,
+    SNN_CONV_PATH_IM2COL,
+    SNN_CONV_PATH_NHWC
+} snn_conv_path;
 #endif
-
-#define BF16_NORM_TOL 1e-2
-#define BF16_OPERAND_TOL 5e-4
-
-static double precision_tol(snn_precision p) { return p == SNN_PRECISION_BF16 ? BF16_NORM_TOL : TF32_NORM_TOL; }
 
 static snn_conv2d_dims conv_dims(int N, int C_in, int H, int W, int C_out, int KH, int KW,
                                  int stride, int pad)
@@ -62,75 +49,11 @@ static snn_conv2d_dims conv_dims(int N, int C_in, int H, int W, int C_out, int K
     return d;
 }
 
-/* f rounded to bf16 (to nearest, ties to even), as __float2bfloat16_rn and cvt.rn.bf16x2 do;
- * the inputs here are finite. */
-static float bf16_round(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    u &= 0xffff0000u;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static float *copy_host(const float *h, size_t n)
-{
-    float *c = host_floats(n);
-    memcpy(c, h, n * sizeof *c);
-    return c;
-}
-
-static float *bf16_host(const float *h, size_t n)
-{
-    float *c = host_floats(n);
-    for (size_t i = 0; i < n; i++) c[i] = bf16_round(h[i]);
-    return c;
-}
-
 static float *download_host(const float *dev, size_t n)
 {
     float *h = host_floats(n);
     download(h, dev, n * sizeof *h);
     return h;
-}
-
-/* ||(got - init) - (want - init)|| / ||want - init||: the increment a backward kernel added */
-static void expect_increment(const char *what, const float *got, const float *want,
-                             const float *init, size_t n, double tol)
-{
-    double diff = 0.0, ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double inc_got = (double)got[i] - (double)init[i];
-        const double inc_want = (double)want[i] - (double)init[i];
-        diff += (inc_got - inc_want) * (inc_got - inc_want);
-        ref += inc_want * inc_want;
-    }
-    const double rel = sqrt(diff) / (ref > 0.0 ? sqrt(ref) : 1.0);
-    test_checks++;
-    if (!(rel < tol)) {
-        test_failures++;
-        fprintf(stderr, "FAIL %s: ||cuda - ref|| / ||ref|| of the increment = %.3g (limit %.1g)\n",
-                what, rel, tol);
-    }
-}
-
-/* ||got - want|| / ||want|| on host arrays */
-static void expect_norm_host(const char *what, const float *got, const float *want, size_t n,
-                             double tol)
-{
-    double diff = 0.0, ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double e = (double)got[i] - (double)want[i];
-        diff += e * e;
-        ref += (double)want[i] * (double)want[i];
-    }
-    const double rel = sqrt(diff) / (ref > 0.0 ? sqrt(ref) : 1.0);
-    test_checks++;
-    if (!(rel < tol)) {
-        test_failures++;
-        fprintf(stderr, "FAIL %s: ||cuda - ref|| / ||ref|| = %.3g (limit %.1g)\n", what, rel, tol);
-    }
 }
 
 /* At least one of the n elements differs bit for bit. */
@@ -200,16 +123,13 @@ static snn_conv_path path_taken(const snn_conv2d_dims *d)
 #endif
 }
 
-/* One shape's inputs, and what the CPU computes from them: in fp32, and on x, the weight and
- * dout rounded to bf16 (what the BF16 GPU paths must reproduce up to summation order). */
+/* One shape's inputs on the GPU. */
 typedef struct conv_inputs {
     snn_conv2d_dims d;
     bool with_bias;
     int skip;                     /* bit 0 drops dx, bit 1 dweight */
     size_t nx, nw, nout;
     const float *dx0, *dw0;       /* the gradients' initial values (host) */
-    const float *out, *dx, *dw;   /* fp32 reference (dx, dw: dx0, dw0 + the gradients) */
-    const float *out_b, *dx_b, *dw_b; /* reference on bf16-rounded operands */
     const float *d_x, *d_w, *d_bias, *d_dout; /* device copies of the inputs */
     char dims[160];
 } conv_inputs;
@@ -219,13 +139,12 @@ typedef struct conv_results {
     float *out, *dx, *dw;
 } conv_results;
 
-/* Runs the shape on the GPU in precision p on the forced path and compares; returns the
- * results for the TF32 / BF16 comparison. */
+/* Runs the shape on the GPU in precision p on the forced path: the path is the one forced, a
+ * second run gives the same bits, a NULL gradient stays as it was. Returns the results for the
+ * TF32 / BF16 comparison. */
 static conv_results gpu_run(const conv_inputs *c, snn_precision p, snn_conv_path path)
 {
     const snn_conv2d_dims *d = &c->d;
-    const bool bf16 = p == SNN_PRECISION_BF16;
-    const double tol = precision_tol(p);
     char tag[224], what[288];
     snprintf(tag, sizeof tag, "%s %s %s", path_name(path), snn_precision_name(p), c->dims);
     SNN_ASSERT(snn_set_precision(p) == SNN_OK);
@@ -240,26 +159,16 @@ static conv_results gpu_run(const conv_inputs *c, snn_precision p, snn_conv_path
     float *ws = tracked_alloc(ws_bytes, SNN_CUDA);
     conv_results r = {NULL, NULL, NULL};
 
-    /* forward, into an output and a workspace of NaN: an element missed stays NaN and fails */
-    float *d_out = dev_floats(c->nout);
-    fill_nan(d_out, c->nout * sizeof(float));
+    float *d_out = dev_floats(c->nout), *d_out2 = dev_floats(c->nout);
     fill_nan(ws, ws_bytes);
     gpu->conv2d_forward(d_out, c->d_x, c->d_w, c->with_bias ? c->d_bias : NULL, d, ws);
     r.out = download_host(d_out, c->nout);
-    snprintf(what, sizeof what, "forward %s", tag);
-    expect_norm_host(what, r.out, c->out, c->nout, tol);
-    if (bf16) {
-        snprintf(what, sizeof what, "forward against bf16 operands %s", tag);
-        expect_norm_host(what, r.out, c->out_b, c->nout, BF16_OPERAND_TOL);
-    }
-    /* a second run gives the same bits */
-    float *d_out2 = dev_floats(c->nout);
     fill_nan(ws, ws_bytes);
     gpu->conv2d_forward(d_out2, c->d_x, c->d_w, c->with_bias ? c->d_bias : NULL, d, ws);
     snprintf(what, sizeof what, "forward deterministic %s", tag);
     expect_exact(what, d_out2, r.out, c->nout * sizeof(float));
 
-    /* backward accumulates into the initial gradients */
+    /* backward accumulates into the initial gradients; the same call again, the same bits */
     float *d_dx = dev_copy(c->dx0, c->nx), *d_dw = dev_copy(c->dw0, c->nw);
     fill_nan(ws, ws_bytes);
     gpu->conv2d_backward(c->skip & 1 ? NULL : d_dx, c->skip & 2 ? NULL : d_dw, NULL, c->d_dout,
@@ -269,12 +178,6 @@ static conv_results gpu_run(const conv_inputs *c, snn_precision p, snn_conv_path
         expect_exact(what, d_dx, c->dx0, c->nx * sizeof(float));
     } else {
         r.dx = download_host(d_dx, c->nx);
-        snprintf(what, sizeof what, "dgrad %s", tag);
-        expect_increment(what, r.dx, c->dx, c->dx0, c->nx, tol);
-        if (bf16) {
-            snprintf(what, sizeof what, "dgrad against bf16 operands %s", tag);
-            expect_increment(what, r.dx, c->dx_b, c->dx0, c->nx, BF16_OPERAND_TOL);
-        }
         float *d_dx2 = dev_copy(c->dx0, c->nx);
         fill_nan(ws, ws_bytes);
         gpu->conv2d_backward(d_dx2, NULL, NULL, c->d_dout, c->d_x, c->d_w, d, ws);
@@ -286,12 +189,6 @@ static conv_results gpu_run(const conv_inputs *c, snn_precision p, snn_conv_path
         expect_exact(what, d_dw, c->dw0, c->nw * sizeof(float));
     } else {
         r.dw = download_host(d_dw, c->nw);
-        snprintf(what, sizeof what, "wgrad %s", tag);
-        expect_increment(what, r.dw, c->dw, c->dw0, c->nw, tol);
-        if (bf16) {
-            snprintf(what, sizeof what, "wgrad against bf16 operands %s", tag);
-            expect_increment(what, r.dw, c->dw_b, c->dw0, c->nw, BF16_OPERAND_TOL);
-        }
         /* split-K partial sums are added in a fixed order: a rerun adds the same bits */
         float *d_dw2 = dev_copy(c->dw0, c->nw);
         fill_nan(ws, ws_bytes);
@@ -304,7 +201,26 @@ static conv_results gpu_run(const conv_inputs *c, snn_precision p, snn_conv_path
     return r;
 }
 
-/* One shape on both paths in both precisions. `spikes`: x holds 0/1 (a spiking layer's input). */
+/* BF16 and TF32 on one path: at least one element of each result differs. */
+static void expect_precisions_differ(const conv_inputs *c, snn_conv_path path)
+{
+    const conv_results tf32 = gpu_run(c, SNN_PRECISION_TF32, path);
+    const conv_results bf16 = gpu_run(c, SNN_PRECISION_BF16, path);
+    char what[224];
+    snprintf(what, sizeof what, "%s BF16 != TF32 forward %s", path_name(path), c->dims);
+    expect_differ(what, bf16.out, tf32.out, c->nout);
+    if (!(c->skip & 1)) {
+        snprintf(what, sizeof what, "%s BF16 != TF32 dgrad %s", path_name(path), c->dims);
+        expect_differ(what, bf16.dx, tf32.dx, c->nx);
+    }
+    if (!(c->skip & 2)) {
+        snprintf(what, sizeof what, "%s BF16 != TF32 wgrad %s", path_name(path), c->dims);
+        expect_differ(what, bf16.dw, tf32.dw, c->nw);
+    }
+}
+
+/* One shape on every path that takes it, in both precisions. `spikes`: x holds 0/1 (a spiking
+ * layer's input). */
 static void conv_shape(snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
 {
     conv_inputs c;
@@ -318,69 +234,23 @@ static void conv_shape(snn_conv2d_dims d, bool with_bias, int skip, bool spikes)
     c.nx = (size_t)d.N * d.C_in * d.H * d.W;
     c.nw = (size_t)d.C_out * d.C_in * d.KH * d.KW;
     c.nout = (size_t)d.N * d.C_out * d.H_out * d.W_out;
-    float *x = spikes ? integer_host(c.nx, 2) : random_host(c.nx, -1.0f, 1.0f);
-    float *w = random_host(c.nw, -1.0f, 1.0f), *bias = random_host((size_t)d.C_out, -1.0f, 1.0f);
-    float *dout = random_host(c.nout, -1.0f, 1.0f);
-    float *dx0 = random_host(c.nx, -1.0f, 1.0f), *dw0 = random_host(c.nw, -1.0f, 1.0f);
-    c.dx0 = dx0;
-    c.dw0 = dw0;
-    float *ws_cpu = tracked_alloc(cpu->conv2d_workspace_bytes(&d), SNN_CPU);
-
-    /* the fp32 reference, and the reference on operands rounded to bf16 */
-    float *out = host_floats(c.nout), *dx = copy_host(dx0, c.nx), *dw = copy_host(dw0, c.nw);
-    cpu->conv2d_forward(out, x, w, with_bias ? bias : NULL, &d, ws_cpu);
-    cpu->conv2d_backward(skip & 1 ? NULL : dx, skip & 2 ? NULL : dw, NULL, dout, x, w, &d, ws_cpu);
-    float *xb = bf16_host(x, c.nx), *wb = bf16_host(w, c.nw), *doutb = bf16_host(dout, c.nout);
-    float *out_b = host_floats(c.nout), *dx_b = copy_host(dx0, c.nx), *dw_b = copy_host(dw0, c.nw);
-    cpu->conv2d_forward(out_b, xb, wb, with_bias ? bias : NULL, &d, ws_cpu);
-    cpu->conv2d_backward(skip & 1 ? NULL : dx_b, skip & 2 ? NULL : dw_b, NULL, doutb, xb, wb, &d,
-                         ws_cpu);
-    c.out = out, c.dx = dx, c.dw = dw;
-    c.out_b = out_b, c.dx_b = dx_b, c.dw_b = dw_b;
+    const float *x = spikes ? integer_host(c.nx, 2) : random_host(c.nx, -1.0f, 1.0f);
     c.d_x = dev_copy(x, c.nx);
-    c.d_w = dev_copy(w, c.nw);
-    c.d_bias = dev_copy(bias, (size_t)d.C_out);
-    c.d_dout = dev_copy(dout, c.nout);
-
-    for (int igemm = 1; igemm >= 0; igemm--) {
-        const snn_conv_path path = igemm ? SNN_CONV_PATH_IGEMM : SNN_CONV_PATH_IM2COL;
-        const conv_results tf32 = gpu_run(&c, SNN_PRECISION_TF32, path);
-        const conv_results bf16 = gpu_run(&c, SNN_PRECISION_BF16, path);
-        char what[224];
-        snprintf(what, sizeof what, "%s BF16 != TF32 forward %s", igemm ? "igemm" : "im2col", c.dims);
-        expect_differ(what, bf16.out, tf32.out, c.nout);
-        if (!(skip & 1)) {
-            snprintf(what, sizeof what, "%s BF16 != TF32 dgrad %s", igemm ? "igemm" : "im2col", c.dims);
-            expect_differ(what, bf16.dx, tf32.dx, c.nx);
-        }
-        if (!(skip & 2)) {
-            snprintf(what, sizeof what, "%s BF16 != TF32 wgrad %s", igemm ? "igemm" : "im2col", c.dims);
-            expect_differ(what, bf16.dw, tf32.dw, c.nw);
-        }
-    }
-    /* the channels-last kernel, on the shapes it takes: the same references and checks */
-    if (nhwc_supports(&d)) {
-        const conv_results tf32 = gpu_run(&c, SNN_PRECISION_TF32, SNN_CONV_PATH_NHWC);
-        const conv_results bf16 = gpu_run(&c, SNN_PRECISION_BF16, SNN_CONV_PATH_NHWC);
-        char what[224];
-        snprintf(what, sizeof what, "nhwc BF16 != TF32 forward %s", c.dims);
-        expect_differ(what, bf16.out, tf32.out, c.nout);
-        if (!(skip & 1)) {
-            snprintf(what, sizeof what, "nhwc BF16 != TF32 dgrad %s", c.dims);
-            expect_differ(what, bf16.dx, tf32.dx, c.nx);
-        }
-        if (!(skip & 2)) {
-            snprintf(what, sizeof what, "nhwc BF16 != TF32 wgrad %s", c.dims);
-            expect_differ(what, bf16.dw, tf32.dw, c.nw);
-        }
-    }
+    c.d_w = dev_copy(random_host(c.nw, -1.0f, 1.0f), c.nw);
+    c.d_bias = dev_copy(random_host((size_t)d.C_out, -1.0f, 1.0f), (size_t)d.C_out);
+    c.d_dout = dev_copy(random_host(c.nout, -1.0f, 1.0f), c.nout);
+    c.dx0 = random_host(c.nx, -1.0f, 1.0f);
+    c.dw0 = random_host(c.nw, -1.0f, 1.0f);
+    expect_precisions_differ(&c, SNN_CONV_PATH_IGEMM);
+    expect_precisions_differ(&c, SNN_CONV_PATH_IM2COL);
+    if (nhwc_supports(&d)) expect_precisions_differ(&c, SNN_CONV_PATH_NHWC);
     release_all();
 }
 
 /* Awkward shapes: tiles left part empty, K ending inside a slice, odd windows and strides. */
 static void test_conv_awkward(void)
 {
-    conv_shape(conv_dims(5, 3, 11, 11, 8, 3, 3, 1, 1), true, 0, false);  /* tiny, K = 27, 5 images */
+    conv_shape(conv_dims(5, 3, 11, 11, 8, 3, 3, 1, 1), true, 0, false);  /* K = 27, 5 images */
     conv_shape(conv_dims(3, 8, 9, 7, 12, 3, 3, 2, 1), true, 0, false);   /* stride 2, 9x7 */
     conv_shape(conv_dims(4, 16, 8, 8, 32, 1, 1, 1, 0), true, 0, false);  /* 1x1 stride 1, 8x8 */
     conv_shape(conv_dims(3, 16, 16, 16, 24, 1, 1, 1, 0), true, 0, false); /* 1x1 stride 1, 16x16 */
@@ -486,9 +356,10 @@ static void test_conv_bn_eval(void)
                 download(host, want, nout * sizeof(float));
                 char what[200];
                 snprintf(what, sizeof what, "conv2d_forward_bn_eval = conv + bn, %s, path %s "
-                         "(took %s), N=%d Cin=%d %dx%d Cout=%d s=%d", snn_precision_name(precisions[p]),
-                         k == 0 ? "auto" : path_name(paths[k]), path_name(path_taken(d)), d->N,
-                         d->C_in, d->H, d->W, d->C_out, d->stride);
+                         "(took %s), N=%d Cin=%d %dx%d Cout=%d s=%d",
+                         snn_precision_name(precisions[p]), k == 0 ? "auto" : path_name(paths[k]),
+                         path_name(path_taken(d)), d->N, d->C_in, d->H, d->W, d->C_out,
+                         d->stride);
                 expect_exact(what, fused, host, nout * sizeof(float));
             }
         auto_path();
@@ -531,31 +402,6 @@ static void test_bf16_workspace(void)
     }
 }
 
-/* The linear layers' GEMM in BF16: cuBLAS rounds the fp32 operands as it loads them. */
-static void test_gemm_bf16(void)
-{
-    const int shapes[3][3] = {{128, 10, 512}, {37, 53, 71}, {256, 256, 256}};
-    for (int s = 0; s < 3; s++) {
-        for (int trans = 0; trans < 4; trans++) {
-            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-            const bool ta = trans & 1, tb = trans & 2;
-            const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
-            float *A = random_host(na, -1.0f, 1.0f), *B = random_host(nb, -1.0f, 1.0f);
-            float *C = host_floats(nc);
-            float *d_A = dev_copy(A, na), *d_B = dev_copy(B, nb), *d_C = dev_floats(nc);
-            cpu->gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
-            SNN_ASSERT(snn_set_precision(SNN_PRECISION_BF16) == SNN_OK);
-            gpu->gemm(ta, tb, M, N, K, 1.0f, d_A, ta ? M : K, d_B, tb ? K : N, 0.0f, d_C, N);
-            SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
-            char what[96];
-            snprintf(what, sizeof what, "gemm bf16 %c%c M=%d N=%d K=%d", ta ? 'T' : 'N',
-                     tb ? 'T' : 'N', M, N, K);
-            expect_norm(what, d_C, C, nc, BF16_NORM_TOL);
-            release_all();
-        }
-    }
-}
-
 /* The precision switch itself: names, parsing, errors. */
 static void test_precision_api(void)
 {
@@ -580,6 +426,5 @@ int main(void)
     RUN(test_conv_chunks);
     RUN(test_conv_nhwc);
     RUN(test_conv_bn_eval);
-    RUN(test_gemm_bf16);
     return test_finish();
 }
