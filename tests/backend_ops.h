@@ -56,6 +56,7 @@
 #include "kernels/ref/kernels_ref.h"
 #include "kernels/ref/neuron_ref.h"
 #include "tensor/error.h"
+#include "neuron_test_inputs.h"
 #include "test.h"
 
 #define BO_MAX_BUFS 16

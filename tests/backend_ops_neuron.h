@@ -6,9 +6,10 @@
  *
  * Configs: every neuron (IF; LIF and PLIF with decay_input on and off; ST-BIF with 4 and 8
  * levels, unsigned and symmetric) with every surrogate, hard and soft reset, detach_reset on
- * and off, thresholds and reset targets other than 1 and 0, on a small 4-D shape and a 2-D one
- * with T = 17; then shapes for a few configs: T = 1, one image, planes not a multiple of the
- * CPU's 256-element chunks, planes of one element, and sizes past the CPU's one-thread grain.
+ * and off, thresholds and reset targets other than 1 and 0 (neuron_test_inputs.h), on a small
+ * 4-D shape and a 2-D one with T = 17; then shapes for a few configs: T = 1, one image,
+ * planes not a multiple of the CPU's 256-element chunks, planes of one element, and sizes past
+ * the CPU's one-thread grain.
  * Variants (neuron_variant) exercise what the contracts allow: an initial state, v_last
  * aliasing v_init, no h_seq (no-grad), NULL gradient outputs, dspike NULL.
  *
@@ -56,29 +57,11 @@ static int bo_unused(bo_case *c, const char *name)
     return bo_buffer(c, name, BO_F32, BO_REF, BO_CUSTOM, 1);
 }
 
-/* Input currents that make a fair share of the neurons fire, with ~4% of them putting H
- * exactly on a threshold in the first step (IF and LIF from V = 0, ST-BIF from V = theta/2),
- * where Heaviside(0) = 1 and ST-BIF's H < 0 are decided: a port comparing with > instead of
- * >= fails there. */
+/* Input currents that make a fair share of the neurons fire (neuron_test_inputs.h). */
 static int neuron_currents(bo_case *c, const neuron_params *p)
 {
-    const snn_neuron_config *cfg = &p->cfg;
     const int x = bo_in_uniform(c, "x", neuron_numel(p), 0.0f, 0.0f);
-    float *v = bo_f32(c, x);
-    const bool leaky_input = cfg->kind != SNN_NEURON_IF && cfg->decay_input;
-    for (int64_t i = 0; i < neuron_numel(p); i++) {
-        const float u = snn_rng_uniform(&bo_rng);
-        if (is_stbif(p)) {
-            v[i] = cfg->theta * 0.6f * snn_rng_normal(&bo_rng);
-            if (u < 0.02f) v[i] = 0.5f * cfg->theta;
-            else if (u < 0.04f) v[i] = -0.5f * cfg->theta;
-        } else {
-            v[i] = cfg->v_threshold * (leaky_input ? 1.2f * snn_rng_normal(&bo_rng) + 1.1f
-                                                   : 0.6f * snn_rng_normal(&bo_rng) + 0.45f);
-            if (u < 0.02f) v[i] = cfg->v_threshold * (leaky_input ? cfg->tau : 1.0f);
-            else if (u < 0.04f) v[i] = 0.0f;
-        }
-    }
+    neuron_test_currents(bo_f32(c, x), neuron_numel(p), &p->cfg, &bo_rng);
     return x;
 }
 
@@ -172,33 +155,6 @@ static bool neuron_fwd_run(const bo_case *c, bo_side *s)
 static const bo_op op_neuron_forward = {"lif_forward/stbif_forward", bo_has_neuron_forward,
                                         neuron_fwd_setup, neuron_fwd_run, NULL, false, 0};
 
-/* PLIF's dw is a sum over every element and step of G_H dH/dk (times k (1 - k)), whose terms
- * cancel: its error is bounded by the rounding of the terms times the sum of their
- * magnitudes, which can exceed |dw| by far. That sum (the same BPTT, adding magnitudes) is the
- * scale of dw's tolerance. */
-static double plif_dw_scale(const snn_neuron_params *p, const snn_neuron_dims *d, const float *h,
-                            const float *gs, const float *gvl, const float *x, const float *v0,
-                            float w)
-{
-    const int64_t T = d->T, M = snn_neuron_dims_step(d);
-    const float k = snn_lif_decay(p, &w), dh_dv = snn_lif_dh_dv(p, k);
-    double sum = 0.0;
-    for (int64_t i = 0; i < M; i++) {
-        float gv = gvl ? gvl[i] : 0.0f;
-        for (int64_t t = T - 1; t >= 0; t--) {
-            const float gh = snn_lif_grad_h(p, h[t * M + i], gs ? gs[t * M + i] : 0.0f, gv);
-            gv = gh * dh_dv;
-            float v_prev = v0 ? v0[i] : p->v_reset;
-            if (t > 0) {
-                const float hp = h[(t - 1) * M + i];
-                v_prev = snn_lif_reset(p, hp, snn_lif_fire(p, hp));
-            }
-            sum += fabs((double)gh * (double)snn_lif_dh_dk(p, x[t * M + i], v_prev));
-        }
-    }
-    return sum * (double)k * (1.0 - (double)k);
-}
-
 /* backward buffers: dx 0, dv_init 1, dw 2, dspike 3, dv_last 4, h_seq 5, spike 6, x 7,
  * v_init 8, a_init 9, w 10; h_seq and spike from the reference's forward */
 static void neuron_bwd_setup(bo_case *c)
@@ -252,21 +208,6 @@ static bool neuron_bwd_run(const bo_case *c, bo_side *s)
 static const bo_op op_neuron_backward = {"lif_backward/stbif_backward", bo_has_neuron_backward,
                                          neuron_bwd_setup, neuron_bwd_run, NULL, false, 0};
 
-/* The label of a config: "lif(no decay_input) atan soft detach v_th 0.75 v_reset -0.125" */
-static void neuron_name(char *out, size_t size, const snn_neuron_config *c)
-{
-    if (c->kind == SNN_NEURON_STBIF) {
-        snprintf(out, size, "stbif L=%d%s %s%s theta=%g", c->levels,
-                 c->symmetric ? " symmetric" : "", snn_surrogate_name(c->surrogate.kind),
-                 c->detach_reset ? " detach" : "", (double)c->theta);
-        return;
-    }
-    snprintf(out, size, "%s%s %s %s%s v_th=%g v_reset=%g", snn_neuron_kind_name(c->kind),
-             c->kind != SNN_NEURON_IF && !c->decay_input ? "(no decay_input)" : "",
-             snn_surrogate_name(c->surrogate.kind), c->reset == SNN_RESET_SOFT ? "soft" : "hard",
-             c->detach_reset ? " detach" : "", (double)c->v_threshold, (double)c->v_reset);
-}
-
 #include "backend_ops_neuron_bn.h"
 #include "backend_ops_neuron_misc.h"
 
@@ -279,7 +220,7 @@ static void neuron_add(bo_list *l, const snn_neuron_config *cfg, snn_neuron_dims
     memset(&p, 0, sizeof p);
     p.cfg = *cfg, p.d = d, p.variant = v;
     char name[96];
-    neuron_name(name, sizeof name, cfg);
+    neuron_test_name(name, sizeof name, cfg);
     if (forward)
         bo_add(l, &op_neuron_forward, &p, sizeof p, "%s (%lld, %lld, %lld, %lld)%s", name,
                (long long)d.T, (long long)d.N, (long long)d.C, (long long)d.plane,
@@ -290,47 +231,10 @@ static void neuron_add(bo_list *l, const snn_neuron_config *cfg, snn_neuron_dims
                variant_names_bwd[v]);
 }
 
-/* Every config (84): five IF / LIF / PLIF forms x 3 surrogates x 2 resets x detach, and
- * ST-BIF's 2 levels x signedness x 3 surrogates x detach. */
-static int neuron_configs(snn_neuron_config *out)
-{
-    const struct { snn_neuron_kind kind; bool decay_input; float tau; } lifs[] = {
-        {SNN_NEURON_IF, true, 2.0f}, {SNN_NEURON_LIF, true, 2.0f}, {SNN_NEURON_LIF, false, 3.0f},
-        {SNN_NEURON_PLIF, true, 2.0f}, {SNN_NEURON_PLIF, false, 3.0f}};
-    int n = 0;
-    for (size_t k = 0; k < sizeof lifs / sizeof lifs[0]; k++)
-        for (int sg = 0; sg < SNN_SURROGATE_COUNT; sg++)
-            for (int reset = 0; reset < 2; reset++)
-                for (int detach = 0; detach < 2; detach++) {
-                    snn_neuron_config c = snn_neuron_config_default(lifs[k].kind);
-                    c.surrogate = snn_surrogate_default((snn_surrogate_kind)sg);
-                    c.reset = reset ? SNN_RESET_SOFT : SNN_RESET_HARD;
-                    c.detach_reset = detach != 0;
-                    c.decay_input = lifs[k].decay_input;
-                    c.tau = lifs[k].tau; /* PLIF: tau0 */
-                    if (n % 2) c.v_reset = -0.125f;
-                    if (n % 3 == 1) c.v_threshold = 0.75f;
-                    out[n++] = c;
-                }
-    for (int levels = 4; levels <= 8; levels += 4)
-        for (int sym = 0; sym < 2; sym++)
-            for (int sg = 0; sg < SNN_SURROGATE_COUNT; sg++)
-                for (int detach = 0; detach < 2; detach++) {
-                    snn_neuron_config c = snn_neuron_config_default(SNN_NEURON_STBIF);
-                    c.surrogate = snn_surrogate_default((snn_surrogate_kind)sg);
-                    c.detach_reset = detach != 0;
-                    c.levels = levels;
-                    c.symmetric = sym != 0;
-                    c.theta = n % 2 ? 0.5f : 1.0f;
-                    out[n++] = c;
-                }
-    return n;
-}
-
 static void bo_neuron_cases(bo_list *l)
 {
-    snn_neuron_config configs[96];
-    const int count = neuron_configs(configs);
+    snn_neuron_config configs[NEURON_TEST_CONFIGS];
+    const int count = neuron_test_configs(configs);
     const snn_neuron_dims small[] = {{4, 3, 5, 49}, {17, 2, 33, 1}};
     for (int i = 0; i < count; i++) {
         const snn_neuron_config *c = &configs[i];

@@ -322,7 +322,7 @@ static void bo_neuron_bn_cases(bo_list *l)
                     p.bn = variant != 4;
                     p.outputs = outputs[variant];
                     char name[96];
-                    neuron_name(name, sizeof name, &cfg);
+                    neuron_test_name(name, sizeof name, &cfg);
                     const snn_neuron_dims *d = &p.d;
                     bo_add(l, &op_lif_bn_forward, &p, sizeof p,
                            "%s (%lld, %lld, %lld, %lld) %s%s, out %s%s%s%s", name,
@@ -350,7 +350,7 @@ static void bo_neuron_bn_cases(bo_list *l)
                 p.residual = (int)((t + (size_t)variant) % 3);
                 p.variant = sg == 1 && variant == 3 ? NV_ALIAS : NV_PLAIN; /* dspike NULL */
                 char name[96];
-                neuron_name(name, sizeof name, &cfg);
+                neuron_test_name(name, sizeof name, &cfg);
                 bo_add(l, &op_lif_bn_backward, &p, sizeof p,
                        "%s (%lld, 3, 5, %lld) bn%s%s", name, (long long)p.d.T,
                        (long long)p.d.plane, residuals[p.residual],

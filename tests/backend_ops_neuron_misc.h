@@ -14,6 +14,7 @@ typedef struct misc_params {
     int skip;               /* qclip backward: 1 drops dx, 2 drops dstep */
     snn_running_pool_dims pool;
     bool spikes;            /* running pool: inputs theta S in {-1, 0, 1} (else uniform) */
+    int values;             /* plane_norm: 0 spikes {0, 1}, 1 ST-BIF's {-0.5, 0, 0.5}, 2 normal */
 } misc_params;
 
 BO_HAS_NEURON(heaviside_forward)
@@ -66,20 +67,26 @@ static const bo_op op_heaviside_backward = {"heaviside_backward", bo_has_heavisi
 BO_HAS_NEURON(plane_norm_forward)
 BO_HAS_NEURON(plane_norm_backward)
 
-/* spikes at 30%, every 5th plane silent (norm 0: backward skips it) */
+/* 20% of the values nonzero (spikes, +-0.5) or all normal; every 5th plane silent (norm 0:
+ * backward skips it) */
 static int plane_input(bo_case *c, const misc_params *p)
 {
-    const int x = bo_in_uniform(c, "x", p->planes * p->plane, 0.0f, 1.0f);
+    const int x = bo_in_normal(c, "x", p->planes * p->plane, 0.0f, 1.0f);
     float *v = bo_f32(c, x);
-    for (int64_t i = 0; i < p->planes * p->plane; i++)
-        v[i] = (i / p->plane) % 5 == 3 ? 0.0f : v[i] < 0.3f ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < p->planes * p->plane; i++) {
+        const float u = snn_rng_uniform(&bo_rng);
+        if (p->values == 0) v[i] = u < 0.2f ? 1.0f : 0.0f;
+        if (p->values == 1) v[i] = u < 0.1f ? 0.5f : u < 0.2f ? -0.5f : 0.0f;
+        if ((i / p->plane) % 5 == 3) v[i] = 0.0f;
+    }
     return x;
 }
 
+/* the norm of spikes is exact (a whole-number sum, then a correctly rounded sqrt) */
 static void plane_fwd_setup(bo_case *c)
 {
     const misc_params *p = BO_PARAMS(c, misc_params);
-    bo_out(c, "norm", BO_F32, p->planes, BO_SUM);
+    bo_out(c, "norm", BO_F32, p->planes, p->values == 0 ? BO_EXACT : BO_SUM);
     plane_input(c, p);
 }
 static bool plane_fwd_run(const bo_case *c, bo_side *s)
@@ -252,16 +259,21 @@ static void bo_neuron_misc_cases(bo_list *l)
                        (double)p.surrogate.alpha);
             }
     }
-    const int64_t norms[][2] = {{60, 49}, {37, 1}, {3, 1024}, {4096, 64}, {1, 100003}};
-    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++) {
-        misc_params p;
-        memset(&p, 0, sizeof p);
-        p.planes = norms[i][0], p.plane = norms[i][1];
-        bo_add(l, &op_plane_norm_forward, &p, sizeof p, "%lld planes of %lld", (long long)p.planes,
-               (long long)p.plane);
-        bo_add(l, &op_plane_norm_backward, &p, sizeof p, "%lld planes of %lld",
-               (long long)p.planes, (long long)p.plane);
-    }
+    /* planes of 1, 31 and 32 (the CUDA kernel's thread-per-plane / warp-per-plane switch),
+     * 49, 37 x 41 (several warps' strides), 64, 1024, 100003 */
+    const int64_t norms[][2] = {{60, 49}, {528, 1}, {42, 31}, {42, 32}, {18, 37 * 41},
+                                {64, 1024}, {4096, 64}, {1, 100003}};
+    const char *const values[3] = {"spikes", "+-0.5", "normal"};
+    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++)
+        for (int v = 0; v < 3; v++) {
+            misc_params p;
+            memset(&p, 0, sizeof p);
+            p.planes = norms[i][0], p.plane = norms[i][1], p.values = v;
+            bo_add(l, &op_plane_norm_forward, &p, sizeof p, "%lld planes of %lld, %s",
+                   (long long)p.planes, (long long)p.plane, values[v]);
+            bo_add(l, &op_plane_norm_backward, &p, sizeof p, "%lld planes of %lld, %s",
+                   (long long)p.planes, (long long)p.plane, values[v]);
+        }
     const float steps[] = {0.25f, 0.7f, 1e-9f}; /* the last is below SNN_QCLIP_MIN_STEP */
     for (int levels = 4; levels <= 8; levels += 4)
         for (int sym = 0; sym < 2; sym++)

@@ -1,9 +1,11 @@
 /*
- * cuda_neuron_parity.h - the harness of the CUDA neuron parity tests (test_cuda_neurons.c: the
- * kernel level and heaviside kernels; test_cuda_neuron_ops.c: the public op and the single-step
- * API): the CPU and CUDA neuron tables, buffers, the bitwise and tolerance comparisons, input
- * generators, and the matrix of 84 neuron configurations each test runs through. What must
- * agree and how closely is stated at the top of test_cuda_neurons.c.
+ * cuda_neuron_parity.h - the harness of the CUDA neuron tests that run the public ops on both
+ * devices (test_cuda_neuron_ops.c: snn_neuron_multistep, the single-step API, snn_heaviside;
+ * test_cuda_activity_penalty.c; test_cuda_ann2snn.c) and of test_cuda_neurons.c: the
+ * reference and CUDA neuron tables, buffers, the bitwise and tolerance comparisons, input
+ * generators, and the 84 neuron configurations (neuron_test_inputs.h) each test runs through.
+ * The CUDA neuron kernels themselves are checked against the reference kernels by the parity
+ * harness, tests/test_cuda_backend_ops.c.
  */
 #ifndef SNN_CUDA_NEURON_PARITY_H
 #define SNN_CUDA_NEURON_PARITY_H
@@ -18,12 +20,14 @@
 #include "kernels/neuron_math.h"
 #include "neurons/neurons.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/neuron_ref.h"
+#include "neuron_test_inputs.h"
 #include "test.h"
 
 #define GRAD_RTOL 1e-5 /* dx, dV_init: relative to max(|want|, max |want| of the tensor) */
 #define DW_RTOL 1e-4   /* PLIF's dw */
 
-static const snn_neuron_kernels *cpu; /* the reference */
+static const snn_neuron_kernels *ref; /* the reference (kernels/ref/), on the host */
 static const snn_neuron_kernels *gpu; /* under test */
 static snn_rng rng;
 static char label[400];               /* the case being run, for failure messages */
@@ -43,7 +47,10 @@ static inline snn_tensor *must(snn_tensor *t)
 }
 
 /* n host floats (CPU step tensor) */
-static inline float *host_floats(int64_t n) { return must(snn_empty(SNN_SHAPE(n > 0 ? n : 1), SNN_CPU))->data; }
+static inline float *host_floats(int64_t n)
+{
+    return must(snn_empty(SNN_SHAPE(n > 0 ? n : 1), SNN_CPU))->data;
+}
 
 /* a device copy of n host floats */
 static inline float *dev_from(const float *host, int64_t n)
@@ -88,7 +95,8 @@ static inline void check_bits(const char *what, const float *got, const float *w
         if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
             if (first < 0) first = i;
             bad++;
-            double rel = fabs((double)got[i] - (double)want[i]) / fmax(fabs((double)want[i]), 1e-30);
+            const double diff = fabs((double)got[i] - (double)want[i]);
+            const double rel = diff / fmax(fabs((double)want[i]), 1e-30);
             if (!(rel <= worst)) worst = rel;
         }
     }
@@ -119,37 +127,12 @@ static inline void check_close(const char *what, const float *got, const float *
 }
 
 /* PLIF's dw is a sum of n T terms k (1 - k) G_H dH/dk in another order on each side, and each
- * term carries the backward's last-bit differences; a sum's error is bounded by the error of
- * its terms times the sum of their magnitudes, which can exceed |dw| by far when the terms
- * cancel. So the check is |got - want| <= DW_RTOL |want| + DW_SCALE_TOL sum |terms|, with
- * that sum recomputed here on the CPU (the same BPTT, summing magnitudes).
- *   h (T, M): the CPU forward's H; gs (T, M) or NULL; gvl (M) or NULL; x (T, M); v0 (M) or NULL */
+ * term carries the backward's last-bit differences; so the check is
+ * |got - want| <= DW_RTOL |want| + DW_SCALE_TOL sum |terms| (plif_dw_scale,
+ * neuron_test_inputs.h). */
 #define DW_SCALE_TOL 1e-5
 
-static inline double plif_dw_scale(const snn_neuron_params *p, const snn_neuron_dims *d, const float *h,
-                            const float *gs, const float *gvl, const float *x, const float *v0,
-                            float w)
-{
-    const int64_t T = d->T, M = snn_neuron_dims_step(d);
-    const float k = snn_lif_decay(p, &w), dh_dv = snn_lif_dh_dv(p, k);
-    double sum = 0.0;
-    for (int64_t i = 0; i < M; i++) {
-        float gv = gvl ? gvl[i] : 0.0f;
-        for (int64_t t = T - 1; t >= 0; t--) {
-            const float gh = snn_lif_grad_h(p, h[t * M + i], gs ? gs[t * M + i] : 0.0f, gv);
-            gv = gh * dh_dv;
-            float v_prev = v0 ? v0[i] : p->v_reset;
-            if (t > 0) {
-                const float hp = h[(t - 1) * M + i];
-                v_prev = snn_lif_reset(p, hp, snn_lif_fire(p, hp));
-            }
-            sum += fabs((double)gh * (double)snn_lif_dh_dk(p, x[t * M + i], v_prev));
-        }
-    }
-    return sum * (double)k * (1.0 - (double)k);
-}
-
-/* The same, running the CPU forward itself (for the op-level checks, whose H is internal). */
+/* plif_dw_scale, running the reference forward for H (the op-level checks' H is internal). */
 static inline double plif_dw_scale_of(const snn_neuron_config *c, const snn_neuron_dims *d,
                                const float *x, const float *gs, float tau0)
 {
@@ -159,7 +142,7 @@ static inline double plif_dw_scale_of(const snn_neuron_config *c, const snn_neur
     float *s = must(snn_empty(SNN_SHAPE(n), SNN_CPU))->data;
     float *h = must(snn_empty(SNN_SHAPE(n), SNN_CPU))->data;
     const float w = -logf(tau0 - 1.0f);
-    snn_neuron_kernels_cpu.lif_forward(s, h, NULL, NULL, NULL, x, NULL, NULL, &w, &p, d);
+    snn_lif_forward_ref(s, h, NULL, NULL, NULL, x, NULL, NULL, &w, &p, d);
     const double scale = plif_dw_scale(&p, d, h, gs, NULL, x, NULL, w);
     snn_step_end();
     return scale;
@@ -180,28 +163,10 @@ static inline void check_dw(float got, float want, double scale)
  * Inputs
  * ------------------------------------------------------------------------------------------- */
 
-/* Input currents that make a fair share of the neurons fire (as tests/test_neurons_grad.c),
- * with ~4% of them set to values that put H exactly on a threshold in the first step (IF and
- * LIF from V = 0, ST-BIF from V = theta/2), where Heaviside(0) = 1 and ST-BIF's H < 0 are
- * decided: a port that compares with > instead of >= fails there. */
+/* Input currents that make a fair share of the neurons fire (neuron_test_inputs.h). */
 static inline void fill_currents(float *x, int64_t n, const snn_neuron_config *c)
 {
-    const bool stbif = c->kind == SNN_NEURON_STBIF;
-    const bool leaky_input = c->kind != SNN_NEURON_IF && c->decay_input;
-    for (int64_t i = 0; i < n; i++) {
-        const float u = snn_rng_uniform(&rng);
-        if (stbif) {
-            x[i] = c->theta * 0.6f * snn_rng_normal(&rng);
-            if (u < 0.02f) x[i] = 0.5f * c->theta;        /* H = theta */
-            else if (u < 0.04f) x[i] = -0.5f * c->theta;  /* H = 0: not below 0 */
-        } else {
-            x[i] = leaky_input ? 1.2f * snn_rng_normal(&rng) + 1.1f
-                               : 0.6f * snn_rng_normal(&rng) + 0.45f;
-            x[i] *= c->v_threshold;
-            if (u < 0.02f) x[i] = c->v_threshold * (leaky_input ? c->tau : 1.0f); /* H = V_th */
-            else if (u < 0.04f) x[i] = 0.0f;
-        }
-    }
+    neuron_test_currents(x, n, c, &rng);
 }
 
 static inline void fill_uniform(float *p, int64_t n, float lo, float hi)
@@ -223,53 +188,16 @@ static inline float plif_w(float tau0) { return -logf(tau0 - 1.0f); }
 
 typedef void (*config_fn)(const snn_neuron_config *c, float tau0, int index);
 
-/* Calls f for every neuron x surrogate x reset x detach_reset combination (84 of them). */
+/* Calls f for every neuron configuration of neuron_test_configs (84), with `label` set to its
+ * name and tau0 its tau (PLIF's initial tau). */
 static inline void for_each_config(config_fn f)
 {
-    int index = 0;
-    /* IF, LIF and PLIF with decay_input on and off */
-    const struct { snn_neuron_kind kind; bool decay_input; float tau; const char *name; } lifs[] = {
-        {SNN_NEURON_IF, true, 2.0f, "if"},
-        {SNN_NEURON_LIF, true, 2.0f, "lif"},
-        {SNN_NEURON_LIF, false, 3.0f, "lif(no decay_input)"},
-        {SNN_NEURON_PLIF, true, 2.0f, "plif"},
-        {SNN_NEURON_PLIF, false, 3.0f, "plif(no decay_input)"},
-    };
-    for (size_t k = 0; k < sizeof lifs / sizeof lifs[0]; k++)
-        for (int sg = 0; sg < SNN_SURROGATE_COUNT; sg++)
-            for (int reset = 0; reset < 2; reset++)
-                for (int detach = 0; detach < 2; detach++) {
-                    snn_neuron_config c = snn_neuron_config_default(lifs[k].kind);
-                    c.surrogate = snn_surrogate_default((snn_surrogate_kind)sg);
-                    c.reset = reset ? SNN_RESET_SOFT : SNN_RESET_HARD;
-                    c.detach_reset = detach != 0;
-                    c.decay_input = lifs[k].decay_input;
-                    c.tau = lifs[k].tau; /* PLIF: tau0 */
-                    /* vary the threshold and the hard-reset target too */
-                    if (index % 2) c.v_reset = -0.125f;
-                    if (index % 3 == 1) c.v_threshold = 0.75f;
-                    snprintf(label, sizeof label, "%s, %s, %s reset%s, v_th %g, v_reset %g",
-                             lifs[k].name, snn_surrogate_name(c.surrogate.kind),
-                             reset ? "soft" : "hard", detach ? ", detach_reset" : "",
-                             (double)c.v_threshold, (double)c.v_reset);
-                    f(&c, lifs[k].tau, index++);
-                }
-    /* ST-BIF: levels 4 and 8, unsigned and symmetric */
-    for (int levels = 4; levels <= 8; levels += 4)
-        for (int sym = 0; sym < 2; sym++)
-            for (int sg = 0; sg < SNN_SURROGATE_COUNT; sg++)
-                for (int detach = 0; detach < 2; detach++) {
-                    snn_neuron_config c = snn_neuron_config_default(SNN_NEURON_STBIF);
-                    c.surrogate = snn_surrogate_default((snn_surrogate_kind)sg);
-                    c.detach_reset = detach != 0;
-                    c.levels = levels;
-                    c.symmetric = sym != 0;
-                    c.theta = index % 2 ? 0.5f : 1.0f;
-                    snprintf(label, sizeof label, "stbif L=%d %s, %s%s, theta %g", levels,
-                             sym ? "symmetric" : "unsigned", snn_surrogate_name(c.surrogate.kind),
-                             detach ? ", detach_reset" : "", (double)c.theta);
-                    f(&c, 2.0f, index++);
-                }
+    snn_neuron_config configs[NEURON_TEST_CONFIGS];
+    const int count = neuron_test_configs(configs);
+    for (int i = 0; i < count; i++) {
+        neuron_test_name(label, sizeof label, &configs[i]);
+        f(&configs[i], configs[i].tau, i);
+    }
 }
 
 static char base_label[400];
@@ -278,10 +206,10 @@ static char base_label[400];
 static inline int neuron_parity_begin(void)
 {
     test_require_cuda();
-    cpu = snn_neuron_kernels_for(SNN_CPU);
+    ref = &snn_neuron_kernels_ref;
     gpu = snn_neuron_kernels_for(SNN_CUDA);
-    CHECK(cpu != NULL && gpu != NULL);
-    if (!cpu || !gpu) {
+    CHECK(gpu != NULL);
+    if (!gpu) {
         fprintf(stderr, "no CUDA neuron kernel table: %s\n", snn_last_error());
         return 1;
     }

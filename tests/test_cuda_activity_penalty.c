@@ -1,17 +1,11 @@
 /*
- * test_cuda_activity_penalty.c - the CUDA twins of the activity penalty's op (kernels/cuda/plane_norm.cu)
- * against the CPU reference (neurons/plane_norm.c), and the op and the penalty on the GPU.
- * Skipped (exit 77) without a GPU.
- *
- *   1. kernels, through the neuron tables (harness: cuda_neuron_parity.h), on planes of 49, 1,
- *      1517 (37 x 41: several warps' strides), 31 and 32 (the two sides of the thread-per-plane
- *      / warp-per-plane switch), 1024 (32 x 32), each with spikes {0, 1} and silent planes:
- *      the norms bit for bit (integer sums are exact in any order); ST-BIF-like {-theta, 0,
- *      theta} and normal values: norms within 1e-5 relative. Backward: dx pre-filled with the
- *      same random values on both sides (it accumulates), |got - want| <= 1e-5 (|want| +
- *      max|want|) (nvcc may contract dx += s x into an fma), silent planes untouched;
- *   2. snn_spike_plane_norms on CUDA tensors, backward through the tape: the same values (bit
- *      for bit, spikes) and gradients as on the CPU.
+ * test_cuda_activity_penalty.c - the activity penalty's op on the GPU: snn_spike_plane_norms on
+ * CUDA tensors, backward through the tape, gives the CPU's values (bit for bit: the norms of
+ * spikes are whole-number sums) and gradients. Its kernels (kernels/cuda/plane_norm.cu) are
+ * checked against the reference (kernels/ref/plane_norm.c) by the parity harness,
+ * tests/test_cuda_backend_ops.c: planes of 1, 31 and 32 (the thread-per-plane / warp-per-plane
+ * switch), 49, 37 x 41, 64, 1024, with spikes, ST-BIF-like {-0.5, 0, 0.5} and normal values, and
+ * silent planes. Skipped (exit 77) without a GPU.
  * Run on the GPU machine: ctest -R cuda_activity_penalty --output-on-failure
  */
 #include "cuda_neuron_parity.h"
@@ -35,43 +29,6 @@ static void fill(float *x, const plane_case *pc)
             x[g * pc->plane + p] = v;
         }
     }
-}
-
-static void test_kernels(void)
-{
-    const int64_t planes_of[6][2] = {{4 * 3 * 5, 49}, {8 * 2 * 33, 1}, {3 * 2 * 3, 37 * 41},
-                                     {2 * 3 * 7, 31}, {2 * 3 * 7, 32}, {4 * 2 * 8, 1024}};
-    for (int s = 0; s < 6; s++)
-        for (int values = 0; values < 3; values++) {
-            plane_case pc = {planes_of[s][0], planes_of[s][1], values};
-            const int64_t n = pc.planes * pc.plane;
-            snprintf(label, sizeof label, "plane_norm planes %lld x %lld, values %d",
-                     (long long)pc.planes, (long long)pc.plane, values);
-            snn_step_begin();
-            float *x = host_floats(n), *dy = host_floats(pc.planes), *dx0 = host_floats(n);
-            fill(x, &pc);
-            for (int64_t g = 0; g < pc.planes; g++) dy[g] = snn_rng_normal(&rng);
-            for (int64_t i = 0; i < n; i++) dx0[i] = snn_rng_normal(&rng);
-            float *y_c = host_floats(pc.planes), *dx_c = copy_of(dx0, n);
-            cpu->plane_norm_forward(y_c, x, pc.planes, pc.plane);
-            cpu->plane_norm_backward(dx_c, dy, x, y_c, pc.planes, pc.plane);
-            float *x_g = dev_from(x, n), *y_g = dev_full(pc.planes, NAN);
-            float *dy_g = dev_from(dy, pc.planes), *dx_g = dev_from(dx0, n);
-            gpu->plane_norm_forward(y_g, x_g, pc.planes, pc.plane);
-            float *y = download(y_g, pc.planes);
-            if (values == 0) check_bits("norm", y, y_c, pc.planes);
-            else check_close("norm", y, y_c, pc.planes, GRAD_RTOL);   /* orders differ */
-            /* backward from the CPU's norms on both sides, so the check is of the kernel alone */
-            float *yc_g = dev_from(y_c, pc.planes);
-            gpu->plane_norm_backward(dx_g, dy_g, x_g, yc_g, pc.planes, pc.plane);
-            float *dx = download(dx_g, n);
-            check_close("dx", dx, dx_c, n, GRAD_RTOL);
-            for (int64_t g = 0; g < pc.planes; g++)   /* silent planes keep their gradient */
-                if (y_c[g] == 0.0f)
-                    check_bits("dx of a silent plane", dx + g * pc.plane, dx0 + g * pc.plane, pc.plane);
-            cases++;
-            snn_step_end();
-        }
 }
 
 static void test_op(void)
@@ -106,11 +63,9 @@ static void test_op(void)
 
 int main(void)
 {
-    (void)base_label;   /* the harness's, for the neuron tests' labels */
+    (void)cases, (void)base_label; /* the configuration matrix's: not used here */
     if (neuron_parity_begin()) return test_finish();
     CHECK(gpu->plane_norm_forward && gpu->plane_norm_backward);
-    RUN(test_kernels);
     RUN(test_op);
-    fprintf(stderr, "%d cases\n", cases);
     return test_finish();
 }

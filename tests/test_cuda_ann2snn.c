@@ -1,5 +1,5 @@
 /*
- * test_cuda_ann2snn.c - ANN -> SNN conversion on the GPU: its kernels against the CPU reference,
+ * test_cuda_ann2snn.c - ANN -> SNN conversion on the GPU: its kernels against the reference,
  * and converted networks on CUDA. Skipped (exit 77) without a GPU.
  *
  *   qclip            forward and dx bit for bit (a division, a floor, a multiply; dx is dy or
@@ -50,8 +50,8 @@ static void check_qclip(int64_t n, int levels, bool symmetric, float s)
     const float ds0 = 0.25f;
     /* CPU */
     float *y_cpu = host_floats(n), *dx_cpu = copy_of(dx0, n), ds_cpu = ds0;
-    cpu->qclip_forward(y_cpu, x, &s, &p, n);
-    cpu->qclip_backward(dx_cpu, &ds_cpu, dy, x, &s, &p, g, n);
+    ref->qclip_forward(y_cpu, x, &s, &p, n);
+    ref->qclip_backward(dx_cpu, &ds_cpu, dy, x, &s, &p, g, n);
     /* CUDA */
     float *dx_d = dev_from(dx0, n), *y_d = dev_full(n, NAN), *x_d = dev_from(x, n);
     float *dy_d = dev_from(dy, n), *s_d = dev_from(&s, 1), *ds_d = dev_from(&ds0, 1);
@@ -111,8 +111,8 @@ static void check_pool(int T, int planes, int H, int W, int K, int stride)
     for (int64_t i = 0; i < ny; i++) dy[i] = snn_rng_normal(&rng);
     float *y_cpu = host_floats(ny), *dx_cpu = copy_of(dx0, nx);
     int32_t *a_cpu = (int32_t *)host_floats(ny);
-    cpu->running_max_pool_forward(y_cpu, a_cpu, x, &d);
-    cpu->running_max_pool_backward(dx_cpu, dy, a_cpu, &d);
+    ref->running_max_pool_forward(y_cpu, a_cpu, x, &d);
+    ref->running_max_pool_backward(dx_cpu, dy, a_cpu, &d);
     float *y_d = dev_full(ny, NAN), *x_d = dev_from(x, nx), *dy_d = dev_from(dy, ny);
     float *dx_d = dev_from(dx0, nx);
     int32_t *a_d = (int32_t *)dev_full(ny, NAN);

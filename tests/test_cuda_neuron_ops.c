@@ -2,8 +2,10 @@
  * test_cuda_neuron_ops.c - the neuron ops on CUDA against the CPU, through the public API: the
  * multi-step op snn_neuron_multistep with backward through the tape, the single-step API
  * snn_neuron_step over 5 calls carrying the state, and snn_heaviside, for all 84 neuron
- * configurations. The kernel level and the tolerances are in test_cuda_neurons.c; the harness
- * in cuda_neuron_parity.h. Without a GPU it exits 77 (skipped).
+ * configurations. The kernels are checked against the reference by the parity harness
+ * (tests/test_cuda_backend_ops.c); this test's harness is cuda_neuron_parity.h, whose
+ * tolerances are the harness's: spikes and activity bit for bit, gradients within 1e-5 of the
+ * tensor's scale, PLIF's dw against the sum of its terms. Without a GPU it exits 77 (skipped).
  * Run on the GPU machine: ctest -R cuda_neuron_ops --output-on-failure
  */
 #include "cuda_neuron_parity.h"
