@@ -2,8 +2,9 @@
  * spike_pack_check.h - what test_spike_pack.c (CPU) and test_cuda_spike_pack.c check of spikes
  * kept as bits (autograd/spike_pack.c; the model option pack_spikes, snn_model_set_options):
  *
- *   1. the kernels: pack_bits on 0 / 1 floats gives the words a plain loop makes (bit i % 32 of
- *      word i / 32, the unused bits of the last word 0), and unpack_bits gives the floats back
+ *   1. the kernels: pack_bits on 0 / 1 floats gives the reference's words (kernels/ref/bits.c:
+ *      bit i % 32 of word i / 32, the unused bits of the last word 0), writes no word past them,
+ *      and unpack_bits gives the floats back
  *      bit for bit, at lengths around the 32-element word; and the bits the fused batch-norm ->
  *      neuron op writes beside its spikes are those words too;
  *   2. a training step of small ResNets (basic blocks, SEW, bottlenecks; 8x8 and 9x9 images),
@@ -20,6 +21,7 @@
 #include "snn.h"
 #include "tensor/arena.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/kernels_ref.h"
 #include "test.h"
 
 /* ---- 1. the kernels ---------------------------------------------------------------------- */
@@ -42,8 +44,8 @@ static void check_pack_kernels(snn_device dev)
             /* about a fifth fire, and the last element always does (the partial word) */
             x[i] = snn_rng_uniform(&rng) < 0.2f || i == n - 1 ? 1.0f : 0.0f;
             ones += x[i] != 0.0f;
-            if (x[i] != 0.0f) want[i / 32] |= 1u << (i % 32);
         }
+        snn_pack_bits_ref(want, x, n);
         CHECK(ones > 0);
         CHECK_OK(snn_step_begin());
         float *xd = snn_step_alloc("test", (size_t)n * sizeof(float), dev);
