@@ -18,8 +18,9 @@
  * and ends with the counts. The exit code is the verdict (ctest reads nothing else).
  *
  * The comparison. Integer and bit outputs (argmax, packed bits, activity counts, one-hot, the
- * dropout mask, Poisson spikes, spikes) must be equal. A float output passes where, for every
- * element i,
+ * dropout mask, Poisson spikes, spikes) must be equal; the one exception, spikes a fused kernel
+ * computes from its own rounding of the batch-norm, is explained in backend_ops_neuron_bn.h.
+ * A float output passes where, for every element i,
  *     |got_i - ref_i| <= atol + scaled * max_j |ref_j| + rtol * |ref_i| + ulp(ref_i)
  * and the worst ratio of the left side to the right is what the table prints (<= 1 passes).
  * For an accumulated output, ref and max |ref| are the increments (the values minus the start),
@@ -30,14 +31,15 @@
  * square error: an NMSE of 1e-6 over a million elements lets one element be wholly wrong, while
  * here every element must be close. Tolerances (bo_check below): ELEM for one rounding or a
  * libm call apart, SUM for sums in another order, MMA for products on tensor cores, whose
- * tolerance is the mode's. In TF32 and BF16 modes the reference runs on its operands rounded as
- * the tensor cores round them (bf16: to nearest even; TF32: to nearest, ties away, as cvt.rna),
- * so that only the order of the fp32 sums differs and the tolerance can stay tight.
+ * tolerance is the mode's. Where a TF32 or BF16 mode's kernels round their operands in a known
+ * way (bf16: to nearest even; TF32: to nearest, ties away, as cvt.rna), the reference runs on
+ * operands rounded the same way, so that only the order of the fp32 sums differs and the
+ * tolerance can stay tight (test_cuda_backend_ops.c lists the modes).
  *
  * Environment: SNN_TEST_OP=text runs only the ops whose name contains text (e.g. conv2d),
- * SNN_TEST_MODE=text only the modes whose name contains it (e.g. bf16), SNN_TEST_VERBOSE=1
- * prints a row for every case (by default failures and one line per op).
- * Adding an op: a setup (buffers) and a run (the entry's call), listed in backend_ops_*.h.
+ * SNN_TEST_MODE=text only the modes whose name contains it (e.g. bf16).
+ * Adding an op: a setup (buffers) and a run (the entry's call), listed in backend_ops_*.h; the
+ * static asserts on the tables' sizes there fail when an entry has been added without one.
  */
 #ifndef SNN_BACKEND_OPS_H
 #define SNN_BACKEND_OPS_H
