@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "kernels/cpu/kernels_cpu.h"
+#include "host_memory.h"
 
 /* The number after `key` in a "key value" or "key: value kB" text file (meminfo, memory.stat),
  * times `unit`; 0 when the file or the key is missing. */
