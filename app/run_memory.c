@@ -68,6 +68,15 @@ static int run_step_batch(const run_memory_request *r, int batch)
     return r->images > 0 && r->images < batch ? (int)r->images : batch;
 }
 
+/* The model's estimate for one step of `batch` images, with the options the run will have. */
+static snn_status run_estimate(const run_memory_request *r, int batch, snn_memory_estimate *out)
+{
+    snn_model_options options = snn_model_options_default(r->device);
+    if (r->unfused) options.fuse = false;
+    return snn_model_memory_estimate_with(&r->config, &options, run_step_batch(r, batch),
+                                          r->device, r->training, r->optimizer_states, out);
+}
+
 /* The largest batch size <= r->batch_size whose estimate fits `usable` on the device and
  * `host_usable` on the host; 0 when not even one image fits. */
 static int run_memory_largest_batch(const run_memory_request *r, double usable, double host_usable,
@@ -78,8 +87,7 @@ static int run_memory_largest_batch(const run_memory_request *r, double usable, 
         int mid = lo + (hi - lo + 1) / 2;
         snn_memory_estimate e;
         double host_extra = r->host_extra - host_per_image * (r->batch_size - mid);
-        bool fits = snn_model_memory_estimate(&r->config, run_step_batch(r, mid), r->device,
-                                              r->training, r->optimizer_states, &e) == SNN_OK &&
+        bool fits = run_estimate(r, mid, &e) == SNN_OK &&
                     e.total - r->held + (r->device == SNN_CPU ? host_extra : 0.0) <= usable &&
                     e.host - (r->device == SNN_CPU ? r->held : 0.0) + host_extra <= host_usable;
         if (fits) lo = mid;
@@ -93,8 +101,7 @@ int run_memory_check(const run_memory_request *r, double host_per_image,
                      snn_memory_estimate *out)
 {
     const char *p = r->program, *dev = snn_device_name(r->device);
-    if (snn_model_memory_estimate(&r->config, run_step_batch(r, r->batch_size), r->device,
-                                  r->training, r->optimizer_states, out) != SNN_OK) {
+    if (run_estimate(r, r->batch_size, out) != SNN_OK) {
         fprintf(stderr, "%s: %s\n", p, snn_last_error());
         return 2;
     }

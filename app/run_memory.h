@@ -36,6 +36,8 @@ typedef struct run_memory_request {
     int optimizer_states;
     double host_extra;       /* host bytes besides the model: batches, a checkpoint being read */
     double held;             /* bytes of the estimate already allocated (a model loaded first) */
+    bool unfused;            /* the model will run without fusion (--sync-bn: batch-norm and the
+                              * neurons apart, nn/fusion_rules.c), which holds more */
 } run_memory_request;
 
 /* Checks the request. Returns 0 when it fits (or when the device cannot tell, with a note) and

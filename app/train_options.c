@@ -51,6 +51,7 @@ int train_option_table(train_options *o, option *table)
         {"--neuron", OPT_STRING, &o->neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
         {"--levels", OPT_INT, &o->levels,
          "qclip / stbif: quantization levels L (0: the default, 8)"},
+        {"--explain", OPT_FLAG, &o->explain, "print the execution plan after the first step: which kernel each layer runs, which layers are fused, on this device, precision and kernel set"},
         {"--symmetric", OPT_FLAG, &o->symmetric,
          "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
         {"--surrogate", OPT_STRING, &o->surrogate, "sigmoid, atan, piecewise_quadratic"},

@@ -29,6 +29,7 @@ typedef struct train_options {
     int checkpoint_every;
     int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
     bool tf32, symmetric;
+    bool explain;            /* print the execution plan of the first step (snn_model_explain) */
     float tau, lr, momentum, weight_decay, min_lr;
     train_dist_options dist;
     float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */

@@ -172,6 +172,11 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
         snn_step_end();
         if (status == SNN_OK) status = train_dist_after_step(dist, model);
         if (status != SNN_OK) break;
+        if (o->explain && rank0 && snn_optimizer_steps(opt) == 1) { /* the traced first step */
+            if (tty) fputc('\n', stderr);
+            status = snn_model_explain(model, stderr);
+            if (status != SNN_OK) break;
+        }
         st->images += batch.global_count;
         done++;
         st->batches = done;
@@ -357,7 +362,7 @@ int main(int argc, char **argv)
         config, o.batch_size, train.count, device, true, optimizer_states,
         per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
             (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
-        0.0};
+        0.0, o.dist.sync_bn};
     snn_memory_estimate memory;
     if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;
@@ -439,10 +444,14 @@ int main(int argc, char **argv)
         run_config_print_model(stderr, "  ", model);
         train_options_print(stderr, "  ", &o, &schedule, o.batch_size * o.world_size);
         run_config_print_device(stderr, "  ", device, precision);
-        /* --explain's place: the model's execution plan (which kernel each layer runs, which
-         * layers are fused; snn_model_explain, nn/) prints here, once the model is on its
-         * device and the precision and kernel set are chosen, before the first step. */
+        /* the plan's options now; --explain traces the first step's forward and prints, after
+         * it, which kernel each layer ran and which layers ran fused (nn/plan.h) */
+        const snn_model_options plan = snn_model_options_of(model);
+        fprintf(stderr, "  plan: fusion %s, spikes kept for backward as %s%s\n",
+                plan.fuse ? "on" : "off", plan.pack_spikes ? "bits" : "floats",
+                o.explain ? "" : " (--explain: the kernel each layer runs)");
     }
+    if (o.explain && snn_model_trace_plan(model) != SNN_OK) return fail("--explain");
 
     int exit_code = 0;
     snn_module *eval_model = train_eval_model(&run); /* what is evaluated and kept as the best */
