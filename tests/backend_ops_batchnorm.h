@@ -48,6 +48,40 @@ static double bn_compare_columns(const bo_case *c, void *const *got, void *const
     return worst;
 }
 
+/* The output of a batch-norm's normalisation, (N, C, HW). Its kernels may round the double mean
+ * to float before subtracting it (CUDA does; the CPU's keep a float head and tail: kernels.h,
+ * batchnorm_normalise), which moves element (n, c, i) by up to |gamma[c] invstd[c]| ulp(mean[c])
+ * / 2, far more than the SUM tolerance when |mean| is much larger than the spread. Each element
+ * is allowed that on top of the SUM tolerance; mean (C) and invstd (C) are the reference's,
+ * gamma NULL for a plain batch-norm. */
+static double bn_compare_normalised(const bo_case *c, int out, void *const *got, void *const *ref,
+                                    const double *mean, const float *invstd, const float *gamma,
+                                    char *why, size_t why_size)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    const float *g = got[out], *r = ref[out];
+    double scale = 0.0, worst = 0.0;
+    for (int64_t e = 0; e < bn_numel(p); e++) scale = fmax(scale, fabs((double)r[e]));
+    for (int64_t e = 0; e < bn_numel(p); e++) {
+        const int ch = (int)(e / p->HW % p->C);
+        const float m = (float)mean[ch];
+        const double rounding = fabs((double)(gamma ? gamma[ch] : 1.0f) * (double)invstd[ch]) *
+                                0.5 * (double)(nextafterf(fabsf(m), INFINITY) - fabsf(m));
+        bo_tol tol = bo_tolerance_of(BO_SUM, NULL, NULL);
+        tol.atol += rounding;
+        const double ratio = bo_is_poison(g, BO_F32, e) ? (double)INFINITY
+                             : bo_ratio(g[e], r[e], 0.0, scale, &tol, 0x1.0p-23);
+        if (!(ratio <= worst)) {
+            worst = isnan(ratio) ? (double)INFINITY : ratio;
+            if (!(worst <= 1.0))
+                snprintf(why, why_size, "'%s' [%lld]: %.9g, reference %.9g (tolerance: SUM + "
+                         "%.3g for the mean's rounding)", c->buf[out].name, (long long)e,
+                         (double)g[e], (double)r[e], rounding);
+        }
+    }
+    return worst;
+}
+
 /* x: normal around the offset; gamma, beta */
 static void bn_inputs(bo_case *c, const bn_params *p)
 {
@@ -68,7 +102,7 @@ BO_HAS(batchnorm_forward_train)
 static void bn_train_setup(bo_case *c)
 {
     const bn_params *p = BO_PARAMS(c, bn_params);
-    bo_out(c, "out", BO_F32, bn_numel(p), BO_SUM);
+    bo_out(c, "out", BO_F32, bn_numel(p), BO_CUSTOM); /* bn_train_compare */
     bo_out(c, "save_mean", BO_F32, p->C, BO_SUM);
     bo_out(c, "save_invstd", BO_F32, p->C, BO_SUM);
     bn_running(c, p);
@@ -83,9 +117,22 @@ static bool bn_train_run(const bo_case *c, bo_side *s)
                                   p->affine ? a[7] : NULL, p->N, p->C, p->HW, 0.1f, 1e-5f);
     return true;
 }
+/* out (0) against the reference, with its save_mean (1) and save_invstd (2); gamma is 6 */
+static double bn_train_compare(const bo_case *c, void *const *got, void *const *ref, char *why,
+                               size_t why_size)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    double *mean = malloc((size_t)p->C * sizeof *mean);
+    SNN_ASSERT(mean);
+    for (int ch = 0; ch < p->C; ch++) mean[ch] = (double)((const float *)ref[1])[ch];
+    const double worst = bn_compare_normalised(c, 0, got, ref, mean, ref[2],
+                                               p->affine ? c->buf[6].init : NULL, why, why_size);
+    free(mean);
+    return worst;
+}
 static const bo_op op_batchnorm_forward_train = {"batchnorm_forward_train",
                                                  bo_has_batchnorm_forward_train, bn_train_setup,
-                                                 bn_train_run, NULL, false, 0};
+                                                 bn_train_run, bn_train_compare, false, 0};
 
 BO_HAS(batchnorm_forward_eval)
 static void bn_eval_setup(bo_case *c)
@@ -209,7 +256,7 @@ BO_HAS(batchnorm_normalise)
 static void bn_norm_setup(bo_case *c)
 {
     const bn_params *p = BO_PARAMS(c, bn_params);
-    bo_out(c, "out", BO_F32, bn_numel(p), BO_SUM);
+    bo_out(c, "out", BO_F32, bn_numel(p), BO_CUSTOM); /* bn_norm_compare */
     bn_inputs(c, p); /* x 1, gamma 2, beta 3 */
     const int merged = bo_buffer(c, "merged", BO_F64, BO_IN, BO_EXACT, 3 * (int64_t)p->C);
     const int invstd = bo_in_uniform(c, "save_invstd", p->C, 0.0f, 0.0f);
@@ -223,8 +270,23 @@ static bool bn_norm_run(const bo_case *c, bo_side *s)
                               p->affine ? a[3] : NULL, p->N, p->C, p->HW);
     return true;
 }
+/* out (0) against the reference; the mean is column 1 of merged (4), invstd 5, gamma 2 */
+static double bn_norm_compare(const bo_case *c, void *const *got, void *const *ref, char *why,
+                              size_t why_size)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    const double *merged = c->buf[4].init;
+    double *mean = malloc((size_t)p->C * sizeof *mean);
+    SNN_ASSERT(mean);
+    for (int ch = 0; ch < p->C; ch++) mean[ch] = merged[3 * ch + 1];
+    const double worst = bn_compare_normalised(c, 0, got, ref, mean, c->buf[5].init,
+                                               p->affine ? c->buf[2].init : NULL, why, why_size);
+    free(mean);
+    return worst;
+}
 static const bo_op op_batchnorm_normalise = {"batchnorm_normalise", bo_has_batchnorm_normalise,
-                                             bn_norm_setup, bn_norm_run, NULL, false, 0};
+                                             bn_norm_setup, bn_norm_run, bn_norm_compare, false,
+                                             0};
 
 BO_HAS(batchnorm_backward_sums)
 static void bn_sums_setup(bo_case *c)
