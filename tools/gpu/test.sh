@@ -66,8 +66,8 @@ for stage in "${@:-all}"; do
           --out /tmp/bits_${v}_$p > "$LOGS/bits_${v}_$p.txt" 2>&1
       done
       log "bits $p: checkpoint.safetensors of this tree against the base"
-      if cmp -s /tmp/bits_new_$p/checkpoint.safetensors /tmp/bits_base_$p/checkpoint.safetensors
-      then echo "   the same bytes" | summary; else echo "   DIFFER (or no base)" | summary; fi
+      python3 tools/gpu/same_tensors.py /tmp/bits_new_$p/checkpoint.safetensors \
+        /tmp/bits_base_$p/checkpoint.safetensors 2>&1 | summary
       grep -E "^epoch" "$LOGS"/bits_*_$p.txt | summary
     done ;;
   memory)
