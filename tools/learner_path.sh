@@ -29,9 +29,11 @@ root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # gcov writes one .gcov file per (object, source or header): -l names it after both, so two
-# objects that include the same header do not overwrite each other's counts.
+# objects that include the same header do not overwrite each other's counts, and -p keeps their
+# folders in the name, so that sources of one name in two folders (nn/optim.c and
+# kernels/ref/optim.c) do not either.
 find "$root/$build" -name '*.gcda' | while read -r gcda; do
-  (cd "$work" && gcov -l -o "$(dirname "$gcda")" "$gcda" > /dev/null 2>&1 || true)
+  (cd "$work" && gcov -l -p -o "$(dirname "$gcda")" "$gcda" > /dev/null 2>&1 || true)
 done
 
 # Per source file: the lines gcov saw run in any object (a header's line runs if it ran anywhere).
