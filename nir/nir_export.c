@@ -337,6 +337,8 @@ snn_status nir_from_model(nir_graph *g, snn_module *model)
                          "made by snn_model_new or loaded from a checkpoint)");
     memset(g, 0, sizeof *g);
     g->time_steps = c->time_steps;
+    g->dt = 1.0; /* one snn.c step is one Euler step of length 1 (the mapping above) */
+    snprintf(g->source, sizeof g->source, "snn.c");
     /* SEW blocks without a downsample look like plain blocks: tell them by the model's kind */
     bool sew = c->kind == SNN_MODEL_SEW_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET34 ||
                c->kind == SNN_MODEL_SEW_RESNET50;

@@ -1,6 +1,6 @@
 /*
- * nir_graph.c - the in-memory NIR graph: nodes with named arrays, and edges. Every array is
- * one snn_alloc block, freed with the graph.
+ * nir_graph.c - the in-memory NIR graph: nodes with named arrays, and edges. Every numeric
+ * array is one snn_alloc block, freed with the graph; a string array holds its text inline.
  */
 #include <string.h>
 
@@ -116,6 +116,19 @@ snn_status nir_add_filled(nir_node *n, const char *name, int ndim, const int64_t
     nir_array *a = nir_add_array(n, name, false, ndim, dim);
     if (!a) return snn_last_status();
     for (int64_t k = 0; k < a->numel; k++) a->f[k] = v;
+    return SNN_OK;
+}
+
+snn_status nir_add_text(nir_node *n, const char *name, const char *text)
+{
+    if (n->n_arrays == NIR_MAX_ARRAYS || strlen(name) >= 32 || strlen(text) >= NIR_TEXT)
+        return snn_error(SNN_ERR_FORMAT, "NIR: node '%s': too many arrays, or a string '%s' = "
+                         "'%s' over %d characters", n->name, name, text, NIR_TEXT - 1);
+    nir_array *a = &n->arrays[n->n_arrays++];
+    memset(a, 0, sizeof *a);
+    snprintf(a->name, sizeof a->name, "%s", name);
+    snprintf(a->text, sizeof a->text, "%s", text);
+    a->is_text = true;
     return SNN_OK;
 }
 

@@ -2,12 +2,13 @@
  * nir_hdf5.c - a NIR graph to and from HDF5, in the layout of the nir Python package
  * (nir.write / nir.read, which use h5py):
  *
- *     /version                      string, "1.0.0"
+ *     /version                      string: the NIR version that wrote it ("1.0.7")
  *     /node/type                    string, "NIRGraph"
  *     /node/nodes/<name>/type       string, "Conv2d", "LIF", ...
- *     /node/nodes/<name>/<param>    arrays: float32 parameters, int64 shapes / strides / sizes
+ *     /node/nodes/<name>/<param>    arrays: float32 parameters, int64 shapes / strides / sizes,
+ *                                   or a string (Conv2d's padding "same")
  *     /node/edges                   (E, 2) strings: source name, destination name
- *     /node/metadata/<key>          snn.c's notes: dt = 1, time_steps, readout (not relied on)
+ *     /node/metadata/<key>          dt (the time step, float64), time_steps, source, readout
  *
  * Strings are variable-length UTF-8, as h5py writes str; on reading, fixed-length strings are
  * accepted too. Every HDF5 call is checked and an error names the file and the object; HDF5's
@@ -20,7 +21,7 @@
 #include "nir_graph.h"
 #include "tensor/error.h"
 
-#define NIR_VERSION "1.0.0"
+#define NIR_VERSION "1.0.7" /* the version of the nir package whose layout this is */
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
@@ -49,6 +50,7 @@ static bool write_string(hid_t where, const char *name, const char *value)
 
 static bool write_array(hid_t where, const nir_array *a)
 {
+    if (a->is_text) return write_string(where, a->name, a->text);
     hsize_t dims[4];
     for (int d = 0; d < a->ndim; d++) dims[d] = (hsize_t)a->dim[d];
     hid_t space = a->ndim ? H5Screate_simple(a->ndim, dims, NULL) : H5Screate(H5S_SCALAR);
@@ -59,6 +61,18 @@ static bool write_array(hid_t where, const nir_array *a)
                          : -1;
     const void *data = a->is_int ? (const void *)a->i : (const void *)a->f;
     bool ok = d >= 0 && H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
+    if (d >= 0) H5Dclose(d);
+    if (space >= 0) H5Sclose(space);
+    return ok;
+}
+
+static bool write_double(hid_t where, const char *name, double value)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t d = space >= 0 ? H5Dcreate2(where, name, H5T_IEEE_F64LE, space, H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT)
+                         : -1;
+    bool ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value) >= 0;
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     return ok;
@@ -111,11 +125,13 @@ static bool write_graph(hid_t file, const nir_graph *g, const char **what)
         /* snn.c's notes for readers that want them; NIR readers need not rely on them */
         *what = "/node/metadata";
         hid_t meta = H5Gcreate2(node, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        nir_array dt = {.name = "dt", .ndim = 0, .numel = 1, .f = &(float){1.0f}};
-        nir_array steps = {.name = "time_steps", .is_int = true, .ndim = 0, .numel = 1,
-                           .i = &(int64_t){g->time_steps}};
-        ok = meta >= 0 && write_array(meta, &dt) && write_array(meta, &steps) &&
-             write_string(meta, "source", "snn.c") &&
+        ok = meta >= 0 && (g->dt <= 0.0 || write_double(meta, "dt", g->dt));
+        if (ok && g->time_steps > 0) {
+            nir_array steps = {.name = "time_steps", .is_int = true, .ndim = 0, .numel = 1,
+                               .i = &(int64_t){g->time_steps}};
+            ok = write_array(meta, &steps);
+        }
+        ok = ok && write_string(meta, "source", g->source[0] ? g->source : "snn.c") &&
              write_string(meta, "readout", "logits = mean over the time steps of output");
         if (meta >= 0) H5Gclose(meta);
     }
@@ -183,7 +199,11 @@ static snn_status read_array(hid_t group, const char *name, nir_node *n, const c
     int ndim = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
     snn_status st = SNN_OK;
     if (cls == H5T_STRING) {
-        st = SNN_OK; /* a string parameter (e.g. padding "same"): not ours, ignored */
+        /* a string parameter (Conv2d's padding "same"), kept as text */
+        char text[NIR_TEXT];
+        st = read_string(group, name, text, sizeof text) ? nir_add_text(n, name, text)
+           : snn_error(SNN_ERR_FORMAT, "'%s': node '%s' parameter '%s' is not a string of at "
+                       "most %d characters", path, n->name, name, NIR_TEXT - 1);
     } else if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || ndim < 0 || ndim > 4) {
         st = snn_error(SNN_ERR_FORMAT, "'%s': node '%s' parameter '%s' is not a numeric array of "
                        "at most 4 dims", path, n->name, name);
@@ -279,6 +299,44 @@ static snn_status read_edges(hid_t node, nir_graph *g, const char *path)
     return st;
 }
 
+/* A scalar number of the metadata group (any numeric type); false when absent or not one. */
+static bool read_number(hid_t meta, const char *name, double *out)
+{
+    if (H5Lexists(meta, name, H5P_DEFAULT) <= 0) return false;
+    hid_t d = H5Dopen2(meta, name, H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1, space = d >= 0 ? H5Dget_space(d) : -1;
+    H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    bool ok = (cls == H5T_INTEGER || cls == H5T_FLOAT) && space >= 0 &&
+              H5Sget_simple_extent_npoints(space) == 1 &&
+              H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0;
+    if (space >= 0) H5Sclose(space);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return ok;
+}
+
+/* /node/metadata: dt, time_steps and source where present (every key is optional). */
+static snn_status read_metadata(hid_t node, nir_graph *g, const char *path)
+{
+    if (H5Lexists(node, "metadata", H5P_DEFAULT) <= 0) return SNN_OK;
+    hid_t meta = H5Gopen2(node, "metadata", H5P_DEFAULT);
+    if (meta < 0) return SNN_OK; /* a metadata dataset, not a group: nothing we read */
+    double dt = 0.0, steps = 0.0;
+    snn_status st = SNN_OK;
+    if (read_number(meta, "dt", &dt) && !(dt > 0.0 && dt < 1e30))
+        st = snn_error(SNN_ERR_FORMAT, "'%s': metadata dt = %g (expected a time step > 0)",
+                       path, dt);
+    else if (dt > 0.0)
+        g->dt = dt;
+    if (read_number(meta, "time_steps", &steps) && steps >= 1.0 && steps <= 1e9)
+        g->time_steps = (int64_t)steps;
+    if (H5Lexists(meta, "source", H5P_DEFAULT) > 0 &&
+        !read_string(meta, "source", g->source, sizeof g->source))
+        g->source[0] = '\0';
+    H5Gclose(meta);
+    return st;
+}
+
 snn_status nir_read_hdf5(nir_graph *g, const char *path)
 {
     memset(g, 0, sizeof *g);
@@ -313,15 +371,8 @@ snn_status nir_read_hdf5(nir_graph *g, const char *path)
     }
     if (st == SNN_OK) st = read_edges(node, g, path);
     if (st == SNN_OK) {
-        hid_t meta = H5Gopen2(node, "metadata", H5P_DEFAULT);
-        if (meta >= 0) {
-            hid_t d = H5Dopen2(meta, "time_steps", H5P_DEFAULT);
-            int64_t steps = 0;
-            if (d >= 0 && H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &steps) >= 0)
-                g->time_steps = steps;
-            if (d >= 0) H5Dclose(d);
-            H5Gclose(meta);
-        }
+        if (!read_string(file, "version", g->version, sizeof g->version)) g->version[0] = '\0';
+        st = read_metadata(node, g, path);
     }
     if (nodes >= 0) H5Gclose(nodes);
     if (node >= 0) H5Gclose(node);

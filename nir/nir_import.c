@@ -1,335 +1,392 @@
 /*
- * nir_import.c - a NIR graph as a runnable snn.c module ("NIRGraph").
+ * nir_import.c - a checked NIR graph (nir_check.h) as a runnable module, "NIRGraph", and the
+ * public entry points of nir.h (snn_nir_load, snn_nir_read, snn_nir_write, snn_nir_graph_info).
  *
- * The nodes are sorted topologically (Kahn's algorithm; a cycle is refused: recurrent graphs
- * are beyond this subset) and each becomes one of snn.c's layers, the inverse of
- * nir_export.c's mapping with dt = 1:
- *   Conv2d -> Conv2d with bias       Affine / Linear -> Linear       Flatten -> Flatten(2, -1)
- *   LIF (tau, r, v_leak = v_reset) -> LIF neuron, hard reset: r = 1 is decay_input on,
- *                                     r = tau decay_input off        IF (r = 1) -> IF neuron
- *   AvgPool2d -> AvgPool2d            SumPool2d -> AvgPool2d times k * k
- *   Threshold(theta) -> 1 - H(theta - x) with H(0) = 1, i.e. exactly (x > theta)
- * and a node's input is the sum of its incoming edges. Parameters that snn.c keeps per layer
- * (tau, thresholds) must be the same for every neuron of a node, else the node is refused.
- * The whole graph runs on (T, N, ...) tensors at once, which for a feed-forward graph equals
- * running it step by step; the module returns the Output node's mean over T.
+ * Each node becomes a child module holding what its step needs (nir_run.c runs them):
+ *   Affine, Linear -> Linear          Conv2d -> Conv2d (square kernel, stride, padding)
+ *   SumPool2d, AvgPool2d -> AvgPool2d (SumPool2d scales it by k^2)
+ *   LIF, IF that snn.c's neuron computes (one tau, threshold, reset; v_leak = v_reset; r = 1,
+ *     or r = tau / dt) -> a NeuronLayer, run by the fused kernel one step at a time:
+ *       NIR LIF at dt: v += (dt / tau) ((v_leak - v) + r I)   snn.c: H = V + (X - (V - V_reset)) / tau'
+ *       with tau' = tau / dt steps: r = 1 is decay_input on, r = tau / dt is decay_input off;
+ *       NIR IF: v += dt r I  is snn.c's IF (H = V + X) when dt r = 1
+ *   every other neuron (per-neuron values, LI, I, CubaLIF, CubaLI) -> "NIRParams" children:
+ *     the leaky stages of nir_run.h, their per-element decay = dt / tau and gain = dt r / tau
+ *     computed here in double and stored as float buffers of the node's shape
+ *   Scale, Threshold, Delay -> "NIRParams" with the scale, the thresholds, or the delays' masks
+ *   Input, Output, Flatten -> nothing (the executor reads the shapes)
+ * Parameters are buffers (not trained); the weights of Linear and Conv2d are trainable, and
+ * snn_nir_write writes their current values back into the graph it read.
  */
 #include <math.h>
 #include <string.h>
 
-#include "nir_graph.h"
+#include "nir_run.h"
 #include "nn/nn_internal.h"
 #include "tensor/error.h"
 
-typedef enum step_kind { K_INPUT, K_OUTPUT, K_LAYER, K_SUMPOOL, K_THRESHOLD } step_kind;
+/* ---- parameter children -------------------------------------------------------------------- */
 
-#define MAX_INPUTS 48
-
-typedef struct graph_step {
-    step_kind kind;
-    int child;                 /* index into the module's children (K_LAYER, K_SUMPOOL) */
-    float value;               /* K_SUMPOOL: k * k; K_THRESHOLD: theta */
-    int inputs[MAX_INPUTS];    /* steps whose outputs are summed into this one */
-    int n_inputs;
-} graph_step;
-
-typedef struct graph_impl {
-    int time_steps;
-    int n_steps;
-    graph_step *steps;         /* (n_steps) in topological order */
-} graph_impl;
-
-static snn_tensor *graph_forward(snn_module *m, snn_tensor *x)
+static snn_module *params_new(nir_kind kind)
 {
-    graph_impl *g = m->impl;
-    if (snn_check_tensor("NIRGraph", "x", x)) return NULL;
-    if (x->shape.ndim == 4) x = snn_repeat_time(x, g->time_steps); /* the image at every step */
-    else if (x->shape.ndim != 5 || x->shape.dim[0] != g->time_steps) {
-        char buf[96];
-        return snn_error_null(SNN_ERR_ARGUMENT, "NIRGraph: bad argument 'x' (expected (N, C, H, W) "
-                              "or (T=%d, N, C, H, W), got %s)", g->time_steps,
-                              snn_shape_str(x->shape, buf, sizeof buf));
-    }
-    snn_tensor **out = snn_alloc((size_t)g->n_steps * sizeof *out, SNN_CPU);
-    if (!out) return snn_error_null(SNN_ERR_MEMORY, "NIRGraph: out of host memory");
-    snn_tensor *result = NULL;
-    for (int i = 0; i < g->n_steps; i++) {
-        const graph_step *s = &g->steps[i];
-        snn_tensor *in = s->kind == K_INPUT ? x : NULL;
-        for (int k = 0; k < s->n_inputs; k++) in = in ? snn_add(in, out[s->inputs[k]]) : out[s->inputs[k]];
-        if (!in) break;
-        switch (s->kind) {
-        case K_INPUT: out[i] = in; break;
-        case K_OUTPUT: out[i] = in; result = in; break;
-        case K_LAYER: out[i] = snn_module_forward(m->children[s->child], in); break;
-        case K_SUMPOOL: out[i] = snn_scale(snn_module_forward(m->children[s->child], in), s->value); break;
-        case K_THRESHOLD:
-            /* (x > theta) = 1 - H(theta - x), H(0) = 1 */
-            out[i] = snn_add_scalar(snn_neg(snn_heaviside(snn_add_scalar(snn_neg(in), s->value),
-                                                          snn_surrogate_default(SNN_SURROGATE_ATAN))),
-                                    1.0f);
-            break;
-        }
-        if (!out[i]) {
-            result = NULL;
-            break;
-        }
-    }
-    snn_free(out, (size_t)g->n_steps * sizeof *out, SNN_CPU);
-    return result ? snn_mean(result, 0, false) : NULL;
+    nir_params_impl *p = snn_alloc(sizeof *p, SNN_CPU);
+    if (!p) return snn_error_null(SNN_ERR_MEMORY, "snn_nir_read: out of host memory");
+    *p = (nir_params_impl){kind, false, -1, -1, -1, -1, -1, -1, 0, {0}};
+    snn_module *m = snn_module_new(&nir_params_ops, p);
+    if (!m) snn_free(p, sizeof *p, SNN_CPU);
+    return m;
 }
 
-static void graph_free(snn_module *m)
+/* Adds a buffer `name` of `shape` holding `values` (host floats) to m; its index, or -1. */
+static int add_buffer(snn_module *m, const char *name, snn_shape shape, const float *values)
 {
-    graph_impl *g = m->impl;
-    snn_free(g->steps, (size_t)g->n_steps * sizeof *g->steps, SNN_CPU);
-    snn_free(g, sizeof *g, SNN_CPU);
+    snn_tensor *t = snn_tensor_new(shape, SNN_CPU);
+    if (!t || snn_tensor_copy_from_host(t, values) != SNN_OK) {
+        snn_tensor_free(t);
+        return -1;
+    }
+    snn_module_add_param(m, name, t, false);
+    return m->n_params - 1;
 }
 
-static const snn_module_ops graph_ops = {"NIRGraph", graph_forward, graph_free, NULL};
-
-/* ---- building ------------------------------------------------------------------------------ */
-
-static snn_status refuse(const char *source, const nir_node *n, const char *why)
+/* values[k] = scale * a[k] / b[k] in double, an absent array read as 1. */
+static void ratio(float *values, int64_t count, double scale, const nir_array *a,
+                  const nir_array *b)
 {
-    return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_read: '%s' node '%s' (%s): %s", source,
-                     n->name, n->type, why);
+    for (int64_t k = 0; k < count; k++)
+        values[k] = (float)(scale * (a ? (double)a->f[k] : 1.0) / (b ? (double)b->f[k] : 1.0));
 }
 
-/* The one value of a parameter that must be uniform; false when missing or not uniform. */
-static bool uniform(nir_node *n, const char *name, float fallback, bool required, float *out)
+/* A leaky stage (nir_run.h): decay = dt / tau (none without tau), gain = dt r / tau (dt r
+ * without tau; r absent: 1), v_leak as given, and for a spiking stage v_threshold and v_reset
+ * (0 where the node has none). */
+static snn_module *stage_new(nir_kind kind, snn_shape shape, double dt, const nir_array *tau,
+                             const nir_array *r, const nir_array *v_leak, bool spiking,
+                             const nir_array *v_threshold, const nir_array *v_reset)
 {
-    nir_array *a = nir_find_array(n, name);
-    if (!a) {
-        *out = fallback;
-        return !required;
+    const int64_t count = snn_shape_numel(shape);
+    float *values = snn_alloc((size_t)count * sizeof *values, SNN_CPU);
+    snn_module *m = values ? params_new(kind) : NULL;
+    if (!m) {
+        snn_free(values, (size_t)count * sizeof *values, SNN_CPU);
+        return values ? NULL : snn_error_null(SNN_ERR_MEMORY, "snn_nir_read: out of host memory");
     }
-    if (a->is_int) {
-        *out = (float)a->i[0];
-        for (int64_t k = 1; k < a->numel; k++) if (a->i[k] != a->i[0]) return false;
-        return true;
+    nir_params_impl *p = m->impl;
+    p->spiking = spiking;
+    bool ok = true;
+    if (tau) {
+        ratio(values, count, dt, NULL, tau);
+        ok = (p->decay = add_buffer(m, "decay", shape, values)) >= 0;
     }
-    *out = a->f[0];
-    for (int64_t k = 1; k < a->numel; k++) if (a->f[k] != a->f[0]) return false;
-    return true;
-}
-
-/* A square (k, k) pair or a scalar; -1 when missing or not square. */
-static int64_t pair(nir_node *n, const char *name, int64_t fallback)
-{
-    nir_array *a = nir_find_array(n, name);
-    if (!a) return fallback;
-    if (!a->is_int || a->numel < 1 || a->numel > 2 || (a->numel == 2 && a->i[0] != a->i[1])) return -1;
-    return a->i[0];
-}
-
-static snn_status copy_in(snn_module *layer, int param, const nir_array *a, const char *source,
-                          const nir_node *n)
-{
-    snn_tensor *t = layer->params[param].tensor;
-    if (!a || a->is_int || a->numel != t->numel) return refuse(source, n, "a parameter has the wrong size");
-    return snn_tensor_copy_from_host(t, a->f);
-}
-
-static snn_module *make_layer(nir_node *n, const char *source, snn_rng *rng, graph_step *s)
-{
-    const char *t = n->type;
-    s->kind = K_LAYER;
-    if (strcmp(t, "Conv2d") == 0) {
-        nir_array *w = nir_find_array(n, "weight");
-        int64_t stride = pair(n, "stride", 1), pad = pair(n, "padding", 0), dil = pair(n, "dilation", 1);
-        nir_array *g = nir_find_array(n, "groups");
-        if (!w || w->is_int || w->ndim != 4 || w->dim[2] != w->dim[3] || stride < 1 || pad < 0 ||
-            dil != 1 || (g && (!g->is_int || g->i[0] != 1))) {
-            refuse(source, n, "expected a 4-D weight with a square kernel, square stride and "
-                   "padding, dilation 1, groups 1");
-            return NULL;
-        }
-        snn_module *c = snn_conv2d_new((int)w->dim[1], (int)w->dim[0], (int)w->dim[2], (int)stride,
-                                       (int)pad, true, rng);
-        nir_array *b = nir_find_array(n, "bias");
-        if (c && (copy_in(c, 0, w, source, n) != SNN_OK ||
-                  (b ? copy_in(c, 1, b, source, n) : snn_tensor_fill(c->params[1].tensor, 0.0f)) != SNN_OK)) {
-            snn_module_free(c);
-            return NULL;
-        }
-        return c;
+    ratio(values, count, dt, r, tau);
+    ok = ok && (p->gain = add_buffer(m, "gain", shape, values)) >= 0;
+    if (ok && v_leak) ok = (p->v_leak = add_buffer(m, "v_leak", shape, v_leak->f)) >= 0;
+    if (ok && spiking) {
+        ok = (p->v_threshold = add_buffer(m, "v_threshold", shape, v_threshold->f)) >= 0;
+        if (!v_reset) memset(values, 0, (size_t)count * sizeof *values);
+        ok = ok && (p->v_reset = add_buffer(m, "v_reset", shape, v_reset ? v_reset->f : values)) >= 0;
     }
-    if (strcmp(t, "Affine") == 0 || strcmp(t, "Linear") == 0) {
-        nir_array *w = nir_find_array(n, "weight"), *b = nir_find_array(n, "bias");
-        bool affine = t[0] == 'A';
-        if (!w || w->is_int || w->ndim != 2 || (affine && !b)) {
-            refuse(source, n, "expected a 2-D weight (and a bias for Affine)");
-            return NULL;
-        }
-        snn_module *l = snn_linear_new((int)w->dim[1], (int)w->dim[0], affine, rng);
-        if (l && (copy_in(l, 0, w, source, n) != SNN_OK || (affine && copy_in(l, 1, b, source, n) != SNN_OK))) {
-            snn_module_free(l);
-            return NULL;
-        }
-        return l;
-    }
-    if (strcmp(t, "LIF") == 0 || strcmp(t, "IF") == 0) {
-        bool lif = t[0] == 'L';
-        float tau = 0, r, v_leak = 0, v_th, v_reset;
-        bool ok = uniform(n, "r", 1.0f, true, &r) && uniform(n, "v_threshold", 1.0f, true, &v_th) &&
-                  uniform(n, "v_reset", 0.0f, false, &v_reset) &&
-                  (!lif || (uniform(n, "tau", 0, true, &tau) && uniform(n, "v_leak", 0, true, &v_leak)));
-        if (!ok) {
-            refuse(source, n, "snn.c neurons take one tau, r, v_leak, v_threshold, v_reset per "
-                   "layer (expected the same value for every neuron)");
-            return NULL;
-        }
-        snn_neuron_config cfg = snn_neuron_config_default(lif ? SNN_NEURON_LIF : SNN_NEURON_IF);
-        cfg.v_threshold = v_th;
-        cfg.v_reset = v_reset;
-        cfg.reset = SNN_RESET_HARD;
-        if (lif) {
-            cfg.tau = tau;
-            if (r == 1.0f) cfg.decay_input = true;
-            else if (r == tau) cfg.decay_input = false;
-            else {
-                refuse(source, n, "r must be 1 (input divided by tau) or tau (input added whole)");
-                return NULL;
-            }
-            if (v_leak != v_reset || !(tau > 1.0f)) {
-                refuse(source, n, "snn.c's LIF leaks toward v_reset with tau > 1 steps (expected "
-                       "v_leak = v_reset and tau > 1 at dt = 1)");
-                return NULL;
-            }
-        } else if (r != 1.0f) {
-            refuse(source, n, "expected r = 1 (snn.c's IF adds its input whole)");
-            return NULL;
-        }
-        return snn_neuron_layer_new(&cfg);
-    }
-    if (strcmp(t, "SumPool2d") == 0 || strcmp(t, "AvgPool2d") == 0) {
-        int64_t k = pair(n, "kernel_size", -1), stride = pair(n, "stride", k), pad = pair(n, "padding", 0);
-        if (k < 1 || stride < 1 || pad != 0) {
-            refuse(source, n, "expected a square kernel and stride, and no padding");
-            return NULL;
-        }
-        if (t[0] == 'S') {
-            s->kind = K_SUMPOOL;
-            s->value = (float)(k * k);
-        }
-        return snn_avg_pool2d_new((int)k, (int)stride);
-    }
-    if (strcmp(t, "Flatten") == 0) return snn_flatten_new(2, -1);
-    refuse(source, n, "not in the subset snn.c reads (Input, Output, Conv2d, Affine, Linear, LIF, "
-           "IF, SumPool2d, AvgPool2d, Threshold, Flatten)");
-    return NULL;
-}
-
-/* Kahn's algorithm: order[i] = node index; false on a cycle. */
-static bool topological(nir_graph *g, const int *src, const int *dst, int *order)
-{
-    int *indegree = snn_alloc((size_t)(g->n_nodes + 1) * sizeof *indegree, SNN_CPU);
-    if (!indegree) return false;
-    memset(indegree, 0, (size_t)(g->n_nodes + 1) * sizeof *indegree);
-    for (int e = 0; e < g->n_edges; e++) indegree[dst[e]]++;
-    int head = 0, tail = 0;
-    for (int i = 0; i < g->n_nodes; i++) if (indegree[i] == 0) order[tail++] = i;
-    while (head < tail) {
-        int v = order[head++];
-        for (int e = 0; e < g->n_edges; e++)
-            if (src[e] == v && --indegree[dst[e]] == 0) order[tail++] = dst[e];
-    }
-    snn_free(indegree, (size_t)(g->n_nodes + 1) * sizeof *indegree, SNN_CPU);
-    return tail == g->n_nodes;
-}
-
-snn_module *nir_to_module(nir_graph *g, int time_steps, snn_device device, const char *source)
-{
-    if (time_steps <= 0) time_steps = (int)g->time_steps;
-    if (time_steps <= 0 || time_steps > 1024)
-        return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_read: '%s' does not say how many time "
-                              "steps to run (pass time_steps > 0)", source);
-    size_t ints = (size_t)(g->n_nodes + 2 * g->n_edges + 1) * sizeof(int);
-    int *order = snn_alloc(ints, SNN_CPU);
-    if (!order) return snn_error_null(SNN_ERR_MEMORY, "snn_nir_read: out of host memory");
-    int *src = order + g->n_nodes, *dst = src + g->n_edges;
-    snn_status st = SNN_OK;
-    int inputs = 0, outputs = 0;
-    for (int e = 0; e < g->n_edges && st == SNN_OK; e++) {
-        nir_node *a = nir_find_node(g, g->edges[e].src), *b = nir_find_node(g, g->edges[e].dst);
-        if (!a || !b)
-            st = snn_error(SNN_ERR_FORMAT, "snn_nir_read: '%s': edge '%s' -> '%s' names no node",
-                           source, g->edges[e].src, g->edges[e].dst);
-        else
-            src[e] = (int)(a - g->nodes), dst[e] = (int)(b - g->nodes);
-    }
-    for (int i = 0; i < g->n_nodes; i++) {
-        inputs += strcmp(g->nodes[i].type, "Input") == 0;
-        outputs += strcmp(g->nodes[i].type, "Output") == 0;
-    }
-    if (st == SNN_OK && (inputs != 1 || outputs != 1))
-        st = snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_read: '%s' has %d Input and %d Output nodes "
-                       "(expected one of each)", source, inputs, outputs);
-    if (st == SNN_OK && !topological(g, src, dst, order))
-        st = snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_read: '%s' has a cycle (recurrent graphs are "
-                       "not in snn.c's subset)", source);
-    graph_impl *impl = st == SNN_OK ? snn_alloc(sizeof *impl, SNN_CPU) : NULL;
-    graph_step *steps = impl ? snn_alloc((size_t)g->n_nodes * sizeof *steps, SNN_CPU) : NULL;
-    snn_module *m = NULL;
-    if (st == SNN_OK && (!impl || !steps)) st = snn_error(SNN_ERR_MEMORY, "snn_nir_read: out of memory");
-    if (st == SNN_OK) {
-        memset(steps, 0, (size_t)g->n_nodes * sizeof *steps);
-        *impl = (graph_impl){time_steps, g->n_nodes, steps};
-        m = snn_module_new(&graph_ops, impl);
-        if (!m) st = snn_last_status();
-    }
-    if (st != SNN_OK) {
-        if (steps) snn_free(steps, (size_t)g->n_nodes * sizeof *steps, SNN_CPU);
-        if (impl) snn_free(impl, sizeof *impl, SNN_CPU);
-    }
-    snn_rng rng;
-    snn_rng_seed(&rng, 0); /* every weight is overwritten */
-    for (int i = 0; i < g->n_nodes && st == SNN_OK; i++) {
-        nir_node *n = &g->nodes[order[i]];
-        graph_step *s = &impl->steps[i];
-        for (int e = 0; e < g->n_edges; e++) {
-            if (dst[e] != order[i]) continue;
-            int from = -1;
-            for (int k = 0; k < i; k++) if (order[k] == src[e]) from = k;
-            if (s->n_inputs == MAX_INPUTS || from < 0) {
-                st = refuse(source, n, "too many incoming edges");
-                break;
-            }
-            s->inputs[s->n_inputs++] = from;
-        }
-        if (st != SNN_OK) break;
-        if (strcmp(n->type, "Input") == 0) s->kind = K_INPUT;
-        else if (strcmp(n->type, "Output") == 0) s->kind = K_OUTPUT;
-        else if (strcmp(n->type, "Threshold") == 0) {
-            s->kind = K_THRESHOLD;
-            if (!uniform(n, "threshold", 0, true, &s->value))
-                st = refuse(source, n, "expected one threshold for the whole node");
-        } else {
-            snn_module *layer = make_layer(n, source, &rng, s);
-            char name[32];
-            snprintf(name, sizeof name, "%d", m->n_children);
-            st = layer ? snn_module_add(m, name, layer) : snn_last_status();
-            if (st == SNN_OK) s->child = m->n_children - 1;
-        }
-        if (st == SNN_OK && s->kind != K_INPUT && s->n_inputs == 0)
-            st = refuse(source, n, "nothing feeds it");
-    }
-    snn_free(order, ints, SNN_CPU);
-    if (st == SNN_OK) st = snn_module_to(m, device);
-    if (st == SNN_OK) snn_module_train(m, false);
-    if (st != SNN_OK) {
+    snn_free(values, (size_t)count * sizeof *values, SNN_CPU);
+    if (!ok) {
         snn_module_free(m);
         return NULL;
     }
     return m;
 }
 
+/* The snn.c neuron that computes a LIF / IF node exactly, if there is one (nir_run.c). */
+static bool kernel_neuron(nir_node *n, nir_kind kind, double dt, snn_surrogate surrogate,
+                          snn_neuron_config *cfg)
+{
+    nir_array *tau = nir_find_array(n, "tau"), *r = nir_find_array(n, "r");
+    nir_array *v_leak = nir_find_array(n, "v_leak"), *v_th = nir_find_array(n, "v_threshold");
+    nir_array *v_reset = nir_find_array(n, "v_reset");
+    if (!nir_is_uniform(r) || !nir_is_uniform(v_th) || (v_reset && !nir_is_uniform(v_reset)))
+        return false;
+    const float reset = v_reset ? v_reset->f[0] : 0.0f;
+    *cfg = snn_neuron_config_default(kind == NIR_LIF ? SNN_NEURON_LIF : SNN_NEURON_IF);
+    cfg->v_threshold = v_th->f[0];
+    cfg->v_reset = reset;
+    cfg->reset = SNN_RESET_HARD;
+    cfg->surrogate = surrogate;
+    if (kind == NIR_IF) return fabs(dt * (double)r->f[0] - 1.0) <= 1e-6; /* v += dt r I = I */
+    if (!nir_is_uniform(tau) || !nir_is_uniform(v_leak) || v_leak->f[0] != reset) return false;
+    const double steps = (double)tau->f[0] / dt;
+    cfg->tau = (float)steps;
+    if (!(cfg->tau > 1.0f)) return false;
+    if (r->f[0] == 1.0f) cfg->decay_input = true; /* gain dt r / tau = 1 / tau' */
+    else if (fabs((double)r->f[0] * dt - (double)tau->f[0]) <= 1e-6 * (double)tau->f[0])
+        cfg->decay_input = false;                 /* gain = 1 */
+    else return false;
+    return true;
+}
+
+static snn_status copy_array(snn_module *layer, int index, const nir_array *a)
+{
+    if (!a) return snn_tensor_fill(layer->params[index].tensor, 0.0f);
+    SNN_ASSERT(!a->is_int && a->numel == layer->params[index].tensor->numel); /* nir_check */
+    return snn_tensor_copy_from_host(layer->params[index].tensor, a->f);
+}
+
+static snn_module *delay_new(nir_node *n, snn_shape shape, double dt, const char *source,
+                             int *history)
+{
+    nir_array *d = nir_find_array(n, "delay");
+    snn_module *m = params_new(NIR_DELAY);
+    if (!m) return NULL;
+    nir_params_impl *p = m->impl;
+    int longest = 0;
+    for (int64_t k = 0; k < d->numel; k++) {
+        int steps = (int)floor((double)d->f[k] / dt + 0.5), j = 0;
+        while (j < p->n_delays && p->delays[j] != steps) j++;
+        if (j == NIR_MAX_DELAYS) {
+            snn_module_free(m);
+            nir_refuse(SNN_ERR_UNSUPPORTED, source, n, "more than %d different delays (snn.c "
+                       "keeps a mask per delay)", NIR_MAX_DELAYS);
+            return NULL;
+        }
+        if (j == p->n_delays) p->delays[p->n_delays++] = steps;
+        if (steps > longest) longest = steps;
+    }
+    *history = longest + 1;
+    if (p->n_delays == 1) return m;
+    /* masks (n_delays, shape): 1 where an element's delay is delays[k] */
+    snn_shape masks = {.ndim = shape.ndim + 1};
+    masks.dim[0] = p->n_delays;
+    for (int i = 0; i < shape.ndim; i++) masks.dim[i + 1] = shape.dim[i];
+    float *values = snn_alloc((size_t)snn_shape_numel(masks) * sizeof *values, SNN_CPU);
+    if (values) {
+        for (int j = 0; j < p->n_delays; j++)
+            for (int64_t k = 0; k < d->numel; k++)
+                values[j * d->numel + k] = (int)floor((double)d->f[k] / dt + 0.5) == p->delays[j];
+        p->values = add_buffer(m, "masks", masks, values);
+        snn_free(values, (size_t)snn_shape_numel(masks) * sizeof *values, SNN_CPU);
+    }
+    if (p->values < 0) {
+        snn_module_free(m);
+        return snn_error_null(SNN_ERR_MEMORY, "snn_nir_read: out of memory for '%s'", n->name);
+    }
+    return m;
+}
+
+/* The child (or children) node i needs; node->child = -1 when none. */
+static snn_status make_children(snn_module *m, nir_checked *c, int i, run_node *node,
+                                const nir_run *g, snn_rng *rng, const char *source)
+{
+    nir_node *n = &g->graph.nodes[i];
+    const snn_shape in = c->in_shape[i];
+    const nir_window w = c->window[i];
+    snn_module *child = NULL, *synapse = NULL;
+    node->child = node->synapse = -1;
+    switch (node->kind) {
+    case NIR_INPUT:
+    case NIR_OUTPUT:
+    case NIR_FLATTEN: return SNN_OK;
+    case NIR_AFFINE: {
+        nir_array *weight = nir_find_array(n, "weight"), *bias = nir_find_array(n, "bias");
+        bool affine = strcmp(n->type, "Affine") == 0;
+        child = snn_linear_new((int)weight->dim[1], (int)weight->dim[0], affine, rng);
+        if (child && (copy_array(child, 0, weight) != SNN_OK ||
+                      (affine && copy_array(child, 1, bias) != SNN_OK))) {
+            snn_module_free(child);
+            child = NULL;
+        }
+        break;
+    }
+    case NIR_CONV2D: {
+        nir_array *weight = nir_find_array(n, "weight");
+        child = snn_conv2d_new((int)weight->dim[1], (int)weight->dim[0], w.kernel, w.stride, w.pad,
+                               true, rng);
+        if (child && (copy_array(child, 0, weight) != SNN_OK ||
+                      copy_array(child, 1, nir_find_array(n, "bias")) != SNN_OK)) {
+            snn_module_free(child);
+            child = NULL;
+        }
+        break;
+    }
+    case NIR_SUMPOOL2D:
+    case NIR_AVGPOOL2D:
+        node->scale = (float)(w.kernel * w.kernel);
+        child = snn_avg_pool2d_new(w.kernel, w.stride);
+        break;
+    case NIR_SCALE:
+    case NIR_THRESHOLD: {
+        nir_array *a = nir_find_array(n, node->kind == NIR_SCALE ? "scale" : "threshold");
+        child = params_new(node->kind);
+        nir_params_impl *p = child ? child->impl : NULL;
+        if (p && (p->values = add_buffer(child, "values", a->numel == 1 ? SNN_SHAPE(1) : in,
+                                         a->f)) < 0) {
+            snn_module_free(child);
+            child = NULL;
+        }
+        break;
+    }
+    case NIR_DELAY: child = delay_new(n, in, g->dt, source, &node->history); break;
+    case NIR_LIF:
+    case NIR_IF: {
+        snn_neuron_config cfg;
+        node->kernel_neuron = kernel_neuron(n, node->kind, g->dt, g->surrogate, &cfg);
+        child = node->kernel_neuron ? snn_neuron_layer_new(&cfg)
+              : stage_new(node->kind, in, g->dt, nir_find_array(n, "tau"), nir_find_array(n, "r"),
+                          nir_find_array(n, "v_leak"), true, nir_find_array(n, "v_threshold"),
+                          nir_find_array(n, "v_reset"));
+        break;
+    }
+    case NIR_LI:
+    case NIR_I:
+        child = stage_new(node->kind, in, g->dt, nir_find_array(n, "tau"), nir_find_array(n, "r"),
+                          nir_find_array(n, "v_leak"), false, NULL, NULL);
+        break;
+    case NIR_CUBALIF:
+    case NIR_CUBALI: {
+        /* i += (dt / tau_syn) (w_in x - i): a leaky stage with gain dt w_in / tau_syn, leak to 0 */
+        synapse = stage_new(node->kind, in, g->dt, nir_find_array(n, "tau_syn"),
+                            nir_find_array(n, "w_in"), NULL, false, NULL, NULL);
+        bool fires = node->kind == NIR_CUBALIF;
+        child = synapse ? stage_new(node->kind, in, g->dt, nir_find_array(n, "tau_mem"),
+                                    nir_find_array(n, "r"), nir_find_array(n, "v_leak"), fires,
+                                    nir_find_array(n, "v_threshold"), nir_find_array(n, "v_reset"))
+                        : NULL;
+        if (!child) snn_module_free(synapse);
+        break;
+    }
+    default: SNN_ASSERT(false);
+    }
+    if (!child) return snn_last_status();
+    char name[16];
+    if (synapse) {
+        snprintf(name, sizeof name, "%d", m->n_children);
+        snn_status st = snn_module_add(m, name, synapse);
+        if (st != SNN_OK) {
+            snn_module_free(child);
+            return st;
+        }
+        node->synapse = m->n_children - 1;
+    }
+    snprintf(name, sizeof name, "%d", m->n_children);
+    snn_status st = snn_module_add(m, name, child);
+    if (st == SNN_OK) node->child = m->n_children - 1;
+    return st;
+}
+
+snn_module *nir_build(nir_checked *c, int time_steps, snn_surrogate surrogate, snn_device device,
+                      const char *source)
+{
+    nir_graph *graph = c->graph;
+    const size_t node_bytes = (size_t)graph->n_nodes * sizeof(run_node);
+    const size_t input_bytes = (size_t)graph->n_edges * sizeof(run_input);
+    const size_t position_bytes = (size_t)graph->n_nodes * sizeof(int);
+    nir_run *g = snn_alloc(sizeof *g, SNN_CPU);
+    run_node *nodes = snn_alloc(node_bytes, SNN_CPU);     /* nir_check: >= 2 nodes, >= 1 edge */
+    run_input *inputs = snn_alloc(input_bytes, SNN_CPU);
+    int *position = snn_alloc(position_bytes, SNN_CPU);  /* a node's place in the order */
+    snn_module *m = g && nodes && inputs && position ? snn_module_new(&nir_graph_ops, g) : NULL;
+    if (!m) {
+        snn_free(g, sizeof *g, SNN_CPU);
+        snn_free(nodes, node_bytes, SNN_CPU);
+        snn_free(inputs, input_bytes, SNN_CPU);
+        snn_free(position, position_bytes, SNN_CPU);
+        return snn_error_null(SNN_ERR_MEMORY, "snn_nir_read: out of host memory");
+    }
+    memset(nodes, 0, node_bytes);
+    *g = (nir_run){.graph = *graph, .nodes = nodes, .n_nodes = graph->n_nodes, .inputs = inputs,
+                   .n_inputs = graph->n_edges, .time_steps = time_steps, .dt = c->dt,
+                   .dt_from_file = c->dt_from_file, .n_back = c->n_back,
+                   .in_shape = c->out_shape[c->input], .out_shape = c->in_shape[c->output],
+                   .surrogate = surrogate};
+    memset(graph, 0, sizeof *graph); /* the graph is the module's now */
+    for (int k = 0; k < g->n_nodes; k++) position[c->order[k]] = k;
+    snn_rng rng;
+    snn_rng_seed(&rng, 0); /* every weight is overwritten */
+    snn_status st = SNN_OK;
+    int used = 0;
+    for (int k = 0; k < g->n_nodes && st == SNN_OK; k++) {
+        const int i = c->order[k];
+        run_node *node = &nodes[k];
+        node->kind = c->kind[i];
+        node->name = g->graph.nodes[i].name;
+        node->in = c->in_shape[i];
+        node->out = c->out_shape[i];
+        node->first_input = used;
+        for (int e = 0; e < c->n_edges; e++)
+            if (c->dst[e] == i) inputs[used++] = (run_input){position[c->src[e]], c->back[e]};
+        node->n_inputs = used - node->first_input;
+        if (node->kind == NIR_OUTPUT) g->output = k;
+        st = make_children(m, c, i, node, g, &rng, source);
+    }
+    snn_free(position, position_bytes, SNN_CPU);
+    if (st == SNN_OK) st = snn_module_to(m, device);
+    if (st != SNN_OK) {
+        snn_module_free(m);
+        return NULL;
+    }
+    snn_module_train(m, false);
+    return m;
+}
+
 /* ---- the public entry points --------------------------------------------------------------- */
+
+snn_nir_options snn_nir_options_default(void)
+{
+    return (snn_nir_options){0, 0.0, SNN_CPU,
+                             snn_neuron_config_default(SNN_NEURON_LIF).surrogate};
+}
+
+snn_module *snn_nir_load(const char *path, const snn_nir_options *options)
+{
+    const snn_nir_options o = options ? *options : snn_nir_options_default();
+    if (!path) return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_load: bad argument 'path' (got NULL)");
+    if (o.time_steps < 0 || o.time_steps > 100000 || !(o.dt >= 0.0) || !isfinite(o.dt))
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_load: bad argument 'options' (expected "
+                              "time_steps in 0..100000 and dt >= 0, got %d and %g)", o.time_steps,
+                              o.dt);
+    nir_graph graph;
+    if (nir_read_hdf5(&graph, path) != SNN_OK) return NULL;
+    nir_checked c;
+    snn_module *m = NULL;
+    if (nir_check(&graph, o.dt, path, &c) == SNN_OK) {
+        int T = o.time_steps > 0 ? o.time_steps : (int)(graph.time_steps <= 100000 ? graph.time_steps : 0);
+        m = nir_build(&c, T, o.surrogate, o.device, path);
+        nir_checked_free(&c);
+    }
+    nir_graph_free(&graph); /* empty when the module took it */
+    return m;
+}
+
+snn_module *snn_nir_read(const char *path, int time_steps, snn_device device)
+{
+    snn_nir_options o = snn_nir_options_default();
+    o.time_steps = time_steps;
+    o.device = device;
+    return snn_nir_load(path, &o);
+}
+
+/* An imported graph written back: the graph as read, with the current weights of its Linear
+ * and Conv2d layers and the dt it runs at. */
+static snn_status write_imported(const char *path, snn_module *m)
+{
+    nir_run *g = m->impl;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const run_node *node = &g->nodes[k];
+        if (node->kind != NIR_AFFINE && node->kind != NIR_CONV2D) continue;
+        nir_node *n = nir_find_node(&g->graph, node->name);
+        snn_module *layer = m->children[node->child];
+        nir_array *w = nir_find_array(n, "weight"), *b = nir_find_array(n, "bias");
+        snn_status st = snn_tensor_copy_to_host(layer->params[0].tensor, w->f);
+        if (st == SNN_OK && b && layer->n_params > 1)
+            st = snn_tensor_copy_to_host(layer->params[1].tensor, b->f);
+        if (st != SNN_OK) return st;
+    }
+    nir_graph copy = g->graph;
+    if (g->dt > 0.0) copy.dt = g->dt;
+    copy.time_steps = g->time_steps;
+    return nir_write_hdf5(&copy, path);
+}
 
 snn_status snn_nir_write(const char *path, snn_module *model)
 {
     if (!path) return snn_error(SNN_ERR_ARGUMENT, "snn_nir_write: bad argument 'path' (got NULL)");
+    if (model && model->ops == &nir_graph_ops) return write_imported(path, model);
     nir_graph g;
     snn_status st = nir_from_model(&g, model);
     if (st != SNN_OK) return st;
@@ -338,12 +395,17 @@ snn_status snn_nir_write(const char *path, snn_module *model)
     return st;
 }
 
-snn_module *snn_nir_read(const char *path, int time_steps, snn_device device)
+snn_status snn_nir_graph_info(const snn_module *graph, snn_nir_info *info)
 {
-    if (!path) return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_read: bad argument 'path' (got NULL)");
-    nir_graph g;
-    if (nir_read_hdf5(&g, path) != SNN_OK) return NULL;
-    snn_module *m = nir_to_module(&g, time_steps, device, path);
-    nir_graph_free(&g);
-    return m;
+    if (!graph || graph->ops != &nir_graph_ops || !info)
+        return snn_error(SNN_ERR_ARGUMENT, "snn_nir_graph_info: bad argument '%s' (expected a "
+                         "module made by snn_nir_load and somewhere to write)",
+                         info ? "graph" : "info");
+    const nir_run *g = graph->impl;
+    *info = (snn_nir_info){.input = g->in_shape, .output = g->out_shape,
+                           .time_steps = g->time_steps, .dt = g->dt,
+                           .dt_from_file = g->dt_from_file, .nodes = g->n_nodes,
+                           .edges = g->n_inputs, .back_edges = g->n_back};
+    snprintf(info->source, sizeof info->source, "%s", g->graph.source);
+    return SNN_OK;
 }
