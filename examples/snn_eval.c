@@ -5,6 +5,7 @@
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors --kernels ref
+ *   build/bin/snn-eval --nir model.nir --T 4     (a NIR graph instead: app/nir_eval.h)
  *
  * It prints the model's configuration as the checkpoint holds it (neuron and its constants,
  * surrogate, T, encoding; app/run_config.h) above the results.
@@ -20,6 +21,7 @@
 
 #include "app/checkpoint_run.h"
 #include "app/evaluate.h"
+#include "app/nir_eval.h"
 #include "app/options.h"
 #include "app/program.h"
 #include "app/run_config.h"
@@ -27,12 +29,14 @@
 
 int main(int argc, char **argv)
 {
+    if (nir_eval_wanted(argc, argv)) return nir_eval_main("snn-eval", argc, argv);
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
     const char *precision_name = "fp32";
     const char *kernels = NULL; /* the library's choice: $SNN_KERNELS, else fast */
     const char *predictions = NULL;
     int batch_size = 256, limit = 0, threads = 0;
     bool raw_weights = false;
+    const char *nir_file = NULL; /* --nir runs nir_eval_main above; listed for --help */
     option table[] = {
         {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
         {"--dataset", OPT_STRING, &dataset, "data set (default: the one the checkpoint was trained on)"},
@@ -47,6 +51,7 @@ int main(int argc, char **argv)
         {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
         {"--predictions", OPT_STRING, &predictions, "write each test image's predicted class to this file, one a line"},
         {"--raw-weights", OPT_FLAG, &raw_weights, "a checkpoint of snn-train --ema: evaluate the trained weights, not their moving average"},
+        {"--nir", OPT_STRING, &nir_file, "evaluate this NIR graph instead of a checkpoint (--nir FILE --help: its flags)"},
     };
     int parsed = parse_options(argc, argv, "Evaluates a checkpoint on the test split.", table,
                                (int)(sizeof table / sizeof table[0]));
