@@ -8,7 +8,9 @@
  *   build/bin/snn-eval --nir model.nir --T 4     (a NIR graph instead: app/nir_eval.h)
  *
  * It prints the model's configuration as the checkpoint holds it (neuron and its constants,
- * surrogate, T, encoding; app/run_config.h) above the results.
+ * surrogate, T, encoding; app/run_config.h) above the results, and below them the synaptic
+ * operations of each layer over the test set with an energy estimate (docs/synops.md;
+ * --synops-csv FILE writes them as CSV too).
  *
  * A checkpoint of snn-train --ema holds the trained weights and their moving average
  * ("ema.<name>" tensors, nn/ema.c): the average is what snn-train evaluated, so it is what
@@ -25,6 +27,7 @@
 #include "app/options.h"
 #include "app/program.h"
 #include "app/run_config.h"
+#include "app/synops_report.h"
 #include "snn.h"
 
 int main(int argc, char **argv)
@@ -33,7 +36,7 @@ int main(int argc, char **argv)
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
     const char *precision_name = "fp32";
     const char *kernels = NULL; /* the library's choice: $SNN_KERNELS, else fast */
-    const char *predictions = NULL;
+    const char *predictions = NULL, *synops_csv = NULL;
     int batch_size = 256, limit = 0, threads = 0;
     bool raw_weights = false;
     const char *nir_file = NULL; /* --nir runs nir_eval_main above; listed for --help */
@@ -50,6 +53,8 @@ int main(int argc, char **argv)
         {"--limit-test", OPT_INT, &limit, "use only the first N test images (0: all)"},
         {"--threads", OPT_INT, &threads, "CPU threads (0: all cores)"},
         {"--predictions", OPT_STRING, &predictions, "write each test image's predicted class to this file, one a line"},
+        {"--synops-csv", OPT_STRING, &synops_csv,
+         "also write the synaptic operations and energy per layer to this CSV file"},
         {"--raw-weights", OPT_FLAG, &raw_weights, "a checkpoint of snn-train --ema: evaluate the trained weights, not their moving average"},
         {"--nir", OPT_STRING, &nir_file, "evaluate this NIR graph instead of a checkpoint (--nir FILE --help: its flags)"},
     };
@@ -111,8 +116,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "snn-eval: cannot write '%s': %s\n", predictions, strerror(errno));
         status = 1;
     }
+    snn_synops *synops = snn_synops_new(model); /* counts what the evaluation's layers do */
+    if (!synops) {
+        fprintf(stderr, "snn-eval: %s\n", snn_last_error());
+        status = 1;
+    }
     double t0 = now_seconds();
-    if (loader && evaluate(model, loader, device, &r) != SNN_OK) {
+    if (loader && synops && evaluate(model, loader, device, &r) != SNN_OK) {
         fprintf(stderr, "snn-eval: %s\n", snn_last_error());
         status = 1;
     }
@@ -124,12 +134,20 @@ int main(int argc, char **argv)
         run_config_print_device(stdout, "", device, precision);
         if (weights[0]) printf("weights     %s\n", weights);
         if (device == SNN_CUDA) printf("precision   %s\n", snn_precision_name(precision));
-        printf("test set    %s, %lld images, %.1f s on %s (%.0f img/s)\n", run.dataset, (long long)r.total,
-               seconds, snn_device_name(device), (double)r.total / seconds);
+        printf("test set    %s, %lld images, %.1f s on %s (%.0f img/s; counting the synaptic "
+               "operations took %.2f s of it)\n", run.dataset, (long long)r.total, seconds,
+               snn_device_name(device), (double)r.total / seconds, snn_synops_seconds(synops));
         printf("accuracy    %.2f%%   loss %.4f\n\nfiring rate per neuron layer:\n",
                100.0 * eval_accuracy(&r), r.loss_sum / (double)r.total);
         for (int l = 0; l < r.n_layers; l++)
             printf("  %-28s %.4f\n", r.layer_names[l], r.elements[l] > 0 ? r.spikes[l] / r.elements[l] : 0.0);
+        if (snn_synops_status(synops) != SNN_OK) {
+            fprintf(stderr, "snn-eval: %s\n", snn_last_error());
+            status = 1;
+        } else {
+            synops_print(stdout, synops);
+            if (synops_csv && synops_write_csv("snn-eval", synops_csv, synops)) status = 1;
+        }
         if (r.confusion && c->classes <= 20) {
             printf("\nconfusion matrix (rows: true class, columns: predicted):\n      ");
             for (int j = 0; j < c->classes; j++) printf("%6d", j);
@@ -142,6 +160,7 @@ int main(int argc, char **argv)
         }
     }
     if (r.predictions) fclose(r.predictions);
+    snn_synops_free(synops);
     snn_loader_free(loader);
     if (status == 0) status = finish_stdout("snn-eval");
     checkpoint_run_close(&run);

@@ -13,7 +13,10 @@
  * 3. runs the test set again with the sparse convs, prints both accuracies and whether every
  *    prediction is identical, and the per-layer table with the run-time counters;
  * 4. end to end, dense (the swapped layers switched off) against sparse: latency of one image
- *    (batch 1), throughput at the calibration batch, and the whole test-set pass.
+ *    (batch 1), throughput at the calibration batch, and the whole test-set pass;
+ * 5. the synaptic operations of every layer over the test set, counted in one more dense pass
+ *    (docs/synops.md; --synops-csv FILE writes them as CSV), and for each swapped conv the
+ *    share of the dense work its spikes need beside the speed-up its sparse kernels measured.
  * Timing is the same for both sides: every figure is the best of several runs after a warm-up
  * (the prediction passes of 1 and 3 warm the test-set timings; never a cold pass against a warm
  * one), and the table states device, precision, batch, T and threads.
@@ -29,6 +32,7 @@
 #include "app/options.h"
 #include "app/program.h"
 #include "app/run_memory.h"
+#include "app/synops_report.h"
 #include "snn.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"
@@ -121,7 +125,7 @@ static double time_forward(snn_module *model, snn_tensor *x, int reps)
 int main(int argc, char **argv)
 {
     const char *checkpoint = NULL, *dataset = NULL, *data = NULL, *device_name = "cpu";
-    const char *csv = NULL;
+    const char *csv = NULL, *synops_csv = NULL;
     int batch_size = 64, limit = 0, threads = 0, calib_batches = 8, reps = 10, passes = 3, T = 0;
     int one_sample = 1;
     option table[] = {
@@ -137,6 +141,8 @@ int main(int argc, char **argv)
         {"--passes", OPT_INT, &passes, "timed test-set passes, dense and sparse alike (best of; after a warm-up pass)"},
         {"--T", OPT_INT, &T, "run the model at this many time steps (0: the checkpoint's)"},
         {"--csv", OPT_STRING, &csv, "append one line of results (accuracies, firing, silent planes, times) to this CSV file"},
+        {"--synops-csv", OPT_STRING, &synops_csv,
+         "also write the synaptic operations and energy per layer to this CSV file"},
         {"--one-sample", OPT_INT, &one_sample, "1: also calibrate on one sample per batch and run small batches on the paths it picks; 0: small batches run the batch's paths (CPU) or dense (CUDA), as before 2026-11-26"},
     };
     int parsed = parse_options(argc, argv, "Dense vs sparse execution of a trained checkpoint.",
@@ -205,6 +211,17 @@ int main(int argc, char **argv)
         status = 1;
     snn_loader_free(loader);
     if (status == 0 && (s_dense = time_passes(model, &view, &lc, device, passes)) < 0.0) status = 1;
+    /* and the synaptic operations, in a pass of their own (counting slows it) */
+    snn_synops *synops = status ? NULL : snn_synops_new(model);
+    loader = synops ? snn_loader_new(&view, &lc) : NULL;
+    double s_count = 0.0;
+    int64_t n_count = 0;
+    if (!loader ||
+        predict(model, loader, device, pred_sparse, labels, cap, &n_count, &s_count) != SNN_OK ||
+        snn_synops_status(synops) != SNN_OK)
+        status = 1;
+    snn_loader_free(loader);
+    snn_synops_stop(synops); /* what it counted stays readable; the swaps below are not counted */
 
     /* 2. calibration batches (OWNED copies) and the swap */
     loader = status ? NULL : snn_loader_new(&view, &lc);
@@ -298,6 +315,12 @@ int main(int argc, char **argv)
         }
         snn_step_end();
     }
+    /* 5. the synaptic operations, and the work the spikes need beside the measured speed-ups */
+    if (status == 0) {
+        synops_print(stdout, synops);
+        synops_print_sparse(stdout, synops, &report);
+        if (synops_csv && synops_write_csv("snn-sparse", synops_csv, synops)) status = 1;
+    }
     if (status == 0 && csv) {
         FILE *f = fopen(csv, "a");
         if (!f) {
@@ -322,6 +345,7 @@ int main(int argc, char **argv)
         }
     }
     if (status == 1) fprintf(stderr, "snn-sparse: %s\n", snn_last_error());
+    snn_synops_free(synops);
     for (int i = 0; i < n_calib; i++) snn_tensor_free(calib[i]);
     snn_free(pred_dense, bytes, SNN_CPU);
     snn_free(pred_sparse, bytes, SNN_CPU);

@@ -158,8 +158,9 @@ const snn_fusion_rule *snn_fusion_find(snn_module *const *items, int n, const sn
 snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items, snn_tensor *x,
                            snn_tensor *residual)
 {
-    snn_tensor *y = rule->run(rule, items, x, residual);
     const snn_module *first = items[0] ? items[0] : items[1];
+    if (first->plan && first->plan->synops) snn_synops_observe(first->plan->synops, first, x);
+    snn_tensor *y = rule->run(rule, items, x, residual);
     if (snn_plan_is_tracing(first)) snn_plan_trace_fused(rule, items, x, y);
     return y;
 }

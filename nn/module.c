@@ -107,6 +107,7 @@ snn_tensor *snn_module_forward(snn_module *m, snn_tensor *x)
             snn_error(SNN_ERR_ARGUMENT, "snn_module_forward(%s): bad argument 'x' (got NULL)", m->ops->kind);
         return NULL;
     }
+    if (m->plan && m->plan->synops) snn_synops_observe(m->plan->synops, m, x); /* nn/synops.h */
     if (snn_plan_is_tracing(m)) return snn_plan_trace_forward(m, x); /* snn_model_explain */
     return m->ops->forward(m, x);
 }

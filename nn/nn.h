@@ -37,6 +37,7 @@
 #include "module.h"
 #include "optim.h"
 #include "plan.h"
+#include "synops.h"
 
 #ifdef __cplusplus
 extern "C" {

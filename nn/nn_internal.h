@@ -69,6 +69,7 @@ struct snn_plan {
     bool options_set;             /* false: the defaults where each forward runs */
     bool tracing;                 /* snn_model_trace_plan armed a trace not finished yet */
     struct snn_plan_trace *trace; /* owned (nn/plan.c); NULL until a trace is asked for */
+    struct snn_synops *synops;    /* a SynOps count armed on the model (nn/synops.c), or NULL */
 };
 typedef struct snn_plan snn_plan;
 
@@ -139,6 +140,9 @@ void snn_plan_trace_fused(const snn_fusion_rule *rule, snn_module *const *items,
 void snn_plan_trace_sum(const snn_module *block, const snn_tensor *x, const snn_tensor *y);
 /* Frees a plan's trace (the model's free calls it where a trace was made). */
 void snn_plan_trace_free(struct snn_plan_trace *trace);
+/* A forward of m on x about to run while a SynOps count is armed on m's model (nn/synops.h):
+ * a Conv2d's or Linear's input is counted, any other module is passed over. */
+void snn_synops_observe(struct snn_synops *s, const snn_module *m, const snn_tensor *x);
 
 /* The layers only a converted network has (nn/layer_ann2snn.c). The constructors take over the
  * OWNED tensors given (and free them on failure). */
