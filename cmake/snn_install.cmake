@@ -81,6 +81,7 @@ set(snn_public_headers
     snn.h
     tensor/tensor.h tensor/version.h tensor/cuda_options.h
     kernels/kernels.h            # internal, but sparse/sparse.h needs its snn_conv2d_dims
+    tensor/hash.h                # internal, included by kernels/kernels.h
     autograd/autograd.h
     neurons/neurons.h
     nn/nn.h nn/module.h nn/models.h nn/plan.h nn/optim.h nn/checkpoint.h

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../tensor/hash.h" /* snn_hash64: the random masks that agree across devices */
 #include "../tensor/tensor.h"
 
 #ifdef __cplusplus
@@ -309,19 +310,6 @@ extern const snn_kernels snn_kernels_cuda;
 int snn_cuda_device_count(void);  /* 0 when the driver or a GPU is missing (kernels/cuda/cuda_context.cu) */
 void snn_cuda_shutdown(void);     /* releases the stream, cuBLAS handle and device scratch */
 #endif
-
-/* 64-bit mixing hash (splitmix64 finaliser), shared by CPU and CUDA so that random masks
- * agree bit for bit across devices. u = (hash >> 40) * 2^-24 is uniform in [0, 1). */
-#if defined(__CUDACC__)
-__host__ __device__
-#endif
-static inline uint64_t snn_hash64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 #ifdef __cplusplus
 }

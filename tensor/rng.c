@@ -5,7 +5,8 @@
  */
 #include <math.h>
 
-#include "kernels/kernels.h"
+#include "hash.h"
+#include "tensor.h"
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
