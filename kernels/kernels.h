@@ -292,6 +292,15 @@ const snn_kernels *snn_kernels_for(snn_device device);
 /* Like snn_kernels_for, but stores "<fn>: no <device> backend in this build" when NULL. */
 const snn_kernels *snn_kernels_or_error(const char *fn, snn_device device);
 
+/* A kernel that keeps memory between calls (the fast SGEMM's packing buffers) registers the
+ * function that frees it when it first takes the memory; snn_shutdown() (tensor/dispatch.c)
+ * calls it once and forgets it, and a kernel that takes memory again registers again. So the
+ * core knows nothing of any kernel's scratch, and a run that never used it runs none of its
+ * code. Registering a function that is registered already does nothing; any thread may
+ * register. At most SNN_MAX_SHUTDOWN_RELEASES functions at once (an assertion). */
+#define SNN_MAX_SHUTDOWN_RELEASES 8
+void snn_on_shutdown(void (*release)(void));
+
 /* In an op: return NULL with "fn: the cuda backend has no kernel 'entry'" when an entry is
  * missing, so a partial backend is a clear error, never a call through NULL. */
 #define SNN_REQUIRE_KERNEL(k, fn, entry)                                                      \

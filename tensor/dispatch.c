@@ -1,16 +1,17 @@
 /*
  * dispatch.c - picks the kernel table of a device: on the CPU the fast table or the reference
- * one (snn_set_kernels, SNN_KERNELS), on CUDA the CUDA table. The one place in tensor/ that
+ * one (snn_set_kernels, SNN_KERNELS), on CUDA the CUDA table; and at snn_shutdown() gives back
+ * what the tables' kernels hold between calls (snn_on_shutdown). The one place in tensor/ that
  * knows whether this build has CUDA (docs/architecture.md, "Kernels and devices"): everything
  * else asks snn_kernels_for().
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
 #include "cuda_options.h"
-#include "kernels/cpu/gemm.h"
 #include "error.h"
 #include "kernels/kernels.h"
 
@@ -122,10 +123,29 @@ snn_precision snn_get_precision(void)
 #endif
 }
 
+/* The releases registered since the last shutdown; NULL: a free place. Atomic, so that two
+ * threads registering at once each find a place, and one function takes one place. */
+typedef void (*release_fn)(void);
+static _Atomic(release_fn) releases[SNN_MAX_SHUTDOWN_RELEASES];
+
+void snn_on_shutdown(void (*release)(void))
+{
+    for (int i = 0; i < SNN_MAX_SHUTDOWN_RELEASES; i++) {
+        release_fn expected = NULL;
+        if (atomic_compare_exchange_strong(&releases[i], &expected, release) ||
+            expected == release)
+            return; /* registered now, or before */
+    }
+    SNN_ASSERT(!"snn_on_shutdown: more releases than SNN_MAX_SHUTDOWN_RELEASES");
+}
+
 void snn_shutdown(void)
 {
     snn_arena_release_all();
-    snn_gemm_release_cpu();
+    for (int i = 0; i < SNN_MAX_SHUTDOWN_RELEASES; i++) {
+        release_fn release = atomic_exchange(&releases[i], NULL);
+        if (release) release();
+    }
 #ifdef SNN_WITH_CUDA
     snn_cuda_shutdown();
 #endif

@@ -13,7 +13,8 @@
  *                         with it. The parts tile C (some are empty: small products go whole to
  *                         part 0), and each element is summed exactly as snn_gemm_cpu sums it.
  *   snn_gemm_release_cpu  frees the per-thread packing buffers the SGEMM keeps between calls;
- *                         snn_shutdown() calls it. A later SGEMM simply allocates them again.
+ *                         snn_shutdown() calls it (the first buffer taken registers it with
+ *                         snn_on_shutdown). A later SGEMM simply allocates them again.
  *   snn_gemm_pack_bytes_cpu  the size of one such buffer (nn/model_memory.c counts them).
  *   snn_gemm_k_slice_cpu  how the SGEMM groups the sum over k for an (M, N, K) product, so that
  *                         code which must reproduce it bit for bit (sparse/: skipping zero terms

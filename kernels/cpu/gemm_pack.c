@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <threads.h>
 
-#include "tensor/tensor.h"
+#include "kernels/kernels.h"
 #include "gemm.h"
 #include "gemm_blocking.h"
 
@@ -92,7 +92,8 @@ void snn_gemm_pack_b_cpu(bool trans_b, const float *B, int ldb, int p0, int j0, 
  * Each thread that runs the blocked path holds one slot of a static table, found through a
  * thread-local pointer; the slot's buffer is allocated with snn_alloc on first use and kept.
  * The table (not the thread) owns the memory, so snn_gemm_release_cpu can free every buffer at
- * shutdown, and a thread simply allocates again on its next call.
+ * shutdown (the first buffer taken registers it with snn_on_shutdown, kernels/kernels.h), and a
+ * thread simply allocates again on its next call.
  *
  * When a thread exits, its slot goes back to the table (a C11 tss destructor), buffer and all,
  * and the next new thread takes it over. This matters: OpenMP runtimes end and start threads
@@ -148,7 +149,10 @@ float *snn_gemm_pack_buffer_cpu(void)
             return NULL;
         }
     }
-    if (!my_slot->buffer) my_slot->buffer = snn_alloc(PACK_FLOATS * sizeof(float), SNN_CPU);
+    if (!my_slot->buffer) {
+        my_slot->buffer = snn_alloc(PACK_FLOATS * sizeof(float), SNN_CPU);
+        snn_on_shutdown(snn_gemm_release_cpu); /* once per run: registering twice is once */
+    }
     return my_slot->buffer;
 }
 
