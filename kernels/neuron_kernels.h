@@ -10,9 +10,8 @@
  *     outputs, and a NULL pointer means "not needed / absent";
  *   - device scalars (PLIF's w, its gradient dw) stay device pointers: no host sync.
  *
- * Layout: every tensor is viewed as (T, M) with M = N * C * plane elements per time step,
- * channel c of sample n owning the `plane` contiguous elements starting at (n * C + c) * plane.
- * Activity is (T, N * C): activity[t * N*C + n*C + c] = number of nonzero outputs of that plane.
+ * Layout: every tensor is viewed as (T, M), M = N * C * plane elements per time step
+ * (snn_neuron_dims, kernels/neuron_dims.h).
  */
 #ifndef SNN_NEURON_KERNELS_H
 #define SNN_NEURON_KERNELS_H
@@ -20,24 +19,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "neuron_dims.h"
 #include "neurons/neurons.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct snn_neuron_dims {
-    int64_t T;      /* time steps (1 for the single-step API) */
-    int64_t N;      /* batch */
-    int64_t C;      /* channels (dim 2 of a (T, N, C, ...) input; 1 for (T, N)) */
-    int64_t plane;  /* elements per (n, c): H * W, or 1 */
-} snn_neuron_dims;
-
-/* Elements per time step: N * C * plane. */
-static inline int64_t snn_neuron_dims_step(const snn_neuron_dims *d)
-{
-    return d->N * d->C * d->plane;
-}
 
 /* Everything a kernel needs to know about the neuron, flattened from snn_neuron_config. */
 typedef struct snn_neuron_params {
