@@ -526,7 +526,7 @@ snn_status snn_sparse_conv2d_cpu(float *y, const float *x, const float *wt, cons
      * whole 1x1 layer at low firing (and the GEMM path's col buffer, megabytes, every call).
      * The arena is not thread-safe: a call from inside a parallel region takes the heap. */
     const bool in_step = snn_step_depth() > 0 && !omp_in_parallel();
-    snn_step_scratch mark = {0, 0, 0, 0};
+    snn_step_scratch mark = {0};
     if (in_step) mark = snn_step_scratch_mark(SNN_CPU);
     char *scratch = in_step ? snn_step_alloc("snn_sparse_conv2d_cpu", total, SNN_CPU)
                             : snn_alloc(total, SNN_CPU);

@@ -1,9 +1,8 @@
 /*
  * arena.c - the step arena: every STEP tensor, saved buffer and tape node lives here.
- * See arena.h for the idea. Not thread-safe: ops run on the main thread only.
+ * See arena.h for the idea. Not thread-safe: ops run on the main thread only. The profiler
+ * that benchmarks turn on (snn_arena_profile) is arena_profile.c.
  */
-#include <string.h>
-
 #include "arena.h"
 #include "error.h"
 
@@ -21,74 +20,24 @@ typedef struct block {
 typedef struct arena {
     block blocks[MAX_BLOCKS];
     int nblocks;
-    int current;      /* index of the block being filled; -1 before the first allocation */
-    size_t used;      /* bytes used in blocks[current] */
-    size_t below;     /* bytes in the blocks before blocks[current] (all of them count as used) */
-    size_t in_use;    /* bytes handed out and not given back: the sum of the (aligned) sizes,
-                         without the unused ends of the blocks left behind */
-    size_t high_water;/* most in_use at once since the last coalesce */
-    size_t last_peak; /* high_water of the last outermost step */
-    size_t grown;     /* size of the last block added in this outermost step; 0: none yet */
+    snn_arena_mark top; /* where the next allocation goes; (-1, 0, 0) when no step is open */
+    size_t high_water;  /* most top.in_use at once since the last coalesce */
+    size_t last_peak;   /* high_water of the last outermost step */
+    size_t grown;       /* size of the last block added in this outermost step; 0: none yet */
 } arena;
-
-typedef struct mark {
-    int current;
-    size_t used, below, in_use;
-} mark;
 
 typedef struct frame {
     uint64_t id;
-    mark marks[SNN_NUM_DEVICES];
+    snn_arena_mark marks[SNN_NUM_DEVICES]; /* each arena's top when the step began */
     struct snn_node *tape_head;
 } frame;
 
-static arena arenas[SNN_NUM_DEVICES] = {{.current = -1}, {.current = -1}};
+static arena arenas[SNN_NUM_DEVICES] = {{.top.current = -1}, {.top.current = -1}};
 static frame frames[MAX_DEPTH];
 static int depth;
 static uint64_t next_id = 1;
 
 struct snn_node *snn_tape_head;
-
-/* The memory profile (snn_arena_profile): one record per allocation while it is on. */
-typedef struct alloc_record {
-    const char *fn;
-    size_t bytes;
-    snn_device device;
-    int block;       /* where it starts: block index and offset in it */
-    size_t offset;
-} alloc_record;
-
-static bool profiling;
-static alloc_record *records;
-static size_t n_records, records_capacity;
-static size_t profile_high_water[SNN_NUM_DEVICES];
-
-/* Forgets the records of `device` at or after (block, offset): memory given back. They are
- * the newest records of that device. */
-static void drop_records_after(snn_device device, int at_block, size_t offset)
-{
-    for (size_t i = n_records; i-- > 0;) {
-        const alloc_record *r = &records[i];
-        if (r->device != device) continue;
-        if (r->block < at_block || (r->block == at_block && r->offset < offset)) break;
-        memmove(&records[i], &records[i + 1], (n_records - i - 1) * sizeof *records);
-        n_records--;
-    }
-}
-
-static void profile_record(const char *fn, size_t bytes, snn_device device, int at_block, size_t offset)
-{
-    if (n_records == records_capacity) {
-        size_t capacity = records_capacity ? 2 * records_capacity : 4096;
-        alloc_record *grown = snn_alloc(capacity * sizeof *grown, SNN_CPU);
-        if (!grown) return; /* a profile with a hole beats a failed step */
-        if (n_records) memcpy(grown, records, n_records * sizeof *grown);
-        snn_free(records, records_capacity * sizeof *records, SNN_CPU);
-        records = grown;
-        records_capacity = capacity;
-    }
-    records[n_records++] = (alloc_record){fn, bytes, device, at_block, offset};
-}
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -103,7 +52,7 @@ static size_t reserved_bytes(const arena *a)
  * arena is a stack, so everything in them was given back by a step end or a scratch release. */
 static void release_blocks_from(arena *a, int from, snn_device device)
 {
-    SNN_ASSERT(from > a->current);
+    SNN_ASSERT(from > a->top.current);
     for (int i = from; i < a->nblocks; i++) {
         snn_free(a->blocks[i].base, a->blocks[i].size, device);
         a->blocks[i] = (block){NULL, 0};
@@ -148,15 +97,14 @@ static bool add_block(arena *a, size_t size, size_t need, snn_device device, siz
  * back before its replacement is taken, so the two are never held together. */
 static bool next_block(arena *a, size_t need, snn_device device, size_t *tried)
 {
-    const int next = a->current + 1;
+    const int next = a->top.current + 1;
     const size_t size = grow_size(a, need); /* before any release: it reads what is held */
     *tried = 0;
     if (next < a->nblocks && a->blocks[next].size < need) release_blocks_from(a, next, device);
     if (next == a->nblocks && (next == MAX_BLOCKS || !add_block(a, size, need, device, tried)))
         return false;
-    a->below += a->current >= 0 ? a->blocks[a->current].size : 0;
-    a->current = next;
-    a->used = 0;
+    a->top.current = next;
+    a->top.used = 0;
     return true;
 }
 
@@ -171,15 +119,15 @@ void *snn_step_alloc(const char *fn, size_t bytes, snn_device device)
     size_t tried = 0;
     if (bytes > SIZE_MAX / 2) goto out_of_memory;
     const size_t need = align_up(bytes ? bytes : 1, align);
-    if ((a->current < 0 || a->used + need > a->blocks[a->current].size) &&
+    snn_arena_mark *top = &a->top;
+    if ((top->current < 0 || top->used + need > a->blocks[top->current].size) &&
         !next_block(a, need, device, &tried))
         goto out_of_memory;
-    void *p = a->blocks[a->current].base + a->used;
-    if (profiling) profile_record(fn, need, device, a->current, a->used);
-    a->used += need;
-    a->in_use += need;
-    if (a->in_use > a->high_water) a->high_water = a->in_use;
-    if (a->in_use > profile_high_water[device]) profile_high_water[device] = a->in_use;
+    void *p = a->blocks[top->current].base + top->used;
+    if (snn_arena_profiling) snn_arena_profile_alloc(fn, need, device, *top, top->in_use + need);
+    top->used += need;
+    top->in_use += need;
+    if (top->in_use > a->high_water) a->high_water = top->in_use;
     return p;
 
 out_of_memory:
@@ -187,26 +135,23 @@ out_of_memory:
         return snn_error_null(SNN_ERR_MEMORY, "%s: out of %s memory (asked for %zu bytes; the "
                               "step arena has all its %d blocks, %zu bytes, %zu in use)", fn,
                               snn_device_name(device), bytes, MAX_BLOCKS, reserved_bytes(a),
-                              a->in_use);
+                              a->top.in_use);
     /* name the block the arena asked for too: it is what did not fit, not the caller's bytes */
     return snn_error_null(SNN_ERR_MEMORY,
                           "%s: out of %s memory (asked for %zu bytes; the step arena, holding "
                           "%zu bytes in %d blocks with %zu in use, could not add a block of %zu "
                           "bytes, nor a smaller one down to the bytes asked for; %zu live in all)",
                           fn, snn_device_name(device), bytes, reserved_bytes(a), a->nblocks,
-                          a->in_use, tried ? tried : bytes, snn_live_bytes(device));
+                          a->top.in_use, tried ? tried : bytes, snn_live_bytes(device));
 }
 
 /* A STEP tensor struct of `shape` on `device` in the host arena, without data. */
 static snn_tensor *step_struct(const char *fn, snn_shape shape, snn_device device)
 {
     snn_tensor *t = snn_step_alloc(fn, sizeof *t, SNN_CPU);
-    if (!t) return NULL;
-    memset(t, 0, sizeof *t);
-    t->shape = shape;
-    t->numel = snn_shape_numel(shape);
-    t->device = device;
-    t->lifetime = SNN_STEP;
+    if (t)
+        *t = (snn_tensor){.shape = shape, .numel = snn_shape_numel(shape), .device = device,
+                          .lifetime = SNN_STEP};
     return t;
 }
 
@@ -252,34 +197,33 @@ snn_status snn_step_begin(void)
                          "loop is missing its snn_step_end()", MAX_DEPTH);
     frame *f = &frames[depth++];
     f->id = next_id++;
-    for (int d = 0; d < SNN_NUM_DEVICES; d++) {
-        f->marks[d].current = arenas[d].current;
-        f->marks[d].used = arenas[d].used;
-        f->marks[d].below = arenas[d].below;
-        f->marks[d].in_use = arenas[d].in_use;
-    }
+    for (int d = 0; d < SNN_NUM_DEVICES; d++) f->marks[d] = arenas[d].top;
     f->tape_head = snn_tape_head;
     return SNN_OK;
 }
 
+/* Gives back every block (no step may be open), then takes one of `bytes` rounded up to whole
+ * MiB (none for 0): the old blocks and the new one are never held together. False when the
+ * block cannot be had; the arena is then empty. */
+static bool one_block(arena *a, size_t bytes, snn_device device)
+{
+    const size_t size = (bytes + ((size_t)1 << 20) - 1) >> 20 << 20;
+    release_blocks_from(a, 0, device);
+    void *p = size ? snn_alloc(size, device) : NULL;
+    if (p) a->blocks[a->nblocks++] = (block){p, size};
+    return p || !size;
+}
+
 /* After the outermost step: merge a multi-block arena into one block as large as the most the
  * step had in use at once (not the sum of the blocks, which doubled as they were added, nor
- * their unused ends: in one block the step's allocations lie end to end). The old blocks are
- * given back before the new one is taken. */
+ * their unused ends: in one block the step's allocations lie end to end). On failure the
+ * arena simply starts empty again. */
 static void coalesce(arena *a, snn_device device)
 {
     a->last_peak = a->high_water;
     a->high_water = 0;
     a->grown = 0;
-    if (a->nblocks <= 1) return;
-    size_t total = (a->last_peak + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB */
-    release_blocks_from(a, 0, device);
-    void *p = total ? snn_alloc(total, device) : NULL;
-    if (p) { /* on failure the arena simply starts empty again */
-        a->blocks[0].base = p;
-        a->blocks[0].size = total;
-        a->nblocks = 1;
-    }
+    if (a->nblocks > 1) one_block(a, a->last_peak, device);
 }
 
 void snn_step_end(void)
@@ -287,27 +231,14 @@ void snn_step_end(void)
     SNN_ASSERT(depth > 0 && "snn_step_end() without snn_step_begin()");
     frame *f = &frames[--depth];
     for (int d = 0; d < SNN_NUM_DEVICES; d++) {
-        arenas[d].current = f->marks[d].current;
-        arenas[d].used = f->marks[d].used;
-        arenas[d].below = f->marks[d].below;
-        arenas[d].in_use = f->marks[d].in_use;
-        if (depth == 0) {
-            /* Device work queued in this step may still read arena memory that the next step
-             * will overwrite; the single stream orders that, so no synchronisation is needed. */
-            coalesce(&arenas[d], (snn_device)d);
-            arenas[d].current = -1;
-            arenas[d].used = 0;
-            arenas[d].below = 0;
-            arenas[d].in_use = 0;
-        }
+        arenas[d].top = f->marks[d]; /* the outermost step began on an empty arena */
+        if (snn_arena_profiling) snn_arena_profile_free((snn_device)d, f->marks[d]);
+        /* Device work queued in this step may still read arena memory that the next step will
+         * overwrite; the single stream orders that, so no synchronisation is needed. */
+        if (depth == 0) coalesce(&arenas[d], (snn_device)d);
     }
     snn_tape_head = f->tape_head;
     snn_step_pool_end(depth);
-    if (profiling) { /* the step's allocations are gone */
-        for (int d = 0; d < SNN_NUM_DEVICES && depth > 0; d++)
-            drop_records_after((snn_device)d, f->marks[d].current, f->marks[d].used);
-        if (depth == 0) n_records = 0;
-    }
 }
 
 int snn_step_depth(void) { return depth; }
@@ -331,16 +262,10 @@ snn_status snn_step_reserve(snn_device device, size_t bytes)
     if (device != SNN_CPU && device != SNN_CUDA)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'device' (%d)", fn, (int)device);
     arena *a = &arenas[device];
-    size_t size = (bytes + ((size_t)1 << 20) - 1) >> 20 << 20; /* whole MiB, as coalesce */
-    if (size == 0 || (a->nblocks >= 1 && a->blocks[0].size >= size)) return SNN_OK;
-    release_blocks_from(a, 0, device); /* first: the old and the new are not held together */
-    void *p = snn_alloc(size, device);
-    if (!p)
+    if (bytes == 0 || (a->nblocks >= 1 && a->blocks[0].size >= bytes)) return SNN_OK;
+    if (!one_block(a, bytes, device))
         return snn_error(SNN_ERR_MEMORY, "%s: out of %s memory for a step arena of %zu bytes "
-                         "(%zu live)", fn, snn_device_name(device), size, snn_live_bytes(device));
-    a->blocks[0].base = p;
-    a->blocks[0].size = size;
-    a->nblocks = 1;
+                         "(%zu live)", fn, snn_device_name(device), bytes, snn_live_bytes(device));
     return SNN_OK;
 }
 
@@ -352,66 +277,20 @@ size_t snn_step_peak_bytes(snn_device device)
 void snn_arena_release_all(void)
 {
     SNN_ASSERT(depth == 0 && "snn_shutdown() with a step still open");
-    snn_arena_profile(false);
     snn_step_pool_release_all();
-    for (int d = 0; d < SNN_NUM_DEVICES; d++) {
-        arena *a = &arenas[d];
-        a->current = -1; /* no step is open: every block is free */
-        release_blocks_from(a, 0, (snn_device)d);
-        a->used = a->below = a->in_use = a->high_water = a->last_peak = a->grown = 0;
+    for (int d = 0; d < SNN_NUM_DEVICES; d++) { /* no step is open: every block is free */
+        release_blocks_from(&arenas[d], 0, (snn_device)d);
+        arenas[d] = (arena){.top.current = -1};
     }
 }
 
-snn_step_scratch snn_step_scratch_mark(snn_device device)
-{
-    const arena *a = &arenas[device];
-    return (snn_step_scratch){a->current, a->used, a->below, a->in_use};
-}
+snn_step_scratch snn_step_scratch_mark(snn_device device) { return arenas[device].top; }
 
 void snn_step_scratch_release(snn_device device, snn_step_scratch at)
 {
-    arena *a = &arenas[device];
-    SNN_ASSERT(depth > 0 && (at.current < a->current ||
-                             (at.current == a->current && at.used <= a->used)));
-    if (profiling) drop_records_after(device, at.current, at.used);
-    a->current = at.current;
-    a->used = at.used;
-    a->below = at.below;
-    a->in_use = at.in_use;
-}
-
-void snn_arena_profile(bool on)
-{
-    profiling = on;
-    n_records = 0;
-    for (int d = 0; d < SNN_NUM_DEVICES; d++) profile_high_water[d] = 0;
-    if (!on && records) {
-        snn_free(records, records_capacity * sizeof *records, SNN_CPU);
-        records = NULL;
-        records_capacity = 0;
-    }
-}
-
-size_t snn_arena_profile_report(snn_device device,
-                                void (*row)(const char *fn, size_t bytes, int count, void *ctx),
-                                void *ctx)
-{
-    /* one row per distinct name, in order of first appearance (names are string literals of
-     * the ops, compared by content) */
-    for (size_t i = 0; i < n_records; i++) {
-        if (records[i].device != device) continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = records[j].device == device && strcmp(records[j].fn, records[i].fn) == 0;
-        if (seen) continue;
-        size_t bytes = 0;
-        int count = 0;
-        for (size_t j = i; j < n_records; j++)
-            if (records[j].device == device && strcmp(records[j].fn, records[i].fn) == 0) {
-                bytes += records[j].bytes;
-                count++;
-            }
-        row(records[i].fn, bytes, count, ctx);
-    }
-    return profile_high_water[device];
+    const snn_arena_mark top = arenas[device].top;
+    SNN_ASSERT(depth > 0 && (at.current < top.current ||
+                             (at.current == top.current && at.used <= top.used)));
+    if (snn_arena_profiling) snn_arena_profile_free(device, at);
+    arenas[device].top = at;
 }

@@ -36,14 +36,20 @@ snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device d
 /* A STEP tensor struct that shares `base`'s data (a view); shape must have base's numel. */
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape);
 
+/* A place in a device's arena: the block being filled (-1: none yet), the bytes used in it,
+ * and the bytes handed out and not given back (the sum of the aligned sizes, without the
+ * unused ends of the blocks left behind). The arena's top is one; snn_step_begin() saves it
+ * and snn_step_end() returns to it. */
+typedef struct snn_arena_mark {
+    int current;
+    size_t used, in_use;
+} snn_arena_mark;
+
 /* Scratch inside an op: memory taken after a mark is given back by the release, so a workspace
  * that only lives during one kernel does not stay reserved until the step ends. Only valid when
  * nothing that must outlive the op was allocated after the mark (queued device work is ordered
  * on the one stream, so the next op may safely reuse the bytes). */
-typedef struct snn_step_scratch {
-    int current;
-    size_t used, below, in_use;
-} snn_step_scratch;
+typedef snn_arena_mark snn_step_scratch;
 
 snn_step_scratch snn_step_scratch_mark(snn_device device);
 void snn_step_scratch_release(snn_device device, snn_step_scratch mark);
@@ -66,14 +72,22 @@ void snn_step_pool_reset_peak(snn_device device);
 size_t snn_step_pool_reserved_bytes(snn_device device);  /* held from snn_alloc, in use or not */
 void snn_step_pool_release_all(void);
 
-/* Memory profile of a step, for benchmarks: while on, the arena records every allocation it
- * makes (the name the op passed, the bytes); scratch given back is dropped from the record.
- * snn_arena_profile_report() calls `row` once per name with what is held now (call it before
- * snn_step_end) and returns the device arena's high-water mark since the profile began. */
+/* Memory profile of a step, for benchmarks (arena_profile.c): while on, the arena records
+ * every allocation it makes (the name the op passed, the bytes); scratch given back is dropped
+ * from the record. snn_arena_profile_report() calls `row` once per name with what is held now
+ * (call it before snn_step_end) and returns the device arena's high-water mark since the
+ * profile began. snn_shutdown() turns it off. */
 void snn_arena_profile(bool on);
 size_t snn_arena_profile_report(snn_device device,
                                 void (*row)(const char *fn, size_t bytes, int count, void *ctx),
                                 void *ctx);
+/* The profiler's side of the arena (arena.c calls these only while snn_arena_profiling is
+ * on): `bytes` handed out at place `at`, after which `in_use` bytes of the device are in use;
+ * and everything at or after `at` given back. */
+extern bool snn_arena_profiling;
+void snn_arena_profile_alloc(const char *fn, size_t bytes, snn_device device, snn_arena_mark at,
+                             size_t in_use);
+void snn_arena_profile_free(snn_device device, snn_arena_mark at);
 
 #ifdef __cplusplus
 }
