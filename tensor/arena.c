@@ -157,14 +157,7 @@ static snn_tensor *step_struct(const char *fn, snn_shape shape, snn_device devic
 
 snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device)
 {
-    char buf[96];
-    if (shape.ndim < 0 || shape.ndim > SNN_MAX_DIMS)
-        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad shape (expected 0 to %d dims, got %d)",
-                              fn, SNN_MAX_DIMS, shape.ndim);
-    for (int d = 0; d < shape.ndim; d++)
-        if (shape.dim[d] < 0)
-            return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad shape %s (negative size in dim %d)",
-                                  fn, snn_shape_str(shape, buf, sizeof buf), d);
+    if (snn_check_shape(fn, shape)) return NULL;
     snn_tensor *t = step_struct(fn, shape, device);
     if (!t) return NULL;
     t->data = snn_step_alloc(fn, (size_t)t->numel * sizeof(float), device);

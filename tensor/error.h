@@ -46,12 +46,15 @@ int snn_error_pending(void);
     } while (0)
 
 /* ---------------------------------------------------------------------------------------------
- * Argument checks for ops. Each returns 0 when the check passes; otherwise it stores a message
- * naming the function and the argument and returns 1, so ops read
+ * Argument checks for ops (checks.c). Each returns 0 when the check passes; otherwise it stores
+ * a message naming the function and the argument and returns 1, so ops read
  *     if (snn_check_rank(fn, "input", x, 4, "(N, C, H, W)")) return NULL;
  * A NULL tensor passes the error of whatever produced it through unchanged.
  * ------------------------------------------------------------------------------------------- */
 
+/* A shape a tensor can have: 0 to SNN_MAX_DIMS dims, none negative, and numel floats that
+ * memory could hold (sizes come from files too: checkpoint metadata). */
+int snn_check_shape(const char *fn, snn_shape shape);
 int snn_check_tensor(const char *fn, const char *arg, const snn_tensor *t);
 int snn_check_rank(const char *fn, const char *arg, const snn_tensor *t, int ndim,
                    const char *layout);

@@ -40,36 +40,6 @@ const char *snn_shape_str(snn_shape shape, char *buf, size_t size)
     return buf;
 }
 
-static int check_shape(const char *fn, snn_shape shape)
-{
-    char buf[96];
-    if (shape.ndim < 0 || shape.ndim > SNN_MAX_DIMS) {
-        snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'shape' (expected 0 to %d dims, got %d)", fn,
-                  SNN_MAX_DIMS, shape.ndim);
-        return 1;
-    }
-    for (int d = 0; d < shape.ndim; d++) {
-        if (shape.dim[d] < 0) {
-            snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'shape' (negative size in dim %d of %s)",
-                      fn, d, snn_shape_str(shape, buf, sizeof buf));
-            return 1;
-        }
-    }
-    /* numel * sizeof(float) must be a size: a product that wraps would allocate a small block
-     * and then fill numel floats into it (sizes can come from files: checkpoint metadata) */
-    const int64_t max_numel = (int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(float)) / 2;
-    int64_t numel = 1;
-    for (int d = 0; d < shape.ndim && numel > 0; d++) {
-        if (shape.dim[d] > 0 && numel > max_numel / shape.dim[d]) {
-            snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'shape' (%s has more elements than "
-                      "memory can hold)", fn, snn_shape_str(shape, buf, sizeof buf));
-            return 1;
-        }
-        numel *= shape.dim[d];
-    }
-    return 0;
-}
-
 static int check_device(const char *fn, snn_device device)
 {
     return snn_kernels_or_error(fn, device) == NULL;
@@ -80,14 +50,11 @@ static int check_device(const char *fn, snn_device device)
 snn_tensor *snn_tensor_new(snn_shape shape, snn_device device)
 {
     const char *fn = "snn_tensor_new";
-    if (check_shape(fn, shape) || check_device(fn, device)) return NULL;
+    if (snn_check_shape(fn, shape) || check_device(fn, device)) return NULL;
     snn_tensor *t = snn_alloc(sizeof *t, SNN_CPU);
     if (!t) return snn_error_null(SNN_ERR_MEMORY, "%s: out of host memory", fn);
-    memset(t, 0, sizeof *t);
-    t->shape = shape;
-    t->numel = snn_shape_numel(shape);
-    t->device = device;
-    t->lifetime = SNN_OWNED;
+    *t = (snn_tensor){.shape = shape, .numel = snn_shape_numel(shape), .device = device,
+                      .lifetime = SNN_OWNED};
     size_t bytes = (size_t)t->numel * sizeof(float);
     t->data = snn_alloc(bytes, device);
     if (!t->data) {
@@ -131,13 +98,8 @@ snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t 
                          (long long)storage->numel, (long long)offset);
     snn_tensor *g = snn_alloc(sizeof *g, SNN_CPU);
     if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
-    memset(g, 0, sizeof *g);
-    g->shape = t->shape;
-    g->numel = t->numel;
-    g->device = t->device;
-    g->lifetime = SNN_OWNED;
-    g->data = storage->data + offset;
-    g->base = storage;
+    *g = (snn_tensor){.shape = t->shape, .numel = t->numel, .device = t->device,
+                      .lifetime = SNN_OWNED, .data = storage->data + offset, .base = storage};
     snn_tensor_free(t->grad);
     t->grad = g;
     return SNN_OK;
@@ -145,15 +107,17 @@ snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t 
 
 /* ---- STEP tensors ------------------------------------------------------------------------- */
 
+/* Each checks the device; snn_step_tensor checks the shape. */
+
 snn_tensor *snn_empty(snn_shape shape, snn_device device)
 {
-    if (check_shape("snn_empty", shape) || check_device("snn_empty", device)) return NULL;
+    if (check_device("snn_empty", device)) return NULL;
     return snn_step_tensor("snn_empty", shape, device);
 }
 
 snn_tensor *snn_full(snn_shape shape, float value, snn_device device)
 {
-    if (check_shape("snn_full", shape) || check_device("snn_full", device)) return NULL;
+    if (check_device("snn_full", device)) return NULL;
     snn_tensor *t = snn_step_tensor("snn_full", shape, device);
     if (t) snn_kernels_for(device)->fill(t->data, value, t->numel);
     return t;
@@ -163,7 +127,7 @@ snn_tensor *snn_zeros(snn_shape shape, snn_device device) { return snn_full(shap
 
 snn_tensor *snn_from_host(snn_shape shape, const float *host, snn_device device)
 {
-    if (check_shape("snn_from_host", shape) || check_device("snn_from_host", device)) return NULL;
+    if (check_device("snn_from_host", device)) return NULL;
     if (!host) return snn_error_null(SNN_ERR_ARGUMENT, "snn_from_host: bad argument 'host' (got NULL)");
     snn_tensor *t = snn_step_tensor("snn_from_host", shape, device);
     if (t && snn_tensor_copy_from_host(t, host) != SNN_OK) return NULL;
