@@ -35,98 +35,6 @@ int main(void)
 
 static char path[256];
 
-/* ---- the graphs ------------------------------------------------------------------------------ */
-
-/* input (5) -> fc1 -> LIF per neuron -> fc2 (Linear) -> CubaLI per neuron -> Scale -> output */
-static void graph_leaky(nir_graph *g, bool varied)
-{
-    graph_input(g, "input", 1, (int64_t[]){5});
-    graph_affine(g, "fc1", 6, 5, true);
-    graph_neuron(g, "LIF", "lif", 1, (int64_t[]){6}, varied);
-    graph_affine(g, "fc2", 6, 6, false);
-    graph_neuron(g, "CubaLI", "cuba", 1, (int64_t[]){6}, varied);
-    graph_floats(nir_add_node(g, "Scale", "scale"), "scale", 1, (int64_t[]){6}, 0.5f, 2.0f);
-    graph_output(g, "output", 1, (int64_t[]){6});
-    graph_chain(g, (const char *[]){"input", "fc1", "lif", "fc2", "cuba", "scale", "output"}, 7);
-}
-static void graph_leaky_varied(nir_graph *g) { graph_leaky(g, true); }
-static const char *const leaky_order[] = {"input", "fc1", "lif", "fc2", "cuba", "scale", "output"};
-
-/* input (5) -> fc1 -> IF -> fc2 -> I <- fc3 <- input;  I -> Threshold -> output */
-static void graph_integrators(nir_graph *g)
-{
-    graph_input(g, "input", 1, (int64_t[]){5});
-    graph_affine(g, "fc1", 6, 5, true);
-    graph_neuron(g, "IF", "if", 1, (int64_t[]){6}, true);
-    graph_affine(g, "fc2", 4, 6, true);
-    graph_affine(g, "fc3", 4, 5, true);
-    graph_neuron(g, "I", "integ", 1, (int64_t[]){4}, true);
-    graph_floats(nir_add_node(g, "Threshold", "th"), "threshold", 1, (int64_t[]){4}, -0.5f, 0.5f);
-    graph_output(g, "output", 1, (int64_t[]){4});
-    graph_chain(g, (const char *[]){"input", "fc1", "if", "fc2", "integ", "th", "output"}, 7);
-    nir_add_edge(g, "input", "fc3");
-    nir_add_edge(g, "fc3", "integ");
-}
-static const char *const integrators_order[] = {"input", "fc1", "if", "fc2", "fc3", "integ",
-                                                "th", "output"};
-
-/* input (4) -> fc_in -> lif -> delay -> fc_rec -> lif (a cycle); lif -> fc_o -> li -> output,
- * fc_o -> integ -> integ (a self-loop), integ -> output */
-static void graph_cycles(nir_graph *g)
-{
-    graph_input(g, "input", 1, (int64_t[]){4});
-    graph_affine(g, "fc_in", 6, 4, true);
-    graph_neuron(g, "LIF", "lif", 1, (int64_t[]){6}, true);
-    nir_array *d = graph_floats(nir_add_node(g, "Delay", "delay"), "delay", 1, (int64_t[]){6},
-                                0.0f, 0.0f);
-    for (int k = 0; k < 6; k++) d->f[k] = 1e-3f * (float)(k % 4); /* 0 to 3 steps */
-    graph_affine(g, "fc_rec", 6, 6, false);
-    graph_affine(g, "fc_o", 3, 6, true);
-    graph_neuron(g, "LI", "li", 1, (int64_t[]){3}, true);
-    graph_neuron(g, "I", "integ", 1, (int64_t[]){3}, false);
-    nir_find_array(nir_find_node(g, "integ"), "r")->f[0] = 20.0f; /* its loop: gain 1.02 */
-    for (int k = 1; k < 3; k++) nir_find_array(nir_find_node(g, "integ"), "r")->f[k] = 20.0f;
-    graph_output(g, "output", 1, (int64_t[]){3});
-    graph_chain(g, (const char *[]){"input", "fc_in", "lif", "delay", "fc_rec", "lif"}, 6);
-    graph_chain(g, (const char *[]){"lif", "fc_o", "li", "output"}, 4);
-    graph_chain(g, (const char *[]){"fc_o", "integ", "integ", "output"}, 4);
-}
-static const char *const cycles_order[] = {"input", "fc_in", "lif", "delay", "fc_rec", "fc_o",
-                                           "li", "integ", "output"};
-
-/* input (2, 8, 8) -> conv ("same") -> CubaLIF (4, 8, 8) -> AvgPool2d 2 -> SumPool2d 2 ->
- * Flatten -> fc -> output (3) */
-static void graph_conv(nir_graph *g)
-{
-    graph_input(g, "input", 3, (int64_t[]){2, 8, 8});
-    nir_node *c = nir_add_node(g, "Conv2d", "conv");
-    graph_floats(c, "weight", 4, (int64_t[]){4, 2, 3, 3}, -0.6f, 0.6f);
-    graph_floats(c, "bias", 1, (int64_t[]){4}, -0.1f, 0.3f);
-    nir_add_ints(c, "stride", 2, (int64_t[]){1, 1});
-    nir_add_text(c, "padding", "same");
-    nir_add_ints(c, "dilation", 2, (int64_t[]){1, 1});
-    nir_add_int(c, "groups", 1);
-    graph_neuron(g, "CubaLIF", "cuba", 3, (int64_t[]){4, 8, 8}, true);
-    nir_node *p = nir_add_node(g, "AvgPool2d", "avg");
-    nir_add_ints(p, "kernel_size", 2, (int64_t[]){2, 2});
-    nir_add_ints(p, "stride", 2, (int64_t[]){2, 2});
-    nir_add_ints(p, "padding", 2, (int64_t[]){0, 0});
-    p = nir_add_node(g, "SumPool2d", "sum");
-    nir_add_ints(p, "kernel_size", 2, (int64_t[]){2, 2});
-    nir_add_ints(p, "stride", 2, (int64_t[]){2, 2});
-    nir_add_ints(p, "padding", 2, (int64_t[]){0, 0});
-    nir_node *f = nir_add_node(g, "Flatten", "flat");
-    nir_add_ints(f, "input_type", 3, (int64_t[]){4, 2, 2});
-    nir_add_int(f, "start_dim", 0);
-    nir_add_int(f, "end_dim", -1);
-    graph_affine(g, "fc", 3, 16, true);
-    graph_output(g, "output", 1, (int64_t[]){3});
-    graph_chain(g, (const char *[]){"input", "conv", "cuba", "avg", "sum", "flat", "fc", "output"},
-                8);
-}
-static const char *const conv_order[] = {"input", "conv", "cuba", "avg", "sum", "flat", "fc",
-                                         "output"};
-
 /* ---- running ------------------------------------------------------------------------------- */
 
 /* Writes g (dt 1e-3) to `path`, frees it, and loads it with T and dt (0: the file's). */
@@ -242,23 +150,6 @@ static void test_sequence_equals_repeat(void)
     CHECK(steps_on_host(m, SNN_SHAPE(T, N, F), xs, b, T * N * 6));
     CHECK(test_same_bits(a, b, T * N * 6));
     snn_module_free(m);
-}
-
-/* graph_cycles without spikes: LI in the loop (smooth), for gradcheck */
-static void graph_smooth(nir_graph *g)
-{
-    graph_input(g, "input", 1, (int64_t[]){3});
-    graph_affine(g, "fc", 4, 3, true);
-    graph_neuron(g, "LI", "li", 1, (int64_t[]){4}, true);
-    nir_array *d = graph_floats(nir_add_node(g, "Delay", "delay"), "delay", 1, (int64_t[]){4},
-                                0.0f, 0.0f);
-    for (int k = 0; k < 4; k++) d->f[k] = 1e-3f * (float)(k % 2);
-    graph_neuron(g, "CubaLI", "cuba", 1, (int64_t[]){4}, true);
-    graph_affine(g, "fc_rec", 4, 4, false);
-    graph_affine(g, "fc_out", 2, 4, true);
-    graph_output(g, "output", 1, (int64_t[]){2});
-    graph_chain(g, (const char *[]){"input", "fc", "li", "delay", "cuba", "fc_out", "output"}, 7);
-    graph_chain(g, (const char *[]){"cuba", "fc_rec", "li"}, 3);
 }
 
 static snn_module *grad_graph;
