@@ -6,7 +6,9 @@
 #   With SNN_WITH_CLANG=1 also clang and its runtime libraries (libFuzzer, sanitizers) for the
 #   fuzzers of .ci/fuzz.sh; with SNN_WITH_DOCS=1 doxygen (the API reference, docs/Doxyfile);
 #   with SNN_WITH_PKGCONFIG=1 pkg-config (building examples/downstream against an installed
-#   snn.c, .ci/downstream.sh).
+#   snn.c, .ci/downstream.sh); with SNN_WITH_NIR_CHECK=1 python3-numpy and python3-h5py, which
+#   the reference nir package at ../shared/vendor needs to check snn.c's NIR files both ways
+#   (tests/test_nir_interop.c; it skips without them).
 # The CUDA backend is built when nvcc is found (CUDA Toolkit with cuBLAS); it is not installed here.
 set -euo pipefail
 
@@ -28,6 +30,7 @@ packages=(cmake gcc make zlib1g-dev libhdf5-dev dataset-fashion-mnist)
 [ "${SNN_WITH_CLANG:-0}" = 1 ] && packages+=(clang)
 [ "${SNN_WITH_DOCS:-0}" = 1 ] && packages+=(doxygen)
 [ "${SNN_WITH_PKGCONFIG:-0}" = 1 ] && packages+=(pkg-config)
+[ "${SNN_WITH_NIR_CHECK:-0}" = 1 ] && packages+=(python3-numpy python3-h5py)
 missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 install "${missing[@]+"${missing[@]}"}"
