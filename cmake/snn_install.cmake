@@ -84,7 +84,7 @@ set(snn_public_headers
     tensor/hash.h                # internal, included by kernels/kernels.h
     autograd/autograd.h
     neurons/neurons.h
-    nn/nn.h nn/module.h nn/models.h nn/plan.h nn/optim.h nn/checkpoint.h
+    nn/nn.h nn/module.h nn/models.h nn/plan.h nn/optim.h nn/checkpoint.h nn/synops.h
     data/data.h
     sparse/sparse.h
     distributed/dist.h)

@@ -59,8 +59,11 @@ typedef struct snn_synops_layer {
     const char *kind;         /**< "Conv2d" or "Linear" (a static string) */
     int in_channels;          /**< C_in (a linear layer: in_features) */
     int out_channels;         /**< C_out (a linear layer: out_features) */
-    int kernel, stride, pad;  /**< a conv's geometry (a linear layer: 0, 0, 0) */
-    int height, width;        /**< a conv's input plane (the last forward's; linear: 0, 0) */
+    int kernel;               /**< a conv's kernel size K (a linear layer: 0) */
+    int stride;               /**< a conv's stride (a linear layer: 0) */
+    int pad;                  /**< a conv's zero padding (a linear layer: 0) */
+    int height;               /**< H of a conv's input, at its last forward (linear: 0) */
+    int width;                /**< W of a conv's input, at its last forward (linear: 0) */
     int64_t forwards;         /**< forwards counted */
     int64_t samples;          /**< samples seen: the batch sizes summed, whatever T */
     int64_t steps;            /**< time steps of the last forward's input (1 without a time axis,
