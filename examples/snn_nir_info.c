@@ -23,8 +23,9 @@ int main(int argc, char **argv)
 {
 #ifndef SNN_WITH_NIR
     (void)argc;
-    fprintf(stderr, "%s: this build has no NIR support (it needs the HDF5 C library, Debian "
-            "libhdf5-dev; configure again once it is installed)\n", argv[0]);
+    (void)argv;
+    fprintf(stderr, "snn-nir-info: this build has no NIR support (it needs the HDF5 C library, "
+            "Debian libhdf5-dev; configure again once it is installed)\n");
     return 1;
 #else
     const char *file = NULL, *dt_text = NULL;
@@ -55,22 +56,22 @@ int main(int argc, char **argv)
         char *end = NULL;
         options.dt = strtod(dt_text, &end);
         if (*dt_text == '\0' || *end || !(options.dt > 0.0)) {
-            fprintf(stderr, "%s: --dt expects a time step > 0, got '%s'\n", argv[0], dt_text);
+            fprintf(stderr, "snn-nir-info: --dt expects a time step > 0, got '%s'\n", dt_text);
             return 2;
         }
     }
     if (!file || time_steps < 0) {
-        fprintf(stderr, "%s: %s; see --help\n", argv[0], file ? "--T must be >= 0"
+        fprintf(stderr, "snn-nir-info: %s; see --help\n", file ? "--T must be >= 0"
                 : "give the NIR file (snn-nir-info FILE)");
         return 2;
     }
     int status = 0;
     if (snn_nir_describe(file, &options, stdout) != SNN_OK) {
         fflush(stdout);
-        fprintf(stderr, "%s: %s\n", argv[0], snn_last_error());
+        fprintf(stderr, "snn-nir-info: %s\n", snn_last_error());
         status = 1;
     }
-    if (status == 0) status = finish_stdout(argv[0]);
+    if (status == 0) status = finish_stdout("snn-nir-info");
     snn_shutdown();
     return status;
 #endif

@@ -161,7 +161,8 @@ static snn_status check_dynamics(const nir_checked *c, const char *source, const
     static const char *const iff[] = {"r", "v_threshold", NULL};
     static const char *const li[] = {"tau", "r", "v_leak", NULL};
     static const char *const integrator[] = {"r", NULL};
-    static const char *const cuba_lif[] = {"tau_syn", "tau_mem", "r", "v_leak", "v_threshold", NULL};
+    static const char *const cuba_lif[] = {"tau_syn", "tau_mem", "r", "v_leak", "v_threshold",
+                                           NULL};
     static const char *const cuba_li[] = {"tau_syn", "tau_mem", "r", "v_leak", NULL};
     static const char *const optional[] = {"v_reset", "w_in", NULL};
     const char *const *required = kind == NIR_LIF ? lif : kind == NIR_IF ? iff : kind == NIR_LI ? li
@@ -318,10 +319,12 @@ static snn_status check_flatten(const char *source, const nir_node *n, snn_shape
     if (type && (!type->is_int || type->numel != in.ndim ||
                  !snn_shape_equal(array_shape(type), SNN_SHAPE(in.ndim)) ||
                  memcmp(type->i, in.dim, (size_t)in.ndim * sizeof *in.dim) != 0)) {
-        snn_shape said = {.ndim = type->is_int && type->numel <= SNN_MAX_DIMS ? (int)type->numel : 0};
+        snn_shape said = {.ndim = type->is_int && type->numel <= SNN_MAX_DIMS ? (int)type->numel
+                                                                              : 0};
         for (int d = 0; d < said.ndim; d++) said.dim[d] = type->i[d];
         return nir_refuse(SNN_ERR_FORMAT, source, n, "its input_type says %s, its input has shape "
-                          "%s", shape_text(said, want, sizeof want), shape_text(in, got, sizeof got));
+                          "%s", shape_text(said, want, sizeof want),
+                          shape_text(in, got, sizeof got));
     }
     int64_t start[2], end[2];
     snn_status st = int_pair(source, n, "start_dim", 1, start); /* NIR's defaults: 1, -1 */
@@ -374,8 +377,9 @@ static snn_status infer_node(nir_checked *c, int i, const char *source)
         snn_shape said = {.ndim = s->is_int && s->numel <= 4 ? (int)s->numel : 0};
         for (int d = 0; d < said.ndim; d++) said.dim[d] = s->i[d];
         if (!s->is_int || !snn_shape_equal(said, in))
-            return nir_refuse(SNN_ERR_FORMAT, source, n, "its shape says %s, its input has shape %s",
-                              shape_text(said, want, sizeof want), shape_text(in, got, sizeof got));
+            return nir_refuse(SNN_ERR_FORMAT, source, n, "its shape says %s, its input has "
+                              "shape %s", shape_text(said, want, sizeof want),
+                              shape_text(in, got, sizeof got));
         return SNN_OK;
     }
     case NIR_AFFINE: return check_affine(source, n, in, out);
@@ -396,7 +400,8 @@ static snn_status walk(nir_checked *c, const char *source)
 {
     nir_graph *g = c->graph;
     int *state = zeroed((size_t)g->n_nodes * sizeof *state); /* 0 new, 1 on the path, 2 done */
-    int *stack = zeroed((size_t)g->n_nodes * sizeof *stack), *next = zeroed((size_t)g->n_nodes * sizeof *next);
+    int *stack = zeroed((size_t)g->n_nodes * sizeof *stack);  /* the walk's path */
+    int *next = zeroed((size_t)g->n_nodes * sizeof *next);    /* per node: the next edge to try */
     snn_status st = state && stack && next ? SNN_OK
                   : snn_error(SNN_ERR_MEMORY, "snn_nir_read: out of host memory");
     int depth = 0;
@@ -544,8 +549,8 @@ snn_status nir_check(nir_graph *g, double dt, const char *source, nir_checked *c
     c->dt_from_file = !(dt > 0.0) && g->dt > 0.0;
     if (st == SNN_OK && needs_dt >= 0 && !(c->dt > 0.0))
         st = nir_refuse(SNN_ERR_ARGUMENT, source, &g->nodes[needs_dt], "its dynamics need the time "
-                        "step dt, and the file's metadata has none; hint: give one (snn-eval "
-                        "--dt, snn_nir_options.dt)");
+                        "step dt, and the file's metadata has none; hint: give one (--dt of "
+                        "snn-eval and snn-nir-info, snn_nir_options.dt)");
     if (st == SNN_OK && needs_dt < 0) c->dt = 0.0;
     if (st == SNN_OK) st = walk(c, source);
     if (st == SNN_OK) st = order_nodes(c);

@@ -277,7 +277,8 @@ static snn_status read_edges(hid_t node, nir_graph *g, const char *path)
             for (size_t e = 0; st == SNN_OK && e < count; e += 2)
                 st = names[e] && names[e + 1] ? nir_add_edge(g, names[e], names[e + 1])
                                               : snn_error(SNN_ERR_FORMAT, "'%s': empty edge", path);
-            if (names && mem >= 0 && st != SNN_ERR_FORMAT) H5Dvlen_reclaim(mem, space, H5P_DEFAULT, names);
+            if (names && mem >= 0 && st != SNN_ERR_FORMAT)
+                H5Dvlen_reclaim(mem, space, H5P_DEFAULT, names);
             if (mem >= 0) H5Tclose(mem);
             if (names) snn_free(names, count * sizeof *names, SNN_CPU);
         } else {

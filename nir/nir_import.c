@@ -7,7 +7,8 @@
  *   SumPool2d, AvgPool2d -> AvgPool2d (SumPool2d scales it by k^2)
  *   LIF, IF that snn.c's neuron computes (one tau, threshold, reset; v_leak = v_reset; r = 1,
  *     or r = tau / dt) -> a NeuronLayer, run by the fused kernel one step at a time:
- *       NIR LIF at dt: v += (dt / tau) ((v_leak - v) + r I)   snn.c: H = V + (X - (V - V_reset)) / tau'
+ *       NIR LIF at dt: v += (dt / tau) ((v_leak - v) + r I)
+ *       snn.c's LIF:   H = V + (X - (V - V_reset)) / tau'
  *       with tau' = tau / dt steps: r = 1 is decay_input on, r = tau / dt is decay_input off;
  *       NIR IF: v += dt r I  is snn.c's IF (H = V + X) when dt r = 1
  *   every other neuron (per-neuron values, LI, I, CubaLIF, CubaLI) -> "NIRParams" children:
@@ -84,7 +85,8 @@ static snn_module *stage_new(nir_kind kind, snn_shape shape, double dt, const ni
     if (ok && spiking) {
         ok = (p->v_threshold = add_buffer(m, "v_threshold", shape, v_threshold->f)) >= 0;
         if (!v_reset) memset(values, 0, (size_t)count * sizeof *values);
-        ok = ok && (p->v_reset = add_buffer(m, "v_reset", shape, v_reset ? v_reset->f : values)) >= 0;
+        p->v_reset = ok ? add_buffer(m, "v_reset", shape, v_reset ? v_reset->f : values) : -1;
+        ok = p->v_reset >= 0;
     }
     snn_free(values, (size_t)count * sizeof *values, SNN_CPU);
     if (!ok) {
@@ -94,9 +96,8 @@ static snn_module *stage_new(nir_kind kind, snn_shape shape, double dt, const ni
     return m;
 }
 
-/* The snn.c neuron that computes a LIF / IF node exactly, if there is one (nir_run.c). */
-static bool kernel_neuron(nir_node *n, nir_kind kind, double dt, snn_surrogate surrogate,
-                          snn_neuron_config *cfg)
+bool nir_kernel_neuron(nir_node *n, nir_kind kind, double dt, snn_surrogate surrogate,
+                       snn_neuron_config *cfg)
 {
     nir_array *tau = nir_find_array(n, "tau"), *r = nir_find_array(n, "r");
     nir_array *v_leak = nir_find_array(n, "v_leak"), *v_th = nir_find_array(n, "v_threshold");
@@ -225,7 +226,7 @@ static snn_status make_children(snn_module *m, nir_checked *c, int i, run_node *
     case NIR_LIF:
     case NIR_IF: {
         snn_neuron_config cfg;
-        node->kernel_neuron = kernel_neuron(n, node->kind, g->dt, g->surrogate, &cfg);
+        node->kernel_neuron = nir_kernel_neuron(n, node->kind, g->dt, g->surrogate, &cfg);
         child = node->kernel_neuron ? snn_neuron_layer_new(&cfg)
               : stage_new(node->kind, in, g->dt, nir_find_array(n, "tau"), nir_find_array(n, "r"),
                           nir_find_array(n, "v_leak"), true, nir_find_array(n, "v_threshold"),
@@ -335,7 +336,8 @@ snn_nir_options snn_nir_options_default(void)
 snn_module *snn_nir_load(const char *path, const snn_nir_options *options)
 {
     const snn_nir_options o = options ? *options : snn_nir_options_default();
-    if (!path) return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_load: bad argument 'path' (got NULL)");
+    if (!path)
+        return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_load: bad argument 'path' (got NULL)");
     if (o.time_steps < 0 || o.time_steps > 100000 || !(o.dt >= 0.0) || !isfinite(o.dt))
         return snn_error_null(SNN_ERR_ARGUMENT, "snn_nir_load: bad argument 'options' (expected "
                               "time_steps in 0..100000 and dt >= 0, got %d and %g)", o.time_steps,
@@ -345,7 +347,8 @@ snn_module *snn_nir_load(const char *path, const snn_nir_options *options)
     nir_checked c;
     snn_module *m = NULL;
     if (nir_check(&graph, o.dt, path, &c) == SNN_OK) {
-        int T = o.time_steps > 0 ? o.time_steps : (int)(graph.time_steps <= 100000 ? graph.time_steps : 0);
+        int T = o.time_steps > 0 ? o.time_steps
+              : graph.time_steps <= 100000 ? (int)graph.time_steps : 0; /* the file's, if sane */
         m = nir_build(&c, T, o.surrogate, o.device, path);
         nir_checked_free(&c);
     }

@@ -5,9 +5,10 @@
  * shapes and a summary of its parameters, and each edge, the back edges marked. A graph the
  * checker refuses is printed in the file's order without shapes, followed by the refusal.
  */
+#include <math.h>
 #include <string.h>
 
-#include "nir_check.h"
+#include "nir_run.h"
 #include "tensor/error.h"
 
 static const char *shape_text(snn_shape s, char *buf, size_t size)
@@ -51,17 +52,79 @@ static void print_array(FILE *out, const nir_array *a)
 
 static void print_node(FILE *out, const nir_node *n, const char *in, const char *to)
 {
-    fprintf(out, "  %-24s %-10s %-14s %-14s ", n->name, n->type, in, to);
-    bool first = true;
+    char head[160];
+    snprintf(head, sizeof head, "  %-24s %-10s %-14s %-14s", n->name, n->type, in, to);
+    bool any = false;
     for (int a = 0; a < n->n_arrays; a++) {
-        if (strcmp(n->arrays[a].name, "input_type") == 0 || strcmp(n->arrays[a].name, "shape") == 0 ||
-            strcmp(n->arrays[a].name, "input_shape") == 0)
+        const char *name = n->arrays[a].name;
+        if (strcmp(name, "input_type") == 0 || strcmp(name, "shape") == 0 ||
+            strcmp(name, "input_shape") == 0)
             continue; /* the shapes columns say it */
-        fprintf(out, "%s", first ? "" : ", ");
+        fprintf(out, "%s%s", any ? ", " : head, any ? "" : " ");
         print_array(out, &n->arrays[a]);
-        first = false;
+        any = true;
+    }
+    if (!any) { /* no parameters: the line ends at its last column */
+        size_t end = strlen(head);
+        while (end > 0 && head[end - 1] == ' ') head[--end] = '\0';
+        fprintf(out, "%s", head);
     }
     fputc('\n', out);
+}
+
+/* lo..hi (or the one value) of scale * a[k] / b[k] over the elements, an absent array 1 */
+static void print_ratio(FILE *out, double scale, const nir_array *a, const nir_array *b)
+{
+    const int64_t count = a ? a->numel : b ? b->numel : 1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t k = 0; k < count; k++) {
+        double v = scale * (a ? (double)a->f[k] : 1.0) / (b ? (double)b->f[k] : 1.0);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    if (lo == hi) fprintf(out, "%g", lo);
+    else fprintf(out, "(%g..%g)", lo, hi);
+}
+
+/* The step snn.c runs a neuron or Delay node with at dt (nir_run.c), under its line. */
+static void print_dynamics(FILE *out, nir_node *n, nir_kind kind, double dt)
+{
+    const bool cuba = kind == NIR_CUBALIF || kind == NIR_CUBALI;
+    nir_array *tau = nir_find_array(n, cuba ? "tau_mem" : "tau"), *r = nir_find_array(n, "r");
+    fprintf(out, "  %-24s %-10s at dt %g: ", "", "", dt);
+    if (kind == NIR_DELAY) {
+        fprintf(out, "y[t] = x[t - d], d = ");
+        print_ratio(out, 1.0 / dt, nir_find_array(n, "delay"), NULL);
+        fprintf(out, " steps\n");
+        return;
+    }
+    if (cuba) {
+        fprintf(out, "i += ");
+        print_ratio(out, dt, NULL, nir_find_array(n, "tau_syn"));
+        fprintf(out, " (w_in x - i); then ");
+    }
+    const char *x = cuba ? "i" : "x";
+    if (tau) {
+        fprintf(out, "v += ");
+        print_ratio(out, dt, NULL, tau);
+        fprintf(out, " (v_leak - v) + ");
+    } else {
+        fprintf(out, "v += ");
+    }
+    print_ratio(out, dt, r, tau);
+    fprintf(out, " %s", x);
+    snn_neuron_config cfg;
+    if ((kind == NIR_LIF || kind == NIR_IF) &&
+        nir_kernel_neuron(n, kind, dt, snn_nir_options_default().surrogate, &cfg)) {
+        if (kind == NIR_LIF)
+            fprintf(out, "; snn.c's LIF kernel, tau %g steps, decay_input %s\n", (double)cfg.tau,
+                    cfg.decay_input ? "on" : "off");
+        else
+            fprintf(out, "; snn.c's IF kernel\n");
+    } else {
+        fprintf(out, "%s\n", kind == NIR_LIF || kind == NIR_IF || kind == NIR_CUBALIF
+                ? "; fires at v >= v_threshold, then v = v_reset" : "");
+    }
 }
 
 snn_status snn_nir_describe(const char *path, const snn_nir_options *options, FILE *out)
@@ -105,6 +168,7 @@ snn_status snn_nir_describe(const char *path, const snn_nir_options *options, FI
             print_node(out, &g.nodes[i], c.kind[i] == NIR_INPUT ? "-"
                        : shape_text(c.in_shape[i], a, sizeof a),
                        shape_text(c.out_shape[i], b, sizeof b));
+            if (nir_kind_needs_dt(c.kind[i])) print_dynamics(out, &g.nodes[i], c.kind[i], c.dt);
         }
     } else {
         fprintf(out, "nodes       %d, in the file's order:\n", g.n_nodes);

@@ -71,6 +71,12 @@ typedef struct nir_params_impl {
 extern const snn_module_ops nir_graph_ops;
 extern const snn_module_ops nir_params_ops;
 
+/* nir_import.c: whether snn.c's own neuron computes the LIF or IF node n at step dt exactly
+ * (one tau, threshold and reset for the node; v_leak = v_reset; r = 1 or r = tau / dt for a
+ * LIF, dt r = 1 for an IF), and its config (tau in steps) when it does. */
+bool nir_kernel_neuron(nir_node *n, nir_kind kind, double dt, snn_surrogate surrogate,
+                       snn_neuron_config *cfg);
+
 /* nir_import.c: the module for a checked graph; takes over c->graph's contents (left empty). */
 snn_module *nir_build(nir_checked *c, int time_steps, snn_surrogate surrogate, snn_device device,
                       const char *source);

@@ -21,8 +21,8 @@ int main(void)
 
 #include "autograd/autograd.h"
 #include "nir/nir.h"
-#include "nir/nir_graphs.h"
-#include "nir/nir_reference.h"
+#include "tests/nir/nir_graphs.h"
+#include "tests/nir/nir_reference.h"
 #include "snn.h"
 
 static char path[256];
@@ -48,7 +48,8 @@ static double on_device(const char *file, const char *const *order, int n_order,
     if (sequence) shape.dim[d++] = T;
     shape.dim[d++] = N;
     for (int k = 0; k < info.input.ndim; k++) shape.dim[d++] = info.input.dim[k];
-    const int64_t numel = snn_shape_numel(shape), count = (int64_t)T * N * snn_shape_numel(info.output);
+    const int64_t numel = snn_shape_numel(shape);
+    const int64_t count = (int64_t)T * N * snn_shape_numel(info.output);
     float *x = malloc((size_t)numel * sizeof *x), *y = malloc((size_t)count * sizeof *y);
     double *want = malloc((size_t)count * sizeof *want), worst = INFINITY;
     snn_rng rng;

@@ -28,8 +28,8 @@ int main(void)
 
 #include "autograd/autograd.h"
 #include "nir/nir.h"
-#include "nir/nir_graphs.h"
-#include "nir/nir_reference.h"
+#include "tests/nir/nir_graphs.h"
+#include "tests/nir/nir_reference.h"
 #include "nir/nir_run.h"
 #include "snn.h"
 
@@ -114,8 +114,8 @@ static void test_node_kinds(void)
         int T;
         float scale;
     } cases[] = {
-        {"LIF, CubaLI, Scale per neuron", graph_leaky_varied, leaky_order, 7, SNN_SHAPE(3, 5), false, 10,
-         2.0f},
+        {"LIF, CubaLI, Scale per neuron", graph_leaky_varied, leaky_order, 7, SNN_SHAPE(3, 5),
+         false, 10, 2.0f},
         {"IF, I, Threshold, converging", graph_integrators, integrators_order, 8, SNN_SHAPE(3, 5),
          false, 10, 2.0f},
         {"cycles: Delay, a self-loop", graph_cycles, cycles_order, 9, SNN_SHAPE(12, 3, 4), true,

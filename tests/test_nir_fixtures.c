@@ -26,7 +26,7 @@ int main(void)
 #include <unistd.h>
 
 #include "nir/nir.h"
-#include "nir/nir_reference.h"
+#include "tests/nir/nir_reference.h"
 #include "snn.h"
 
 #define FIXTURES "../shared/fixtures/nir/"
@@ -120,7 +120,8 @@ static void test_round_trips(void)
         float *x = random_input(&info, 5, 2, events, 2.0f, 7, &shape);
         int64_t count = 5 * 2 * snn_shape_numel(info.output);
         float *y0 = malloc((size_t)count * sizeof *y0), *y1 = malloc((size_t)count * sizeof *y1);
-        bool ran = copy && run_steps(m, shape, x, y0, count) && run_steps(copy, shape, x, y1, count);
+        bool ran = copy && run_steps(m, shape, x, y0, count) &&
+                   run_steps(copy, shape, x, y1, count);
         CHECK(ran && test_same_bits(y0, y1, (long)count));
         fprintf(stderr, "  %-16s %d nodes, %d edges, dt %g: read, written, read back: %s\n",
                 names[f], a.n_nodes, a.n_edges, a.dt, same && ran ? "the same" : "DIFFERENT");
@@ -133,7 +134,7 @@ static void test_round_trips(void)
     remove(tmp);
 }
 
-static int64_t nonzero; /* the last compare's outputs that are not 0 (spikes, for spiking outputs) */
+static int64_t nonzero; /* the last compare's outputs that are not 0 (spikes, where they spike) */
 
 /* Runs fixture `name` in snn.c and in the reference over T steps for N samples; returns the
  * largest |difference|, and in *activity the largest |output| (nonzero counts the outputs that
@@ -160,7 +161,8 @@ static double compare(const char *name, const char *const *order, int n_order, d
     float *x = random_input(&info, T, N, events, scale, 11, &shape);
     const int64_t count = (int64_t)T * N * snn_shape_numel(info.output);
     float *y = malloc((size_t)count * sizeof *y);
-    double *want = malloc((size_t)count * sizeof *want), *plain = malloc((size_t)count * sizeof *plain);
+    double *want = malloc((size_t)count * sizeof *want);
+    double *plain = malloc((size_t)count * sizeof *plain);
     nir_graph g;
     CHECK_OK(nir_read_hdf5(&g, path));
     double worst = INFINITY;

@@ -30,7 +30,7 @@ int main(void)
 #include <unistd.h>
 
 #include "nir/nir.h"
-#include "nir/nir_reference.h"
+#include "tests/nir/nir_reference.h"
 #include "snn.h"
 
 #define PYTHON "PYTHONPATH=../shared/vendor /usr/bin/python3 tests/nir/nir_interop.py"
@@ -227,8 +227,10 @@ static void check_python_graph(const char *name, int nodes, int edges, double dt
         double sum = 0.0;
         sscanf(arrays[a][2], "%lld %lf", (long long *)&numel, &sum);
         nir_array *arr = n ? nir_find_array(n, field) : NULL;
-        bool ok = arr && arr->numel == numel && fabs(array_sum(arr) - sum) <= 1e-5 * (1.0 + fabs(sum));
-        if (!ok) fprintf(stderr, "  %s: %s.%s not as nir.write wrote it\n", name, arrays[a][0], field);
+        bool ok = arr && arr->numel == numel &&
+                  fabs(array_sum(arr) - sum) <= 1e-5 * (1.0 + fabs(sum));
+        if (!ok)
+            fprintf(stderr, "  %s: %s.%s not as nir.write wrote it\n", name, arrays[a][0], field);
         matched += ok;
     }
     CHECK(matched == n_arrays);

@@ -18,7 +18,7 @@ int main(void)
 #include <unistd.h>
 
 #include "nir/nir.h"
-#include "nir/nir_graphs.h"
+#include "tests/nir/nir_graphs.h"
 #include "snn.h"
 
 static char path[256];
@@ -94,7 +94,8 @@ static void test_weights_against_inputs(void)
 {
     nir_graph g = {0};
     affine_graph(&g, 5, 3, 6, true);
-    refused("Affine of another input", &g, "fc", "takes an input of 6 features, its input has shape (5)");
+    refused("Affine of another input", &g, "fc", "takes an input of 6 features, its input has "
+            "shape (5)");
     g = (nir_graph){0};
     affine_graph(&g, 5, 3, 4, false);
     refused("Linear of another input", &g, "fc", "(Linear): weight (3, 4)");

@@ -126,8 +126,9 @@ def graphs(rng):
     c = 3
     g3 = nir.NIRGraph(
         nodes={"input": nir.Input(input_type=np.array([2, 10, 10])),
-               "conv": nir.Conv2d(input_shape=(10, 10), weight=uniform(rng, (c, 2, 3, 3), -0.6, 0.6),
-                                  stride=1, padding="same", dilation=1, groups=1,
+               "conv": nir.Conv2d(input_shape=(10, 10),
+                                  weight=uniform(rng, (c, 2, 3, 3), -0.6, 0.6), stride=1,
+                                  padding="same", dilation=1, groups=1,
                                   bias=uniform(rng, c, 0.0, 0.3)),
                "if": nir.IF(r=np.full((c, 10, 10), 1000.0, np.float32),
                             v_threshold=uniform(rng, (c, 10, 10), 0.5, 1.5),
@@ -159,7 +160,8 @@ def write(folder):
             for k, a in params(node).items():
                 if k in ("input_type", "output_type"):
                     continue
-                lines.append(f"array {node_name} {k} {a.size} {float(np.sum(a, dtype=np.float64))!r}")
+                total = float(np.sum(a, dtype=np.float64))
+                lines.append(f"array {node_name} {k} {a.size} {total!r}")
         lines.append("end")
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -106,8 +106,10 @@ static inline void ref_step(ref_node *r, const ref_node *src, const double *in, 
                 for (int64_t x = 0; x < r->dim[2]; x++) {
                     double acc = 0.0;
                     for (int64_t a = 0; a < k; a++)
-                        for (int64_t b = 0; b < k; b++) acc += in[(c * H + y * s + a) * W + x * s + b];
-                    out[(c * r->dim[1] + y) * r->dim[2] + x] = type[0] == 'S' ? acc : acc / (double)(k * k);
+                        for (int64_t b = 0; b < k; b++)
+                            acc += in[(c * H + y * s + a) * W + x * s + b];
+                    out[(c * r->dim[1] + y) * r->dim[2] + x] =
+                        type[0] == 'S' ? acc : acc / (double)(k * k);
                 }
     } else if (strcmp(type, "Delay") == 0) {
         double *h = r->history + ((int64_t)t * N + n) * m;
@@ -119,10 +121,12 @@ static inline void ref_step(ref_node *r, const ref_node *src, const double *in, 
     } else {
         const bool lif = strcmp(type, "LIF") == 0, iff = strcmp(type, "IF") == 0;
         const bool li = strcmp(type, "LI") == 0, integ = strcmp(type, "I") == 0;
-        const bool cuba = strncmp(type, "Cuba", 4) == 0, fires = lif || iff || !strcmp(type, "CubaLIF");
+        const bool cuba = strncmp(type, "Cuba", 4) == 0;
+        const bool fires = lif || iff || strcmp(type, "CubaLIF") == 0;
         for (int64_t k = 0; k < m; k++) {
             const double x = in[k];
-            if (strcmp(type, "Input") == 0 || strcmp(type, "Output") == 0 || strcmp(type, "Flatten") == 0) {
+            if (strcmp(type, "Input") == 0 || strcmp(type, "Output") == 0 ||
+                strcmp(type, "Flatten") == 0) {
                 out[k] = x;
             } else if (strcmp(type, "Scale") == 0) {
                 out[k] = ref_param(node, "scale", k, 1.0) * x;
@@ -130,14 +134,16 @@ static inline void ref_step(ref_node *r, const ref_node *src, const double *in, 
                 out[k] = x > ref_param(node, "threshold", k, 0.0) ? 1.0 : 0.0;
             } else if (lif || li) {
                 v[k] += dt / ref_param(node, "tau", k, 1.0) *
-                        (ref_param(node, "v_leak", k, 0.0) - v[k] + ref_param(node, "r", k, 1.0) * x);
+                        (ref_param(node, "v_leak", k, 0.0) - v[k] +
+                         ref_param(node, "r", k, 1.0) * x);
             } else if (iff || integ) {
                 v[k] += dt * ref_param(node, "r", k, 1.0) * x;
             } else if (cuba) {
                 cur[k] += dt / ref_param(node, "tau_syn", k, 1.0) *
                           (ref_param(node, "w_in", k, 1.0) * x - cur[k]);
                 v[k] += dt / ref_param(node, "tau_mem", k, 1.0) *
-                        (ref_param(node, "v_leak", k, 0.0) - v[k] + ref_param(node, "r", k, 1.0) * cur[k]);
+                        (ref_param(node, "v_leak", k, 0.0) - v[k] +
+                         ref_param(node, "r", k, 1.0) * cur[k]);
             }
             if (!(lif || li || iff || integ || cuba)) continue;
             out[k] = v[k];
