@@ -5,9 +5,12 @@
 #                                                         (include/snn/nir/nir.h with HDF5)
 #   <libdir>/libsnn_{tensor,kernels,autograd,neurons,nn,data,sparse,distributed}.a  one per folder
 #   <libdir>/libsnn_nir.a                                 NIR export / import, with HDF5
+#   <libdir>/libsnn_cpu.a                                 the C code without CUDA or NIR, one
+#                                                         archive (cmake/snn_cpu.cmake)
 #   <libdir>/libsnn.so.X.Y.Z, .so.X.Y, .so                with -DSNN_SHARED=ON
 #   <libdir>/cmake/snn/snn{Config,ConfigVersion,Targets}.cmake    find_package(snn CONFIG)
 #   <libdir>/pkgconfig/snn.pc (and snn-shared.pc)         pkg-config --cflags --libs snn
+#   <libdir>/pkgconfig/snn-cpu.pc                         the same for the CPU only: snn_cpu
 #   bin/snn-train, snn-eval, snn-sparse, snn-make-cifar, snn-make-nmnist (and snn-export-nir
 #                                                         with HDF5): the programs (examples/)
 #   share/doc/snn/README.md, CHANGELOG.md, docs/          the docs (and api/ when built)
@@ -22,15 +25,19 @@
 #                     snn::snn)); with HDF5 that includes snn::snn_nir, so <snn/nir/nir.h> works
 #   snn::snn_tensor, snn::snn_autograd, ...   the per-folder static libraries (snn::snn_nir too)
 #   snn::snn_shared   libsnn.so, when built with SNN_SHARED (with the NIR objects, given HDF5)
+#   snn::snn_cpu      for programs that run on the CPU only: no CUDA library on their link
+#                     line (find_package(snn COMPONENTS cpu) needs no CUDA Toolkit), no NIR
 # The static libraries carry their dependencies (OpenMP, zlib, threads, libm; CUDA::cudart and
 # CUDA::cublas in a CUDA build; libnccl, by its path, with SNN_NCCL; HDF5::HDF5 for snn_nir),
-# which snnConfig.cmake finds again with find_dependency.
+# which snnConfig.cmake finds again with find_dependency. HDF5's own dependencies (curl,
+# crypto, szip, ...) are Libs.private in snn.pc: a shared libhdf5 brings them itself.
 #
 # NIR is in snn::snn (and in snn.pc) rather than a separate opt-in target because snn::snn and
 # snn.pc mean "the library as it was built": a program then needs no second name to call
 # snn_nir_write, and `#ifdef SNN_WITH_NIR` (defined by both) tells it whether it can. The price
 # is that HDF5 is on every link line of a build made with it.
 include(CMakePackageConfigHelpers)
+include(${CMAKE_CURRENT_LIST_DIR}/snn_cpu.cmake)  # snn_cpu
 
 set(snn_libraries snn_tensor snn_kernels snn_autograd snn_neurons snn_nn snn_data snn_sparse
     snn_distributed)
@@ -97,7 +104,7 @@ foreach(header ${snn_public_headers})
 endforeach()
 
 # ---- libraries and the CMake package
-install(TARGETS ${snn_libraries} snn ${snn_shared_target}
+install(TARGETS ${snn_libraries} snn snn_cpu ${snn_shared_target}
         EXPORT snnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -119,10 +126,14 @@ install(FILES ${PROJECT_BINARY_DIR}/snnConfig.cmake ${PROJECT_BINARY_DIR}/snnCon
         DESTINATION ${snn_cmake_dir})
 
 # ---- pkg-config. The static libraries need their dependencies on every link line, so they
-# are in Libs (not Libs.private). prefix is filled in at install time, so that
+# are in Libs (not Libs.private); what those dependencies need in turn only when they are
+# static too (a shared libhdf5 brings its curl, crypto, szip, ... itself) is Libs.private
+# (pkg-config --static). prefix is filled in at install time, so that
 # `cmake --install build --prefix DIR` gives a snn.pc that points at DIR.
 set(pc_cflags "")
-set(pc_deps "${OpenMP_C_FLAGS} -lz ${CMAKE_THREAD_LIBS_INIT} -lm")
+set(pc_cpu_deps "${OpenMP_C_FLAGS} -lz ${CMAKE_THREAD_LIBS_INIT} -lm") # snn-cpu.pc's
+set(pc_deps "${pc_cpu_deps}")
+set(pc_private "")
 if(SNN_CUDA)
   set(pc_cflags " -DSNN_WITH_CUDA=1")
   set(pc_deps "${pc_deps} -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart -lstdc++")
@@ -133,29 +144,53 @@ if(SNN_NCCL)
 endif()
 if(TARGET snn_nir)
   # FindHDF5 gives full paths (Debian: .../hdf5/serial/libhdf5.so plus what h5cc links);
-  # pkg-config users get them as -L<dir> -l<name>, each directory once.
+  # pkg-config users get them as -L<dir> -l<name>, each directory once per field. libhdf5
+  # itself (hdf5, hdf5_serial, hdf5_hl) goes to Libs; the rest to Libs.private when libhdf5
+  # is a shared library.
   string(APPEND pc_cflags " -DSNN_WITH_NIR=1")
-  set(pc_hdf5_dirs)
+  set(pc_hdf5_shared OFF)
   foreach(lib ${HDF5_LIBRARIES})
-    if(lib MATCHES "^(.*)/lib([^/]+)\\.(so|a)(\\.[0-9.]+)?$")
-      if(NOT CMAKE_MATCH_1 IN_LIST pc_hdf5_dirs)
-        list(APPEND pc_hdf5_dirs ${CMAKE_MATCH_1})
-        string(APPEND pc_deps " -L${CMAKE_MATCH_1}")
-      endif()
-      string(APPEND pc_deps " -l${CMAKE_MATCH_2}")
-    elseif(lib MATCHES "^-")
-      string(APPEND pc_deps " ${lib}")
-    else()
-      string(APPEND pc_deps " -l${lib}")
+    if(lib MATCHES "/libhdf5[^/]*\\.so")
+      set(pc_hdf5_shared ON)
     endif()
   endforeach()
+  set(pc_deps_dirs)
+  set(pc_private_dirs)
+  foreach(lib ${HDF5_LIBRARIES})
+    set(dir "")
+    if(lib MATCHES "^(.*)/lib([^/]+)\\.(so|a)(\\.[0-9.]+)?$")
+      set(dir ${CMAKE_MATCH_1})
+      set(name ${CMAKE_MATCH_2})
+      set(flag "-l${name}")
+    elseif(lib MATCHES "^-")
+      set(name "")
+      set(flag "${lib}")
+    else()
+      set(name ${lib})
+      set(flag "-l${lib}")
+    endif()
+    if(name MATCHES "^hdf5" OR NOT pc_hdf5_shared)
+      set(field pc_deps)
+    else()
+      set(field pc_private)
+    endif()
+    if(dir AND NOT dir IN_LIST ${field}_dirs)
+      list(APPEND ${field}_dirs ${dir})
+      string(APPEND ${field} " -L${dir}")
+    endif()
+    string(APPEND ${field} " ${flag}")
+  endforeach()
 endif()
-string(REPLACE ";" " " pc_deps "${pc_deps}")
-string(REGEX REPLACE "  +" " " pc_deps "${pc_deps}")
+foreach(field pc_deps pc_private pc_cpu_deps)
+  string(REPLACE ";" " " ${field} "${${field}}")
+  string(REGEX REPLACE "  +" " " ${field} "${${field}}")
+  string(STRIP "${${field}}" ${field})
+endforeach()
 set(pc_static_libs "")
 foreach(lib ${snn_link_order})
   string(APPEND pc_static_libs " -l${lib}")
 endforeach()
+set(pc_cpu_libs " -lsnn_cpu") # snn-cpu.pc's: one archive (cmake/snn_cpu.cmake)
 foreach(dir LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
     set(pc_${dir} "${CMAKE_INSTALL_${dir}}")
@@ -164,7 +199,7 @@ foreach(dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 set(prefix "@prefix@")   # kept as a placeholder until install time
-set(pc_files snn)
+set(pc_files snn snn-cpu)
 if(SNN_SHARED)
   list(APPEND pc_files snn-shared)
 endif()
