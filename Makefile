@@ -2,7 +2,7 @@
 #
 #   make train    # installs what is missing, builds, trains the spiking CNN on Fashion-MNIST
 #   make test     # installs what is missing, builds, runs every test (ctest)
-#   make docs     # the API reference with Doxygen (apt-get install doxygen): build-docs/html/
+#   make docs     # installs Doxygen if missing, builds the API reference: build-docs/html/
 #
 # Extra arguments: make train ARGS="--epochs 2 --T 2"; make test CMAKE_FLAGS="-DSNN_CUDA=OFF".
 # The build itself is CMake (see CMakeLists.txt); this file only strings the steps together.
@@ -28,7 +28,9 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(shell nproc)
 
 docs:
+	@SNN_WITH_DOCS=1 tools/install_deps.sh
 	doxygen docs/Doxyfile
+	@echo "snn.c: the API reference is in build-docs/html/index.html"
 
 clean:
 	rm -rf $(BUILD) build-docs
