@@ -4,6 +4,9 @@
  *
  *     build/bin/lif-trace [out.svg] [tau] [current] [noise]
  *
+ * Without out.svg it writes runs/lif_trace.svg, making runs/ in the current folder if needed
+ * (runs/ is where every program's output goes, and git ignores it).
+ *
  * The neuron (docs/neurons.md section 1, SpikingJelly's LIF with decay_input):
  *     H[t] = V[t-1] + (X[t] - V[t-1]) / tau      charge: leak towards the input
  *     S[t] = H[t] >= V_th                         fire
@@ -16,9 +19,11 @@
  * It uses the single-step API, with the two drives as a batch of two neurons: each call moves
  * both one step and the state carries V between calls.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "autograd/autograd.h"
 #include "neurons/neurons.h"
@@ -83,7 +88,12 @@ int main(int argc, char **argv)
             return strcmp(argv[a], "--help") && strcmp(argv[a], "-h") ? 2 : 0;
         }
     }
-    const char *path = argc > 1 ? argv[1] : "lif_trace.svg";
+    const char *path = argc > 1 ? argv[1] : "runs/lif_trace.svg";
+    if (argc <= 1 && mkdir("runs", 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "lif-trace: cannot make the folder 'runs' for %s: %s\n", path,
+                strerror(errno));
+        return 1;
+    }
     const float tau = argc > 2 ? strtof(argv[2], NULL) : 10.0f;
     const float current = argc > 3 ? strtof(argv[3], NULL) : 1.25f;
     const float noise = argc > 4 ? strtof(argv[4], NULL) : 1.0f;

@@ -4,7 +4,10 @@
  * chips, then reads the file back and checks that it reproduces the model's logits on a few
  * random inputs (docs/nir.md has the mapping and what cannot be exported).
  *
- *   build/bin/snn-export-nir --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors -o cnn.nir
+ *   build/bin/snn-export-nir --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors
+ *
+ * writes runs/fashion-mnist-cnn/checkpoint.nir: without -o the graph goes next to its
+ * checkpoint (in the run's folder, not the current one), named like it with .nir.
  */
 #include <math.h>
 
@@ -61,15 +64,29 @@ int main(int argc, char **argv)
     bool no_verify = false;
     option table[] = {
         {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
-        {"-o", OPT_STRING, &output, "the NIR file to write (required), e.g. model.nir"},
+        {"-o", OPT_STRING, &output,
+         "the NIR file to write (default: the checkpoint's path with .nir for .safetensors)"},
         {"--no-verify", OPT_FLAG, &no_verify, "skip reading the file back and comparing logits"},
     };
     int parsed = parse_options(argc, argv, "Exports a checkpoint as a NIR graph (HDF5).", table,
                                (int)(sizeof table / sizeof table[0]));
     if (parsed) return parsed == 2 ? 0 : 2;
-    if (!checkpoint || !output) {
-        fprintf(stderr, "snn-export-nir: --checkpoint and -o are required; see --help\n");
+    if (!checkpoint) {
+        fprintf(stderr, "snn-export-nir: --checkpoint is required; see --help\n");
         return 2;
+    }
+    char next_to_checkpoint[4096];
+    if (!output) { /* runs/x/checkpoint.safetensors -> runs/x/checkpoint.nir */
+        const char *ext = ".safetensors";
+        size_t stem = strlen(checkpoint), n = strlen(ext);
+        if (stem > n && strcmp(checkpoint + stem - n, ext) == 0) stem -= n;
+        if (stem + 5 > sizeof next_to_checkpoint) {
+            fprintf(stderr, "snn-export-nir: --checkpoint: the path is too long to name the "
+                    "graph after it; give -o\n");
+            return 2;
+        }
+        snprintf(next_to_checkpoint, sizeof next_to_checkpoint, "%.*s.nir", (int)stem, checkpoint);
+        output = next_to_checkpoint;
     }
     snn_metadata meta;
     snn_module *model = snn_checkpoint_load_model(checkpoint, SNN_CPU, &meta);

@@ -19,6 +19,12 @@
  *
  *     snn-make-nmnist [-i FASHION_MNIST_DIR] [-o OUT_DIR] [--limit-train N] [--limit-test N]
  *     snn-make-nmnist -o runs/fm-events && snn-train --dataset nmnist --data runs/fm-events
+ *
+ * The whole of Fashion-MNIST makes about 870 MB of zips (70,000 samples of about 3,700 events)
+ * and holds a split's events in memory while it writes (16 bytes an event: about 3.6 GB for
+ * the training split). Before it writes anything it says how much, estimated from the events
+ * of the first images; --limit-train and --limit-test make less. OUT_DIR defaults to
+ * runs/fm-nmnist (runs/ made if needed).
  */
 #include <errno.h>
 #include <math.h>
@@ -137,12 +143,50 @@ static void usage(FILE *out)
     fprintf(out, "usage: snn-make-nmnist [-i FASHION_MNIST_DIR] [-o OUT_DIR] [--limit-train N] "
                  "[--limit-test N]\n"
                  "Turns Fashion-MNIST into an N-MNIST-format event set: OUT_DIR/Train.zip and "
-                 "OUT_DIR/Test.zip\n(default OUT_DIR: fm-nmnist; limits 0: all images).\n");
+                 "OUT_DIR/Test.zip\n(default OUT_DIR: runs/fm-nmnist; limits 0: all images). All "
+                 "of it is about 870 MB;\n--limit-train N and --limit-test N write fewer "
+                 "samples.\n");
+}
+
+/* The samples a split writes under `limit` (0: all of them). */
+static int64_t samples_of(const snn_dataset *ds, long limit)
+{
+    return limit > 0 && limit < ds->count ? limit : ds->count;
+}
+
+/* Says what the run will write before it writes: the events per sample of the first (up to
+ * 100) training images, times the samples. On disk each event takes N-MNIST's 5 bytes, which
+ * the zip's deflate brings to about two thirds (Fashion-MNIST: 12.3 kB a sample); in memory,
+ * a split's events take sizeof(snn_event) each until its zip is written. */
+static int announce(const snn_dataset *split[2], const long limit[2], const char *output)
+{
+    const int64_t n[2] = {samples_of(split[0], limit[0]), samples_of(split[1], limit[1])};
+    const int64_t probe = split[0]->count < 100 ? split[0]->count : 100;
+    event_buffer b = {0};
+    for (int64_t i = 0; i < probe; i++) {
+        const int64_t plane = (int64_t)split[0]->height * split[0]->width;
+        if (saccades(&b, split[0]->images + i * plane, split[0]->height, split[0]->width)) {
+            free(b.items);
+            fprintf(stderr, "snn-make-nmnist: out of memory\n");
+            return 1;
+        }
+    }
+    free(b.items);
+    const double per_sample = probe ? (double)b.count / (double)probe : 0.0;
+    const double disk = (double)(n[0] + n[1]) * per_sample * 5.0 * (2.0 / 3.0);
+    const double memory = (double)(n[0] > n[1] ? n[0] : n[1]) * per_sample * sizeof(snn_event);
+    printf("snn-make-nmnist: %lld training and %lld test samples of about %.0f events each: "
+           "about %.0f MB\nof zips in %s/, and up to %.1f GB of memory while a split is "
+           "written%s\n", (long long)n[0], (long long)n[1], per_sample, disk / 1e6, output,
+           memory / 1e9, limit[0] > 0 || limit[1] > 0 ? ""
+               : " (--limit-train N and --limit-test N write fewer)");
+    fflush(stdout);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *input = NULL, *output = "fm-nmnist";
+    const char *input = NULL, *output = NULL; /* default runs/fm-nmnist */
     long limit[2] = {0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -163,29 +207,45 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (mkdir(output, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "snn-make-nmnist: cannot create folder '%s': %s\n", output, strerror(errno));
-        return 1;
-    }
-    int rc = 0;
-    for (int s = 0; s < 2 && rc == 0; s++) {
-        snn_dataset ds;
-        if (snn_dataset_load("fashion-mnist", input, s ? SNN_SPLIT_TEST : SNN_SPLIT_TRAIN, &ds) != SNN_OK) {
+    /* both splits first: what they will write is said before anything is */
+    snn_dataset ds[2];
+    int loaded = 0, rc = 0;
+    for (; loaded < 2; loaded++) {
+        if (snn_dataset_load("fashion-mnist", input, loaded ? SNN_SPLIT_TEST : SNN_SPLIT_TRAIN,
+                             &ds[loaded]) != SNN_OK) {
             fprintf(stderr, "snn-make-nmnist: %s\n", snn_last_error());
             rc = 1;
             break;
         }
+        if (ds[loaded].height + 6 > SIDE || ds[loaded].width + 6 > SIDE ||
+            ds[loaded].channels != 1) {
+            fprintf(stderr, "snn-make-nmnist: expected 1 x 28 x 28 images, got %d x %d x %d\n",
+                    ds[loaded].channels, ds[loaded].height, ds[loaded].width);
+            snn_dataset_free(&ds[loaded]);
+            rc = 1;
+            break;
+        }
+    }
+    if (rc == 0 && !output) {
+        output = "runs/fm-nmnist";
+        if (mkdir("runs", 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "snn-make-nmnist: cannot create folder 'runs': %s\n", strerror(errno));
+            rc = 1;
+        }
+    }
+    if (rc == 0 && mkdir(output, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "snn-make-nmnist: cannot create folder '%s': %s\n", output,
+                strerror(errno));
+        rc = 1;
+    }
+    const snn_dataset *splits[2] = {&ds[0], &ds[1]};
+    if (rc == 0) rc = announce(splits, limit, output);
+    for (int s = 0; s < 2 && rc == 0; s++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", output, s ? "Test.zip" : "Train.zip");
-        if (ds.height + 6 > SIDE || ds.width + 6 > SIDE || ds.channels != 1) {
-            fprintf(stderr, "snn-make-nmnist: expected 1 x 28 x 28 images, got %d x %d x %d\n",
-                    ds.channels, ds.height, ds.width);
-            rc = 1;
-        } else {
-            rc = convert(&ds, limit[s], path, s ? "Test" : "Train");
-        }
-        snn_dataset_free(&ds);
+        rc = convert(&ds[s], limit[s], path, s ? "Test" : "Train");
     }
+    for (int s = 0; s < loaded; s++) snn_dataset_free(&ds[s]);
     snn_shutdown();
     return rc;
 }
