@@ -15,9 +15,8 @@
 # own objects (archived once more, not compiled again). One archive either way: a linker needs
 # no order among the folders, and pkg-config, which drops a repeated -l, cannot break one.
 set(snn_cpu_folder_libraries)
-foreach(lib snn_tensor snn_kernels snn_autograd snn_neurons snn_nn snn_data snn_sparse
-            snn_distributed)
-  if(TARGET ${lib})   # snn_kernels: while kernels/ is a library of its own
+foreach(lib snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_distributed)
+  if(TARGET ${lib})
     get_target_property(type ${lib} TYPE)
     if(type STREQUAL "STATIC_LIBRARY")
       list(APPEND snn_cpu_folder_libraries ${lib})

@@ -3,7 +3,8 @@
 #
 #   include/snn/snn.h, include/snn/<folder>/<name>.h   the public headers, laid out as in the tree
 #                                                         (include/snn/nir/nir.h with HDF5)
-#   <libdir>/libsnn_{tensor,kernels,autograd,neurons,nn,data,sparse,distributed}.a  one per folder
+#   <libdir>/libsnn_{tensor,autograd,neurons,nn,data,sparse,distributed}.a  one per folder
+#                                                         (libsnn_tensor.a holds kernels/ too)
 #   <libdir>/libsnn_nir.a                                 NIR export / import, with HDF5
 #   <libdir>/libsnn_cpu.a                                 the C code without CUDA or NIR, one
 #                                                         archive (cmake/snn_cpu.cmake)
@@ -39,12 +40,9 @@
 include(CMakePackageConfigHelpers)
 include(${CMAKE_CURRENT_LIST_DIR}/snn_cpu.cmake)  # snn_cpu
 
-set(snn_libraries snn_tensor snn_kernels snn_autograd snn_neurons snn_nn snn_data snn_sparse
-    snn_distributed)
-# link order for a plain linker command line: users before what they use; tensor and kernels
-# call each other (dispatch -> tables, kernels -> errors), so tensor comes again after kernels
-set(snn_link_order snn_distributed snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor
-    snn_kernels snn_tensor)
+set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_distributed)
+# link order for a plain linker command line: users before what they use
+set(snn_link_order snn_distributed snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
 if(TARGET snn_nir)   # built only with HDF5 (nir/CMakeLists.txt)
   list(APPEND snn_libraries snn_nir)
   list(PREPEND snn_link_order snn_nir)
