@@ -7,16 +7,13 @@
  * is skipped. The gradient of a non-leaf is released right after its node has run
  * (give_back_gradient): read it afterwards only where retain_grad was set.
  *
- * The gradient-ready hook (snn_backward_set_hook, for distributed/): a parameter's gradient is final
- * once the oldest node that takes it has run, since older nodes cannot use it. Before walking,
- * one pass over the tape finds that node for every parameter (an OWNED tensor that requires
- * grad); the walk then calls the hook right after it. The pass costs O(nodes x parameters)
- * pointer compares, a few thousand for a ResNet-18, on the host. Parameters are leaves, whose
- * gradients are OWNED and never given back, so the hook always sees them whole.
+ * With a gradient-ready hook set (snn_backward_set_hook, for distributed/), the walk calls it
+ * for each parameter as soon as that parameter's gradient is final (grad_ready.c says when).
  */
 #include <stdio.h>
 
 #include "autograd.h"
+#include "grad_ready.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 #include "kernels/kernels.h"
@@ -42,41 +39,11 @@ void snn_backward_set_hook(snn_grad_ready_fn fn, void *ctx)
     ready_ctx = fn ? ctx : NULL;
 }
 
-/* A parameter and the last node (in backward order) that can add to its gradient. */
-typedef struct ready_entry {
-    snn_tensor *param;
-    const snn_node *last;
-} ready_entry;
-
-/* Fills ready[] (room for 4 entries per node) from the tape; returns the count. */
-static int plan_ready(ready_entry *ready)
-{
-    int n = 0;
-    for (snn_node *node = snn_tape_head; node; node = node->prev) {
-        for (int i = 0; i < node->n_inputs; i++) {
-            snn_tensor *t = node->inputs[i];
-            if (!t || t->lifetime != SNN_OWNED || !t->requires_grad) continue;
-            int j = 0;
-            while (j < n && ready[j].param != t) j++;
-            if (j == n) ready[n++].param = t;
-            ready[j].last = node; /* older nodes come later in this walk: the last one wins */
-        }
-    }
-    return n;
-}
-
 static snn_status run_tape(const char *fn)
 {
     snn_backward_take_failure();
-    ready_entry *ready = NULL;
-    int n_ready = 0;
-    if (ready_hook) {
-        int nodes = 0;
-        for (snn_node *node = snn_tape_head; node; node = node->prev) nodes++;
-        ready = snn_step_alloc(fn, (size_t)(4 * nodes + 1) * sizeof *ready, SNN_CPU);
-        if (!ready) return snn_last_status();
-        n_ready = plan_ready(ready);
-    }
+    snn_grad_ready_plan *ready = NULL;
+    if (ready_hook && !(ready = snn_grad_ready_plan_new(fn))) return snn_last_status();
     for (snn_node *node = snn_tape_head; node; node = node->prev) {
         if (node->out->grad) {
             node->backward(node);
@@ -92,8 +59,7 @@ static snn_status run_tape(const char *fn)
             }
             give_back_gradient(node->out);
         }
-        for (int j = 0; j < n_ready; j++)
-            if (ready[j].last == node) ready_hook(ready_ctx, ready[j].param);
+        if (ready) snn_grad_ready_after(ready, node, ready_hook, ready_ctx);
     }
     return SNN_OK;
 }

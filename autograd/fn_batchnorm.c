@@ -12,16 +12,13 @@
  * reach gamma and beta through the ordinary rules.
  *
  * Sync-BN (snn_batchnorm_set_sync, set by distributed/ for snn-train --sync-bn): in training the
- * statistics cover every data-parallel rank's batch. The fused kernels are then run as their
- * pieces with an exchange between them (kernels/kernels.h): per-channel (count, mean, M2) are
- * all-gathered and merged in rank order; in backward, (sum dout, sum dout (x - mean), count)
- * are all-reduced. dgamma and dbeta keep this rank's share, which the gradient all-reduce then
- * adds up; dx uses the global sums, so the gradients are those of one process holding the
- * union of the batches. Cost: two exchanges of 3 C doubles per layer and step.
+ * statistics cover every data-parallel rank's batch; the forward and backward then run as
+ * fn_batchnorm_sync.c's pieces with an exchange between them.
  */
 #include <math.h>
 
 #include "autograd.h"
+#include "batchnorm_sync.h"
 #include "image_layout.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
@@ -44,32 +41,6 @@ void snn_batchnorm_set_sync(const snn_batchnorm_sync *s)
 
 bool snn_batchnorm_sync_enabled(void) { return sync_on; }
 
-/* The backward of a synced forward: this rank's sums, their all-reduce, then dgamma, dbeta
- * (local share) and dx (global sums). */
-static void batchnorm_backward_synced(bn_saved *s, float *dx, float *dgamma, float *dbeta,
-                                      const float *dout, const snn_tensor *x, const float *gamma)
-{
-    const char *fn = "snn_batchnorm2d (backward, sync-BN)";
-    const snn_kernels *k = snn_kernels_for(x->device);
-    const size_t bytes = (size_t)3 * (size_t)s->C * sizeof(double);
-    double *local = snn_step_alloc(fn, bytes, x->device);  // (C, 3) this rank's sums
-    double *global = local ? snn_step_alloc(fn, bytes, x->device) : NULL;  // (C, 3) all ranks'
-    if (!global) {
-        snn_backward_out_of_memory();
-        return;
-    }
-    k->batchnorm_backward_sums(local, dout, x->data, s->mean, s->N, s->C, s->HW);
-    k->copy(global, local, bytes, SNN_COPY_DEVICE_TO_DEVICE);
-    if (!sync_on || sync.allreduce_sum(sync.ctx, global, 3 * (int64_t)s->C) != SNN_OK) {
-        if (!sync_on) snn_error(SNN_ERR_STATE, "%s: the sync was turned off between forward and "
-                                "backward", fn);
-        snn_backward_fail(snn_last_status());
-        return;
-    }
-    k->batchnorm_backward_apply(dx, dgamma, dbeta, dout, x->data, gamma, s->mean, s->invstd,
-                                local, global, s->N, s->C, s->HW);
-}
-
 static void batchnorm_backward(snn_node *node)
 {
     bn_saved *s = node->saved;
@@ -78,36 +49,14 @@ static void batchnorm_backward(snn_node *node)
     /* A synced backward runs its exchange even with nothing to compute here: every rank must
      * make the same collectives, whatever its own graph needs. */
     if (s->synced) {
-        batchnorm_backward_synced(s, dx, dgamma, dbeta, node->out->grad->data, x, gamma->data);
+        snn_batchnorm_backward_synced(sync_on ? &sync : NULL, dx, dgamma, dbeta,
+                                      node->out->grad->data, x, gamma->data, s->mean, s->invstd,
+                                      s->N, s->C, s->HW);
         return;
     }
     if (!dx && !dgamma && !dbeta) return;
     snn_kernels_for(x->device)->batchnorm_backward(dx, dgamma, dbeta, node->out->grad->data, x->data,
                                                    gamma->data, s->mean, s->invstd, s->N, s->C, s->HW);
-}
-
-/* Training forward over every rank's batch: (count, mean, M2) here, all-gathered, merged. */
-static snn_status batchnorm_forward_synced(float *y, float *mean, float *invstd,
-                                           snn_tensor *running_mean, snn_tensor *running_var,
-                                           const snn_tensor *x, const float *gamma,
-                                           const float *beta, const image_layout *l,
-                                           float momentum, float eps)
-{
-    const char *fn = "snn_batchnorm2d (sync-BN)";
-    const snn_kernels *k = snn_kernels_for(x->device);
-    const size_t bytes = (size_t)3 * (size_t)l->C * sizeof(double);
-    double *stats = snn_step_alloc(fn, bytes, x->device);                      // (C, 3)
-    double *all = stats ? snn_step_alloc(fn, bytes * (size_t)sync.ranks, x->device) : NULL; // (R, C, 3)
-    double *merged = all ? snn_step_alloc(fn, bytes, x->device) : NULL;        // (C, 3)
-    if (!merged) return snn_last_status();
-    const int HW = l->H * l->W;
-    k->batchnorm_stats(stats, x->data, l->N, l->C, HW);
-    snn_status st = sync.allgather(sync.ctx, all, stats, 3 * (int64_t)l->C);
-    if (st != SNN_OK) return st;
-    k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, all,
-                             sync.ranks, l->C, momentum, eps);
-    k->batchnorm_normalise(y, x->data, merged, invstd, gamma, beta, l->N, l->C, HW);
-    return SNN_OK;
 }
 
 /* Eval mode with gradients: y = x * scale + shift, scale = gamma / sqrt(rv + eps),
@@ -168,12 +117,9 @@ snn_tensor *snn_batchnorm2d(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
     float *invstd = mean ? snn_step_alloc(fn, (size_t)l.C * sizeof(float), x->device) : NULL;
     if (!invstd) return NULL;
     if (sync_on) {
-        if (!k->batchnorm_stats || !k->batchnorm_stats_merge || !k->batchnorm_normalise ||
-            !k->batchnorm_backward_sums || !k->batchnorm_backward_apply)
-            return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: the %s backend has no sync-BN kernels",
-                                  fn, k->name);
-        if (batchnorm_forward_synced(y->data, mean, invstd, running_mean, running_var, x,
-                                     gamma->data, beta->data, &l, momentum, eps) != SNN_OK)
+        if (snn_batchnorm_forward_synced(&sync, y->data, mean, invstd, running_mean, running_var,
+                                         x, gamma->data, beta->data, l.N, l.C, HW, momentum,
+                                         eps) != SNN_OK)
             return NULL;
     } else {
         k->batchnorm_forward_train(y->data, mean, invstd, running_mean->data, running_var->data,

@@ -5,10 +5,11 @@
  *
  * Forward and backward are the device's fused kernels (im2col + GEMM); the workspace they need
  * comes from the step arena. A 5-D (T, N, C, H, W) input is one batch of T*N images.
- * snn_conv2d_batchnorm_eval: the conv and an eval-mode batch-norm after it, for inference.
+ * snn_conv2d_batchnorm_eval, the conv and an eval-mode batch-norm after it for inference, is
+ * fn_conv2d_bn_eval.c.
  */
 #include "autograd.h"
-#include "image_layout.h"
+#include "conv2d_args.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 #include "kernels/kernels.h"
@@ -48,11 +49,9 @@ static void conv2d_backward(snn_node *node)
     snn_step_scratch_release(y->device, mark); /* workspace, unpacked x: only during the kernel */
 }
 
-/* The checks of a conv's arguments and its dims; NULL kernels (with the error set) when a
- * check fails. */
-static const snn_kernels *conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor *w,
-                                         snn_tensor *b, int stride, int pad, image_layout *l,
-                                         snn_conv2d_dims *dims)
+const snn_kernels *snn_conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor *w,
+                                      snn_tensor *b, int stride, int pad, image_layout *l,
+                                      snn_conv2d_dims *dims)
 {
     if (image_layout_read(fn, "input", x, l) ||
         snn_check_rank(fn, "weight", w, 4, "(C_out, C_in, KH, KW)") ||
@@ -90,9 +89,10 @@ snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, 
     const char *fn = "snn_conv2d";
     image_layout l;
     snn_conv2d_dims d;
-    const snn_kernels *k = conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
+    const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
     if (!k) return NULL;
-    snn_tensor *y = snn_step_tensor(fn, image_layout_shape(&l, d.C_out, d.H_out, d.W_out), x->device);
+    snn_shape shape = image_layout_shape(&l, d.C_out, d.H_out, d.W_out);
+    snn_tensor *y = snn_step_tensor(fn, shape, x->device);
     if (!y) return NULL;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *workspace = snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device);
@@ -105,41 +105,5 @@ snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, 
         if (!node) return NULL;
         ((conv_saved *)node->saved)->dims = d;
     }
-    return y;
-}
-
-snn_tensor *snn_conv2d_batchnorm_eval(snn_tensor *x, snn_tensor *w, snn_tensor *b,
-                                      snn_tensor *gamma, snn_tensor *beta,
-                                      snn_tensor *running_mean, snn_tensor *running_var,
-                                      float eps, int stride, int pad)
-{
-    const char *fn = "snn_conv2d_batchnorm_eval";
-    snn_tensor *inputs[5] = {x, w, b, gamma, beta};
-    if (snn_should_record(5, inputs)) /* a gradient wanted: the two recorded ops */
-        return snn_batchnorm2d(snn_conv2d(x, w, b, stride, pad), gamma, beta, running_mean,
-                               running_var, false, 0.0f, eps);
-    image_layout l;
-    snn_conv2d_dims d;
-    const snn_kernels *k = conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
-    if (!k) return NULL;
-    SNN_REQUIRE_KERNEL(k, fn, conv2d_forward_bn_eval);
-    const char *names[4] = {"gamma", "beta", "running_mean", "running_var"};
-    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    for (int i = 0; i < 4; i++)
-        if (snn_check_rank(fn, names[i], params[i], 1, "(C_out)") ||
-            snn_check_dim(fn, names[i], params[i], 0, d.C_out, "C_out (output channels)") ||
-            snn_check_same_device(fn, "input", x, names[i], params[i]))
-            return NULL;
-    if (!(eps > 0.0f))
-        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'eps' (expected > 0, got %g)",
-                              fn, (double)eps);
-    snn_tensor *y = snn_step_tensor(fn, image_layout_shape(&l, d.C_out, d.H_out, d.W_out), x->device);
-    if (!y) return NULL;
-    snn_step_scratch mark = snn_step_scratch_mark(x->device);
-    float *workspace = snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device);
-    if (!workspace) return NULL;
-    const snn_bn_eval bn = {gamma->data, beta->data, running_mean->data, running_var->data, eps};
-    k->conv2d_forward_bn_eval(y->data, x->data, w->data, b ? b->data : NULL, &bn, &d, workspace);
-    snn_step_scratch_release(x->device, mark);
     return y;
 }

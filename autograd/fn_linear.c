@@ -1,50 +1,17 @@
 /*
- * fn_linear.c - matrix products: snn_matmul and the fully connected layer snn_linear.
+ * fn_linear.c - the fully connected layer snn_linear (the plain product snn_matmul is
+ * fn_matmul.c).
  *
  *   Y = X W^T + b,   X (R, in), W (out, in), b (out)      R = every leading dim of X, folded
  *   dX += dY W,   dW += dY^T X,   db += sum over rows of dY
  *
- * Each is one GEMM call of the device's table (the CPU's own blocked SGEMM, cuBLAS on CUDA).
+ * Each product is one GEMM call of the device's table (the reference triple loop, the CPU's
+ * own blocked SGEMM, cuBLAS on CUDA).
  */
 #include "autograd.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 #include "kernels/kernels.h"
-
-/* ---- matmul ------------------------------------------------------------------------------- */
-
-static void matmul_backward(snn_node *node)
-{
-    snn_tensor *a = node->inputs[0], *b = node->inputs[1], *y = node->out;
-    int M = (int)a->shape.dim[0], K = (int)a->shape.dim[1], N = (int)b->shape.dim[1];
-    const snn_kernels *k = snn_kernels_for(y->device);
-    float *da = snn_grad_for(a), *db = snn_grad_for(b);
-    /* dA (M, K) += dY (M, N) B^T;  dB (K, N) += A^T dY */
-    if (da) k->gemm(false, true, M, K, N, 1.0f, y->grad->data, N, b->data, N, 1.0f, da, K);
-    if (db) k->gemm(true, false, K, N, M, 1.0f, a->data, K, y->grad->data, N, 1.0f, db, N);
-}
-
-snn_tensor *snn_matmul(snn_tensor *a, snn_tensor *b)
-{
-    const char *fn = "snn_matmul";
-    if (snn_check_rank(fn, "a", a, 2, "(M, K)") || snn_check_rank(fn, "b", b, 2, "(K, N)") ||
-        snn_check_same_device(fn, "a", a, "b", b) ||
-        snn_check_dim(fn, "b", b, 0, a->shape.dim[1], "K (a's columns)"))
-        return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, a->device);
-    if (!k) return NULL;
-    SNN_REQUIRE_KERNEL(k, fn, gemm);
-    int M = (int)a->shape.dim[0], K = (int)a->shape.dim[1], N = (int)b->shape.dim[1];
-    snn_tensor *y = snn_step_tensor(fn, SNN_SHAPE(M, N), a->device);
-    if (!y) return NULL;
-    k->gemm(false, false, M, N, K, 1.0f, a->data, K, b->data, N, 0.0f, y->data, N);
-    snn_tensor *inputs[2] = {a, b};
-    if (snn_should_record(2, inputs) && !snn_tape_record(fn, matmul_backward, y, 2, inputs, 0))
-        return NULL;
-    return y;
-}
-
-/* ---- linear ------------------------------------------------------------------------------- */
 
 static void linear_backward(snn_node *node)
 {
@@ -62,16 +29,18 @@ static void linear_backward(snn_node *node)
 snn_tensor *snn_linear(snn_tensor *x, snn_tensor *w, snn_tensor *b)
 {
     const char *fn = "snn_linear";
-    if (snn_check_tensor(fn, "x", x) || snn_check_rank(fn, "weight", w, 2, "(out, in)") ||
+    if (snn_check_rank(fn, "weight", w, 2, "(out, in)") ||
         snn_check_same_device(fn, "x", x, "weight", w))
         return NULL;
     int out = (int)w->shape.dim[0], in = (int)w->shape.dim[1];
     char bufx[96], bufw[96];
     if (x->shape.ndim < 1 || x->shape.dim[x->shape.ndim - 1] != in)
-        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (..., %d) to match "
-                              "weight %s, got %s)", fn, in, snn_shape_str(w->shape, bufw, sizeof bufw),
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (..., %d) to "
+                              "match weight %s, got %s)", fn, in,
+                              snn_shape_str(w->shape, bufw, sizeof bufw),
                               snn_shape_str(x->shape, bufx, sizeof bufx));
-    if (b && (snn_check_rank(fn, "bias", b, 1, "(out)") || snn_check_same_device(fn, "x", x, "bias", b) ||
+    if (b && (snn_check_rank(fn, "bias", b, 1, "(out)") ||
+              snn_check_same_device(fn, "x", x, "bias", b) ||
               snn_check_dim(fn, "bias", b, 0, out, "out features")))
         return NULL;
     const snn_kernels *k = snn_kernels_or_error(fn, x->device);

@@ -1,5 +1,6 @@
 /*
- * spike_pack.c - spikes kept for backward as bits (snn_spikes_pack, snn_saved_values).
+ * spike_pack.c - spikes kept for backward as bits (snn_spikes_pack; a backward op reads them
+ * back through snn_saved_values, saved_values.c).
  *
  * Why. A training step keeps every layer's spikes until backward: the next conv's weight
  * gradient reads them (dL/dW = sum dout x), and a residual block's neuron reads its shortcut
@@ -54,14 +55,4 @@ snn_status snn_spikes_pack(snn_tensor *t)
     t->data = NULL;
     t->pooled = false;
     return SNN_OK;
-}
-
-const float *snn_saved_values(const char *fn, const snn_tensor *t)
-{
-    if (!t) return NULL;
-    if (t->data) return t->data;
-    float *values = snn_step_alloc(fn, (size_t)t->numel * sizeof(float), t->device);
-    if (!values) return NULL;
-    snn_kernels_for(t->device)->unpack_bits(values, t->spike_bits, t->numel);
-    return values;
 }

@@ -37,19 +37,12 @@ snn_node *snn_tape_record(const char *op, snn_backward_fn backward, snn_tensor *
 {
     SNN_ASSERT(n_inputs >= 0 && n_inputs <= SNN_MAX_NODE_INPUTS);
     snn_node *node = snn_step_alloc(op, sizeof *node, SNN_CPU);
-    if (!node) return NULL;
-    memset(node, 0, sizeof *node);
-    if (saved_bytes) {
-        node->saved = snn_step_alloc(op, saved_bytes, SNN_CPU);
-        if (!node->saved) return NULL;
-        memset(node->saved, 0, saved_bytes);
-    }
-    node->op = op;
-    node->backward = backward;
-    node->out = out;
-    node->n_inputs = n_inputs;
+    void *saved = node && saved_bytes ? snn_step_alloc(op, saved_bytes, SNN_CPU) : NULL;
+    if (!node || (saved_bytes && !saved)) return NULL;
+    if (saved) memset(saved, 0, saved_bytes);
+    *node = (snn_node){.op = op, .backward = backward, .out = out, .n_inputs = n_inputs,
+                       .saved = saved, .prev = snn_tape_head};
     for (int i = 0; i < n_inputs; i++) node->inputs[i] = inputs[i];
-    node->prev = snn_tape_head;
     snn_tape_head = node;
     out->requires_grad = true;
     out->grad_fn = node;

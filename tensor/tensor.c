@@ -1,5 +1,7 @@
 /*
- * tensor.c - making, copying and filling tensors of both lifetimes (see tensor.h).
+ * tensor.c - shapes, OWNED tensors, and copying and filling tensors of both lifetimes (see
+ * tensor.h). The STEP tensors the API makes are step_tensors.c; a gradient that is a view into
+ * a shared buffer (data-parallel training) is grad_view.c.
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,17 +42,12 @@ const char *snn_shape_str(snn_shape shape, char *buf, size_t size)
     return buf;
 }
 
-static int check_device(const char *fn, snn_device device)
-{
-    return snn_kernels_or_error(fn, device) == NULL;
-}
-
 /* ---- OWNED tensors ------------------------------------------------------------------------ */
 
 snn_tensor *snn_tensor_new(snn_shape shape, snn_device device)
 {
     const char *fn = "snn_tensor_new";
-    if (snn_check_shape(fn, shape) || check_device(fn, device)) return NULL;
+    if (snn_check_shape(fn, shape) || !snn_kernels_or_error(fn, device)) return NULL;
     snn_tensor *t = snn_alloc(sizeof *t, SNN_CPU);
     if (!t) return snn_error_null(SNN_ERR_MEMORY, "%s: out of host memory", fn);
     *t = (snn_tensor){.shape = shape, .numel = snn_shape_numel(shape), .device = device,
@@ -80,67 +77,6 @@ snn_tensor *snn_tensor_grad(snn_tensor *t)
     SNN_ASSERT(t && t->lifetime == SNN_OWNED);
     if (!t->grad) t->grad = snn_tensor_new(t->shape, t->device);
     return t->grad;
-}
-
-snn_status snn_tensor_set_grad_view(snn_tensor *t, snn_tensor *storage, int64_t offset)
-{
-    const char *fn = "snn_tensor_set_grad_view";
-    if (snn_check_tensor(fn, "tensor", t) || snn_check_tensor(fn, "storage", storage) ||
-        snn_check_same_device(fn, "tensor", t, "storage", storage))
-        return snn_last_status();
-    if (t->lifetime != SNN_OWNED || storage->lifetime != SNN_OWNED || storage->base)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected OWNED tensors and a "
-                         "storage that is not a view)", fn);
-    if (offset < 0 || offset + t->numel > storage->numel)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'offset' (expected 0..%lld for %lld "
-                         "elements in a storage of %lld, got %lld)", fn,
-                         (long long)(storage->numel - t->numel), (long long)t->numel,
-                         (long long)storage->numel, (long long)offset);
-    snn_tensor *g = snn_alloc(sizeof *g, SNN_CPU);
-    if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of host memory", fn);
-    *g = (snn_tensor){.shape = t->shape, .numel = t->numel, .device = t->device,
-                      .lifetime = SNN_OWNED, .data = storage->data + offset, .base = storage};
-    snn_tensor_free(t->grad);
-    t->grad = g;
-    return SNN_OK;
-}
-
-/* ---- STEP tensors ------------------------------------------------------------------------- */
-
-/* Each checks the device; snn_step_tensor checks the shape. */
-
-snn_tensor *snn_empty(snn_shape shape, snn_device device)
-{
-    if (check_device("snn_empty", device)) return NULL;
-    return snn_step_tensor("snn_empty", shape, device);
-}
-
-snn_tensor *snn_full(snn_shape shape, float value, snn_device device)
-{
-    if (check_device("snn_full", device)) return NULL;
-    snn_tensor *t = snn_step_tensor("snn_full", shape, device);
-    if (t) snn_kernels_for(device)->fill(t->data, value, t->numel);
-    return t;
-}
-
-snn_tensor *snn_zeros(snn_shape shape, snn_device device) { return snn_full(shape, 0.0f, device); }
-
-snn_tensor *snn_from_host(snn_shape shape, const float *host, snn_device device)
-{
-    if (check_device("snn_from_host", device)) return NULL;
-    if (!host) return snn_error_null(SNN_ERR_ARGUMENT, "snn_from_host: bad argument 'host' (got NULL)");
-    snn_tensor *t = snn_step_tensor("snn_from_host", shape, device);
-    if (t && snn_tensor_copy_from_host(t, host) != SNN_OK) return NULL;
-    return t;
-}
-
-snn_tensor *snn_to_device(const snn_tensor *t, snn_device device)
-{
-    if (snn_check_tensor("snn_to_device", "tensor", t) || check_device("snn_to_device", device))
-        return NULL;
-    snn_tensor *out = snn_step_tensor("snn_to_device", t->shape, device);
-    if (out && snn_tensor_copy(out, t) != SNN_OK) return NULL;
-    return out;
 }
 
 /* ---- copies and fills --------------------------------------------------------------------- */

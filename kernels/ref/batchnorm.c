@@ -1,6 +1,7 @@
 /*
- * batchnorm.c - reference batch normalisation over (N, C, HW), training and eval, and the
- * pieces that data-parallel ranks use to share its statistics (--sync-bn).
+ * batchnorm.c - reference batch normalisation over (N, C, HW), training and eval, channel by
+ * channel. The pieces that data-parallel ranks use to share its statistics (--sync-bn) are
+ * batchnorm_sync.c, made of the same per-channel functions (batchnorm_channel.h).
  *
  * x, out, dout, dx (N, C, HW) (N = T*N for multi-step data, HW = H*W, 1 for BatchNorm1d);
  * gamma, beta, running_mean, running_var, save_mean, save_invstd (C). Channel c is normalised
@@ -17,15 +18,6 @@
  *   dbeta  += sum dout          dgamma += sum dout xhat
  *   dx     += gamma invstd (dout - (1/M) sum dout - xhat (1/M) sum dout xhat)
  *
- * Across R ranks, each with M_r values of a channel:
- *   stats (C, 3) = (M_r, mean_r, M2_r = sum (x - mean_r)^2) of this rank
- *   stats_merge   the R ranks' stats merged in rank order (Chan et al.'s update,
- *                 kernels/chan_merge.h), then save_mean, save_invstd and the running
- *                 statistics as the training forward sets them, over all ranks' values
- *   normalise     out = gamma (x - mean) save_invstd + beta
- *   backward_sums (C, 3) = (sum dout, sum dout (x - save_mean), M_r) of this rank
- *   backward_apply dbeta, dgamma from this rank's sums; dx from the sums of all ranks
- *
  * gamma, beta (affine = False) and the running statistics may be NULL; NULL gradients are
  * skipped. Sums and statistics are in double; the variance is a second pass over x - mean,
  * never E[x^2] - mean^2 (which cancels when |mean| >> std).
@@ -34,14 +26,15 @@
  */
 #include <math.h>
 
-#include "kernels/chan_merge.h"
+#include "batchnorm_channel.h"
 #include "kernels_ref.h"
 
 /* Where image n's plane of channel c starts: its HW values follow. */
 static int64_t plane_at(int n, int c, int C, int HW) { return ((int64_t)n * C + c) * HW; }
 
 /* Channel c's (count, mean, M2) by two passes over its N planes. */
-static void channel_stats(double stats[3], const float *x, int c, int N, int C, int HW)
+void snn_batchnorm_channel_stats_ref(double stats[3], const float *x, int c, int N, int C,
+                                     int HW)
 {
     const int64_t M = (int64_t)N * HW;
     double sum = 0.0, M2 = 0.0;
@@ -58,9 +51,9 @@ static void channel_stats(double stats[3], const float *x, int c, int N, int C, 
 }
 
 /* save_mean, save_invstd and the running statistics of channel c from its (count, mean, M2). */
-static void set_batch_stats(float *save_mean, float *save_invstd, float *running_mean,
-                            float *running_var, const double stats[3], int c, float momentum,
-                            float eps)
+void snn_batchnorm_set_stats_ref(float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var, const double stats[3], int c,
+                                 float momentum, float eps)
 {
     const double count = stats[0], mean = stats[1], M2 = stats[2];
     const double var = count > 0.0 ? M2 / count : 0.0;
@@ -76,8 +69,9 @@ static void set_batch_stats(float *save_mean, float *save_invstd, float *running
 }
 
 /* out = gamma (x - mean) invstd + beta over channel c */
-static void normalise_channel(float *out, const float *x, double mean, float invstd,
-                              const float *gamma, const float *beta, int c, int N, int C, int HW)
+void snn_batchnorm_normalise_channel_ref(float *out, const float *x, double mean, float invstd,
+                                         const float *gamma, const float *beta, int c, int N,
+                                         int C, int HW)
 {
     const double g = gamma ? (double)gamma[c] : 1.0, b = beta ? (double)beta[c] : 0.0;
     for (int n = 0; n < N; n++) {
@@ -89,8 +83,8 @@ static void normalise_channel(float *out, const float *x, double mean, float inv
 }
 
 /* sums[0..1] = (sum dout, sum dout (x - mean)) over channel c */
-static void channel_grad_sums(double sums[2], const float *dout, const float *x, float mean,
-                              int c, int N, int C, int HW)
+void snn_batchnorm_grad_sums_ref(double sums[2], const float *dout, const float *x, float mean,
+                                 int c, int N, int C, int HW)
 {
     sums[0] = sums[1] = 0.0;
     for (int n = 0; n < N; n++) {
@@ -105,9 +99,9 @@ static void channel_grad_sums(double sums[2], const float *dout, const float *x,
 
 /* dx += gamma invstd (dout - sum_dy / M - xhat sum_dy_xhat / M) over channel c, where
  * sum_dy_xhat = invstd sum_dy_dev; the sums are those of all M values (all ranks). */
-static void channel_input_grad(float *dx, const float *dout, const float *x, const float *gamma,
-                               float mean, float invstd, double sum_dy, double sum_dy_dev,
-                               double M, int c, int N, int C, int HW)
+void snn_batchnorm_input_grad_ref(float *dx, const float *dout, const float *x,
+                                  const float *gamma, float mean, float invstd, double sum_dy,
+                                  double sum_dy_dev, double M, int c, int N, int C, int HW)
 {
     const double a = (gamma ? (double)gamma[c] : 1.0) * (double)invstd;
     const double sum_dy_xhat = sum_dy_dev * (double)invstd;
@@ -122,7 +116,7 @@ static void channel_input_grad(float *dx, const float *dout, const float *x, con
     }
 }
 
-/* ---- one process -------------------------------------------------------------------------- */
+/* ---- the kernels: every channel in turn ---------------------------------------------------- */
 
 void snn_batchnorm_forward_train_ref(float *out, float *save_mean, float *save_invstd,
                                      float *running_mean, float *running_var, const float *x,
@@ -131,10 +125,11 @@ void snn_batchnorm_forward_train_ref(float *out, float *save_mean, float *save_i
 {
     for (int c = 0; c < C; c++) {
         double stats[3];
-        channel_stats(stats, x, c, N, C, HW);
-        set_batch_stats(save_mean, save_invstd, running_mean, running_var, stats, c, momentum,
-                        eps);
-        normalise_channel(out, x, stats[1], save_invstd[c], gamma, beta, c, N, C, HW);
+        snn_batchnorm_channel_stats_ref(stats, x, c, N, C, HW);
+        snn_batchnorm_set_stats_ref(save_mean, save_invstd, running_mean, running_var, stats, c,
+                                    momentum, eps);
+        snn_batchnorm_normalise_channel_ref(out, x, stats[1], save_invstd[c], gamma, beta, c, N,
+                                            C, HW);
     }
 }
 
@@ -160,64 +155,11 @@ void snn_batchnorm_backward_ref(float *dx, float *dgamma, float *dbeta, const fl
 {
     for (int c = 0; c < C; c++) {
         double sums[2];
-        channel_grad_sums(sums, dout, x, save_mean[c], c, N, C, HW);
+        snn_batchnorm_grad_sums_ref(sums, dout, x, save_mean[c], c, N, C, HW);
         if (dbeta) dbeta[c] += (float)sums[0];
         if (dgamma) dgamma[c] += (float)(sums[1] * (double)save_invstd[c]);
         if (dx)
-            channel_input_grad(dx, dout, x, gamma, save_mean[c], save_invstd[c], sums[0],
-                               sums[1], (double)N * HW, c, N, C, HW);
-    }
-}
-
-/* ---- across data-parallel ranks ----------------------------------------------------------- */
-
-void snn_batchnorm_stats_ref(double *stats, const float *x, int N, int C, int HW)
-{
-    for (int c = 0; c < C; c++) channel_stats(stats + 3 * c, x, c, N, C, HW);
-}
-
-void snn_batchnorm_stats_merge_ref(double *merged, float *save_mean, float *save_invstd,
-                                   float *running_mean, float *running_var, const double *stats,
-                                   int R, int C, float momentum, float eps)
-{
-    for (int c = 0; c < C; c++) {
-        double *m = merged + 3 * c;   // (count, mean, M2) of all ranks so far
-        m[0] = m[1] = m[2] = 0.0;
-        for (int r = 0; r < R; r++) {
-            const double *s = stats + ((int64_t)r * C + c) * 3;   // rank r's (count, mean, M2)
-            if (s[0] > 0.0) snn_chan_merge(&m[0], &m[1], &m[2], s[0], s[1], s[2]);
-        }
-        set_batch_stats(save_mean, save_invstd, running_mean, running_var, m, c, momentum, eps);
-    }
-}
-
-void snn_batchnorm_normalise_ref(float *out, const float *x, const double *merged,
-                                 const float *save_invstd, const float *gamma, const float *beta,
-                                 int N, int C, int HW)
-{
-    for (int c = 0; c < C; c++)
-        normalise_channel(out, x, merged[3 * c + 1], save_invstd[c], gamma, beta, c, N, C, HW);
-}
-
-void snn_batchnorm_backward_sums_ref(double *sums, const float *dout, const float *x,
-                                     const float *save_mean, int N, int C, int HW)
-{
-    for (int c = 0; c < C; c++) {
-        channel_grad_sums(sums + 3 * c, dout, x, save_mean[c], c, N, C, HW);
-        sums[3 * c + 2] = (double)N * HW;
-    }
-}
-
-void snn_batchnorm_backward_apply_ref(float *dx, float *dgamma, float *dbeta, const float *dout,
-                                      const float *x, const float *gamma, const float *save_mean,
-                                      const float *save_invstd, const double *local,
-                                      const double *global, int N, int C, int HW)
-{
-    for (int c = 0; c < C; c++) {
-        if (dbeta) dbeta[c] += (float)local[3 * c];
-        if (dgamma) dgamma[c] += (float)(local[3 * c + 1] * (double)save_invstd[c]);
-        if (dx)
-            channel_input_grad(dx, dout, x, gamma, save_mean[c], save_invstd[c], global[3 * c],
-                               global[3 * c + 1], global[3 * c + 2], c, N, C, HW);
+            snn_batchnorm_input_grad_ref(dx, dout, x, gamma, save_mean[c], save_invstd[c],
+                                         sums[0], sums[1], (double)N * HW, c, N, C, HW);
     }
 }

@@ -17,6 +17,7 @@
  *   gemm.c         the triple-loop matrix multiply (linear layers), the per-channel bias
  *   conv2d.c       convolution and its two gradients, as the same sum read three ways
  *   batchnorm.c    batch statistics, normalising, and the gradient through the statistics
+ *                  (batchnorm_sync.c: the same, cut where data-parallel ranks exchange sums)
  *   pool2d.c       max- and average-pooling
  *   loss.c         log-softmax, negative log-likelihood: cross-entropy
  *   optim.c        SGD and Adam
