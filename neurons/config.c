@@ -1,50 +1,29 @@
 /*
  * config.c - neuron configurations: SpikingJelly's defaults, validation with messages that
- * name the bad field, names, and the flattening into the kernels' params struct.
+ * name the bad field, and the flattening into the kernels' params struct (the kinds' names are
+ * names.c).
  */
 #include <math.h>
-#include <string.h>
 
 #include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
 
 snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind)
 {
-    snn_neuron_config c;
-    memset(&c, 0, sizeof c);
-    c.kind = kind;
-    c.v_threshold = 1.0f;
-    c.v_reset = 0.0f;
-    c.reset = SNN_RESET_HARD;
-    c.detach_reset = false;
-    c.surrogate = snn_surrogate_default(SNN_SURROGATE_SIGMOID);
-    c.tau = 2.0f;
-    c.decay_input = true;
-    c.theta = 1.0f;
-    c.levels = 8;
-    c.symmetric = false;
-    if (kind == SNN_NEURON_STBIF) c.reset = SNN_RESET_SOFT; /* subtract theta, always */
-    return c;
-}
-
-static const char *const kind_names[SNN_NEURON_COUNT] = {"if", "lif", "plif", "stbif", "relu",
-                                                         "qclip"};
-
-const char *snn_neuron_kind_name(snn_neuron_kind kind)
-{
-    return (unsigned)kind < SNN_NEURON_COUNT ? kind_names[kind] : "unknown";
-}
-
-snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out)
-{
-    for (int k = 0; name && k < SNN_NEURON_COUNT; k++) {
-        if (strcmp(name, kind_names[k]) == 0) {
-            *out = (snn_neuron_kind)k;
-            return SNN_OK;
-        }
-    }
-    return snn_error(SNN_ERR_ARGUMENT, "snn_neuron_kind_parse: bad neuron '%s' (expected if, lif, "
-                     "plif, stbif, relu or qclip)", name ? name : "(null)");
+    return (snn_neuron_config){
+        .kind = kind,
+        .v_threshold = 1.0f,
+        .v_reset = 0.0f,
+        /* ST-BIF subtracts theta, always */
+        .reset = kind == SNN_NEURON_STBIF ? SNN_RESET_SOFT : SNN_RESET_HARD,
+        .detach_reset = false,
+        .surrogate = snn_surrogate_default(SNN_SURROGATE_SIGMOID),
+        .tau = 2.0f,
+        .decay_input = true,
+        .theta = 1.0f,
+        .levels = 8,
+        .symmetric = false,
+    };
 }
 
 bool snn_neuron_is_ann(snn_neuron_kind kind)
@@ -111,19 +90,20 @@ snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg)
 
 snn_neuron_params snn_neuron_params_from(const snn_neuron_config *cfg)
 {
-    snn_neuron_params p;
-    memset(&p, 0, sizeof p);
-    p.kind = cfg->kind;
-    p.v_th = cfg->v_threshold;
-    p.soft_reset = cfg->kind == SNN_NEURON_STBIF || cfg->reset == SNN_RESET_SOFT;
-    /* Soft reset takes V_reset as 0 in the decay term and in V[0] (SpikingJelly's convention;
-     * docs/neurons.md section 1). */
-    p.v_reset = p.soft_reset ? 0.0f : cfg->v_reset;
-    p.detach_reset = cfg->detach_reset;
-    p.surrogate = cfg->surrogate.kind;
-    p.alpha = cfg->surrogate.alpha;
-    p.tau = cfg->tau;
-    p.decay_input = cfg->decay_input;
+    const bool soft = cfg->kind == SNN_NEURON_STBIF || cfg->reset == SNN_RESET_SOFT;
+    snn_neuron_params p = {
+        .kind = cfg->kind,
+        .v_th = cfg->v_threshold,
+        /* Soft reset takes V_reset as 0 in the decay term and in V[0] (SpikingJelly's
+         * convention; docs/neurons.md section 1). */
+        .v_reset = soft ? 0.0f : cfg->v_reset,
+        .soft_reset = soft,
+        .detach_reset = cfg->detach_reset,
+        .surrogate = cfg->surrogate.kind,
+        .alpha = cfg->surrogate.alpha,
+        .tau = cfg->tau,
+        .decay_input = cfg->decay_input,
+    };
     if (cfg->kind == SNN_NEURON_STBIF || cfg->kind == SNN_NEURON_QCLIP) {
         int a_min, a_max;
         snn_stbif_bounds(cfg, &a_min, &a_max);

@@ -10,8 +10,6 @@
  * and pointers to tensors the graph holds anyway (x, w, the spikes). Everything is a STEP
  * tensor, gone at snn_step_end().
  */
-#include <math.h>
-
 #include "neuron_op.h"
 #include "kernels/kernels.h"
 #include "tensor/arena.h"
@@ -102,14 +100,7 @@ snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_t
     snn_tensor *inputs[3] = {x, w, v_init};
     snn_node *node = snn_tape_record(out_is_v ? "neuron_step_v" : "neuron", neuron_backward, out,
                                      3, inputs, sizeof(neuron_saved));
-    if (!node) return NULL;
-    neuron_saved *sv = node->saved;
-    sv->params = *p;
-    sv->dims = *d;
-    sv->out_is_v = out_is_v;
-    sv->h_seq = h_seq;
-    sv->spike = spike;
-    sv->a_init = a_init;
+    if (node) *(neuron_saved *)node->saved = (neuron_saved){*p, *d, out_is_v, h_seq, spike, a_init};
     return node;
 }
 
@@ -193,29 +184,4 @@ snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config 
                                          snn_tensor **activity)
 {
     return multistep("snn_neuron_multistep_consume", x, cfg, w, activity, true);
-}
-
-float snn_activity_rate(const snn_tensor *activity, int64_t input_numel)
-{
-    const char *fn = "snn_activity_rate";
-    if (snn_check_tensor(fn, "activity", activity)) return NAN;
-    if (input_numel <= 0) {
-        snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'input_numel' (expected > 0, got %lld)", fn,
-                  (long long)input_numel);
-        return NAN;
-    }
-    size_t bytes = (size_t)activity->numel * sizeof(float);
-    float *host = snn_alloc(bytes ? bytes : 1, SNN_CPU);
-    if (!host) {
-        snn_error(SNN_ERR_MEMORY, "%s: out of host memory for %zu bytes", fn, bytes);
-        return NAN;
-    }
-    float rate = NAN;
-    if (snn_tensor_copy_to_host(activity, host) == SNN_OK) {
-        double total = 0.0;
-        for (int64_t i = 0; i < activity->numel; i++) total += (double)host[i];
-        rate = (float)(total / (double)input_numel);
-    }
-    snn_free(host, bytes ? bytes : 1, SNN_CPU);
-    return rate;
 }

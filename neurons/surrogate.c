@@ -1,23 +1,21 @@
 /*
- * surrogate.c - the public face of the surrogate functions: defaults, names, g and g' on the
- * host. The math itself is in surrogate.h, shared with the kernels.
+ * surrogate.c - the public face of the surrogate functions: defaults, g and g' on the host.
+ * The math itself is in surrogate.h, shared with the kernels; the names are names.c.
  * Tested by tests/test_neurons_surrogate.c (g' vs its closed form and vs finite differences).
  */
-#include <string.h>
-
 #include "kernels/surrogate.h"
-#include "tensor/error.h"
+
+/* Each surrogate's default alpha. */
+static const float default_alpha[SNN_SURROGATE_COUNT] = {
+    [SNN_SURROGATE_SIGMOID] = 4.0f, /* SpikingJelly's default */
+    [SNN_SURROGATE_ATAN] = 2.0f,    /* SpikingJelly's tutorials */
+    [SNN_SURROGATE_PIECEWISE_QUADRATIC] = 1.0f,
+};
 
 snn_surrogate snn_surrogate_default(snn_surrogate_kind kind)
 {
-    snn_surrogate s = {kind, 1.0f};
-    switch (kind) {
-    case SNN_SURROGATE_SIGMOID: s.alpha = 4.0f; break;  /* SpikingJelly's default */
-    case SNN_SURROGATE_ATAN: s.alpha = 2.0f; break;     /* SpikingJelly's tutorials */
-    case SNN_SURROGATE_PIECEWISE_QUADRATIC: s.alpha = 1.0f; break;
-    default: break;
-    }
-    return s;
+    const bool known = (unsigned)kind < SNN_SURROGATE_COUNT;
+    return (snn_surrogate){kind, known ? default_alpha[kind] : 1.0f};
 }
 
 float snn_surrogate_g(snn_surrogate s, float x)
@@ -28,32 +26,4 @@ float snn_surrogate_g(snn_surrogate s, float x)
 float snn_surrogate_grad(snn_surrogate s, float x)
 {
     return snn_surrogate_grad_inline(s.kind, s.alpha, x);
-}
-
-const char *snn_surrogate_name(snn_surrogate_kind kind)
-{
-    switch (kind) {
-    case SNN_SURROGATE_SIGMOID: return "sigmoid";
-    case SNN_SURROGATE_ATAN: return "atan";
-    case SNN_SURROGATE_PIECEWISE_QUADRATIC: return "piecewise_quadratic";
-    default: return "unknown";
-    }
-}
-
-snn_status snn_surrogate_parse(const char *name, snn_surrogate *out)
-{
-    if (name) {
-        for (int k = 0; k < SNN_SURROGATE_COUNT; k++) {
-            if (strcmp(name, snn_surrogate_name((snn_surrogate_kind)k)) == 0) {
-                *out = snn_surrogate_default((snn_surrogate_kind)k);
-                return SNN_OK;
-            }
-        }
-        if (strcmp(name, "pwq") == 0) {
-            *out = snn_surrogate_default(SNN_SURROGATE_PIECEWISE_QUADRATIC);
-            return SNN_OK;
-        }
-    }
-    return snn_error(SNN_ERR_ARGUMENT, "snn_surrogate_parse: bad surrogate '%s' (expected "
-                     "sigmoid, atan or piecewise_quadratic)", name ? name : "(null)");
 }
