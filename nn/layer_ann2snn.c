@@ -74,10 +74,8 @@ static snn_tensor *running_pool_forward(snn_module *m, snn_tensor *x)
     return snn_running_max_pool2d(x, p->kernel, p->stride);
 }
 
-static void running_pool_free(snn_module *m) { snn_free(m->impl, sizeof(snn_pool_impl), SNN_CPU); }
-
 const snn_module_ops snn_running_max_pool2d_ops = {"RunningMaxPool2d", running_pool_forward,
-                                                   running_pool_free, NULL};
+                                                   NULL, NULL};
 
 snn_module *snn_running_max_pool2d_new(int kernel, int stride)
 {
@@ -85,10 +83,6 @@ snn_module *snn_running_max_pool2d_new(int kernel, int stride)
         return snn_error_null(SNN_ERR_ARGUMENT, "snn_running_max_pool2d_new: bad arguments "
                               "(expected 1 <= kernel <= 4 and stride >= kernel, got %d, %d)",
                               kernel, stride);
-    snn_pool_impl *p = snn_alloc(sizeof *p, SNN_CPU);
-    if (!p) return snn_error_null(SNN_ERR_MEMORY, "snn_running_max_pool2d_new: out of host memory");
-    *p = (snn_pool_impl){kernel, stride};
-    snn_module *m = snn_module_new(&snn_running_max_pool2d_ops, p);
-    if (!m) snn_free(p, sizeof *p, SNN_CPU);
-    return m;
+    const snn_pool_impl p = {kernel, stride};
+    return snn_module_new_copy(&snn_running_max_pool2d_ops, &p, sizeof p);
 }

@@ -16,9 +16,7 @@ static snn_tensor *conv_forward(snn_module *m, snn_tensor *x)
     return snn_conv2d(x, m->params[0].tensor, c->bias ? m->params[1].tensor : NULL, c->stride, c->pad);
 }
 
-static void conv_free(snn_module *m) { snn_free(m->impl, sizeof(snn_conv_impl), SNN_CPU); }
-
-const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, conv_free, NULL};
+const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, NULL, NULL};
 
 snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int stride, int pad,
                            bool bias, snn_rng *rng)
@@ -27,14 +25,9 @@ snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int st
         return snn_error_null(SNN_ERR_ARGUMENT, "snn_conv2d_new: bad arguments (in %d, out %d, "
                               "kernel %d, stride %d, pad %d, rng %s)", in_channels, out_channels,
                               kernel, stride, pad, rng ? "set" : "NULL");
-    snn_conv_impl *c = snn_alloc(sizeof *c, SNN_CPU);
-    if (!c) return snn_error_null(SNN_ERR_MEMORY, "snn_conv2d_new: out of host memory");
-    *c = (snn_conv_impl){in_channels, out_channels, kernel, stride, pad, bias};
-    snn_module *m = snn_module_new(&snn_conv2d_ops, c);
-    if (!m) {
-        snn_free(c, sizeof *c, SNN_CPU);
-        return NULL;
-    }
+    const snn_conv_impl c = {in_channels, out_channels, kernel, stride, pad, bias};
+    snn_module *m = snn_module_new_copy(&snn_conv2d_ops, &c, sizeof c);
+    if (!m) return NULL;
     float bound = 1.0f / sqrtf((float)(in_channels * kernel * kernel));
     if (snn_module_add_uniform(m, "weight", SNN_SHAPE(out_channels, in_channels, kernel, kernel),
                                bound, rng) != SNN_OK ||

@@ -15,18 +15,12 @@ static snn_tensor *flatten_forward(snn_module *m, snn_tensor *x)
     return snn_flatten(x, f->start, f->end);
 }
 
-static void flatten_free(snn_module *m) { snn_free(m->impl, sizeof(snn_flatten_impl), SNN_CPU); }
-
-const snn_module_ops snn_flatten_ops = {"Flatten", flatten_forward, flatten_free, NULL};
+const snn_module_ops snn_flatten_ops = {"Flatten", flatten_forward, NULL, NULL};
 
 snn_module *snn_flatten_new(int start, int end)
 {
-    snn_flatten_impl *f = snn_alloc(sizeof *f, SNN_CPU);
-    if (!f) return snn_error_null(SNN_ERR_MEMORY, "snn_flatten_new: out of host memory");
-    *f = (snn_flatten_impl){start, end};
-    snn_module *m = snn_module_new(&snn_flatten_ops, f);
-    if (!m) snn_free(f, sizeof *f, SNN_CPU);
-    return m;
+    const snn_flatten_impl f = {start, end};
+    return snn_module_new_copy(&snn_flatten_ops, &f, sizeof f);
 }
 
 /* ---- Dropout ------------------------------------------------------------------------------ */
@@ -38,9 +32,7 @@ static snn_tensor *dropout_forward(snn_module *m, snn_tensor *x)
     return snn_dropout_shared(x, d->p, m->training, d->seed, d->shared_dims);
 }
 
-static void dropout_free(snn_module *m) { snn_free(m->impl, sizeof(snn_dropout_impl), SNN_CPU); }
-
-const snn_module_ops snn_dropout_ops = {"Dropout", dropout_forward, dropout_free, NULL};
+const snn_module_ops snn_dropout_ops = {"Dropout", dropout_forward, NULL, NULL};
 
 snn_module *snn_dropout_shared_new(float p, uint64_t seed, int shared_dims)
 {
@@ -51,12 +43,8 @@ snn_module *snn_dropout_shared_new(float p, uint64_t seed, int shared_dims)
     if (shared_dims < 0 || shared_dims >= SNN_MAX_DIMS)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'shared_dims' (expected 0..%d, "
                               "got %d)", fn, SNN_MAX_DIMS - 1, shared_dims);
-    snn_dropout_impl *d = snn_alloc(sizeof *d, SNN_CPU);
-    if (!d) return snn_error_null(SNN_ERR_MEMORY, "%s: out of host memory", fn);
-    *d = (snn_dropout_impl){p, seed, shared_dims};
-    snn_module *m = snn_module_new(&snn_dropout_ops, d);
-    if (!m) snn_free(d, sizeof *d, SNN_CPU);
-    return m;
+    const snn_dropout_impl d = {p, seed, shared_dims};
+    return snn_module_new_copy(&snn_dropout_ops, &d, sizeof d);
 }
 
 snn_module *snn_dropout_new(float p, uint64_t seed) { return snn_dropout_shared_new(p, seed, 0); }

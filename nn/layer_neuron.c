@@ -41,23 +41,15 @@ void snn_neuron_layer_set_consume_input(snn_module *m, bool on)
     ((snn_neuron_layer_impl *)m->impl)->consume_input = on;
 }
 
-static void neuron_free(snn_module *m) { snn_free(m->impl, sizeof(snn_neuron_layer_impl), SNN_CPU); }
-
-const snn_module_ops snn_neuron_layer_ops = {"NeuronLayer", neuron_forward, neuron_free, NULL};
+const snn_module_ops snn_neuron_layer_ops = {"NeuronLayer", neuron_forward, NULL, NULL};
 
 snn_module *snn_neuron_layer_new(const snn_neuron_config *config)
 {
-    if (!config)
-        return snn_error_null(SNN_ERR_ARGUMENT, "snn_neuron_layer_new: bad argument 'config' (got NULL)");
+    /* the check names a NULL config too */
     if (snn_neuron_config_check("snn_neuron_layer_new", config) != SNN_OK) return NULL;
-    snn_neuron_layer_impl *n = snn_alloc(sizeof *n, SNN_CPU);
-    if (!n) return snn_error_null(SNN_ERR_MEMORY, "snn_neuron_layer_new: out of host memory");
-    *n = (snn_neuron_layer_impl){.config = *config};
-    snn_module *m = snn_module_new(&snn_neuron_layer_ops, n);
-    if (!m) {
-        snn_free(n, sizeof *n, SNN_CPU);
-        return NULL;
-    }
+    const snn_neuron_layer_impl n = {.config = *config};
+    snn_module *m = snn_module_new_copy(&snn_neuron_layer_ops, &n, sizeof n);
+    if (!m) return NULL;
     if (config->kind == SNN_NEURON_PLIF) {
         snn_tensor *w = snn_plif_param_new(config->tau, SNN_CPU);
         if (!w) {

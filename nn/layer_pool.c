@@ -18,22 +18,16 @@ static snn_tensor *avg_forward(snn_module *m, snn_tensor *x)
     return snn_avg_pool2d(x, p->kernel, p->stride, 0);
 }
 
-static void pool_free(snn_module *m) { snn_free(m->impl, sizeof(snn_pool_impl), SNN_CPU); }
-
-const snn_module_ops snn_max_pool2d_ops = {"MaxPool2d", max_forward, pool_free, NULL};
-const snn_module_ops snn_avg_pool2d_ops = {"AvgPool2d", avg_forward, pool_free, NULL};
+const snn_module_ops snn_max_pool2d_ops = {"MaxPool2d", max_forward, NULL, NULL};
+const snn_module_ops snn_avg_pool2d_ops = {"AvgPool2d", avg_forward, NULL, NULL};
 
 static snn_module *pool_new(const char *fn, const snn_module_ops *ops, int kernel, int stride)
 {
     if (kernel < 1 || stride < 1)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad arguments (expected kernel, stride >= 1, "
                               "got %d, %d)", fn, kernel, stride);
-    snn_pool_impl *p = snn_alloc(sizeof *p, SNN_CPU);
-    if (!p) return snn_error_null(SNN_ERR_MEMORY, "%s: out of host memory", fn);
-    *p = (snn_pool_impl){kernel, stride};
-    snn_module *m = snn_module_new(ops, p);
-    if (!m) snn_free(p, sizeof *p, SNN_CPU);
-    return m;
+    const snn_pool_impl p = {kernel, stride};
+    return snn_module_new_copy(ops, &p, sizeof p);
 }
 
 snn_module *snn_max_pool2d_new(int kernel, int stride)

@@ -1,21 +1,21 @@
 /*
- * model.c - model configurations, names, the builder entry point and the shared pieces of
- * every model's forward: input encoding over T, the per-step outputs (snn_model_forward_steps,
- * what a per-step loss such as TET takes) and the readout (mean over T).
+ * model.c - model configurations, their checks, the builder entry point and the shared pieces
+ * of every model's forward: input encoding over T, the model's random stream, the per-step
+ * outputs (snn_model_forward_steps, what a per-step loss such as TET takes) and the readout
+ * (mean over T). The kinds of model, their names and builders are model_kinds.c.
  */
-#include <string.h>
-
 #include "model_internal.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 
 snn_model_config snn_model_config_default(snn_model_kind kind)
 {
-    snn_model_config c = {0};
-    c.kind = kind;
-    c.time_steps = 4;
-    c.encoding = SNN_ENCODING_DIRECT;
-    c.neuron = snn_neuron_config_default(SNN_NEURON_LIF);
+    snn_model_config c = {
+        .kind = kind,
+        .time_steps = 4,
+        .encoding = SNN_ENCODING_DIRECT,
+        .neuron = snn_neuron_config_default(SNN_NEURON_LIF),
+    };
     c.neuron.surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
     if (kind == SNN_MODEL_SPIKING_CNN) {
         c.in_channels = 1, c.height = 28, c.width = 28, c.classes = 10;
@@ -32,38 +32,13 @@ snn_model_config snn_model_config_default(snn_model_kind kind)
     return c;
 }
 
-const char *snn_model_kind_name(snn_model_kind kind)
-{
-    switch (kind) {
-    case SNN_MODEL_SPIKING_CNN: return "cnn";
-    case SNN_MODEL_RESNET18: return "resnet18";
-    case SNN_MODEL_SEW_RESNET18: return "sew-resnet18";
-    case SNN_MODEL_DVS_NET: return "dvsnet";
-    case SNN_MODEL_RESNET34: return "resnet34";
-    case SNN_MODEL_SEW_RESNET34: return "sew-resnet34";
-    case SNN_MODEL_RESNET50: return "resnet50";
-    case SNN_MODEL_SEW_RESNET50: return "sew-resnet50";
-    case SNN_MODEL_KIND_COUNT: break;
-    }
-    return "unknown";
-}
-
-snn_status snn_model_kind_parse(const char *name, snn_model_kind *out)
-{
-    for (int k = SNN_MODEL_SPIKING_CNN; k < SNN_MODEL_KIND_COUNT; k++) {
-        if (name && strcmp(name, snn_model_kind_name((snn_model_kind)k)) == 0) {
-            *out = (snn_model_kind)k;
-            return SNN_OK;
-        }
-    }
-    return snn_error(SNN_ERR_ARGUMENT, "bad model '%s' (expected cnn, resnet18, sew-resnet18, "
-                     "dvsnet, resnet34, sew-resnet34, resnet50 or sew-resnet50)",
-                     name ? name : "(null)");
-}
-
-static snn_status check_config(const snn_model_config *c)
+snn_status snn_model_config_check(const snn_model_config *c)
 {
     const char *fn = "snn_model_new";
+    if ((unsigned)c->kind >= SNN_MODEL_KIND_COUNT)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'kind' (expected 0 to %d, got %d)", fn,
+                         SNN_MODEL_KIND_COUNT - 1, (int)c->kind);
+    const bool resnet = snn_model_kinds[c->kind].resnet;
     if (c->in_channels < 1 || c->height < 1 || c->width < 1 || c->classes < 2)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (input %dx%dx%d, %d classes)", fn,
                          c->in_channels, c->height, c->width, c->classes);
@@ -84,13 +59,11 @@ static snn_status check_config(const snn_model_config *c)
                          big, big, 1 << 24, c->in_channels, c->height, c->width, c->width_base,
                          c->classes, c->hidden);
     /* the CNN pools twice by 2 (floor: 34 -> 17 -> 8), the DVS net down to 4x4 */
-    if ((c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET) &&
-        (c->height < 4 || c->width < 4 || c->hidden < 1))
+    if (!resnet && (c->height < 4 || c->width < 4 || c->hidden < 1))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNNs need height and width >= 4 "
                          "and hidden >= 1, got %dx%d, hidden %d)", fn, c->height, c->width,
                          c->hidden);
-    if ((c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET) &&
-        (snn_cnn_flat_features(c) < 1 || snn_cnn_flat_features(c) > INT32_MAX))
+    if (!resnet && (snn_cnn_flat_features(c) < 1 || snn_cnn_flat_features(c) > INT32_MAX))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the %s's flattened features, "
                          "width_base x height x width after its pools, must be 1 .. 2^31 - 1; "
                          "got %.0f for %dx%d)", fn, snn_model_kind_name(c->kind),
@@ -99,9 +72,6 @@ static snn_status check_config(const snn_model_config *c)
         c->encoding != SNN_ENCODING_EVENTS && c->encoding != SNN_ENCODING_FIRST_STEP)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'encoding' (got %d)", fn,
                          (int)c->encoding);
-    const bool resnet = c->kind == SNN_MODEL_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET18 ||
-                        c->kind == SNN_MODEL_RESNET34 || c->kind == SNN_MODEL_SEW_RESNET34 ||
-                        c->kind == SNN_MODEL_RESNET50 || c->kind == SNN_MODEL_SEW_RESNET50;
     if (resnet && (c->height < 8 || c->width < 8))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (ResNets downsample by 8: input at "
                          "least 8x8, got %dx%d)", fn, c->height, c->width);
@@ -139,51 +109,26 @@ static snn_module *neurons_consume_inputs(snn_module *m)
     return m;
 }
 
-double snn_model_param_floats(const snn_model_config *config)
-{
-    if (!config) {
-        snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad argument 'config' (got NULL)");
-        return -1.0;
-    }
-    if (check_config(config) != SNN_OK) return -1.0;
-    switch (config->kind) {
-    case SNN_MODEL_SPIKING_CNN: return snn_spiking_cnn_param_floats(config);
-    case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18:
-    case SNN_MODEL_RESNET34:
-    case SNN_MODEL_SEW_RESNET34:
-    case SNN_MODEL_RESNET50:
-    case SNN_MODEL_SEW_RESNET50: return snn_resnet_param_floats(config);
-    case SNN_MODEL_DVS_NET: return snn_dvs_net_param_floats(config);
-    case SNN_MODEL_KIND_COUNT: break;
-    }
-    snn_error(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d", (int)config->kind);
-    return -1.0;
-}
-
 snn_module *snn_model_new(const snn_model_config *config, snn_rng *rng)
 {
     if (!config || !rng)
         return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad argument '%s' (got NULL)",
                               config ? "rng" : "config");
-    if (check_config(config) != SNN_OK) return NULL;
-    snn_module *m = NULL;
-    switch (config->kind) {
-    case SNN_MODEL_SPIKING_CNN: m = snn_spiking_cnn_new(config, rng); break;
-    case SNN_MODEL_RESNET18:
-    case SNN_MODEL_SEW_RESNET18:
-    case SNN_MODEL_RESNET34:
-    case SNN_MODEL_SEW_RESNET34:
-    case SNN_MODEL_RESNET50:
-    case SNN_MODEL_SEW_RESNET50: m = snn_resnet_new(config, rng); break;
-    case SNN_MODEL_DVS_NET: m = snn_dvs_net_new(config, rng); break;
-    case SNN_MODEL_KIND_COUNT:
-        return snn_error_null(SNN_ERR_ARGUMENT, "snn_model_new: bad model kind %d",
-                              (int)config->kind);
-    }
+    if (snn_model_config_check(config) != SNN_OK) return NULL;
+    snn_module *m = snn_model_kinds[config->kind].build(config, rng);
     /* the model owns its plan; every module of the tree reads its options from there */
     if (m) snn_module_set_plan(m, &((snn_model_impl *)m->impl)->plan);
     return neurons_consume_inputs(m);
+}
+
+snn_module *snn_model_module_new(const snn_module_ops *ops, const snn_model_config *config)
+{
+    snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
+    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
+    *impl = (snn_model_impl){.config = *config, .encode_seed = config->seed};
+    snn_module *m = snn_module_new(ops, impl);
+    if (!m) snn_free(impl, sizeof *impl, SNN_CPU);
+    return m;
 }
 
 /* Depth-first search for neuron layers, recording dotted names into `names_storage`. */
@@ -217,7 +162,8 @@ int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char *
 
 /* ---- shared forward pieces ---------------------------------------------------------------- */
 
-snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed)
+/* Poisson-encodes an (N, C, H, W) image batch in [0, 1] into (T, N, C, H, W) spikes. */
+static snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed)
 {
     /* Poisson: each pixel (in [0, 1]) fires at each step with probability equal to its value.
      * The spikes are a counter-based hash of (seed, index) drawn by the poisson_encode kernel
@@ -244,12 +190,6 @@ snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t 
     return out;
 }
 
-snn_tensor *snn_model_readout(snn_tensor *y)
-{
-    /* (T, N, classes) -> (N, classes): the mean over time */
-    return snn_mean(y, 0, false);
-}
-
 snn_status snn_model_check_input(const char *model, const snn_model_config *c, snn_tensor *x,
                                  bool any_size)
 {
@@ -270,6 +210,16 @@ snn_status snn_model_check_input(const char *model, const snn_model_config *c, s
     return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected %s, got %s)%s", model,
                      want, snn_shape_str(x->shape, buf, sizeof buf),
                      events ? "; hint: load the data set with frames = the model's T" : "");
+}
+
+uint64_t snn_model_rng_state(const snn_module *model)
+{
+    return snn_model_config_of(model) ? ((const snn_model_impl *)model->impl)->encode_seed : 0;
+}
+
+void snn_model_set_rng_state(snn_module *model, uint64_t state)
+{
+    if (snn_model_config_of(model)) ((snn_model_impl *)model->impl)->encode_seed = state;
 }
 
 /* Dropout layers (config.dropout > 0) take their masks from the model's random stream, the one
@@ -324,7 +274,7 @@ snn_tensor *snn_model_run(snn_module *m, snn_tensor *x)
     if (!h) return NULL;
     if (((snn_model_impl *)m->impl)->config.encoding == SNN_ENCODING_FIRST_STEP)
         return snn_sum(h, 0, false); /* (N, K) */
-    return snn_model_readout(h);
+    return snn_mean(h, 0, false); /* (N, K): the mean over time */
 }
 
 snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x)

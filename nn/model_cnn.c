@@ -11,7 +11,8 @@
  * arXiv:2007.05785): flatten -> dropout1 -> fc1 -> sn3 -> dropout2 -> fc2, each dropout with
  * one mask per sample shared by all T steps (snn_dropout_shared, shared_dims = 1), so a dropped
  * feature or hidden neuron is silent for the whole sequence. Their seeds come from the model's
- * random stream (model.c), which checkpoints store. The DVS net gets the same two layers.
+ * random stream (model.c), which checkpoints store. The DVS net (model_dvs.c) ends with the
+ * same classifier.
  *
  * Direct encoding: the image is the same at every step, so conv1 and bn1 run once on N images
  * and their output is repeated over T; the first neuron layer is the encoder. In training mode
@@ -21,7 +22,7 @@
 #include "model_internal.h"
 #include "tensor/error.h"
 
-static snn_tensor *cnn_forward(snn_module *m, snn_tensor *x)
+snn_tensor *snn_cnn_forward(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
     if (snn_model_check_input(m->ops->kind, &impl->config, x, false) != SNN_OK) return NULL;
@@ -31,34 +32,16 @@ static snn_tensor *cnn_forward(snn_module *m, snn_tensor *x)
     return snn_model_run(m, x);
 }
 
-static const snn_module_ops cnn_ops = {"SpikingCNN", cnn_forward, snn_model_free_impl, NULL};
-static const snn_module_ops dvs_ops = {"DVSNet", cnn_forward, snn_model_free_impl, NULL};
-
-const snn_model_config *snn_model_config_of(const snn_module *model)
-{
-    if (!model || (model->ops != &cnn_ops && model->ops != &dvs_ops &&
-                   model->ops != &snn_resnet_model_ops))
-        return NULL;
-    return &((const snn_model_impl *)model->impl)->config;
-}
-
-uint64_t snn_model_rng_state(const snn_module *model)
-{
-    return snn_model_config_of(model) ? ((const snn_model_impl *)model->impl)->encode_seed : 0;
-}
-
-void snn_model_set_rng_state(snn_module *model, uint64_t state)
-{
-    if (snn_model_config_of(model)) ((snn_model_impl *)model->impl)->encode_seed = state;
-}
+const snn_module_ops snn_cnn_model_ops = {"SpikingCNN", snn_cnn_forward, snn_model_free_impl,
+                                          NULL};
 
 /* The classifier both CNNs end with: flatten -> [dropout1] -> fc1 (flat -> hidden) -> neuron
  * `hidden_neuron` -> [dropout2] -> fc2 (hidden -> classes) [-> neuron `readout_neuron`]. The
  * dropout layers (config.dropout > 0) take no parameters, so the parameter names, the random
  * draws of the weights and checkpoints are those of the model without them. */
-static snn_status add_classifier(snn_module *m, const snn_model_config *c, int flat,
-                                 const char *hidden_neuron, const char *readout_neuron,
-                                 snn_rng *rng)
+snn_status snn_model_add_classifier(snn_module *m, const snn_model_config *c, int flat,
+                                    const char *hidden_neuron, const char *readout_neuron,
+                                    snn_rng *rng)
 {
     const float p = c->dropout;
     const bool dropout = p > 0.0f;
@@ -77,19 +60,13 @@ static snn_status add_classifier(snn_module *m, const snn_model_config *c, int f
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
 {
-    snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
-    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
-    *impl = (snn_model_impl){.config = *c, .encode_seed = c->seed};
-    snn_module *m = snn_module_new(&cnn_ops, impl);
-    if (!m) {
-        snn_free(impl, sizeof *impl, SNN_CPU);
-        return NULL;
-    }
+    snn_module *m = snn_model_module_new(&snn_cnn_model_ops, c);
+    if (!m) return NULL;
     /* two 2x2 max-pools, each rounding down: 28 -> 14 -> 7, 34 -> 17 -> 8 */
-    int W = c->width_base, flat = W * (c->height / 2 / 2) * (c->width / 2 / 2);
+    const int in = c->in_channels, W = c->width_base;
+    const int flat = W * (c->height / 2 / 2) * (c->width / 2 / 2);
     /* bias-free convs: the batch-norm that follows has its own shift */
-    snn_status s = SNN_OK;
-    if (s == SNN_OK) s = snn_module_add(m, "conv1", snn_conv2d_new(c->in_channels, W, 3, 1, 1, false, rng));
+    snn_status s = snn_module_add(m, "conv1", snn_conv2d_new(in, W, 3, 1, 1, false, rng));
     if (s == SNN_OK) s = snn_module_add(m, "bn1", snn_batchnorm2d_new(W));
     if (s == SNN_OK) s = snn_module_add(m, "sn1", snn_neuron_layer_new(&c->neuron));
     if (s == SNN_OK) s = snn_module_add(m, "pool1", snn_max_pool2d_new(2, 2));
@@ -97,88 +74,26 @@ snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng)
     if (s == SNN_OK) s = snn_module_add(m, "bn2", snn_batchnorm2d_new(W));
     if (s == SNN_OK) s = snn_module_add(m, "sn2", snn_neuron_layer_new(&c->neuron));
     if (s == SNN_OK) s = snn_module_add(m, "pool2", snn_max_pool2d_new(2, 2));
-    if (s == SNN_OK) s = add_classifier(m, c, flat, "sn3", "sn4", rng);
+    if (s == SNN_OK) s = snn_model_add_classifier(m, c, flat, "sn3", "sn4", rng);
     if (s != SNN_OK) {
         snn_module_free(m);
         return NULL;
     }
     return m;
-}
-
-/* The DVS net's number of conv blocks: one, then more while the frame is larger than 4x4,
- * at most 8; each halves the frame (floor). */
-static int dvs_net_blocks(int h, int w)
-{
-    int blocks = 1;
-    for (h /= 2, w /= 2; (h > 4 || w > 4) && blocks < 8; h /= 2, w /= 2) blocks++;
-    return blocks;
 }
 
 double snn_cnn_flat_features(const snn_model_config *c)
 {
-    if (c->kind == SNN_MODEL_DVS_NET) {
-        const int blocks = dvs_net_blocks(c->height, c->width);
-        return (double)c->width_base * (double)(c->height >> blocks) * (double)(c->width >> blocks);
-    }
+    if (c->kind == SNN_MODEL_DVS_NET) return snn_dvs_net_flat_features(c);
     return (double)c->width_base * (double)(c->height / 4) * (double)(c->width / 4);
 }
 
 /* Floats the CNN above holds (model_internal.h): conv (no bias) and batch-norm (weight, bias,
- * running mean, running variance) twice, then fc1 and fc2 with their biases. */
+ * running mean, running variance, count of batches) twice, then fc1 and fc2 with their biases. */
 double snn_spiking_cnn_param_floats(const snn_model_config *c)
 {
     const double W = c->width_base, hidden = c->hidden, classes = c->classes;
     const double flat = snn_cnn_flat_features(c);
-    return W * c->in_channels * 9 + 4 * W + W * W * 9 + 4 * W + (flat * hidden + hidden) +
+    return W * c->in_channels * 9 + 4 * W + W * W * 9 + 4 * W + 2 + (flat * hidden + hidden) +
            (hidden * classes + classes);
-}
-
-/*
- * The DVS network (the layout of SpikingJelly's DVSGestureNet, with our widths): blocks of
- * conv 3x3 -> BN -> neuron -> max-pool 2 while the frame is larger than 4x4 (128: five blocks,
- * 128 -> 4), then flatten -> fc1 -> neuron -> fc2 -> mean over T (with config.dropout, the
- * CNN's dropout layers before fc1 and fc2: add_classifier). Input: event frames
- * (T, N, 2, H, W); every block keeps width_base channels.
- */
-snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng)
-{
-    snn_model_impl *impl = snn_alloc(sizeof *impl, SNN_CPU);
-    if (!impl) return snn_error_null(SNN_ERR_MEMORY, "snn_model_new: out of host memory");
-    *impl = (snn_model_impl){.config = *c, .encode_seed = c->seed};
-    snn_module *m = snn_module_new(&dvs_ops, impl);
-    if (!m) {
-        snn_free(impl, sizeof *impl, SNN_CPU);
-        return NULL;
-    }
-    int W = c->width_base, h = c->height, w = c->width, in = c->in_channels;
-    const int blocks = dvs_net_blocks(c->height, c->width);
-    snn_status s = SNN_OK;
-    for (int b = 1; s == SNN_OK && b <= blocks; b++) {
-        char name[16];
-        snprintf(name, sizeof name, "conv%d", b);
-        s = snn_module_add(m, name, snn_conv2d_new(in, W, 3, 1, 1, false, rng));
-        snprintf(name, sizeof name, "bn%d", b);
-        if (s == SNN_OK) s = snn_module_add(m, name, snn_batchnorm2d_new(W));
-        snprintf(name, sizeof name, "sn%d", b);
-        if (s == SNN_OK) s = snn_module_add(m, name, snn_neuron_layer_new(&c->neuron));
-        snprintf(name, sizeof name, "pool%d", b);
-        if (s == SNN_OK) s = snn_module_add(m, name, snn_max_pool2d_new(2, 2));
-        in = W, h /= 2, w /= 2;
-    }
-    if (s == SNN_OK) s = add_classifier(m, c, W * h * w, "sn_fc", "sn_out", rng);
-    if (s != SNN_OK) {
-        snn_module_free(m);
-        return NULL;
-    }
-    return m;
-}
-
-/* Floats the DVS net holds (model_internal.h): per block a 3x3 conv (no bias) and a batch-norm,
- * then fc1 and fc2 with their biases. */
-double snn_dvs_net_param_floats(const snn_model_config *c)
-{
-    const double W = c->width_base, hidden = c->hidden, classes = c->classes;
-    const int blocks = dvs_net_blocks(c->height, c->width);
-    const double convs = W * c->in_channels * 9 + 4 * W + (blocks - 1) * (W * W * 9 + 4 * W);
-    return convs + (snn_cnn_flat_features(c) * hidden + hidden) + (hidden * classes + classes);
 }

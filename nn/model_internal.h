@@ -15,12 +15,38 @@ typedef struct snn_model_impl {
     snn_plan plan;        /* its execution plan: every module of the tree points here */
 } snn_model_impl;
 
-extern const snn_module_ops snn_resnet_model_ops;
+/* What snn.c knows of a kind of model before building one (model_kinds.c). */
+typedef struct snn_model_kind_info {
+    const char *name;  /* what programs and checkpoints call it: "cnn", "resnet18", ... */
+    bool resnet;       /* a ResNet (else one of the CNNs: the spiking CNN, the DVS net) */
+    snn_module *(*build)(const snn_model_config *c, snn_rng *rng); /* config checked */
+    double (*param_floats)(const snn_model_config *c);              /* as snn_model_param_floats */
+} snn_model_kind_info;
+extern const snn_model_kind_info snn_model_kinds[SNN_MODEL_KIND_COUNT]; /* by snn_model_kind */
+
+/* SNN_OK when a configuration can be built, else SNN_ERR_ARGUMENT naming the field. */
+snn_status snn_model_config_check(const snn_model_config *c);
+
+/* The module of a model of kind `ops` (its builder adds the layers), holding a copy of the
+ * configuration in its snn_model_impl (freed by snn_model_free_impl). */
+snn_module *snn_model_module_new(const snn_module_ops *ops, const snn_model_config *config);
+
+extern const snn_module_ops snn_cnn_model_ops;    /* model_cnn.c */
+extern const snn_module_ops snn_dvs_model_ops;    /* model_dvs.c */
+extern const snn_module_ops snn_resnet_model_ops; /* model_resnet.c */
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
 /* ResNet-18, -34, -50 and the SEW variants (model_resnet.c). */
 snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng);
 snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
+/* The classifier both CNNs end with (model_cnn.c): flatten -> [dropout1] -> fc1 (flat ->
+ * hidden) -> neuron `hidden_neuron` -> [dropout2] -> fc2 (hidden -> classes) [-> neuron
+ * `readout_neuron` with spiking_readout], appended to m. */
+snn_status snn_model_add_classifier(snn_module *m, const snn_model_config *c, int flat,
+                                    const char *hidden_neuron, const char *readout_neuron,
+                                    snn_rng *rng);
+/* The forward of the CNNs: the input check, then snn_model_run. */
+snn_tensor *snn_cnn_forward(snn_module *m, snn_tensor *x);
 /* SNN_OK when x fits the model: (N, C, H, W), or (T, N, C, H, W) with the model's T for event
  * frames; any_size skips the H, W check (ResNets take any size >= 8). */
 snn_status snn_model_check_input(const char *model, const snn_model_config *c, snn_tensor *x,
@@ -41,11 +67,8 @@ double snn_dvs_net_param_floats(const snn_model_config *c);
 /* The flattened features (width_base x the frame after the pools) that fc1 of the spiking CNN
  * or the DVS net takes, in double (model.c bounds it before a builder's int arithmetic). */
 double snn_cnn_flat_features(const snn_model_config *c);
+double snn_dvs_net_flat_features(const snn_model_config *c); /* the DVS net's (model_dvs.c) */
 
-/* Poisson-encode an (N, C, H, W) image batch in [0, 1] into (T, N, C, H, W) spikes. */
-snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, uint64_t *seed);
-/* (T, N, K) -> (N, K), the mean over time. */
-snn_tensor *snn_model_readout(snn_tensor *y);
 /* A model's forward after its input check, up to the readout: the dropout layers' seeds (in
  * training), encoding, the stem (children 0 and 1: conv and batch-norm), the remaining children
  * in order. The per-step outputs (T, N, K). */

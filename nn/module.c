@@ -1,6 +1,7 @@
 /*
- * module.c - the module tree: parameters, children, modes, devices, the forward of a list of
- * modules, and the named list of everything a model owns.
+ * module.c - the module tree: parameters, children, modes, the forward of a list of modules,
+ * and the named list of everything a model owns (module_to.c moves a tree to a device,
+ * module_print.c prints it).
  *
  * A module is a small struct with an ops table (its kind), a few named OWNED tensors and an
  * array of children. Layers are leaves; Sequential, residual blocks and models are inner nodes.
@@ -20,10 +21,20 @@ snn_module *snn_module_new(const snn_module_ops *ops, void *impl)
 {
     snn_module *m = snn_alloc(sizeof *m, SNN_CPU);
     if (!m) return snn_error_null(SNN_ERR_MEMORY, "snn_module_new: out of host memory (%s)", ops->kind);
-    memset(m, 0, sizeof *m);
-    m->ops = ops;
-    m->impl = impl;
-    m->training = true;
+    *m = (snn_module){.ops = ops, .training = true, .impl = impl};
+    return m;
+}
+
+snn_module *snn_module_new_copy(const snn_module_ops *ops, const void *impl, size_t bytes)
+{
+    void *copy = snn_alloc(bytes, SNN_CPU);
+    snn_module *m = copy ? snn_module_new(ops, copy) : NULL;
+    if (!m) {
+        snn_free(copy, bytes, SNN_CPU);
+        return snn_error_null(SNN_ERR_MEMORY, "snn_module_new: out of host memory (%s)", ops->kind);
+    }
+    memcpy(copy, impl, bytes);
+    m->impl_bytes = bytes;
     return m;
 }
 
@@ -34,6 +45,7 @@ void snn_module_free(snn_module *m)
     snn_free(m->children, (size_t)m->cap_children * sizeof *m->children, SNN_CPU);
     for (int i = 0; i < m->n_params; i++) snn_tensor_free(m->params[i].tensor);
     if (m->ops->free_impl) m->ops->free_impl(m);
+    if (m->impl_bytes) snn_free(m->impl, m->impl_bytes, SNN_CPU);
     snn_free(m, sizeof *m, SNN_CPU);
 }
 
@@ -155,31 +167,6 @@ void snn_module_reset_state(snn_module *m)
     for (int i = 0; i < m->n_children; i++) snn_module_reset_state(m->children[i]);
 }
 
-snn_status snn_module_to(snn_module *m, snn_device device)
-{
-    if (!m) return SNN_OK;
-    for (int i = 0; i < m->n_params; i++) {
-        snn_tensor *old = m->params[i].tensor;
-        if (old->device == device) continue;
-        snn_tensor *moved = snn_tensor_new(old->shape, device);
-        if (!moved) return snn_last_status();
-        snn_status s = snn_tensor_copy(moved, old);
-        if (s != SNN_OK) {
-            snn_tensor_free(moved);
-            return s;
-        }
-        moved->requires_grad = old->requires_grad;
-        moved->name = old->name;
-        m->params[i].tensor = moved;
-        snn_tensor_free(old);
-    }
-    for (int i = 0; i < m->n_children; i++) {
-        snn_status s = snn_module_to(m->children[i], device);
-        if (s != SNN_OK) return s;
-    }
-    return SNN_OK;
-}
-
 /* ---- the named list ----------------------------------------------------------------------- */
 
 static int count_params(const snn_module *m)
@@ -225,38 +212,4 @@ void snn_param_list_free(snn_param_list *list)
     snn_free(list->items, (size_t)list->count * sizeof *list->items, SNN_CPU);
     list->items = NULL;
     list->count = 0;
-}
-
-int64_t snn_module_num_parameters(snn_module *m)
-{
-    snn_param_list list;
-    if (snn_module_parameters(m, &list) != SNN_OK) return 0;
-    int64_t total = 0;
-    for (int i = 0; i < list.count; i++)
-        if (list.items[i].trainable) total += list.items[i].tensor->numel;
-    snn_param_list_free(&list);
-    return total;
-}
-
-static void print_tree(snn_module *m, FILE *out, int depth)
-{
-    int64_t own = 0;
-    for (int i = 0; i < m->n_params; i++)
-        if (m->params[i].trainable) own += m->params[i].tensor->numel;
-    fprintf(out, "%*s%s%s%s", 2 * depth, "", m->name[0] ? m->name : "", m->name[0] ? ": " : "",
-            m->ops->kind);
-    for (int i = 0; i < m->n_params; i++) {
-        char buf[64];
-        fprintf(out, " %s%s", m->params[i].name,
-                snn_shape_str(m->params[i].tensor->shape, buf, sizeof buf));
-    }
-    if (own) fprintf(out, "  (%lld params)", (long long)own);
-    fputc('\n', out);
-    for (int i = 0; i < m->n_children; i++) print_tree(m->children[i], out, depth + 1);
-}
-
-void snn_module_print(snn_module *m, FILE *out)
-{
-    if (m) print_tree(m, out, 0);
-    if (m) fprintf(out, "total trainable parameters: %lld\n", (long long)snn_module_num_parameters(m));
 }

@@ -71,6 +71,8 @@ struct snn_module {
     int n_children;                           /**< entries used in children[] */
     int cap_children;                         /**< entries allocated in children[] */
     void *impl;                               /**< kind-specific state, owned */
+    size_t impl_bytes;                        /**< its size when the module made it (freed
+                                                   with the module), else 0 */
     /** The execution plan of the model this module belongs to (nn/plan.h), shared by every
      * module of its tree and owned by the model; NULL outside a model (the defaults then). */
     struct snn_plan *plan;
@@ -106,6 +108,10 @@ snn_module *snn_module_child(snn_module *m, const char *name);
  * from now on (ops->free_impl frees it). In training mode, with no parameters. NULL with
  * SNN_ERR_MEMORY when out of memory (impl is then still the caller's). */
 snn_module *snn_module_new(const snn_module_ops *ops, void *impl);
+/** As snn_module_new, holding a copy of the `bytes` at `impl`, which the module frees itself
+ * (after ops->free_impl, when it has one): a layer whose state is a plain struct needs no
+ * free_impl. NULL with SNN_ERR_MEMORY when out of memory. */
+snn_module *snn_module_new_copy(const snn_module_ops *ops, const void *impl, size_t bytes);
 /** For new layer kinds: adds the OWNED tensor `t` to m's parameters under the local `name`
  * (shorter than 32 characters); `m` owns `t` from now on. requires_grad is set to `trainable`.
  * More than SNN_MODULE_MAX_PARAMS is a bug (abort). Returns SNN_OK. */
@@ -150,7 +156,8 @@ void snn_module_print(snn_module *m, FILE *out);
 snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int stride, int pad,
                            bool bias, snn_rng *rng);
 /** BatchNorm2d over `channels` (>= 1): snn_batchnorm2d with momentum 0.1, eps 1e-5; parameters
- * "weight" (1), "bias" (0), buffers "running_mean" (0), "running_var" (1). */
+ * "weight" (1), "bias" (0), buffers "running_mean" (0), "running_var" (1) and
+ * "num_batches_tracked" (0; nn/layer_norm.c: the first batches are averaged). */
 snn_module *snn_batchnorm2d_new(int channels);
 /** Linear: y = x w^T + b over the last dim, w (out_features, in_features), b (out_features)
  * when `bias`, drawn from `rng` as PyTorch does (U(+-1/sqrt(in_features))). */
