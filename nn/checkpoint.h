@@ -32,15 +32,22 @@ extern "C" {
  * SNN_ERR_MEMORY; on error the old file is intact and no temp file is left. */
 snn_status snn_safetensors_save(const char *path, const snn_param_list *tensors,
                                 const char *metadata_json);
+/** A batch-norm layer's count of training batches (its buffer "num_batches_tracked") where the
+ * file predates the count: 2^24, a layer trained as long as a float32 count can tell, whose
+ * running statistics move by its momentum (nn/layer_norm.c). */
+#define SNN_BN_LONG_TRAINED 16777216.0f
+
 /** Loads the file at `path` into the existing `tensors` (any device) by name: each must be in
- * the file with the same shape, as F32; tensors in the file but not in the list are an error
- * unless allow_extra. When metadata_json is not NULL it receives the __metadata__ object as
- * NUL-terminated JSON text allocated with snn_alloc (free with snn_free(p, *metadata_len + 1)),
- * or NULL when the file has none; metadata_len may be NULL. The whole file is validated first
- * (header length, JSON, dtypes, shapes, offsets that tile the data section): on any error no
- * tensor is changed. SNN_ERR_ARGUMENT (bad path or list), SNN_ERR_IO (cannot open or read),
- * SNN_ERR_FORMAT (anything wrong in the file; the message names the file and the tensor),
- * SNN_ERR_MEMORY. */
+ * the file with the same shape, as F32, except a batch-norm count ("num_batches_tracked", or a
+ * name ending ".num_batches_tracked"), which checkpoints written before batch-norm counted its
+ * batches lack: it is then set to SNN_BN_LONG_TRAINED. Tensors in the file but not in the list
+ * are an error unless allow_extra. When metadata_json is not NULL it receives the __metadata__
+ * object as NUL-terminated JSON text allocated with snn_alloc (free with snn_free(p,
+ * *metadata_len + 1)), or NULL when the file has none; metadata_len may be NULL. The whole
+ * file is validated first (header length, JSON, dtypes, shapes, offsets that tile the data
+ * section): on any error no tensor is changed. SNN_ERR_ARGUMENT (bad path or list),
+ * SNN_ERR_IO (cannot open or read), SNN_ERR_FORMAT (anything wrong in the file; the message
+ * names the file and the tensor), SNN_ERR_MEMORY. */
 snn_status snn_safetensors_load(const char *path, const snn_param_list *tensors, bool allow_extra,
                                 char **metadata_json, size_t *metadata_len);
 

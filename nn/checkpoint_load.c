@@ -9,6 +9,11 @@
  * truncated file changes nothing. Every message names the file and, where there is one, the
  * tensor.
  *
+ * One tensor may be missing: a batch-norm layer's count of training batches
+ * ("<layer>.num_batches_tracked"), which files written before batch-norm counted its batches
+ * (nn/layer_norm.c) do not hold. It is set to SNN_BN_LONG_TRAINED, so that such a checkpoint
+ * resumes as it always did: its running statistics move by the layer's momentum.
+ *
  * Test: tests/test_checkpoint.c (ctest -R checkpoint).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -258,18 +263,34 @@ static snn_status read_header(load_state *st)
     return SNN_OK;
 }
 
+/* The entry named `name`, or NULL. */
+static entry *find_entry(const load_state *st, const char *name)
+{
+    entry **found = st->n_entries ? bsearch(name, st->by_name, (size_t)st->n_entries,
+                                            sizeof *st->by_name, compare_name_to_entry)
+                                  : NULL;
+    return found ? *found : NULL;
+}
+
+/* A batch-norm layer's count of training batches, which files written before batch-norm
+ * counted them lack (SNN_BN_LONG_TRAINED stands in for it: checkpoint.h). */
+static bool is_batch_count(const char *name)
+{
+    const char *count = "num_batches_tracked";
+    size_t n = strlen(name), c = strlen(count);
+    return n >= c && strcmp(name + n - c, count) == 0 && (n == c || name[n - c - 1] == '.');
+}
+
 /* Matches the destination tensors against the entries: presence, shape, extras. */
 static snn_status match(load_state *st, const snn_param_list *tensors, bool allow_extra)
 {
     for (int i = 0; i < tensors->count; i++) {
         const snn_named_param *p = &tensors->items[i];
-        entry **found = st->n_entries ? bsearch(p->name, st->by_name, (size_t)st->n_entries,
-                                                sizeof *st->by_name, compare_name_to_entry)
-                                      : NULL;
-        if (!found)
+        entry *e = find_entry(st, p->name);
+        if (!e && is_batch_count(p->name)) continue; /* an older file: read_data fills it */
+        if (!e)
             return bad(st, "no tensor '%s' in the file (it holds %d tensors)", p->name,
                        st->n_entries);
-        entry *e = *found;
         const snn_tensor *t = p->tensor;
         bool same = e->shape->count == t->shape.ndim;
         int d = 0;
@@ -314,10 +335,11 @@ static snn_status read_data(load_state *st, const snn_param_list *tensors)
     const uint64_t data_start = 8 + st->header_len;
     size_t at = 0;
     for (int i = 0; i < tensors->count; i++) {
-        entry **found = bsearch(tensors->items[i].name, st->by_name, (size_t)st->n_entries,
-                                sizeof *st->by_name, compare_name_to_entry);
-        SNN_ASSERT(found);
-        const entry *e = *found;
+        const entry *e = find_entry(st, tensors->items[i].name);
+        if (!e) { /* a batch-norm count the file predates: filled below */
+            at += (size_t)tensors->items[i].tensor->numel * sizeof(float);
+            continue;
+        }
         size_t bytes = (size_t)(e->end - e->begin);
         if (bytes && snn_st_read_all_at(st->fd, (char *)st->data + at, bytes, data_start + e->begin))
             return snn_error(SNN_ERR_IO, "%s: cannot read tensor '%s' from '%s': %s", load_fn,
@@ -325,6 +347,14 @@ static snn_status read_data(load_state *st, const snn_param_list *tensors)
         at += bytes;
     }
     if (!snn_st_host_is_little_endian()) snn_st_swap_bytes_4(st->data, total / sizeof(float));
+    /* the batch-norm counts the file predates (match let only those through) */
+    float *values = st->data;
+    for (int i = 0; i < tensors->count; i++) {
+        int64_t n = tensors->items[i].tensor->numel;
+        if (!find_entry(st, tensors->items[i].name))
+            for (int64_t k = 0; k < n; k++) values[k] = SNN_BN_LONG_TRAINED;
+        values += n;
+    }
     return SNN_OK;
 }
 

@@ -86,8 +86,8 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
     snn_tensor *activity = NULL;
     snn_tensor *spikes = snn_batchnorm_neuron(x, bn->params[0].tensor, bn->params[1].tensor,
                                               bn->params[2].tensor, bn->params[3].tensor,
-                                              b->momentum, b->eps, residual, &n->config,
-                                              &activity);
+                                              snn_batchnorm_train_momentum(bn), b->eps,
+                                              residual, &n->config, &activity);
     return snn_neuron_layer_remember(neuron, spikes, activity);
 }
 

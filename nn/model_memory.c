@@ -130,7 +130,7 @@ static int batchnorm(snn_walk *w, int in, double numel, int channels)
         return snn_walk_output(w, numel, in, -1);
     }
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
-    snn_walk_param(w, 2.0 * channels, false);  /* running mean, running var */
+    snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
     /* evaluation: the conv before it writes the batch-norm's output where the rule conv -> bn
      * runs them as one op (nn/fusion_rules.c), else the batch-norm writes its own */
     if (!w->training) return w->conv_bn_fused ? in : snn_walk_output(w, numel, in, -1);
@@ -175,7 +175,7 @@ static bool fuses(const snn_walk *w, const snn_neuron_config *n)
 static int bn_neuron(snn_walk *w, int in, int residual, double numel, double planes, int channels)
 {
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
-    snn_walk_param(w, 2.0 * channels, false);  /* running mean, running var */
+    snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
     int out = snn_walk_spikes_output(w, numel, in, residual); /* spikes */
     snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
     w->device += snn_walk_bits_bytes(w, numel); /* the spikes' bits, made with them (training) */

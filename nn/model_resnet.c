@@ -197,7 +197,7 @@ snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng)
 /* Floats the ResNets above hold (model_internal.h), following snn_resnet_new: the stem conv
  * and batch-norm; per block its convs with batch-norms (basic: two 3x3; bottleneck: 1x1, 3x3,
  * 1x1 to 4x the planes), plus a 1x1 conv and batch-norm where the block changes the stride or
- * the width; then fc. A batch-norm holds 4 floats per channel. */
+ * the width; then fc. A batch-norm holds 4 floats per channel and its count of batches. */
 double snn_resnet_param_floats(const snn_model_config *c)
 {
     const snn_model_kind k = c->kind;
@@ -206,16 +206,18 @@ double snn_resnet_param_floats(const snn_model_config *c)
     static const int blocks18[4] = {2, 2, 2, 2}, blocks34[4] = {3, 4, 6, 3};
     const int *blocks = deep ? blocks34 : blocks18;
     const double w = c->width_base;
-    double floats = w * c->in_channels * 9 + 4 * w, in = w;
+    double floats = w * c->in_channels * 9 + 4 * w + 1, in = w;
     for (int layer = 0; layer < 4; layer++) {
         const double planes = w * (double)(1 << layer), out = bottleneck ? 4 * planes : planes;
         for (int b = 0; b < blocks[layer]; b++) {
             const double bin = b ? out : in;
             if (bottleneck)
-                floats += bin * planes + planes * planes * 9 + planes * out + 8 * planes + 4 * out;
+                floats += bin * planes + planes * planes * 9 + planes * out + 8 * planes +
+                          4 * out + 3;
             else
-                floats += bin * out * 9 + out * out * 9 + 8 * out;
-            if (b == 0 && (layer > 0 || bin != out)) floats += bin * out + 4 * out; /* downsample */
+                floats += bin * out * 9 + out * out * 9 + 8 * out + 2;
+            if (b == 0 && (layer > 0 || bin != out)) /* the downsample */
+                floats += bin * out + 4 * out + 1;
         }
         in = out;
     }

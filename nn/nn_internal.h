@@ -15,7 +15,16 @@ typedef struct snn_conv_impl {
 
 typedef struct snn_batchnorm_impl {
     float momentum, eps;
+    int64_t batches_tracked;  /* the host's copy of the buffer num_batches_tracked */
+    bool tracked_known;       /* batches_tracked was read from the buffer (at the first
+                                 training forward) */
 } snn_batchnorm_impl;
+
+/* Counts one training batch of the BatchNorm2d `bn` and returns the momentum its running
+ * statistics move by for it: max(momentum, 1 / (batches before it + 1)), an average of the
+ * first batches (nn/layer_norm.c says why). Every training-mode forward calls it once: the
+ * layer's own and a fused op's that runs it (nn/fusion_rules.c). */
+float snn_batchnorm_train_momentum(snn_module *bn);
 
 typedef struct snn_pool_impl {
     int kernel, stride;
