@@ -1,12 +1,36 @@
 /*
- * checkpoint_run.c - checkpoint_run_open / _close of checkpoint_run.h.
+ * checkpoint_run.c - checkpoint_in_folder and checkpoint_run_open / _close of
+ * checkpoint_run.h.
  */
+#define _POSIX_C_SOURCE 200809L /* access, stat */
 #include "app/checkpoint_run.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "app/options.h"
 #include "app/run_memory.h"
+
+int checkpoint_in_folder(const char *program, const char **path, char *buf, size_t size)
+{
+    struct stat st;
+    if (stat(*path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0; /* a file (or an error later) */
+    const char *folder = *path;
+    size_t n = strlen(folder);
+    while (n > 1 && folder[n - 1] == '/') n--;
+    snprintf(buf, size, "%.*s/checkpoint.safetensors", (int)n, folder);
+    if (access(buf, F_OK) != 0) {
+        fprintf(stderr, "%s: %s is a folder without a checkpoint.safetensors; give the file to "
+                "read (e.g. %.*s/best.safetensors)\n", program, folder, (int)n, folder);
+        return 1;
+    }
+    fprintf(stderr, "%s: %s is a run's folder: reading its checkpoint.safetensors (the last "
+            "epoch; %.*s/best.safetensors holds the best one)\n", program, folder, (int)n, folder);
+    *path = buf;
+    return 0;
+}
 
 int checkpoint_run_open(checkpoint_run *r, const char *program, const char *checkpoint,
                         const char *device_name, const char *dataset, const char *data,
@@ -17,11 +41,28 @@ int checkpoint_run_open(checkpoint_run *r, const char *program, const char *chec
         fprintf(stderr, "%s: --checkpoint is required; see --help\n", program);
         return 2;
     }
-    if (snn_device_parse(device_name, &r->device) != SNN_OK || batch_size < 1 || limit < 0) {
-        fprintf(stderr, "%s: bad --device, --batch-size or --limit-test: %s\n", program,
-                snn_last_status() != SNN_OK ? snn_last_error() : "must be >= 1 and >= 0");
-        return 2;
+    int bad = 0;
+    if (batch_size < 1) {
+        fprintf(stderr, "%s: --batch-size %d: expected an integer >= 1\n", program, batch_size);
+        bad = 2;
     }
+    if (limit < 0) {
+        fprintf(stderr, "%s: --limit-test %d: expected an integer >= 0\n", program, limit);
+        bad = 2;
+    }
+    if (threads < 0) {
+        fprintf(stderr, "%s: --threads %d: expected an integer >= 0\n", program, threads);
+        bad = 2;
+    }
+    static const char *const devices[] = {"cpu", "cuda"};
+    if (snn_device_parse(device_name, &r->device) != SNN_OK) {
+        snn_clear_error();
+        bad = option_bad_choice(program, "--device", device_name, devices, 2);
+    }
+    if (bad) return bad;
+    if (checkpoint_in_folder(program, &checkpoint, r->checkpoint, sizeof r->checkpoint)) return 1;
+    if (checkpoint != r->checkpoint)
+        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", checkpoint);
     if (r->device == SNN_CUDA && !snn_cuda_available()) {
         fprintf(stderr, "%s: --device cuda: no CUDA device or no CUDA backend in this build\n",
                 program);

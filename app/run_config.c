@@ -5,13 +5,16 @@
 
 #include <string.h>
 
+#include "app/options.h"
+
 int run_kernels_select(const char *program, const char *kernels, const char *device_name)
 {
     if (!kernels) return 0; /* the library's choice stands */
     snn_kernel_set set;
     if (snn_kernel_set_parse(kernels, &set) != SNN_OK) {
-        fprintf(stderr, "%s: bad --kernels '%s' (expected fast or ref)\n", program, kernels);
-        return 2;
+        static const char *const sets[] = {"fast", "ref"};
+        snn_clear_error();
+        return option_bad_choice(program, "--kernels", kernels, sets, 2);
     }
     snn_device device;
     if (set == SNN_KERNELS_REF && snn_device_parse(device_name, &device) == SNN_OK &&

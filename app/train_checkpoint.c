@@ -2,25 +2,17 @@
  * train_checkpoint.c - snn-train's checkpoint, best weights, stop on a signal and --resume
  * (train_checkpoint.h).
  */
+#define _POSIX_C_SOURCE 200809L /* access */
 #include "app/train_checkpoint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/run_lock.h"
 #include "app/run_signals.h"
-
-/* The shortest decimal text that reads back (strtof) as x: "0.9", not %.9g's "0.899999976". */
-static const char *float_text(float x, char *buf, size_t size)
-{
-    for (int digits = 6; digits < 9; digits++) {
-        snprintf(buf, size, "%.*g", digits, (double)x);
-        if (strtof(buf, NULL) == x) return buf;
-    }
-    snprintf(buf, size, "%.9g", (double)x); /* always round-trips */
-    return buf;
-}
+#include "app/train_resume.h"
 
 snn_module *train_eval_model(const train_state *run)
 {
@@ -62,10 +54,15 @@ int save_checkpoint(const char *out_dir, const train_state *run, const train_opt
         snn_metadata_set(&meta, "snn.train.best_epoch", "%lld", (long long)run->best_epoch);
         snn_metadata_set(&meta, "snn.train.best_accuracy", "%.17g", run->best_accuracy);
     }
+    /* the training configuration, which --resume restores (app/train_resume.h) */
+    if (train_flags_to_metadata(o, &meta) != SNN_OK) {
+        fprintf(stderr, "snn-train: checkpoint: %s\n", snn_last_error());
+        return 1;
+    }
     if (run->ema) { /* the decay a resumed run must share, and the average's own random stream */
         char decay[32];
         snn_metadata_set(&meta, "snn.train.ema", "%s",
-                         float_text(snn_ema_decay(run->ema), decay, sizeof decay));
+                         option_float_text(snn_ema_decay(run->ema), decay, sizeof decay));
         snn_metadata_set(&meta, "snn.ema.rng", "%llu",
                          (unsigned long long)snn_model_rng_state(snn_ema_model(run->ema)));
     }
@@ -100,7 +97,7 @@ int save_best(const char *out_dir, train_state *run, const train_options *o, int
     char decay[32];
     if (run->ema)
         snn_metadata_set(&meta, "snn.train.weights", "moving average (--ema %s)",
-                         float_text(snn_ema_decay(run->ema), decay, sizeof decay));
+                         option_float_text(snn_ema_decay(run->ema), decay, sizeof decay));
     else
         snn_metadata_set(&meta, "snn.train.weights", "trained");
     snprintf(path, sizeof path, "%s/best.safetensors", out_dir);
@@ -112,6 +109,32 @@ int save_best(const char *out_dir, train_state *run, const train_options *o, int
     run->best_epoch = epoch + 1;
     run->best_accuracy = accuracy;
     return 0;
+}
+
+void train_out_dir(const train_options *o, char *buf, size_t size)
+{
+    if (o->out) {
+        snprintf(buf, size, "%s", o->out);
+    } else if (o->resume) {
+        const char *slash = strrchr(o->resume, '/');
+        if (!slash) snprintf(buf, size, ".");
+        else if (slash == o->resume) snprintf(buf, size, "/");
+        else snprintf(buf, size, "%.*s", (int)(slash - o->resume), o->resume);
+    } else {
+        snprintf(buf, size, "runs/%s-%s", o->dataset, o->model);
+    }
+}
+
+int train_out_check(const char *out_dir, const train_options *o)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", out_dir);
+    if (o->resume || o->overwrite || access(path, F_OK) != 0) return 0;
+    fprintf(stderr, "snn-train: %s%s holds the checkpoint of another run; a new run would "
+            "replace it, its best.safetensors and its metrics\nhint: continue that run with "
+            "--resume %s, start over in this folder with --overwrite, or give another --out\n",
+            o->out ? "--out " : "the output folder ", out_dir, path);
+    return 2;
 }
 
 int stop_on_signal(const char *out_dir, const train_state *run, const train_options *o,
@@ -137,7 +160,8 @@ int stop_on_signal(const char *out_dir, const train_state *run, const train_opti
         fprintf(stderr, "\nsnn-train: %s: stopped after training epoch %lld, before its evaluation "
                 "(step %lld); checkpoint saved\n", sig, (long long)epoch + 1,
                 (long long)snn_optimizer_steps(opt));
-    fprintf(stderr, "snn-train: continue with the same flags and --resume %s\n", path);
+    fprintf(stderr, "snn-train: continue with --resume %s (it restores the training flags)\n",
+            path);
     return RUN_EXIT_STOPPED;
 }
 
@@ -156,26 +180,8 @@ int train_resume_read(train_options *o, snn_metadata *meta, snn_model_config *co
         return 2;
     }
     start->epoch = strtoll(e, NULL, 10);
-    o->model = snn_model_kind_name(config->kind);
-    if (o->dropout > 0.0f && o->dropout != config->dropout) { /* the model is the checkpoint's */
-        fprintf(stderr, "snn-train: --resume %s has --dropout %g; leave --dropout out (or give "
-                "the same value) to continue it\n", o->resume, (double)config->dropout);
-        return 2;
-    }
-    const char *trained_with = snn_metadata_get(meta, "snn.train.optimizer");
-    if (trained_with && strcmp(trained_with, o->optimizer) != 0) {
-        fprintf(stderr, "snn-train: --resume %s was trained with --optimizer %s, not %s; the "
-                "optimizer state must match\n", o->resume, trained_with, o->optimizer);
-        return 2;
-    }
-    const char *ema = snn_metadata_get(meta, "snn.train.ema");
-    start->has_ema = ema != NULL;
-    if (ema && strtof(ema, NULL) != o->ema) {
-        fprintf(stderr, "snn-train: --resume %s was trained with --ema %s, not %g; the moving "
-                "average must go on with the same decay\nhint: resume with --ema %s\n",
-                o->resume, ema, (double)o->ema, ema);
-        return 2;
-    }
+    /* the flags it was trained with (optimizer, --ema, ...) are checked by train_resume_flags */
+    start->has_ema = snn_metadata_get(meta, "snn.train.ema") != NULL;
     const char *acc = snn_metadata_get(meta, "snn.train.test_accuracy");
     if (acc) start->accuracy = strtod(acc, NULL);
     const char *best = snn_metadata_get(meta, "snn.train.best_epoch");

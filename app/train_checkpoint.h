@@ -2,7 +2,8 @@
  * train_checkpoint.h - what snn-train keeps in <out>/checkpoint.safetensors besides the
  * weights and the optimizer state: the position in the run (epochs done, or batches done of an
  * unfinished epoch with that epoch's running statistics), the model's random stream, the flags
- * a resumed run must share (data set, optimizer, frames, --ema), the weights' moving average
+ * a resumed run restores (app/train_resume.h: data set, optimizer, learning rate and schedule,
+ * loss, augmentation, ...), the weights' moving average
  * ("ema.<name>" tensors, with --ema) and the best evaluation so far, so that --resume continues
  * bit-exactly; and <out>/best.safetensors, the evaluated weights of the best epoch.
  * Both are written atomically by snn_checkpoint_save (nn/checkpoint_save.c): a run killed
@@ -66,6 +67,15 @@ int stop_on_signal(const char *out_dir, const train_state *run, const train_opti
                    int64_t epoch, const epoch_stats *st, int64_t images, int64_t steps_per_epoch,
                    int64_t steps_at_start);
 
+/* The output folder of a run into buf: --out; else, with --resume, the folder of the checkpoint
+ * it continues; else runs/<dataset>-<model>. */
+void train_out_dir(const train_options *o, char *buf, size_t size);
+
+/* One run's files per folder: a new run (neither --resume nor --overwrite) is refused where
+ * out_dir holds another run's checkpoint, naming the folder and both options. 0, or 2 with
+ * the message printed. */
+int train_out_check(const char *out_dir, const train_options *o);
+
 /* Where a run starts: at the beginning, or where the checkpoint of --resume left off. */
 typedef struct train_start {
     int64_t epoch;                /* epochs done */
@@ -78,9 +88,9 @@ typedef struct train_start {
 } train_start;
 
 /* Reads the checkpoint of --resume: its metadata into *meta, the model's configuration into
- * *config, and where it stopped into *start; checks that it is a training checkpoint of the
- * same optimizer and --ema (a checkpoint without an average may start one). 0, or the exit
- * code with the message printed (1: unreadable, 2: not a checkpoint this run can continue). */
+ * *config, and where it stopped into *start; checks that it is a training checkpoint (its
+ * flags are train_resume_flags's, app/train_resume.h). 0, or the exit code with the message
+ * printed (1: unreadable, 2: not a checkpoint this run can continue). */
 int train_resume_read(train_options *o, snn_metadata *meta, snn_model_config *config,
                       train_start *start);
 

@@ -33,6 +33,20 @@ static double env_seconds(const char *name, double fallback)
     return v && *v && end && !*end && x > 0.0 ? x : fallback;
 }
 
+int train_dist_planned_ranks(const train_dist_options *o, int *rank)
+{
+    *rank = 0;
+    if (o->gpus > 0) return o->gpus;
+    snn_dist_env env;
+    if (snn_dist_env_read(NULL, NULL, o->init, &env) != SNN_OK) { /* train_dist_start says why */
+        snn_clear_error();
+        return 1;
+    }
+    if (env.world_size == 0) return 1;
+    *rank = env.rank;
+    return env.world_size;
+}
+
 int train_dist_start(const train_dist_options *o, int argc, char **argv, snn_device device,
                      snn_dist **dist)
 {

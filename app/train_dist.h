@@ -25,6 +25,11 @@ typedef struct train_dist_options {
 void train_dist_default_device(const train_dist_options *o, int argc, char **argv,
                                const char **device);
 
+/* The ranks this command line trains on, known before any starts: --gpus N, the world size
+ * of a rank a launcher started (WORLD_SIZE and the like, or --init), else 1. *rank receives
+ * this process's rank (0 for the --gpus launcher and for a one-process run). */
+int train_dist_planned_ranks(const train_dist_options *o, int *rank);
+
 /* Returns -1 to go on training, with *dist set when this process is one rank of a distributed
  * run (NULL otherwise); or the exit code main should return: the launcher's (every rank has
  * ended) or 1 / 2 for a failure, with a message printed. */

@@ -109,8 +109,17 @@ int train_option_table(train_options *o, option *table)
         {"--limit-train", OPT_INT, &o->limit_train,
          "use only the first N training images (0: all)"},
         {"--limit-test", OPT_INT, &o->limit_test, "use only the first N test images (0: all)"},
-        {"--out", OPT_STRING, &o->out, "output folder (default runs/<dataset>-<model>)"},
-        {"--resume", OPT_STRING, &o->resume, "checkpoint to continue from (same --optimizer)"},
+        {"--out", OPT_STRING, &o->out,
+         "output folder, made with its parents (default runs/<dataset>-<model>; with --resume "
+         "the checkpoint's folder)"},
+        {"--overwrite", OPT_FLAG, &o->overwrite,
+         "start a new run in an --out that holds another run's checkpoint, replacing its files"},
+        {"--resume", OPT_STRING, &o->resume,
+         "checkpoint to continue from, with the training flags it records (docs/long-runs.md); "
+         "a flag given that differs is refused"},
+        {"--allow-changes", OPT_FLAG, &o->allow_changes,
+         "--resume: let the learning rate, schedule, batch, augmentation, ... given here replace "
+         "the checkpoint's (never the model, data set, optimizer, loss or --ema)"},
         {"--stop-after", OPT_INT, &o->stop_after,
          "stop after N epochs in this run, to split a long run (0: never)"},
         {"--checkpoint-every", OPT_INT, &o->checkpoint_every,
@@ -134,73 +143,148 @@ int train_option_table(train_options *o, option *table)
     return (int)(sizeof all / sizeof all[0]);
 }
 
+/* Each check prints its message and gives 2 when the value is bad, 0 when it is fine. */
+static int need_int(const char *flag, int value, int min)
+{
+    if (value >= min) return 0;
+    fprintf(stderr, "snn-train: %s %d: expected an integer >= %d\n", flag, value, min);
+    return 2;
+}
+
+static int need_float(const char *flag, float value, bool ok, const char *expected)
+{
+    if (ok) return 0;
+    char text[32];
+    fprintf(stderr, "snn-train: %s %s: expected %s\n", flag,
+            option_float_text(value, text, sizeof text), expected);
+    return 2;
+}
+
+/* A name that must be one of choices[0..n): 0, or 2 with the choices and the nearest one. */
+static int need_choice(const char *flag, const char *value, const char *const *choices, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(value, choices[i]) == 0) return 0;
+    return option_bad_choice("snn-train", flag, value, choices, n);
+}
+
+/* The names of the library's models, neurons and surrogates, as their flags take them. */
+static int need_library_names(const train_options *o)
+{
+    const char *names[32];
+    int bad = 0, n = 0;
+    for (int k = 0; k < SNN_MODEL_KIND_COUNT && n < 32; k++)
+        names[n++] = snn_model_kind_name((snn_model_kind)k);
+    bad |= need_choice("--model", o->model, names, n);
+    n = 0;
+    for (int k = 0; k < SNN_NEURON_COUNT && n < 32; k++)
+        names[n++] = snn_neuron_kind_name((snn_neuron_kind)k);
+    bad |= need_choice("--neuron", o->neuron, names, n);
+    n = 0;
+    for (int k = 0; k < SNN_SURROGATE_COUNT && n < 32; k++)
+        names[n++] = snn_surrogate_name((snn_surrogate_kind)k);
+    return bad | need_choice("--surrogate", o->surrogate, names, n);
+}
+
 int train_options_check(const train_options *o, snn_schedule *schedule)
 {
-    if (o->epochs < 1 || o->batch_size < 1 || o->time_steps < 1 || o->hidden < 1 ||
-        o->width < 0 || o->warmup < 0 || o->log_every < 0 || o->limit_train < 0 ||
-        o->limit_test < 0 || o->stop_after < 0 || o->checkpoint_every < 0 || o->dist.gpus < 0) {
-        fprintf(stderr, "snn-train: --epochs, --batch-size, --T and --hidden must be >= 1; "
-                "--width, --warmup, --log-every, --limit-*, --stop-after, --checkpoint-every and "
-                "--gpus >= 0\n");
-        return 2;
+    int bad = 0;
+    bad |= need_int("--epochs", o->epochs, 1);
+    bad |= need_int("--batch-size", o->batch_size, 1);
+    bad |= need_int("--T", o->time_steps, 1);
+    bad |= need_int("--hidden", o->hidden, 1);
+    bad |= need_int("--width", o->width, 0);
+    bad |= need_int("--levels", o->levels, 0);
+    bad |= need_int("--warmup", o->warmup, 0);
+    bad |= need_int("--log-every", o->log_every, 0);
+    bad |= need_int("--limit-train", o->limit_train, 0);
+    bad |= need_int("--limit-test", o->limit_test, 0);
+    bad |= need_int("--stop-after", o->stop_after, 0);
+    bad |= need_int("--checkpoint-every", o->checkpoint_every, 0);
+    bad |= need_int("--gpus", o->dist.gpus, 0);
+    bad |= need_int("--threads", o->threads, 0);
+    bad |= need_int("--downsample", o->downsample, 1);
+    /* the upper bound of --crop-padding depends on the images: checked with the data */
+    bad |= need_int("--crop-padding", o->crop_padding, 0);
+    if (o->augment < -1 || o->augment > 1) {
+        fprintf(stderr, "snn-train: --augment %d: expected 1 (on), 0 (off) or -1 (on for "
+                "CIFAR)\n", o->augment);
+        bad = 2;
     }
-    if (!(o->lr > 0.0f) || !(o->weight_decay >= 0.0f) || !(o->tau > 1.0f) ||
-        !(o->activity_penalty >= 0.0f)) {
-        fprintf(stderr, "snn-train: --lr must be > 0, --weight-decay and --activity-penalty >= 0 "
-                "and --tau > 1\n");
-        return 2;
+    /* written so that NaN fails each of them */
+    bad |= need_float("--lr", o->lr, o->lr > 0.0f, "a number > 0");
+    bad |= need_float("--min-lr", o->min_lr, o->min_lr >= 0.0f, "a number >= 0");
+    bad |= need_float("--momentum", o->momentum, o->momentum >= 0.0f, "a number >= 0");
+    bad |= need_float("--weight-decay", o->weight_decay, o->weight_decay >= 0.0f,
+                      "a number >= 0");
+    bad |= need_float("--tau", o->tau, o->tau > 1.0f, "a number > 1 (a time constant in steps)");
+    bad |= need_float("--activity-penalty", o->activity_penalty, o->activity_penalty >= 0.0f,
+                      "a number >= 0");
+    bad |= need_float("--ema", o->ema, o->ema == 0.0f || (o->ema > 0.0f && o->ema < 1.0f),
+                      "0 (off) or a decay in (0, 1), e.g. 0.999: the average then spans about "
+                      "the last 1 / (1 - DECAY) steps");
+    bad |= need_float("--random-erasing", o->random_erasing,
+                      o->random_erasing >= 0.0f && o->random_erasing <= 1.0f,
+                      "a probability in [0, 1], e.g. 0.5");
+    bad |= need_float("--label-smoothing", o->label_smoothing,
+                      o->label_smoothing >= 0.0f && o->label_smoothing < 1.0f,
+                      "0 <= EPS < 1, e.g. 0.1");
+    bad |= need_float("--tet-lambda", o->tet_lambda, o->tet_lambda >= 0.0f && o->tet_lambda <= 1.0f,
+                      "0..1: the loss is (1 - LAMBDA) x the per-step cross-entropy + LAMBDA x "
+                      "the MSE term");
+    bad |= need_float("--dropout", o->dropout, o->dropout >= 0.0f && o->dropout < 1.0f,
+                      "0 <= P < 1");
+    static const char *const losses[] = {"ce", "tet", "mse"};
+    static const char *const optimizers[] = {"sgd", "adam", "adamw"};
+    static const char *const schedules[] = {"cosine", "step", "constant"};
+    static const char *const encodings[] = {"direct", "poisson"};
+    static const char *const devices[] = {"cpu", "cuda"};
+    static const char *const precisions[] = {"fp32", "tf32", "bf16"};
+    static const char *const splits[] = {"number", "time"};
+    bad |= need_choice("--loss", o->loss, losses, 3);
+    bad |= need_choice("--optimizer", o->optimizer, optimizers, 3);
+    bad |= need_choice("--schedule", o->schedule, schedules, 3);
+    bad |= need_choice("--encoding", o->encoding, encodings, 2);
+    bad |= need_choice("--device", o->device, devices, 2);
+    bad |= need_choice("--precision", o->precision, precisions, 3);
+    bad |= need_choice("--split-by", o->split_by, splits, 2);
+    bad |= need_library_names(o);
+    if (o->label_smoothing > 0.0f && strcmp(o->loss, "mse") == 0) {
+        char text[32];
+        fprintf(stderr, "snn-train: --label-smoothing %s: expected 0 with --loss mse (it smooths "
+                "the targets of --loss ce or tet)\n",
+                option_float_text(o->label_smoothing, text, sizeof text));
+        bad = 2;
     }
-    if (!(o->ema == 0.0f || (o->ema > 0.0f && o->ema < 1.0f))) { /* NaN too */
-        fprintf(stderr, "snn-train: bad --ema %g (expected 0, off, or a decay in (0, 1), e.g. "
-                "0.999: the average then spans about the last 1 / (1 - DECAY) steps)\n",
-                (double)o->ema);
-        return 2;
-    }
-    if (!(o->random_erasing >= 0.0f && o->random_erasing <= 1.0f)) { /* NaN too */
-        fprintf(stderr, "snn-train: bad --random-erasing %g (expected a probability in [0, 1], "
-                "e.g. 0.5)\n", (double)o->random_erasing);
-        return 2;
-    }
-    if (o->crop_padding < 0) { /* the upper bound depends on the images: checked with the data */
-        fprintf(stderr, "snn-train: bad --crop-padding %d (expected >= 0)\n", o->crop_padding);
-        return 2;
-    }
-    if (strcmp(o->loss, "ce") && strcmp(o->loss, "tet") && strcmp(o->loss, "mse")) {
-        fprintf(stderr, "snn-train: bad --loss '%s' (expected ce, tet or mse)\n", o->loss);
-        return 2;
-    }
-    if (!(o->label_smoothing >= 0.0f && o->label_smoothing < 1.0f) ||
-        (o->label_smoothing > 0.0f && strcmp(o->loss, "mse") == 0)) {
-        fprintf(stderr, "snn-train: bad --label-smoothing %g (expected 0 <= EPS < 1, with --loss "
-                "ce or tet)\n", (double)o->label_smoothing);
-        return 2;
-    }
-    if (!(o->tet_lambda >= 0.0f && o->tet_lambda <= 1.0f)) {
-        fprintf(stderr, "snn-train: bad --tet-lambda %g (expected 0..1: the loss is (1 - LAMBDA) "
-                "x the per-step cross-entropy + LAMBDA x the MSE term)\n", (double)o->tet_lambda);
-        return 2;
-    }
-    if (!(o->dropout >= 0.0f && o->dropout < 1.0f)) {
-        fprintf(stderr, "snn-train: bad --dropout %g (expected 0 <= P < 1)\n", (double)o->dropout);
-        return 2;
-    }
-    if (strcmp(o->optimizer, "sgd") && strcmp(o->optimizer, "adam") &&
-        strcmp(o->optimizer, "adamw")) {
-        fprintf(stderr, "snn-train: bad --optimizer '%s' (expected sgd, adam or adamw)\n",
-                o->optimizer);
-        return 2;
-    }
+    if (bad) return 2;
     *schedule = (snn_schedule){.base_lr = o->lr, .min_lr = o->min_lr, .warmup_steps = o->warmup,
                                .gamma = 0.1f};
-    if (strcmp(o->schedule, "cosine") == 0) schedule->kind = SNN_SCHEDULE_COSINE;
-    else if (strcmp(o->schedule, "step") == 0) schedule->kind = SNN_SCHEDULE_STEP;
-    else if (strcmp(o->schedule, "constant") == 0) schedule->kind = SNN_SCHEDULE_CONSTANT;
-    else {
-        fprintf(stderr, "snn-train: bad --schedule '%s' (expected cosine, step or constant)\n",
-                o->schedule);
-        return 2;
-    }
+    schedule->kind = strcmp(o->schedule, "cosine") == 0 ? SNN_SCHEDULE_COSINE
+                     : strcmp(o->schedule, "step") == 0 ? SNN_SCHEDULE_STEP
+                                                        : SNN_SCHEDULE_CONSTANT;
     return 0;
+}
+
+snn_model_config train_model_config(const train_options *o)
+{
+    snn_model_kind kind = SNN_MODEL_SPIKING_CNN;
+    snn_neuron_kind neuron = SNN_NEURON_LIF;
+    snn_model_kind_parse(o->model, &kind); /* names checked by train_options_check */
+    snn_neuron_kind_parse(o->neuron, &neuron);
+    snn_model_config config = snn_model_config_default(kind);
+    config.neuron = snn_neuron_config_default(neuron);
+    config.neuron.tau = o->tau;
+    if (o->levels) config.neuron.levels = o->levels;
+    config.neuron.symmetric = o->symmetric;
+    snn_surrogate_parse(o->surrogate, &config.neuron.surrogate);
+    config.time_steps = snn_neuron_is_ann(neuron) ? 1 : o->time_steps; /* an ANN has no time */
+    config.hidden = o->hidden;
+    if (o->width) config.width_base = o->width;
+    config.spiking_readout = strcmp(o->loss, "mse") == 0;
+    config.dropout = o->dropout;
+    config.seed = (uint64_t)o->seed;
+    if (strcmp(o->encoding, "poisson") == 0) config.encoding = SNN_ENCODING_POISSON;
+    return config;
 }
 
 void train_options_print(FILE *out, const char *indent, const train_options *o,

@@ -30,6 +30,8 @@ typedef struct train_options {
     int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
     bool tf32, symmetric;
     bool explain;            /* print the execution plan of the first step (snn_model_explain) */
+    bool overwrite;          /* a new run may replace the checkpoint in --out */
+    bool allow_changes;      /* --resume may take a new learning rate, schedule, ... */
     float tau, lr, momentum, weight_decay, min_lr;
     train_dist_options dist;
     float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
@@ -61,9 +63,16 @@ train_options train_defaults(void);
  * returns how many. */
 int train_option_table(train_options *o, option *table);
 
-/* Checks the values that need no data and fills *schedule from them. 0, or 2 (a bad command
- * line) with the message printed. */
+/* Checks the values that need no data and fills *schedule from them: a message for each bad
+ * one, naming the flag, the value and what was expected ("snn-train: --batch-size 0: expected
+ * an integer >= 1"; a name that is none of the choices with the nearest one). 0, or 2 (a bad
+ * command line) with the messages printed. */
 int train_options_check(const train_options *o, snn_schedule *schedule);
+
+/* The model a new run builds from the flags (train_options_check passed): kind, neuron and its
+ * constants, surrogate, T, width, hidden units, encoding, dropout and seed; the input and
+ * classes come from the data. */
+snn_model_config train_model_config(const train_options *o);
 
 /* Prints, each line opening with `indent`, what a run trains with beyond its model (see
  * app/run_config.h for the model's lines): the loss, the optimizer with its learning rate and

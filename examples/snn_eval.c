@@ -3,6 +3,7 @@
  * the firing rate of every neuron layer and the confusion matrix.
  *
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/checkpoint.safetensors
+ *   build/bin/snn-eval runs/fashion-mnist-cnn          (a run's folder: its checkpoint)
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors
  *   build/bin/snn-eval --checkpoint runs/fashion-mnist-cnn/best.safetensors --kernels ref
  *   build/bin/snn-eval --nir model.nir --T 4     (a NIR graph instead: app/nir_eval.h)
@@ -41,7 +42,10 @@ int main(int argc, char **argv)
     bool raw_weights = false;
     const char *nir_file = NULL; /* --nir runs nir_eval_main above; listed for --help */
     option table[] = {
-        {"--checkpoint", OPT_STRING, &checkpoint, "checkpoint written by snn-train (required)"},
+        {"--checkpoint", OPT_STRING, &checkpoint,
+         "checkpoint written by snn-train, or a run's folder: its checkpoint.safetensors "
+         "(required)"},
+        {"CHECKPOINT", OPT_STRING, &checkpoint, "the same as --checkpoint"},
         {"--dataset", OPT_STRING, &dataset, "data set (default: the one the checkpoint was trained on)"},
         {"--data", OPT_STRING, &data, "folder or archive of the data set"},
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
@@ -61,10 +65,16 @@ int main(int argc, char **argv)
     int parsed = parse_options(argc, argv, "Evaluates a checkpoint on the test split.", table,
                                (int)(sizeof table / sizeof table[0]));
     if (parsed) return parsed == 2 ? 0 : 2;
+    char checkpoint_file[1024]; /* a run's folder: the checkpoint in it */
+    if (checkpoint &&
+        checkpoint_in_folder("snn-eval", &checkpoint, checkpoint_file, sizeof checkpoint_file))
+        return 1;
     snn_precision precision;
-    if (snn_precision_parse(precision_name, &precision) != SNN_OK ||
-        snn_set_precision(precision) != SNN_OK) {
-        fprintf(stderr, "snn-eval: --precision: %s\n", snn_last_error());
+    static const char *const precisions[] = {"fp32", "tf32", "bf16"};
+    if (snn_precision_parse(precision_name, &precision) != SNN_OK)
+        return option_bad_choice("snn-eval", "--precision", precision_name, precisions, 3);
+    if (snn_set_precision(precision) != SNN_OK) {
+        fprintf(stderr, "snn-eval: --precision %s: %s\n", precision_name, snn_last_error());
         return 2;
     }
     if (precision != SNN_PRECISION_FP32 && strcmp(device_name, "cuda") != 0) {

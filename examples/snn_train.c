@@ -49,6 +49,7 @@
 #include "app/train_checkpoint.h"
 #include "app/train_dist.h"
 #include "app/train_options.h"
+#include "app/train_resume.h"
 #include "snn.h"
 
 /* ---- one training epoch ------------------------------------------------------------------- */
@@ -215,6 +216,14 @@ static int fail(const char *what)
     return 1;
 }
 
+/* fail() for a flag: 2 when its value was the cause (a bad name: SNN_ERR_ARGUMENT), else 1 */
+static int fail_flag(const char *flag)
+{
+    bool bad_value = snn_last_status() == SNN_ERR_ARGUMENT;
+    fail(flag);
+    return bad_value ? 2 : 1;
+}
+
 /* Frees the data sets on a way out before the model exists; returns `code`. */
 static int drop_data(snn_dataset *train, snn_dataset *test, int code)
 {
@@ -228,18 +237,38 @@ int main(int argc, char **argv)
 {
     train_options o = train_defaults();
     option table[TRAIN_MAX_OPTIONS];
+    bool given[TRAIN_MAX_OPTIONS];
     int n_opts = train_option_table(&o, table);
-    int parsed = parse_options(argc, argv, TRAIN_SUMMARY, table, n_opts);
+    int parsed = parse_options_given(argc, argv, TRAIN_SUMMARY, table, n_opts, given);
     if (parsed) return parsed == 2 ? 0 : 2;
+    if (o.tf32) { /* --tf32 is --precision tf32 */
+        o.precision = "tf32";
+        given[option_find(table, n_opts, "--precision") - table] = true;
+    }
     run_signals_install();
     evaluate_stop_flag = &run_stop_signal;
     train_dist_default_device(&o.dist, argc, argv, &o.device);
 
     /* validate the simple values first, naming the flag */
-    snn_device device;
-    if (snn_device_parse(o.device, &device) != SNN_OK) return fail("--device");
     snn_schedule schedule;
     if (train_options_check(&o, &schedule)) return 2;
+
+    /* --resume: the model's configuration and the training flags come from the checkpoint;
+     * those given here must agree with them (app/train_resume.h) */
+    snn_model_config config;
+    snn_metadata resume_meta = {0};
+    train_start start = {.accuracy = -1.0, .best_accuracy = -1.0};
+    int rank_here = 0, ranks = train_dist_planned_ranks(&o.dist, &rank_here);
+    if (o.resume) {
+        int code = train_resume_read(&o, &resume_meta, &config, &start);
+        if (!code)
+            code = train_resume_flags(&o, table, n_opts, given, ranks, &resume_meta, &config,
+                                      rank_here != 0);
+        if (!code && train_options_check(&o, &schedule)) code = 2; /* the restored values */
+        if (code) return code;
+    }
+    snn_device device;
+    if (snn_device_parse(o.device, &device) != SNN_OK) return fail_flag("--device");
     if (run_kernels_select("snn-train", o.kernels, o.device)) return 2; /* ref: cpu only */
     if (device == SNN_CUDA && !snn_cuda_available()) {
         fprintf(stderr, "snn-train: --device cuda: %s\n", snn_cuda_compiled() ?
@@ -248,7 +277,7 @@ int main(int argc, char **argv)
     }
     if (o.log_every == 0) o.log_every = device == SNN_CUDA ? 20 : 1;
     snn_precision precision;
-    if (snn_precision_parse(o.tf32 ? "tf32" : o.precision, &precision) != SNN_OK) return fail("--precision");
+    if (snn_precision_parse(o.precision, &precision) != SNN_OK) return fail_flag("--precision");
     if (precision != SNN_PRECISION_FP32 && device != SNN_CUDA) {
         fprintf(stderr, "snn-train: --precision %s runs on the GPU's tensor cores; the cpu kernels "
                 "are fp32 (hint: add --device cuda, or drop --precision)\n", snn_precision_name(precision));
@@ -262,46 +291,17 @@ int main(int argc, char **argv)
     bool rank0 = train_dist_rank0(dist);
     o.world_size = snn_dist_world_size(dist);
 
-    /* the model's configuration: from the flags, or from the checkpoint when resuming */
-    snn_model_config config;
-    snn_metadata resume_meta = {0};
-    train_start start = {.accuracy = -1.0, .best_accuracy = -1.0};
-    if (o.resume) {
-        int code = train_resume_read(&o, &resume_meta, &config, &start);
-        if (code) return code;
-    } else {
-        snn_model_kind kind;
-        if (snn_model_kind_parse(o.model, &kind) != SNN_OK) return fail("--model");
-        config = snn_model_config_default(kind);
-        snn_neuron_kind nk;
-        if (snn_neuron_kind_parse(o.neuron, &nk) != SNN_OK) return fail("--neuron");
-        config.neuron = snn_neuron_config_default(nk);
-        config.neuron.tau = o.tau;
-        if (o.levels) config.neuron.levels = o.levels;
-        config.neuron.symmetric = o.symmetric;
-        if (snn_surrogate_parse(o.surrogate, &config.neuron.surrogate) != SNN_OK) return fail("--surrogate");
-        config.time_steps = snn_neuron_is_ann(nk) ? 1 : o.time_steps; /* an ANN has no time */
-        config.hidden = o.hidden;
-        if (o.width) config.width_base = o.width;
-        config.spiking_readout = strcmp(o.loss, "mse") == 0;
-        config.dropout = o.dropout;
-        config.seed = (uint64_t)o.seed;
-        if (strcmp(o.encoding, "poisson") == 0) config.encoding = SNN_ENCODING_POISSON;
-        else if (strcmp(o.encoding, "direct") != 0) {
-            fprintf(stderr, "snn-train: bad --encoding '%s' (expected direct or poisson)\n", o.encoding);
-            return 2;
-        }
-    }
+    if (!o.resume) config = train_model_config(&o); /* the rest comes with the data */
 
     /* data (event sets: T frames per sample, T = the model's time steps) */
     snn_event_frames frames = {config.time_steps, SNN_SPLIT_BY_NUMBER, o.downsample};
-    if (snn_event_split_parse(o.split_by, &frames.split_by) != SNN_OK) return fail("--split-by");
+    if (snn_event_split_parse(o.split_by, &frames.split_by) != SNN_OK) return fail_flag("--split-by");
     snn_dataset train_full, test_full;
     if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TRAIN, &frames, &train_full) != SNN_OK)
-        return fail("--dataset");
+        return fail_flag("--dataset");
     if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TEST, &frames, &test_full) != SNN_OK) {
         snn_dataset_free(&train_full);
-        return fail("--dataset");
+        return fail_flag("--dataset");
     }
     snn_dataset train = train_full, test = test_full; /* views, possibly shortened */
     if (o.limit_train && o.limit_train < train.count) train.count = o.limit_train;
@@ -319,8 +319,8 @@ int main(int argc, char **argv)
         return drop_data(&train_full, &test_full, 2);
     }
     if (o.crop_padding > train.height / 2) {
-        fprintf(stderr, "snn-train: bad --crop-padding %d (expected 0..%d, half the height of the "
-                "%dx%d images; hint: 4 for 32x32, 2 for 28x28)\n", o.crop_padding,
+        fprintf(stderr, "snn-train: --crop-padding %d: expected 0..%d, half the height of the "
+                "%dx%d images (hint: 4 for 32x32, 2 for 28x28)\n", o.crop_padding,
                 train.height / 2, train.height, train.width);
         return drop_data(&train_full, &test_full, 2);
     }
@@ -340,11 +340,12 @@ int main(int argc, char **argv)
 
     /* the output folder, locked for this run before anything is built or trained */
     char out_dir[512], path[1024];
-    if (o.out) snprintf(out_dir, sizeof out_dir, "%s", o.out);
-    else snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.dataset, o.model);
-    if (rank0 && ((!o.out && make_dir("runs")) || make_dir(out_dir) ||
+    train_out_dir(&o, out_dir, sizeof out_dir);
+    if (rank0 && (make_dirs("snn-train", o.out ? "--out" : "the output folder", out_dir) ||
                   run_lock_folder("snn-train", out_dir, argc, argv))) /* rank 0 writes the files */
         return drop_data(&train_full, &test_full, 1);
+    if (rank0 && train_out_check(out_dir, &o)) /* another run's checkpoint is there */
+        return drop_data(&train_full, &test_full, 2);
 
     /* memory: the model, one step and the batches must fit before any of it is allocated */
     int optimizer_states = strcmp(o.optimizer, "sgd") ? 2 : o.momentum > 0.0f ? 1 : 0;
@@ -366,6 +367,7 @@ int main(int argc, char **argv)
     snn_memory_estimate memory;
     if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;
+    o.augment = augment; /* as the checkpoint records it */
     snn_loader_config lc = snn_loader_config_default();
     lc.batch_size = o.batch_size;
     lc.seed = (uint64_t)o.seed;
