@@ -32,7 +32,8 @@
  * How. snn_synops_new points the model's plan at the count; from then on every forward of one
  * of its Conv2d or Linear layers (on its own or inside a fused op) hands its input here before
  * it runs. The input is read on the host: a CPU tensor in place, a CUDA tensor copied over in
- * slices of at most 16 MiB, so counting on a GPU costs a copy of every such input.
+ * slices of at most 16 MiB, so counting on a GPU costs a copy of every such input (and a wait
+ * for it: do not count while a snn_forward_graph records).
  */
 #ifndef SNN_NN_SYNOPS_H
 #define SNN_NN_SYNOPS_H
