@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "cpu_threads.h"
+#include "kernels/elementwise_math.h"
 #include "kernels_cpu.h"
 
 void snn_fill_cpu(float *out, float value, int64_t n)
@@ -38,64 +39,18 @@ void snn_lerp_cpu(float *y, const float *x, float weight, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += weight * (x[i] - y[i]);
 }
 
-static float unary(snn_unary_op op, float x, float param)
-{
-    switch (op) {
-    case SNN_UNARY_NEG: return -x;
-    case SNN_UNARY_EXP: return expf(x);
-    case SNN_UNARY_LOG: return logf(x);
-    case SNN_UNARY_RELU: return x > 0.0f ? x : 0.0f;
-    case SNN_UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case SNN_UNARY_SCALE: return param * x;
-    case SNN_UNARY_ADD_SCALAR: return x + param;
-    case SNN_UNARY_SQUARE: return x * x;
-    case SNN_UNARY_HEAVISIDE: return x >= 0.0f ? 1.0f : 0.0f;
-    case SNN_UNARY_COUNT: break;
-    }
-    return NAN;
-}
-
-/* d op(x) / dx, given x and y = op(x) */
-static float unary_derivative(snn_unary_op op, float x, float y, float param)
-{
-    switch (op) {
-    case SNN_UNARY_NEG: return -1.0f;
-    case SNN_UNARY_EXP: return y;
-    case SNN_UNARY_LOG: return 1.0f / x;
-    case SNN_UNARY_RELU: return x > 0.0f ? 1.0f : 0.0f;
-    case SNN_UNARY_SIGMOID: return y * (1.0f - y);
-    case SNN_UNARY_SCALE: return param;
-    case SNN_UNARY_ADD_SCALAR: return 1.0f;
-    case SNN_UNARY_SQUARE: return 2.0f * x;
-    case SNN_UNARY_HEAVISIDE: return 0.0f;
-    case SNN_UNARY_COUNT: break;
-    }
-    return NAN;
-}
-
 void snn_unary_forward_cpu(snn_unary_op op, float *out, const float *x, float param, int64_t n)
 {
 #pragma omp parallel for num_threads(snn_cpu_threads(n))
-    for (int64_t i = 0; i < n; i++) out[i] = unary(op, x[i], param);
+    for (int64_t i = 0; i < n; i++) out[i] = snn_unary_value(op, x[i], param);
 }
 
 void snn_unary_backward_cpu(snn_unary_op op, float *dx, const float *dout, const float *x,
                             const float *out, float param, int64_t n)
 {
 #pragma omp parallel for num_threads(snn_cpu_threads(n))
-    for (int64_t i = 0; i < n; i++) dx[i] += dout[i] * unary_derivative(op, x[i], out[i], param);
-}
-
-static float binary(snn_binary_op op, float a, float b)
-{
-    switch (op) {
-    case SNN_BINARY_ADD: return a + b;
-    case SNN_BINARY_SUB: return a - b;
-    case SNN_BINARY_MUL: return a * b;
-    case SNN_BINARY_DIV: return a / b;
-    case SNN_BINARY_COUNT: break;
-    }
-    return NAN;
+    for (int64_t i = 0; i < n; i++)
+        dx[i] += dout[i] * snn_unary_derivative(op, x[i], out[i], param);
 }
 
 /* Offsets of out's flat index i into a and b under the broadcast strides. */
@@ -118,28 +73,15 @@ void snn_binary_forward_cpu(snn_binary_op op, float *out, const float *a, const 
     int64_t n = bc->numel;
     if (bc->same_shape) {
 #pragma omp parallel for num_threads(snn_cpu_threads(n))
-        for (int64_t i = 0; i < n; i++) out[i] = binary(op, a[i], b[i]);
+        for (int64_t i = 0; i < n; i++) out[i] = snn_binary_value(op, a[i], b[i]);
         return;
     }
 #pragma omp parallel for num_threads(snn_cpu_threads(n))
     for (int64_t i = 0; i < n; i++) {
         int64_t ia, ib;
         broadcast_offsets(bc, i, &ia, &ib);
-        out[i] = binary(op, a[ia], b[ib]);
+        out[i] = snn_binary_value(op, a[ia], b[ib]);
     }
-}
-
-/* d(a op b)/da and d(a op b)/db */
-static void binary_derivatives(snn_binary_op op, float a, float b, float *dda, float *ddb)
-{
-    switch (op) {
-    case SNN_BINARY_ADD: *dda = 1.0f; *ddb = 1.0f; return;
-    case SNN_BINARY_SUB: *dda = 1.0f; *ddb = -1.0f; return;
-    case SNN_BINARY_MUL: *dda = b; *ddb = a; return;
-    case SNN_BINARY_DIV: *dda = 1.0f / b; *ddb = -a / (b * b); return;
-    case SNN_BINARY_COUNT: break;
-    }
-    *dda = *ddb = NAN;
 }
 
 void snn_binary_backward_cpu(snn_binary_op op, float *da, float *db, const float *dout,
@@ -150,7 +92,7 @@ void snn_binary_backward_cpu(snn_binary_op op, float *da, float *db, const float
 #pragma omp parallel for num_threads(snn_cpu_threads(n))
         for (int64_t i = 0; i < n; i++) {
             float dda, ddb;
-            binary_derivatives(op, a[i], b[i], &dda, &ddb);
+            snn_binary_derivatives(op, a[i], b[i], &dda, &ddb);
             if (da) da[i] += dout[i] * dda;
             if (db) db[i] += dout[i] * ddb;
         }
@@ -162,7 +104,7 @@ void snn_binary_backward_cpu(snn_binary_op op, float *da, float *db, const float
         int64_t ia, ib;
         broadcast_offsets(bc, i, &ia, &ib);
         float dda, ddb;
-        binary_derivatives(op, a[ia], b[ib], &dda, &ddb);
+        snn_binary_derivatives(op, a[ia], b[ib], &dda, &ddb);
         if (da) da[ia] += dout[i] * dda;
         if (db) db[ib] += dout[i] * ddb;
     }

@@ -14,6 +14,7 @@
  * element of the operand, summing its out elements in a fixed order: deterministic, no atomics.
  */
 #include "cuda_common.cuh"
+#include "kernels/elementwise_math.h"
 #include "kernels_cuda.h"
 
 /* ---- fill, axpy, lerp ------------------------------------------------------------------------ */
@@ -68,48 +69,12 @@ extern "C" void snn_lerp_cuda(float *y, const float *x, float weight, int64_t n)
 
 /* ---- unary ----------------------------------------------------------------------------------- */
 
-/* y = op(x), the same float expressions as unary() in elementwise.c */
-static __device__ __forceinline__ float unary_value(snn_unary_op op, float x, float param)
-{
-    switch (op) {
-    case SNN_UNARY_NEG: return -x;
-    case SNN_UNARY_EXP: return expf(x);
-    case SNN_UNARY_LOG: return logf(x);
-    case SNN_UNARY_RELU: return x > 0.0f ? x : 0.0f;
-    case SNN_UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case SNN_UNARY_SCALE: return param * x;
-    case SNN_UNARY_ADD_SCALAR: return x + param;
-    case SNN_UNARY_SQUARE: return x * x;
-    case SNN_UNARY_HEAVISIDE: return x >= 0.0f ? 1.0f : 0.0f;
-    case SNN_UNARY_COUNT: break;
-    }
-    return __int_as_float(0x7fc00000); /* NaN: an op this file does not know */
-}
-
-/* d op(x)/dx given x and y = op(x), as unary_derivative() in elementwise.c */
-static __device__ __forceinline__ float unary_slope(snn_unary_op op, float x, float y, float param)
-{
-    switch (op) {
-    case SNN_UNARY_NEG: return -1.0f;
-    case SNN_UNARY_EXP: return y;
-    case SNN_UNARY_LOG: return 1.0f / x;
-    case SNN_UNARY_RELU: return x > 0.0f ? 1.0f : 0.0f;
-    case SNN_UNARY_SIGMOID: return y * (1.0f - y);
-    case SNN_UNARY_SCALE: return param;
-    case SNN_UNARY_ADD_SCALAR: return 1.0f;
-    case SNN_UNARY_SQUARE: return 2.0f * x;
-    case SNN_UNARY_HEAVISIDE: return 0.0f;
-    case SNN_UNARY_COUNT: break;
-    }
-    return __int_as_float(0x7fc00000);
-}
-
 /* out[i] = op(x[i]).  Traffic: 4 B read, 4 B written.  CPU: snn_unary_forward_cpu.
  * `op` is the same for every thread, so the switch never diverges. */
 static __global__ void unary_forward_kernel(snn_unary_op op, float *out, const float *x,
                                             float param, int64_t n)
 {
-    SNN_GRID_STRIDE_LOOP(i, n) out[i] = unary_value(op, x[i], param);
+    SNN_GRID_STRIDE_LOOP(i, n) out[i] = snn_unary_value(op, x[i], param);
 }
 
 extern "C" void snn_unary_forward_cuda(snn_unary_op op, float *out, const float *x, float param,
@@ -126,7 +91,7 @@ static __global__ void unary_backward_kernel(snn_unary_op op, float *dx, const f
                                              const float *x, const float *out, float param,
                                              int64_t n)
 {
-    SNN_GRID_STRIDE_LOOP(i, n) dx[i] += dout[i] * unary_slope(op, x[i], out[i], param);
+    SNN_GRID_STRIDE_LOOP(i, n) dx[i] += dout[i] * snn_unary_derivative(op, x[i], out[i], param);
 }
 
 extern "C" void snn_unary_backward_cuda(snn_unary_op op, float *dx, const float *dout,
@@ -139,37 +104,11 @@ extern "C" void snn_unary_backward_cuda(snn_unary_op op, float *dx, const float 
 
 /* ---- binary ---------------------------------------------------------------------------------- */
 
-static __device__ __forceinline__ float binary_value(snn_binary_op op, float a, float b)
-{
-    switch (op) {
-    case SNN_BINARY_ADD: return a + b;
-    case SNN_BINARY_SUB: return a - b;
-    case SNN_BINARY_MUL: return a * b;
-    case SNN_BINARY_DIV: return a / b;
-    case SNN_BINARY_COUNT: break;
-    }
-    return __int_as_float(0x7fc00000);
-}
-
-/* d(a op b)/da and d(a op b)/db, as binary_derivatives() in elementwise.c */
-static __device__ __forceinline__ void binary_slopes(snn_binary_op op, float a, float b,
-                                                     float *dda, float *ddb)
-{
-    switch (op) {
-    case SNN_BINARY_ADD: *dda = 1.0f; *ddb = 1.0f; return;
-    case SNN_BINARY_SUB: *dda = 1.0f; *ddb = -1.0f; return;
-    case SNN_BINARY_MUL: *dda = b; *ddb = a; return;
-    case SNN_BINARY_DIV: *dda = 1.0f / b; *ddb = -a / (b * b); return;
-    case SNN_BINARY_COUNT: break;
-    }
-    *dda = *ddb = __int_as_float(0x7fc00000);
-}
-
 /* out[i] = a[i] op b[i] for same shapes.  Traffic: 8 B read, 4 B written. */
 static __global__ void binary_forward_same_kernel(snn_binary_op op, float *out, const float *a,
                                                   const float *b, int64_t n)
 {
-    SNN_GRID_STRIDE_LOOP(i, n) out[i] = binary_value(op, a[i], b[i]);
+    SNN_GRID_STRIDE_LOOP(i, n) out[i] = snn_binary_value(op, a[i], b[i]);
 }
 
 /* out[i] = a[ia(i)] op b[ib(i)] with broadcast offsets.  Traffic: 4 B written per output; a
@@ -186,7 +125,7 @@ static __global__ void binary_forward_broadcast_kernel(snn_binary_op op, float *
             ia += coord * bc.stride_a[d];
             ib += coord * bc.stride_b[d];
         }
-        out[i] = binary_value(op, a[ia], b[ib]);
+        out[i] = snn_binary_value(op, a[ia], b[ib]);
     }
 }
 
@@ -211,7 +150,7 @@ static __global__ void binary_backward_same_kernel(snn_binary_op op, float *da, 
 {
     SNN_GRID_STRIDE_LOOP(i, n) {
         float dda, ddb;
-        binary_slopes(op, a[i], b[i], &dda, &ddb);
+        snn_binary_derivatives(op, a[i], b[i], &dda, &ddb);
         if (da) da[i] += dout[i] * dda;
         if (db) db[i] += dout[i] * ddb;
     }
@@ -255,7 +194,7 @@ static __device__ __forceinline__ double gather_term(snn_binary_op op, const bro
         ib += coord[d] * g.bc.stride_b[d];
     }
     float dda, ddb;
-    binary_slopes(op, a[ia], b[ib], &dda, &ddb);
+    snn_binary_derivatives(op, a[ia], b[ib], &dda, &ddb);
     return (double)(dout[i] * (g.which == 0 ? dda : ddb));
 }
 
