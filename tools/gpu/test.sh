@@ -10,7 +10,8 @@
 #            is set; ONLY=REGEX runs just the tests whose names match instead
 #   bits     a 16-step CUDA ResNet-18 training (BF16 and fp32, deterministic in both) in this
 #            tree and in .carry/base-src.tgz: for a change that claims to keep the bits, the two
-#            checkpoints (every weight and Adam moment) must be the same bytes
+#            checkpoints (every weight and Adam moment) must be the same bytes; BITS_EXCEPT=REGEX
+#            leaves out the tensors a change alters on purpose (tools/gpu/same_tensors.py)
 #   memory   the memory estimate against the measured step on the GPU, SIGTERM and resume on
 #            CUDA (ctest cuda_memory_estimate, cuda_train), and sizes too large for the GPU
 #            refused before anything is allocated (exit 2, not 137)
@@ -67,7 +68,8 @@ for stage in "${@:-all}"; do
       done
       log "bits $p: checkpoint.safetensors of this tree against the base"
       python3 tools/gpu/same_tensors.py /tmp/bits_new_$p/checkpoint.safetensors \
-        /tmp/bits_base_$p/checkpoint.safetensors 2>&1 | summary
+        /tmp/bits_base_$p/checkpoint.safetensors ${BITS_EXCEPT:+--except "$BITS_EXCEPT"} 2>&1 |
+        summary
       grep -E "^epoch" "$LOGS"/bits_*_$p.txt | summary
     done ;;
   memory)
