@@ -86,10 +86,6 @@ void snn_batchnorm_backward_apply_cpu(float *dx, float *dgamma, float *dbeta, co
 /* loss.c */
 void snn_log_softmax_forward_cpu(float *out, const float *x, int N, int C);
 void snn_log_softmax_backward_cpu(float *dx, const float *dout, const float *out, int N, int C);
-void snn_nll_forward_cpu(float *loss, const float *logp, const float *labels, int N, int C,
-                         float scale);
-void snn_nll_backward_cpu(float *dlogp, const float *dloss, const float *labels, int N, int C,
-                          float scale);
 void snn_one_hot_cpu(float *out, const float *labels, int N, int C);
 
 /* dropout.c */

@@ -1,6 +1,8 @@
 /*
- * loss.c - CPU reference kernels of the classification losses (kernels/kernels.h):
- * log-softmax, negative log-likelihood and one-hot encoding.
+ * loss.c - fast CPU kernels of the classification losses (kernels/kernels.h): log-softmax,
+ * threaded over rows, and one-hot encoding. The negative log-likelihood gathers one element a
+ * row, which no blocking or threading speeds up: the fast table takes the reference's
+ * (kernels/ref/loss.c).
  *
  * Dimensions: N rows (samples), C classes. labels (N) hold class indices stored as floats
  * (0.0f, 1.0f, ...); the op layer checks that they are whole numbers in [0, C), so the kernels
@@ -10,9 +12,6 @@
  * and the largest term is exp(0) = 1, so the log never sees 0):
  *     out[c] = x[c] - m - log(sum_j exp(x[j] - m)),       m = max_j x[j]
  *     dx[c] += dout[c] - exp(out[c]) sum_j dout[j]        (softmax = exp(out), saved by forward)
- * negative log-likelihood with a scale (1/N for the mean, 1 for the sum):
- *     loss   = -scale sum_n logp[n, label[n]]
- *     dlogp[n, label[n]] += -scale dloss                 (dloss is a device scalar: a pointer)
  *
  * Sums over a row run in double in index order; rows are independent, so the OpenMP loop over
  * rows gives the same bits for any number of threads.
@@ -65,28 +64,6 @@ void snn_log_softmax_backward_cpu(float *dx, const float *dout, const float *out
         const float s = (float)sum;
         for (int c = 0; c < C; c++) dxr[c] += gr[c] - expf(orow[c]) * s;
     }
-}
-
-/*
- * NLL forward: one gathered element per row, summed in double in row order (N is a batch,
- * small: no threads). Memory traffic: N labels + N log-probabilities read, 4 B written.
- */
-void snn_nll_forward_cpu(float *loss, const float *logp, const float *labels, int N, int C,
-                         float scale)
-{
-    double sum = 0.0;
-    for (int n = 0; n < N; n++) sum += (double)logp[(int64_t)n * C + (int)labels[n]];
-    loss[0] = (float)(-(double)scale * sum);
-}
-
-/* NLL backward: one scattered element per row. Memory traffic: N labels read, N
- * read-modify-writes of dlogp; the other N*(C-1) gradients are untouched (they are 0). */
-void snn_nll_backward_cpu(float *dlogp, const float *dloss, const float *labels, int N, int C,
-                          float scale)
-{
-    if (!dlogp) return;
-    const float g = -scale * dloss[0];
-    for (int n = 0; n < N; n++) dlogp[(int64_t)n * C + (int)labels[n]] += g;
 }
 
 /* one-hot: out (N, C) = 0 except out[n, label[n]] = 1. Memory traffic: 4 B written per

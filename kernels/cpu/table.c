@@ -1,8 +1,10 @@
 /*
  * table.c - the fast CPU kernel table: blocked, vectorised and threaded kernels, each checked
  * against the reference table (kernels/ref/table.c) by tests/test_backend_ops.c. Host memory
- * is tensor/host_memory.c's, shared with the reference table.
+ * is tensor/host_memory.c's, shared with the reference table, and so are the few kernels whose
+ * plain loop nothing speeds up (they name their _ref function below).
  */
+#include "kernels/ref/kernels_ref.h"
 #include "kernels_cpu.h"
 #include "tensor/host_memory.h"
 
@@ -45,8 +47,8 @@ const snn_kernels snn_kernels_cpu = {
     .batchnorm_backward_apply = snn_batchnorm_backward_apply_cpu,
     .log_softmax_forward = snn_log_softmax_forward_cpu,
     .log_softmax_backward = snn_log_softmax_backward_cpu,
-    .nll_forward = snn_nll_forward_cpu,
-    .nll_backward = snn_nll_backward_cpu,
+    .nll_forward = snn_nll_forward_ref,   /* one gather a row: the plain loop is the fast one */
+    .nll_backward = snn_nll_backward_ref,
     .one_hot = snn_one_hot_cpu,
     .argmax_rows = snn_argmax_rows_cpu,
     .dropout_mask = snn_dropout_mask_cpu,

@@ -85,7 +85,7 @@ extern "C" void snn_log_softmax_backward_cuda(float *dx, const float *dout, cons
 }
 
 /* One block: loss[0] = -scale sum_n logp[n, label[n]] (double, fixed tree).
- * Traffic: 8 B read per row, 4 B written.  CPU: snn_nll_forward_cpu. */
+ * Traffic: 8 B read per row, 4 B written.  CPU: snn_nll_forward_ref. */
 static __global__ void nll_forward_kernel(float *loss, const float *logp, const float *labels,
                                           int N, int C, float scale)
 {
@@ -104,7 +104,7 @@ extern "C" void snn_nll_forward_cuda(float *loss, const float *logp, const float
 }
 
 /* dlogp[n, label[n]] += -scale dloss[0], one thread per row (rows never collide).
- * dloss is read on the device, so the backward needs no host sync.  CPU: snn_nll_backward_cpu. */
+ * dloss is read on the device, so the backward needs no host sync.  CPU: snn_nll_backward_ref. */
 static __global__ void nll_backward_kernel(float *dlogp, const float *dloss, const float *labels,
                                            int N, int C, float scale)
 {
