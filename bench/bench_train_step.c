@@ -11,7 +11,9 @@
  *                              [--conv-path auto|igemm|im2col|nhwc] [--no-fusion]
  *                              [--no-spike-packing]
  * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
- * (docs/ann2snn.md).
+ * (docs/ann2snn.md). On the CPU, SNN_KERNELS=ref times the reference kernels (kernels/ref/),
+ * which run no fused op: `SNN_KERNELS=ref bench_train_step --model cnn --T 2 --batch 128`
+ * against the same command without it is the main job's step on each kernel set.
  *
  * For each batch size: median ms per step (forward, backward, Adam update; timed with the
  * device synchronised around each step), images per second (counting each image once, not T
@@ -312,11 +314,13 @@ int main(int argc, char **argv)
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
     double gflop_per_image = resnet18 ? 3.0 * 2.0 * count_resnet18_macs(&c) * T / 1e9 : 0.0;
-    printf("%s, T=%d, width %d, %lld parameters, device %s, %s neurons (ATan), Adam, precision %s, "
-           "conv path %s, batch-norm -> neuron fusion %s, spikes kept as %s\n", model_name, T,
-           c.width_base, (long long)snn_module_num_parameters(model), device_name, neuron,
-           snn_precision_name(precision), conv_path, no_fusion ? "off" : "on",
-           no_packing ? "floats" : "bits");
+    /* the reference kernels run no fused op and keep spikes as floats (nn/plan.h) */
+    bool ref = device == SNN_CPU && snn_get_kernels() == SNN_KERNELS_REF;
+    printf("%s, T=%d, width %d, %lld parameters, device %s%s, %s neurons (ATan), Adam, "
+           "precision %s, conv path %s, batch-norm -> neuron fusion %s, spikes kept as %s\n",
+           model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
+           ref ? " (ref kernels)" : "", neuron, snn_precision_name(precision), conv_path,
+           no_fusion || ref ? "off" : "on", no_packing || ref ? "floats" : "bits");
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
