@@ -94,8 +94,7 @@ snn_tensor *snn_batchnorm2d(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'input' (training needs more than "
                               "one value per channel to compute a variance, got N*H*W = %lld)", fn,
                               (long long)l.N * l.H * l.W);
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_forward_train);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_forward_eval);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_backward);

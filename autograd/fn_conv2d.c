@@ -75,8 +75,7 @@ const snn_kernels *snn_conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor 
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'weight' (kernel %dx%d is larger "
                               "than the padded input %dx%d)", fn, d.KH, d.KW, l->H + 2 * pad,
                               l->W + 2 * pad);
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, conv2d_workspace_bytes);
     SNN_REQUIRE_KERNEL(k, fn, conv2d_forward);
     SNN_REQUIRE_KERNEL(k, fn, conv2d_backward);

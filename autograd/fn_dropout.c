@@ -38,8 +38,7 @@ static snn_tensor *dropout(const char *fn, snn_tensor *x, float p, bool training
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'shared_dims' (expected 0..%d "
                               "for a %d-D x, got %d)", fn, most, x->shape.ndim, shared_dims);
     if (!training || p == 0.0f) return x;
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, dropout_mask);
     snn_shape mask_shape = {.ndim = x->shape.ndim - shared_dims}; /* the dims not shared */
     for (int d = 0; d < mask_shape.ndim; d++) mask_shape.dim[d] = x->shape.dim[shared_dims + d];

@@ -31,8 +31,7 @@ static void unary_backward(snn_node *node)
 static snn_tensor *unary(const char *fn, snn_unary_op op, snn_tensor *x, float param)
 {
     if (snn_check_tensor(fn, "x", x)) return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, unary_forward);
     SNN_REQUIRE_KERNEL(k, fn, unary_backward);
     snn_tensor *y = snn_step_tensor(fn, x->shape, x->device);
@@ -125,8 +124,7 @@ static snn_tensor *binary_op(const char *fn, snn_binary_op op, snn_tensor *a, sn
     if (snn_check_same_device(fn, "a", a, "b", b)) return NULL;
     snn_broadcast bc;
     if (make_broadcast(fn, a, b, &bc)) return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, a->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(a->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, binary_forward);
     SNN_REQUIRE_KERNEL(k, fn, binary_backward);
     if (into_a && a->lifetime != SNN_STEP)

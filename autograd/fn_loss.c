@@ -37,8 +37,7 @@ snn_tensor *snn_log_softmax(snn_tensor *x)
 {
     const char *fn = "snn_log_softmax";
     if (snn_check_rank(fn, "x", x, 2, "(N, C)")) return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, log_softmax_forward);
     SNN_REQUIRE_KERNEL(k, fn, log_softmax_backward);
     snn_tensor *y = snn_step_tensor(fn, x->shape, x->device);
@@ -88,8 +87,7 @@ snn_tensor *snn_nll_loss(snn_tensor *logp, snn_tensor *labels)
     if (snn_check_rank(fn, "logp", logp, 2, "(N, C)") ||
         check_labels(fn, labels, logp->shape.dim[0], logp->shape.dim[1], logp->device))
         return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, logp->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(logp->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, nll_forward);
     SNN_REQUIRE_KERNEL(k, fn, nll_backward);
     int N = (int)logp->shape.dim[0], C = (int)logp->shape.dim[1];
@@ -137,8 +135,7 @@ snn_tensor *snn_one_hot(snn_tensor *labels, int classes)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'classes' (expected >= 1, got %d)",
                               fn, classes);
     if (check_labels(fn, labels, labels->shape.dim[0], classes, labels->device)) return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, labels->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(labels->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, one_hot);
     int N = (int)labels->shape.dim[0];
     snn_tensor *y = snn_step_tensor(fn, SNN_SHAPE(N, classes), labels->device);
@@ -150,8 +147,7 @@ snn_tensor *snn_argmax(snn_tensor *x)
 {
     const char *fn = "snn_argmax";
     if (snn_check_rank(fn, "x", x, 2, "(N, C)")) return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, argmax_rows);
     snn_tensor *y = snn_step_tensor(fn, SNN_SHAPE(x->shape.dim[0]), x->device);
     if (y) k->argmax_rows(y->data, x->data, (int)x->shape.dim[0], (int)x->shape.dim[1]);

@@ -41,8 +41,7 @@ static snn_tensor *pool(const char *fn, bool is_max, snn_tensor *x, int kernel, 
     if (l.H + 2 * pad < kernel || l.W + 2 * pad < kernel)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'kernel' (%d is larger than the "
                               "padded input %dx%d)", fn, kernel, l.H + 2 * pad, l.W + 2 * pad);
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     if (is_max) {
         SNN_REQUIRE_KERNEL(k, fn, max_pool2d_forward);
         SNN_REQUIRE_KERNEL(k, fn, max_pool2d_backward);

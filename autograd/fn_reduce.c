@@ -35,8 +35,7 @@ static snn_tensor *reduce(const char *fn, snn_tensor *x, int dim, bool keepdim, 
                               "shape %s, got %d)", fn, ndim, ndim - 1,
                               snn_shape_str(x->shape, buf, sizeof buf), dim);
     }
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, sum_dim);
     SNN_REQUIRE_KERNEL(k, fn, expand_dim);
     int64_t outer = 1, inner = 1, size = x->shape.dim[dim];
@@ -93,8 +92,7 @@ snn_tensor *snn_repeat_time(snn_tensor *x, int T)
     if (x->shape.ndim >= SNN_MAX_DIMS)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected at most %d dims, "
                               "got %d)", fn, SNN_MAX_DIMS - 1, x->shape.ndim);
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, expand_dim);
     SNN_REQUIRE_KERNEL(k, fn, axpy);
     snn_shape shape = {.ndim = x->shape.ndim + 1};

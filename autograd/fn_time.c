@@ -36,8 +36,7 @@ snn_tensor *snn_first_step(snn_tensor *x, int T)
     if (x->shape.ndim >= SNN_MAX_DIMS)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected at most %d dims, "
                               "got %d)", fn, SNN_MAX_DIMS - 1, x->shape.ndim);
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, copy);
     SNN_REQUIRE_KERNEL(k, fn, fill);
     SNN_REQUIRE_KERNEL(k, fn, axpy);
@@ -87,8 +86,7 @@ snn_tensor *snn_add_first_step(snn_tensor *x, snn_tensor *bias)
                               "channel of x, got %s)", fn, (long long)x->shape.dim[2],
                               snn_shape_str(bias->shape, buf, sizeof buf));
     if (snn_check_same_device(fn, "x", x, "bias", bias)) return NULL;
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, copy);
     SNN_REQUIRE_KERNEL(k, fn, axpy);
     SNN_REQUIRE_KERNEL(k, fn, bias_forward);

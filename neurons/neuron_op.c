@@ -46,8 +46,8 @@ const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
                               "neuron, got a tensor); hint: only plif and qclip learn a "
                               "parameter", fn, snn_neuron_kind_name(cfg->kind));
     }
-    const snn_neuron_kernels *k = snn_neuron_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    /* x exists, so its device has kernels (snn_tensor_new checks) */
+    const snn_neuron_kernels *k = snn_neuron_kernels_for(x->device);
     /* a table without this kind's kernels is a clear error, never a call through NULL (the
      * ANN kinds go to snn_relu and snn_qclip, which check their own) */
     if (cfg->kind == SNN_NEURON_STBIF) {

@@ -176,8 +176,7 @@ static snn_tensor *snn_model_encode(const snn_model_config *c, snn_tensor *x, ui
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected at most %d dims "
                               "so that a time axis fits, got %d)", fn, SNN_MAX_DIMS - 1,
                               x->shape.ndim);
-    const snn_kernels *k = snn_kernels_or_error(fn, x->device);
-    if (!k) return NULL;
+    const snn_kernels *k = snn_kernels_for(x->device); /* a table: snn_tensor_new checks */
     SNN_REQUIRE_KERNEL(k, fn, poisson_encode);
     int T = c->time_steps;
     snn_shape shape = {.ndim = x->shape.ndim + 1};

@@ -134,8 +134,7 @@ static snn_status check_slot(const snn_optimizer *opt, int i)
         return snn_error(SNN_ERR_STATE, "%s: parameter '%s' is on %s but its optimizer state is "
                          "on %s; hint: create the optimizer after snn_module_to()", fn, name,
                          snn_device_name(p->device), snn_device_name(s->device));
-    const snn_kernels *k = snn_kernels_or_error(fn, p->device);
-    if (!k) return snn_last_status();
+    const snn_kernels *k = snn_kernels_for(p->device); /* a table: snn_tensor_new checks */
     const bool sgd = opt->kind == SNN_OPT_SGD;
     if (sgd ? !k->sgd_update : !k->adam_update_many)
         return snn_error(SNN_ERR_UNSUPPORTED, "%s: the %s backend has no kernel '%s'", fn,
