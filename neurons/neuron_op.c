@@ -65,19 +65,17 @@ snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neu
     return kind == SNN_NEURON_STBIF ? k->stbif_forward : k->lif_forward;
 }
 
-/* BPTT through the whole run: one kernel call. */
+/* BPTT through the whole run: one kernel call. The tape calls it only when the output has a
+ * gradient, and the forward's snn_neuron_check_args made sure the kernel exists. */
 static void neuron_backward(snn_node *node)
 {
     const neuron_saved *sv = node->saved;
     snn_tensor *x = node->inputs[0], *w = node->inputs[1], *v_init = node->inputs[2];
-    if (!node->out->grad) return;
     float *dx = snn_grad_for(x), *dw = snn_grad_for(w), *dv_init = snn_grad_for(v_init);
     if (!dx && !dw && !dv_init) return;
     const snn_neuron_kernels *k = snn_neuron_kernels_for(x->device);
-    SNN_ASSERT(k);
     snn_neuron_backward_fn backward =
         sv->params.kind == SNN_NEURON_STBIF ? k->stbif_backward : k->lif_backward;
-    SNN_ASSERT(backward);
     const float *g = node->out->grad->data;
     const char *fn = "snn_neuron_multistep (backward)";
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
