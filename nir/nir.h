@@ -86,7 +86,8 @@ typedef struct snn_nir_info {
     int time_steps;            /**< T for inputs without a time axis (0: not known) */
     double dt;                 /**< the Euler step its dynamics run at (0: it has none) */
     bool dt_from_file;         /**< dt is the file's metadata, not the caller's */
-    int nodes, edges;          /**< its size */
+    int nodes;                 /**< how many nodes it has, Input and Output included */
+    int edges;                 /**< how many edges join them */
     int back_edges;            /**< edges that close a cycle: > 0 for a recurrent graph */
     char source[32];           /**< who wrote the file (metadata "source", "snn.c"), or "" */
 } snn_nir_info;
