@@ -23,6 +23,7 @@ int main(void)
 #include "nir/nir.h"
 #include "tests/nir/nir_graphs.h"
 #include "tests/nir/nir_reference.h"
+#include "tests/nir/nir_test_run.h"
 #include "snn.h"
 
 static char path[256];
@@ -32,15 +33,8 @@ static char path[256];
 static double on_device(const char *file, const char *const *order, int n_order, bool sequence,
                         int T, int N, snn_device device)
 {
-    snn_nir_options o = snn_nir_options_default();
-    o.time_steps = T;
-    o.device = device;
-    snn_module *m = snn_nir_load(file, &o);
-    CHECK(m != NULL);
-    if (!m) {
-        fprintf(stderr, "  %s\n", snn_last_error());
-        return INFINITY;
-    }
+    snn_module *m = nir_test_load(file, T, 0.0, device);
+    if (!m) return INFINITY;
     snn_nir_info info;
     CHECK_OK(snn_nir_graph_info(m, &info));
     snn_shape shape = {.ndim = info.input.ndim + (sequence ? 2 : 1)};
@@ -57,14 +51,7 @@ static double on_device(const char *file, const char *const *order, int n_order,
     for (int64_t k = 0; k < numel; k++) x[k] = 2.0f * snn_rng_uniform(&rng);
     nir_graph g;
     CHECK_OK(nir_read_hdf5(&g, file));
-    snn_no_grad_begin();
-    snn_step_begin();
-    snn_tensor *out = snn_nir_forward_steps(m, snn_from_host(shape, x, device));
-    bool ran = out && out->numel == count && out->device == device;
-    if (ran) snn_tensor_copy_to_host(out, y);
-    else fprintf(stderr, "  %s\n", snn_last_error());
-    snn_step_end();
-    snn_no_grad_end();
+    bool ran = nir_test_steps_on_host(m, shape, x, device, y, count);
     if (ran && ref_run(&g, order, n_order, info.dt, x, sequence, T, N, want) == 0) {
         worst = 0.0;
         for (int64_t k = 0; k < count; k++) worst = fmax(worst, fabs((double)y[k] - want[k]));
@@ -115,11 +102,7 @@ static void test_graphs_on_cuda(void)
 /* d(sum(steps * R)) / dx of the smooth recurrent graph, on `device`, into host memory dx */
 static void input_gradient(snn_device device, const float *x, const float *r, float *dx)
 {
-    snn_nir_options o = snn_nir_options_default();
-    o.time_steps = 6;
-    o.device = device;
-    snn_module *m = snn_nir_load(path, &o);
-    CHECK(m != NULL);
+    snn_module *m = nir_test_load(path, 6, 0.0, device);
     if (!m) return;
     snn_step_begin();
     snn_tensor *in = snn_from_host(SNN_SHAPE(2, 3), x, device);

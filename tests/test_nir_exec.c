@@ -30,6 +30,7 @@ int main(void)
 #include "nir/nir.h"
 #include "tests/nir/nir_graphs.h"
 #include "tests/nir/nir_reference.h"
+#include "tests/nir/nir_test_run.h"
 #include "nir/nir_run.h"
 #include "snn.h"
 
@@ -43,27 +44,13 @@ static snn_module *load(nir_graph *g, int T, double dt)
     g->dt = 1e-3;
     CHECK_OK(nir_write_hdf5(g, path));
     nir_graph_free(g);
-    snn_nir_options o = snn_nir_options_default();
-    o.time_steps = T;
-    o.dt = dt;
-    snn_module *m = snn_nir_load(path, &o);
-    if (!m) fprintf(stderr, "  %s\n", snn_last_error());
-    CHECK(m != NULL);
-    return m;
+    return nir_test_load(path, T, dt, SNN_CPU);
 }
 
 /* The Output at every step, (T, N, out...), into host memory y. */
 static bool steps_on_host(snn_module *m, snn_shape shape, const float *x, float *y, int64_t count)
 {
-    snn_no_grad_begin();
-    snn_step_begin();
-    snn_tensor *out = snn_nir_forward_steps(m, snn_from_host(shape, x, SNN_CPU));
-    bool ok = out && out->numel == count;
-    if (ok) snn_tensor_copy_to_host(out, y);
-    else fprintf(stderr, "  %s\n", out ? "unexpected output size" : snn_last_error());
-    snn_step_end();
-    snn_no_grad_end();
-    return ok;
+    return nir_test_steps_on_host(m, shape, x, SNN_CPU, y, count);
 }
 
 /* Builds a graph with `make`, runs it in snn.c and in the reference on x of `shape` (a

@@ -27,6 +27,7 @@ int main(void)
 
 #include "nir/nir.h"
 #include "tests/nir/nir_reference.h"
+#include "tests/nir/nir_test_run.h"
 #include "snn.h"
 
 #define FIXTURES "../shared/fixtures/nir/"
@@ -57,20 +58,6 @@ static bool same_graph(nir_graph *a, nir_graph *b)
     return same;
 }
 
-/* The Output at every step of `m` on x (host values of `shape`), into host memory y. */
-static bool run_steps(snn_module *m, snn_shape shape, const float *x, float *y, int64_t count)
-{
-    snn_no_grad_begin();
-    snn_step_begin();
-    snn_tensor *out = snn_nir_forward_steps(m, snn_from_host(shape, x, SNN_CPU));
-    bool ok = out && out->numel == count;
-    if (ok) snn_tensor_copy_to_host(out, y);
-    else fprintf(stderr, "  %s\n", out ? "unexpected output size" : snn_last_error());
-    snn_step_end();
-    snn_no_grad_end();
-    return ok;
-}
-
 /* Random inputs for the graph: (T, N, in...) event counts 0..3 when `events`, else (N, in...)
  * uniform in [0, scale). Returns the values (malloc'd) and their shape. */
 static float *random_input(const snn_nir_info *info, int T, int N, bool events, float scale,
@@ -98,12 +85,8 @@ static void test_round_trips(void)
         snprintf(path, sizeof path, FIXTURES "%s.nir", names[f]);
         nir_graph a, b;
         CHECK_OK(nir_read_hdf5(&a, path));
-        snn_nir_options o = snn_nir_options_default();
-        o.time_steps = 5;
-        snn_module *m = snn_nir_load(path, &o);
-        CHECK(m != NULL);
+        snn_module *m = nir_test_load(path, 5, 0.0, SNN_CPU);
         if (!m) {
-            fprintf(stderr, "  %s\n", snn_last_error());
             nir_graph_free(&a);
             continue;
         }
@@ -111,8 +94,7 @@ static void test_round_trips(void)
         CHECK_OK(nir_read_hdf5(&b, tmp));
         bool same = same_graph(&a, &b);
         CHECK(same);
-        snn_module *copy = snn_nir_load(tmp, &o);
-        CHECK(copy != NULL);
+        snn_module *copy = nir_test_load(tmp, 5, 0.0, SNN_CPU);
         snn_nir_info info;
         CHECK_OK(snn_nir_graph_info(m, &info));
         snn_shape shape;
@@ -120,8 +102,8 @@ static void test_round_trips(void)
         float *x = random_input(&info, 5, 2, events, 2.0f, 7, &shape);
         int64_t count = 5 * 2 * snn_shape_numel(info.output);
         float *y0 = malloc((size_t)count * sizeof *y0), *y1 = malloc((size_t)count * sizeof *y1);
-        bool ran = copy && run_steps(m, shape, x, y0, count) &&
-                   run_steps(copy, shape, x, y1, count);
+        bool ran = copy && nir_test_steps_on_host(m, shape, x, SNN_CPU, y0, count) &&
+                   nir_test_steps_on_host(copy, shape, x, SNN_CPU, y1, count);
         CHECK(ran && test_same_bits(y0, y1, (long)count));
         fprintf(stderr, "  %-16s %d nodes, %d edges, dt %g: read, written, read back: %s\n",
                 names[f], a.n_nodes, a.n_edges, a.dt, same && ran ? "the same" : "DIFFERENT");
@@ -146,15 +128,8 @@ static double compare(const char *name, const char *const *order, int n_order, d
 {
     char path[256];
     snprintf(path, sizeof path, FIXTURES "%s.nir", name);
-    snn_nir_options o = snn_nir_options_default();
-    o.time_steps = T;
-    o.dt = dt;
-    snn_module *m = snn_nir_load(path, &o);
-    CHECK(m != NULL);
-    if (!m) {
-        fprintf(stderr, "  %s\n", snn_last_error());
-        return INFINITY;
-    }
+    snn_module *m = nir_test_load(path, T, dt, SNN_CPU);
+    if (!m) return INFINITY;
     snn_nir_info info;
     CHECK_OK(snn_nir_graph_info(m, &info));
     snn_shape shape;
@@ -166,7 +141,7 @@ static double compare(const char *name, const char *const *order, int n_order, d
     nir_graph g;
     CHECK_OK(nir_read_hdf5(&g, path));
     double worst = INFINITY;
-    if (run_steps(m, shape, x, y, count) &&
+    if (nir_test_steps_on_host(m, shape, x, SNN_CPU, y, count) &&
         ref_run(&g, order, n_order, info.dt, x, events, T, N, want) == 0) {
         worst = 0.0;
         *activity = 0.0;

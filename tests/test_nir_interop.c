@@ -31,6 +31,7 @@ int main(void)
 
 #include "nir/nir.h"
 #include "tests/nir/nir_reference.h"
+#include "tests/nir/nir_test_run.h"
 #include "snn.h"
 
 #define PYTHON "PYTHONPATH=../shared/vendor /usr/bin/python3 tests/nir/nir_interop.py"
@@ -167,14 +168,8 @@ static double array_sum(const nir_array *a)
 static double run_against_reference(const char *path, const char *const *order, int n_order,
                                     int T, int N, int64_t *nonzero)
 {
-    snn_nir_options o = snn_nir_options_default();
-    o.time_steps = T;
-    snn_module *m = snn_nir_load(path, &o);
-    CHECK(m != NULL);
-    if (!m) {
-        fprintf(stderr, "  %s\n", snn_last_error());
-        return INFINITY;
-    }
+    snn_module *m = nir_test_load(path, T, 0.0, SNN_CPU);
+    if (!m) return INFINITY;
     snn_nir_info info;
     CHECK_OK(snn_nir_graph_info(m, &info));
     snn_shape shape = {.ndim = info.input.ndim + 1};
