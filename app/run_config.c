@@ -65,6 +65,11 @@ static void neuron_text(const snn_neuron_config *n, char *buf, size_t size)
                  n->kind == SNN_NEURON_PLIF ? "tau (initial, learned)" : "tau", (double)n->tau,
                  (double)n->v_threshold, reset, detach, n->decay_input ? "on" : "off");
         return;
+    case SNN_NEURON_ALIF:
+        snprintf(buf, size, "%s: tau %g, v_th %g + beta %g A (tau_adapt %g), %s, detach_reset %s, "
+                 "decay_input %s", kind, (double)n->tau, (double)n->v_threshold, (double)n->beta,
+                 (double)n->tau_adapt, reset, detach, n->decay_input ? "on" : "off");
+        return;
     case SNN_NEURON_STBIF:
         snn_stbif_bounds(n, &a_min, &a_max);
         snprintf(buf, size, "%s: theta %g, %d levels (spike count in [%d, %d]), detach_reset %s",

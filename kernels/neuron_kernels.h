@@ -39,6 +39,8 @@ typedef struct snn_neuron_params {
     bool decay_input;
     float theta;                 /* ST-BIF threshold; V[0] = theta / 2 */
     float a_min, a_max;          /* ST-BIF bounds of the spike count A (integers, kept as floats) */
+    float rho;                   /* ALIF: exp(-1 / tau_adapt), the adaptation's decay per step */
+    float beta;                  /* ALIF: threshold V_th + beta A[t-1] */
 } snn_neuron_params;
 
 /* Forward over T steps for every element.
@@ -68,6 +70,27 @@ typedef void (*snn_neuron_backward_fn)(float *dx, float *dv_init, float *dw, con
                                        const float *spike, const float *x, const float *v_init,
                                        const float *a_init, const float *w,
                                        const snn_neuron_params *p, const snn_neuron_dims *d);
+
+/* ALIF (adaptive LIF, kernels/neuron_math.h has the equations), forward over T steps:
+ *   spike   (T, M)  out: S
+ *   h_seq   (T, M)  out, saved for backward: H[t]; NULL in no-grad mode
+ *   th_seq  (T, M)  out, saved for backward: the threshold V_th + beta A[t-1]; NULL likewise
+ *   v_last, a_last (M) out: V and A after the last step, or NULL; may alias v_init, a_init
+ *   activity (T, N*C) out, or NULL
+ *   x       (T, M)  in
+ *   v_init, a_init (M) in: V and A before step 0, or NULL for V_reset and 0
+ * Backward (accumulates; H, S and the threshold come from h_seq and th_seq, nothing else):
+ *   dx (T, M), dv_init (M), da_init (M)  += their gradients, each may be NULL
+ *   dspike (T, M), dv_last (M), da_last (M)  the incoming gradients, each may be NULL (zero) */
+typedef void (*snn_alif_forward_fn)(float *spike, float *h_seq, float *th_seq, float *v_last,
+                                    float *a_last, float *activity, const float *x,
+                                    const float *v_init, const float *a_init,
+                                    const snn_neuron_params *p, const snn_neuron_dims *d);
+typedef void (*snn_alif_backward_fn)(float *dx, float *dv_init, float *da_init,
+                                     const float *dspike, const float *dv_last,
+                                     const float *da_last, const float *h_seq,
+                                     const float *th_seq, const snn_neuron_params *p,
+                                     const snn_neuron_dims *d);
 
 /* The input of a neuron layer fed by a training-mode batch-norm and, optionally, a residual
  * (snn_batchnorm_neuron): per element i of channel c = (i / plane) % C at step t,
@@ -128,6 +151,9 @@ typedef struct snn_neuron_kernels {
     /* IF and LIF fed by a batch-norm (and a residual) in one pass (lif.c) */
     snn_neuron_bn_forward_fn lif_bn_forward;
     snn_neuron_bn_backward_fn lif_bn_backward; /* NULL on the CPU */
+    /* ALIF (alif.c) */
+    snn_alif_forward_fn alif_forward;
+    snn_alif_backward_fn alif_backward;
     /* ST-BIF (stbif.c) */
     snn_neuron_forward_fn stbif_forward;
     snn_neuron_backward_fn stbif_backward;

@@ -23,6 +23,8 @@ snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind)
         .theta = 1.0f,
         .levels = 8,
         .symmetric = false,
+        .tau_adapt = 20.0f,
+        .beta = 1.8f,
     };
 }
 
@@ -38,7 +40,8 @@ bool snn_neuron_takes_bn_input(snn_neuron_kind kind)
 
 bool snn_neuron_spikes_are_binary(snn_neuron_kind kind)
 {
-    return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF || kind == SNN_NEURON_PLIF;
+    return kind == SNN_NEURON_IF || kind == SNN_NEURON_LIF || kind == SNN_NEURON_PLIF ||
+           kind == SNN_NEURON_ALIF;
 }
 
 void snn_stbif_bounds(const snn_neuron_config *cfg, int *a_min, int *a_max)
@@ -59,7 +62,7 @@ snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg)
                          "NULL); hint: start from snn_neuron_config_default()", fn);
     if ((unsigned)cfg->kind >= SNN_NEURON_COUNT)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.kind (expected SNN_NEURON_IF, _LIF, _PLIF, "
-                         "_STBIF, _RELU or _QCLIP, got %d)", fn, (int)cfg->kind);
+                         "_STBIF, _RELU, _QCLIP or _ALIF, got %d)", fn, (int)cfg->kind);
     if ((unsigned)cfg->surrogate.kind >= SNN_SURROGATE_COUNT)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.surrogate.kind (expected 0 to %d, got %d)",
                          fn, SNN_SURROGATE_COUNT - 1, (int)cfg->surrogate.kind);
@@ -82,9 +85,18 @@ snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg)
     if (cfg->reset != SNN_RESET_HARD && cfg->reset != SNN_RESET_SOFT)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.reset (expected SNN_RESET_HARD or "
                          "SNN_RESET_SOFT, got %d)", fn, (int)cfg->reset);
-    if (cfg->kind == SNN_NEURON_LIF && (!(cfg->tau > 1.0f) || !isfinite(cfg->tau)))
+    if ((cfg->kind == SNN_NEURON_LIF || cfg->kind == SNN_NEURON_ALIF) &&
+        (!(cfg->tau > 1.0f) || !isfinite(cfg->tau)))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.tau (expected > 1, got %g)", fn,
                          (double)cfg->tau);
+    if (cfg->kind == SNN_NEURON_ALIF) {
+        if (!(cfg->tau_adapt > 0.0f) || !isfinite(cfg->tau_adapt))
+            return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.tau_adapt (expected > 0 time steps, "
+                             "got %g)", fn, (double)cfg->tau_adapt);
+        if (!(cfg->beta >= 0.0f) || !isfinite(cfg->beta))
+            return snn_error(SNN_ERR_ARGUMENT, "%s: bad cfg.beta (expected >= 0, got %g)", fn,
+                             (double)cfg->beta);
+    }
     return SNN_OK;
 }
 
@@ -104,6 +116,10 @@ snn_neuron_params snn_neuron_params_from(const snn_neuron_config *cfg)
         .tau = cfg->tau,
         .decay_input = cfg->decay_input,
     };
+    if (cfg->kind == SNN_NEURON_ALIF) {
+        p.rho = expf(-1.0f / cfg->tau_adapt);
+        p.beta = cfg->beta;
+    }
     if (cfg->kind == SNN_NEURON_STBIF || cfg->kind == SNN_NEURON_QCLIP) {
         int a_min, a_max;
         snn_stbif_bounds(cfg, &a_min, &a_max);

@@ -8,7 +8,7 @@
 #include "tensor/error.h"
 
 static const char *const kind_names[SNN_NEURON_COUNT] = {"if", "lif", "plif", "stbif", "relu",
-                                                         "qclip"};
+                                                         "qclip", "alif"};
 
 const char *snn_neuron_kind_name(snn_neuron_kind kind)
 {
@@ -24,7 +24,7 @@ snn_status snn_neuron_kind_parse(const char *name, snn_neuron_kind *out)
         }
     }
     return snn_error(SNN_ERR_ARGUMENT, "snn_neuron_kind_parse: bad neuron '%s' (expected if, lif, "
-                     "plif, stbif, relu or qclip)", name ? name : "(null)");
+                     "plif, alif, stbif, relu or qclip)", name ? name : "(null)");
 }
 
 static const char *const surrogate_names[SNN_SURROGATE_COUNT] = {

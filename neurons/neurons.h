@@ -99,6 +99,8 @@ typedef enum snn_neuron_kind {
     SNN_NEURON_RELU,    /**< ANN activation: y = max(x, 0), no time dynamics (models run T = 1) */
     SNN_NEURON_QCLIP,   /**< ANN activation: ST-BIF's L-level quantizer with a learned step (LSQ);
                              a QANN made of it converts to ST-BIF (nn/ann2snn.c) */
+    SNN_NEURON_ALIF,    /**< adaptive LIF (Bellec et al. 2018, LSNN): each spike raises the
+                             threshold, which decays back with time constant tau_adapt */
     SNN_NEURON_COUNT    /**< the number of kinds */
 } snn_neuron_kind;
 
@@ -127,6 +129,11 @@ typedef struct snn_neuron_config {
     float theta;
     int levels;              /**< L >= 2; default 8 */
     bool symmetric;          /**< default off (unsigned levels) */
+    /** ALIF's adaptation A: the threshold is V_th + beta A[t-1], and A[t] = rho A[t-1] +
+     * (1 - rho) S[t] with rho = exp(-1 / tau_adapt), A[-1] = 0 (kernels/neuron_math.h).
+     * tau_adapt > 0, in time steps; default 20. */
+    float tau_adapt;
+    float beta;              /**< ALIF: how far one spike raises the threshold; >= 0, default 1.8 */
 } snn_neuron_config;
 
 /** The defaults above for `kind`. */

@@ -20,7 +20,7 @@
  * and step whose terms cancel, relative to the sum of its terms' magnitudes.
  */
 
-_Static_assert(sizeof(snn_neuron_kernels) == 15 * sizeof(void *),
+_Static_assert(sizeof(snn_neuron_kernels) == 17 * sizeof(void *),
                "snn_neuron_kernels has a new entry: give it cases in tests/backend_ops_neuron*.h");
 
 #define BO_HAS_NEURON(entry)                                                                  \
