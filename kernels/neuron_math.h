@@ -21,6 +21,22 @@
  *   PLIF: dL/dk += G_H dH/dk,   dH/dk = X - (V[t-1] - V_reset)
  *                               (no decay_input: -(V[t-1] - V_reset))
  *
+ * ALIF, adaptive LIF (Bellec et al. 2018, LSNN), per element, A the adaptation (A[-1] = 0 or
+ * the caller's state), rho = exp(-1 / tau_adapt):
+ *   charge   H = LIF's charge with tau (k = 1/tau)
+ *   thresh   th = V_th + beta A[t-1]
+ *   fire     S = Heaviside(H - th)  (1 when H >= th)
+ *   reset    hard V = H (1 - S) + V_reset S      soft V = H - th S   (V_reset = 0 when soft)
+ *   adapt    A = rho A[t-1] + (1 - rho) S
+ * Backward of one step, G_S = dL/dS[t] from the output, G_V = dL/dV[t], G_A = dL/dA[t]:
+ *   g = g'(H - th),  keep = 0 with detach_reset, else 1
+ *   hard: dV/dH = 1 - S, dV/dS = V_reset - H, dV/dth = 0;  soft: dV/dH = 1, dV/dS = -th,
+ *         dV/dth = -S
+ *   G_S' = G_S + (1 - rho) G_A + keep G_V dV/dS        (the total dL/dS[t])
+ *   G_H = G_S' g + G_V dV/dH,   G_th = -G_S' g + G_V dV/dth
+ *   G_X = G_H dH/dX,  G_V[t-1] = G_H (1 - k),  G_A[t-1] = rho G_A + beta G_th
+ * detach_reset cuts only the reset's dependence on S; the adaptation keeps its gradient.
+ *
  * ST-BIF (SpikeZIP-TF), with A the spikes emitted so far:
  *   H = V + X
  *   S = +1 if H >= theta and A < A_max;  -1 if H < 0 and A > A_min;  else 0
@@ -54,11 +70,14 @@ SNN_HD static inline float snn_lif_charge(const snn_neuron_params *p, float k, f
     const float vr = p->v_reset;
     switch (p->kind) {
     case SNN_NEURON_LIF:
+    case SNN_NEURON_ALIF: /* ALIF charges as LIF; only its threshold differs */
         return p->decay_input ? v + (x - (v - vr)) / p->tau : v - (v - vr) / p->tau + x;
     case SNN_NEURON_PLIF:
         return p->decay_input ? v + (x - (v - vr)) * k : v - (v - vr) * k + x;
-    default: /* IF */
+    case SNN_NEURON_IF:
         return v + x;
+    default: /* not a charging kind (the ops never send one here): NaN, never a silent IF */
+        return NAN;
     }
 }
 
@@ -101,6 +120,50 @@ SNN_HD static inline float snn_lif_grad_h(const snn_neuron_params *p, float h, f
     const float dv_dh = p->soft_reset ? 1.0f - p->v_th * g * keep
                                       : (1.0f - s) + (p->v_reset - h) * g * keep;
     return gs * g + gv * dv_dh;
+}
+
+/* ---- ALIF (charge: snn_lif_charge; dH/dX, dH/dV: snn_lif_dh_dx, snn_lif_dh_dv) ------------- */
+
+/* The threshold of this step from the adaptation after the previous one: V_th + beta A[t-1]. */
+SNN_HD static inline float snn_alif_threshold(const snn_neuron_params *p, float a_prev)
+{
+    return p->v_th + p->beta * a_prev;
+}
+
+SNN_HD static inline float snn_alif_fire(float h, float th)
+{
+    return h >= th ? 1.0f : 0.0f; /* Heaviside(H - th) with Heaviside(0) = 1 */
+}
+
+SNN_HD static inline float snn_alif_reset(const snn_neuron_params *p, float h, float s, float th)
+{
+    return p->soft_reset ? h - th * s : h * (1.0f - s) + p->v_reset * s;
+}
+
+/* A[t] = rho A[t-1] + (1 - rho) S[t] */
+SNN_HD static inline float snn_alif_adapt(const snn_neuron_params *p, float a_prev, float s)
+{
+    return p->rho * a_prev + (1.0f - p->rho) * s;
+}
+
+/* One backward step: returns G_H from G_S (gs, the output's gradient), G_V (gv), the saved H and
+ * threshold th; *ga holds G_A = dL/dA[t] on entry and dL/dA[t-1] on return. */
+SNN_HD static inline float snn_alif_grad_step(const snn_neuron_params *p, float h, float th,
+                                              float gs, float gv, float *ga)
+{
+    const float s = snn_alif_fire(h, th);
+    const float g = snn_surrogate_grad_inline(p->surrogate, p->alpha, h - th);
+    /* 0/1 factors, not branches, so that the CPU loop vectorises */
+    const float keep = p->detach_reset ? 0.0f : 1.0f;
+    const float soft = p->soft_reset ? 1.0f : 0.0f, hard = 1.0f - soft;
+    const float dv_ds = soft * -th + hard * (p->v_reset - h);
+    const float dv_dh = soft + hard * (1.0f - s);
+    const float dv_dth = soft * -s;
+    const float gs_total = gs + (1.0f - p->rho) * *ga + keep * gv * dv_ds;
+    const float gh = gs_total * g + gv * dv_dh;
+    const float gth = -gs_total * g + gv * dv_dth;
+    *ga = p->rho * *ga + p->beta * gth;
+    return gh;
 }
 
 /* ---- ST-BIF ------------------------------------------------------------------------------- */

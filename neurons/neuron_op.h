@@ -27,16 +27,24 @@ snn_tensor *snn_neuron_activity_new(const char *fn, const snn_neuron_dims *d, sn
 snn_tensor *snn_neuron_spikes_new(const char *fn, const snn_tensor *x, snn_neuron_kind kind,
                                   bool record);
 
-/* The forward and backward kernels of a kind. */
+/* The forward kernel of a kind (IF, LIF, PLIF, ST-BIF; ALIF's has its own signature). */
 snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neuron_kind kind);
 
-/* Records the node of one neuron run on the tape: inputs x, w, v_init (each may be NULL or not
- * require grad); `out` is either the spikes (out_is_v false) or the V after the last step
- * (out_is_v true, single-step API). h_seq and spike come from the forward; a_init is ST-BIF's
- * state before the run (not differentiable). NULL on out-of-memory (message set). */
-snn_node *snn_neuron_record(snn_tensor *out, bool out_is_v, snn_tensor *x, snn_tensor *w,
-                            snn_tensor *v_init, snn_tensor *a_init, snn_tensor *h_seq,
-                            snn_tensor *spike, const snn_neuron_params *p,
-                            const snn_neuron_dims *d);
+/* What a neuron node outputs: the spikes, or (single-step API) the V or the A after the run. */
+typedef enum snn_neuron_output {
+    SNN_NEURON_OUT_SPIKES = 0,
+    SNN_NEURON_OUT_V,
+    SNN_NEURON_OUT_A, /* ALIF's adaptation */
+} snn_neuron_output;
+
+/* Records the node of one neuron run on the tape: inputs x, w, v_init and, for ALIF, a_init
+ * (each may be NULL or not require grad); `out` is the output `which` names. h_seq, th_seq
+ * (ALIF's thresholds, else NULL) and spike come from the forward; a_init is the A before the
+ * run: ALIF's differentiable adaptation, or ST-BIF's spike count (not differentiable). NULL on
+ * out-of-memory (message set). */
+snn_node *snn_neuron_record(snn_tensor *out, snn_neuron_output which, snn_tensor *x,
+                            snn_tensor *w, snn_tensor *v_init, snn_tensor *a_init,
+                            snn_tensor *h_seq, snn_tensor *th_seq, snn_tensor *spike,
+                            const snn_neuron_params *p, const snn_neuron_dims *d);
 
 #endif /* SNN_NEURON_OP_H */

@@ -73,6 +73,16 @@ static inline void snn_neuron_count_planes(float *act_row, const float *out, int
     }
 }
 
+/* alif.c */
+void snn_alif_forward_cpu(float *spike, float *h_seq, float *th_seq, float *v_last,
+                          float *a_last, float *activity, const float *x, const float *v_init,
+                          const float *a_init, const snn_neuron_params *p,
+                          const snn_neuron_dims *d);
+void snn_alif_backward_cpu(float *dx, float *dv_init, float *da_init, const float *dspike,
+                           const float *dv_last, const float *da_last, const float *h_seq,
+                           const float *th_seq, const snn_neuron_params *p,
+                           const snn_neuron_dims *d);
+
 /* lif.c */
 void snn_lif_forward_cpu(float *spike, float *h_seq, float *v_last, float *a_last,
                          float *activity, const float *x, const float *v_init,

@@ -20,6 +20,16 @@ void snn_lif_backward_ref(float *dx, float *dv_init, float *dw, const float *dsp
                           const float *x, const float *v_init, const float *a_init,
                           const float *w, const snn_neuron_params *p, const snn_neuron_dims *d);
 
+/* alif.c: adaptive LIF */
+void snn_alif_forward_ref(float *spike, float *h_seq, float *th_seq, float *v_last,
+                          float *a_last, float *activity, const float *x, const float *v_init,
+                          const float *a_init, const snn_neuron_params *p,
+                          const snn_neuron_dims *d);
+void snn_alif_backward_ref(float *dx, float *dv_init, float *da_init, const float *dspike,
+                           const float *dv_last, const float *da_last, const float *h_seq,
+                           const float *th_seq, const snn_neuron_params *p,
+                           const snn_neuron_dims *d);
+
 /* stbif.c: ST-BIF */
 void snn_stbif_forward_ref(float *spike, float *h_seq, float *v_last, float *a_last,
                            float *activity, const float *x, const float *v_init,

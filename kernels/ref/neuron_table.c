@@ -4,6 +4,7 @@
  * Every other neuron table is tested against it. In reading order:
  *
  *   lif.c           IF, LIF and ParametricLIF through time, and their BPTT: how a layer trains
+ *   alif.c          adaptive LIF: a threshold that each spike raises (LSNN)
  *   heaviside.c     the spike function with a surrogate gradient, as a primitive op
  *   stbif.c         ST-BIF, the neuron an ANN's quantizer becomes in ANN -> SNN conversion
  *   qclip.c         that quantizer, with its learned step
@@ -22,6 +23,8 @@ const snn_neuron_kernels snn_neuron_kernels_ref = {
     .lif_backward = snn_lif_backward_ref,
     .lif_bn_forward = NULL,  /* fused ops only: neurons/bn_neuron.c runs the separate ops */
     .lif_bn_backward = NULL,
+    .alif_forward = snn_alif_forward_ref,
+    .alif_backward = snn_alif_backward_ref,
     .stbif_forward = snn_stbif_forward_ref,
     .stbif_backward = snn_stbif_backward_ref,
     .heaviside_forward = snn_heaviside_forward_ref,
