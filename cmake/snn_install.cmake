@@ -40,9 +40,13 @@
 include(CMakePackageConfigHelpers)
 include(${CMAKE_CURRENT_LIST_DIR}/snn_cpu.cmake)  # snn_cpu
 
-set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_sparse snn_distributed)
+# snn_data_hdf5: the SHD / SSC reader (data/CMakeLists.txt), with HDF5 on its link line when
+# built with it: the same condition as snn_nir, so snn.pc and snnConfig.cmake bring HDF5 then.
+set(snn_libraries snn_tensor snn_autograd snn_neurons snn_nn snn_data snn_data_hdf5 snn_sparse
+    snn_distributed)
 # link order for a plain linker command line: users before what they use
-set(snn_link_order snn_distributed snn_sparse snn_nn snn_neurons snn_autograd snn_data snn_tensor)
+set(snn_link_order snn_distributed snn_sparse snn_nn snn_neurons snn_autograd snn_data_hdf5
+    snn_data snn_tensor)
 if(TARGET snn_nir)   # built only with HDF5 (nir/CMakeLists.txt)
   list(APPEND snn_libraries snn_nir)
   list(PREPEND snn_link_order snn_nir)

@@ -304,6 +304,64 @@ void snn_events_to_frames(uint8_t *frames, const snn_event *events, int64_t n, i
 snn_status snn_nmnist_write_zip(const char *path, const char *folder, const snn_event *events,
                                 const int64_t *offsets, const uint8_t *labels, int64_t samples);
 
+/* ---------------------------------------------------------------------------------------------
+ * Spike-train audio sets: the Spiking Heidelberg Digits (SHD, 20 classes) and Spiking Speech
+ * Commands (SSC, 35 classes) of Cramer et al. 2020 (data/shd.c, data/hdf5/shd_hdf5.c;
+ * docs/shd.md). A sample is a list of spikes (t seconds, unit 0..699) of an artificial
+ * cochlea's 700 channels; it becomes T frames of ceil(700 / pool) counts:
+ *   frame f counts the spikes with f dt <= t < (f + 1) dt, dt = max_time / T, computed as
+ *   f = floor(t T / max_time); spikes at or after max_time are dropped (and counted);
+ *   channel c goes to c / pool; a count saturates at 255, or at 1 when binarised.
+ * The data set holds them as (count, T, 1, 1, ceil(700 / pool)) bytes (channels 1, height 1),
+ * so the loader's batches are (T, N, 1, 1, F): the (T, N, F) input of a recurrent network.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Input channels of SHD and SSC (the cochlea model's). */
+#define SNN_SPIKE_AUDIO_CHANNELS 700
+
+/** How a spike-train set becomes frames; start from snn_spike_frames_default(). */
+typedef struct snn_spike_frames {
+    int frames;          /**< T, frames per sample; default 100 (10 ms at max_time 1 s) */
+    double max_time;     /**< seconds the T frames cover; default 1.0 (SHD's usual cut) */
+    bool binarize;       /**< a frame channel is 1 when it holds any spike; default false */
+    int pool;            /**< k: a frame channel sums the k input channels c with c / k equal
+                              (ceil(700 / k) of them); default 1 */
+} snn_spike_frames;
+
+/** The defaults listed in snn_spike_frames. */
+snn_spike_frames snn_spike_frames_default(void);
+/** True when `name` is a spike-train audio set ("shd" or "ssc"); false otherwise, NULL too. */
+bool snn_dataset_is_spike_audio(const char *name);
+/**
+ * Writes into `frames` (T, ceil(channels / pool)) bytes the framing (above, with `config`) of
+ * the `n` spikes (times[i] seconds, units[i]) of one sample of a `channels`-channel set, and
+ * returns how many spikes fell at or after max_time (dropped). Spikes with a negative or
+ * non-finite time or a unit outside [0, channels) are an error the reader catches first; here
+ * they are skipped (and not counted).
+ */
+int64_t snn_spikes_to_frames(uint8_t *frames, const double *times, const int64_t *units,
+                             int64_t n, int channels, const snn_spike_frames *config);
+/**
+ * Loads one split of "shd" or "ssc" as frames (frames NULL: the defaults) from the HDF5 files
+ * as published: `path` (else `$SNN_DATA_DIR[/<name>]`, else `/usr/share/datasets/<name>`) is a
+ * folder holding <name>_train.h5 and <name>_test.h5, or one such file. Each file holds the
+ * group `spikes` with the variable-length datasets `times` (float seconds, non-decreasing
+ * within a sample) and `units` (integers in [0, 700)), and the dataset `labels` (one integer
+ * per sample, in [0, 20) for SHD, [0, 35) for SSC); `extra` is ignored. The whole file is
+ * checked and every error names the file, the dataset and the sample: a missing group or
+ * dataset, times and units of different lengths, a unit out of range, times that go back, a
+ * negative or non-finite time, labels that are not one per sample or out of range
+ * (SNN_ERR_FORMAT); a missing file (SNN_ERR_IO); a bad name, split or frames
+ * (SNN_ERR_ARGUMENT); SNN_ERR_MEMORY. *dropped (when not NULL) receives the number of spikes at
+ * or after max_time over the split. On error *out is zeroed and holds nothing.
+ *
+ * Lives in libsnn_data_hdf5 (part of snn::snn and snn.pc, not of snn_cpu): built without the
+ * HDF5 C library it returns SNN_ERR_UNSUPPORTED, "built without HDF5".
+ */
+snn_status snn_spike_dataset_load(const char *name, const char *path, snn_split split,
+                                  const snn_spike_frames *frames, snn_dataset *out,
+                                  int64_t *dropped);
+
 #ifdef __cplusplus
 }
 #endif

@@ -309,4 +309,13 @@ snn_status snn_event_dataset_alloc(snn_dataset *out, const char *name, int64_t c
                                    const snn_event_frames *f, int height, int width, int classes);
 bool snn_path_exists(const char *path);
 
+/* ---- spike-train audio sets (shd.c; the HDF5 reader data/hdf5/shd_hdf5.c) -------------------- */
+
+/* SNN_OK, or SNN_ERR_ARGUMENT naming `fn` and the bad field of `f`. */
+snn_status snn_spike_frames_check(const char *fn, const snn_spike_frames *f);
+/* Allocates a spike-train data set of `count` (>= 1) samples of T x ceil(700 / pool) frames:
+ * channels 1, height 1, width ceil(700 / pool); zeroes *out on failure (message set). */
+snn_status snn_spike_dataset_alloc(snn_dataset *out, const char *name, int64_t count,
+                                   const snn_spike_frames *f, int classes);
+
 #endif /* SNN_DATA_INTERNAL_H */
