@@ -21,8 +21,6 @@
 #include "test.h"
 #include "test_data_util.h"
 
-static char dir[64];
-
 static int message_has(const char *needle)
 {
     if (strstr(snn_last_error(), needle)) return 1;
@@ -111,6 +109,8 @@ int main(void)
 #else
 
 #include <hdf5.h>
+
+static char dir[64];
 
 /* ---- writing files in the layout ------------------------------------------------------------- */
 
