@@ -1,8 +1,9 @@
 /*
  * backend_ops_neuron.h - the parity harness's cases of the multi-step neuron entries of
  * kernels/neuron_kernels.h: lif_forward / lif_backward (IF, LIF, PLIF) and stbif_forward /
- * stbif_backward (part of backend_ops.h; the batch-norm-fed kernels are in
- * backend_ops_neuron_bn.h, the stateless ones in backend_ops_neuron_misc.h).
+ * stbif_backward (part of backend_ops.h; ALIF's alif_forward / alif_backward are in
+ * backend_ops_neuron_alif.h, the batch-norm-fed kernels in backend_ops_neuron_bn.h, the
+ * stateless ones in backend_ops_neuron_misc.h).
  *
  * Configs: every neuron (IF; LIF and PLIF with decay_input on and off; ST-BIF with 4 and 8
  * levels, unsigned and symmetric) with every surrogate, hard and soft reset, detach_reset on
@@ -208,6 +209,7 @@ static bool neuron_bwd_run(const bo_case *c, bo_side *s)
 static const bo_op op_neuron_backward = {"lif_backward/stbif_backward", bo_has_neuron_backward,
                                          neuron_bwd_setup, neuron_bwd_run, NULL, false, 0};
 
+#include "backend_ops_neuron_alif.h"
 #include "backend_ops_neuron_bn.h"
 #include "backend_ops_neuron_misc.h"
 
@@ -259,6 +261,7 @@ static void bo_neuron_cases(bo_list *l)
             for (int v = NV_PLAIN; v <= NV_STATE; v++)
                 neuron_add(l, &configs[picks[k] % count], shapes[s], (neuron_variant)v, true,
                            true);
+    bo_neuron_alif_cases(l, small, 2, shapes, (int)nshapes);
     bo_neuron_bn_cases(l);
     bo_neuron_misc_cases(l);
 }
