@@ -244,6 +244,10 @@ snn_tensor *snn_reshape(snn_tensor *x, snn_shape shape);
 snn_tensor *snn_flatten(snn_tensor *x, int start, int end);
 /** A view of x (same data) through which no gradient flows back. */
 snn_tensor *snn_detach(snn_tensor *x);
+/** x (A, B, ...) -> (B, A, ...): the first two axes swapped, a copy (autograd/fn_transpose.c),
+ * as PyTorch's x.transpose(0, 1).contiguous(); x has at least 2 dims. Between reshapes it
+ * swaps any two adjacent groups of axes: (N, T, F) -> (T, N, F) makes data time-major. */
+snn_tensor *snn_transpose01(snn_tensor *x);
 
 /* matrices (autograd/fn_linear.c) */
 

@@ -166,6 +166,11 @@ typedef struct snn_kernels {
      * the backward of sum_dim (accumulate = true) */
     void (*expand_dim)(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
                        float scale, bool accumulate);
+    /* x viewed as (rows, cols, inner): out[c, r, i] (+)= x[r, c, i], out (cols, rows, inner);
+     * the first two axes swapped (autograd/fn_transpose.c). Its own backward with rows and
+     * cols exchanged (accumulate = true) */
+    void (*transpose01)(float *out, const float *x, int64_t rows, int64_t cols, int64_t inner,
+                        bool accumulate);
 
     /* Row-major C = alpha * op(A) op(B) + beta * C, op(A) (M, K), op(B) (K, N), C (M, N).
      * trans_a: A is stored (K, M); trans_b: B is stored (N, K). beta = 0 ignores C's content. */

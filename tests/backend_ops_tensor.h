@@ -13,9 +13,9 @@
 #define BO_HAS(entry)                                                                         \
     static bool bo_has_##entry(const bo_side *s) { return s->k->entry != NULL; }
 
-/* Every entry of snn_kernels is a pointer (name, 5 memory functions, 43 kernels): a new entry
+/* Every entry of snn_kernels is a pointer (name, 5 memory functions, 44 kernels): a new entry
  * changes the size, and this assert asks for its cases here or in backend_ops_conv.h. */
-_Static_assert(sizeof(snn_kernels) == 49 * sizeof(void *),
+_Static_assert(sizeof(snn_kernels) == 50 * sizeof(void *),
                "snn_kernels has a new entry: give it cases in tests/backend_ops_*.h");
 
 /* ---- fill, axpy, lerp -------------------------------------------------------------------- */
@@ -269,6 +269,31 @@ static bool expand_dim_run(const bo_case *c, bo_side *s)
 static const bo_op op_expand_dim = {"expand_dim", bo_has_expand_dim, expand_dim_setup,
                                     expand_dim_run, NULL, false, 0};
 
+/* transpose01: x (rows, cols, inner) -> out (cols, rows, inner); the rows and pixels
+ * encodings of the recurrent SNN (nn/model_rsnn.c) */
+typedef struct transpose_params {
+    int64_t rows, cols, inner;
+    bool accumulate;
+} transpose_params;
+
+BO_HAS(transpose01)
+static void transpose01_setup(bo_case *c)
+{
+    const transpose_params *p = BO_PARAMS(c, transpose_params);
+    const int64_t n = p->rows * p->cols * p->inner;
+    if (p->accumulate) bo_acc(c, "out", n, BO_ELEM);
+    else bo_out(c, "out", BO_F32, n, BO_EXACT); /* a copy: the same bits everywhere */
+    bo_in_uniform(c, "x", n, -1.0f, 1.0f);
+}
+static bool transpose01_run(const bo_case *c, bo_side *s)
+{
+    const transpose_params *p = BO_PARAMS(c, transpose_params);
+    s->k->transpose01(s->arg[0], s->arg[1], p->rows, p->cols, p->inner, p->accumulate);
+    return true;
+}
+static const bo_op op_transpose01 = {"transpose01", bo_has_transpose01, transpose01_setup,
+                                     transpose01_run, NULL, false, 0};
+
 BO_HAS(sumsq_and_finite)
 /* x: uniform, or with an inf or a NaN at one place (value 1, 2) */
 static void sumsq_setup(bo_case *c)
@@ -473,6 +498,20 @@ static void bo_tensor_cases(bo_list *l)
             bo_add(l, &op_expand_dim, &p, sizeof p, "(%lld, %lld, %lld) scale=%g%s",
                    (long long)p.outer, (long long)p.dim, (long long)p.inner, (double)p.scale,
                    acc ? " accumulate" : "");
+        }
+    }
+
+    /* rows encoding (N*C, H, W), pixels (N*C, H*W, 1), a 1-row and a 1-column case */
+    const transpose_params transposes[] = {
+        {128, 28, 28, false}, {96, 784, 1, false}, {1, 37, 5, false}, {53, 1, 3, false},
+        {7, 9, 11, false},
+    };
+    for (size_t i = 0; i < sizeof transposes / sizeof transposes[0]; i++) {
+        for (int acc = 0; acc < 2; acc++) {
+            transpose_params p = transposes[i];
+            p.accumulate = acc != 0;
+            bo_add(l, &op_transpose01, &p, sizeof p, "(%lld, %lld, %lld)%s", (long long)p.rows,
+                   (long long)p.cols, (long long)p.inner, acc ? " accumulate" : "");
         }
     }
 

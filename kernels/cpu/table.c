@@ -26,6 +26,7 @@ const snn_kernels snn_kernels_cpu = {
     .binary_backward = snn_binary_backward_cpu,
     .sum_dim = snn_sum_dim_cpu,
     .expand_dim = snn_expand_dim_cpu,
+    .transpose01 = snn_transpose01_ref, /* a strided copy: the plain loop is the fast one */
     .gemm = snn_gemm_cpu,
     .bias_forward = snn_bias_forward_cpu,
     .bias_backward = snn_bias_backward_cpu,

@@ -58,6 +58,10 @@ void snn_expand_dim_cuda(float *out, const float *x, int64_t outer, int64_t dim,
 void snn_sumsq_and_finite_cuda(float *out, const float *x, int64_t n);
 void snn_argmax_rows_cuda(float *out, const float *x, int N, int C);
 
+/* transpose.cu */
+void snn_transpose01_cuda(float *out, const float *x, int64_t rows, int64_t cols, int64_t inner,
+                          bool accumulate);
+
 /* gemm.cu */
 void snn_gemm_cuda(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
                    int lda, const float *B, int ldb, float beta, float *C, int ldc);

@@ -89,6 +89,7 @@ static snn_kernels make_cuda_table(void)
     k.binary_backward = snn_binary_backward_cuda;
     k.sum_dim = snn_sum_dim_cuda;
     k.expand_dim = snn_expand_dim_cuda;
+    k.transpose01 = snn_transpose01_cuda;
     k.gemm = snn_gemm_cuda;
     k.bias_forward = snn_bias_forward_cuda;
     k.bias_backward = snn_bias_backward_cuda;

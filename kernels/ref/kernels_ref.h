@@ -33,6 +33,10 @@ void snn_expand_dim_ref(float *out, const float *x, int64_t outer, int64_t dim, 
 void snn_sumsq_and_finite_ref(float *out, const float *x, int64_t n);
 void snn_argmax_rows_ref(float *out, const float *x, int N, int C);
 
+/* transpose.c */
+void snn_transpose01_ref(float *out, const float *x, int64_t rows, int64_t cols, int64_t inner,
+                         bool accumulate);
+
 /* gemm.c */
 void snn_gemm_ref(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
                   int lda, const float *B, int ldb, float beta, float *C, int ldc);

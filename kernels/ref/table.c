@@ -14,6 +14,7 @@
  *
  *   elementwise.c  fill, axpy, unary and binary ops; broadcasting and why its gradient is a sum
  *   reduce.c       sums and copies along one axis, argmax of rows
+ *   transpose.c    the first two axes swapped (images read as sequences)
  *   gemm.c         the triple-loop matrix multiply (linear layers), the per-channel bias
  *   conv2d.c       convolution and its two gradients, as the same sum read three ways
  *   batchnorm.c    batch statistics, normalising, and the gradient through the statistics
@@ -47,6 +48,7 @@ const snn_kernels snn_kernels_ref = {
     .binary_backward = snn_binary_backward_ref,
     .sum_dim = snn_sum_dim_ref,
     .expand_dim = snn_expand_dim_ref,
+    .transpose01 = snn_transpose01_ref,
     .gemm = snn_gemm_ref,
     .bias_forward = snn_bias_forward_ref,
     .bias_backward = snn_bias_backward_ref,
