@@ -225,6 +225,27 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
 float snn_activity_rate(const snn_tensor *activity, int64_t input_numel);
 
 /* ---------------------------------------------------------------------------------------------
+ * A recurrent layer of spiking neurons (recurrent.c): RLIF, and with ALIF neurons an LSNN's
+ * layer. Each step's input adds the layer's own spikes of the step before:
+ *
+ *   I[t] = X[t] + S[t-1] W_rec^T,  S[-1] = 0;   then one neuron step on I[t] (V, A carried)
+ *
+ * One autograd node, trained by BPTT through both the membrane and the recurrent weights.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Runs a recurrent layer of the neurons of `cfg` (IF, LIF or ALIF) over x: (T, N, F) input
+ * currents, with w_rec (F, F) the recurrent weights (row o: what neuron o receives from each
+ * neuron's last spike), on x's device. Returns the spikes, a STEP tensor (T, N, F) of 0 / 1, or
+ * NULL on error: SNN_ERR_ARGUMENT naming the argument for x not 3-D, w_rec not (F, F), tensors
+ * on two devices, a NULL or bad cfg or another neuron kind; SNN_ERR_UNSUPPORTED where the
+ * device lacks the kind's kernels; as every op otherwise. The state starts at V = V_reset (0
+ * for soft reset), A = 0 on every call. activity: as snn_neuron_multistep's, (T*N, F) spike
+ * counts, when not NULL. Differentiable in x and w_rec (one tape node when either requires
+ * grad; no-grad mode saves nothing). */
+snn_tensor *snn_recurrent_multistep(snn_tensor *x, snn_tensor *w_rec, const snn_neuron_config *cfg,
+                                    snn_tensor **activity);
+
+/* ---------------------------------------------------------------------------------------------
  * The quantized clip activation (QCLIP) of a QANN: the quantizer ST-BIF stands in for.
  *
  *   y = s clip(floor(x / s + 1/2), A_min, A_max),  s = max(step[0], SNN_QCLIP_MIN_STEP)

@@ -70,7 +70,7 @@ snn_module *snn_neuron_layer_new(const snn_neuron_config *config)
 
 float snn_neuron_layer_firing_rate(snn_module *m)
 {
-    if (!m || m->ops != &snn_neuron_layer_ops) return -1.0f;
+    if (!snn_module_is_neuron_layer(m)) return -1.0f;
     snn_neuron_layer_impl *n = m->impl;
     if (!n->last_activity || !snn_step_is_open(n->last_step)) return -1.0f;
     return snn_activity_rate(n->last_activity, n->last_spikes->numel);
@@ -78,7 +78,7 @@ float snn_neuron_layer_firing_rate(snn_module *m)
 
 snn_tensor *snn_neuron_layer_last_spikes(snn_module *m)
 {
-    if (!m || m->ops != &snn_neuron_layer_ops) return NULL;
+    if (!snn_module_is_neuron_layer(m)) return NULL;
     snn_neuron_layer_impl *n = m->impl;
     return snn_step_is_open(n->last_step) ? n->last_spikes : NULL;
 }

@@ -139,7 +139,7 @@ static int find_neurons(snn_module *m, const char *prefix, snn_module **layers, 
         snn_module *c = m->children[i];
         char name[96];
         snprintf(name, sizeof name, "%s%s%s", prefix, prefix[0] ? "." : "", c->name);
-        if (c->ops == &snn_neuron_layer_ops) {
+        if (snn_module_is_neuron_layer(c)) {
             if (at < max) {
                 layers[at] = c;
                 snprintf(names[at], sizeof names[at], "%s", name);

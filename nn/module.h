@@ -184,6 +184,14 @@ snn_module *snn_sequential_new(void);
 /** A neuron layer over (T, N, ...): snn_neuron_multistep with a copy of `config` (checked with
  * snn_neuron_config_check); a PLIF layer holds its parameter "w". */
 snn_module *snn_neuron_layer_new(const snn_neuron_config *config);
+/** A recurrent layer of `features` spiking neurons over (T, N, features): forward is
+ * snn_recurrent_multistep(x, w_rec, cfg), each step's input adding the layer's own last spikes
+ * through w_rec. Owns the parameter "w_rec" (features, features), drawn from
+ * U(-1/sqrt(features), 1/sqrt(features)) with `rng`, on the CPU (snn_module_to moves it). cfg
+ * (copied): an IF, LIF or ALIF config. Counts as a neuron layer for firing rates
+ * (snn_neuron_layer_firing_rate, snn_model_neuron_layers). NULL with SNN_ERR_ARGUMENT naming
+ * the argument (features < 1, a bad cfg or another kind, rng NULL), or SNN_ERR_MEMORY. */
+snn_module *snn_recurrent_layer_new(int features, const snn_neuron_config *cfg, snn_rng *rng);
 /** Promises that nothing reads the layer's input after it (snn_neuron_multistep_consume): the
  * model builders set it, since their neurons follow a batch-norm, a linear layer or a residual
  * sum that feeds nothing else. Off by default. */

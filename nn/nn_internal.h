@@ -67,6 +67,7 @@ extern const snn_module_ops snn_flatten_ops;
 extern const snn_module_ops snn_dropout_ops;
 extern const snn_module_ops snn_sequential_ops;
 extern const snn_module_ops snn_neuron_layer_ops;
+extern const snn_module_ops snn_recurrent_layer_ops; /* nn/layer_recurrent.c */
 
 /* ---- the execution plan (nn/plan.h) ------------------------------------------------------ */
 
@@ -137,6 +138,9 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
 /* Records what a neuron layer's forward made (its spikes and per-plane activity), for the
  * firing-rate and sparse-pass readers; returns spikes (nn/layer_neuron.c). */
 snn_tensor *snn_neuron_layer_remember(snn_module *m, snn_tensor *spikes, snn_tensor *activity);
+/* True for the layers whose state is a snn_neuron_layer_impl, which the firing-rate, activity
+ * and model readers look into: NeuronLayer and the recurrent layer (nn/layer_recurrent.c). */
+bool snn_module_is_neuron_layer(const snn_module *m);
 
 /* The trace (nn/plan.c), called only while snn_plan_is_tracing: the forward of m, with m's
  * dotted name on the trace's path and, for a layer, what it ran; a model's forward from x
@@ -152,6 +156,10 @@ void snn_plan_trace_free(struct snn_plan_trace *trace);
 /* A forward of m on x about to run while a SynOps count is armed on m's model (nn/synops.h):
  * a Conv2d's or Linear's input is counted, any other module is passed over. */
 void snn_synops_observe(struct snn_synops *s, const snn_module *m, const snn_tensor *x);
+/* A recurrent layer's forward just made `spikes` (T, N, F): its recurrent product's input,
+ * S[0..T-2] fanned out to F neurons, is counted (nn/synops.c). */
+void snn_synops_observe_recurrent(struct snn_synops *s, const snn_module *m,
+                                  const snn_tensor *spikes);
 
 /* The layers only a converted network has (nn/layer_ann2snn.c). The constructors take over the
  * OWNED tensors given (and free them on failure). */

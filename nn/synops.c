@@ -64,7 +64,7 @@ struct snn_synops {
 static bool counted_kind(const snn_module *m)
 {
     return m->ops == &snn_conv2d_ops || m->ops == &snn_linear_ops ||
-           m->ops == &snn_first_step_linear_ops;
+           m->ops == &snn_first_step_linear_ops || m->ops == &snn_recurrent_layer_ops;
 }
 
 /* ---- arming --------------------------------------------------------------------------------- */
@@ -348,7 +348,9 @@ static void count_linear(snn_synops *s, snn_synops_layer *l, const snn_module *m
 
 void snn_synops_observe(snn_synops *s, const snn_module *m, const snn_tensor *x)
 {
-    if (!counted_kind(m) || !x || s->status != SNN_OK) return;
+    /* a recurrent layer's product reads its own spikes, not x: snn_synops_observe_recurrent */
+    if (!counted_kind(m) || m->ops == &snn_recurrent_layer_ops || !x || s->status != SNN_OK)
+        return;
     snn_synops_layer *l = layer_of(s, m);
     if (!l) return; /* not in the model when the count was armed */
     if (!x->data) {
@@ -362,6 +364,57 @@ void snn_synops_observe(snn_synops *s, const snn_module *m, const snn_tensor *x)
     else count_linear(s, l, m, x);
     l->forwards++;
     /* AC while every value so far was a spike; from the first other value on, MAC */
+    l->ac = l->spikes ? s->spike_ops[l - s->layers] : 0.0;
+    l->mac = l->spikes ? 0.0 : l->dense_ops;
+    timespec_get(&t1, TIME_UTC);
+    s->seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+/* A recurrent layer's product S[t-1] W_rec^T (nn/layer_recurrent.c) over the spikes (T, N, F)
+ * its forward made: step t reads S[t-1], so the inputs are S[0..T-2] (S[-1] = 0 is never
+ * multiplied), each spike fanned out to the F neurons: AC = F sum S[0..T-2], dense = (T-1) N F
+ * F. Its ANN equivalent is the same product on real values at every step, an RNN over the same
+ * T steps (a feed-forward layer's runs once per sample; a recurrence has no T = 1 form). */
+void snn_synops_observe_recurrent(snn_synops *s, const snn_module *m, const snn_tensor *spikes)
+{
+    if (!spikes || spikes->shape.ndim != 3 || s->status != SNN_OK) return;
+    snn_synops_layer *l = layer_of(s, m);
+    if (!l) return; /* not in the model when the count was armed */
+    if (!spikes->data) {
+        count_failed(s, SNN_ERR_STATE, "a recurrent layer's spikes held as packed bits, which "
+                     "the count cannot read; count forwards without a tape (snn_no_grad_begin)");
+        return;
+    }
+    struct timespec t0, t1;
+    timespec_get(&t0, TIME_UTC);
+    const int64_t T = spikes->shape.dim[0], N = spikes->shape.dim[1], F = spikes->shape.dim[2];
+    const int64_t read = T > 1 ? (T - 1) * N * F : 0; /* S[0..T-2] */
+    int other = 0;
+    double sum = 0.0;
+    if (read > 0 && F > 0) {
+        if (!grow((void **)&s->plane_sum, &s->plane_floats, (size_t)F, sizeof *s->plane_sum)) {
+            count_failed(s, SNN_ERR_MEMORY, "out of host memory for a layer's sums");
+            return;
+        }
+        memset(s->plane_sum, 0, (size_t)F * sizeof *s->plane_sum);
+        snn_tensor head = *spikes; /* the first T-1 steps: a prefix of the same memory */
+        head.numel = read;
+        other = sum_planes(s, &head, F);
+        if (other < 0) return;
+        for (int64_t i = 0; i < F; i++) sum += s->plane_sum[i];
+    }
+    l->kind = "Recurrent";
+    l->in_channels = l->out_channels = (int)F;
+    l->steps = T;
+    l->samples += N;
+    l->spikes = l->spikes && !(other & NOT_COUNT);
+    l->binary = l->binary && !(other & NOT_BINARY);
+    l->inputs += (double)read;
+    l->input_sum += sum;
+    s->spike_ops[l - s->layers] += (double)F * sum;
+    l->dense_ops += (double)read * (double)F;
+    l->ann_mac += (double)read * (double)F;
+    l->forwards++;
     l->ac = l->spikes ? s->spike_ops[l - s->layers] : 0.0;
     l->mac = l->spikes ? 0.0 : l->dense_ops;
     timespec_get(&t1, TIME_UTC);

@@ -15,6 +15,9 @@
  *
  * What is counted, per layer and forward, from the input x the layer got (all its time steps):
  *   - the fan-out of an input element: how many outputs it feeds. A linear layer: out_features.
+ *     A recurrent layer (snn_recurrent_layer_new, F neurons): its product S[t-1] W_rec^T reads
+ *     the layer's own spikes of steps 0..T-2, each fanned out to F; its ANN equivalent is that
+ *     product on real values at every step (an RNN over the same T steps).
  *     A conv: C_out fh(h) fw(w), where fh(h) counts the output rows whose window covers input
  *     row h (fewer at the edges, where windows reach into the padding), fw(w) likewise.
  *   - a layer is spike-fed when every value it received was a spike count: 0 or 1 from a
@@ -57,7 +60,7 @@ extern "C" {
  * are doubles: exact integers up to 2^53. */
 typedef struct snn_synops_layer {
     char name[112];           /**< dotted module name: "layer1.0.conv1"; "total" for the sum */
-    const char *kind;         /**< "Conv2d" or "Linear" (a static string) */
+    const char *kind;         /**< "Conv2d", "Linear" or "Recurrent" (a static string) */
     int in_channels;          /**< C_in (a linear layer: in_features) */
     int out_channels;         /**< C_out (a linear layer: out_features) */
     int kernel;               /**< a conv's kernel size K (a linear layer: 0) */
