@@ -256,6 +256,19 @@ snn_tensor *snn_matmul(snn_tensor *a, snn_tensor *b);
 /** y = x w^T + b: x (..., in), w (out, in), b (out) or NULL; y (..., out). */
 snn_tensor *snn_linear(snn_tensor *x, snn_tensor *w, snn_tensor *b);
 
+/* learnable synaptic delays, DCLS-Delays (autograd/fn_delay.c; the layer: nn/layer_delay.c) */
+
+/** The delay kernel K (D, O, I) of weights w (O, I) and real delays d (O, I): each synapse's D
+ * taps are w times a Gaussian of width sigma centred at d, normalised to sum 1,
+ *     K[k, o, i] = w[o, i] phi_k / sum_k' phi_k',  phi_k = exp(-(k - d[o, i])^2 / (2 sigma^2)).
+ * Differentiable in w and d (dK[k]/dd = K[k] (k - mu) / sigma^2, mu = the mean tap). D >= 1,
+ * sigma > 0; a sigma so small that one tap takes all the mass stays finite. */
+snn_tensor *snn_delay_kernel(snn_tensor *w, snn_tensor *d, float sigma, int D);
+/** Causal temporal convolution: x (T, N, I), K (D, O, I) -> y (T, N, O),
+ *     y[t] = sum_{k=0}^{D-1} x[t - k] K[k]^T,  x[t < 0] = 0.
+ * Differentiable in x and K. One GEMM per tap on the fast tables: D times a linear layer. */
+snn_tensor *snn_temporal_conv(snn_tensor *x, snn_tensor *K);
+
 /* convolution and pooling (autograd/fn_conv2d.c, fn_pool2d.c) */
 
 /** 2-D convolution (cross-correlation, as PyTorch's conv2d): x (N, C_in, H, W) or

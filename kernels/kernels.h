@@ -216,6 +216,21 @@ typedef struct snn_kernels {
     void (*avg_pool2d_forward)(float *out, const float *x, const snn_pool2d_dims *d);
     void (*avg_pool2d_backward)(float *dx, const float *dout, const snn_pool2d_dims *d);
 
+    /* Learnable synaptic delays (DCLS-Delays; kernels/ref/delay.c has the equations).
+     * delay_kernel: K (D, O, I) from weights w (O, I) and real delays d (O, I), each synapse's
+     * D taps a Gaussian centred at d[o, i] of width sigma > 0, normalised to sum 1, times w */
+    void (*delay_kernel_forward)(float *K, const float *w, const float *d, int O, int I, int D,
+                                 float sigma);
+    /* dw += sum_k dK[k] p_k,  dd += w sum_k dK[k] p_k (k - mu) / sigma^2 (NULL skips) */
+    void (*delay_kernel_backward)(float *dw, float *dd, const float *dK, const float *w,
+                                  const float *d, int O, int I, int D, float sigma);
+    /* causal temporal conv: y (T, N, O) = sum_{k < D} x[t - k] (T, N, I) K[k]^T, x[t < 0] = 0 */
+    void (*temporal_conv_forward)(float *y, const float *x, const float *K, int T, int N, int I,
+                                  int O, int D);
+    /* dx[t - k] += dy[t] K[k],  dK[k] += dy[t]^T x[t - k] (NULL skips) */
+    void (*temporal_conv_backward)(float *dx, float *dK, const float *dy, const float *x,
+                                   const float *K, int T, int N, int I, int O, int D);
+
     /* batch-norm over (N, C, HW), training: batch statistics (biased variance for the output,
      * unbiased for the running update), running <- (1 - momentum) running + momentum batch */
     void (*batchnorm_forward_train)(float *out, float *save_mean, float *save_invstd,

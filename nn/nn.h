@@ -44,6 +44,40 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------------------------------------
+ * Learnable synaptic delays (nn/layer_delay.c; DCLS-Delays, Hammouamri et al., ICLR 2024).
+ *
+ *     snn_module *fc = snn_delay_linear_new(I, O, 25, &rng);        // delays 0..24 steps
+ *     for (epoch ...) {
+ *         snn_delay_linear_set_sigma(fc, 12.5f + (0.5f - 12.5f) * epoch / (epochs - 1));
+ *         ... forward (T, N, I) -> (T, N, O), backward, snn_optimizer_step(opt) ...
+ *         snn_delay_linear_clamp(fc);                                // d back into [0, 24]
+ *     }
+ *     snn_delay_linear_round(fc);                                    // integer delays: a delay line
+ * ------------------------------------------------------------------------------------------- */
+
+/** The sigma snn_delay_linear_round sets: exp(-1 / (2 sigma^2)) = exp(-200) is 0 in float, so
+ * a synapse at an integer delay has exactly one non-zero tap. */
+#define SNN_DELAY_SIGMA_ROUND 0.05f
+
+/** DelayLinear: x (T, N, in) -> y (T, N, out), y = snn_temporal_conv(x, snn_delay_kernel(w, d,
+ * sigma, max_delay)): each synapse (o, i) has a weight w[o, i] ~ U(+-1/sqrt(in)) and a real
+ * delay d[o, i] ~ U(0, max_delay - 1), in steps; max_delay (>= 1) taps. Parameters "w" and "d"
+ * (out, in), both trainable. sigma starts at max(max_delay / 2, 0.5). */
+snn_module *snn_delay_linear_new(int in_features, int out_features, int max_delay, snn_rng *rng);
+/** Sets the Gaussian width (> 0, finite) of the DelayLinear `m`: anneal it from max_delay / 2
+ * toward 0.5 over training. SNN_ERR_ARGUMENT for a bad sigma or a module of another kind. */
+snn_status snn_delay_linear_set_sigma(snn_module *m, float sigma);
+/** The current sigma of the DelayLinear `m`, or -1 (error set) for another kind. */
+float snn_delay_linear_sigma(const snn_module *m);
+/** Clamps every delay of the DelayLinear `m` into [0, max_delay - 1]: call it after each
+ * optimizer step. Goes through the host (out * in floats; on CUDA it waits for the stream). */
+snn_status snn_delay_linear_clamp(snn_module *m);
+/** For inference: clamps and rounds every delay to the nearest integer (ties to even) and sets
+ * sigma to SNN_DELAY_SIGMA_ROUND, so the layer is a pure delay line, y[t, o] = sum_i w[o, i]
+ * x[t - d[o, i], i]. Its delays then get no gradient. */
+snn_status snn_delay_linear_round(snn_module *m);
+
+/* ---------------------------------------------------------------------------------------------
  * SVG charts for reports (nn/svg.c): plain files any browser shows.
  * ------------------------------------------------------------------------------------------- */
 

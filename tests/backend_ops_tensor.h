@@ -13,9 +13,10 @@
 #define BO_HAS(entry)                                                                         \
     static bool bo_has_##entry(const bo_side *s) { return s->k->entry != NULL; }
 
-/* Every entry of snn_kernels is a pointer (name, 5 memory functions, 44 kernels): a new entry
- * changes the size, and this assert asks for its cases here or in backend_ops_conv.h. */
-_Static_assert(sizeof(snn_kernels) == 50 * sizeof(void *),
+/* Every entry of snn_kernels is a pointer (name, 5 memory functions, 48 kernels): a new entry
+ * changes the size, and this assert asks for its cases here, in backend_ops_conv.h or in
+ * backend_ops_delay.h. */
+_Static_assert(sizeof(snn_kernels) == 54 * sizeof(void *),
                "snn_kernels has a new entry: give it cases in tests/backend_ops_*.h");
 
 /* ---- fill, axpy, lerp -------------------------------------------------------------------- */
@@ -418,6 +419,7 @@ static const bo_op op_bias_backward = {"bias_backward", bo_has_bias_backward, bi
                                        bias_bwd_run, NULL, false, 0};
 
 #include "backend_ops_loss.h"
+#include "backend_ops_delay.h"
 
 /* ---- the list ------------------------------------------------------------------------------ */
 
@@ -550,4 +552,5 @@ static void bo_tensor_cases(bo_list *l)
                (long long)p->channels, (long long)p->inner);
     }
     bo_loss_cases(l);
+    bo_delay_cases(l);
 }

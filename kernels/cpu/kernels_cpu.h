@@ -58,6 +58,12 @@ void snn_max_pool2d_backward_cpu(float *dx, const float *dout, const int32_t *ar
 void snn_avg_pool2d_forward_cpu(float *out, const float *x, const snn_pool2d_dims *d);
 void snn_avg_pool2d_backward_cpu(float *dx, const float *dout, const snn_pool2d_dims *d);
 
+/* temporal_conv.c (the delay kernel's construction is the reference loop: delay.c there) */
+void snn_temporal_conv_forward_cpu(float *y, const float *x, const float *K, int T, int N, int I,
+                                   int O, int D);
+void snn_temporal_conv_backward_cpu(float *dx, float *dK, const float *dy, const float *x,
+                                    const float *K, int T, int N, int I, int O, int D);
+
 /* batchnorm.c */
 void snn_batchnorm_forward_train_cpu(float *out, float *save_mean, float *save_invstd,
                                      float *running_mean, float *running_var, const float *x,

@@ -38,6 +38,12 @@ const snn_kernels snn_kernels_cpu = {
     .max_pool2d_backward = snn_max_pool2d_backward_cpu,
     .avg_pool2d_forward = snn_avg_pool2d_forward_cpu,
     .avg_pool2d_backward = snn_avg_pool2d_backward_cpu,
+    /* D exponentials a synapse, O I synapses: next to the conv's 2 T N O I D FLOPs it costs
+     * nothing, so the plain loop is the fast one */
+    .delay_kernel_forward = snn_delay_kernel_forward_ref,
+    .delay_kernel_backward = snn_delay_kernel_backward_ref,
+    .temporal_conv_forward = snn_temporal_conv_forward_cpu,
+    .temporal_conv_backward = snn_temporal_conv_backward_cpu,
     .batchnorm_forward_train = snn_batchnorm_forward_train_cpu,
     .batchnorm_forward_eval = snn_batchnorm_forward_eval_cpu,
     .batchnorm_backward = snn_batchnorm_backward_cpu,

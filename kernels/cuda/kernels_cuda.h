@@ -151,6 +151,16 @@ void snn_max_pool2d_backward_cuda(float *dx, const float *dout, const int32_t *a
 void snn_avg_pool2d_forward_cuda(float *out, const float *x, const snn_pool2d_dims *d);
 void snn_avg_pool2d_backward_cuda(float *dx, const float *dout, const snn_pool2d_dims *d);
 
+/* delay.cu */
+void snn_delay_kernel_forward_cuda(float *K, const float *w, const float *d, int O, int I, int D,
+                                   float sigma);
+void snn_delay_kernel_backward_cuda(float *dw, float *dd, const float *dK, const float *w,
+                                    const float *d, int O, int I, int D, float sigma);
+void snn_temporal_conv_forward_cuda(float *y, const float *x, const float *K, int T, int N,
+                                    int I, int O, int D);
+void snn_temporal_conv_backward_cuda(float *dx, float *dK, const float *dy, const float *x,
+                                     const float *K, int T, int N, int I, int O, int D);
+
 /* batchnorm.cu */
 void snn_batchnorm_forward_train_cuda(float *out, float *save_mean, float *save_invstd,
                                       float *running_mean, float *running_var, const float *x,

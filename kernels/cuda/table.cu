@@ -102,6 +102,10 @@ static snn_kernels make_cuda_table(void)
     k.max_pool2d_backward = snn_max_pool2d_backward_cuda;
     k.avg_pool2d_forward = snn_avg_pool2d_forward_cuda;
     k.avg_pool2d_backward = snn_avg_pool2d_backward_cuda;
+    k.delay_kernel_forward = snn_delay_kernel_forward_cuda;
+    k.delay_kernel_backward = snn_delay_kernel_backward_cuda;
+    k.temporal_conv_forward = snn_temporal_conv_forward_cuda;
+    k.temporal_conv_backward = snn_temporal_conv_backward_cuda;
     k.batchnorm_forward_train = snn_batchnorm_forward_train_cuda;
     k.batchnorm_forward_eval = snn_batchnorm_forward_eval_cuda;
     k.batchnorm_backward = snn_batchnorm_backward_cuda;

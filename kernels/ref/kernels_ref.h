@@ -64,6 +64,16 @@ void snn_max_pool2d_backward_ref(float *dx, const float *dout, const int32_t *ar
 void snn_avg_pool2d_forward_ref(float *out, const float *x, const snn_pool2d_dims *d);
 void snn_avg_pool2d_backward_ref(float *dx, const float *dout, const snn_pool2d_dims *d);
 
+/* delay.c */
+void snn_delay_kernel_forward_ref(float *K, const float *w, const float *d, int O, int I, int D,
+                                  float sigma);
+void snn_delay_kernel_backward_ref(float *dw, float *dd, const float *dK, const float *w,
+                                   const float *d, int O, int I, int D, float sigma);
+void snn_temporal_conv_forward_ref(float *y, const float *x, const float *K, int T, int N, int I,
+                                   int O, int D);
+void snn_temporal_conv_backward_ref(float *dx, float *dK, const float *dy, const float *x,
+                                    const float *K, int T, int N, int I, int O, int D);
+
 /* batchnorm.c */
 void snn_batchnorm_forward_train_ref(float *out, float *save_mean, float *save_invstd,
                                      float *running_mean, float *running_var, const float *x,

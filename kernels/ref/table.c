@@ -20,6 +20,7 @@
  *   batchnorm.c    batch statistics, normalising, and the gradient through the statistics
  *                  (batchnorm_sync.c: the same, cut where data-parallel ranks exchange sums)
  *   pool2d.c       max- and average-pooling
+ *   delay.c        learnable synaptic delays: the Gaussian delay kernel, the causal temporal conv
  *   loss.c         log-softmax, negative log-likelihood: cross-entropy
  *   optim.c        SGD and Adam
  *   bits.c, dropout.c, encode.c   spikes as bits, random masks and spikes from a hash
@@ -61,6 +62,10 @@ const snn_kernels snn_kernels_ref = {
     .max_pool2d_backward = snn_max_pool2d_backward_ref,
     .avg_pool2d_forward = snn_avg_pool2d_forward_ref,
     .avg_pool2d_backward = snn_avg_pool2d_backward_ref,
+    .delay_kernel_forward = snn_delay_kernel_forward_ref,
+    .delay_kernel_backward = snn_delay_kernel_backward_ref,
+    .temporal_conv_forward = snn_temporal_conv_forward_ref,
+    .temporal_conv_backward = snn_temporal_conv_backward_ref,
     .batchnorm_forward_train = snn_batchnorm_forward_train_ref,
     .batchnorm_forward_eval = snn_batchnorm_forward_eval_ref,
     .batchnorm_backward = snn_batchnorm_backward_ref,
