@@ -48,8 +48,9 @@
  *   S  (T, N, F)   the spikes, which are the output (held by the graph anyway); backward reads
  *                  them for dW_rec (through snn_saved_values: they may be packed to bits)
  * so 4 B per element and step beyond the output (8 B for ALIF), as the feed-forward neurons.
- * Scratch (given back when the op returns): forward I[t], V (and A), 3 (4) x N F floats;
- * backward G_I (T, N, F) plus G_S and two G_V (and two G_A) of N F floats.
+ * Scratch (given back when the op returns): forward I[t] and V (and A), 2 (3) x N F floats;
+ * backward G_I (T, N, F) plus G_S and two G_V (and two G_A), (T + 3) N F floats (T + 5: ALIF).
+ * nn/memory_walk.c (snn_walk_recurrent) counts all of it for the memory estimate.
  *
  * Work per step: one (N x F) x (F x F) GEMM forward, two backward (G_S and, summed over the
  * steps, dW_rec); the neuron kernels read and write ~12-16 B per element and step.

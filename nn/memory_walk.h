@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "kernels/kernels.h"
+#include "neurons/neurons.h"
 
 /* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
  * the DVS net at most 40. */
@@ -88,5 +89,12 @@ void snn_walk_backward_scratch(snn_walk *w, double bytes, int u0, int u1);
 double snn_walk_largest_backward_scratch(const snn_walk *w);
 /* The bytes the step pool holds after the step (the replay in nn/memory_walk.c). */
 double snn_walk_gradient_pool_bytes(const snn_walk *w);
+
+/* A recurrent layer (snn_recurrent_multistep, nn/layer_recurrent.c) of F neurons of kind n
+ * over (T, N, F) input `in`: its w_rec (F, F), its spikes, spike counts, what it saves for
+ * backward (H, and ALIF's threshold), its forward and backward scratch (neurons/recurrent.c
+ * lists them). Returns the spikes' id. For a model file's walk (an rsnn's layers). */
+int snn_walk_recurrent(snn_walk *w, int in, const snn_neuron_config *n, double T, double N,
+                       double F);
 
 #endif /* SNN_MEMORY_WALK_H */
