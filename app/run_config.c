@@ -39,6 +39,8 @@ static const char *encoding_name(snn_encoding e)
     case SNN_ENCODING_POISSON: return "poisson (rate-coded spikes)";
     case SNN_ENCODING_EVENTS: return "event frames";
     case SNN_ENCODING_FIRST_STEP: return "first step (a converted ST-BIF network)";
+    case SNN_ENCODING_ROWS: return "rows (an image read row by row, T = H)";
+    case SNN_ENCODING_PIXELS: return "pixels (an image read pixel by pixel, T = H*W)";
     }
     return "unknown";
 }
@@ -93,15 +95,19 @@ void run_config_print_model(FILE *out, const char *indent, snn_module *model)
     const snn_model_config *c = snn_model_config_of(model);
     if (!c) return;
     char size[96] = "";
+    snprintf(size, sizeof size, ", width %d", c->width_base);
     if (c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET)
-        snprintf(size, sizeof size, ", hidden %d", c->hidden);
+        snprintf(size + strlen(size), sizeof size - strlen(size), ", hidden %d", c->hidden);
+    if (c->kind == SNN_MODEL_RSNN) /* no convs: its width is its recurrent layers' */
+        snprintf(size, sizeof size, ", %d recurrent layer%s of %d", c->layers,
+                 c->layers == 1 ? "" : "s", c->hidden);
     char extras[96] = "";
     if (c->dropout > 0.0f)
         snprintf(extras, sizeof extras, ", dropout %g", (double)c->dropout);
     if (c->spiking_readout)
         snprintf(extras + strlen(extras), sizeof extras - strlen(extras), ", spiking readout");
-    fprintf(out, "%s%-12s%s, width %d%s, %dx%dx%d images, %d classes%s, %lld parameters\n",
-            indent, "model", snn_model_kind_name(c->kind), c->width_base, size, c->in_channels,
+    fprintf(out, "%s%-12s%s%s, %dx%dx%d images, %d classes%s, %lld parameters\n",
+            indent, "model", snn_model_kind_name(c->kind), size, c->in_channels,
             c->height, c->width, c->classes, extras,
             (long long)snn_module_num_parameters(model));
     char neuron[256];

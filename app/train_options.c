@@ -47,8 +47,10 @@ int train_option_table(train_options *o, option *table)
         {"--data", OPT_STRING, &o->data,
          "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
         {"--model", OPT_STRING, &o->model,
-         "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50, dvsnet"},
-        {"--neuron", OPT_STRING, &o->neuron, "if, lif, plif, stbif; relu or qclip: an ANN (T = 1)"},
+         "cnn, resnet18, sew-resnet18, resnet34, sew-resnet34, resnet50, sew-resnet50, dvsnet, "
+         "rsnn (recurrent, for sequences: --sequence, --layers)"},
+        {"--neuron", OPT_STRING, &o->neuron,
+         "if, lif, plif, alif (rsnn: if, lif or alif), stbif; relu or qclip: an ANN (T = 1)"},
         {"--levels", OPT_INT, &o->levels,
          "qclip / stbif: quantization levels L (0: the default, 8)"},
         {"--explain", OPT_FLAG, &o->explain, "print the execution plan after the first step: which kernel each layer runs, which layers are fused, on this device, precision and kernel set"},
@@ -59,7 +61,13 @@ int train_option_table(train_options *o, option *table)
         {"--T", OPT_INT, &o->time_steps, "time steps"},
         {"--width", OPT_INT, &o->width,
          "channels of the first conv (0: the model's default, 32 / 64)"},
-        {"--hidden", OPT_INT, &o->hidden, "hidden units of the CNN's first fc"},
+        {"--hidden", OPT_INT, &o->hidden,
+         "hidden units of the CNN's first fc; rsnn: neurons of each recurrent layer (256 unless "
+         "given)"},
+        {"--layers", OPT_INT, &o->layers, "rsnn: recurrent layers (0: 1)"},
+        {"--sequence", OPT_STRING, &o->sequence,
+         "rsnn: read each image as a sequence of its rows (T = H steps of C*W inputs; the "
+         "default) or pixels (T = H*W steps of C inputs, sequential MNIST); --T follows"},
         {"--encoding", OPT_STRING, &o->encoding, "direct, poisson (event data sets: their frames)"},
         {"--split-by", OPT_STRING, &o->split_by,
          "event data sets: cut each sample into T frames by event number or time"},
@@ -186,6 +194,68 @@ static int need_library_names(const train_options *o)
     return bad | need_choice("--surrogate", o->surrogate, names, n);
 }
 
+/* The flags of the recurrent SNN: --sequence and --layers are its alone, and it has no dropout,
+ * spiking readout (--loss mse) or Poisson encoding (its input is the sequence). 0, or 2 with
+ * the messages printed. */
+static int rsnn_flags(const train_options *o)
+{
+    static const char *const sequences[] = {"rows", "pixels"};
+    const bool rsnn = strcmp(o->model, "rsnn") == 0;
+    int bad = o->sequence ? need_choice("--sequence", o->sequence, sequences, 2) : 0;
+    const char *mine = o->sequence ? "--sequence" : o->layers ? "--layers" : NULL;
+    if (!rsnn && mine) {
+        fprintf(stderr, "snn-train: %s: a flag of the recurrent network; expected --model rsnn "
+                "with it (got --model %s)\n", mine, o->model);
+        bad = 2;
+    }
+    if (!rsnn) return bad;
+    const char *why = o->dropout > 0.0f                    ? "--dropout 0 (it has no dropout layers)"
+                      : strcmp(o->loss, "mse") == 0        ? "--loss ce or tet (its readout is a "
+                                                             "leaky integrator, not spikes)"
+                      : strcmp(o->encoding, "poisson") == 0 ? "no --encoding poisson (its input is "
+                                                              "the image read as --sequence)"
+                                                            : NULL;
+    if (why) {
+        fprintf(stderr, "snn-train: --model rsnn: expected %s\n", why);
+        bad = 2;
+    }
+    return bad;
+}
+
+/* rsnn: 256 neurons a layer as the RLIF / ALIF sequential-MNIST baselines; lr 1e-3, Adam's
+ * usual, since a recurrent net's gradients through 28 or 784 steps are larger than the CNN's;
+ * no random crop or flip unless asked (a sequence is read in a fixed order). */
+void train_model_defaults(train_options *o, option *table, int n, const bool *given)
+{
+    if (strcmp(o->model, "rsnn") != 0) return;
+    if (!given[option_find(table, n, "--hidden") - table]) o->hidden = 256;
+    if (!given[option_find(table, n, "--lr") - table]) o->lr = 1e-3f;
+    if (!given[option_find(table, n, "--augment") - table]) o->augment = 0;
+}
+
+int train_sequence_steps(const train_options *o, bool steps_given, bool event_data,
+                         snn_model_config *c)
+{
+    if (c->kind != SNN_MODEL_RSNN) return 0;
+    if (event_data) {
+        if (!o->sequence) return 0;
+        fprintf(stderr, "snn-train: --sequence %s: reads images as sequences; --dataset %s has a "
+                "time axis already (its frames are the steps)\n", o->sequence, o->dataset);
+        return 2;
+    }
+    const bool pixels = c->encoding == SNN_ENCODING_PIXELS;
+    const int steps = pixels ? c->height * c->width : c->height;
+    if (steps_given && o->time_steps != steps) {
+        fprintf(stderr, "snn-train: --T %d: --sequence %s reads the %dx%d images of --dataset %s "
+                "in T = %s = %d steps\nhint: leave --T out\n", o->time_steps,
+                pixels ? "pixels" : "rows", c->height, c->width, o->dataset,
+                pixels ? "H*W" : "H", steps);
+        return 2;
+    }
+    c->time_steps = steps;
+    return 0;
+}
+
 int train_options_check(const train_options *o, snn_schedule *schedule)
 {
     int bad = 0;
@@ -193,6 +263,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_int("--batch-size", o->batch_size, 1);
     bad |= need_int("--T", o->time_steps, 1);
     bad |= need_int("--hidden", o->hidden, 1);
+    bad |= need_int("--layers", o->layers, 0);
     bad |= need_int("--width", o->width, 0);
     bad |= need_int("--levels", o->levels, 0);
     bad |= need_int("--warmup", o->warmup, 0);
@@ -249,6 +320,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_choice("--precision", o->precision, precisions, 3);
     bad |= need_choice("--split-by", o->split_by, splits, 2);
     bad |= need_library_names(o);
+    bad |= rsnn_flags(o);
     if (o->label_smoothing > 0.0f && strcmp(o->loss, "mse") == 0) {
         char text[32];
         fprintf(stderr, "snn-train: --label-smoothing %s: expected 0 with --loss mse (it smooths "
@@ -282,6 +354,10 @@ snn_model_config train_model_config(const train_options *o)
     if (o->width) config.width_base = o->width;
     config.spiking_readout = strcmp(o->loss, "mse") == 0;
     config.dropout = o->dropout;
+    if (o->layers) config.layers = o->layers;
+    if (kind == SNN_MODEL_RSNN) /* images read as rows unless --sequence pixels; T from the data */
+        config.encoding = o->sequence && strcmp(o->sequence, "pixels") == 0 ? SNN_ENCODING_PIXELS
+                                                                             : SNN_ENCODING_ROWS;
     config.seed = (uint64_t)o->seed;
     if (strcmp(o->encoding, "poisson") == 0) config.encoding = SNN_ENCODING_POISSON;
     return config;

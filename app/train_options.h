@@ -24,6 +24,9 @@ typedef struct train_options {
     const char *kernels;     /* the CPU's kernel set, "fast" or "ref" (snn_set_kernels); NULL:
                                 the library's choice ($SNN_KERNELS, else fast) */
     int time_steps, width, hidden, epochs, batch_size, warmup, seed, threads, log_every;
+    const char *sequence;    /* rsnn: "rows" or "pixels", how an image becomes a sequence; NULL:
+                                not given (rows for images) */
+    int layers;              /* rsnn: recurrent layers (0: the model's default, 1) */
     int downsample, limit_train, limit_test, augment, stop_after, levels;
     int crop_padding;        /* --augment's random crop: pixels of padding on each side */
     int checkpoint_every;
@@ -68,6 +71,17 @@ int train_option_table(train_options *o, option *table);
  * an integer >= 1"; a name that is none of the choices with the nearest one). 0, or 2 (a bad
  * command line) with the messages printed. */
 int train_options_check(const train_options *o, snn_schedule *schedule);
+
+/* The defaults of --model where they differ from the main job's, for the flags not `given`
+ * (table[] of n flags pointing into *o): rsnn trains 256 neurons a layer at lr 1e-3 without
+ * augmentation (app/train_options.c says why). */
+void train_model_defaults(train_options *o, option *table, int n, const bool *given);
+
+/* A new run's T from its data (rsnn, images read as --sequence rows / pixels: T = H / H*W):
+ * sets c->time_steps. 0, or 2 with the message printed when --T was given (`steps_given`)
+ * and differs, or --sequence was given for data that already has a time axis (`event_data`). */
+int train_sequence_steps(const train_options *o, bool steps_given, bool event_data,
+                         snn_model_config *c);
 
 /* The model a new run builds from the flags (train_options_check passed): kind, neuron and its
  * constants, surrogate, T, width, hidden units, encoding, dropout and seed; the input and

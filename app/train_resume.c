@@ -163,12 +163,18 @@ static void model_conflicts(train_options *o, option *table, int n, const bool *
     if (!GIVEN("--levels")) o->levels = cn->levels;
     if (!GIVEN("--symmetric")) o->symmetric = cn->symmetric;
     if (!GIVEN("--dropout")) o->dropout = c->dropout;
+    if (!GIVEN("--layers")) o->layers = c->layers;
+    const char *sequence = c->encoding == SNN_ENCODING_ROWS     ? "rows"
+                           : c->encoding == SNN_ENCODING_PIXELS ? "pixels"
+                                                                : NULL;
+    if (!GIVEN("--sequence")) o->sequence = sequence;
     bool events = c->encoding == SNN_ENCODING_EVENTS; /* event frames: --encoding has no say */
     if (!GIVEN("--encoding") && !events)
         o->encoding = c->encoding == SNN_ENCODING_POISSON ? "poisson" : "direct";
     const snn_model_config asked = train_model_config(o);
     const snn_neuron_config *an = &asked.neuron;
-    char tau[32], steps[16], width[16], hidden[16], levels[16], dropout[32];
+    char tau[32], steps[16], width[16], hidden[16], levels[16], dropout[32], layers[16];
+    snprintf(layers, sizeof layers, "%d", c->layers);
     option_float_text(cn->tau, tau, sizeof tau);
     snprintf(steps, sizeof steps, "%d", c->time_steps);
     snprintf(width, sizeof width, "%d", c->width_base);
@@ -193,6 +199,9 @@ static void model_conflicts(train_options *o, option *table, int n, const bool *
         {"--levels", an->levels != cn->levels, levels},
         {"--symmetric", an->symmetric != cn->symmetric, cn->symmetric ? "on" : "off"},
         {"--dropout", asked.dropout != c->dropout, dropout},
+        {"--layers", asked.layers != c->layers, layers},
+        {"--sequence", asked.encoding != c->encoding,
+         sequence ? sequence : "no --sequence (the data set's frames)"},
     };
     for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
         if (!fields[f].differs || !GIVEN(fields[f].flag)) continue; /* a consequence elsewhere */

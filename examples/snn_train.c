@@ -249,6 +249,9 @@ int main(int argc, char **argv)
     evaluate_stop_flag = &run_stop_signal;
     train_dist_default_device(&o.dist, argc, argv, &o.device);
 
+    /* the model's own defaults (rsnn: width, learning rate, no augmentation) for flags not given */
+    train_model_defaults(&o, table, n_opts, given);
+
     /* validate the simple values first, naming the flag */
     snn_schedule schedule;
     if (train_options_check(&o, &schedule)) return 2;
@@ -310,6 +313,10 @@ int main(int argc, char **argv)
         config.in_channels = train.channels, config.height = train.height, config.width = train.width;
         config.classes = train.classes;
         if (train.time_steps > 0) config.encoding = SNN_ENCODING_EVENTS;
+        /* rsnn reading images as rows or pixels: T is H or H*W */
+        if (train_sequence_steps(&o, given[option_find(table, n_opts, "--T") - table],
+                                 train.time_steps > 0, &config))
+            return drop_data(&train_full, &test_full, 2);
     } else if (config.in_channels != train.channels || config.height != train.height ||
                config.width != train.width || config.classes != train.classes) {
         fprintf(stderr, "snn-train: --resume: the checkpoint's model takes %dx%dx%d images and %d "

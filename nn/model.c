@@ -20,6 +20,11 @@ snn_model_config snn_model_config_default(snn_model_kind kind)
     if (kind == SNN_MODEL_SPIKING_CNN) {
         c.in_channels = 1, c.height = 28, c.width = 28, c.classes = 10;
         c.width_base = 32, c.hidden = 128;
+    } else if (kind == SNN_MODEL_RSNN) {
+        /* Fashion-MNIST read row by row: 28 steps of 28 pixels */
+        c.in_channels = 1, c.height = 28, c.width = 28, c.classes = 10;
+        c.width_base = 1, c.hidden = 256, c.layers = 1;
+        c.encoding = SNN_ENCODING_ROWS, c.time_steps = 28;
     } else if (kind == SNN_MODEL_DVS_NET) {
         /* DVS128 Gesture: 2 polarities, 128x128, 11 gestures, event frames */
         c.in_channels = 2, c.height = 128, c.width = 128, c.classes = 11;
@@ -39,6 +44,7 @@ snn_status snn_model_config_check(const snn_model_config *c)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'kind' (expected 0 to %d, got %d)", fn,
                          SNN_MODEL_KIND_COUNT - 1, (int)c->kind);
     const bool resnet = snn_model_kinds[c->kind].resnet;
+    const bool rsnn = c->kind == SNN_MODEL_RSNN;
     if (c->in_channels < 1 || c->height < 1 || c->width < 1 || c->classes < 2)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (input %dx%dx%d, %d classes)", fn,
                          c->in_channels, c->height, c->width, c->classes);
@@ -59,17 +65,20 @@ snn_status snn_model_config_check(const snn_model_config *c)
                          big, big, 1 << 24, c->in_channels, c->height, c->width, c->width_base,
                          c->classes, c->hidden);
     /* the CNN pools twice by 2 (floor: 34 -> 17 -> 8), the DVS net down to 4x4 */
-    if (!resnet && (c->height < 4 || c->width < 4 || c->hidden < 1))
+    if (snn_rsnn_config_check(c) != SNN_OK) return SNN_ERR_ARGUMENT; /* model_rsnn.c */
+    if (!resnet && !rsnn && (c->height < 4 || c->width < 4 || c->hidden < 1))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the CNNs need height and width >= 4 "
                          "and hidden >= 1, got %dx%d, hidden %d)", fn, c->height, c->width,
                          c->hidden);
-    if (!resnet && (snn_cnn_flat_features(c) < 1 || snn_cnn_flat_features(c) > INT32_MAX))
+    if (!resnet && !rsnn &&
+        (snn_cnn_flat_features(c) < 1 || snn_cnn_flat_features(c) > INT32_MAX))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the %s's flattened features, "
                          "width_base x height x width after its pools, must be 1 .. 2^31 - 1; "
                          "got %.0f for %dx%d)", fn, snn_model_kind_name(c->kind),
                          snn_cnn_flat_features(c), c->height, c->width);
     if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON &&
-        c->encoding != SNN_ENCODING_EVENTS && c->encoding != SNN_ENCODING_FIRST_STEP)
+        c->encoding != SNN_ENCODING_EVENTS && c->encoding != SNN_ENCODING_FIRST_STEP &&
+        c->encoding != SNN_ENCODING_ROWS && c->encoding != SNN_ENCODING_PIXELS)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'encoding' (got %d)", fn,
                          (int)c->encoding);
     if (resnet && (c->height < 8 || c->width < 8))
@@ -285,6 +294,7 @@ snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x)
                               "by snn_model_new or snn_ann_to_snn, got %s)", fn,
                               model ? model->ops->kind : "NULL");
     if (snn_check_tensor(fn, "x", x)) return NULL;
+    if (model->ops == &snn_rsnn_model_ops) return snn_rsnn_forward_steps(model, x);
     /* the input check of the model's own forward (model_cnn.c, model_resnet.c): the ResNets
      * take any image size from 8x8 */
     const bool any_size = model->ops == &snn_resnet_model_ops;
@@ -302,6 +312,12 @@ snn_status snn_model_set_time_steps(snn_module *model, int time_steps)
     if (time_steps < 1 || time_steps > 1024 || (snn_neuron_is_ann(c->neuron.kind) && time_steps != 1))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'time_steps' (expected 1..1024, and 1 "
                          "for a %s model, got %d)", fn, snn_neuron_kind_name(c->neuron.kind),
+                         time_steps);
+    if ((c->encoding == SNN_ENCODING_ROWS || c->encoding == SNN_ENCODING_PIXELS) &&
+        time_steps != c->time_steps)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'time_steps' (an rsnn reading images "
+                         "as %s has T = %d, fixed by the image size; got %d)", fn,
+                         c->encoding == SNN_ENCODING_ROWS ? "rows" : "pixels", c->time_steps,
                          time_steps);
     c->time_steps = time_steps;
     return SNN_OK;

@@ -34,11 +34,21 @@ snn_module *snn_model_module_new(const snn_module_ops *ops, const snn_model_conf
 extern const snn_module_ops snn_cnn_model_ops;    /* model_cnn.c */
 extern const snn_module_ops snn_dvs_model_ops;    /* model_dvs.c */
 extern const snn_module_ops snn_resnet_model_ops; /* model_resnet.c */
+extern const snn_module_ops snn_rsnn_model_ops;   /* model_rsnn.c */
 
 snn_module *snn_spiking_cnn_new(const snn_model_config *c, snn_rng *rng);
 /* ResNet-18, -34, -50 and the SEW variants (model_resnet.c). */
 snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng);
 snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
+/* The recurrent SNN (model_rsnn.c): its builder, its configuration's own checks (layers, T of
+ * the rows / pixels encodings, its neurons; and, for every other model, that they take no
+ * rows or pixels encoding), its per-step outputs (snn_model_forward_steps: the readout's
+ * U[t]) and its memory estimate's walk (nn/model_memory.c; the id of its currents). */
+snn_module *snn_rsnn_new(const snn_model_config *c, snn_rng *rng);
+snn_status snn_rsnn_config_check(const snn_model_config *c);
+snn_tensor *snn_rsnn_forward_steps(snn_module *m, snn_tensor *x);
+struct snn_walk;
+int snn_rsnn_memory_walk(struct snn_walk *w, const snn_model_config *c, double T, double N);
 /* The classifier both CNNs end with (model_cnn.c): flatten -> [dropout1] -> fc1 (flat ->
  * hidden) -> neuron `hidden_neuron` -> [dropout2] -> fc2 (hidden -> classes) [-> neuron
  * `readout_neuron` with spiking_readout], appended to m. */
@@ -64,6 +74,7 @@ double snn_model_param_floats(const snn_model_config *config);
 double snn_spiking_cnn_param_floats(const snn_model_config *c);
 double snn_resnet_param_floats(const snn_model_config *c);
 double snn_dvs_net_param_floats(const snn_model_config *c);
+double snn_rsnn_param_floats(const snn_model_config *c);
 /* The flattened features (width_base x the frame after the pools) that fc1 of the spiking CNN
  * or the DVS net takes, in double (model.c bounds it before a builder's int arithmetic). */
 double snn_cnn_flat_features(const snn_model_config *c);

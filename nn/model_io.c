@@ -33,7 +33,10 @@ snn_status snn_model_config_to_metadata(const snn_model_config *c, snn_metadata 
     SET("snn.model.encoding", "%s", c->encoding == SNN_ENCODING_POISSON      ? "poisson"
                                     : c->encoding == SNN_ENCODING_EVENTS     ? "events"
                                     : c->encoding == SNN_ENCODING_FIRST_STEP ? "first_step"
+                                    : c->encoding == SNN_ENCODING_ROWS       ? "rows"
+                                    : c->encoding == SNN_ENCODING_PIXELS     ? "pixels"
                                                                              : "direct");
+    if (c->kind == SNN_MODEL_RSNN) SET("snn.model.layers", "%d", c->layers);
     SET("snn.model.spiking_readout", "%d", c->spiking_readout ? 1 : 0);
     SET("snn.model.seed", "%llu", (unsigned long long)c->seed);
     SET("snn.model.dropout", "%.9g", (double)c->dropout);
@@ -44,6 +47,7 @@ snn_status snn_model_config_to_metadata(const snn_model_config *c, snn_metadata 
     SET("snn.neuron.surrogate", "%s,%.9g", snn_surrogate_name(n->surrogate.kind), (double)n->surrogate.alpha);
     SET("snn.neuron.tau", "%.9g,%d", (double)n->tau, n->decay_input ? 1 : 0);
     SET("snn.neuron.stbif", "%.9g,%d,%d", (double)n->theta, n->levels, n->symmetric ? 1 : 0);
+    SET("snn.neuron.alif", "%.9g,%.9g", (double)n->tau_adapt, (double)n->beta);
 #undef SET
     return s;
 }
@@ -75,12 +79,18 @@ snn_status snn_model_config_from_metadata(const snn_metadata *m, snn_model_confi
     c->encoding = strcmp(encoding, "poisson") == 0      ? SNN_ENCODING_POISSON
                   : strcmp(encoding, "events") == 0     ? SNN_ENCODING_EVENTS
                   : strcmp(encoding, "first_step") == 0 ? SNN_ENCODING_FIRST_STEP
+                  : strcmp(encoding, "rows") == 0       ? SNN_ENCODING_ROWS
+                  : strcmp(encoding, "pixels") == 0     ? SNN_ENCODING_PIXELS
                                                         : SNN_ENCODING_DIRECT;
     c->spiking_readout = readout != 0;
     c->seed = seed;
     /* added with the CNNs' dropout layers: a checkpoint written before has none, i.e. 0 */
     if ((v = snn_metadata_get(m, "snn.model.dropout")) && sscanf(v, "%g", &c->dropout) != 1)
         return missing("snn.model.dropout");
+    /* added with the rsnn: its depth (written for rsnn checkpoints only; 1 when absent) */
+    c->layers = c->kind == SNN_MODEL_RSNN ? 1 : 0;
+    if ((v = snn_metadata_get(m, "snn.model.layers")) && sscanf(v, "%d", &c->layers) != 1)
+        return missing("snn.model.layers");
 
     snn_neuron_config *n = &c->neuron;
     if (!(v = snn_metadata_get(m, "snn.neuron.kind")) || snn_neuron_kind_parse(v, &n->kind) != SNN_OK)
@@ -106,6 +116,10 @@ snn_status snn_model_config_from_metadata(const snn_metadata *m, snn_model_confi
         sscanf(v, "%g,%d,%d", &n->theta, &n->levels, &symmetric) != 3)
         return missing("snn.neuron.stbif");
     n->symmetric = symmetric != 0;
+    /* ALIF's adaptation: checkpoints from before it have none and keep the defaults */
+    if ((v = snn_metadata_get(m, "snn.neuron.alif")) &&
+        sscanf(v, "%g,%g", &n->tau_adapt, &n->beta) != 2)
+        return missing("snn.neuron.alif");
     return SNN_OK;
 }
 

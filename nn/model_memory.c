@@ -158,6 +158,8 @@ static int neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
                         * (the builders' neurons consume their inputs: neuron_op.c) */
         if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF)
             w->host += snn_walk_struct_bytes();
+        else if (n->kind == SNN_NEURON_ALIF) /* H and the threshold of every step */
+            snn_walk_constant(w, 2.0 * numel);
         else snn_walk_constant(w, numel);
     }
     return out;
@@ -389,7 +391,8 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *c,
     if (!c || !out)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn, c ? "out" : "config");
     memset(out, 0, sizeof *out);
-    const bool cnn = c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET;
+    const bool cnn = c->kind == SNN_MODEL_SPIKING_CNN || c->kind == SNN_MODEL_DVS_NET ||
+                     c->kind == SNN_MODEL_RSNN;
     const bool converted = c->encoding == SNN_ENCODING_FIRST_STEP;
     if (converted && training)
         return snn_error(SNN_ERR_UNSUPPORTED, "%s: a network converted from a QANN (first-step "
@@ -431,6 +434,7 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *c,
     snn_walk_constant(&w, N);
     int x = c->kind == SNN_MODEL_SPIKING_CNN ? walk_cnn(&w, c, T, N)
           : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(&w, c, T, N)
+          : c->kind == SNN_MODEL_RSNN        ? snn_rsnn_memory_walk(&w, c, T, N)
                                              : walk_resnet(&w, c, T, N);
     /* readout: the mean over T (converted: the sum) */
     x = snn_walk_output(&w, N * c->classes, x, -1);

@@ -38,6 +38,9 @@ typedef enum snn_model_kind {
     SNN_MODEL_RESNET50,       /**< spiking ResNet-50: bottleneck blocks 3, 4, 6, 3 (1x1, 3x3,
                                    1x1) */
     SNN_MODEL_SEW_RESNET50,   /**< SEW-ResNet-50 */
+    SNN_MODEL_RSNN,           /**< recurrent SNN for sequences (nn/model_rsnn.c): [fc_k -> rec_k
+                                   (recurrent neurons)] x layers, fc_out, a leaky-integrator
+                                   readout; images become sequences (rows or pixels) */
     SNN_MODEL_KIND_COUNT      /**< the number of kinds (not a model) */
 } snn_model_kind;
 
@@ -46,9 +49,15 @@ typedef enum snn_encoding {
     SNN_ENCODING_DIRECT,      /**< the image repeated over T; the first conv+BN+neuron encode */
     SNN_ENCODING_POISSON,     /**< each pixel in [0, 1] fires with probability = its value */
     SNN_ENCODING_EVENTS,      /**< the input already has a time axis: (T, N, C, H, W) event
-                                   frames (data.h's event sets); the stem runs on all T frames */
+                                   frames (data.h's event sets); the stem runs on all T frames.
+                                   The rsnn also takes (T, N, F) with F = C*H*W (spike-train
+                                   audio, SHD) and flattens frames to (T, N, C*H*W) */
     SNN_ENCODING_FIRST_STEP,  /**< the stem's output at t = 0 only, zeros after, and the readout
                                    SUMS over T: a converted ST-BIF network (nn/ann2snn.c) */
+    SNN_ENCODING_ROWS,        /**< rsnn only: an image (N, C, H, W) is read row by row, T = H
+                                   steps of C*W inputs (row t of every channel) */
+    SNN_ENCODING_PIXELS,      /**< rsnn only: an image is read pixel by pixel in row-major
+                                   order, T = H*W steps of C inputs (sequential MNIST) */
 } snn_encoding;
 
 /** What snn_model_new builds; start from snn_model_config_default(kind). */
@@ -59,7 +68,10 @@ typedef struct snn_model_config {
     int width;                /**< W of the input images (as height) */
     int classes;              /**< outputs (>= 2) */
     int width_base;           /**< channels of the first conv (CNN: 32, ResNet: 64) */
-    int hidden;               /**< CNN: hidden units of the first fc */
+    int hidden;               /**< CNN: hidden units of the first fc; rsnn: the width of each
+                                   recurrent layer (default 256) */
+    int layers;               /**< rsnn: recurrent layers (>= 1, default 1); the other models
+                                   leave it 0 */
     int time_steps;           /**< T (1..1024) */
     snn_encoding encoding;    /**< direct, Poisson, event frames or first step (converted) */
     snn_neuron_config neuron; /**< every neuron layer's model */
@@ -110,8 +122,8 @@ snn_tensor *snn_model_forward_steps(snn_module *model, snn_tensor *x);
  * (at most 256) modules into layers[] and their dotted names into names[] (static strings,
  * valid until the next call); returns how many. */
 int snn_model_neuron_layers(snn_module *model, snn_module **layers, const char **names, int max);
-/** "cnn", "resnet18", "sew-resnet18", "dvsnet", "resnet34", "sew-resnet34", "resnet50" or
- * "sew-resnet50" (a static string). */
+/** "cnn", "resnet18", "sew-resnet18", "dvsnet", "resnet34", "sew-resnet34", "resnet50",
+ * "sew-resnet50" or "rsnn" (a static string). */
 const char *snn_model_kind_name(snn_model_kind kind);
 /** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT for any other name. */
 snn_status snn_model_kind_parse(const char *name, snn_model_kind *out);
