@@ -139,6 +139,10 @@ static snn_status export_neuron(nir_graph *g, flow *f, snn_module *m, const char
     if (c->kind == SNN_NEURON_STBIF)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s' is an ST-BIF neuron (NIR has "
                          "no bipolar spikes or spike counters)", name);
+    if (c->kind == SNN_NEURON_ALIF)
+        return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s' is an adaptive LIF neuron "
+                         "(ALIF: NIR has no neuron whose threshold adapts; its LIF would drop "
+                         "tau_adapt and beta)", name);
     if (c->reset == SNN_RESET_SOFT)
         return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: '%s' uses soft reset (NIR's LIF and "
                          "IF reset to v_reset; retrain with hard reset)", name);

@@ -12,7 +12,9 @@
  *       with the last V and A in the loss (so gradients must flow step to step through both);
  *     spikes, V_last and A_last exactly, gradients to |diff| <= 1e-6 + 1e-6 |want|;
  *   - no-grad mode gives the same spikes and saves nothing;
- *   - bad configs (tau_adapt <= 0, beta < 0, tau <= 1) are errors naming the field.
+ *   - bad configs (tau_adapt <= 0, beta < 0, tau <= 1) are errors naming the field;
+ *   - the spiking CNN with ALIF neurons runs forward and backward, and its tau_adapt and beta
+ *     go through the checkpoint metadata (older metadata without them load the defaults).
  * Run: ctest -R neurons_alif
  */
 #include <math.h>
@@ -22,6 +24,7 @@
 #include "autograd/autograd.h"
 #include "kernels/neuron_kernels.h"
 #include "neurons/neurons.h"
+#include "snn.h"
 #include "test.h"
 
 #define T 6
@@ -456,6 +459,63 @@ static void test_bad_config(void)
     CHECK(kind == SNN_NEURON_ALIF);
 }
 
+/* The spiking CNN with ALIF neurons trains (forward and backward through every layer, the
+ * builders' consume path included), and its config survives the checkpoint metadata; metadata
+ * from before ALIF (no "snn.neuron.alif") load the defaults. */
+static void test_model(void)
+{
+    snn_model_config c = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    c.width_base = 4, c.hidden = 16, c.time_steps = 3;
+    c.neuron = snn_neuron_config_default(SNN_NEURON_ALIF);
+    c.neuron.v_threshold = 0.3f; /* an untrained net whose layers fire */
+    c.neuron.tau_adapt = 7.5f;
+    c.neuron.beta = 0.25f;
+    snn_rng rng;
+    snn_rng_seed(&rng, 3);
+    snn_module *m = snn_model_new(&c, &rng);
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", snn_last_error());
+        return;
+    }
+    CHECK_OK(snn_step_begin());
+    snn_tensor *x = test_uniform(SNN_SHAPE(2, c.in_channels, c.height, c.width), 0.0f, 3.0f, 9);
+    snn_tensor *logits = snn_module_forward(m, x);
+    CHECK(logits != NULL);
+    if (logits) {
+        CHECK_OK(snn_backward(snn_sum_all(logits)));
+        snn_param_list params = {0};
+        CHECK_OK(snn_module_parameters(m, &params));
+        double gsum = 0.0;
+        for (int i = 0; i < params.count; i++) {
+            const snn_tensor *g = params.items[i].tensor->grad;
+            for (int64_t e = 0; g && e < g->numel; e++) gsum += fabs((double)g->data[e]);
+        }
+        CHECK(gsum > 0.0 && isfinite(gsum));
+        snn_param_list_free(&params);
+    } else {
+        fprintf(stderr, "%s\n", snn_last_error());
+    }
+    snn_step_end();
+    snn_module_free(m);
+
+    snn_metadata full = {0}, old = {0};
+    CHECK_OK(snn_model_config_to_metadata(&c, &full));
+    snn_model_config back;
+    CHECK_OK(snn_model_config_from_metadata(&full, &back));
+    CHECK(back.neuron.kind == SNN_NEURON_ALIF);
+    CHECK(back.neuron.tau_adapt == 7.5f && back.neuron.beta == 0.25f);
+    for (int i = 0; i < full.count; i++)
+        if (strcmp(full.keys[i], "snn.neuron.alif") != 0)
+            CHECK_OK(snn_metadata_set(&old, full.keys[i], "%s", full.values[i]));
+    CHECK_OK(snn_model_config_from_metadata(&old, &back));
+    CHECK(back.neuron.tau_adapt == 20.0f && back.neuron.beta == 1.8f);
+    CHECK_OK(snn_metadata_set(&full, "snn.neuron.alif", "fast"));
+    CHECK(snn_model_config_from_metadata(&full, &back) == SNN_ERR_FORMAT);
+    CHECK(strstr(snn_last_error(), "snn.neuron.alif") != NULL);
+    snn_clear_error();
+}
+
 int main(void)
 {
     snn_set_num_threads(2);
@@ -464,6 +524,7 @@ int main(void)
     RUN(test_against_unrolled);
     RUN(test_no_grad);
     RUN(test_bad_config);
+    RUN(test_model);
     fprintf(stderr, "%d ALIF option combinations checked\n", combos);
     return test_finish();
 }

@@ -6,7 +6,7 @@
  * frames, the DVS net, the spiking ResNet-18 and SEW-ResNet-18 (width 4), the SEW-ResNet-34 and
  * the spiking ResNet-50 (width 2; its bottleneck blocks, 1x1 / 3x3 / 1x1 with sn3 taking the
  * residual sum), with batch-norm statistics made non-trivial; and the refusals: soft reset,
- * ST-BIF, an ANN activation (ReLU), a file that is not HDF5 and a missing file. Skipped (77) in a
+ * ST-BIF, ALIF, an ANN activation (ReLU), a file that is not HDF5 and a missing file. Skipped (77) in a
  * build without HDF5.
  *
  *     ctest -R nir --output-on-failure
@@ -193,6 +193,11 @@ static void test_refusals(void)
     c.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
     m = snn_model_new(&c, &rng);
     CHECK(snn_nir_write(path, m) == SNN_ERR_UNSUPPORTED && strstr(snn_last_error(), "ST-BIF"));
+    snn_module_free(m);
+    c.neuron = snn_neuron_config_default(SNN_NEURON_ALIF); /* NIR has no adaptive threshold */
+    m = snn_model_new(&c, &rng);
+    CHECK(snn_nir_write(path, m) == SNN_ERR_UNSUPPORTED && strstr(snn_last_error(), "ALIF") &&
+          strstr(snn_last_error(), "snn_nir_write: '"));
     snn_module_free(m);
     c.neuron = snn_neuron_config_default(SNN_NEURON_RELU);
     c.time_steps = 1;
