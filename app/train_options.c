@@ -4,6 +4,7 @@
  */
 #include "app/train_options.h"
 
+#include <math.h>
 #include <string.h>
 
 /*
@@ -32,6 +33,7 @@ train_options train_defaults(void)
         .device = "cpu", .precision = "fp32", .time_steps = 2, .width = 0,
         .hidden = 128, .epochs = 4, .batch_size = 128, .warmup = 0, .seed = 0, .threads = 0,
         .log_every = 0, .limit_train = 0, .limit_test = 0, .augment = -1, .tau = 2.0f,
+        .tau_adapt = 20.0f, .beta = 1.8f,
         .lr = 3e-3f, .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f,
         .split_by = "number", .downsample = 1, .world_size = 1, .crop_padding = 4, .ema = 0.0f,
         .label_smoothing = 0.0f, .tet_lambda = SNN_TET_LAMBDA, .dropout = 0.0f,
@@ -58,6 +60,10 @@ int train_option_table(train_options *o, option *table)
          "qclip / stbif: levels [-L/2, L/2-1] instead of [0, L-1]"},
         {"--surrogate", OPT_STRING, &o->surrogate, "sigmoid, atan, piecewise_quadratic"},
         {"--tau", OPT_FLOAT, &o->tau, "LIF time constant (PLIF: initial value)"},
+        {"--tau-adapt", OPT_FLOAT, &o->tau_adapt,
+         "alif: time constant of the threshold's adaptation, in steps (default 20)"},
+        {"--beta", OPT_FLOAT, &o->beta,
+         "alif: how far a spike raises the threshold (V_th + beta A; default 1.8, 0: LIF)"},
         {"--T", OPT_INT, &o->time_steps, "time steps"},
         {"--width", OPT_INT, &o->width,
          "channels of the first conv (0: the model's default, 32 / 64)"},
@@ -289,6 +295,9 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_float("--weight-decay", o->weight_decay, o->weight_decay >= 0.0f,
                       "a number >= 0");
     bad |= need_float("--tau", o->tau, o->tau > 1.0f, "a number > 1 (a time constant in steps)");
+    bad |= need_float("--tau-adapt", o->tau_adapt, o->tau_adapt > 0.0f && isfinite(o->tau_adapt),
+                      "a number > 0 (a time constant in steps)");
+    bad |= need_float("--beta", o->beta, o->beta >= 0.0f && isfinite(o->beta), "a number >= 0");
     bad |= need_float("--activity-penalty", o->activity_penalty, o->activity_penalty >= 0.0f,
                       "a number >= 0");
     bad |= need_float("--ema", o->ema, o->ema == 0.0f || (o->ema > 0.0f && o->ema < 1.0f),
@@ -346,6 +355,8 @@ snn_model_config train_model_config(const train_options *o)
     snn_model_config config = snn_model_config_default(kind);
     config.neuron = snn_neuron_config_default(neuron);
     config.neuron.tau = o->tau;
+    config.neuron.tau_adapt = o->tau_adapt;
+    config.neuron.beta = o->beta;
     if (o->levels) config.neuron.levels = o->levels;
     config.neuron.symmetric = o->symmetric;
     snn_surrogate_parse(o->surrogate, &config.neuron.surrogate);

@@ -36,6 +36,7 @@ typedef struct train_options {
     bool overwrite;          /* a new run may replace the checkpoint in --out */
     bool allow_changes;      /* --resume may take a new learning rate, schedule, ... */
     float tau, lr, momentum, weight_decay, min_lr;
+    float tau_adapt, beta;        /* alif: the threshold's time constant and rise per spike */
     train_dist_options dist;
     float activity_penalty;       /* LAMBDA of snn_activity_penalty; 0: off */
     float ema;                    /* decay of the weights' moving average (nn/ema.c); 0: off */

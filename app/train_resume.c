@@ -157,6 +157,8 @@ static void model_conflicts(train_options *o, option *table, int n, const bool *
     if (!GIVEN("--neuron")) o->neuron = snn_neuron_kind_name(cn->kind);
     if (!GIVEN("--surrogate")) o->surrogate = snn_surrogate_name(cn->surrogate.kind);
     if (!GIVEN("--tau")) o->tau = cn->tau;
+    if (!GIVEN("--tau-adapt")) o->tau_adapt = cn->tau_adapt;
+    if (!GIVEN("--beta")) o->beta = cn->beta;
     if (!GIVEN("--T")) o->time_steps = c->time_steps;
     if (!GIVEN("--width")) o->width = c->width_base;
     if (!GIVEN("--hidden")) o->hidden = c->hidden;
@@ -176,6 +178,9 @@ static void model_conflicts(train_options *o, option *table, int n, const bool *
     char tau[32], steps[16], width[16], hidden[16], levels[16], dropout[32], layers[16];
     snprintf(layers, sizeof layers, "%d", c->layers);
     option_float_text(cn->tau, tau, sizeof tau);
+    char tau_adapt[32], beta[32];
+    option_float_text(cn->tau_adapt, tau_adapt, sizeof tau_adapt);
+    option_float_text(cn->beta, beta, sizeof beta);
     snprintf(steps, sizeof steps, "%d", c->time_steps);
     snprintf(width, sizeof width, "%d", c->width_base);
     snprintf(hidden, sizeof hidden, "%d", c->hidden);
@@ -191,6 +196,8 @@ static void model_conflicts(train_options *o, option *table, int n, const bool *
         {"--surrogate", an->surrogate.kind != cn->surrogate.kind,
          snn_surrogate_name(cn->surrogate.kind)},
         {"--tau", an->tau != cn->tau, tau},
+        {"--tau-adapt", an->tau_adapt != cn->tau_adapt, tau_adapt},
+        {"--beta", an->beta != cn->beta, beta},
         {"--T", asked.time_steps != c->time_steps, steps},
         {"--width", asked.width_base != c->width_base, width},
         {"--hidden", asked.hidden != c->hidden, hidden},

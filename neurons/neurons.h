@@ -141,7 +141,7 @@ snn_neuron_config snn_neuron_config_default(snn_neuron_kind kind);
 /** Checks every field of `cfg` for its kind: SNN_OK, or SNN_ERR_ARGUMENT with a message naming
  * `fn` (the caller, for the message) and the bad field. */
 snn_status snn_neuron_config_check(const char *fn, const snn_neuron_config *cfg);
-/** "if", "lif", "plif", "stbif", "relu" or "qclip" (a static string). */
+/** "if", "lif", "plif", "stbif", "relu", "qclip" or "alif" (a static string). */
 const char *snn_neuron_kind_name(snn_neuron_kind kind);
 /** Parses `name` (one of the names above) into *out; SNN_ERR_ARGUMENT with a message for any
  * other name. */
@@ -299,7 +299,8 @@ snn_tensor *snn_running_max_pool2d(snn_tensor *x, int kernel, int stride);
  */
 typedef struct snn_neuron_state {
     snn_tensor *v;     /**< (N, ...) membrane after the last step; NULL = reset */
-    snn_tensor *a;     /**< ST-BIF: (N, ...) spike count A; NULL otherwise */
+    snn_tensor *a;     /**< (N, ...) ST-BIF's spike count A, or ALIF's adaptation A (its
+                            gradient flows step to step as V's); NULL otherwise */
     uint64_t step_id;  /**< the step that made v and a (snn_step_id) */
 } snn_neuron_state;
 

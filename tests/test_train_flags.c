@@ -15,7 +15,8 @@
  *   - bad values: one message for each, naming the flag and the value; a name that is none of
  *     the choices exits 2 like any bad flag; an unknown flag gets the nearest one, in snn-eval
  *     too;
- *   - snn-eval given a run's folder reads the checkpoint in it.
+ *   - snn-eval given a run's folder reads the checkpoint in it;
+ *   - --neuron alif trains with --tau-adapt and --beta, which a resume takes from the checkpoint.
  * Runs are tiny (width 8, 320 images): seconds each. Skipped (77) without Fashion-MNIST.
  * Run: ctest --test-dir build -R train_flags --output-on-failure
  */
@@ -63,6 +64,9 @@ static void test_flag_messages(void)
     CHECK(run(TRAIN " %s", "--lr 0 --tau 1") == 2 &&
           output_contains("--lr 0: expected a number > 0") &&
           output_contains("--tau 1: expected a number > 1"));
+    CHECK(run(TRAIN " %s", "--neuron alif --tau-adapt 0 --beta -1") == 2 &&
+          output_contains("--tau-adapt 0: expected a number > 0") &&
+          output_contains("--beta -1: expected a number >= 0"));
     CHECK(run(TRAIN " %s", "--dataset fmnist") == 2 && output_contains("fmnist"));
     CHECK(run(TRAIN " %s", "--kernels slow") == 2 &&
           output_contains("--kernels slow: expected fast or ref"));
@@ -202,6 +206,25 @@ static void test_no_silent_overwrite(void)
     CHECK(!same_file(ckpt, copy));
 }
 
+/* --neuron alif trains the CNN with its --tau-adapt and --beta, which the checkpoint keeps: a
+ * resume takes them, and a different --beta is a conflict naming the checkpoint's. */
+static void test_alif_run(void)
+{
+    char dir[400], args[1200], ckpt[600];
+    snprintf(dir, sizeof dir, "%s/alif", tmp);
+    snprintf(args, sizeof args, COMMON " --neuron alif --tau-adapt 10 --beta 0.5 --epochs 1 "
+             "--out %s", dir);
+    CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("alif: tau 2, v_th 1 + beta 0.5 A (tau_adapt 10)"));
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", dir);
+    snprintf(args, sizeof args, "--resume %s --epochs 2 --threads 1", ckpt);
+    CHECK(run(PLAIN_TRAIN " %s", args) == 0);
+    CHECK(output_contains("alif: tau 2, v_th 1 + beta 0.5 A (tau_adapt 10)"));
+    snprintf(args, sizeof args, "--resume %s --epochs 3 --beta 1 --threads 1", ckpt);
+    CHECK(run(PLAIN_TRAIN " %s", args) == 2);
+    CHECK(output_contains("--beta 1 (the checkpoint was trained with 0.5)"));
+}
+
 static void test_eval_reads_a_folder(void)
 {
     char args[1200];
@@ -224,6 +247,7 @@ int main(void)
     RUN(test_resume_restores_flags);
     RUN(test_old_checkpoint_resumes);
     RUN(test_no_silent_overwrite);
+    RUN(test_alif_run);
     RUN(test_eval_reads_a_folder);
     runner_end(test_failures);
     return test_finish();
