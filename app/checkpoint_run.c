@@ -83,7 +83,25 @@ int checkpoint_run_open(checkpoint_run *r, const char *program, const char *chec
     char split[16] = "";
     if (f && sscanf(f, "%15[a-z],%d", split, &frames.downsample) == 2)
         snn_event_split_parse(split, &frames.split_by);
-    if (snn_dataset_load_frames(r->dataset, data, SNN_SPLIT_TEST, &frames, &r->test) != SNN_OK) {
+    /* shd / ssc: frames over the recorded --max-time, binarised or not, channels pooled by
+     * the recorded --downsample */
+    snn_status loaded;
+    if (snn_dataset_is_spike_audio(r->dataset)) {
+        snn_spike_frames spikes = snn_spike_frames_default();
+        spikes.frames = frames.frames;
+        spikes.pool = frames.downsample;
+        double max_time = 0.0;
+        int binarize = 0;
+        const char *s = snn_metadata_get(&r->meta, "snn.train.spike_frames");
+        if (s && sscanf(s, "%lf,%d", &max_time, &binarize) == 2) {
+            if (max_time > 0.0) spikes.max_time = max_time;
+            spikes.binarize = binarize != 0;
+        }
+        loaded = snn_spike_dataset_load(r->dataset, data, SNN_SPLIT_TEST, &spikes, &r->test, NULL);
+    } else {
+        loaded = snn_dataset_load_frames(r->dataset, data, SNN_SPLIT_TEST, &frames, &r->test);
+    }
+    if (loaded != SNN_OK) {
         fprintf(stderr, "%s: %s\n", program, snn_last_error());
         snn_module_free(r->model);
         return 1;

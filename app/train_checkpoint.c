@@ -36,6 +36,9 @@ int save_checkpoint(const char *out_dir, const train_state *run, const train_opt
     snn_event_split_parse(o->split_by, &split); /* checked before the data were loaded */
     snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split),
                      o->downsample);
+    if (snn_dataset_is_spike_audio(o->dataset)) /* shd / ssc: --max-time (0: 1 s), --binarize */
+        snn_metadata_set(&meta, "snn.train.spike_frames", "%.9g,%d", (double)o->max_time,
+                         (int)o->binarize);
     if (test_accuracy >= 0.0)
         snn_metadata_set(&meta, "snn.train.test_accuracy", "%.6f", test_accuracy);
     snn_metadata_set(&meta, "snn.model.rng", "%llu",
@@ -92,6 +95,9 @@ int save_best(const char *out_dir, train_state *run, const train_options *o, int
     snn_event_split_parse(o->split_by, &split);
     snn_metadata_set(&meta, "snn.train.frames", "%s,%d", snn_event_split_name(split),
                      o->downsample);
+    if (snn_dataset_is_spike_audio(o->dataset)) /* shd / ssc: --max-time (0: 1 s), --binarize */
+        snn_metadata_set(&meta, "snn.train.spike_frames", "%.9g,%d", (double)o->max_time,
+                         (int)o->binarize);
     /* snn-sparse's CSV names the penalty the weights were trained under */
     snn_metadata_set(&meta, "snn.train.activity_penalty", "%g", (double)o->activity_penalty);
     char decay[32];

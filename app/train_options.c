@@ -45,7 +45,7 @@ int train_option_table(train_options *o, option *table)
 {
     const option all[] = {
         {"--dataset", OPT_STRING, &o->dataset,
-         "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs"},
+         "fashion-mnist, mnist, cifar10, cifar100, nmnist, dvs-gesture, cifar10-dvs, shd, ssc"},
         {"--data", OPT_STRING, &o->data,
          "folder or archive of the data set (else $SNN_DATA_DIR, then /usr/share/datasets)"},
         {"--model", OPT_STRING, &o->model,
@@ -78,7 +78,11 @@ int train_option_table(train_options *o, option *table)
         {"--split-by", OPT_STRING, &o->split_by,
          "event data sets: cut each sample into T frames by event number or time"},
         {"--downsample", OPT_INT, &o->downsample,
-         "event data sets: sum k x k sensor pixels into one frame pixel"},
+         "event data sets: sum k x k sensor pixels into one frame pixel (shd / ssc: k channels)"},
+        {"--max-time", OPT_FLOAT, &o->max_time,
+         "shd / ssc: seconds the T frames cover; later spikes are dropped (0: 1 s)"},
+        {"--binarize", OPT_FLAG, &o->binarize,
+         "shd / ssc: a frame channel is 1 when it holds a spike, not the count"},
         {"--loss", OPT_STRING, &o->loss,
          "ce (cross-entropy on the time-mean output), tet (cross-entropy at every step, Deng et "
          "al. 2022) or mse (firing rate vs one-hot)"},
@@ -295,6 +299,8 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_float("--weight-decay", o->weight_decay, o->weight_decay >= 0.0f,
                       "a number >= 0");
     bad |= need_float("--tau", o->tau, o->tau > 1.0f, "a number > 1 (a time constant in steps)");
+    bad |= need_float("--max-time", o->max_time, o->max_time >= 0.0f && o->max_time < 1e6f,
+                      "0 (1 s) or the seconds the frames of shd / ssc cover, e.g. 1.4");
     bad |= need_float("--tau-adapt", o->tau_adapt, o->tau_adapt > 0.0f && isfinite(o->tau_adapt),
                       "a number > 0 (a time constant in steps)");
     bad |= need_float("--beta", o->beta, o->beta >= 0.0f && isfinite(o->beta), "a number >= 0");

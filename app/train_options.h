@@ -32,6 +32,8 @@ typedef struct train_options {
     int checkpoint_every;
     int world_size;          /* ranks of a data-parallel run (1 without one); not an option */
     bool tf32, symmetric;
+    bool binarize;           /* shd / ssc: frames hold 0 / 1, not spike counts */
+    float max_time;          /* shd / ssc: seconds the T frames cover; 0: 1 s */
     bool explain;            /* print the execution plan of the first step (snn_model_explain) */
     bool overwrite;          /* a new run may replace the checkpoint in --out */
     bool allow_changes;      /* --resume may take a new learning rate, schedule, ... */

@@ -23,6 +23,7 @@ static const struct recorded_flag {
     {"--dataset", FLAG_RUN},        {"--optimizer", FLAG_RUN},
     {"--loss", FLAG_RUN},           {"--ema", FLAG_RUN},
     {"--split-by", FLAG_RUN},       {"--downsample", FLAG_RUN},
+    {"--max-time", FLAG_RUN},       {"--binarize", FLAG_RUN},
     {"--batch-size", FLAG_RECIPE},  {"--lr", FLAG_RECIPE},
     {"--momentum", FLAG_RECIPE},    {"--weight-decay", FLAG_RECIPE},
     {"--schedule", FLAG_RECIPE},    {"--warmup", FLAG_RECIPE},

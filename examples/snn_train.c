@@ -224,6 +224,39 @@ static int fail_flag(const char *flag)
     return bad_value ? 2 : 1;
 }
 
+/* One split of --dataset as the run trains on it: event sets in T frames (`frames`); SHD and
+ * SSC (spike trains, data/hdf5/shd_hdf5.c) in T frames over --max-time of the channels pooled
+ * by --downsample, saying how many spikes fell after --max-time. */
+static snn_status load_split(const train_options *o, const snn_event_frames *frames,
+                             snn_split split, bool rank0, snn_dataset *out)
+{
+    if (!snn_dataset_is_spike_audio(o->dataset))
+        return snn_dataset_load_frames(o->dataset, o->data, split, frames, out);
+    snn_spike_frames spikes = snn_spike_frames_default();
+    spikes.frames = frames->frames;
+    spikes.pool = frames->downsample;
+    spikes.binarize = o->binarize;
+    if (o->max_time > 0.0f) spikes.max_time = o->max_time;
+    int64_t dropped = 0;
+    snn_status st = snn_spike_dataset_load(o->dataset, o->data, split, &spikes, out, &dropped);
+    if (st == SNN_OK && dropped > 0 && rank0)
+        printf("%s %s: %lld spikes at or after --max-time %g s left out\n", o->dataset,
+               split == SNN_SPLIT_TRAIN ? "train" : "test", (long long)dropped,
+               spikes.max_time);
+    return st;
+}
+
+/* The convolutional models, whose maps pool a 1-row spike train down to nothing. */
+static bool model_takes_images(snn_model_kind kind)
+{
+    switch (kind) {
+    case SNN_MODEL_SPIKING_CNN: case SNN_MODEL_DVS_NET: case SNN_MODEL_RESNET18:
+    case SNN_MODEL_SEW_RESNET18: case SNN_MODEL_RESNET34: case SNN_MODEL_SEW_RESNET34:
+    case SNN_MODEL_RESNET50: case SNN_MODEL_SEW_RESNET50: return true;
+    default: return false;
+    }
+}
+
 /* Frees the data sets on a way out before the model exists; returns `code`. */
 static int drop_data(snn_dataset *train, snn_dataset *test, int code)
 {
@@ -248,6 +281,12 @@ int main(int argc, char **argv)
     run_signals_install();
     evaluate_stop_flag = &run_stop_signal;
     train_dist_default_device(&o.dist, argc, argv, &o.device);
+
+    /* SHD / SSC are spike trains of 700 channels, (T, N, 700): the recurrent network's input
+     * (the convolutional models cannot take them: checked with the data, below) */
+    if (snn_dataset_is_spike_audio(o.dataset) && !o.resume &&
+        !given[option_find(table, n_opts, "--model") - table])
+        o.model = "rsnn";
 
     /* the model's own defaults (rsnn: width, learning rate, no augmentation) for flags not given */
     train_model_defaults(&o, table, n_opts, given);
@@ -300,9 +339,9 @@ int main(int argc, char **argv)
     snn_event_frames frames = {config.time_steps, SNN_SPLIT_BY_NUMBER, o.downsample};
     if (snn_event_split_parse(o.split_by, &frames.split_by) != SNN_OK) return fail_flag("--split-by");
     snn_dataset train_full, test_full;
-    if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TRAIN, &frames, &train_full) != SNN_OK)
+    if (load_split(&o, &frames, SNN_SPLIT_TRAIN, rank0, &train_full) != SNN_OK)
         return fail_flag("--dataset");
-    if (snn_dataset_load_frames(o.dataset, o.data, SNN_SPLIT_TEST, &frames, &test_full) != SNN_OK) {
+    if (load_split(&o, &frames, SNN_SPLIT_TEST, rank0, &test_full) != SNN_OK) {
         snn_dataset_free(&train_full);
         return fail_flag("--dataset");
     }
@@ -325,7 +364,18 @@ int main(int argc, char **argv)
                 train.classes);
         return drop_data(&train_full, &test_full, 2);
     }
-    if (o.crop_padding > train.height / 2) {
+    if (train.height == 1 && o.augment == 1) { /* spike trains (1 x channels): nothing to crop */
+        fprintf(stderr, "snn-train: --augment 1: --dataset %s holds spike trains, not images "
+                "to crop or flip\n", o.dataset);
+        return drop_data(&train_full, &test_full, 2);
+    }
+    if (train.height == 1 && !o.resume && model_takes_images(config.kind)) {
+        fprintf(stderr, "snn-train: --model %s takes images; --dataset %s holds spike trains of "
+                "%d channels (hint: the recurrent network, --model rsnn)\n", o.model, o.dataset,
+                train.width);
+        return drop_data(&train_full, &test_full, 2);
+    }
+    if (train.height > 1 && o.crop_padding > train.height / 2) {
         fprintf(stderr, "snn-train: --crop-padding %d: expected 0..%d, half the height of the "
                 "%dx%d images (hint: 4 for 32x32, 2 for 28x28)\n", o.crop_padding,
                 train.height / 2, train.height, train.width);

@@ -17,6 +17,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include <math.h>
+#include <sys/wait.h>
 
 #include "test.h"
 #include "test_data_util.h"
@@ -415,6 +416,51 @@ static void test_h5py_layout(void)
     }
 }
 
+/* ---- snn-train --dataset shd / ssc ----------------------------------------------------------- */
+
+/* Runs snn-train with `args`, its output in dir/train.txt; the exit status. */
+static int train(const char *args)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, SNN_BIN_DIR "/snn-train --threads 1 --epochs 1 %s > %s/train.txt "
+             "2>&1", args, dir);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int train_said(const char *needle)
+{
+    char path[1024];
+    size_t n = 0;
+    char *text = (char *)read_bytes(tmp_path(path, dir, "train.txt"), &n);
+    text[n] = '\0'; /* read_bytes leaves room for it */
+    int found = strstr(text, needle) != NULL;
+    if (!found) fprintf(stderr, "  snn-train's output lacks '%s': %s\n", needle, text);
+    free(text);
+    return found;
+}
+
+static void test_snn_train(void)
+{
+    char folder[1024], args[2600];
+    tmp_path(folder, dir, "shd"); /* test_read_split wrote shd_train.h5 and shd_test.h5 there */
+    /* the default model, rsnn, trains an epoch on the three samples and tests on the one */
+    snprintf(args, sizeof args, "--dataset shd --data %s --T 8 --batch-size 2 --out %s/rsnn",
+             folder, dir);
+    CHECK(train(args) == 0 && train_said("rsnn") && train_said("2 spikes at or after"));
+    snprintf(args, sizeof args, "--dataset shd --model cnn --data %s/nowhere --out %s/run", dir,
+             dir);
+    CHECK(train(args) == 1 && train_said("nowhere") && train_said("cannot open"));
+    snprintf(args, sizeof args, "--dataset ssc --model cnn --data %s --out %s/run", folder, dir);
+    CHECK(train(args) == 1 && train_said("ssc_train.h5"));
+    snprintf(args, sizeof args, "--dataset shd --model cnn --augment 1 --data %s --out %s/run",
+             folder, dir);
+    CHECK(train(args) == 2 && train_said("--augment 1") && train_said("spike trains"));
+    CHECK(train("--dataset shd --model cnn --max-time -1") == 2 && train_said("--max-time -1"));
+    snprintf(args, sizeof args, "--dataset shd --model cnn --data %s --out %s/run", folder, dir);
+    CHECK(train(args) == 2 && train_said("--model cnn takes images") && train_said("rsnn"));
+}
+
 int main(void)
 {
     tmp_dir_make(dir);
@@ -422,6 +468,7 @@ int main(void)
     RUN(test_read_split);
     RUN(test_bad_files);
     RUN(test_h5py_layout);
+    RUN(test_snn_train);
     tmp_dir_remove(dir);
     return test_finish();
 }
