@@ -214,6 +214,14 @@ static float ref_step(const snn_neuron_config *c, float k, float *v, float *a, f
         return c->theta * s;
     }
     float vr = c->reset == SNN_RESET_SOFT ? 0.0f : c->v_reset, h;
+    if (c->kind == SNN_NEURON_ALIF) { /* LIF's charge; threshold V_th + beta A, A its trace */
+        const float rho = expf(-1.0f / c->tau_adapt), th = c->v_threshold + c->beta * *a;
+        h = c->decay_input ? *v + (x - (*v - vr)) / c->tau : *v - (*v - vr) / c->tau + x;
+        const float s = h >= th ? 1.0f : 0.0f;
+        *v = c->reset == SNN_RESET_SOFT ? h - th * s : (s != 0.0f ? vr : h);
+        *a = rho * *a + (1.0f - rho) * s;
+        return s;
+    }
     if (c->kind == SNN_NEURON_IF) h = *v + x;
     else if (c->kind == SNN_NEURON_LIF)
         h = c->decay_input ? *v + (x - (*v - vr)) / c->tau : *v - (*v - vr) / c->tau + x;
