@@ -9,6 +9,9 @@
  * missing or still gzipped file) failing with a message naming the file, the dataset and the
  * sample, and nothing loaded; and a file written by h5py as the public files are
  * (tests/shd/shd_h5py.py, float16 and float32 times) read back, when /usr/bin/python3 has h5py.
+ * Through snn-train: the default model (rsnn), bad paths naming the file, a convolutional model
+ * and --augment 1 refused, and rsnn learning 5 synthetic classes (band sweeps in noise) from
+ * such files to more than 60% test accuracy (86% measured; chance 20%).
  *
  * The framing test needs no HDF5; the file tests report skipped (77) in a build without it,
  * after checking the reader says "built without HDF5".
@@ -422,7 +425,7 @@ static void test_h5py_layout(void)
 static int train(const char *args)
 {
     char cmd[3000];
-    snprintf(cmd, sizeof cmd, SNN_BIN_DIR "/snn-train --threads 1 --epochs 1 %s > %s/train.txt "
+    snprintf(cmd, sizeof cmd, SNN_BIN_DIR "/snn-train --threads 1 %s > %s/train.txt "
              "2>&1", args, dir);
     int status = system(cmd);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -445,8 +448,8 @@ static void test_snn_train(void)
     char folder[1024], args[2600];
     tmp_path(folder, dir, "shd"); /* test_read_split wrote shd_train.h5 and shd_test.h5 there */
     /* the default model, rsnn, trains an epoch on the three samples and tests on the one */
-    snprintf(args, sizeof args, "--dataset shd --data %s --T 8 --batch-size 2 --out %s/rsnn",
-             folder, dir);
+    snprintf(args, sizeof args, "--dataset shd --data %s --T 8 --batch-size 2 --epochs 1 "
+             "--out %s/rsnn", folder, dir);
     CHECK(train(args) == 0 && train_said("rsnn") && train_said("2 spikes at or after"));
     snprintf(args, sizeof args, "--dataset shd --model cnn --data %s/nowhere --out %s/run", dir,
              dir);
@@ -461,6 +464,92 @@ static void test_snn_train(void)
     CHECK(train(args) == 2 && train_said("--model cnn takes images") && train_said("rsnn"));
 }
 
+/* ---- learning: the pipeline carries what tells the classes apart ----------------------------- */
+
+/* A split of n samples of 5 classes: class c sweeps up a band of channels from 100 c over
+ * 0..0.9 s (50 spikes), over 100 noise spikes anywhere up to 1.1 s, as a digit's formants
+ * would; times sorted, float32 as published. */
+static void write_synthetic(const char *path, int n, uint64_t seed)
+{
+    snn_rng rng;
+    snn_rng_seed(&rng, seed);
+    enum { SWEEP = 50, NOISE = 100, SPIKES = SWEEP + NOISE };
+    float *times = malloc((size_t)n * SPIKES * sizeof *times);
+    uint16_t *units = malloc((size_t)n * SPIKES * sizeof *units);
+    int *labels = malloc((size_t)n * sizeof *labels);
+    hvl_t *t_rows = malloc((size_t)n * sizeof *t_rows);
+    hvl_t *u_rows = malloc((size_t)n * sizeof *u_rows);
+    for (int i = 0; i < n; i++) {
+        float *t = times + (size_t)i * SPIKES;
+        uint16_t *u = units + (size_t)i * SPIKES;
+        labels[i] = (int)snn_rng_below(&rng, 5);
+        for (int k = 0; k < SPIKES; k++) {
+            t[k] = k < SWEEP ? 0.9f * snn_rng_uniform(&rng) : 1.1f * snn_rng_uniform(&rng);
+            u[k] = (uint16_t)(k < SWEEP ? 100 * labels[i] + (int)(t[k] * 80.0f)
+                                        : (int)snn_rng_below(&rng, 700));
+        }
+        for (int k = 1; k < SPIKES; k++) /* insertion sort by time, units along */
+            for (int j = k; j > 0 && t[j] < t[j - 1]; j--) {
+                float tt = t[j];
+                t[j] = t[j - 1], t[j - 1] = tt;
+                uint16_t uu = u[j];
+                u[j] = u[j - 1], u[j - 1] = uu;
+            }
+        t_rows[i] = (hvl_t){SPIKES, t};
+        u_rows[i] = (hvl_t){SPIKES, u};
+    }
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t spikes = H5Gcreate2(file, "spikes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[1] = {(hsize_t)n};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t tf = H5Tvlen_create(H5T_IEEE_F32LE), tm = H5Tvlen_create(H5T_NATIVE_FLOAT);
+    hid_t uf = H5Tvlen_create(H5T_STD_U16LE), um = H5Tvlen_create(H5T_NATIVE_UINT16);
+    hid_t d = H5Dcreate2(spikes, "times", tf, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(H5Dwrite(d, tm, H5S_ALL, H5S_ALL, H5P_DEFAULT, t_rows) >= 0);
+    H5Dclose(d);
+    d = H5Dcreate2(spikes, "units", uf, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(H5Dwrite(d, um, H5S_ALL, H5S_ALL, H5P_DEFAULT, u_rows) >= 0);
+    H5Dclose(d);
+    write_ints(file, "labels", H5T_STD_U8LE, labels, n);
+    H5Tclose(tf), H5Tclose(tm), H5Tclose(uf), H5Tclose(um);
+    H5Sclose(space);
+    H5Gclose(spikes);
+    CHECK(H5Fclose(file) >= 0);
+    free(times), free(units), free(labels), free(t_rows), free(u_rows);
+}
+
+/* The test accuracy of the last "epoch N: ... test loss L acc A%" line snn-train printed. */
+static double last_test_accuracy(void)
+{
+    char path[1024];
+    size_t n = 0;
+    char *text = (char *)read_bytes(tmp_path(path, dir, "train.txt"), &n);
+    text[n] = '\0';
+    double accuracy = -1.0;
+    for (char *at = strstr(text, "test loss"); at; at = strstr(at + 1, "test loss")) {
+        char *acc = strstr(at, " acc ");
+        if (acc) accuracy = strtod(acc + 5, NULL);
+    }
+    free(text);
+    return accuracy;
+}
+
+static void test_rsnn_learns(void)
+{
+    char folder[1024], path[1024], args[2600];
+    tmp_path(folder, dir, "synthetic");
+    CHECK(mkdir(folder, 0700) == 0);
+    write_synthetic(tmp_path(path, folder, "shd_train.h5"), 400, 1);
+    write_synthetic(tmp_path(path, folder, "shd_test.h5"), 100, 2);
+    /* measured: 86% test accuracy after 3 epochs (chance 20%), 3 s on one thread of the CI box */
+    snprintf(args, sizeof args, "--dataset shd --data %s --T 20 --lr 1e-2 --batch-size 50 "
+             "--epochs 3 --out %s/learn", folder, dir);
+    CHECK(train(args) == 0);
+    double accuracy = last_test_accuracy();
+    fprintf(stderr, "  rsnn on 5 synthetic classes: %.2f%% test accuracy\n", accuracy);
+    CHECK(accuracy > 60.0);
+}
+
 int main(void)
 {
     tmp_dir_make(dir);
@@ -469,6 +558,7 @@ int main(void)
     RUN(test_bad_files);
     RUN(test_h5py_layout);
     RUN(test_snn_train);
+    RUN(test_rsnn_learns);
     tmp_dir_remove(dir);
     return test_finish();
 }
