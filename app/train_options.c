@@ -213,7 +213,7 @@ static int rsnn_flags(const train_options *o)
     const bool rsnn = strcmp(o->model, "rsnn") == 0;
     int bad = o->sequence ? need_choice("--sequence", o->sequence, sequences, 2) : 0;
     const char *mine = o->sequence ? "--sequence" : o->layers ? "--layers" : NULL;
-    if (!rsnn && mine) {
+    if (!rsnn && mine && !o->resume) { /* --resume: the model is the checkpoint's */
         fprintf(stderr, "snn-train: %s: a flag of the recurrent network; expected --model rsnn "
                 "with it (got --model %s)\n", mine, o->model);
         bad = 2;
@@ -232,14 +232,14 @@ static int rsnn_flags(const train_options *o)
     return bad;
 }
 
-/* rsnn: 256 neurons a layer as the RLIF / ALIF sequential-MNIST baselines; lr 1e-3, Adam's
- * usual, since a recurrent net's gradients through 28 or 784 steps are larger than the CNN's;
- * no random crop or flip unless asked (a sequence is read in a fixed order). */
+/* rsnn: 256 neurons a layer, as the RLIF / ALIF sequential-MNIST baselines; no random crop or
+ * flip unless asked (a sequence is read in a fixed order). Its learning rate is the main job's
+ * 3e-3: on 6144 Fashion-MNIST images read as rows (one epoch, 1000 test images) it reached 58.0%
+ * against 48.5% at 1e-3. */
 void train_model_defaults(train_options *o, option *table, int n, const bool *given)
 {
     if (strcmp(o->model, "rsnn") != 0) return;
     if (!given[option_find(table, n, "--hidden") - table]) o->hidden = 256;
-    if (!given[option_find(table, n, "--lr") - table]) o->lr = 1e-3f;
     if (!given[option_find(table, n, "--augment") - table]) o->augment = 0;
 }
 

@@ -76,8 +76,8 @@ int train_option_table(train_options *o, option *table);
 int train_options_check(const train_options *o, snn_schedule *schedule);
 
 /* The defaults of --model where they differ from the main job's, for the flags not `given`
- * (table[] of n flags pointing into *o): rsnn trains 256 neurons a layer at lr 1e-3 without
- * augmentation (app/train_options.c says why). */
+ * (table[] of n flags pointing into *o): rsnn trains 256 neurons a layer without augmentation
+ * (app/train_options.c says why). */
 void train_model_defaults(train_options *o, option *table, int n, const bool *given);
 
 /* A new run's T from its data (rsnn, images read as --sequence rows / pixels: T = H / H*W):

@@ -208,7 +208,7 @@ static void model_conflicts(train_options *o, option *table, int n, const bool *
         {"--symmetric", an->symmetric != cn->symmetric, cn->symmetric ? "on" : "off"},
         {"--dropout", asked.dropout != c->dropout, dropout},
         {"--layers", asked.layers != c->layers, layers},
-        {"--sequence", asked.encoding != c->encoding,
+        {"--sequence", asked.encoding != c->encoding || c->kind != SNN_MODEL_RSNN,
          sequence ? sequence : "no --sequence (the data set's frames)"},
     };
     for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
