@@ -35,6 +35,7 @@ typedef struct alif_forward_args {
 static SNN_ALWAYS_INLINE void forward_chunk(snn_neuron_params q, bool decay_input, bool soft,
                                             const alif_forward_args *a, int64_t e0, int64_t n)
 {
+    q.kind = SNN_NEURON_ALIF; /* a constant: snn_lif_charge's switch folds away */
     q.decay_input = decay_input;
     q.soft_reset = soft;
     const snn_neuron_params *p = &q;
