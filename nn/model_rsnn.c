@@ -298,10 +298,10 @@ double snn_rsnn_param_floats(const snn_model_config *c)
     return (F * H + H) + (c->layers - 1) * (H * H + H) + c->layers * H * H + (H * K + K);
 }
 
-/* The memory estimate's walk of the rsnn (nn/model_memory.c), per layer: fc_k's output, the
- * recurrent layer's spikes and what it keeps for backward (its currents, counted as two more
- * tensors of the spikes' size); then fc_out and the readout's product. Returns the id of the
- * currents I (T, N, K). */
+/* The memory estimate's walk of the rsnn (nn/model_memory.c): the sequence (a transpose
+ * between views, or a view of event steps), per layer fc_k's output and the recurrent layer
+ * (snn_walk_recurrent, nn/memory_walk.c); then fc_out. Returns the id of the currents
+ * I (T, N, K); model_memory.c adds the readout's (N, K) and the loss. */
 int snn_rsnn_memory_walk(snn_walk *w, const snn_model_config *c, double T, double N)
 {
     const double H = c->hidden, F = rsnn_step_features(c), K = c->classes;
@@ -318,14 +318,10 @@ int snn_rsnn_memory_walk(snn_walk *w, const snn_model_config *c, double T, doubl
         snn_walk_param(w, in * H, true);
         snn_walk_param(w, H, true);
         x = snn_walk_output(w, T * N * H, x, -1);     /* fc_k */
-        snn_walk_param(w, H * H, true);
-        snn_walk_alloc(w, 2.0 * T * N * H);           /* the layer's currents and state */
-        x = snn_walk_spikes_output(w, T * N * H, x, -1);
+        x = snn_walk_recurrent(w, x, &c->neuron, T, N, H);
     }
     snn_walk_param(w, H * K, true);
     snn_walk_param(w, K, true);
     x = snn_walk_output(w, T * N * K, x, -1);         /* fc_out */
-    snn_walk_constant(w, T);                          /* the readout's row (kept, counted here) */
-    x = snn_walk_view(w, T * N * K, x);
-    return x;
+    return snn_walk_view(w, T * N * K, x);            /* viewed (T, N*K) for the readout */
 }

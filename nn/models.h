@@ -112,7 +112,8 @@ snn_status snn_model_set_time_steps(snn_module *model, int time_steps);
  * to the readout, which for every model but a converted one is the mean over T of this, so
  * snn_mean(snn_model_forward_steps(m, x), 0, false) equals snn_module_forward(m, x) bit for bit
  * (for a network converted by snn_ann_to_snn, SNN_ENCODING_FIRST_STEP, the readout SUMS these
- * over T instead). For per-step losses (snn_tet_loss). It is the same forward: in training it
+ * over T instead; an rsnn's are its leaky readout's U[t], whose mean equals the forward up to
+ * float rounding, nn/model_rsnn.c). For per-step losses (snn_tet_loss). It is the same forward: in training it
  * draws the same Poisson spikes and dropout masks from the model's stream as snn_module_forward
  * would, and advances that stream. x as snn_module_forward takes it. A STEP tensor; NULL with
  * SNN_ERR_ARGUMENT for a module that is not a model (or a bad x), and as snn_module_forward
