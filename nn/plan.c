@@ -144,6 +144,16 @@ static void describe_layer(plan_entry *e, const snn_plan_trace *t, const snn_mod
                               : "batch statistics per channel, then normalise", table);
     } else if (m->ops == &snn_neuron_layer_ops) {
         neuron_kernel(e->kernel, sizeof e->kernel, t, m, x, true);
+    } else if (m->ops == &snn_recurrent_layer_ops) { /* neurons/recurrent.c */
+        const snn_neuron_layer_impl *n = m->impl;
+        const snn_neuron_kernels *nk = snn_neuron_kernels_for(t->device);
+        snprintf(e->kernel, sizeof e->kernel, "%s over T = %lld, step by step: S[t-1] W_rec^T "
+                 "by %s, then the neuron kernel for one step (%s neuron kernels)",
+                 snn_neuron_kind_name(n->config.kind), x.ndim > 0 ? (long long)x.dim[0] : 0LL,
+                 t->device != SNN_CPU ? "cuBLAS GEMM"
+                 : t->kernels == SNN_KERNELS_REF ? "the triple-loop GEMM"
+                                                 : "the blocked SGEMM",
+                 nk ? nk->name : "no");
     } else if (m->ops == &snn_linear_ops) {
         snprintf(e->kernel, sizeof e->kernel, "x W^T + b: %s",
                  t->device != SNN_CPU ? "cuBLAS GEMM"
