@@ -141,6 +141,9 @@ snn_status snn_dataset_load(const char *name, const char *path, snn_split split,
                          "SNN_SPLIT_TEST, got %d)",
                          (int)split);
     if (snn_dataset_is_event(name)) return snn_event_dataset_load(name, path, split, NULL, out);
+    if (snn_dataset_is_spike_audio(name)) /* its reader needs HDF5: libsnn_data_hdf5 */
+        return snn_error(SNN_ERR_ARGUMENT, "snn_dataset_load: bad argument 'name' (\"%s\" is a "
+                         "spike-train set: load it with snn_spike_dataset_load)", name);
     int which = -1;
     for (int i = 0; i < N_KNOWN; i++)
         if (strcmp(name, known[i].name) == 0) which = i;

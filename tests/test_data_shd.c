@@ -550,6 +550,38 @@ static void test_rsnn_learns(void)
     CHECK(accuracy > 60.0);
 }
 
+/* --max-time and --binarize are recorded: --resume refuses another value and keeps them,
+ * snn-eval frames the test split with them (the model's accuracy there is the run's). */
+static void test_resume_and_eval(void)
+{
+    char folder[1024], args[2600];
+    tmp_path(folder, dir, "synthetic"); /* test_rsnn_learns wrote it */
+    snprintf(args, sizeof args, "--dataset shd --data %s --T 10 --lr 1e-2 --batch-size 50 "
+             "--max-time 0.8 --binarize --epochs 1 --out %s/resume", folder, dir);
+    CHECK(train(args) == 0 && train_said("--max-time 0.8 s left out"));
+    double trained = last_test_accuracy();
+    snprintf(args, sizeof args, "--resume %s/resume/checkpoint.safetensors --data %s "
+             "--max-time 0.9 --epochs 2", dir, folder);
+    CHECK(train(args) == 2 && train_said("--max-time 0.9 (the checkpoint was trained with 0.8)"));
+    snprintf(args, sizeof args, "--resume %s/resume/checkpoint.safetensors --data %s --epochs 2",
+             dir, folder);
+    CHECK(train(args) == 0 && train_said("--max-time 0.8 s left out"));
+    double resumed = last_test_accuracy();
+    char cmd[3000], path[1024];
+    snprintf(cmd, sizeof cmd, SNN_BIN_DIR "/snn-eval --checkpoint %s/resume --data %s "
+             "--threads 1 > %s/train.txt 2>&1", dir, folder, dir);
+    CHECK(system(cmd) == 0);
+    size_t n = 0;
+    char *text = (char *)read_bytes(tmp_path(path, dir, "train.txt"), &n);
+    text[n] = '\0';
+    char want[64];
+    snprintf(want, sizeof want, "%.2f%%", resumed); /* the same frames: the same accuracy */
+    if (!strstr(text, want)) fprintf(stderr, "  snn-eval's output lacks %s: %s\n", want, text);
+    CHECK(strstr(text, want) != NULL);
+    free(text);
+    CHECK(trained >= 0.0 && resumed >= 0.0);
+}
+
 int main(void)
 {
     tmp_dir_make(dir);
@@ -559,6 +591,7 @@ int main(void)
     RUN(test_h5py_layout);
     RUN(test_snn_train);
     RUN(test_rsnn_learns);
+    RUN(test_resume_and_eval);
     tmp_dir_remove(dir);
     return test_finish();
 }
