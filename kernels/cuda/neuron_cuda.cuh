@@ -1,5 +1,5 @@
 /*
- * neuron_cuda.cuh - what the CUDA neuron kernels (lif.cu, stbif.cu, heaviside.cu, plane_norm.cu,
+ * neuron_cuda.cuh - what the CUDA neuron kernels (lif.cu, alif.cu, stbif.cu, heaviside.cu, plane_norm.cu,
  * qclip.cu, running_pool.cu) share, and the launchers that make up snn_neuron_kernels_cuda
  * (neuron_kernels.cu). Internal; CUDA only.
  *
@@ -68,7 +68,7 @@ static __device__ __forceinline__ float snn_lif_decay_cuda(const snn_neuron_para
 }
 
 /* Matches snn_lif_charge:
- *   LIF   decay_input  H = V + (X - (V - V_reset)) / tau     else  H = V - (V - V_reset) / tau + X
+ *   LIF, ALIF  decay_input  H = V + (X - (V - V_reset)) / tau   else  H = V - (V - V_reset) / tau + X
  *   PLIF  the same with "* k" for "/ tau"
  *   IF    H = V + X */
 static __device__ __forceinline__ float snn_lif_charge_cuda(const snn_neuron_params &p, float k,
@@ -77,13 +77,16 @@ static __device__ __forceinline__ float snn_lif_charge_cuda(const snn_neuron_par
     const float vr = p.v_reset;
     switch (p.kind) {
     case SNN_NEURON_LIF:
+    case SNN_NEURON_ALIF:
         return p.decay_input ? __fadd_rn(v, __fdiv_rn(__fsub_rn(x, __fsub_rn(v, vr)), p.tau))
                              : __fadd_rn(__fsub_rn(v, __fdiv_rn(__fsub_rn(v, vr), p.tau)), x);
     case SNN_NEURON_PLIF:
         return p.decay_input ? __fadd_rn(v, __fmul_rn(__fsub_rn(x, __fsub_rn(v, vr)), k))
                              : __fadd_rn(__fsub_rn(v, __fmul_rn(__fsub_rn(v, vr), k)), x);
-    default: /* IF */
+    case SNN_NEURON_IF:
         return __fadd_rn(v, x);
+    default: /* not a charging kind: NaN, as snn_lif_charge */
+        return __int_as_float(0x7fc00000);
     }
 }
 
@@ -93,6 +96,28 @@ static __device__ __forceinline__ float snn_lif_reset_cuda(const snn_neuron_para
 {
     return p.soft_reset ? __fsub_rn(h, __fmul_rn(p.v_th, s))
                         : __fadd_rn(__fmul_rn(h, __fsub_rn(1.0f, s)), __fmul_rn(p.v_reset, s));
+}
+
+/* Matches snn_alif_threshold: th = V_th + beta A[t-1]. */
+static __device__ __forceinline__ float snn_alif_threshold_cuda(const snn_neuron_params &p,
+                                                                float a_prev)
+{
+    return __fadd_rn(p.v_th, __fmul_rn(p.beta, a_prev));
+}
+
+/* Matches snn_alif_reset: hard V = H (1 - S) + V_reset S, soft V = H - th S. */
+static __device__ __forceinline__ float snn_alif_reset_cuda(const snn_neuron_params &p, float h,
+                                                            float s, float th)
+{
+    return p.soft_reset ? __fsub_rn(h, __fmul_rn(th, s))
+                        : __fadd_rn(__fmul_rn(h, __fsub_rn(1.0f, s)), __fmul_rn(p.v_reset, s));
+}
+
+/* Matches snn_alif_adapt: A = rho A[t-1] + (1 - rho) S. */
+static __device__ __forceinline__ float snn_alif_adapt_cuda(const snn_neuron_params &p,
+                                                            float a_prev, float s)
+{
+    return __fadd_rn(__fmul_rn(p.rho, a_prev), __fmul_rn(__fsub_rn(1.0f, p.rho), s));
 }
 
 /* ---- activity: spike counts per (t, n, c) plane ----------------------------------------------
@@ -184,6 +209,16 @@ void snn_lif_backward_cuda(float *dx, float *dv_init, float *dw, const float *ds
                            const float *dv_last, const float *h_seq, const float *spike,
                            const float *x, const float *v_init, const float *a_init,
                            const float *w, const snn_neuron_params *p, const snn_neuron_dims *d);
+
+/* alif.cu */
+void snn_alif_forward_cuda(float *spike, float *h_seq, float *th_seq, float *v_last,
+                           float *a_last, float *activity, const float *x, const float *v_init,
+                           const float *a_init, const snn_neuron_params *p,
+                           const snn_neuron_dims *d);
+void snn_alif_backward_cuda(float *dx, float *dv_init, float *da_init, const float *dspike,
+                            const float *dv_last, const float *da_last, const float *h_seq,
+                            const float *th_seq, const snn_neuron_params *p,
+                            const snn_neuron_dims *d);
 
 /* stbif.cu */
 void snn_stbif_forward_cuda(float *spike, float *h_seq, float *v_last, float *a_last,
