@@ -1,8 +1,8 @@
 /*
  * test_memory_estimate.c - snn_model_memory_estimate (nn/model_memory.c) against what one step
- * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW) and the DVS
- * net, direct, Poisson and event-frame input, IF / LIF / PLIF / ST-BIF and the ANN activations
- * ReLU / QCLIP, the CNNs with dropout, cross-entropy and MSE, SGD (with and
+ * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW), the DVS
+ * net and the recurrent SNN (training: LIF and ALIF recurrent layers), direct, Poisson and
+ * event-frame input, IF / LIF / PLIF / ST-BIF and the ANN activations ReLU / QCLIP, the CNNs with dropout, cross-entropy and MSE, SGD (with and
  * without momentum) and Adam, training and evaluation, and the networks snn_ann_to_snn converts
  * from QANNs (first-step encoding, evaluation):
  *   - parameters (count and bytes) exactly;
@@ -84,6 +84,15 @@ static void make_cases(void)
     add(c);
     c = probe_make("cnn w16 T2 N16 dropout eval", SNN_MODEL_SPIKING_CNN, 16, 2, 16, false, 0);
     c.config.dropout = 0.5f;
+    add(c);
+    /* the recurrent SNN (nn/model_rsnn.c): its recurrent layers' spikes, H (ALIF: and the
+     * thresholds) and BPTT scratch (snn_walk_recurrent, nn/memory_walk.c) */
+    c = probe_make("rsnn h32 T28 N8 lif adam", SNN_MODEL_RSNN, 1, 28, 8, true, 2);
+    c.config.hidden = 32;
+    add(c);
+    c = probe_make("rsnn h32 x3 T28 N8 alif sgd", SNN_MODEL_RSNN, 1, 28, 8, true, 1);
+    c.config.hidden = 32, c.config.layers = 3;
+    c.config.neuron = snn_neuron_config_default(SNN_NEURON_ALIF);
     add(c);
     /* converted from QANNs (nn/ann2snn.c): first-step input and biases, running max-pools */
     static const struct { const char *name; snn_model_kind kind; int width, T, N; } conv[] = {
