@@ -1,10 +1,10 @@
 /*
  * test_memory_estimate.c - snn_model_memory_estimate (nn/model_memory.c) against what one step
- * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW), the DVS
- * net and the recurrent SNN (training: LIF and ALIF recurrent layers), direct, Poisson and
- * event-frame input, IF / LIF / PLIF / ST-BIF and the ANN activations ReLU / QCLIP, the CNNs
- * with dropout, cross-entropy and MSE, SGD (with and without momentum) and Adam, training and evaluation, and the networks snn_ann_to_snn converts
- * from QANNs (first-step encoding, evaluation):
+ * really takes on the CPU, for the CNN, the ResNet-18, -34 and -50 (plain and SEW), the DVS net
+ * and the recurrent SNN (training: LIF and ALIF recurrent layers), direct, Poisson and event-frame
+ * input, IF / LIF / PLIF / ST-BIF and the ANN activations ReLU / QCLIP, the CNNs with dropout,
+ * cross-entropy and MSE, SGD (with and without momentum) and Adam, training and evaluation, and
+ * the networks snn_ann_to_snn converts from QANNs (first-step encoding, evaluation):
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
  *     reserved for the gradients of activations, and at most STEP_SLACK above it (the table
