@@ -179,7 +179,8 @@ static void test_module_on_gpu(void)
     snn_tensor *w = m->params[0].tensor;
     for (int i = 0; i < 16 * 16; i++) w->data[i] = floorf(64.0f * w->data[i]) / 64.0f;
     static float x[4 * 2 * 16], on_cpu[4 * 2 * 16], on_gpu[4 * 2 * 16];
-    for (int i = 0; i < 4 * 2 * 16; i++) x[i] = floorf(64.0f * (snn_rng_normal(&rng) + 1.0f)) / 64.0f;
+    for (int i = 0; i < 4 * 2 * 16; i++)
+        x[i] = floorf(64.0f * (snn_rng_normal(&rng) + 1.0f)) / 64.0f;
     CHECK_OK(snn_step_begin());
     snn_tensor *s = snn_module_forward(m, snn_from_host(SNN_SHAPE(4, 2, 16), x, SNN_CPU));
     CHECK(s != NULL);

@@ -227,7 +227,8 @@ static void test_against_unrolled_alif(void)
         for (int detach = 0; detach < 2; detach++)
             for (int it = 0; it < 3; it++) {
                 snn_neuron_config c = snn_neuron_config_default(SNN_NEURON_ALIF);
-                c.surrogate = snn_surrogate_default((snn_surrogate_kind)(seed % SNN_SURROGATE_COUNT));
+                c.surrogate =
+                    snn_surrogate_default((snn_surrogate_kind)(seed % SNN_SURROGATE_COUNT));
                 c.reset = reset ? SNN_RESET_SOFT : SNN_RESET_HARD;
                 c.detach_reset = detach != 0;
                 c.tau_adapt = 5.0f; /* adaptation that changes within the run */
@@ -317,7 +318,8 @@ static void test_errors(void)
 {
     snn_neuron_config c = snn_neuron_config_default(SNN_NEURON_LIF);
     CHECK_OK(snn_step_begin());
-    snn_tensor *x = snn_zeros(SNN_SHAPE(4, N, F), SNN_CPU), *w = snn_zeros(SNN_SHAPE(F, F), SNN_CPU);
+    snn_tensor *x = snn_zeros(SNN_SHAPE(4, N, F), SNN_CPU);
+    snn_tensor *w = snn_zeros(SNN_SHAPE(F, F), SNN_CPU);
     /* x not 3-D */
     CHECK(!snn_recurrent_multistep(snn_zeros(SNN_SHAPE(4, N * F), SNN_CPU), w, &c, NULL));
     CHECK(snn_last_status() == SNN_ERR_ARGUMENT && strstr(snn_last_error(), "'x'") &&

@@ -123,7 +123,8 @@ static void test_synops(void)
     snn_no_grad_end();
     CHECK(s != NULL);
     if (s)
-        for (int64_t i = 0; i < (T - 1) * N * F; i++) want_spikes += (double)s->data[i]; /* S[0..T-2] */
+        for (int64_t i = 0; i < (T - 1) * N * F; i++) /* S[0..T-2] */
+            want_spikes += (double)s->data[i];
     snn_step_end();
     CHECK_OK(snn_synops_status(count));
     int n = 0;
