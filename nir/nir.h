@@ -37,12 +37,14 @@ extern "C" {
 /** Writes `model` as a NIR graph to the HDF5 file `path`, via a temporary file and a rename.
  * The model is one made by snn_model_new or loaded from a checkpoint: a spiking CNN, DVS net,
  * or spiking / SEW ResNet-18, -34 or -50, written in eval form (batch-norm folded into the
- * convs with its running statistics), with metadata dt = 1 and the model's T; or a graph read
- * by snn_nir_load, written back as read with the current weights of its Affine, Linear and
- * Conv2d nodes and the dt it runs at. SNN_ERR_UNSUPPORTED, naming the layer, for what NIR
- * cannot express: soft reset, ST-BIF, the ANN activations ReLU and QCLIP, max-pooling of values
- * that are not spikes, non-square global pooling, and the layers of a network converted by
- * snn_ann_to_snn. SNN_ERR_IO when the file cannot be written. */
+ * convs with its running statistics), or an rsnn (IF / LIF recurrent layers, each a neuron node
+ * with a Linear back to itself, and an LI readout; its Input is one step of the sequence), with
+ * metadata dt = 1 and the model's T; or a graph read by snn_nir_load, written back as read
+ * with the current weights of its Affine, Linear and Conv2d nodes and the dt it runs at.
+ * SNN_ERR_UNSUPPORTED, naming the layer, for what NIR cannot express: soft reset, ST-BIF, ALIF,
+ * the ANN activations ReLU and QCLIP, max-pooling of values that are not spikes, non-square
+ * global pooling, and the layers of a network converted by snn_ann_to_snn. SNN_ERR_IO when the
+ * file cannot be written. */
 snn_status snn_nir_write(const char *path, snn_module *model);
 
 /** How snn_nir_load reads a graph. */

@@ -25,6 +25,14 @@
  *   spiking ResNet block    -> its last neuron (sn2; sn3 in a bottleneck) gets edges from the
  *                              last conv and from the shortcut's terms
  *   SEW block (ADD)         -> its output is the terms of the last neuron plus the shortcut's
+ *   rsnn (nn/model_rsnn.c): Input (the features of one step: C*W for rows, C for pixels), then
+ *     recurrent layer rec_k -> LIF or IF rec_k, with a Linear "rec_k.w_rec" (W_rec) from rec_k
+ *                              back to rec_k: the edge that closes the cycle, carrying S[t-1],
+ *                              so rec_k sums X[t] + S[t-1] W_rec^T (the form NIR's reference
+ *                              package writes a recurrent LIF in)
+ *     leaky readout         -> LI (tau 2, r 1, v_leak 0): U[t] = U[t-1] + (I[t] - U[t-1]) / tau
+ *                              at dt = 1; the logits are the mean over T of the Output, as for
+ *                              every other model
  * plus Input (C, H, W) and Output (classes) nodes. Direct encoding needs nothing: the image is
  * fed at every step. Not exportable (an error naming the layer): soft reset (NIR resets to
  * v_reset), ST-BIF (bipolar spikes and counters), the ANN activations (ReLU, QCLIP), the layers
@@ -34,6 +42,7 @@
 #include <string.h>
 
 #include "nir_graph.h"
+#include "nn/model_internal.h"
 #include "nn/nn_internal.h"
 #include "tensor/error.h"
 
@@ -227,6 +236,40 @@ static snn_status export_linear(nir_graph *g, flow *f, snn_module *m, const char
     return st;
 }
 
+/* A recurrent layer: its neuron node `name`, and the Linear "name.w_rec" from the neuron back
+ * to itself (the cycle). ALIF is refused by export_neuron, naming the layer. */
+static snn_status export_recurrent(nir_graph *g, flow *f, snn_module *m, const char *name)
+{
+    snn_status st = export_neuron(g, f, m, name);
+    if (st != SNN_OK) return st;
+    char rec[NIR_NAME];
+    if (snprintf(rec, sizeof rec, "%s.w_rec", name) >= (int)sizeof rec)
+        return snn_error(SNN_ERR_UNSUPPORTED, "snn_nir_write: the name '%s.w_rec' is longer than "
+                         "%d characters", name, NIR_NAME - 1);
+    nir_node *n = nir_add_node(g, "Linear", rec);
+    if (!n) return snn_last_status();
+    const snn_tensor *w = m->params[0].tensor; // (F, F)
+    int64_t dim[2] = {w->shape.dim[0], w->shape.dim[1]};
+    nir_array *a = nir_add_array(n, "weight", false, 2, dim);
+    if (!a) return snn_last_status();
+    snn_tensor_copy_to_host(w, a->f);
+    st = nir_add_edge(g, name, rec);
+    return st == SNN_OK ? nir_add_edge(g, rec, name) : st;
+}
+
+/* The leaky-integrator readout of tau: an LI node, no spikes. */
+static snn_status export_leaky_readout(nir_graph *g, flow *f, float tau, const char *name)
+{
+    nir_node *n = nir_add_node(g, "LI", name);
+    if (!n) return snn_last_status();
+    snn_status st = nir_add_filled(n, "tau", f->ndim, f->shape, tau);
+    if (st == SNN_OK) st = nir_add_filled(n, "r", f->ndim, f->shape, 1.0f);
+    if (st == SNN_OK) st = nir_add_filled(n, "v_leak", f->ndim, f->shape, 0.0f);
+    if (st == SNN_OK) st = connect(g, f, name);
+    flow_set(f, name, false);
+    return st;
+}
+
 static snn_status export_flatten(nir_graph *g, flow *f, const char *name)
 {
     if (f->ndim == 1) return SNN_OK;
@@ -310,6 +353,10 @@ static snn_status export_children(nir_graph *g, flow *f, snn_module *m, const ch
             st = export_conv(g, f, c, bn, name);
         } else if (ops == &snn_neuron_layer_ops) {
             st = export_neuron(g, f, c, name);
+        } else if (ops == &snn_recurrent_layer_ops) {
+            st = export_recurrent(g, f, c, name);
+        } else if (snn_leaky_readout_tau(c) > 0.0f) {
+            st = export_leaky_readout(g, f, snn_leaky_readout_tau(c), name);
         } else if (ops == &snn_max_pool2d_ops || ops == &snn_avg_pool2d_ops) {
             const snn_pool_impl *p = c->impl;
             st = export_pool(g, f, p->kernel, p->stride, ops == &snn_max_pool2d_ops, false, name);
@@ -347,8 +394,14 @@ snn_status nir_from_model(nir_graph *g, snn_module *model)
     bool sew = c->kind == SNN_MODEL_SEW_RESNET18 || c->kind == SNN_MODEL_SEW_RESNET34 ||
                c->kind == SNN_MODEL_SEW_RESNET50;
     flow f = {.ndim = 3, .shape = {c->in_channels, c->height, c->width}};
+    if (c->kind == SNN_MODEL_RSNN) /* one step of its sequence: a row, a pixel, a frame */
+        f = (flow){.ndim = 1,
+                   .shape = {c->encoding == SNN_ENCODING_ROWS     ? c->in_channels * c->width
+                             : c->encoding == SNN_ENCODING_PIXELS ? c->in_channels
+                                                                  : c->in_channels * c->height *
+                                                                        c->width}};
     nir_node *in = nir_add_node(g, "Input", "input");
-    snn_status st = in ? nir_add_ints(in, "shape", 3, f.shape) : snn_last_status();
+    snn_status st = in ? nir_add_ints(in, "shape", f.ndim, f.shape) : snn_last_status();
     flow_set(&f, "input", c->encoding == SNN_ENCODING_POISSON); /* Poisson input is 0/1 */
     if (st == SNN_OK) st = export_children(g, &f, model, "", sew);
     if (st == SNN_OK) {

@@ -46,6 +46,8 @@ snn_module *snn_dvs_net_new(const snn_model_config *c, snn_rng *rng);
  * U[t]) and its memory estimate's walk (nn/model_memory.c; the id of its currents). */
 snn_module *snn_rsnn_new(const snn_model_config *c, snn_rng *rng);
 snn_status snn_rsnn_config_check(const snn_model_config *c);
+/* The rsnn's leaky-integrator readout: its tau when m is one, else 0 (nir/nir_export.c). */
+float snn_leaky_readout_tau(const snn_module *m);
 snn_tensor *snn_rsnn_forward_steps(snn_module *m, snn_tensor *x);
 struct snn_walk;
 int snn_rsnn_memory_walk(struct snn_walk *w, const snn_model_config *c, double T, double N);

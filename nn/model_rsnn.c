@@ -119,6 +119,11 @@ static snn_tensor *leaky_readout_forward(snn_module *m, snn_tensor *x)
 const snn_module_ops snn_leaky_readout_ops = {"LeakyIntegratorReadout(tau=2, mean over T)",
                                               leaky_readout_forward, leaky_readout_free, NULL};
 
+float snn_leaky_readout_tau(const snn_module *m)
+{
+    return m && m->ops == &snn_leaky_readout_ops ? ((const leaky_readout *)m->impl)->tau : 0.0f;
+}
+
 static snn_module *leaky_readout_new(float tau)
 {
     leaky_readout r = {.tau = tau};
