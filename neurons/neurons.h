@@ -197,6 +197,27 @@ snn_tensor *snn_neuron_multistep(snn_tensor *x, const snn_neuron_config *cfg, sn
 snn_tensor *snn_neuron_multistep_consume(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
                                          snn_tensor **activity);
 
+/** The same run, starting from the state in v_state (and a_state: ALIF's adaptation, ST-BIF's
+ * spike count; NULL for the other kinds) and leaving the state after the last step there: a
+ * model run one step or one segment of steps per call, its neurons remembering where they were
+ * (neurons/carry.c). The states are OWNED tensors of x's shape without T ((N, ...) elements) on
+ * x's device, requires_grad off; fill them with V_reset (theta/2 for ST-BIF) and 0 to start.
+ * For autograd the state that enters is a constant: gradients reach x and w through these
+ * steps only, never the calls before (online training, SLTT: docs/temporal.md). */
+snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                       snn_tensor *v_state, snn_tensor *a_state,
+                                       snn_tensor **activity);
+
+/** The same run as a function of its state, differentiable in it: from v_in (and a_in for ALIF
+ * and ST-BIF) of x's shape without T, to the spikes (returned) and the state after the last
+ * step (*v_out, *a_out: new STEP tensors). In grad mode a gradient reaching *v_out or *a_out
+ * flows back through the T steps into x, w and v_in / a_in when they require it (ST-BIF's
+ * spike count is not differentiable). What BPTT with time checkpoints recomputes, one segment
+ * of steps at a time (app/train_segments.c, docs/temporal.md). */
+snn_tensor *snn_neuron_multistep_state(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                       snn_tensor *v_in, snn_tensor *a_in, snn_tensor **v_out,
+                                       snn_tensor **a_out, snn_tensor **activity);
+
 /** A training-mode batch-norm of x, plus residual when not NULL, into IF or LIF neurons, as one
  * node: the spikes of
  *     snn_neuron_multistep(snn_add_into(snn_batchnorm2d(x, gamma, beta, running_mean,

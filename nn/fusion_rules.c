@@ -29,7 +29,10 @@ static bool takes_fused_input(const snn_module *neuron, const snn_tensor *x)
 {
     const snn_neuron_layer_impl *n = neuron->impl;
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(x->device);
-    return snn_neuron_takes_bn_input(n->config.kind) && nk && nk->lif_bn_forward;
+    /* a layer that carries its state between forwards starts from it: the fused ops start
+     * from V_reset */
+    return snn_neuron_takes_bn_input(n->config.kind) && nk && nk->lif_bn_forward &&
+           n->carry == SNN_CARRY_NONE;
 }
 
 /* conv -> bn in evaluation: the batch-norm's running statistics fold into the conv's output. */

@@ -13,6 +13,7 @@
  */
 #include "nn.h"
 #include "nn_internal.h"
+#include "tensor/arena.h"
 #include "tensor/error.h"
 
 snn_tensor *snn_neuron_layer_remember(snn_module *m, snn_tensor *spikes, snn_tensor *activity)
@@ -24,15 +25,139 @@ snn_tensor *snn_neuron_layer_remember(snn_module *m, snn_tensor *spikes, snn_ten
     return spikes;
 }
 
+/* The state a carrying layer starts a sequence from: V = V_reset (theta/2 for ST-BIF), A = 0. */
+static snn_status fill_reset_state(snn_neuron_layer_impl *n)
+{
+    const bool stbif = n->config.kind == SNN_NEURON_STBIF;
+    const float v0 = stbif ? n->config.theta / 2.0f
+                           : (n->config.reset == SNN_RESET_SOFT ? 0.0f : n->config.v_reset);
+    snn_status s = n->v_state ? snn_tensor_fill(n->v_state, v0) : SNN_OK;
+    if (s == SNN_OK && n->a_state) s = snn_tensor_fill(n->a_state, 0.0f);
+    return s;
+}
+
+static void free_state(snn_neuron_layer_impl *n)
+{
+    snn_tensor_free(n->v_state);
+    snn_tensor_free(n->a_state);
+    n->v_state = n->a_state = NULL;
+}
+
+/* The state tensors for one step of x, (re)made when the batch size or the device changes. */
+static snn_status ensure_state(snn_neuron_layer_impl *n, const snn_tensor *x)
+{
+    const int64_t per_step = x->shape.dim[0] > 0 ? x->numel / x->shape.dim[0] : 0;
+    const bool has_a = n->config.kind == SNN_NEURON_ALIF || n->config.kind == SNN_NEURON_STBIF;
+    if (n->v_state && n->v_state->numel == per_step && n->v_state->device == x->device)
+        return SNN_OK;
+    free_state(n);
+    n->v_state = snn_tensor_new(SNN_SHAPE(per_step), x->device);
+    if (n->v_state && has_a) n->a_state = snn_tensor_new(SNN_SHAPE(per_step), x->device);
+    if (!n->v_state || (has_a && !n->a_state)) {
+        free_state(n);
+        return snn_last_status();
+    }
+    return fill_reset_state(n);
+}
+
+/* SNN_CARRY_DIFFERENTIABLE: the state enters as leaves that require grad (ST-BIF's count
+ * excepted) and leaves as the graph's outputs, which the caller seeds and reads; the carried
+ * state then holds the state left, as in SNN_CARRY_CONSTANT. */
+static snn_tensor *forward_differentiable(snn_neuron_layer_impl *n, snn_tensor *x, snn_tensor *w,
+                                          snn_tensor **activity)
+{
+    const char *fn = "NeuronLayer (differentiable state)";
+    snn_tensor *v_in = snn_step_tensor(fn, n->v_state->shape, x->device);
+    snn_tensor *a_in = n->a_state ? snn_step_tensor(fn, n->a_state->shape, x->device) : NULL;
+    if (!v_in || (n->a_state && !a_in) || snn_tensor_copy(v_in, n->v_state) != SNN_OK ||
+        (a_in && snn_tensor_copy(a_in, n->a_state) != SNN_OK))
+        return NULL;
+    v_in->requires_grad = true;
+    if (a_in) a_in->requires_grad = n->config.kind == SNN_NEURON_ALIF;
+    snn_tensor *v_out = NULL, *a_out = NULL;
+    snn_tensor *spikes =
+        snn_neuron_multistep_state(x, &n->config, w, v_in, a_in, &v_out, &a_out, activity);
+    if (!spikes || snn_tensor_copy(n->v_state, v_out) != SNN_OK ||
+        (a_out && snn_tensor_copy(n->a_state, a_out) != SNN_OK))
+        return NULL;
+    n->seg_v_in = v_in, n->seg_a_in = a_in, n->seg_v_out = v_out, n->seg_a_out = a_out;
+    return spikes;
+}
+
 static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
 {
     snn_neuron_layer_impl *n = m->impl;
     /* PLIF's w, QCLIP's step: the layer's one parameter */
     snn_tensor *w = m->n_params > 0 ? m->params[0].tensor : NULL;
-    snn_tensor *activity = NULL;
-    snn_tensor *spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
-                                          : snn_neuron_multistep(x, &n->config, w, &activity);
+    snn_tensor *activity = NULL, *spikes;
+    n->seg_v_in = n->seg_a_in = n->seg_v_out = n->seg_a_out = NULL;
+    if (n->carry != SNN_CARRY_NONE && !snn_neuron_is_ann(n->config.kind)) {
+        /* a bad x is named by the op; the state is made for a good one */
+        const bool x_ok = x && x->shape.ndim >= 2;
+        if (x_ok && ensure_state(n, x) != SNN_OK) return NULL;
+        if (n->carry == SNN_CARRY_CONSTANT || !x_ok)
+            spikes = snn_neuron_multistep_carry(x, &n->config, w, n->v_state, n->a_state,
+                                                &activity);
+        else
+            spikes = forward_differentiable(n, x, w, &activity);
+    } else {
+        spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
+                                  : snn_neuron_multistep(x, &n->config, w, &activity);
+    }
     return snn_neuron_layer_remember(m, spikes, activity);
+}
+
+void snn_neuron_layer_set_carry(snn_module *m, snn_state_carry mode)
+{
+    SNN_ASSERT(m && m->ops == &snn_neuron_layer_ops);
+    /* the state stays allocated when off, for the next time it is on (no allocation in a
+     * training loop that switches between online steps and evaluation) */
+    ((snn_neuron_layer_impl *)m->impl)->carry = mode;
+}
+
+static void collect_into(snn_module *m, snn_module **out, int max, int *count)
+{
+    if (m->ops == &snn_neuron_layer_ops) {
+        if (out && *count < max) out[*count] = m;
+        (*count)++;
+    }
+    for (int i = 0; i < m->n_children; i++) collect_into(m->children[i], out, max, count);
+}
+
+int snn_neuron_layers_collect(snn_module *root, snn_module **out, int max)
+{
+    int count = 0;
+    if (root) collect_into(root, out, max, &count);
+    return count;
+}
+
+int snn_neuron_layers_set_carry(snn_module *root, snn_state_carry mode)
+{
+    if (!root) return 0;
+    int layers = root->ops == &snn_neuron_layer_ops;
+    if (layers) snn_neuron_layer_set_carry(root, mode);
+    for (int i = 0; i < root->n_children; i++)
+        layers += snn_neuron_layers_set_carry(root->children[i], mode);
+    return layers;
+}
+
+snn_neuron_carried snn_neuron_layer_carried(snn_module *m)
+{
+    if (!m || m->ops != &snn_neuron_layer_ops) return (snn_neuron_carried){0};
+    const snn_neuron_layer_impl *n = m->impl;
+    return (snn_neuron_carried){n->v_state, n->a_state, n->seg_v_in, n->seg_a_in, n->seg_v_out,
+                                n->seg_a_out};
+}
+
+static void neuron_reset_state(snn_module *m)
+{
+    snn_neuron_layer_impl *n = m->impl;
+    (void)fill_reset_state(n); /* a failed fill sets the error, which the next op reports */
+}
+
+static void neuron_free_impl(snn_module *m)
+{
+    free_state(m->impl);
 }
 
 void snn_neuron_layer_set_consume_input(snn_module *m, bool on)
@@ -41,7 +166,8 @@ void snn_neuron_layer_set_consume_input(snn_module *m, bool on)
     ((snn_neuron_layer_impl *)m->impl)->consume_input = on;
 }
 
-const snn_module_ops snn_neuron_layer_ops = {"NeuronLayer", neuron_forward, NULL, NULL};
+const snn_module_ops snn_neuron_layer_ops = {"NeuronLayer", neuron_forward, neuron_free_impl,
+                                             neuron_reset_state};
 
 snn_module *snn_neuron_layer_new(const snn_neuron_config *config)
 {

@@ -196,6 +196,37 @@ snn_module *snn_recurrent_layer_new(int features, const snn_neuron_config *cfg, 
  * model builders set it, since their neurons follow a batch-norm, a linear layer or a residual
  * sum that feeds nothing else. Off by default. */
 void snn_neuron_layer_set_consume_input(snn_module *m, bool on);
+/** Whether a neuron layer keeps its neurons' state between forwards, and how autograd sees it
+ * (training through time, docs/temporal.md). */
+typedef enum snn_state_carry {
+    SNN_CARRY_NONE = 0,        /**< every forward starts from V_reset (the default) */
+    SNN_CARRY_CONSTANT,        /**< each forward continues where the last stopped; the state
+                                    that enters is a constant (SLTT, app/train_online.c) */
+    SNN_CARRY_DIFFERENTIABLE,  /**< the same, and the state that enters is a leaf that requires
+                                    grad and the state it leaves is an output of the graph
+                                    (BPTT with time checkpoints, app/train_segments.c) */
+} snn_state_carry;
+/** Sets how the layer carries its state (above). The state is made by the first forward that
+ * carries, for that input's batch size and device, and remade when they change;
+ * snn_module_reset_state puts it back to V_reset (theta/2 for ST-BIF), A = 0. It is freed with
+ * the layer, and kept across SNN_CARRY_NONE. */
+void snn_neuron_layer_set_carry(snn_module *m, snn_state_carry mode);
+/** snn_neuron_layer_set_carry on every neuron layer of `root`'s tree; returns how many. */
+int snn_neuron_layers_set_carry(snn_module *root, snn_state_carry mode);
+/** The neuron layers of `root`'s tree in forward order, at most `max` into out[] (out may be
+ * NULL to count); returns how many there are. */
+int snn_neuron_layers_collect(snn_module *root, snn_module **out, int max);
+/** A carrying neuron layer's state: v and a (ALIF, ST-BIF; else NULL) are its OWNED tensors,
+ * (N, ...) of one step, NULL before the first carrying forward; v_in, a_in, v_out, a_out are
+ * the last SNN_CARRY_DIFFERENTIABLE forward's state in (leaves) and out (STEP tensors of its
+ * step), NULL otherwise. */
+typedef struct snn_neuron_carried {
+    snn_tensor *v, *a;                  /**< the state carried between forwards */
+    snn_tensor *v_in, *a_in;            /**< the last forward's entering state (differentiable) */
+    snn_tensor *v_out, *a_out;          /**< and the state it left */
+} snn_neuron_carried;
+/** The carried state of the neuron layer `m` (above); all NULL for another module. */
+snn_neuron_carried snn_neuron_layer_carried(snn_module *m);
 /** The firing rate (spikes per element) of the neuron layer `m`'s last forward, if that
  * forward's step is still open; -1 otherwise. Reads the device. */
 float snn_neuron_layer_firing_rate(snn_module *m);

@@ -47,6 +47,10 @@ typedef struct snn_neuron_layer_impl {
     snn_tensor *last_spikes, *last_activity;
     uint64_t last_step;       /* snn_step_id() of that forward; stale once the step closes */
     bool consume_input;       /* its input is dead after it: H may take the input's place */
+    snn_state_carry carry;    /* keeps V (and A) between forwards: snn_neuron_layer_set_carry */
+    snn_tensor *v_state, *a_state; /* OWNED, (N, ...) of one step; made by the first forward */
+    /* SNN_CARRY_DIFFERENTIABLE: the last forward's state in (leaves) and out (STEP tensors) */
+    snn_tensor *seg_v_in, *seg_a_in, *seg_v_out, *seg_a_out;
     double spikes_sum;        /* running totals for the firing rate across steps */
     double elements_sum;
 } snn_neuron_layer_impl;
