@@ -1,0 +1,257 @@
+/*
+ * train_segments.c - BPTT with checkpoints over time: the memory of T steps traded for one
+ * more forward pass.
+ *
+ * BPTT keeps every step's activations from the forward until the backward reaches them, so
+ * what a step holds grows with T. Cut the T steps into C = T / K segments of K steps. What links
+ * segment c to segment c + 1 is the neurons' state (V, and A for ALIF), one value per neuron.
+ * So:
+ *
+ *   forward, no tape:   for c = 0 .. C-1:  save S_c (the state entering c), run c, keep o[t]
+ *   the loss:           L = CE(mean_t o[t], y);  G_o = dL/do[t] = dL/dmean / T, every t
+ *   backward:           G_S = 0 (nothing after the last step)
+ *                       for c = C-1 .. 0:
+ *                           restore S_c; run c again WITH a tape, the state entering as a
+ *                           leaf that requires grad (SNN_CARRY_DIFFERENTIABLE);
+ *                           backward of  sum_t <o[t], G_o> + <S_(c+1), G_S>
+ *                           (the vector-Jacobian product of the segment, as one scalar);
+ *                           G_S <- the gradient that reached S_c
+ *
+ * The parameters' gradients add up over the segments to BPTT's through all T steps; what is
+ * held at once is one segment's graph plus C saved states: O(K + T/K) activations per neuron
+ * instead of O(T), smallest near K = sqrt(T) (Chen et al. 2016's sqrt(n) checkpointing, here
+ * along time). The price: the forward runs twice.
+ *
+ * Two things a recompute must not change: the random stream (dropout masks, Poisson spikes)
+ * is set back to where it was before segment c; and batch-norm's running statistics, updated
+ * by the forward, are put back after the recomputes. Batch-norm's statistics are over the K N
+ * samples of a segment, where BPTT's are over T N: with K = T the step is BPTT's exactly.
+ */
+#include "app/train_segments.h"
+
+#include <string.h>
+
+#include "tensor/arena.h"
+#include "tensor/error.h"
+
+enum { MAX_LAYERS = 256, MAX_SEGMENTS = 1024 };
+
+snn_status train_segments_check(const char *prog, snn_module *model, int segment)
+{
+    const snn_model_config *c = snn_model_config_of(model);
+    if (!c)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint: expected a model made by "
+                         "snn_model_new", prog);
+    if (segment < 1 || segment > c->time_steps)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint %d: expected 1 .. T (%d) time "
+                         "steps per segment", prog, segment, c->time_steps);
+    if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint takes images with direct or "
+                         "Poisson encoding for now; hint: event frames and sequences train "
+                         "without it", prog);
+    if (snn_neuron_is_ann(c->neuron.kind))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint: a %s model is an ANN (T = 1)",
+                         prog, snn_neuron_kind_name(c->neuron.kind));
+    if (snn_neuron_layers_collect(model, NULL, 0) > MAX_LAYERS)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint: more than %d neuron layers",
+                         prog, MAX_LAYERS);
+    return SNN_OK;
+}
+
+/* A STEP copy of `t` (NULL stays NULL). */
+static snn_tensor *step_copy(const char *fn, const snn_tensor *t, bool *failed)
+{
+    if (!t) return NULL;
+    snn_tensor *c = snn_step_tensor(fn, t->shape, t->device);
+    if (!c || snn_tensor_copy(c, t) != SNN_OK) *failed = true;
+    return c;
+}
+
+typedef struct segments {
+    int T, K, C, L;
+    snn_module *layer[MAX_LAYERS];
+    snn_tensor *saved_v[MAX_SEGMENTS][MAX_LAYERS]; /* S_c; c = 0 is the reset state (NULL) */
+    snn_tensor *saved_a[MAX_SEGMENTS][MAX_LAYERS];
+    uint64_t rng[MAX_SEGMENTS];                    /* the model's stream before segment c */
+    snn_tensor *out[MAX_SEGMENTS];                 /* o[t] of segment c, (K_c, N, classes) */
+} segments;
+
+static int steps_in(const segments *s, int c)
+{
+    return c < s->C - 1 ? s->K : s->T - c * s->K;
+}
+
+/* The forward without a tape, segment by segment, saving what the recomputes start from. */
+static snn_status forward_all(segments *s, snn_module *model, snn_tensor *x, int64_t N,
+                              int classes)
+{
+    const char *fn = "train_segments_step";
+    bool failed = false;
+    snn_status status = SNN_OK;
+    for (int c = 0; c < s->C && status == SNN_OK; c++) {
+        for (int l = 0; c > 0 && l < s->L; l++) {
+            snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+            s->saved_v[c][l] = step_copy(fn, st.v, &failed);
+            s->saved_a[c][l] = step_copy(fn, st.a, &failed);
+        }
+        s->rng[c] = snn_model_rng_state(model);
+        s->out[c] = snn_step_tensor(fn, SNN_SHAPE(steps_in(s, c), N, classes), x->device);
+        if (failed || !s->out[c]) return snn_last_status();
+        status = snn_model_set_time_steps(model, steps_in(s, c));
+        if (status != SNN_OK) break;
+        snn_step_begin();
+        snn_no_grad_begin();
+        snn_tensor *o = snn_model_forward_steps(model, x);
+        status = o ? snn_tensor_copy(s->out[c], o) : snn_last_status();
+        snn_no_grad_end();
+        snn_step_end();
+    }
+    return status;
+}
+
+/* Segment c again with a tape from its saved state, and the backward of
+ * sum <o, g_out> + sum_l <V_out_l, g_v_l> + <A_out_l, g_a_l>; g_v / g_a then get the gradient of
+ * the state that entered (zeros where none reached it). */
+static snn_status backward_segment(segments *s, int c, snn_module *model, snn_tensor *x,
+                                   snn_tensor *g_out, snn_tensor **g_v, snn_tensor **g_a,
+                                   bool have_g_state)
+{
+    if (c == 0) snn_module_reset_state(model);
+    for (int l = 0; c > 0 && l < s->L; l++) {
+        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+        if (snn_tensor_copy(st.v, s->saved_v[c][l]) != SNN_OK ||
+            (st.a && snn_tensor_copy(st.a, s->saved_a[c][l]) != SNN_OK))
+            return snn_last_status();
+    }
+    snn_model_set_rng_state(model, s->rng[c]);
+    snn_status status = snn_model_set_time_steps(model, steps_in(s, c));
+    if (status != SNN_OK) return status;
+    snn_step_begin();
+    snn_tensor *o = snn_model_forward_steps(model, x); /* (K_c, N, classes) */
+    snn_tensor *objective = o ? snn_sum_all(snn_mul(o, g_out)) : NULL;
+    for (int l = 0; have_g_state && objective && l < s->L; l++) {
+        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+        objective = snn_add(objective, snn_sum_all(snn_mul(st.v_out, g_v[l])));
+        if (objective && g_a[l] && st.a_out)
+            objective = snn_add(objective, snn_sum_all(snn_mul(st.a_out, g_a[l])));
+    }
+    status = objective ? snn_backward(objective) : snn_last_status();
+    for (int l = 0; status == SNN_OK && l < s->L; l++) {
+        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+        status = st.v_in->grad ? snn_tensor_copy(g_v[l], st.v_in->grad)
+                               : snn_tensor_fill(g_v[l], 0.0f);
+        if (status == SNN_OK && g_a[l])
+            status = st.a_in && st.a_in->grad ? snn_tensor_copy(g_a[l], st.a_in->grad)
+                                              : snn_tensor_fill(g_a[l], 0.0f);
+    }
+    snn_step_end();
+    return status;
+}
+
+/* The model's buffers (batch-norm's running statistics, its counts): STEP copies, to be put
+ * back after the recomputes. *list holds the model's tensors (free it after the restore). */
+static snn_status save_buffers(snn_module *model, snn_param_list *list, snn_tensor **copies,
+                               int max)
+{
+    snn_status status = snn_module_parameters(model, list);
+    if (status == SNN_OK && list->count > max)
+        return snn_error(SNN_ERR_ARGUMENT, "train_segments_step: more than %d parameters and "
+                         "buffers", max);
+    bool failed = false;
+    for (int i = 0; status == SNN_OK && i < list->count; i++)
+        copies[i] = list->items[i].trainable ? NULL
+                                             : step_copy("train_segments_step",
+                                                         list->items[i].tensor, &failed);
+    return status != SNN_OK ? status : failed ? snn_last_status() : SNN_OK;
+}
+
+static snn_status run(segments *s, snn_module *model, snn_tensor *x, snn_tensor *y,
+                      const train_segments_options *o, snn_tensor **logits, snn_tensor **loss)
+{
+    const char *fn = "train_segments_step";
+    const snn_model_config *c = snn_model_config_of(model);
+    const int64_t N = x->shape.dim[0];
+    snn_neuron_layers_set_carry(model, SNN_CARRY_CONSTANT);
+    snn_module_reset_state(model);
+    snn_status status = forward_all(s, model, x, N, c->classes);
+    if (status != SNN_OK) return status;
+    const uint64_t rng_after = snn_model_rng_state(model);
+    snn_param_list buffers = {0};
+    snn_tensor *buffer_copy[512] = {0};
+    status = save_buffers(model, &buffers, buffer_copy, 512);
+
+    /* the loss of the time-mean logits, and its gradient for each step's logits */
+    snn_tensor *mean = NULL, *g_out = NULL;
+    if (status == SNN_OK) {
+        snn_no_grad_begin();
+        snn_tensor *sum = snn_sum(s->out[0], 0, false);
+        for (int k = 1; sum && k < s->C; k++) sum = snn_add(sum, snn_sum(s->out[k], 0, false));
+        mean = sum ? snn_scale(sum, 1.0f / (float)s->T) : NULL; /* (N, classes) */
+        snn_no_grad_end();
+        if (mean) mean->requires_grad = true;
+        *loss = mean ? snn_cross_entropy_smooth(mean, y, o->label_smoothing) : NULL;
+        status = *loss ? snn_backward(*loss) : snn_last_status();
+        if (status == SNN_OK) {
+            snn_no_grad_begin();
+            g_out = snn_scale(mean->grad, 1.0f / (float)s->T); /* dL/do[t], the same every t */
+            snn_no_grad_end();
+            if (!g_out) status = snn_last_status();
+        }
+    }
+    /* backward, one segment at a time from the last */
+    snn_tensor *g_v[MAX_LAYERS], *g_a[MAX_LAYERS];
+    bool failed = false;
+    for (int l = 0; status == SNN_OK && l < s->L; l++) {
+        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+        g_v[l] = st.v ? snn_step_tensor(fn, st.v->shape, st.v->device) : NULL;
+        g_a[l] = st.a ? snn_step_tensor(fn, st.a->shape, st.a->device) : NULL;
+        failed |= !g_v[l] || (st.a && !g_a[l]);
+    }
+    if (failed && status == SNN_OK) status = snn_last_status();
+    if (status == SNN_OK) {
+        snn_module_zero_grad(model);
+        snn_neuron_layers_set_carry(model, SNN_CARRY_DIFFERENTIABLE);
+    }
+    for (int k = s->C - 1; status == SNN_OK && k >= 0; k--)
+        status = backward_segment(s, k, model, x, g_out, g_v, g_a, k < s->C - 1);
+    /* what the recomputes changed goes back to where the forward left it */
+    snn_model_set_rng_state(model, rng_after);
+    for (int i = 0; i < buffers.count && i < 512; i++)
+        if (buffer_copy[i] && status == SNN_OK)
+            status = snn_tensor_copy(buffers.items[i].tensor, buffer_copy[i]);
+    snn_param_list_free(&buffers);
+    if (status == SNN_OK) {
+        snn_no_grad_begin();
+        *logits = snn_scale(mean, 1.0f);
+        snn_no_grad_end();
+        if (!*logits) status = snn_last_status();
+    }
+    return status;
+}
+
+snn_status train_segments_step(snn_module *model, snn_tensor *x, snn_tensor *y,
+                               const train_segments_options *o, snn_tensor **logits,
+                               snn_tensor **loss)
+{
+    *logits = *loss = NULL;
+    const snn_model_config *c = snn_model_config_of(model);
+    if (train_segments_check("train_segments_step", model, o->segment) != SNN_OK)
+        return snn_last_status();
+    if (snn_check_tensor("train_segments_step", "x", x) ||
+        snn_check_tensor("train_segments_step", "y", y))
+        return snn_last_status();
+    static segments s; /* large (the saved states' table); one step at a time */
+    memset(&s, 0, sizeof s);
+    s.T = c->time_steps;
+    s.K = o->segment;
+    s.C = (s.T + s.K - 1) / s.K;
+    s.L = snn_neuron_layers_collect(model, s.layer, MAX_LAYERS);
+    if (s.C > MAX_SEGMENTS)
+        return snn_error(SNN_ERR_ARGUMENT, "train_segments_step: more than %d segments",
+                         MAX_SEGMENTS);
+    const int T = s.T;
+    snn_status status = run(&s, model, x, y, o, logits, loss);
+    snn_neuron_layers_set_carry(model, SNN_CARRY_NONE);
+    snn_status restored = snn_model_set_time_steps(model, T);
+    return status != SNN_OK ? status : restored;
+}
