@@ -45,7 +45,10 @@ snn_status train_online_check(const char *prog, snn_module *model)
         return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt takes images with direct or "
                          "Poisson encoding for now (the model's input is %s); hint: train event "
                          "frames and sequences with --train-mode bptt", prog,
-                         c->encoding == SNN_ENCODING_EVENTS ? "event frames" : "another encoding");
+                         c->encoding == SNN_ENCODING_EVENTS       ? "event frames"
+                         : c->encoding == SNN_ENCODING_FIRST_STEP ? "a converted network's"
+                                                                    " first step"
+                                                                  : "a sequence");
     if (snn_neuron_is_ann(c->neuron.kind))
         return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt: a %s model is an ANN (T = 1): "
                          "there is no time to train through", prog,

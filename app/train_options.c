@@ -37,7 +37,8 @@ train_options train_defaults(void)
         .lr = 3e-3f, .momentum = 0.9f, .weight_decay = 0.0f, .min_lr = 0.0f,
         .split_by = "number", .downsample = 1, .world_size = 1, .crop_padding = 4, .ema = 0.0f,
         .label_smoothing = 0.0f, .tet_lambda = SNN_TET_LAMBDA, .dropout = 0.0f,
-        .random_erasing = 0.0f,
+        .random_erasing = 0.0f, .train_mode = "bptt", .sltt_k = 0,
+        .time_checkpoint = 0,
     };
 }
 
@@ -93,6 +94,15 @@ int train_option_table(train_options *o, option *table)
         {"--dropout", OPT_FLOAT, &o->dropout,
          "cnn / dvsnet: dropout P before fc1 and fc2, one mask per sample for all T steps (0: "
          "off)"},
+        {"--train-mode", OPT_STRING, &o->train_mode,
+         "bptt (backpropagation through all T steps; memory grows with T) or sltt (online: "
+         "each step's loss backpropagated at once, memory independent of T; docs/temporal.md)"},
+        {"--time-checkpoint", OPT_INT, &o->time_checkpoint,
+         "--train-mode bptt: keep the neurons' state every K steps and recompute each segment in "
+         "backward: memory of K steps plus T/K states, one more forward (0: off)"},
+        {"--sltt-k", OPT_INT, &o->sltt_k,
+         "--train-mode sltt: run backward on K of the T steps, drawn at random per batch "
+         "(0: all)"},
         {"--epochs", OPT_INT, &o->epochs, "epochs to train (in all, counting resumed ones)"},
         {"--batch-size", OPT_INT, &o->batch_size, "batch size"},
         {"--optimizer", OPT_STRING, &o->optimizer, "sgd, adam, adamw"},
@@ -287,6 +297,8 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_int("--downsample", o->downsample, 1);
     /* the upper bound of --crop-padding depends on the images: checked with the data */
     bad |= need_int("--crop-padding", o->crop_padding, 0);
+    bad |= need_int("--sltt-k", o->sltt_k, 0);
+    bad |= need_int("--time-checkpoint", o->time_checkpoint, 0);
     if (o->augment < -1 || o->augment > 1) {
         fprintf(stderr, "snn-train: --augment %d: expected 1 (on), 0 (off) or -1 (on for "
                 "CIFAR)\n", o->augment);
@@ -299,11 +311,11 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_float("--weight-decay", o->weight_decay, o->weight_decay >= 0.0f,
                       "a number >= 0");
     bad |= need_float("--tau", o->tau, o->tau > 1.0f, "a number > 1 (a time constant in steps)");
-    bad |= need_float("--max-time", o->max_time, o->max_time >= 0.0f && o->max_time < 1e6f,
-                      "0 (1 s) or the seconds the frames of shd / ssc cover, e.g. 1.4");
     bad |= need_float("--tau-adapt", o->tau_adapt, o->tau_adapt > 0.0f && isfinite(o->tau_adapt),
                       "a number > 0 (a time constant in steps)");
     bad |= need_float("--beta", o->beta, o->beta >= 0.0f && isfinite(o->beta), "a number >= 0");
+    bad |= need_float("--max-time", o->max_time, o->max_time >= 0.0f && o->max_time < 1e6f,
+                      "0 (1 s) or the seconds the frames of shd / ssc cover, e.g. 1.4");
     bad |= need_float("--activity-penalty", o->activity_penalty, o->activity_penalty >= 0.0f,
                       "a number >= 0");
     bad |= need_float("--ema", o->ema, o->ema == 0.0f || (o->ema > 0.0f && o->ema < 1.0f),
@@ -327,6 +339,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     static const char *const devices[] = {"cpu", "cuda"};
     static const char *const precisions[] = {"fp32", "tf32", "bf16"};
     static const char *const splits[] = {"number", "time"};
+    static const char *const train_modes[] = {"bptt", "sltt"};
     bad |= need_choice("--loss", o->loss, losses, 3);
     bad |= need_choice("--optimizer", o->optimizer, optimizers, 3);
     bad |= need_choice("--schedule", o->schedule, schedules, 3);
@@ -334,6 +347,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_choice("--device", o->device, devices, 2);
     bad |= need_choice("--precision", o->precision, precisions, 3);
     bad |= need_choice("--split-by", o->split_by, splits, 2);
+    bad |= need_choice("--train-mode", o->train_mode, train_modes, 2);
     bad |= need_library_names(o);
     bad |= rsnn_flags(o);
     if (o->label_smoothing > 0.0f && strcmp(o->loss, "mse") == 0) {
@@ -342,6 +356,35 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
                 "the targets of --loss ce or tet)\n",
                 option_float_text(o->label_smoothing, text, sizeof text));
         bad = 2;
+    }
+    if (strcmp(o->train_mode, "sltt") == 0) {
+        /* what the online step does not take (app/train_online.c) */
+        const char *why = strcmp(o->loss, "ce") != 0 ? "--loss ce (each step's cross-entropy)"
+                          : o->activity_penalty > 0.0f ? "--activity-penalty 0"
+                          : o->dist.gpus > 1 ? "one device (--gpus 1)"
+                          : o->sltt_k > o->time_steps ? "--sltt-k between 0 and --T"
+                                                        : NULL;
+        if (why) {
+            fprintf(stderr, "snn-train: --train-mode sltt: expected %s\n", why);
+            bad = 2;
+        }
+    } else if (o->sltt_k > 0) {
+        fprintf(stderr, "snn-train: --sltt-k %d: expected --train-mode sltt with it\n", o->sltt_k);
+        bad = 2;
+    }
+    if (o->time_checkpoint > 0) {
+        /* what the segmented step does not take (app/train_segments.c) */
+        const char *why = strcmp(o->train_mode, "bptt") != 0 ? "--train-mode bptt"
+                          : strcmp(o->loss, "ce") != 0 ? "--loss ce"
+                          : o->activity_penalty > 0.0f ? "--activity-penalty 0"
+                          : o->dist.gpus > 1 ? "one device (--gpus 1)"
+                          : o->time_checkpoint > o->time_steps ? "K between 1 and --T"
+                                                               : NULL;
+        if (why) {
+            fprintf(stderr, "snn-train: --time-checkpoint %d: expected %s\n", o->time_checkpoint,
+                    why);
+            bad = 2;
+        }
     }
     if (bad) return 2;
     *schedule = (snn_schedule){.base_lr = o->lr, .min_lr = o->min_lr, .warmup_steps = o->warmup,
@@ -393,6 +436,15 @@ void train_options_print(FILE *out, const char *indent, const train_options *o,
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                  ", activity penalty x %g", (double)o->activity_penalty);
     fprintf(out, "%s%-12s%s%s\n", indent, "loss", o->loss, extra);
+    if (strcmp(o->train_mode, "sltt") == 0 && o->sltt_k > 0 && o->sltt_k < o->time_steps)
+        fprintf(out, "%s%-12ssltt: online, each step's cross-entropy; backward on %d of the %d "
+                "steps, drawn per batch\n", indent, "train mode", o->sltt_k, o->time_steps);
+    else if (strcmp(o->train_mode, "sltt") == 0)
+        fprintf(out, "%s%-12ssltt: online, each step's cross-entropy backpropagated at once "
+                "(memory independent of T)\n", indent, "train mode");
+    else if (o->time_checkpoint > 0)
+        fprintf(out, "%s%-12sbptt in segments of %d steps, each recomputed in backward from "
+                "its saved state\n", indent, "train mode", o->time_checkpoint);
 
     char rule[160];
     switch (schedule->kind) {

@@ -46,6 +46,9 @@ typedef struct train_options {
     float tet_lambda;             /* --loss tet: weight of TET's MSE regulariser */
     float dropout;                /* CNN / DVS net classifier dropout, one mask over T; 0: off */
     float random_erasing;         /* probability of erasing a random rectangle (data/augment.c) */
+    const char *train_mode;       /* "bptt" or "sltt" (online, app/train_online.c) */
+    int sltt_k;                   /* --train-mode sltt: backward on K of the T steps; 0: all */
+    int time_checkpoint;          /* BPTT in segments of K steps, recomputed in backward; 0: off */
 } train_options;
 
 /* snn-train's defaults: the main job (app/train_options.c says where each number comes from). */
@@ -63,7 +66,7 @@ train_options train_defaults(void);
     "75 stopped by a signal."
 
 /* The most flags the table holds (checked when it is built). */
-#define TRAIN_MAX_OPTIONS 64
+#define TRAIN_MAX_OPTIONS 96
 
 /* Fills table[] (TRAIN_MAX_OPTIONS entries) with snn-train's flags, each pointing into *o;
  * returns how many. */

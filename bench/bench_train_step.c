@@ -40,10 +40,17 @@
 #include "snn.h"
 #include "bench_stats.h"
 #include "app/options.h"
+#include "app/train_online.h"
+#include "app/train_segments.h"
 #include "tensor/arena.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"
 #endif
+
+/* --train-mode sltt: the training steps are app/train_online.c's (NULL: BPTT); with
+ * --time-checkpoint, app/train_segments.c's */
+static const train_online_options *online = NULL;
+static const train_segments_options *segmented = NULL;
 
 static double now(void)
 {
@@ -78,15 +85,25 @@ static double time_steps(snn_module *model, snn_optimizer *opt, snn_device devic
         snn_tensor *y = snn_from_host(SNN_SHAPE(batch), labels, device);
         snn_synchronize(device); /* the upload is the data loader's cost, not the step's */
         t0 = now();
-        if (train) snn_module_zero_grad(model);
-        snn_tensor *out = snn_module_forward(model, x);
-        if (train) {
+        if (train && (online || segmented)) {
+            snn_tensor *logits, *loss;
+            snn_status st = online ? train_online_step(model, x, y, s + 3, online, &logits, &loss)
+                                   : train_segments_step(model, x, y, segmented, &logits, &loss);
+            if (st != SNN_OK || snn_optimizer_step(opt) != SNN_OK) {
+                fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
+                exit(1);
+            }
+        }
+        const bool plain = !online && !segmented;
+        if (train && plain) snn_module_zero_grad(model);
+        snn_tensor *out = train && !plain ? NULL : snn_module_forward(model, x);
+        if (train && plain) {
             snn_tensor *loss = snn_cross_entropy(out, y);
             if (!loss || snn_backward(loss) != SNN_OK || snn_optimizer_step(opt) != SNN_OK) {
                 fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
                 exit(1);
             }
-        } else if (!out) {
+        } else if (!train && !out) {
             fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
             exit(1);
         }
@@ -227,8 +244,8 @@ int main(int argc, char **argv)
 {
     const char *device_name = snn_cuda_available() ? "cuda" : "cpu", *model_name = "resnet18";
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
-    const char *infer_batches = "1,64", *conv_path = "auto";
-    int T = 4, steps = 20, width = 0;
+    const char *infer_batches = "1,64", *conv_path = "auto", *train_mode = "bptt";
+    int T = 4, steps = 20, width = 0, sltt_k = 0, time_checkpoint = 0;
     bool no_infer = false, memory = false, tf32 = false, no_fusion = false, no_packing = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
@@ -247,6 +264,11 @@ int main(int argc, char **argv)
         {"--no-spike-packing", OPT_FLAG, &no_packing,
          "keep spikes for backward as floats, not bits (the model option pack_spikes)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
+        {"--train-mode", OPT_STRING, &train_mode,
+         "bptt, or sltt: online, one time step's forward and backward at a time (app/train_online.c)"},
+        {"--sltt-k", OPT_INT, &sltt_k, "--train-mode sltt: backward on K of the T steps (0: all)"},
+        {"--time-checkpoint", OPT_INT, &time_checkpoint,
+         "--train-mode bptt in segments of K steps recomputed in backward (app/train_segments.c)"},
         {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
                                                 "(tensor/cuda_options.h)"},
     };
@@ -255,6 +277,20 @@ int main(int argc, char **argv)
                                (int)(sizeof table / sizeof table[0]));
     if (parsed) return parsed == 2 ? 0 : 2;
     if (tf32) precision_name = "tf32";
+    static train_online_options online_options;
+    static train_segments_options segment_options;
+    if (time_checkpoint > 0 && strcmp(train_mode, "bptt") == 0) {
+        segment_options = (train_segments_options){.segment = time_checkpoint};
+        segmented = &segment_options;
+    } else if (strcmp(train_mode, "sltt") == 0 && time_checkpoint == 0) {
+        online_options = (train_online_options){.backward_steps = sltt_k, .seed = 1};
+        online = &online_options;
+    } else if (strcmp(train_mode, "bptt") != 0 || sltt_k < 0 || time_checkpoint < 0) {
+        fprintf(stderr, "bench_train_step: bad --train-mode %s, --sltt-k %d or --time-checkpoint "
+                "%d (expected bptt or sltt, K >= 0, and time checkpoints with bptt only)\n",
+                train_mode, sltt_k, time_checkpoint);
+        return 2;
+    }
     if (T < 1 || steps < 1 || width < 0) {
         fprintf(stderr, "bench_train_step: bad --T %d, --steps %d or --width %d (expected >= 1, "
                 ">= 1, >= 0)\n", T, steps, width);
@@ -321,6 +357,19 @@ int main(int argc, char **argv)
            model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
            ref ? " (ref kernels)" : "", neuron, snn_precision_name(precision), conv_path,
            no_fusion || ref ? "off" : "on", no_packing || ref ? "floats" : "bits");
+    if (online && (sltt_k == 0 || sltt_k >= T))
+        printf("train mode: sltt (online: T forward + backward passes of one time step each)\n");
+    else if (online)
+        printf("train mode: sltt-%d (online: T forward passes of one time step, backward on %d "
+               "of them)\n", sltt_k, sltt_k);
+    if (segmented)
+        printf("train mode: bptt in segments of %d steps, each recomputed in backward\n",
+               time_checkpoint);
+    if ((online && train_online_check("bench_train_step", model) != SNN_OK) ||
+        (segmented && train_segments_check("bench_train_step", model, time_checkpoint) != SNN_OK)) {
+        fprintf(stderr, "%s\n", snn_last_error());
+        return 2;
+    }
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
@@ -342,7 +391,12 @@ int main(int argc, char **argv)
         /* as snn-train: the first step's arena in one block, sized by the memory estimate (else
          * it grows block by block, doubling, and the first steps hold up to twice the steady) */
         snn_memory_estimate e;
-        if (snn_model_memory_estimate_with(&c, &options, batch, device, true, 2, &e) != SNN_OK ||
+        snn_model_config one_step = c; /* SLTT's step holds one time step's graph */
+        if (online) one_step.time_steps = 1;
+        if (segmented) one_step.time_steps = time_checkpoint;
+        snn_model_options unfused = options; /* carried state: the neurons run unfused */
+        if (online || segmented) unfused.fuse = false;
+        if (snn_model_memory_estimate_with(&one_step, &unfused, batch, device, true, 2, &e) != SNN_OK ||
             snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
             fprintf(stderr, "bench_train_step: batch %d: %s\n", batch, snn_last_error());
             return 1;

@@ -48,6 +48,8 @@
 #include "app/run_signals.h"
 #include "app/train_checkpoint.h"
 #include "app/train_dist.h"
+#include "app/train_online.h"
+#include "app/train_segments.h"
 #include "app/train_options.h"
 #include "app/train_resume.h"
 #include "snn.h"
@@ -103,6 +105,12 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
     next_plain *= done / next_plain + 1;
     const snn_model_config *config = snn_model_config_of(model);
     bool mse = strcmp(o->loss, "mse") == 0, tet = strcmp(o->loss, "tet") == 0;
+    const bool online = strcmp(o->train_mode, "sltt") == 0;
+    const train_online_options online_options = {.backward_steps = o->sltt_k,
+                                                 .label_smoothing = o->label_smoothing,
+                                                 .seed = (uint64_t)o->seed};
+    const train_segments_options segment_options = {.segment = o->time_checkpoint,
+                                                    .label_smoothing = o->label_smoothing};
     double start = now_seconds(), start0 = start, last_draw = 0.0;
     float *pred = malloc((size_t)o->batch_size * sizeof *pred);
     snn_status status = SNN_OK;
@@ -122,7 +130,14 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
         snn_tensor *x, *y, *loss = NULL;
         status = snn_batch_to_device(&batch, device, &x, &y);
         snn_tensor *out = NULL;
-        if (status == SNN_OK && tet) {
+        if (status == SNN_OK && online) {
+            /* SLTT: forward and backward one time step at a time (app/train_online.c) */
+            status = train_online_step(model, x, y, snn_optimizer_steps(opt), &online_options,
+                                       &out, &loss);
+        } else if (status == SNN_OK && o->time_checkpoint > 0) {
+            /* BPTT in segments recomputed in backward (app/train_segments.c) */
+            status = train_segments_step(model, x, y, &segment_options, &out, &loss);
+        } else if (status == SNN_OK && tet) {
             /* TET: the loss sees every step's output; predictions are still their mean over T */
             snn_tensor *steps = snn_model_forward_steps(model, x); // (T, N, classes)
             out = steps ? snn_mean(steps, 0, false) : NULL;
@@ -136,9 +151,14 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
         snn_tensor *penalty = loss && o->activity_penalty > 0.0f ? snn_activity_penalty(model) : NULL;
         snn_tensor *objective = penalty ? snn_add(loss, snn_scale(penalty, o->activity_penalty)) : loss;
         if (!objective) loss = NULL;
-        if (loss) status = dist ? snn_dist_backward(dist, objective, batch.count, batch.global_count)
-                                : snn_backward(objective);
-        else status = snn_last_status();
+        if (online || o->time_checkpoint > 0) {
+            /* backward ran inside train_online_step / train_segments_step */
+        } else if (loss) {
+            status = dist ? snn_dist_backward(dist, objective, batch.count, batch.global_count)
+                          : snn_backward(objective);
+        } else {
+            status = snn_last_status();
+        }
         /* Reading the loss synchronises with the device: only every log_every steps. */
         bool read = status == SNN_OK && (done % o->log_every == 0 || done + 1 == total);
         if (read) {
@@ -421,6 +441,12 @@ int main(int argc, char **argv)
         per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
             (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
         0.0, o.dist.sync_bn};
+    /* online and segmented steps hold the graph of 1 or K time steps, unfused (the neurons
+     * start from a carried state; the saved states of the segments are left out) */
+    if (strcmp(o.train_mode, "sltt") == 0 || o.time_checkpoint > 0) {
+        request.config.time_steps = o.time_checkpoint > 0 ? o.time_checkpoint : 1;
+        request.unfused = true;
+    }
     snn_memory_estimate memory;
     if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;
@@ -450,6 +476,12 @@ int main(int argc, char **argv)
     snn_rng_seed(&rng, (uint64_t)o.seed);
     snn_module *model = snn_model_new(&config, &rng);
     if (!model || snn_module_to(model, device) != SNN_OK) return fail("model");
+    if ((strcmp(o.train_mode, "sltt") == 0 && train_online_check("snn-train", model) != SNN_OK) ||
+        (o.time_checkpoint > 0 &&
+         train_segments_check("snn-train", model, o.time_checkpoint) != SNN_OK)) {
+        fprintf(stderr, "%s\n", snn_last_error());
+        return 2;
+    }
     snn_optimizer *opt = strcmp(o.optimizer, "sgd") == 0
         ? snn_sgd_new(model, o.lr, o.momentum, o.weight_decay, false)
         : snn_adam_new(model, o.lr, o.weight_decay, strcmp(o.optimizer, "adamw") == 0);
