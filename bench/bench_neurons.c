@@ -1,6 +1,7 @@
 /*
  * bench_neurons.c - speed of the fused multi-step CUDA neuron kernels (kernels/cuda/lif.cu) for LIF
- * (tau 2, hard reset, sigmoid surrogate), at the sizes of issue 6:
+ * (tau 2, hard reset, sigmoid surrogate), at the sizes of issue 6 (and ALIF, kernels/cuda/alif.cu,
+ * at the large size: bench_alif below):
  *   M = 40 elements per time step (tiny: launch- and latency-bound), T = 8, 32, 128;
  *   M = 4,194,304 = 32 x 128 x 32 x 32 (a large conv activation), T = 4, 8.
  * Passes, per element per time step (napkin math, bytes the kernels must move):
@@ -165,6 +166,86 @@ static void run_fwd_bwd(void *p)
                        NULL, &c->p, &c->d);
 }
 
+/* ALIF (kernels/cuda/alif.cu): the same passes with the threshold saved beside H
+ *   fwd infer  read X, write S                                          8 B
+ *   fwd train  read X, write S, H and the threshold                    16 B
+ *   fwd + bwd  fwd train, then read dS, H and the threshold, read + write dX
+ *                                                                  16 + 20 = 36 B
+ * (the adaptation A and V live in registers; their gradients too) */
+typedef struct alif_ctx {
+    const snn_neuron_kernels *k;
+    snn_neuron_params p;
+    snn_neuron_dims d;
+    float *x, *spike, *h, *th, *dspike, *dx;
+} alif_ctx;
+
+static void run_alif_infer(void *p)
+{
+    alif_ctx *c = p;
+    c->k->alif_forward(c->spike, NULL, NULL, NULL, NULL, NULL, c->x, NULL, NULL, &c->p, &c->d);
+}
+
+static void run_alif_train(void *p)
+{
+    alif_ctx *c = p;
+    c->k->alif_forward(c->spike, c->h, c->th, NULL, NULL, NULL, c->x, NULL, NULL, &c->p, &c->d);
+}
+
+static void run_alif_fwd_bwd(void *p)
+{
+    alif_ctx *c = p;
+    run_alif_train(p);
+    c->k->alif_backward(c->dx, NULL, NULL, c->dspike, NULL, NULL, c->h, c->th, &c->p, &c->d);
+}
+
+/* The ALIF rows: T = 4 and 8 at M = 4M elements a step, spikes checked against the CPU's. */
+static void bench_alif(const snn_neuron_kernels *gpu, const snn_neuron_kernels *cpu,
+                       double copy_gbs, snn_rng *rng)
+{
+    if (!gpu->alif_forward || !cpu->alif_forward) return;
+    snn_neuron_config cfg = snn_neuron_config_default(SNN_NEURON_ALIF);
+    printf("\nALIF (tau 2, tau_adapt 20, beta 1.8, hard reset, sigmoid), CUDA fused kernels\n");
+    printf("%5s %9s  %-10s %10s %9s %8s %s\n", "T", "M", "pass", "ms", "GB/s", "% copy",
+           "check");
+    for (int64_t T = 4; T <= 8; T *= 2) {
+        alif_ctx c = {gpu, snn_neuron_params_from(&cfg), {T, 32, 128, 1024}, NULL, NULL, NULL,
+                      NULL, NULL, NULL};
+        const int64_t M = snn_neuron_dims_step(&c.d), n = T * M;
+        const size_t bytes = (size_t)n * sizeof(float);
+        float *x = host_alloc((size_t)n), *s_cpu = host_alloc((size_t)n);
+        float *s_gpu = host_alloc((size_t)n);
+        for (int64_t i = 0; i < n; i++) x[i] = 1.2f * snn_rng_normal(rng) + 1.1f;
+        float **bufs[6] = {&c.x, &c.spike, &c.h, &c.th, &c.dspike, &c.dx};
+        for (int i = 0; i < 6; i++) *bufs[i] = dev_alloc(bytes);
+        const snn_kernels *kt = snn_kernels_for(SNN_CUDA);
+        kt->copy(c.x, x, bytes, SNN_COPY_HOST_TO_DEVICE);
+        kt->copy(c.dspike, x, bytes, SNN_COPY_HOST_TO_DEVICE); /* any values */
+        kt->fill(c.dx, 0.0f, n);
+        cpu->alif_forward(s_cpu, NULL, NULL, NULL, NULL, NULL, x, NULL, NULL, &c.p, &c.d);
+        run_alif_train(&c);
+        snn_synchronize(SNN_CUDA);
+        kt->copy(s_gpu, c.spike, bytes, SNN_COPY_DEVICE_TO_HOST);
+        snn_synchronize(SNN_CUDA);
+        const bool same = memcmp(s_cpu, s_gpu, bytes) == 0;
+        const struct { const char *name; bench_fn f; double bytes_per_elem_step; } passes[] = {
+            {"fwd infer", run_alif_infer, 8.0},
+            {"fwd train", run_alif_train, 16.0},
+            {"fwd + bwd", run_alif_fwd_bwd, 36.0},
+        };
+        for (size_t q = 0; q < sizeof passes / sizeof passes[0]; q++) {
+            const double t = time_per_call(passes[q].f, &c);
+            const double gbs = passes[q].bytes_per_elem_step * (double)n / t / 1e9;
+            printf("%5lld %9lld  %-10s %10.4f %9.1f %7.1f%% %s\n", (long long)T, (long long)M,
+                   passes[q].name, t * 1e3, gbs, 100.0 * gbs / copy_gbs,
+                   q == 0 ? (same ? "spikes == cpu" : "SPIKES DIFFER FROM CPU") : "");
+        }
+        for (int i = 0; i < 6; i++) snn_free(*bufs[i], bytes, SNN_CUDA);
+        snn_free(s_gpu, bytes, SNN_CPU);
+        snn_free(s_cpu, bytes, SNN_CPU);
+        snn_free(x, bytes, SNN_CPU);
+    }
+}
+
 typedef struct bench_case {
     int64_t T, N, C, plane;
 } bench_case;
@@ -263,6 +344,7 @@ int main(int argc, char **argv)
         snn_free(c.spike, bytes, SNN_CUDA);
         snn_free(c.x, bytes, SNN_CUDA);
     }
+    bench_alif(gpu, cpu, copy_gbs, &rng);
     snn_shutdown();
     return 0;
 }

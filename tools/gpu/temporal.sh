@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# temporal.sh - training through time on the GPU machine (docs/temporal.md): memory and step
+# time against T for each way to train, the neuron and recurrent-layer kernels, and the
+# accuracy runs. From the device tool, in the repository root, carrying .carry/ with
+# .carry/fashion-mnist (lib.sh):
+#
+#   bash tools/gpu/temporal.sh STAGE...
+#
+#   memory     bench_train_step, ResNet-18 width 64, BF16, batch 32, at each T of MEMORY_T
+#              (4 8 16 32): BPTT, BPTT with --time-checkpoint (TC_K: 4), SLTT, SLTT-K (K: 4)
+#   kernels    bench_neurons (the fused LIF and ALIF kernels against the copy bandwidth), then
+#              bench_recurrent (the recurrent layer) and bench/torch_recurrent.py beside it
+#   online     the Fashion-MNIST CNN at T = 8, BPTT against SLTT, seeds SEEDS (0 1 2), each
+#              ONLINE_EPOCHS (4) epochs, the runs side by side on the one GPU, each stopped by
+#              SIGTERM at ONLINE_SECONDS (500) if not done
+#   rows       rsnn on sequential Fashion-MNIST by rows (T = 28), LIF and ALIF side by side,
+#              ROWS_EPOCHS (10) epochs, ROWS_FLAGS added
+#   pixels     rsnn by pixels (T = 784), ALIF, stopped by SIGTERM after PIXELS_SECONDS (420)
+#
+# Output: $OUT/summary.txt, a stage's table as $OUT/STAGE.txt, everything in $OUT/logs.tgz.
+cd "$(dirname "$0")/../.." && . tools/gpu/lib.sh
+train_log() { grep -E "^epoch|best|done|snn-train:" "$1"; }
+
+for stage in "$@"; do
+  case "$stage" in
+  memory)
+    build bench_train_step || exit 1
+    gpu_name
+    log "ResNet-18, BF16, batch 32: memory and step time against T, for each train mode"
+    for T in ${MEMORY_T:-4 8 16 32}; do
+      modes=("--train-mode bptt" "--train-mode sltt" "--train-mode sltt --sltt-k ${SLTT_K:-4}")
+      [ "$T" -gt "${TC_K:-4}" ] && modes+=("--time-checkpoint ${TC_K:-4}")
+      for mode in "${modes[@]}"; do
+        echo "-- T=$T $mode"
+        timeout 200 build-gpu/bin/bench_train_step --model resnet18 --precision bf16 --batch 32 \
+          --T "$T" --steps 5 --no-infer $mode 2>&1 | grep -E "\| train|error|bad"
+      done
+    done | tee "$OUT/memory.txt" | summary ;;
+  kernels)
+    build bench_neurons bench_recurrent || exit 1
+    gpu_name
+    log "bench_neurons: fused neuron kernels against the copy bandwidth"
+    timeout 240 build-gpu/bin/bench_neurons 2>&1 | tee "$OUT/neurons.txt" | summary
+    log "bench_recurrent: the recurrent layer (snn.c), then the same layer as a PyTorch loop"
+    { timeout 240 build-gpu/bin/bench_recurrent --device cuda
+      timeout 240 python3 bench/torch_recurrent.py --device cuda; } 2>&1 |
+      tee "$OUT/recurrent.txt" | summary ;;
+  online)
+    build snn-train || exit 1
+    gpu_name
+    log "Fashion-MNIST CNN, T = 8, BPTT against SLTT, seeds ${SEEDS:-0 1 2}, ${ONLINE_EPOCHS:-4} epochs"
+    for s in ${SEEDS:-0 1 2}; do
+      for mode in bptt sltt; do
+        timeout -s TERM "${ONLINE_SECONDS:-500}" \
+        build-gpu/bin/snn-train --device cuda --T 8 --epochs "${ONLINE_EPOCHS:-4}" --seed "$s" \
+          --train-mode $mode --out "$LOGS/online_${mode}_$s" > "$LOGS/online_${mode}_$s.log" 2>&1 &
+      done
+    done
+    wait
+    for s in ${SEEDS:-0 1 2}; do
+      for mode in bptt sltt; do echo "-- $mode seed $s"; train_log "$LOGS/online_${mode}_$s.log"; done
+    done | tee "$OUT/online.txt" | summary ;;
+  rows)
+    build snn-train || exit 1
+    gpu_name
+    log "rsnn, sequential Fashion-MNIST by rows (T = 28), ${ROWS_EPOCHS:-10} epochs ${ROWS_FLAGS:-}"
+    for n in lif alif; do
+      timeout 560 build-gpu/bin/snn-train --device cuda --model rsnn --sequence rows --neuron $n \
+        --epochs "${ROWS_EPOCHS:-10}" ${ROWS_FLAGS:-} --out "$LOGS/rows_$n" > "$LOGS/rows_$n.log" 2>&1 &
+    done
+    wait
+    for n in lif alif; do echo "-- $n"; train_log "$LOGS/rows_$n.log"; done | tee "$OUT/rows.txt" | summary ;;
+  pixels)
+    build snn-train || exit 1
+    gpu_name
+    log "rsnn, sequential Fashion-MNIST by pixels (T = 784), ALIF, ${PIXELS_SECONDS:-420} s"
+    timeout -s TERM "${PIXELS_SECONDS:-420}" build-gpu/bin/snn-train --device cuda --model rsnn \
+      --sequence pixels --neuron alif --epochs 100 ${PIXELS_FLAGS:-} --out "$LOGS/pixels" \
+      > "$LOGS/pixels.log" 2>&1
+    train_log "$LOGS/pixels.log" | tee "$OUT/pixels.txt" | summary
+    grep -E "batch" "$LOGS/pixels.log" | tail -3 | summary ;;
+  *) echo "temporal.sh: unknown stage '$stage'" | summary; exit 2 ;;
+  esac
+done
