@@ -3,8 +3,9 @@
  * data.h - data sets and the batch loader of snn.c: Fashion-MNIST / MNIST (IDX, plain or .gz)
  * and CIFAR-10 / CIFAR-100 (binary version, straight from the .tar.gz or from the extracted
  * folder), the event-camera sets N-MNIST, DVS128 Gesture and CIFAR10-DVS (integrated into T
- * frames of 2 polarity channels; docs/events.md), then seeded shuffling, per-channel
- * normalisation, augmentation and a prefetch thread.
+ * frames of 2 polarity channels; docs/events.md), the spike-train audio sets SHD and SSC (T
+ * frames of 700 cochlea channels, read from HDF5 by libsnn_data_hdf5; docs/shd.md), then seeded
+ * shuffling, per-channel normalisation, augmentation and a prefetch thread.
  *
  * Glossary: N samples (or batch size), C channels, H height, W width.
  *
