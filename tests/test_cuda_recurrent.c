@@ -114,7 +114,9 @@ static void check_case(const snn_neuron_config *c, int T, int N, int F, uint64_t
     CHECK(test_same_bits(gpu.activity, cpu.activity, n));
     int fired = 0;
     for (int i = 0; i < n; i++) fired += cpu.spikes[i] != 0.0f;
-    CHECK(fired > 0 && fired < n);
+    /* the case must exercise both outcomes; one step of 21 elements may charge none to the
+     * threshold (H = X / tau at t = 0), so that is asked of T > 1 only */
+    CHECK(fired < n && (T == 1 || fired > 0));
     check_grad(gpu.gx, cpu.gx, n, "dx");
     check_grad(gpu.gw, cpu.gw, F * F, "dw_rec");
     if (test_failures != before) fprintf(stderr, "  ^ in %s\n", what);
