@@ -12,9 +12,10 @@
  * independent of T (each call's graph can be freed by the next). In backward the op is the
  * plain multi-step node (neuron_op.c) with V_init a constant.
  *
- * What the node keeps: H (T, N, ...) (and ALIF's thresholds) as snn_neuron_multistep, plus a
- * copy of the state that entered (N, ...) (PLIF's dH/dk at t = 0 reads V[-1], ST-BIF's backward
- * A[-1]; the state itself is overwritten).
+ * What the node keeps: H (T, N, ...) (and ALIF's thresholds) as snn_neuron_multistep; PLIF and
+ * ST-BIF also a copy of the state that entered (N, ...) (PLIF's dH/dk at t = 0 reads V[-1],
+ * ST-BIF's backward A[-1]; the state itself is overwritten). IF, LIF and ALIF keep no copy:
+ * their backward reads H (and the thresholds) alone.
  * The state tensors are the caller's OWNED tensors (nn/layer_neuron.c keeps them in the layer),
  * so they outlive the step that updates them.
  *
@@ -99,11 +100,14 @@ snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *c
     if (!spike) return NULL;
     snn_tensor *act = activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     if (activity && !act) return NULL;
-    /* What entered, kept for backward (grad mode) or read by the kernel while it overwrites
-     * the state (v_last may alias v_init: the kernels read V[-1] before writing V[T-1]) */
-    snn_tensor *v_in = record ? step_copy(fn, v_state) : v_state;
-    snn_tensor *a_in = has_a && record ? step_copy(fn, a_state) : a_state;
-    if (!v_in || (has_a && !a_in)) return NULL;
+    /* What entered is read by the kernel as it overwrites the state (v_last may alias v_init:
+     * the kernels read V[-1] before writing V[T-1]). Backward reads it only for PLIF's dH/dk
+     * (V[-1]) and ST-BIF's gates (A[-1]): those kinds keep a copy, the others nothing. */
+    snn_tensor *v_keep = record && cfg->kind == SNN_NEURON_PLIF ? step_copy(fn, v_state) : NULL;
+    snn_tensor *a_keep = record && stbif ? step_copy(fn, a_state) : NULL;
+    if ((record && cfg->kind == SNN_NEURON_PLIF && !v_keep) || (record && stbif && !a_keep))
+        return NULL;
+    snn_tensor *v_in = v_keep ? v_keep : v_state, *a_in = a_keep ? a_keep : a_state;
     /* what backward reads: H, and ALIF's thresholds */
     snn_tensor *h_seq = NULL, *th_seq = NULL;
     if (record) {
@@ -122,8 +126,8 @@ snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *c
                                             act ? act->data : NULL, x->data, v_in->data,
                                             stbif ? a_in->data : NULL, w ? w->data : NULL, &p, &d);
     }
-    if (record && !snn_neuron_record(spike, SNN_NEURON_OUT_SPIKES, x, w, v_in,
-                                     has_a ? a_in : NULL, h_seq, th_seq, spike, &p, &d))
+    if (record && !snn_neuron_record(spike, SNN_NEURON_OUT_SPIKES, x, w, v_keep, a_keep, h_seq,
+                                     th_seq, spike, &p, &d))
         return NULL;
     if (activity) *activity = act;
     return spike;
