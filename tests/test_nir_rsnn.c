@@ -20,7 +20,7 @@
 
 #ifdef SNN_WITH_NIR
 #include "nir/nir.h"
-#include "nir/nir_test_run.h"
+#include "tests/nir/nir_test_run.h"
 
 #define MAX_OUT 4096
 

@@ -18,6 +18,7 @@
 
 #include "app/train_online.h"
 #include "kernels/neuron_kernels.h"
+#include "param_diff.h"
 #include "tensor/arena.h"
 #include "test.h"
 
@@ -263,29 +264,6 @@ static void make_batch(int N, float *images, float *labels, snn_rng *rng)
     }
 }
 
-/* The max |difference| over every trainable parameter's gradient of two models. */
-static double max_grad_diff(snn_module *a, snn_module *b)
-{
-    snn_param_list pa = {0}, pb = {0};
-    CHECK_OK(snn_module_parameters(a, &pa));
-    CHECK_OK(snn_module_parameters(b, &pb));
-    double worst = pa.count == pb.count ? 0.0 : (double)INFINITY;
-    for (int i = 0; i < pa.count && i < pb.count; i++) {
-        snn_tensor *ga = pa.items[i].tensor->grad, *gb = pb.items[i].tensor->grad;
-        if (!pa.items[i].trainable) continue;
-        if (!ga || !gb) {
-            worst = (double)INFINITY;
-            continue;
-        }
-        for (int64_t k = 0; k < ga->numel; k++)
-            worst = fmax(worst, fabs((double)ga->data[k] - (double)gb->data[k]) /
-                                    (1.0 + fabs((double)gb->data[k])));
-    }
-    snn_param_list_free(&pa);
-    snn_param_list_free(&pb);
-    return worst;
-}
-
 /* At T = 1 there is no time to drop: the SLTT step is BPTT's step with the cross-entropy. */
 static void test_sltt_at_one_step_is_bptt(void)
 {
@@ -309,7 +287,7 @@ static void test_sltt_at_one_step_is_bptt(void)
     if (logits && online_loss && loss) {
         CHECK(fabsf(online_loss->data[0] - loss->data[0]) <= 1e-6f);
         for (int i = 0; i < N * 2; i++) CHECK(fabsf(logits->data[i] - out->data[i]) <= 1e-6f);
-        const double diff = max_grad_diff(sltt, bptt);
+        const double diff = param_max_diff(sltt, bptt, true);
         if (diff > 1e-5) fprintf(stderr, "  max relative gradient difference %g\n", diff);
         CHECK(diff <= 1e-5);
     }
@@ -355,7 +333,7 @@ static void test_sltt_forward_is_the_whole_run(void)
             CHECK(fabsf(logits->data[i] - mean) <= 1e-5f * (1.0f + fabsf(mean)));
         }
         CHECK(fabs((double)loss->data[0] - mean_loss) <= 1e-5 * (1.0 + mean_loss));
-        CHECK(max_grad_diff(model, twin) == 0.0);
+        CHECK(param_max_diff(model, twin, true) == 0.0);
         /* each batch starts from V_reset: the same batch again gives the same logits */
         snn_tensor *logits2 = NULL, *loss2 = NULL;
         CHECK_OK(train_online_step(model, x, y, 1, &all, &logits2, &loss2));

@@ -16,6 +16,7 @@
 
 #include "app/train_segments.h"
 #include "kernels/neuron_kernels.h"
+#include "param_diff.h"
 #include "test.h"
 
 static snn_module *small_cnn(int T, snn_neuron_kind kind, float dropout, uint64_t seed)
@@ -46,30 +47,6 @@ static void make_batch(int N, float *images, float *labels, uint64_t seed)
     }
 }
 
-/* max over every parameter and buffer of |a - b| / (1 + |b|): gradients, or values */
-static double max_diff(snn_module *a, snn_module *b, bool grads)
-{
-    snn_param_list pa = {0}, pb = {0};
-    CHECK_OK(snn_module_parameters(a, &pa));
-    CHECK_OK(snn_module_parameters(b, &pb));
-    double worst = pa.count == pb.count ? 0.0 : (double)INFINITY;
-    for (int i = 0; i < pa.count && i < pb.count; i++) {
-        if (grads && !pa.items[i].trainable) continue;
-        const snn_tensor *ta = grads ? pa.items[i].tensor->grad : pa.items[i].tensor;
-        const snn_tensor *tb = grads ? pb.items[i].tensor->grad : pb.items[i].tensor;
-        if (!ta || !tb) {
-            worst = (double)INFINITY;
-            continue;
-        }
-        for (int64_t k = 0; k < ta->numel; k++)
-            worst = fmax(worst, fabs((double)ta->data[k] - (double)tb->data[k]) /
-                                    (1.0 + fabs((double)tb->data[k])));
-    }
-    snn_param_list_free(&pa);
-    snn_param_list_free(&pb);
-    return worst;
-}
-
 /* BPTT's step on `bptt` and the segmented one on `seg` (twins), same batch; returns the max
  * relative gradient difference and checks the loss and logits. */
 static double compare(snn_module *bptt, snn_module *seg, int K, bool train)
@@ -94,7 +71,7 @@ static double compare(snn_module *bptt, snn_module *seg, int K, bool train)
         CHECK(fabsf(seg_loss->data[0] - loss->data[0]) <= 1e-6f * (1.0f + fabsf(loss->data[0])));
         for (int i = 0; i < N * 3; i++)
             CHECK(fabsf(logits->data[i] - out->data[i]) <= 1e-5f * (1.0f + fabsf(out->data[i])));
-        diff = max_diff(seg, bptt, true);
+        diff = param_max_diff(seg, bptt, true);
     }
     snn_step_end();
     CHECK(snn_model_config_of(seg)->time_steps == 6);
@@ -127,7 +104,7 @@ static void test_one_segment_is_bptt_in_training(void)
     const double diff = compare(bptt, seg, 6, true);
     if (diff > 1e-5) fprintf(stderr, "  max relative gradient difference %g\n", diff);
     CHECK(diff <= 1e-5);
-    CHECK(max_diff(seg, bptt, false) <= 1e-6); /* weights equal; buffers: BPTT's */
+    CHECK(param_max_diff(seg, bptt, false) <= 1e-6); /* weights equal; buffers: BPTT's */
     CHECK(snn_model_rng_state(seg) == snn_model_rng_state(bptt));
     snn_module_free(bptt);
     snn_module_free(seg);
