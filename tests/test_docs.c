@@ -105,7 +105,7 @@ static int check_doc(const char *doc_path, int *quotes)
 static void test_quotes_match_their_files(void)
 {
     const char *docs[] = {"README.md", "docs/tutorial.md", "docs/neurons.md",
-                          "docs/architecture.md", "docs/nir.md"};
+                          "docs/architecture.md", "docs/nir.md", "docs/temporal.md"};
     int quotes = 0, failures = 0;
     for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
         FILE *f = fopen(docs[d], "r");
