@@ -345,7 +345,7 @@ int64_t snn_spikes_to_frames(uint8_t *frames, const double *times, const int64_t
 /**
  * Loads one split of "shd" or "ssc" as frames (frames NULL: the defaults) from the HDF5 files
  * as published: `path` (else `$SNN_DATA_DIR[/<name>]`, else `/usr/share/datasets/<name>`) is a
- * folder holding <name>_train.h5 and <name>_test.h5, or one such file. Each file holds the
+ * folder holding `<name>_train.h5` and `<name>_test.h5`, or one such file. Each file holds the
  * group `spikes` with the variable-length datasets `times` (float seconds, non-decreasing
  * within a sample) and `units` (integers in [0, 700)), and the dataset `labels` (one integer
  * per sample, in [0, 20) for SHD, [0, 35) for SSC); `extra` is ignored. The whole file is
