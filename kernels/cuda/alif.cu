@@ -64,7 +64,7 @@ alif_forward_kernel(float *__restrict__ spike, float *__restrict__ h_seq,
                 const int64_t i = base + (int64_t)j * BLOCK;
                 float s = 0.0f;
                 if (i < M) {
-                    const float h = snn_lif_charge_cuda(p, 0.0f, v[j], xv[u][j]);
+                    const float h = snn_alif_charge_cuda(p, v[j], xv[u][j]);
                     const float th = snn_alif_threshold_cuda(p, a[j]);
                     s = snn_alif_fire(h, th); /* a comparison: nothing to round */
                     if (h_seq) h_seq[off + i] = h;
