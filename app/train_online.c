@@ -53,6 +53,12 @@ snn_status train_online_check(const char *prog, snn_module *model)
         return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt: a %s model is an ANN (T = 1): "
                          "there is no time to train through", prog,
                          snn_neuron_kind_name(c->neuron.kind));
+    /* each one-step forward would draw its own dropout masks, where the model shares one mask
+     * over all T steps: a silent change of the model, refused */
+    if (c->dropout > 0.0f)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt: expected --dropout 0 (got %g: "
+                         "its mask is shared by all T steps, which one-step forwards cannot do)",
+                         prog, (double)c->dropout);
     return SNN_OK;
 }
 

@@ -52,6 +52,12 @@ snn_status train_segments_check(const char *prog, snn_module *model, int segment
     if (snn_neuron_is_ann(c->neuron.kind))
         return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint: a %s model is an ANN (T = 1)",
                          prog, snn_neuron_kind_name(c->neuron.kind));
+    /* each segment's forward draws its own dropout masks, where the model shares one over all
+     * T steps; with one segment (K = T) the mask is the model's */
+    if (c->dropout > 0.0f && segment < c->time_steps)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint %d: expected --dropout 0 or "
+                         "K = T (%d) (the dropout mask is shared by all T steps, which segments "
+                         "of K steps cannot do)", prog, segment, c->time_steps);
     if (snn_neuron_layers_collect(model, NULL, 0) > MAX_LAYERS)
         return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint: more than %d neuron layers",
                          prog, MAX_LAYERS);

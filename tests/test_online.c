@@ -380,6 +380,26 @@ static void test_sltt_trains(void)
     snn_module_free(model);
 }
 
+/* A model with dropout shares one mask over all T steps; one-step forwards cannot: refused. */
+static void test_dropout_is_refused(void)
+{
+    snn_model_config cfg = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    cfg.height = cfg.width = 8;
+    cfg.classes = 2;
+    cfg.width_base = 4;
+    cfg.hidden = 16;
+    cfg.dropout = 0.3f;
+    snn_rng rng;
+    snn_rng_seed(&rng, 24);
+    snn_module *m = snn_model_new(&cfg, &rng);
+    CHECK(train_online_check("snn-train", m) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "--dropout 0") != NULL);
+    snn_module_free(m);
+    snn_module *plain = small_cnn(3, 25);
+    CHECK(train_online_check("snn-train", plain) == SNN_OK);
+    snn_module_free(plain);
+}
+
 int main(void)
 {
     snn_set_num_threads(2);
@@ -390,5 +410,6 @@ int main(void)
     RUN(test_sltt_at_one_step_is_bptt);
     RUN(test_sltt_forward_is_the_whole_run);
     RUN(test_sltt_trains);
+    RUN(test_dropout_is_refused);
     return test_finish();
 }

@@ -145,6 +145,12 @@ static void test_bad_segments_are_refused(void)
     CHECK(train_segments_check("snn-train", m, 7) == SNN_ERR_ARGUMENT);
     CHECK(train_segments_check("snn-train", m, 3) == SNN_OK);
     snn_module_free(m);
+    /* dropout shares one mask over all T steps: only one segment keeps that */
+    m = small_cnn(6, SNN_NEURON_LIF, 0.3f, 35);
+    CHECK(train_segments_check("snn-train", m, 3) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "--dropout 0") != NULL);
+    CHECK(train_segments_check("snn-train", m, 6) == SNN_OK);
+    snn_module_free(m);
 }
 
 int main(void)
