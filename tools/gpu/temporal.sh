@@ -14,7 +14,8 @@
 #              ONLINE_EPOCHS (4) epochs, the runs side by side on the one GPU, each stopped by
 #              SIGTERM at ONLINE_SECONDS (500) if not done
 #   rows       rsnn on sequential Fashion-MNIST by rows (T = 28), LIF and ALIF side by side,
-#              ROWS_EPOCHS (10) epochs, ROWS_FLAGS added
+#              ROWS_EPOCHS (10) epochs, ROWS_FLAGS added; or ROWS_VARIANTS, runs side by side
+#              separated by ';', each "NAME FLAGS..."; each stopped at ROWS_SECONDS (560)
 #   pixels     rsnn by pixels (T = 784), ALIF, stopped by SIGTERM after PIXELS_SECONDS (420)
 #
 # Output: $OUT/summary.txt, a stage's table as $OUT/STAGE.txt, everything in $OUT/logs.tgz.
@@ -63,13 +64,23 @@ for stage in "$@"; do
   rows)
     build snn-train || exit 1
     gpu_name
-    log "rsnn, sequential Fashion-MNIST by rows (T = 28), ${ROWS_EPOCHS:-10} epochs ${ROWS_FLAGS:-}"
-    for n in lif alif; do
-      timeout 560 build-gpu/bin/snn-train --device cuda --model rsnn --sequence rows --neuron $n \
-        --epochs "${ROWS_EPOCHS:-10}" ${ROWS_FLAGS:-} --out "$LOGS/rows_$n" > "$LOGS/rows_$n.log" 2>&1 &
+    # ROWS_VARIANTS: runs side by side, separated by ';', each "NAME FLAGS..." (default: LIF and
+    # ALIF with ROWS_FLAGS)
+    variants=${ROWS_VARIANTS:-"lif --neuron lif ${ROWS_FLAGS:-};alif --neuron alif ${ROWS_FLAGS:-}"}
+    log "rsnn, sequential Fashion-MNIST by rows (T = 28), ${ROWS_EPOCHS:-10} epochs: $variants"
+    IFS=';' read -ra runs <<< "$variants"
+    for run in "${runs[@]}"; do
+      read -r name flags <<< "$run"
+      # shellcheck disable=SC2086
+      timeout -s TERM "${ROWS_SECONDS:-560}" build-gpu/bin/snn-train --device cuda --model rsnn \
+        --sequence rows --epochs "${ROWS_EPOCHS:-10}" $flags --out "$LOGS/rows_$name" \
+        > "$LOGS/rows_$name.log" 2>&1 &
     done
     wait
-    for n in lif alif; do echo "-- $n"; train_log "$LOGS/rows_$n.log"; done | tee "$OUT/rows.txt" | summary ;;
+    for run in "${runs[@]}"; do
+      read -r name flags <<< "$run"
+      echo "-- $name: $flags"; train_log "$LOGS/rows_$name.log" | tail -4
+    done | tee "$OUT/rows.txt" | summary ;;
   pixels)
     build snn-train || exit 1
     gpu_name
