@@ -66,6 +66,16 @@ snn_status snn_optimizer_state(snn_optimizer *opt, snn_param_list *out);
  * `steps`, after a checkpoint load restored the state tensors in place. */
 void snn_optimizer_set_steps(snn_optimizer *opt, int64_t steps);
 
+/** Clips the gradients of the trainable parameters of `m` by their global L2 norm, as
+ * torch.nn.utils.clip_grad_norm_ (nn/clip_grad.c): norm = sqrt(sum of every g^2); when
+ * coef = max_norm / (norm + 1e-6) < 1 every gradient is multiplied by coef. Call it between
+ * backward and snn_optimizer_step. Parameters without a gradient are skipped. *norm_out (may be
+ * NULL) receives the norm before clipping; a NaN or inf gradient makes it NaN or inf and leaves
+ * the gradients as they are. One host synchronisation (the norm is read back). max_norm finite
+ * and > 0. SNN_ERR_ARGUMENT (NULL module, bad max_norm), SNN_ERR_STATE (gradients on several
+ * devices, or of another size than their parameter), SNN_ERR_MEMORY. */
+snn_status snn_clip_grad_norm(snn_module *m, float max_norm, float *norm_out);
+
 /** The shape of a learning-rate schedule (nn/schedule.c has the formulas). */
 typedef enum snn_schedule_kind {
     SNN_SCHEDULE_CONSTANT,  /**< base_lr throughout */
