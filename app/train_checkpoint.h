@@ -30,6 +30,8 @@ typedef struct epoch_stats {
                                      first part) */
     bool diverged;
     bool save_failed;             /* a --checkpoint-every checkpoint could not be written */
+    double grad_norm_sum;         /* --clip-grad: the gradients' norms before clipping, summed */
+    int64_t grad_norms, clipped;  /* ... over this many steps (of this run), clipped in so many */
 } epoch_stats;
 
 /* What a run trains and what its checkpoint saves besides the options and the position. */

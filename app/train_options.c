@@ -38,7 +38,7 @@ train_options train_defaults(void)
         .split_by = "number", .downsample = 1, .world_size = 1, .crop_padding = 4, .ema = 0.0f,
         .label_smoothing = 0.0f, .tet_lambda = SNN_TET_LAMBDA, .dropout = 0.0f,
         .random_erasing = 0.0f, .train_mode = "bptt", .sltt_k = 0,
-        .time_checkpoint = 0,
+        .time_checkpoint = 0, .clip_grad = 0.0f,
     };
 }
 
@@ -92,8 +92,8 @@ int train_option_table(train_options *o, option *table)
         {"--tet-lambda", OPT_FLOAT, &o->tet_lambda,
          "--loss tet: weight of its MSE regulariser pulling each step's outputs to 1"},
         {"--dropout", OPT_FLOAT, &o->dropout,
-         "cnn / dvsnet: dropout P before fc1 and fc2, one mask per sample for all T steps (0: "
-         "off)"},
+         "dropout P, one mask per sample for all T steps: cnn / dvsnet before fc1 and fc2; rsnn "
+         "on each recurrent layer's spikes (0: off)"},
         {"--train-mode", OPT_STRING, &o->train_mode,
          "bptt (backpropagation through all T steps; memory grows with T) or sltt (online: "
          "each step's loss backpropagated at once, memory independent of T; docs/temporal.md)"},
@@ -109,6 +109,10 @@ int train_option_table(train_options *o, option *table)
         {"--lr", OPT_FLOAT, &o->lr, "learning rate"},
         {"--momentum", OPT_FLOAT, &o->momentum, "SGD momentum"},
         {"--weight-decay", OPT_FLOAT, &o->weight_decay, "weight decay"},
+        {"--clip-grad", OPT_FLOAT, &o->clip_grad,
+         "NORM: before each optimizer step scale the gradients down so that their global L2 "
+         "norm is at most NORM, as torch.nn.utils.clip_grad_norm_ (one host sync a step; the "
+         "progress line shows the mean norm before clipping; 0: off)"},
         {"--schedule", OPT_STRING, &o->schedule,
          "cosine, step (x0.1 every 1/3 of the run), constant"},
         {"--warmup", OPT_INT, &o->warmup, "linear warm-up steps"},
@@ -214,9 +218,9 @@ static int need_library_names(const train_options *o)
     return bad | need_choice("--surrogate", o->surrogate, names, n);
 }
 
-/* The flags of the recurrent SNN: --sequence and --layers are its alone, and it has no dropout,
- * spiking readout (--loss mse) or Poisson encoding (its input is the sequence). 0, or 2 with
- * the messages printed. */
+/* The flags of the recurrent SNN: --sequence and --layers are its alone, and it has no spiking
+ * readout (--loss mse) or Poisson encoding (its input is the sequence). 0, or 2 with the
+ * messages printed. */
 static int rsnn_flags(const train_options *o)
 {
     static const char *const sequences[] = {"rows", "pixels"};
@@ -229,8 +233,7 @@ static int rsnn_flags(const train_options *o)
         bad = 2;
     }
     if (!rsnn) return bad;
-    const char *why = o->dropout > 0.0f                    ? "--dropout 0 (it has no dropout layers)"
-                      : strcmp(o->loss, "mse") == 0        ? "--loss ce or tet (its readout is a "
+    const char *why = strcmp(o->loss, "mse") == 0          ? "--loss ce or tet (its readout is a "
                                                              "leaky integrator, not spikes)"
                       : strcmp(o->encoding, "poisson") == 0 ? "no --encoding poisson (its input is "
                                                               "the image read as --sequence)"
@@ -310,6 +313,8 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_float("--momentum", o->momentum, o->momentum >= 0.0f, "a number >= 0");
     bad |= need_float("--weight-decay", o->weight_decay, o->weight_decay >= 0.0f,
                       "a number >= 0");
+    bad |= need_float("--clip-grad", o->clip_grad, o->clip_grad >= 0.0f && isfinite(o->clip_grad),
+                      "0 (off) or the largest global L2 norm of the gradients, e.g. 1");
     bad |= need_float("--tau", o->tau, o->tau > 1.0f, "a number > 1 (a time constant in steps)");
     bad |= need_float("--tau-adapt", o->tau_adapt, o->tau_adapt > 0.0f && isfinite(o->tau_adapt),
                       "a number > 0 (a time constant in steps)");
@@ -464,8 +469,12 @@ void train_options_print(FILE *out, const char *indent, const train_options *o,
         snprintf(momentum, sizeof momentum, ", momentum %g", (double)o->momentum);
     char ema[48] = "";
     if (o->ema > 0.0f) snprintf(ema, sizeof ema, ", weights averaged (--ema %g)", (double)o->ema);
-    fprintf(out, "%s%-12s%s, lr %g (%s)%s, weight decay %g%s\n", indent, "optimizer",
-            o->optimizer, (double)schedule->base_lr, rule, momentum, (double)o->weight_decay, ema);
+    char clip[64] = "";
+    if (o->clip_grad > 0.0f)
+        snprintf(clip, sizeof clip, ", gradients clipped to norm %g", (double)o->clip_grad);
+    fprintf(out, "%s%-12s%s, lr %g (%s)%s, weight decay %g%s%s\n", indent, "optimizer",
+            o->optimizer, (double)schedule->base_lr, rule, momentum, (double)o->weight_decay, clip,
+            ema);
     fprintf(out, "%s%-12s%d images a step, %d epoch%s\n", indent, "batch", global_batch,
             o->epochs, o->epochs == 1 ? "" : "s");
 }

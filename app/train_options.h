@@ -44,11 +44,13 @@ typedef struct train_options {
     float ema;                    /* decay of the weights' moving average (nn/ema.c); 0: off */
     float label_smoothing;        /* eps of the cross-entropy's smoothed targets; 0: off */
     float tet_lambda;             /* --loss tet: weight of TET's MSE regulariser */
-    float dropout;                /* CNN / DVS net classifier dropout, one mask over T; 0: off */
+    float dropout;                /* CNN / DVS net classifier, rsnn spikes: one mask over T; 0: off */
     float random_erasing;         /* probability of erasing a random rectangle (data/augment.c) */
     const char *train_mode;       /* "bptt" or "sltt" (online, app/train_online.c) */
     int sltt_k;                   /* --train-mode sltt: backward on K of the T steps; 0: all */
     int time_checkpoint;          /* BPTT in segments of K steps, recomputed in backward; 0: off */
+    float clip_grad;              /* clip the gradients' global L2 norm to this before each
+                                     optimizer step (snn_clip_grad_norm); 0: off */
 } train_options;
 
 /* snn-train's defaults: the main job (app/train_options.c says where each number comes from). */

@@ -11,8 +11,8 @@
  *     --split-by and --downsample. They never change: the weights, the optimizer's state and
  *     the average belong to them (a run without an average may start one with --ema).
  *   - the recipe: the global batch (--batch-size times the ranks), --lr, --momentum,
- *     --weight-decay, --schedule, --warmup, --min-lr, --label-smoothing, --tet-lambda,
- *     --augment, --crop-padding, --random-erasing, --activity-penalty, --seed and
+ *     --weight-decay, --clip-grad, --schedule, --warmup, --min-lr, --label-smoothing,
+ *     --tet-lambda, --augment, --crop-padding, --random-erasing, --activity-penalty, --seed and
  *     --limit-train. A new value needs --allow-changes (the run then differs from an unbroken
  *     one, and says so).
  *   - the plan: --epochs, --limit-test and --precision. Taken from the checkpoint unless given;

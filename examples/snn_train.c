@@ -65,16 +65,22 @@ static void progress(const char *phase, int64_t epoch, int epochs, int64_t done,
     double eta = done > 0 ? elapsed * (double)(total - done) / (double)done : 0.0;
     double loss = s->seen ? s->loss_sum / (double)s->seen : (double)NAN;
     double acc = s->seen ? 100.0 * (double)s->correct / (double)s->seen : (double)NAN;
+    char clip[64] = ""; /* --clip-grad: the mean norm before clipping, and how often it cut */
+    if (s->grad_norms)
+        snprintf(clip, sizeof clip, " |grad| %.3g (%.0f%% clipped)",
+                 s->grad_norm_sum / (double)s->grad_norms,
+                 100.0 * (double)s->clipped / (double)s->grad_norms);
     if (tty) {
         int filled = total ? (int)(30 * done / total) : 30;
-        fprintf(stderr, "\r%s %lld/%d [%.*s%*s] %3d%% loss %.4f acc %5.2f%% %6.0f img/s ETA %02d:%02d ",
+        fprintf(stderr, "\r%s %lld/%d [%.*s%*s] %3d%% loss %.4f acc %5.2f%%%s %6.0f img/s ETA %02d:%02d ",
                 phase, (long long)epoch + 1, epochs, filled, "==============================",
-                30 - filled, "", total ? (int)(100 * done / total) : 100, loss, acc, rate,
+                30 - filled, "", total ? (int)(100 * done / total) : 100, loss, acc, clip, rate,
                 (int)eta / 60, (int)eta % 60);
         if (final) fputc('\n', stderr);
     } else {
-        fprintf(stderr, "%s %lld/%d batch %lld/%lld loss %.4f acc %.2f%% %.0f img/s ETA %ds\n", phase,
-                (long long)epoch + 1, epochs, (long long)done, (long long)total, loss, acc, rate, (int)eta);
+        fprintf(stderr, "%s %lld/%d batch %lld/%lld loss %.4f acc %.2f%%%s %.0f img/s ETA %ds\n", phase,
+                (long long)epoch + 1, epochs, (long long)done, (long long)total, loss, acc, clip, rate,
+                (int)eta);
     }
 }
 
@@ -185,6 +191,15 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
             if (penalty) st->penalty_sum += (double)snn_tensor_item(penalty) * (double)count; /* this rank's */
             if (o->step_log && rank0)
                 append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
+        }
+        /* --clip-grad: after backward (and a data-parallel run's all-reduce: every rank sees the
+         * same sums and clips alike), in every train mode; reads the norm back, one host sync */
+        if (status == SNN_OK && o->clip_grad > 0.0f) {
+            float norm = 0.0f;
+            status = snn_clip_grad_norm(model, o->clip_grad, &norm);
+            st->grad_norm_sum += (double)norm;
+            st->grad_norms++;
+            st->clipped += o->clip_grad / (norm + 1e-6f) < 1.0f;
         }
         if (status == SNN_OK) status = snn_optimizer_step(opt);
         /* --ema: the average follows every step (every rank alike: their weights are equal) */

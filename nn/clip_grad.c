@@ -78,7 +78,8 @@ snn_status snn_clip_grad_norm(snn_module *m, float max_norm, float *norm_out)
     int j = 0;
     for (int i = 0; i < all.count; i++) {
         const snn_tensor *g = all.items[i].tensor->grad;
-        if (all.items[i].trainable && g) k->sumsq_and_finite(sums->data + 2 * j++, g->data, g->numel);
+        if (all.items[i].trainable && g)
+            k->sumsq_and_finite(sums->data + 2 * j++, g->data, g->numel); // (2): sum, flag
     }
     st = snn_tensor_copy_to_host(sums, host); /* the one host synchronisation */
     double total = 0.0;

@@ -90,8 +90,8 @@ snn_status snn_model_config_check(const snn_model_config *c)
     if (resnet && c->dropout != 0.0f)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'dropout' (the ResNets have no dropout "
                          "layers: expected 0 for %s, got %g); hint: dropout is the CNN's and the "
-                         "DVS net's classifier option", fn, snn_model_kind_name(c->kind),
-                         (double)c->dropout);
+                         "DVS net's classifier option, and the rsnn's", fn,
+                         snn_model_kind_name(c->kind), (double)c->dropout);
     if (snn_neuron_is_ann(c->neuron.kind) &&
         (c->time_steps != 1 || c->encoding != SNN_ENCODING_DIRECT))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (a %s model is an ANN: expected "
@@ -236,8 +236,9 @@ void snn_model_set_rng_state(snn_module *model, uint64_t state)
  * order) gets the seed hash(state + j * golden), which its forward hashes once more into the
  * mask's seed. So a resumed run whose stream was restored draws the very same masks, and a
  * model without dropout leaves the stream alone (its Poisson spikes are those of before). */
-static void seed_dropout_layers(snn_module *m, snn_model_impl *impl)
+void snn_model_seed_dropout(snn_module *m)
 {
+    snn_model_impl *impl = m->impl;
     if (!m->training || !(impl->config.dropout > 0.0f)) return;
     impl->encode_seed = snn_hash64(impl->encode_seed);
     uint64_t j = 0;
@@ -254,7 +255,7 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     const snn_model_config *c = &impl->config;
     snn_module **ch = m->children; /* stem conv, stem batch-norm, then the rest in order */
     if (impl->plan.tracing) snn_plan_trace_begin(&impl->plan, m, x); /* snn_model_explain */
-    seed_dropout_layers(m, impl);
+    snn_model_seed_dropout(m);
     /* the stem, conv and batch-norm, and then the rest: lists of modules, which the model's
      * plan may run in part as fused ops (nn/fusion_rules.c) */
     snn_tensor *h;

@@ -82,6 +82,10 @@ double snn_rsnn_param_floats(const snn_model_config *c);
 double snn_cnn_flat_features(const snn_model_config *c);
 double snn_dvs_net_flat_features(const snn_model_config *c); /* the DVS net's (model_dvs.c) */
 
+/* Before a training forward of a model with config.dropout > 0: advances the model's random
+ * stream once and gives each of its Dropout children (in order) its seed for this forward
+ * (model.c says how); nothing in eval or without dropout. */
+void snn_model_seed_dropout(snn_module *m);
 /* A model's forward after its input check, up to the readout: the dropout layers' seeds (in
  * training), encoding, the stem (children 0 and 1: conv and batch-norm), the remaining children
  * in order. The per-step outputs (T, N, K). */

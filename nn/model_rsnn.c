@@ -7,10 +7,19 @@
  *   x (N, C, H, W) image        --rows-->    (T = H,   N, C*W)   row t of every channel
  *                               --pixels-->  (T = H*W, N, C)     row-major pixel order
  *   x (T, N, F) or (T, N, C, H, W) frames (events) -> (T, N, F = C*H*W)
- *   [ fc_k: Linear(F -> hidden) -> rec_k: recurrent neurons(hidden) ] k = 1 .. layers
+ *   [ fc_k: Linear(F -> hidden) -> rec_k: recurrent neurons(hidden) [-> dropout_k] ]
  *        rec_k:  I[t] = X[t] + S[t-1] W_rec^T, then the neuron step (IF, LIF or ALIF)
+ *        k = 1 .. layers; dropout_k only with config.dropout = p > 0
  *   fc_out: Linear(hidden -> K)                                   (T, N, K) currents I[t]
  *   readout: a leaky integrator, no spikes, mean over t           (N, K) logits
+ *
+ * Dropout (config.dropout = p > 0, training only): dropout_k multiplies the spikes S (T, N,
+ * hidden) of rec_k, on their way to the next fc (fc_{k+1}, or fc_out before the readout), by a
+ * mask (N, hidden) drawn once per forward and shared by all T steps (snn_dropout_shared with
+ * shared_dims 1, as the CNN's classifier): a dropped unit is silent downstream for the whole
+ * sequence, while its own recurrence (W_rec, inside rec_k) still sees its spikes. The masks come
+ * from the model's random stream (snn_model_seed_dropout), so a resumed run draws the same ones.
+ * In evaluation the layers are the identity, and NIR export leaves them out.
  *
  * The image -> sequence step swaps the batch axis and the time axis: (N*C, H, W) becomes
  * (H, N*C, W) with snn_transpose01 (autograd/fn_transpose.c), between two views.
@@ -179,11 +188,9 @@ snn_status snn_rsnn_config_check(const snn_model_config *c)
     if (k != SNN_NEURON_IF && k != SNN_NEURON_LIF && k != SNN_NEURON_ALIF)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'neuron' (the rsnn's recurrent layers "
                          "take if, lif or alif neurons, got %s)", fn, snn_neuron_kind_name(k));
-    if (c->spiking_readout || c->dropout != 0.0f)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (the rsnn has a leaky-integrator "
-                         "readout and no dropout layers: expected spiking_readout off and dropout "
-                         "0, got %s and %g)", fn, c->spiking_readout ? "on" : "off",
-                         (double)c->dropout);
+    if (c->spiking_readout) /* the dropout's range is model.c's check */
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'spiking_readout' (the rsnn has a "
+                         "leaky-integrator readout: expected off, got on)", fn);
     return SNN_OK;
 }
 
@@ -239,6 +246,7 @@ static snn_tensor *rsnn_currents(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
     if (impl->plan.tracing) snn_plan_trace_begin(&impl->plan, m, x); /* snn_model_explain */
+    snn_model_seed_dropout(m); /* training with dropout: this forward's masks */
     snn_tensor *h = rsnn_sequence(&impl->config, x);
     if (h) h = snn_modules_forward(m->children, m->n_children - 1, h);
     if (impl->plan.tracing) snn_plan_trace_end(&impl->plan);
@@ -276,12 +284,15 @@ snn_module *snn_rsnn_new(const snn_model_config *c, snn_rng *rng)
     int features = (int)rsnn_step_features(c); /* checked below 2^31 */
     snn_status s = SNN_OK;
     for (int k = 1; s == SNN_OK && k <= c->layers; k++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "fc%d", k);
         s = snn_module_add(m, name, snn_linear_new(features, c->hidden, true, rng));
         snprintf(name, sizeof name, "rec%d", k);
         if (s == SNN_OK)
             s = snn_module_add(m, name, snn_recurrent_layer_new(c->hidden, &c->neuron, rng));
+        snprintf(name, sizeof name, "dropout%d", k); /* no parameters: names and rng unchanged */
+        if (s == SNN_OK && c->dropout > 0.0f)
+            s = snn_module_add(m, name, snn_dropout_shared_new(c->dropout, 0, 1));
         features = c->hidden;
     }
     if (s == SNN_OK) s = snn_module_add(m, "fc_out", snn_linear_new(c->hidden, c->classes, true, rng));
@@ -305,7 +316,8 @@ double snn_rsnn_param_floats(const snn_model_config *c)
 
 /* The memory estimate's walk of the rsnn (nn/model_memory.c): the sequence (a transpose
  * between views, or a view of event steps), per layer fc_k's output and the recurrent layer
- * (snn_walk_recurrent, nn/memory_walk.c); then fc_out. Returns the id of the currents
+ * (snn_walk_recurrent, nn/memory_walk.c), and in training with dropout its mask (N, H) and
+ * the product (T, N, H); then fc_out. Returns the id of the currents
  * I (T, N, K); model_memory.c adds the readout's (N, K) and the loss. */
 int snn_rsnn_memory_walk(snn_walk *w, const snn_model_config *c, double T, double N)
 {
@@ -324,6 +336,10 @@ int snn_rsnn_memory_walk(snn_walk *w, const snn_model_config *c, double T, doubl
         snn_walk_param(w, H, true);
         x = snn_walk_output(w, T * N * H, x, -1);     /* fc_k */
         x = snn_walk_recurrent(w, x, &c->neuron, T, N, H);
+        if (c->dropout > 0.0f && w->training) { /* eval: the identity, nothing allocated */
+            snn_walk_constant(w, N * H);
+            x = snn_walk_output(w, T * N * H, x, -1);
+        }
     }
     snn_walk_param(w, H * K, true);
     snn_walk_param(w, K, true);

@@ -81,8 +81,9 @@ typedef struct snn_model_config {
     float dropout;            /**< CNN and DVS net: the probability of the dropout layers before
                                  fc1 and fc2 (flatten -> dropout -> fc1 -> neuron -> dropout ->
                                  fc2, the PLIF paper's classifier), one mask per sample shared
-                                 by every time step (snn_dropout_shared); 0 (the default): no
-                                 dropout layers. In [0, 1); the ResNets take only 0 */
+                                 by every time step (snn_dropout_shared); rsnn: on each
+                                 recurrent layer's spikes (nn/model_rsnn.c); 0 (the default):
+                                 no dropout layers. In [0, 1); the ResNets take only 0 */
 } snn_model_config;
 
 /** The defaults of `kind`: LIF neurons with the ATan surrogate, T = 4, direct encoding; the

@@ -94,6 +94,9 @@ static void make_cases(void)
     c.config.hidden = 32, c.config.layers = 3;
     c.config.neuron = snn_neuron_config_default(SNN_NEURON_ALIF);
     add(c);
+    c = probe_make("rsnn h32 x2 T28 N8 dropout adam", SNN_MODEL_RSNN, 1, 28, 8, true, 2);
+    c.config.hidden = 32, c.config.layers = 2, c.config.dropout = 0.3f;
+    add(c);
     /* converted from QANNs (nn/ann2snn.c): first-step input and biases, running max-pools */
     static const struct { const char *name; snn_model_kind kind; int width, T, N; } conv[] = {
         {"converted cnn w8 T9 N4", SNN_MODEL_SPIKING_CNN, 8, 9, 4},

@@ -8,6 +8,10 @@
  *     the recurrence U[t] = U[t-1] + (I[t] - U[t-1]) / tau written as a loop, from the model's
  *     own currents (its layers run by hand on a sequence built by index arithmetic);
  *   - bad configurations and inputs give errors naming the field or argument;
+ *   - dropout on each recurrent layer's spikes: the identity in eval (the logits of the same
+ *     model without it, bit for bit); in training the model's forward is the layers run by
+ *     hand with the masks applied, each mask (N, hidden) shared by all T steps; a restored
+ *     random stream draws the same masks; the memory estimate counts the masks;
  *   - a checkpoint round trip (a 2-layer model gives the same logits; a checkpoint written
  *     without "snn.model.layers" loads as 1 layer);
  *   - it learns: two classes that differ only in the ORDER of two input bursts (the same
@@ -23,6 +27,7 @@
 #include "test.h"
 
 #include "nn/nn.h"
+#include "nn/nn_internal.h" /* snn_dropout_impl: the seed of a dropout layer's last mask */
 
 static snn_tensor *uniform(snn_shape shape, float lo, float hi, uint64_t seed)
 {
@@ -243,6 +248,104 @@ static void test_bad_configs_and_inputs(void)
     snn_module_free(m);
 }
 
+/* The mask a dropout layer applied in its last training forward: its op on ones, with the
+ * seed that forward used (the layer keeps it; a forward of the layer itself would draw anew). */
+static snn_tensor *mask_of(snn_module *dropout, int64_t T, int64_t N, int64_t H)
+{
+    const snn_dropout_impl *d = dropout->impl;
+    snn_tensor *ones = snn_empty(SNN_SHAPE(T, N, H), SNN_CPU);
+    for (int64_t i = 0; i < ones->numel; i++) ones->data[i] = 1.0f;
+    return snn_dropout_shared(ones, d->p, true, d->seed, d->shared_dims); // (T, N, H): 0 or 2
+}
+
+static void test_dropout_on_spikes(void)
+{
+    snn_rng rng, rng_plain;
+    snn_rng_seed(&rng, 11);
+    snn_rng_seed(&rng_plain, 11);
+    snn_model_config c = small_config(SNN_ENCODING_EVENTS, 2), plain = c;
+    c.dropout = 0.5f;
+    snn_module *m = snn_model_new(&c, &rng), *p = snn_model_new(&plain, &rng_plain);
+    CHECK(m && p);
+    if (!m || !p) {
+        snn_module_free(m);
+        snn_module_free(p);
+        return;
+    }
+    static const char *const order[] = {"fc1", "rec1", "dropout1", "fc2",
+                                        "rec2", "dropout2", "fc_out", "readout"};
+    CHECK(m->n_children == 8);
+    for (int i = 0; i < m->n_children && i < 8; i++)
+        CHECK(strcmp(m->children[i]->name, order[i]) == 0);
+    CHECK(snn_module_num_parameters(m) == snn_module_num_parameters(p));
+
+    const int64_t T = c.time_steps, N = 3, H = c.hidden;
+    snn_step_begin();
+    snn_tensor *x = uniform(SNN_SHAPE(T, N, 30), 0.0f, 2.0f, 12);
+    /* eval: dropout is the identity; the weights are the plain model's (no draws of its own) */
+    snn_module_train(m, false);
+    snn_module_train(p, false);
+    snn_tensor *a = snn_module_forward(m, x), *b = snn_module_forward(p, x);
+    CHECK(a && b && test_same_bits(a->data, b->data, a->numel));
+
+    /* training: the forward against the layers run by hand with the masks it drew */
+    snn_module_train(m, true);
+    const uint64_t state = snn_model_rng_state(m);
+    snn_tensor *y = snn_module_forward(m, x);
+    snn_tensor *mask1 = mask_of(m->children[2], T, N, H), *mask2 = mask_of(m->children[5], T, N, H);
+    CHECK(y && mask1 && mask2);
+    if (!y || !mask1 || !mask2) {
+        snn_step_end();
+        snn_module_free(m);
+        snn_module_free(p);
+        return;
+    }
+    int dropped = 0, kept = 0, shared = 1;
+    for (int k = 0; k < 2; k++) {
+        const float *mk = (k ? mask2 : mask1)->data;
+        for (int64_t j = 0; j < N * H; j++) {
+            dropped += mk[j] == 0.0f, kept += mk[j] == 2.0f;
+            for (int64_t t = 1; t < T; t++) shared &= mk[t * N * H + j] == mk[j];
+        }
+    }
+    CHECK(shared && dropped > 0 && kept > 0 && dropped + kept == 2 * N * H);
+    snn_tensor *h = x;
+    for (int i = 0; i < m->n_children - 1 && h; i++) {
+        if (i == 2 || i == 5) h = snn_mul(h, i == 2 ? mask1 : mask2); /* the dropout layers */
+        else h = snn_module_forward(m->children[i], h);
+    }
+    snn_tensor *by_hand = h ? snn_module_forward(m->children[m->n_children - 1], h) : NULL;
+    CHECK(by_hand && test_same_bits(by_hand->data, y->data, y->numel));
+    CHECK(!test_same_bits(y->data, a->data, y->numel));
+    /* the next forward draws other masks; the stream set back draws these again */
+    snn_tensor *y2 = snn_module_forward(m, x);
+    CHECK(y2 && !test_same_bits(y2->data, y->data, y->numel));
+    snn_model_set_rng_state(m, state);
+    snn_tensor *y3 = snn_module_forward(m, x);
+    CHECK(y3 && test_same_bits(y3->data, y->data, y->numel));
+    /* backward through the masks reaches the first layer */
+    snn_module_zero_grad(m);
+    snn_tensor *labels = snn_from_host(SNN_SHAPE(3), (const float[]){0, 3, 1}, SNN_CPU);
+    snn_tensor *loss = y3 ? snn_cross_entropy(y3, labels) : NULL;
+    CHECK(loss && snn_backward(loss) == SNN_OK);
+    const snn_tensor *g = m->children[0]->params[0].tensor->grad;
+    double norm = 0.0;
+    for (int64_t j = 0; g && j < g->numel; j++) norm += fabs((double)g->data[j]);
+    CHECK(norm > 0.0);
+    snn_step_end();
+
+    /* the estimate: a mask (N, H) and a product (T, N, H) per layer in training; none in eval */
+    snn_memory_estimate with, without;
+    CHECK_OK(snn_model_memory_estimate(&c, 8, SNN_CPU, true, 2, &with));
+    CHECK_OK(snn_model_memory_estimate(&plain, 8, SNN_CPU, true, 2, &without));
+    CHECK(with.step > without.step);
+    CHECK_OK(snn_model_memory_estimate(&c, 8, SNN_CPU, false, 0, &with));
+    CHECK_OK(snn_model_memory_estimate(&plain, 8, SNN_CPU, false, 0, &without));
+    CHECK(with.step == without.step);
+    snn_module_free(m);
+    snn_module_free(p);
+}
+
 static void test_checkpoint_round_trip(void)
 {
     char path[] = "/tmp/test_rsnn_XXXXXX";
@@ -401,6 +504,7 @@ int main(void)
     RUN(test_forward_backward_rows_pixels_events);
     RUN(test_sequences_and_readout_against_loops);
     RUN(test_bad_configs_and_inputs);
+    RUN(test_dropout_on_spikes);
     RUN(test_checkpoint_round_trip);
     RUN(test_print_and_memory_estimate);
     RUN(test_learns_temporal_order);

@@ -5,11 +5,14 @@
  *   - --help lists rsnn, --sequence and --layers;
  *   - its flags' mistakes end in one clear message each, exit 2: --sequence or --layers with
  *     another model, a --sequence that is neither rows nor pixels, a --T that is not the
- *     image's rows (28), --dropout or --loss mse with rsnn;
- *   - a tiny run reads Fashion-MNIST as rows (T = 28) with 2 recurrent layers, and another as
- *     pixels (T = 784); both print their model and encoding;
+ *     image's rows (28), --loss mse with rsnn;
+ *   - a tiny run reads Fashion-MNIST as rows (T = 28) with 2 recurrent layers, dropout on their
+ *     spikes, gradient clipping and the image augmentations (crop, flip, erasing: on the image,
+ *     before it becomes a sequence), and another as pixels (T = 784); both print their model
+ *     and encoding;
  *   - --resume takes rsnn's flags from the checkpoint (its layers, its sequence, its hidden
- *     width), and refuses a --layers or --sequence that differs from it;
+ *     width, its dropout and --clip-grad), and refuses a --layers or --sequence that differs
+ *     from it;
  *   - snn-eval evaluates the rsnn checkpoint.
  * Runs are tiny (16 to 32 neurons, 64 images): seconds each. Skipped (77) without
  * Fashion-MNIST.
@@ -37,8 +40,6 @@ static void test_help_and_flag_messages(void)
           output_contains("--sequence columns: expected rows or pixels"));
     CHECK(run(TRAIN " %s", "--model rsnn --layers -1") == 2 &&
           output_contains("--layers -1: expected an integer >= 0"));
-    CHECK(run(TRAIN " %s", "--model rsnn --dropout 0.5") == 2 &&
-          output_contains("--model rsnn: expected --dropout 0 (it has no dropout layers)"));
     CHECK(run(TRAIN " %s", "--model rsnn --loss mse") == 2 &&
           output_contains("--model rsnn: expected --loss ce or tet"));
     CHECK(run(TRAIN " %s", "--model rsnn --T 4 " SMALL) == 2 &&
@@ -56,8 +57,11 @@ static void test_runs_resume_and_eval(void)
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", dir);
     /* rows, 2 layers of 16, ALIF neurons; --T 28 given is the image's rows: no conflict */
     snprintf(args, sizeof args, "--model rsnn --hidden 16 --layers 2 --neuron alif --T 28 "
+             "--dropout 0.1 --clip-grad 1 --augment 1 --crop-padding 2 --random-erasing 0.25 "
              "--epochs 1 " SMALL " --out %s", dir);
     CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("dropout 0.1") && output_contains("gradients clipped to norm 1") &&
+          output_contains("% clipped)"));
     CHECK(output_contains("model       rsnn, 2 recurrent layers of 16, 1x28x28 images") &&
           output_contains("T = 28, encoding rows (an image read row by row, T = H)") &&
           output_contains("neurons     alif") && output_contains("firing rates: rec1"));
@@ -70,7 +74,8 @@ static void test_runs_resume_and_eval(void)
     snprintf(args, sizeof args, "--resume %s --epochs 2 --threads 1", ckpt);
     CHECK(run(SNN_BIN_DIR "/snn-train %s", args) == 0);
     CHECK(output_contains("rsnn, 2 recurrent layers of 16") &&
-          output_contains("epoch 2:"));
+          output_contains("epoch 2:") && output_contains("dropout 0.1") &&
+          output_contains("gradients clipped to norm 1"));
 
     /* snn-eval reads the checkpoint and evaluates it */
     snprintf(args, sizeof args, "--checkpoint %s --limit-test 32", ckpt);
