@@ -6,7 +6,8 @@
  *     the readout, and its Output at every step equals the model's per-step outputs
  *     (snn_model_forward_steps: the readout's U[t]);
  *   - the rows encoding: the graph's Input is one row (C*W features), and fed the image's rows as
- *     (T = H, N, C*W) steps it gives the model's outputs on the image;
+ *     (T = H, N, C*W) steps it gives the model's outputs on the image; that model has dropout
+ *     on its spikes, the identity in eval, which the graph leaves out;
  *   - ALIF is refused with a message naming the layer (NIR has no adaptive threshold).
  * Skipped (77) in a build without the NIR library (no HDF5).
  * Run: ctest -R '^nir_rsnn$', or build/bin/test_nir_rsnn.
@@ -64,7 +65,9 @@ static void check_graph_matches(snn_module *m, snn_tensor *x, snn_shape steps_sh
     remove(path);
 }
 
-static snn_module *small_rsnn(snn_encoding encoding, snn_neuron_kind neuron, uint64_t seed)
+/* dropout > 0: the model has dropout layers, the identity in eval, which the export leaves out */
+static snn_module *small_rsnn(snn_encoding encoding, snn_neuron_kind neuron, uint64_t seed,
+                              float dropout)
 {
     snn_model_config c = snn_model_config_default(SNN_MODEL_RSNN);
     c.in_channels = 2, c.height = 4, c.width = 3, c.classes = 3;
@@ -72,6 +75,7 @@ static snn_module *small_rsnn(snn_encoding encoding, snn_neuron_kind neuron, uin
     c.time_steps = encoding == SNN_ENCODING_ROWS ? 4 : 9;
     c.neuron = snn_neuron_config_default(neuron);
     c.neuron.v_threshold = 0.2f; /* small inputs: let the layers fire */
+    c.dropout = dropout;
     snn_rng rng;
     snn_rng_seed(&rng, seed);
     snn_module *m = snn_model_new(&c, &rng);
@@ -90,7 +94,7 @@ static void fill_uniform(float *x, int64_t n, uint64_t seed)
 
 static void test_events_graph_runs_as_the_model(void)
 {
-    snn_module *m = small_rsnn(SNN_ENCODING_EVENTS, SNN_NEURON_LIF, 1);
+    snn_module *m = small_rsnn(SNN_ENCODING_EVENTS, SNN_NEURON_LIF, 1, 0.0f);
     if (!m) return;
     enum { T = 9, N = 3, F = 24 };
     static float x[T * N * F];
@@ -104,7 +108,7 @@ static void test_events_graph_runs_as_the_model(void)
 
 static void test_rows_graph_takes_one_row_a_step(void)
 {
-    snn_module *m = small_rsnn(SNN_ENCODING_ROWS, SNN_NEURON_LIF, 3);
+    snn_module *m = small_rsnn(SNN_ENCODING_ROWS, SNN_NEURON_LIF, 3, 0.3f);
     if (!m) return;
     enum { N = 2, C = 2, H = 4, W = 3 };
     static float image[N * C * H * W], rows[H * N * C * W];
@@ -124,7 +128,7 @@ static void test_rows_graph_takes_one_row_a_step(void)
 
 static void test_alif_refused_naming_the_layer(void)
 {
-    snn_module *m = small_rsnn(SNN_ENCODING_EVENTS, SNN_NEURON_ALIF, 5);
+    snn_module *m = small_rsnn(SNN_ENCODING_EVENTS, SNN_NEURON_ALIF, 5, 0.0f);
     if (!m) return;
     CHECK(snn_nir_write("/tmp/test_nir_rsnn_alif.nir", m) == SNN_ERR_UNSUPPORTED);
     CHECK(strstr(snn_last_error(), "'rec1' is an adaptive LIF neuron") != NULL);
