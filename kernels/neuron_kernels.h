@@ -93,7 +93,8 @@ typedef void (*snn_alif_backward_fn)(float *dx, float *dv_init, float *da_init,
                                      const snn_neuron_dims *d);
 
 /* The input of a neuron layer fed by a training-mode batch-norm and, optionally, a residual
- * (snn_batchnorm_neuron): per element i of channel c = (i / plane) % C at step t,
+ * (snn_batchnorm_neuron), and the layer's state where it carries one between calls
+ * (snn_batchnorm_neuron_carry / _state): per element i of channel c = (i / plane) % C at step t,
  *   X[t, i] = (x[t, i] - mean[c]) (gamma[c] invstd[c]) + beta[c]   [+ residual[t, i]]
  * with the expression and rounding of the device's own batch-norm normalise (kernels/kernels.h
  * batchnorm_normalise: the CPU splits the double mean into a float head and tail, CUDA rounds it
@@ -109,10 +110,17 @@ typedef struct snn_neuron_bn_input {
     const uint32_t *residual_bits;    /* (T, M) spikes kept as bits (autograd/spike_pack.c: bit
                                        * e % 32 of word e / 32 is element e = t M + i), read
                                        * where residual is NULL; or NULL */
+    /* The membrane state, as lif_forward / lif_backward take it; each NULL when absent. */
+    const float *v_init;              /* (M) V before step 0, or NULL: V_reset */
+    float *v_last;                    /* (M) forward out: V after the last step; may alias
+                                       * v_init (each element's V_init is read first) */
+    const float *dv_last;             /* (M) backward in: dL/dV_last, or NULL: zero */
+    float *dv_init;                   /* (M) backward out: += dL/dV_init */
 } snn_neuron_bn_input;
 
 /* IF and LIF on the batch-norm-fed input: lif_forward's outputs with X made from `in` on the
- * fly (X itself is never stored). spike may be NULL: backward's recompute of H. spike_bits,
+ * fly (X itself is never stored), from in->v_init, V left in in->v_last (each when not NULL).
+ * spike may be NULL: backward's recompute of H. spike_bits,
  * if not NULL (spike then not NULL), gets the spikes as bits too, as pack_bits would write
  * them (kernels/kernels.h): a tape's spikes, ready for snn_spikes_pack. */
 typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, float *h_seq,
@@ -120,13 +128,18 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, flo
                                          const snn_neuron_params *p, const snn_neuron_dims *d);
 
 /* BPTT of IF / LIF on the batch-norm-fed input (in->stats not NULL), H recomputed in registers
- * (never stored):
+ * (never stored) from in->v_init:
  *   dX      (T, M)  = dL/dX (written, not accumulated: the input of the batch-norm's backward)
  *   dresidual (T, M) += dL/dX when not NULL (the residual add's backward)
  *   dspike  (T, M)  dL/dS, or NULL
+ *   in->dv_last, in->dv_init: the state's gradients, as lif_backward's dv_last and dv_init;
+ *           dspike and in->dv_last are never both given (see below)
  * with the bits of lif_bn_forward (h_seq) -> fill dX with 0 -> lif_backward -> axpy. For
  * T <= SNN_NEURON_BN_BACKWARD_MAX_T; a device may leave it NULL (the CPU does), and the op then
- * runs that sequence with H in scratch. */
+ * runs that sequence with H in scratch. It does so too where both dS and dV_last reach a
+ * differentiable state (snn_batchnorm_neuron_state): the multi-step state op's two nodes
+ * (neurons/carry.c) run lif_backward twice, the V's with dv_last alone, then the spikes' with
+ * dspike alone, each adding into dX and dv_init, and those bits are the op's. */
 #define SNN_NEURON_BN_BACKWARD_MAX_T 16
 typedef void (*snn_neuron_bn_backward_fn)(float *dX, float *dresidual, const float *dspike,
                                           const snn_neuron_bn_input *in,

@@ -44,6 +44,56 @@ typedef struct bn_neuron_saved {
     float *mean, *invstd;   /* (C) what the batch-norm backward reads */
 } bn_neuron_saved;
 
+/* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
+ * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init. On the
+ * device's one-pass kernel (H in registers) where it has one, else H recomputed into scratch
+ * (taken after the caller's scratch mark), then lif_backward (twice with both dS and dV_last,
+ * as lif_bn_backward says) and axpy. `spikes` is the op's output, for lif_backward's spike
+ * argument. False when it could not run (reported to snn_backward). */
+static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
+                                 const snn_neuron_dims *d, const snn_neuron_bn_input *in,
+                                 float *dX, float *dresidual, const float *dspike,
+                                 const snn_tensor *spikes)
+{
+    const snn_kernels *k = snn_kernels_for(spikes->device);
+    const snn_neuron_kernels *nk = snn_neuron_kernels_for(spikes->device);
+    SNN_ASSERT(k && nk);
+    const int64_t n = spikes->numel;
+    /* one gradient a call for the one-pass kernel: with dS and dV_last both, the state op's
+     * bits are two runs of lif_backward (lif_bn_backward, kernels/neuron_kernels.h) */
+    const bool one_pass = nk->lif_bn_backward && d->T <= SNN_NEURON_BN_BACKWARD_MAX_T &&
+                          !(dspike && in->dv_last);
+    if (!one_pass && (!nk->lif_bn_forward || !nk->lif_backward)) {
+        /* forward ran the fused kernel, so only a change of kernel set since gets here */
+        snn_error(SNN_ERR_STATE, "%s: the %s neuron kernels have no '%s'; hint: keep one "
+                  "kernel set (snn_set_kernels) from forward to backward", fn, nk->name,
+                  nk->lif_bn_forward ? "lif_backward" : "lif_bn_forward");
+        snn_backward_fail(snn_last_status());
+        return false;
+    }
+    if (one_pass) {
+        nk->lif_bn_backward(dX, dresidual, dspike, in, p, d);
+        return true;
+    }
+    float *h = snn_step_alloc(fn, (size_t)n * sizeof(float), spikes->device); /* (T, M) H */
+    const float *spike = h ? snn_saved_values(fn, spikes) : NULL;
+    if (!spike) {
+        snn_backward_out_of_memory();
+        return false;
+    }
+    nk->lif_bn_forward(NULL, NULL, h, NULL, in, p, d);
+    k->fill(dX, 0.0f, n);
+    /* the state op's two nodes (carry.c), the V's first: dL/dV_last, then dL/dS */
+    if (in->dv_last)
+        nk->lif_backward(dX, in->dv_init, NULL, NULL, in->dv_last, h, spike, NULL, in->v_init,
+                         NULL, NULL, p, d);
+    if (dspike || !in->dv_last)
+        nk->lif_backward(dX, in->dv_init, NULL, dspike, NULL, h, spike, NULL, in->v_init, NULL,
+                         NULL, p, d);
+    if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
+    return true;
+}
+
 static void bn_neuron_backward(snn_node *node)
 {
     const char *fn = "snn_batchnorm_neuron (backward)";
@@ -55,23 +105,11 @@ static void bn_neuron_backward(snn_node *node)
     float *dresidual = snn_grad_for(residual);
     if (!dx && !dgamma && !dbeta && !dresidual) return;
     const snn_kernels *k = snn_kernels_for(x->device);
-    const snn_neuron_kernels *nk = snn_neuron_kernels_for(x->device);
-    SNN_ASSERT(k && nk);
+    SNN_ASSERT(k);
     const int64_t n = x->numel;
-    /* the device's one-pass kernel (H in registers) where it has one, else H in scratch */
-    const bool one_pass = nk->lif_bn_backward && sv->dims.T <= SNN_NEURON_BN_BACKWARD_MAX_T;
-    if (!one_pass && (!nk->lif_bn_forward || !nk->lif_backward)) {
-        /* forward ran the fused kernel, so only a change of kernel set since gets here */
-        snn_error(SNN_ERR_STATE, "%s: the %s neuron kernels have no '%s'; hint: keep one "
-                  "kernel set (snn_set_kernels) from forward to backward", fn, nk->name,
-                  nk->lif_bn_forward ? "lif_backward" : "lif_bn_forward");
-        snn_backward_fail(snn_last_status());
-        return;
-    }
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
-    float *h = dX && !one_pass ? snn_step_alloc(fn, (size_t)n * sizeof(float), x->device) : NULL;
-    if (!dX || (!one_pass && !h)) {
+    if (!dX) {
         snn_backward_out_of_memory();
         return;
     }
@@ -80,22 +118,11 @@ static void bn_neuron_backward(snn_node *node)
     const bool residual_bits = residual && !residual->data;
     const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
                                     residual && !residual_bits ? residual->data : NULL,
-                                    residual_bits ? residual->spike_bits : NULL};
+                                    residual_bits ? residual->spike_bits : NULL,
+                                    NULL, NULL, NULL, NULL}; /* no state */
     const float *dspike = node->out->grad->data;
-    if (one_pass) {
-        nk->lif_bn_backward(dX, dresidual, dspike, &in, &sv->params, &sv->dims);
-    } else {
-        nk->lif_bn_forward(NULL, NULL, h, NULL, &in, &sv->params, &sv->dims);  /* (T, M) H */
-        const float *spike = snn_saved_values(fn, node->out);
-        if (!spike) {
-            snn_backward_out_of_memory();
-            return;
-        }
-        k->fill(dX, 0.0f, n);
-        nk->lif_backward(dX, NULL, NULL, dspike, NULL, h, spike, NULL, NULL, NULL, NULL,
-                         &sv->params, &sv->dims);
-        if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
-    }
+    if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
+        return;
     if (dx || dgamma || dbeta)
         k->batchnorm_backward(dx, dgamma, dbeta, dX, x->data, gamma->data, sv->mean, sv->invstd,
                               (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
@@ -155,6 +182,18 @@ static snn_tensor *separate_ops(snn_tensor *x, snn_tensor *const params[4], floa
     return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
 }
 
+/* A carrying layer's state, as the fused forward takes it (snn_batchnorm_neuron_carry, _state). */
+typedef struct bn_state {
+    snn_tensor *v_in;     /* (M) the state that enters */
+    snn_tensor *v_last;   /* (M) where the state left goes: v_in itself (carry) or v_out (state) */
+    bool differentiable;  /* v_in an input of the graph, v_last an output (the state op) */
+} bn_state;
+
+static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
+                                 float momentum, float eps, snn_tensor *residual,
+                                 const snn_neuron_config *cfg, const bn_state *st,
+                                 snn_tensor **activity);
+
 snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                  snn_tensor *running_mean, snn_tensor *running_var,
                                  float momentum, float eps, snn_tensor *residual,
@@ -164,10 +203,29 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     if (activity) *activity = NULL;
     snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
     if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK) return NULL;
+    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
+    if (!nk) return NULL;
+    if (!nk->lif_bn_forward) return separate_ops(x, params, momentum, eps, residual, cfg, activity);
+    return fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, activity);
+}
+
+/* The fused forward of the three ops: statistics, then lif_bn_forward (from st's state into
+ * st->v_last when st is not NULL), then the tape: one node without a state, the carrying
+ * variants' nodes (record_carrying, below) with one. */
+static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                            snn_tensor *residual, snn_tensor *spike, const bn_state *st,
+                            const snn_tensor *v_keep, const bn_neuron_saved *bn);
+
+static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
+                                 float momentum, float eps, snn_tensor *residual,
+                                 const snn_neuron_config *cfg, const bn_state *st,
+                                 snn_tensor **activity)
+{
+    snn_tensor *gamma = params[0], *beta = params[1];
+    snn_tensor *running_mean = params[2], *running_var = params[3];
     const snn_kernels *k = snn_kernels_or_error(fn, x->device);
     const snn_neuron_kernels *nk = k ? snn_neuron_kernels_or_error(fn, x->device) : NULL;
     if (!nk) return NULL;
-    if (!nk->lif_bn_forward) return separate_ops(x, params, momentum, eps, residual, cfg, activity);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_stats);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_stats_merge);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_backward);
@@ -179,7 +237,8 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     const int C = (int)d.C;
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *inputs[4] = {x, gamma, beta, residual};
-    const bool record = snn_should_record(4, inputs);
+    snn_tensor *v_grad = st && st->differentiable ? st->v_in : NULL;
+    const bool record = snn_should_record(4, inputs) || snn_should_record(1, &v_grad);
     snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record);
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     const size_t stats_bytes = (size_t)3 * (size_t)C * sizeof(double);
@@ -194,6 +253,13 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
         spike->spike_bits = snn_step_alloc(fn, words * sizeof(uint32_t), x->device);
         if (!spike->spike_bits) return NULL;
     }
+    /* backward recomputes H from the state that entered, which the carry op overwrites: a
+     * copy (N, ...), 1/T of x's size; the state op's v_in is the graph's, alive anyway */
+    snn_tensor *v_keep = NULL;
+    if (record && st && !st->differentiable) {
+        v_keep = snn_step_tensor(fn, st->v_in->shape, x->device);
+        if (!v_keep || snn_tensor_copy(v_keep, st->v_in) != SNN_OK) return NULL;
+    }
 
     /* the statistics: this batch's (count, mean, M2) per channel, "merged" over one rank */
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
@@ -204,15 +270,23 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                              C, momentum, eps);
     snn_step_scratch_release(x->device, mark);
 
+    /* the state: read as it is overwritten (v_last may alias v_init: the kernels read each
+     * element's V_init before they write its V_last) */
     const snn_neuron_bn_input in = {x->data, merged, invstd, gamma->data, beta->data,
-                                    residual ? residual->data : NULL, NULL};
+                                    residual ? residual->data : NULL, NULL,
+                                    st ? st->v_in->data : NULL, st ? st->v_last->data : NULL,
+                                    NULL, NULL};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
-    if (record) {
+    const bn_neuron_saved saved = {p, d, merged, mean, invstd};
+    if (record && st) {
+        if (!record_carrying(fn, x, gamma, beta, residual, spike, st, v_keep, &saved))
+            return NULL;
+    } else if (record) {
         snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
                                          sizeof(bn_neuron_saved));
         if (!node) return NULL;
-        *(bn_neuron_saved *)node->saved = (bn_neuron_saved){p, d, merged, mean, invstd};
+        *(bn_neuron_saved *)node->saved = saved;
     }
     if (activity) *activity = act;
     return spike;
@@ -247,11 +321,177 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     if (!spike || (activity && !act)) return NULL;
     if (x->numel > 0) {
-        const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data, NULL};
+        const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data, NULL,
+                                        NULL, NULL, NULL, NULL};
         nk->lif_bn_forward(spike->data, NULL, NULL, act ? act->data : NULL, &in, &p, &d);
     } else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) {
         return NULL;
     }
     if (activity) *activity = act;
+    return spike;
+}
+
+/* ---- the carrying variants: a layer that keeps its state between calls ---------------------
+ *
+ * Two nodes (three with a differentiable state), because a node takes at most four inputs and
+ * x, gamma, beta, the residual and V_in are five:
+ *   "snn_batchnorm_neuron (batch-norm)": (x, gamma, beta) -> X, the batch-norm's output, a
+ *       view of x that only carries X's gradient (its values are never made: X is made again in
+ *       the neuron kernel); backward is the batch-norm's, from dL/dX;
+ *   "snn_batchnorm_neuron (neurons)":    (X, residual, V_in) -> spikes, backward recomputes H
+ *       from V_in, then dL/dX, dL/dresidual, dL/dV_in (neuron_part_backward);
+ *   "snn_batchnorm_neuron (state)":      (X, residual, V_in) -> V_out (the state op only).
+ * The unfused state op's two nodes each run the BPTT; here the spikes' node runs it once with
+ * both gradients (the two recurrences in one kernel, lif_bn_backward): the V_out node, which the
+ * tape reaches first, leaves its gradient to it (V_out keeps its gradient, retain_grad) unless
+ * no gradient reached the spikes, and then runs alone. */
+
+typedef struct bn_state_saved {
+    bn_neuron_saved bn;             /* params, dims, statistics */
+    snn_tensor *x, *gamma, *beta;   /* what X is made of again */
+    snn_tensor *spikes, *v_out;     /* the outputs (v_out NULL for the carry op) */
+    const float *v_init;            /* (M) the state that entered: a copy, or v_in's data */
+} bn_state_saved;
+
+static void bn_part_backward(snn_node *node)
+{
+    const char *fn = "snn_batchnorm_neuron (batch-norm backward)";
+    const bn_state_saved *sv = node->saved;
+    snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
+    float *dx = snn_grad_for(x), *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
+    if (!dx && !dgamma && !dbeta) return;
+    const snn_kernels *k = snn_kernels_for(x->device);
+    SNN_ASSERT(k);
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    const float *xv = snn_saved_values(fn, x);
+    if (!xv) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    const snn_neuron_dims *d = &sv->bn.dims;
+    k->batchnorm_backward(dx, dgamma, dbeta, node->out->grad->data, xv, gamma->data, sv->bn.mean,
+                          sv->bn.invstd, (int)(d->T * d->N), (int)d->C, (int)d->plane);
+    snn_step_scratch_release(x->device, mark);
+}
+
+static void state_neuron_backward(snn_node *node)
+{
+    const char *fn = "snn_batchnorm_neuron (neurons backward)";
+    const bn_state_saved *sv = node->saved;
+    snn_tensor *X = node->inputs[0], *residual = node->inputs[1], *v_in = node->inputs[2];
+    const snn_tensor *dspike = sv->spikes->grad, *dv_last = sv->v_out ? sv->v_out->grad : NULL;
+    /* the V_out node leaves its gradient to the spikes' node where that one runs */
+    if (node->out == sv->v_out && dspike) return;
+    float *dX = snn_grad_for(X), *dresidual = snn_grad_for(residual);
+    float *dv_init = snn_grad_for(v_in);
+    if (!dX && !dresidual && !dv_init) return;
+    const snn_device dev = sv->spikes->device;
+    snn_step_scratch mark = snn_step_scratch_mark(dev);
+    const int64_t n = sv->spikes->numel;
+    if (!dX) dX = snn_step_alloc(fn, (size_t)n * sizeof(float), dev); /* (T, M) unused */
+    /* x and the residual as bn_neuron_backward reads them (bits, or values kept as bf16) */
+    const bool residual_bits = residual && !residual->data && residual->spike_bits;
+    const float *xv = dX ? snn_saved_values(fn, sv->x) : NULL;
+    const float *rv = residual && !residual_bits ? snn_saved_values(fn, residual) : NULL;
+    if (!xv || (residual && !residual_bits && !rv)) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    const snn_neuron_bn_input in = {xv, sv->bn.stats, sv->bn.invstd, sv->gamma->data,
+                                    sv->beta->data, rv,
+                                    residual_bits ? residual->spike_bits : NULL, sv->v_init, NULL,
+                                    dv_last ? dv_last->data : NULL, dv_init};
+    if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
+                              dspike ? dspike->data : NULL, sv->spikes))
+        return;
+    snn_step_scratch_release(dev, mark);
+}
+
+static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                            snn_tensor *residual, snn_tensor *spike, const bn_state *st,
+                            const snn_tensor *v_keep, const bn_neuron_saved *bn)
+{
+    const bn_state_saved saved = {*bn, x, gamma, beta, spike,
+                                  st->differentiable ? st->v_last : NULL,
+                                  v_keep ? v_keep->data : st->v_in->data};
+    snn_tensor *bn_inputs[3] = {x, gamma, beta};
+    snn_tensor *X = NULL; /* X's gradient, when the batch-norm's inputs want one */
+    if (snn_should_record(3, bn_inputs)) {
+        X = snn_step_view(fn, x, x->shape);
+        snn_node *node = X ? snn_tape_record("snn_batchnorm_neuron (batch-norm)", bn_part_backward,
+                                             X, 3, bn_inputs, sizeof saved)
+                           : NULL;
+        if (!node) return false;
+        *(bn_state_saved *)node->saved = saved;
+    }
+    snn_tensor *inputs[3] = {X, residual, st->differentiable ? st->v_in : NULL};
+    snn_node *node = snn_tape_record("snn_batchnorm_neuron (neurons)", state_neuron_backward,
+                                     spike, 3, inputs, sizeof saved);
+    if (!node) return false;
+    *(bn_state_saved *)node->saved = saved;
+    if (st->differentiable) {
+        st->v_last->retain_grad = true; /* read by the spikes' node after the V_out node's */
+        node = snn_tape_record("snn_batchnorm_neuron (state)", state_neuron_backward, st->v_last,
+                               3, inputs, sizeof saved);
+        if (!node) return false;
+        *(bn_state_saved *)node->saved = saved;
+    }
+    return true;
+}
+
+snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                       snn_tensor *running_mean, snn_tensor *running_var,
+                                       float momentum, float eps, snn_tensor *residual,
+                                       const snn_neuron_config *cfg, snn_tensor *v_state,
+                                       snn_tensor **activity)
+{
+    const char *fn = "snn_batchnorm_neuron_carry";
+    if (activity) *activity = NULL;
+    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
+    if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK ||
+        !snn_neuron_state_fits(fn, "v_state", v_state, x, false))
+        return NULL;
+    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
+    if (!nk) return NULL;
+    if (!nk->lif_bn_forward) { /* the ops it stands for */
+        snn_tensor *y = snn_batchnorm2d(x, gamma, beta, running_mean, running_var, true,
+                                        momentum, eps);
+        if (y && residual) y = snn_add_into(y, residual);
+        return y ? snn_neuron_multistep_carry(y, cfg, NULL, v_state, NULL, activity) : NULL;
+    }
+    const bn_state st = {v_state, v_state, false};
+    return fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, activity);
+}
+
+snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                       snn_tensor *running_mean, snn_tensor *running_var,
+                                       float momentum, float eps, snn_tensor *residual,
+                                       const snn_neuron_config *cfg, snn_tensor *v_in,
+                                       snn_tensor **v_out, snn_tensor **activity)
+{
+    const char *fn = "snn_batchnorm_neuron_state";
+    if (activity) *activity = NULL;
+    if (v_out) *v_out = NULL;
+    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
+    if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK ||
+        !snn_neuron_state_fits(fn, "v_in", v_in, x, true))
+        return NULL;
+    if (!v_out)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'v_out' (expected where to put "
+                              "the state after the last step, got NULL)", fn);
+    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
+    if (!nk) return NULL;
+    if (!nk->lif_bn_forward) { /* the ops it stands for */
+        snn_tensor *y = snn_batchnorm2d(x, gamma, beta, running_mean, running_var, true,
+                                        momentum, eps);
+        if (y && residual) y = snn_add_into(y, residual);
+        return y ? snn_neuron_multistep_state(y, cfg, NULL, v_in, NULL, v_out, NULL, activity)
+                 : NULL;
+    }
+    snn_tensor *v_last = snn_step_tensor(fn, v_in->shape, x->device);
+    if (!v_last) return NULL;
+    const bn_state st = {v_in, v_last, true};
+    snn_tensor *spike = fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, activity);
+    if (spike) *v_out = v_last;
     return spike;
 }

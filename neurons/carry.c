@@ -35,8 +35,8 @@
 
 /* The state must hold one value per neuron of one time step of x (x's shape without T), on
  * x's device; the carry op's needs no gradient (it is overwritten). */
-static bool state_fits(const char *fn, const char *arg, const snn_tensor *state,
-                       const snn_tensor *x, bool grad_ok)
+bool snn_neuron_state_fits(const char *fn, const char *arg, const snn_tensor *state,
+                           const snn_tensor *x, bool grad_ok)
 {
     if (snn_check_tensor(fn, arg, state)) return false;
     const int64_t per_step = x->shape.dim[0] > 0 ? x->numel / x->shape.dim[0] : 0;
@@ -82,8 +82,8 @@ snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *c
     }
     const bool alif = cfg->kind == SNN_NEURON_ALIF, stbif = cfg->kind == SNN_NEURON_STBIF;
     const bool has_a = alif || stbif; /* the kinds with a second state variable A */
-    if (!state_fits(fn, "v_state", v_state, x, false)) return NULL;
-    if (has_a && !state_fits(fn, "a_state", a_state, x, false)) return NULL;
+    if (!snn_neuron_state_fits(fn, "v_state", v_state, x, false)) return NULL;
+    if (has_a && !snn_neuron_state_fits(fn, "a_state", a_state, x, false)) return NULL;
     if (!has_a && a_state)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'a_state' (expected NULL for a "
                               "%s neuron, which has no second state variable)", fn,
@@ -156,8 +156,8 @@ snn_tensor *snn_neuron_multistep_state(snn_tensor *x, const snn_neuron_config *c
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected where to put the "
                               "state after the last step, got NULL)", fn, !v_out ? "v_out" : "a_out");
     /* the state that enters: as the carry op's, except that it may need a gradient */
-    if (!state_fits(fn, "v_in", v_in, x, true) ||
-        (has_a && !state_fits(fn, "a_in", a_in, x, true)))
+    if (!snn_neuron_state_fits(fn, "v_in", v_in, x, true) ||
+        (has_a && !snn_neuron_state_fits(fn, "a_in", a_in, x, true)))
         return NULL;
 
     const snn_neuron_dims d = snn_neuron_dims_of(x);

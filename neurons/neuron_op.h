@@ -14,6 +14,12 @@
 const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
                                                 const snn_neuron_config *cfg, snn_tensor *w);
 
+/* True when `state` holds one value per neuron of one time step of x (x's shape without T) on
+ * x's device, and needs no gradient unless grad_ok; else false with a message naming fn and
+ * arg (the carried state of carry.c and bn_neuron.c). */
+bool snn_neuron_state_fits(const char *fn, const char *arg, const snn_tensor *state,
+                           const snn_tensor *x, bool grad_ok);
+
 /* A (T, N, ...) tensor's shape as the kernels see it: T, N, C = dim 2 (1 for (T, N)), plane =
  * the product of the dims after C. x has at least 2 dims. */
 snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x);

@@ -232,6 +232,34 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                                  float momentum, float eps, snn_tensor *residual,
                                  const snn_neuron_config *cfg, snn_tensor **activity);
 
+/** snn_batchnorm_neuron for a layer that carries its state between calls: the spikes of
+ *     snn_neuron_multistep_carry(snn_add_into(snn_batchnorm2d(x, ...), residual), cfg, NULL,
+ *                                v_state, NULL, activity)
+ * with the same bits (spikes, the state left in v_state, running statistics, every gradient).
+ * v_state: as snn_neuron_multistep_carry's, (N, C, H, W) elements, OWNED, no gradient; the
+ * state that enters is a constant (online training, SLTT: docs/temporal.md). With a tape the
+ * op keeps a copy of the state that entered (4 B per neuron), from which backward recomputes
+ * H. Refused as snn_batchnorm_neuron, and for a v_state that does not fit. */
+snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                       snn_tensor *running_mean, snn_tensor *running_var,
+                                       float momentum, float eps, snn_tensor *residual,
+                                       const snn_neuron_config *cfg, snn_tensor *v_state,
+                                       snn_tensor **activity);
+
+/** The same as a function of the state, differentiable in it: the spikes and *v_out (a new
+ * STEP tensor, the state after the last step) of
+ *     snn_neuron_multistep_state(snn_add_into(snn_batchnorm2d(x, ...), residual), cfg, NULL,
+ *                                v_in, NULL, v_out, NULL, activity)
+ * with the same bits, dL/dv_in included (BPTT with time checkpoints: app/train_segments.c).
+ * v_in: (N, C, H, W) elements on x's device, may require grad. *v_out keeps its gradient after
+ * backward (retain_grad). Refused as snn_batchnorm_neuron, for a v_in that does not fit and a
+ * NULL v_out. */
+snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                       snn_tensor *running_mean, snn_tensor *running_var,
+                                       float momentum, float eps, snn_tensor *residual,
+                                       const snn_neuron_config *cfg, snn_tensor *v_in,
+                                       snn_tensor **v_out, snn_tensor **activity);
+
 /** The spikes of snn_neuron_multistep(snn_add_into(x, residual), cfg, NULL, activity) for IF
  * or LIF neurons, bit for bit, without writing the sum: the neuron kernel adds the residual as
  * it loads x (inference: a ResNet block's output neurons, neurons/bn_neuron.c). x and residual

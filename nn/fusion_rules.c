@@ -23,16 +23,18 @@
 
 /* ---- conditions -------------------------------------------------------------------------- */
 
-/* The neuron layer a batch-norm feeds: IF or LIF (the kinds the fused kernel implements), and
- * the device's neuron table has that kernel (the reference table has none). */
-static bool takes_fused_input(const snn_module *neuron, const snn_tensor *x)
+/* The neuron layer a batch-norm or a residual feeds: IF or LIF (the kinds the fused kernel
+ * implements), and the device's neuron table has that kernel (the reference table has none).
+ * A layer that carries its state between forwards (SLTT, time checkpoints) starts from that
+ * state: the batch-norm's fused op has variants that take it (snn_batchnorm_neuron_carry and
+ * _state, run by snn_neuron_layer_forward_bn); the residual's (no tape) starts from V_reset,
+ * so such a layer runs it only when it carries nothing. ALIF, PLIF and ST-BIF stay unfused. */
+static bool takes_fused_input(const snn_module *neuron, const snn_tensor *x, bool carrying_ok)
 {
     const snn_neuron_layer_impl *n = neuron->impl;
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(x->device);
-    /* a layer that carries its state between forwards starts from it: the fused ops start
-     * from V_reset */
     return snn_neuron_takes_bn_input(n->config.kind) && nk && nk->lif_bn_forward &&
-           n->carry == SNN_CARRY_NONE;
+           (carrying_ok || n->carry == SNN_CARRY_NONE);
 }
 
 /* conv -> bn in evaluation: the batch-norm's running statistics fold into the conv's output. */
@@ -52,7 +54,7 @@ static bool bn_neuron_applies(snn_module *const *items, const snn_tensor *x,
     (void)residual;
     const snn_module *bn = items[0], *neuron = items[items[1] ? 1 : 2];
     return bn->training && x->shape.ndim == 5 && !snn_batchnorm_sync_enabled() &&
-           takes_fused_input(neuron, x);
+           takes_fused_input(neuron, x, true);
 }
 
 /* + -> neuron without a tape: nothing keeps the sum, so it need not be written. */
@@ -60,7 +62,7 @@ static bool sum_neuron_applies(snn_module *const *items, const snn_tensor *x,
                                const snn_tensor *residual)
 {
     snn_tensor *inputs[2] = {(snn_tensor *)x, (snn_tensor *)residual};
-    return residual && !snn_should_record(2, inputs) && takes_fused_input(items[1], x);
+    return residual && !snn_should_record(2, inputs) && takes_fused_input(items[1], x, false);
 }
 
 /* ---- fused ops --------------------------------------------------------------------------- */
@@ -85,13 +87,11 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
 {
     snn_module *bn = items[0], *neuron = items[rule->length - 1];
     const snn_batchnorm_impl *b = bn->impl;
-    snn_neuron_layer_impl *n = neuron->impl;
-    snn_tensor *activity = NULL;
-    snn_tensor *spikes = snn_batchnorm_neuron(x, bn->params[0].tensor, bn->params[1].tensor,
-                                              bn->params[2].tensor, bn->params[3].tensor,
-                                              snn_batchnorm_train_momentum(bn), b->eps,
-                                              residual, &n->config, &activity);
-    return snn_neuron_layer_remember(neuron, spikes, activity);
+    /* the layer runs it: snn_batchnorm_neuron, or the variant of its carry mode */
+    const snn_neuron_bn_feed feed = {bn->params[0].tensor, bn->params[1].tensor,
+                                     bn->params[2].tensor, bn->params[3].tensor,
+                                     snn_batchnorm_train_momentum(bn), b->eps, residual};
+    return snn_neuron_layer_forward_bn(neuron, x, &feed);
 }
 
 static snn_tensor *run_sum_neuron(const snn_fusion_rule *rule, snn_module *const *items,
@@ -117,7 +117,8 @@ const snn_fusion_rule snn_fusion_rules[] = {
     {"bn -> neuron (training)", 2, {&snn_batchnorm2d_ops, &snn_neuron_layer_ops, NULL},
      "training mode; IF or LIF neurons; a (T, N, C, H, W) input; sync-BN off; the device's "
      "neuron table has lif_bn_forward",
-     "snn_batchnorm_neuron",
+     "snn_batchnorm_neuron (snn_batchnorm_neuron_carry / _state for a layer that carries its "
+     "state)",
      "statistics, normalisation and the neurons' time loop in one pass over the input, not "
      "three; neither the batch-norm's output nor H is kept for backward (H is recomputed), and "
      "the spikes' bits are written with them",
@@ -129,8 +130,8 @@ const snn_fusion_rule snn_fusion_rules[] = {
      "written",
      bn_neuron_applies, run_bn_neuron},
     {"+ -> neuron (no tape)", 2, {NULL, &snn_neuron_layer_ops, NULL},
-     "no tape (evaluation, or snn_no_grad); IF or LIF neurons; the device's neuron table has "
-     "lif_bn_forward",
+     "no tape (evaluation, or snn_no_grad); IF or LIF neurons that carry no state; the "
+     "device's neuron table has lif_bn_forward",
      "snn_neuron_multistep_residual",
      "the neurons add the shortcut as they load their input: the sum is never written",
      sum_neuron_applies, run_sum_neuron},

@@ -8,8 +8,9 @@
  * no activity: their firing rate reads -1.
  *
  * A model may run the layer together with the batch-norm (and residual sum) before it, as one
- * op (the fusion rules, nn/fusion_rules.c); the fused op keeps the same bookkeeping through
- * snn_neuron_layer_remember.
+ * op (the fusion rules, nn/fusion_rules.c, through snn_neuron_layer_forward_bn): the same
+ * bookkeeping, and for a layer that carries its state the same state handling (the fused op's
+ * _carry and _state variants, neurons/bn_neuron.c).
  */
 #include "nn.h"
 #include "nn_internal.h"
@@ -62,9 +63,10 @@ static snn_status ensure_state(snn_neuron_layer_impl *n, const snn_tensor *x)
 
 /* SNN_CARRY_DIFFERENTIABLE: the state enters as leaves that require grad (ST-BIF's count
  * excepted) and leaves as the graph's outputs, which the caller seeds and reads; the carried
- * state then holds the state left, as in SNN_CARRY_CONSTANT. */
+ * state then holds the state left, as in SNN_CARRY_CONSTANT. With bn (IF / LIF), the layer's
+ * input is bn(x) [+ residual], made in the fused op. */
 static snn_tensor *forward_differentiable(snn_neuron_layer_impl *n, snn_tensor *x, snn_tensor *w,
-                                          snn_tensor **activity)
+                                          const snn_neuron_bn_feed *bn, snn_tensor **activity)
 {
     const char *fn = "NeuronLayer (differentiable state)";
     snn_tensor *v_in = snn_step_tensor(fn, n->v_state->shape, x->device);
@@ -76,7 +78,10 @@ static snn_tensor *forward_differentiable(snn_neuron_layer_impl *n, snn_tensor *
     if (a_in) a_in->requires_grad = n->config.kind == SNN_NEURON_ALIF;
     snn_tensor *v_out = NULL, *a_out = NULL;
     snn_tensor *spikes =
-        snn_neuron_multistep_state(x, &n->config, w, v_in, a_in, &v_out, &a_out, activity);
+        bn ? snn_batchnorm_neuron_state(x, bn->gamma, bn->beta, bn->running_mean,
+                                        bn->running_var, bn->momentum, bn->eps, bn->residual,
+                                        &n->config, v_in, &v_out, activity)
+           : snn_neuron_multistep_state(x, &n->config, w, v_in, a_in, &v_out, &a_out, activity);
     if (!spikes || snn_tensor_copy(n->v_state, v_out) != SNN_OK ||
         (a_out && snn_tensor_copy(n->a_state, a_out) != SNN_OK))
         return NULL;
@@ -84,7 +89,8 @@ static snn_tensor *forward_differentiable(snn_neuron_layer_impl *n, snn_tensor *
     return spikes;
 }
 
-static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
+/* The layer's forward on x, or with bn on bn(x) [+ residual] as one op (the fusion rules). */
+static snn_tensor *layer_forward(snn_module *m, snn_tensor *x, const snn_neuron_bn_feed *bn)
 {
     snn_neuron_layer_impl *n = m->impl;
     /* PLIF's w, QCLIP's step: the layer's one parameter */
@@ -95,16 +101,35 @@ static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
         /* a bad x is named by the op; the state is made for a good one */
         const bool x_ok = x && x->shape.ndim >= 2;
         if (x_ok && ensure_state(n, x) != SNN_OK) return NULL;
-        if (n->carry == SNN_CARRY_CONSTANT || !x_ok)
+        if ((n->carry == SNN_CARRY_CONSTANT || !x_ok) && bn)
+            spikes = snn_batchnorm_neuron_carry(x, bn->gamma, bn->beta, bn->running_mean,
+                                                bn->running_var, bn->momentum, bn->eps,
+                                                bn->residual, &n->config, n->v_state, &activity);
+        else if (n->carry == SNN_CARRY_CONSTANT || !x_ok)
             spikes = snn_neuron_multistep_carry(x, &n->config, w, n->v_state, n->a_state,
                                                 &activity);
         else
-            spikes = forward_differentiable(n, x, w, &activity);
+            spikes = forward_differentiable(n, x, w, bn, &activity);
+    } else if (bn) {
+        spikes = snn_batchnorm_neuron(x, bn->gamma, bn->beta, bn->running_mean, bn->running_var,
+                                      bn->momentum, bn->eps, bn->residual, &n->config,
+                                      &activity);
     } else {
         spikes = n->consume_input ? snn_neuron_multistep_consume(x, &n->config, w, &activity)
                                   : snn_neuron_multistep(x, &n->config, w, &activity);
     }
     return snn_neuron_layer_remember(m, spikes, activity);
+}
+
+static snn_tensor *neuron_forward(snn_module *m, snn_tensor *x)
+{
+    return layer_forward(m, x, NULL);
+}
+
+snn_tensor *snn_neuron_layer_forward_bn(snn_module *m, snn_tensor *x, const snn_neuron_bn_feed *bn)
+{
+    SNN_ASSERT(m && m->ops == &snn_neuron_layer_ops && bn);
+    return layer_forward(m, x, bn);
 }
 
 void snn_neuron_layer_set_carry(snn_module *m, snn_state_carry mode)

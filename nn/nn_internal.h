@@ -142,6 +142,17 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x);
 /* Records what a neuron layer's forward made (its spikes and per-plane activity), for the
  * firing-rate and sparse-pass readers; returns spikes (nn/layer_neuron.c). */
 snn_tensor *snn_neuron_layer_remember(snn_module *m, snn_tensor *spikes, snn_tensor *activity);
+/* A training-mode batch-norm (and a residual) feeding a neuron layer as one op (the fusion
+ * rules, nn/fusion_rules.c), in snn_batchnorm_neuron's argument order. */
+typedef struct snn_neuron_bn_feed {
+    snn_tensor *gamma, *beta, *running_mean, *running_var;
+    float momentum, eps;
+    snn_tensor *residual;     /* or NULL */
+} snn_neuron_bn_feed;
+/* Runs IF / LIF neuron layer m on bn(x) [+ residual] as one op: snn_batchnorm_neuron, or for a
+ * layer that carries its state, its _carry / _state variant with the state handled as the
+ * layer's own forward handles it (nn/layer_neuron.c). Remembers what it made; returns spikes. */
+snn_tensor *snn_neuron_layer_forward_bn(snn_module *m, snn_tensor *x, const snn_neuron_bn_feed *bn);
 /* True for the layers whose state is a snn_neuron_layer_impl, which the firing-rate, activity
  * and model readers look into: NeuronLayer and the recurrent layer (nn/layer_recurrent.c). */
 bool snn_module_is_neuron_layer(const snn_module *m);

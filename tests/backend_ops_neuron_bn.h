@@ -63,7 +63,8 @@ static snn_neuron_bn_input bn_input_of(const neuron_params *p, void *const *a, i
                                     p->bn ? a[first + 2] : NULL, p->bn ? a[first + 3] : NULL,
                                     p->bn ? a[first + 4] : NULL,
                                     p->residual == 1 ? a[first + 5] : NULL,
-                                    p->residual == 2 ? a[first + 6] : NULL};
+                                    p->residual == 2 ? a[first + 6] : NULL,
+                                    NULL, NULL, NULL, NULL}; /* no carried state */
     return in;
 }
 

@@ -6,7 +6,9 @@
  * L = sum(S * R) with a fixed random R. Then the arguments it refuses, and the models: one
  * training step of a ResNet, a SEW ResNet and the CNN with fusion on and off (the model
  * option fuse, snn_model_set_options) gives the same logits, loss, gradients and running
- * statistics, and the fused step records the fused nodes.
+ * statistics, and the fused step records the fused nodes. The carrying variants
+ * (snn_batchnorm_neuron_carry, _state) against the same ops ending in
+ * snn_neuron_multistep_carry / _state, bit for bit, the state and dL/dV_in included.
  * Run: ctest -R bn_neuron
  */
 #include <string.h>
@@ -136,6 +138,178 @@ static void test_same_bits_as_separate_ops(void)
                 cases++;
             }
     CHECK(cases == 30);
+}
+
+/* ---- the carrying variants: snn_batchnorm_neuron_carry and _state ---------------------------- */
+
+/* What a carrying path leaves: spikes of each call, the state, and the leaves' gradients. */
+typedef struct carry_result {
+    snn_tensor *spikes[2];   /* the two calls' (carry) or the one call's (state) */
+    snn_tensor *v_state;     /* OWNED: the state left (carry); v_out (state) */
+    snn_tensor *x, *gamma, *beta, *residual, *v_in;
+    snn_tensor *running_mean, *running_var;
+} carry_result;
+
+/* Two calls of the carry op (fused) or of batch-norm -> add -> snn_neuron_multistep_carry, on
+ * one OWNED state started at V_reset, each call's L = sum(S * R) backpropagated at once (as
+ * SLTT does). The second call starts from the state the first left. */
+static carry_result run_carry(bool fused, snn_shape shape, bool with_residual,
+                              const snn_neuron_config *cfg)
+{
+    const int64_t C = shape.dim[2], per_step = snn_shape_numel(shape) / shape.dim[0];
+    carry_result r = {0};
+    r.gamma = uniform(SNN_SHAPE(C), 0.5f, 1.5f, 42, true);
+    r.beta = uniform(SNN_SHAPE(C), -0.3f, 0.6f, 43, true);
+    r.running_mean = owned_copy(uniform(SNN_SHAPE(C), -0.2f, 0.2f, 45, false));
+    r.running_var = owned_copy(uniform(SNN_SHAPE(C), 0.5f, 2.0f, 46, false));
+    r.v_state = snn_tensor_new(SNN_SHAPE(per_step), SNN_CPU);
+    CHECK_OK(snn_tensor_fill(r.v_state, cfg->reset == SNN_RESET_SOFT ? 0.0f : cfg->v_reset));
+    for (int call = 0; call < 2; call++) {
+        r.x = uniform(shape, -1.5f, 2.5f, 50 + (uint64_t)call, true);
+        r.residual = with_residual ? uniform(shape, 0.0f, 1.0f, 52 + (uint64_t)call, true) : NULL;
+        if (fused) {
+            r.spikes[call] = snn_batchnorm_neuron_carry(r.x, r.gamma, r.beta, r.running_mean,
+                                                        r.running_var, 0.1f, 1e-5f, r.residual,
+                                                        cfg, r.v_state, NULL);
+        } else {
+            snn_tensor *y = snn_batchnorm2d(r.x, r.gamma, r.beta, r.running_mean, r.running_var,
+                                            true, 0.1f, 1e-5f);
+            if (y && r.residual) y = snn_add_into(y, r.residual);
+            r.spikes[call] = y ? snn_neuron_multistep_carry(y, cfg, NULL, r.v_state, NULL, NULL)
+                               : NULL;
+        }
+        snn_tensor *R = uniform(shape, -1.0f, 1.0f, 54 + (uint64_t)call, false);
+        if (r.spikes[call]) CHECK_OK(snn_backward(snn_sum_all(snn_mul(r.spikes[call], R))));
+    }
+    return r;
+}
+
+/* One call of the state op (fused) or of batch-norm -> add -> snn_neuron_multistep_state from
+ * a random V_in that requires grad; L = sum(S * R) and / or sum(V_out * R_v) (`seeds`: bit 0
+ * the spikes', bit 1 the state's), so that either node may run alone or both. */
+static carry_result run_state(bool fused, snn_shape shape, bool with_residual,
+                              const snn_neuron_config *cfg, int seeds)
+{
+    const int64_t C = shape.dim[2], per_step = snn_shape_numel(shape) / shape.dim[0];
+    carry_result r = {0};
+    r.x = uniform(shape, -1.5f, 2.5f, 61, true);
+    r.gamma = uniform(SNN_SHAPE(C), 0.5f, 1.5f, 62, true);
+    r.beta = uniform(SNN_SHAPE(C), -0.3f, 0.6f, 63, true);
+    r.residual = with_residual ? uniform(shape, 0.0f, 1.0f, 64, true) : NULL;
+    r.running_mean = owned_copy(uniform(SNN_SHAPE(C), -0.2f, 0.2f, 65, false));
+    r.running_var = owned_copy(uniform(SNN_SHAPE(C), 0.5f, 2.0f, 66, false));
+    r.v_in = uniform(SNN_SHAPE(per_step), -0.5f, 0.9f, 67, true);
+    snn_tensor *v_out = NULL;
+    if (fused) {
+        r.spikes[0] = snn_batchnorm_neuron_state(r.x, r.gamma, r.beta, r.running_mean,
+                                                 r.running_var, 0.1f, 1e-5f, r.residual, cfg,
+                                                 r.v_in, &v_out, NULL);
+    } else {
+        snn_tensor *y = snn_batchnorm2d(r.x, r.gamma, r.beta, r.running_mean, r.running_var, true,
+                                        0.1f, 1e-5f);
+        if (y && r.residual) y = snn_add_into(y, r.residual);
+        r.spikes[0] = y ? snn_neuron_multistep_state(y, cfg, NULL, r.v_in, NULL, &v_out, NULL,
+                                                     NULL)
+                        : NULL;
+    }
+    if (r.spikes[0] && v_out) {
+        snn_tensor *R = uniform(shape, -1.0f, 1.0f, 68, false);
+        snn_tensor *R_v = uniform(v_out->shape, -1.0f, 1.0f, 69, false);
+        snn_tensor *from_s = snn_sum_all(snn_mul(r.spikes[0], R));
+        snn_tensor *from_v = snn_sum_all(snn_mul(v_out, R_v));
+        snn_tensor *loss = seeds == 3 ? snn_add(from_s, from_v) : seeds == 1 ? from_s : from_v;
+        CHECK_OK(snn_backward(loss));
+        r.v_state = owned_copy(v_out);
+    }
+    return r;
+}
+
+static void carry_result_free(carry_result *r)
+{
+    snn_tensor_free(r->v_state);
+    snn_tensor_free(r->running_mean), snn_tensor_free(r->running_var);
+}
+
+/* The fused carrying ops equal the separate ops bit for bit on the fast CPU kernels: spikes,
+ * the state left, running statistics, and the gradients of x, gamma, beta, the residual and
+ * (state op) V_in; IF and LIF, with and without a residual, T = 1 and T = 3. */
+static void test_carrying_same_bits_as_separate_ops(void)
+{
+    const snn_shape shapes[2] = {SNN_SHAPE(1, 2, 3, 4, 5), SNN_SHAPE(3, 2, 2, 15, 20)};
+    snn_neuron_config cfgs[3];
+    cfgs[0] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfgs[0].surrogate = snn_surrogate_default(SNN_SURROGATE_ATAN);
+    cfgs[1] = snn_neuron_config_default(SNN_NEURON_IF);
+    cfgs[1].reset = SNN_RESET_SOFT;
+    cfgs[2] = snn_neuron_config_default(SNN_NEURON_LIF);
+    cfgs[2].v_reset = -0.5f;
+    int cases = 0;
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < 3; c++)
+            for (int res = 0; res < 2; res++) {
+                snn_step_begin();
+                carry_result a = run_carry(false, shapes[s], res, &cfgs[c]);
+                carry_result b = run_carry(true, shapes[s], res, &cfgs[c]);
+                bool ok = a.spikes[1] && b.spikes[1] && same(a.spikes[0], b.spikes[0]) &&
+                          same(a.spikes[1], b.spikes[1]) && same(a.v_state, b.v_state) &&
+                          same(a.running_mean, b.running_mean) &&
+                          same(a.running_var, b.running_var) && grads_same(a.x, b.x) &&
+                          grads_same(a.gamma, b.gamma) && grads_same(a.beta, b.beta) &&
+                          (!res || grads_same(a.residual, b.residual));
+                if (!ok)
+                    fprintf(stderr, "  carry: shape %d, config %d, residual %d: the fused op "
+                            "differs from the separate ops\n", s, c, res);
+                CHECK(ok);
+                /* cases that can fail: spikes in the second call, a state not at V_reset */
+                if (b.spikes[1]) {
+                    const double rate = mean_of(b.spikes[1]);
+                    CHECK(rate > 0.005 && rate < 0.98);
+                    CHECK(mean_of(b.v_state) != 0.0 && b.x->grad && mean_of(b.x->grad) != 0.0);
+                }
+                carry_result_free(&a), carry_result_free(&b);
+                snn_step_end();
+                for (int seeds = 1; seeds <= 3; seeds++) {
+                    snn_step_begin();
+                    a = run_state(false, shapes[s], res, &cfgs[c], seeds);
+                    b = run_state(true, shapes[s], res, &cfgs[c], seeds);
+                    ok = a.v_state && b.v_state && same(a.spikes[0], b.spikes[0]) &&
+                         same(a.v_state, b.v_state) && same(a.running_mean, b.running_mean) &&
+                         grads_same(a.x, b.x) && grads_same(a.gamma, b.gamma) &&
+                         grads_same(a.beta, b.beta) && grads_same(a.v_in, b.v_in) &&
+                         (!res || grads_same(a.residual, b.residual));
+                    if (!ok)
+                        fprintf(stderr, "  state: shape %d, config %d, residual %d, seeds %d: the "
+                                "fused op differs from the separate ops\n", s, c, res, seeds);
+                    CHECK(ok);
+                    if (b.v_in->grad) CHECK(mean_of(b.v_in->grad) != 0.0);
+                    carry_result_free(&a), carry_result_free(&b);
+                    snn_step_end();
+                }
+                cases++;
+            }
+    CHECK(cases == 12);
+    /* the state is checked as the carrying neuron op checks it, naming the op and argument */
+    snn_step_begin();
+    const snn_shape shape = SNN_SHAPE(2, 2, 3, 4, 4);
+    snn_tensor *x = uniform(shape, -1, 1, 1, true);
+    snn_tensor *g = uniform(SNN_SHAPE(3), 0.5f, 1.5f, 2, true);
+    snn_tensor *b = uniform(SNN_SHAPE(3), -0.5f, 0.5f, 3, true);
+    snn_tensor *rm = uniform(SNN_SHAPE(3), 0, 0, 4, false);
+    snn_tensor *rv = uniform(SNN_SHAPE(3), 1, 1, 5, false);
+    snn_tensor *short_state = uniform(SNN_SHAPE(2 * 3 * 4 * 3), 0, 0, 6, false);
+    snn_neuron_config lif = snn_neuron_config_default(SNN_NEURON_LIF);
+    CHECK(snn_batchnorm_neuron_carry(x, g, b, rm, rv, 0.1f, 1e-5f, NULL, &lif, short_state,
+                                     NULL) == NULL);
+    CHECK(strstr(snn_last_error(), "snn_batchnorm_neuron_carry") &&
+          strstr(snn_last_error(), "'v_state'"));
+    snn_clear_error();
+    snn_tensor *v_out = NULL;
+    CHECK(snn_batchnorm_neuron_state(x, g, b, rm, rv, 0.1f, 1e-5f, NULL, &lif, short_state,
+                                     &v_out, NULL) == NULL && v_out == NULL);
+    CHECK(strstr(snn_last_error(), "snn_batchnorm_neuron_state") &&
+          strstr(snn_last_error(), "'v_in'"));
+    snn_clear_error();
+    snn_step_end();
 }
 
 static void expect_refused(snn_tensor *got, const char *arg)
@@ -364,6 +538,7 @@ static void test_models_same_eval(void)
 int main(void)
 {
     RUN(test_same_bits_as_separate_ops);
+    RUN(test_carrying_same_bits_as_separate_ops);
     RUN(test_refused_arguments);
     RUN(test_residual_op);
     RUN(test_models_same_step);

@@ -11,6 +11,9 @@
  *   3. snn_neuron_multistep_residual (inference) against the add and the neurons, bit for bit;
  *   4. one fp32 training step of a ResNet-18 on the GPU with fusion on and off: the same
  *      loss and gradients; then its inference with fusion on and off: the same logits.
+ *   5. the carrying variants (snn_batchnorm_neuron_carry, _state) against the same ops ending
+ *      in snn_neuron_multistep_carry / _state, bit for bit: spikes, the state left, and the
+ *      gradients of x, gamma, beta, the residual and V_in.
  * Shapes: planes of 64 (the batch-norm's four-wide kernels), of 49 (scalar ones) and of 1;
  * several blocks of the neuron kernel; T from 2 to 17 (every backward kernel and the scratch
  * path). Without a GPU it exits 77 (skipped).
@@ -147,6 +150,103 @@ static void test_gpu_fused_equals_gpu_separate(void)
                 CHECK(ok);
                 result_free(&a), result_free(&b);
             }
+}
+
+/* The carrying variants on the GPU against the separate ops ending in
+ * snn_neuron_multistep_carry / _state, bit for bit. Carry: two calls on one state (the second
+ * starts from what the first left), each call's L = sum(S R) backpropagated. State: one call
+ * from a random V_in that requires grad, L = sum(S R) (seeds 1: the one-pass kernel),
+ * sum(V_out R_v) (2: the one-pass kernel from dL/dV_last) or both (3: the scratch path, two
+ * runs of lif_backward). Gradients of x, gamma, beta, the residual and V_in; the state left. */
+typedef struct carry_result {
+    int64_t n, m, C;
+    float *spikes, *state, *dx, *dgamma, *dbeta, *dres, *dv_in;
+} carry_result;
+
+static void carry_result_free(carry_result *r)
+{
+    free(r->spikes), free(r->state), free(r->dx), free(r->dgamma), free(r->dbeta);
+    free(r->dres), free(r->dv_in);
+}
+
+static carry_result run_carrying(bool fused, bool differentiable, snn_shape shape,
+                                 bool with_residual, const snn_neuron_config *cfg, int seeds)
+{
+    const snn_device dev = SNN_CUDA;
+    const int64_t C = shape.dim[2];
+    int64_t m = 1;
+    for (int d = 1; d < shape.ndim; d++) m *= shape.dim[d];
+    carry_result r = {0};
+    CHECK_OK(snn_step_begin());
+    snn_tensor *gamma = step_tensor(SNN_SHAPE(C), 0.5f, 1.5f, 72, dev, true);
+    snn_tensor *beta = step_tensor(SNN_SHAPE(C), -0.3f, 0.6f, 73, dev, true);
+    snn_tensor *rm = owned(SNN_SHAPE(C), -0.2f, 0.2f, 75, dev);
+    snn_tensor *rv = owned(SNN_SHAPE(C), 0.5f, 2.0f, 76, dev);
+    snn_tensor *state = owned(SNN_SHAPE(m), -0.5f, 0.9f, 77, dev); /* OWNED: the carry's */
+    snn_tensor *v_in = step_tensor(SNN_SHAPE(m), -0.5f, 0.9f, 77, dev, true);
+    snn_tensor *x = NULL, *res = NULL, *s = NULL, *v_out = NULL;
+    for (int call = 0; call < (differentiable ? 1 : 2); call++) {
+        x = step_tensor(shape, -1.5f, 2.5f, 80 + (uint64_t)call, dev, true);
+        res = with_residual ? step_tensor(shape, 0.0f, 1.0f, 82 + (uint64_t)call, dev, true) : NULL;
+        snn_tensor *y = NULL;
+        if (!fused) {
+            y = snn_batchnorm2d(x, gamma, beta, rm, rv, true, 0.1f, 1e-5f);
+            if (y && res) y = snn_add_into(y, res);
+        }
+        if (differentiable)
+            s = fused ? snn_batchnorm_neuron_state(x, gamma, beta, rm, rv, 0.1f, 1e-5f, res, cfg,
+                                                   v_in, &v_out, NULL)
+                      : snn_neuron_multistep_state(y, cfg, NULL, v_in, NULL, &v_out, NULL, NULL);
+        else
+            s = fused ? snn_batchnorm_neuron_carry(x, gamma, beta, rm, rv, 0.1f, 1e-5f, res, cfg,
+                                                   state, NULL)
+                      : snn_neuron_multistep_carry(y, cfg, NULL, state, NULL, NULL);
+        CHECK(s && (!differentiable || v_out));
+        if (!s || (differentiable && !v_out)) break;
+        snn_tensor *loss = snn_sum_all(snn_mul(s, step_tensor(shape, -1, 1, 84, dev, false)));
+        if (differentiable) {
+            snn_tensor *from_v =
+                snn_sum_all(snn_mul(v_out, step_tensor(SNN_SHAPE(m), -1, 1, 85, dev, false)));
+            loss = seeds == 3 ? snn_add(loss, from_v) : seeds == 2 ? from_v : loss;
+        }
+        CHECK_OK(snn_backward(loss));
+    }
+    if (s) {
+        r.n = s->numel, r.m = m, r.C = C;
+        r.spikes = test_to_host(s), r.state = test_to_host(differentiable ? v_out : state);
+        r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad);
+        r.dbeta = test_to_host(beta->grad), r.dres = res ? test_to_host(res->grad) : NULL;
+        r.dv_in = differentiable ? test_to_host(v_in->grad) : NULL;
+    }
+    snn_step_end();
+    snn_tensor_free(rm), snn_tensor_free(rv), snn_tensor_free(state);
+    return r;
+}
+
+static void test_gpu_carrying_equals_gpu_separate(void)
+{
+    snn_neuron_config cfg[3];
+    configs(cfg);
+    /* T = 1 and 3 (the one-pass kernel's 4-step instance), 6 (8-step), 17 (the scratch path) */
+    const snn_shape carry_shapes[4] = {{5, {1, 2, 4, 5, 5}}, shapes[1], shapes[3], shapes[5]};
+    for (int s = 0; s < 4; s++)
+        for (int c = 0; c < 3; c++)
+            for (int res = 0; res < 2; res++)
+                for (int mode = 0; mode < 4; mode++) { /* 0: carry; 1..3: state, seeds = mode */
+                    carry_result a = run_carrying(false, mode > 0, carry_shapes[s], res, &cfg[c],
+                                                  mode);
+                    carry_result b = run_carrying(true, mode > 0, carry_shapes[s], res, &cfg[c],
+                                                  mode);
+                    const bool ok = a.n == b.n && a.n > 0 && bits(a.spikes, b.spikes, a.n) &&
+                                    bits(a.state, b.state, a.m) && bits(a.dx, b.dx, a.n) &&
+                                    bits(a.dgamma, b.dgamma, a.C) && bits(a.dbeta, b.dbeta, a.C) &&
+                                    bits(a.dres, b.dres, a.n) && bits(a.dv_in, b.dv_in, a.m);
+                    if (!ok)
+                        fprintf(stderr, "  shape %d, config %d, residual %d, mode %d: fused "
+                                "carrying op != separate on the GPU\n", s, c, res, mode);
+                    CHECK(ok);
+                    carry_result_free(&a), carry_result_free(&b);
+                }
 }
 
 static void test_gpu_against_cpu(void)
@@ -302,6 +402,7 @@ int main(void)
 {
     test_require_cuda();
     RUN(test_gpu_fused_equals_gpu_separate);
+    RUN(test_gpu_carrying_equals_gpu_separate);
     RUN(test_gpu_against_cpu);
     RUN(test_gpu_residual_op);
     RUN(test_model_step_fusion_on_off);

@@ -11,8 +11,9 @@
  *     G_H = G_S[t] g'(H[t] - V_th) + G_V dV/dH;  dX[t] += G_H dH/dX;  G_V = G_H dH/dV
  *
  * lif_bn_forward (snn_batchnorm_neuron) runs the same forward on X made on the fly from a
- * batch-norm's input and statistics and a residual, which are then never stored; with spike
- * NULL it is backward's recompute of H.
+ * batch-norm's input and statistics and a residual, which are then never stored, from the
+ * state in->v_init to in->v_last (a carrying layer's); with spike NULL it is backward's
+ * recompute of H.
  *
  * Saved for backward: H[t] only, 4 bytes per element per step (S is recomputed from H, and
  * V[t-1], which PLIF's dL/dk needs, is reset(H[t-1]); X is the op's input, alive anyway).
@@ -181,9 +182,10 @@ void snn_lif_bn_forward_cpu(float *spike, uint32_t *spike_bits, float *h_seq, fl
 {
     SNN_ASSERT(params->kind == SNN_NEURON_IF || params->kind == SNN_NEURON_LIF);
     SNN_ASSERT(spike || !spike_bits);
-    const lif_forward_args a = {spike, h_seq, NULL, spike ? activity : NULL, NULL, NULL, in, d->C,
-                                snn_lif_decay(params, NULL), d->T, snn_neuron_dims_step(d),
-                                snn_neuron_split_make(d)};
+    /* the state as lif_forward's: chunk by chunk, V_init read before V_last is written */
+    const lif_forward_args a = {spike, h_seq, in->v_last, spike ? activity : NULL, NULL,
+                                in->v_init, in, d->C, snn_lif_decay(params, NULL), d->T,
+                                snn_neuron_dims_step(d), snn_neuron_split_make(d)};
     forward_items(params, &a);
     if (spike_bits) snn_pack_bits_cpu(spike_bits, spike, d->T * snn_neuron_dims_step(d));
 }

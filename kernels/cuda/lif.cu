@@ -202,10 +202,11 @@ extern "C" void snn_lif_bn_forward_cuda(float *spike, uint32_t *spike_bits, floa
     if (M <= 0) return;
     /* the bits in the kernel where a warp's elements of a step are one word, else a pass */
     const bool ballot = M % 32 == 0;
+    /* a carrying layer's state: the kernel's own v_init / v_last (the same instance) */
     SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS>), snn_neuron_cuda_grid(M, BN_ELEMS),
-                    BLOCK, 0, spike, ballot ? spike_bits : nullptr, h_seq, nullptr, activity,
-                    nullptr, nullptr, nullptr, *in, bn_channels_make(M, d->plane, d->C), *p, T,
-                    M, planes, d->plane);
+                    BLOCK, 0, spike, ballot ? spike_bits : nullptr, h_seq, in->v_last, activity,
+                    nullptr, in->v_init, nullptr, *in, bn_channels_make(M, d->plane, d->C), *p,
+                    T, M, planes, d->plane);
     if (spike_bits && !ballot) snn_pack_bits_cuda(spike_bits, spike, T * M);
 }
 
@@ -284,12 +285,16 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
 
 /* BPTT on the batch-norm-fed input (lif_bn_backward), E elements a thread, T <= TMAX steps:
  * every load first (x, the residual, dS and dresidual of all T steps: nothing is stored before
- * them, so all are in flight together), then the forward recurrence with H[0..T) kept in
- * registers, then t = T-1 .. 0 as lif_backward_kernel with dX = 0 + G_H dH/dX (its
- * accumulation into a zero-filled dX) and dresidual += 1 dX (axpy). IF / LIF only (no dL/dk),
- * V_init = V_reset, no dL/dV_last.
+ * them, so all are in flight together), then the forward recurrence from V_init (bn.v_init, or
+ * V_reset) with H[0..T) kept in registers, then t = T-1 .. 0 as lif_backward_kernel with
+ * dX = 0 + G_H dH/dX (its accumulation into a zero-filled dX) and dresidual += 1 dX (axpy).
+ * IF / LIF only (no dL/dk). A carrying layer's state: G_V starts from bn.dv_last (or 0), and
+ * G_V[-1] is added into bn.dv_init. Not for dS and dV_last together (snn_lif_bn_backward_cuda
+ * asserts it): the bits of the state op's two nodes need two recurrences, and a second copy
+ * of the surrogate's code in the unrolled loop took nvcc from 33 s to 83 s on this file; the
+ * op runs that case on the scratch path (neurons/bn_neuron.c).
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
- * dresidual: 16-24 B (the unfused sequence: 44 B). */
+ * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init. */
 template <int TMAX, int E>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
@@ -316,7 +321,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
         const int64_t i = base + (int64_t)j * BLOCK;
         if (i >= M) continue;
         const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, BN_ELEMS> */
-        float h[TMAX], v = p.v_reset;
+        float h[TMAX], v = bn.v_init ? bn.v_init[i] : p.v_reset;
 #pragma unroll
         for (int t = 0; t < TMAX; t++) {
             if (t >= T) break;
@@ -325,7 +330,9 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
             h[t] = snn_lif_charge_cuda(p, k, v, xin);
             v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
         }
-        float gv = 0.0f;
+        /* G_V starts from dL/dV_last (a differentiable carried state; then dS is NULL: the
+         * state op's V node alone) or 0 */
+        float gv = bn.dv_last ? bn.dv_last[i] : 0.0f;
         const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
 #pragma unroll
         for (int t = TMAX - 1; t >= 0; t--) {
@@ -336,6 +343,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
             if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
             gv = gh * dh_dv;
         }
+        if (bn.dv_init) bn.dv_init[i] += gv;
     }
 }
 
@@ -345,6 +353,7 @@ extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const floa
 {
     SNN_ASSERT(p->kind == SNN_NEURON_IF || p->kind == SNN_NEURON_LIF); /* IF, LIF only */
     SNN_ASSERT(d->T <= SNN_NEURON_BN_BACKWARD_MAX_T);
+    SNN_ASSERT(!(dspike && in->dv_last)); /* one gradient a call: see lif_bn_backward_kernel */
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     if (M <= 0 || T <= 0) return;
     const bn_channels ch = bn_channels_make(M, d->plane, d->C);
