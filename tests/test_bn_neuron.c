@@ -491,6 +491,96 @@ static void test_models_same_step(void)
     }
 }
 
+/* A CNN whose neuron layers carry their state (SLTT's constant, time checkpoints'
+ * differentiable), two training forwards (the second from the state the first left), each
+ * backpropagated, with fusion on and off: the same losses, parameter gradients, running
+ * statistics, carried states and (differentiable) dL/dV_in of every layer; the fused run records
+ * the carrying variant's nodes. */
+#define CARRY_LAYERS 8
+typedef struct carry_step_result {
+    snn_module *model;   /* owns the tensors of params */
+    float loss[2];
+    int fused_nodes;
+    snn_param_list params;
+    int layers;
+    snn_tensor *state[CARRY_LAYERS], *dv_in[CARRY_LAYERS]; /* OWNED copies */
+} carry_step_result;
+
+static carry_step_result carry_steps(const snn_model_config *c, snn_state_carry mode, bool fusion)
+{
+    carry_step_result r = {0};
+    snn_rng rng;
+    snn_rng_seed(&rng, 9);
+    snn_module *m = r.model = snn_model_new(c, &rng);
+    CHECK(m != NULL);
+    if (!m) return r;
+    set_fusion(m, fusion);
+    CHECK(snn_neuron_layers_set_carry(m, mode) > 0);
+    snn_module *layers[CARRY_LAYERS];
+    r.layers = snn_neuron_layers_collect(m, layers, CARRY_LAYERS);
+    CHECK(r.layers > 0 && r.layers <= CARRY_LAYERS);
+    snn_rng_seed(&rng, 5);
+    snn_tensor *x = snn_tensor_new(SNN_SHAPE(3, c->in_channels, c->height, c->width), SNN_CPU);
+    snn_tensor_normal_(x, &rng, 0.5f, 1.5f);
+    const float labels_host[3] = {1, 0, 1};
+    for (int call = 0; call < 2; call++) {
+        snn_step_begin();
+        snn_module_zero_grad(m);
+        snn_tensor *logits = snn_module_forward(m, x);
+        snn_tensor *labels = snn_from_host(SNN_SHAPE(3), labels_host, SNN_CPU);
+        snn_tensor *loss = logits ? snn_cross_entropy(logits, labels) : NULL;
+        CHECK(loss != NULL);
+        if (loss) {
+            r.fused_nodes += count_nodes(loss, "snn_batchnorm_neuron (neurons)");
+            CHECK_OK(snn_backward(loss));
+            r.loss[call] = loss->data[0];
+        }
+        for (int l = 0; l < r.layers && l < CARRY_LAYERS && call == 1; l++) {
+            const snn_neuron_carried st = snn_neuron_layer_carried(layers[l]);
+            r.state[l] = st.v ? owned_copy(st.v) : NULL;
+            r.dv_in[l] = st.v_in && st.v_in->grad ? owned_copy(st.v_in->grad) : NULL;
+        }
+        snn_step_end();
+    }
+    snn_tensor_free(x);
+    CHECK_OK(snn_module_parameters(m, &r.params));
+    return r;
+}
+
+static void test_models_carrying_same_step(void)
+{
+    snn_model_config c = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
+    c.width_base = 4, c.time_steps = 2, c.hidden = 16, c.classes = 2;
+    c.height = c.width = 8;
+    const snn_state_carry modes[2] = {SNN_CARRY_CONSTANT, SNN_CARRY_DIFFERENTIABLE};
+    for (int k = 0; k < 2; k++) {
+        carry_step_result off = carry_steps(&c, modes[k], false);
+        carry_step_result on = carry_steps(&c, modes[k], true);
+        CHECK(off.fused_nodes == 0 && on.fused_nodes == 2); /* conv2's neurons, each call */
+        CHECK(off.loss[0] == on.loss[0] && off.loss[1] == on.loss[1]);
+        int differ = 0;
+        CHECK(off.params.count == on.params.count);
+        for (int i = 0; i < off.params.count && i < on.params.count; i++) {
+            const snn_tensor *p = off.params.items[i].tensor, *q = on.params.items[i].tensor;
+            if (!same(p, q) || (p->grad != NULL) != (q->grad != NULL) ||
+                (p->grad && !same(p->grad, q->grad)))
+                differ++;
+        }
+        for (int l = 0; l < off.layers && l < CARRY_LAYERS; l++) {
+            differ += !same(off.state[l], on.state[l]) || !same(off.dv_in[l], on.dv_in[l]);
+            /* a differentiable layer's entering state got a gradient */
+            if (modes[k] == SNN_CARRY_DIFFERENTIABLE) CHECK(on.dv_in[l] != NULL);
+            snn_tensor_free(off.state[l]), snn_tensor_free(on.state[l]);
+            snn_tensor_free(off.dv_in[l]), snn_tensor_free(on.dv_in[l]);
+        }
+        if (differ) fprintf(stderr, "  carry mode %d: %d tensors differ with fusion on\n",
+                            (int)modes[k], differ);
+        CHECK(differ == 0);
+        snn_param_list_free(&off.params), snn_param_list_free(&on.params);
+        snn_module_free(off.model), snn_module_free(on.model);
+    }
+}
+
 /* Inference: the blocks' output neurons take the residual sum as they load and each conv ->
  * batch-norm pair is one op (fusion on), the same logits and firing rates as the separate ops
  * (off). */
@@ -542,6 +632,7 @@ int main(void)
     RUN(test_refused_arguments);
     RUN(test_residual_op);
     RUN(test_models_same_step);
+    RUN(test_models_carrying_same_step);
     RUN(test_models_same_eval);
     return test_finish();
 }

@@ -7,7 +7,8 @@
  *     from a state that needs no gradient gives the same dx (and PLIF's dw);
  *   - bad states are refused, naming the argument;
  *   - a neuron layer with its state carried: two forwards continue each other, a reset starts
- *     over, and the batch size may change; the fusion rules leave it alone;
+ *     over, and the batch size may change (behind a training-mode batch-norm the fusion rules
+ *     run an IF / LIF one as snn_batchnorm_neuron_carry: tests/test_bn_neuron.c);
  *   - the SLTT step: at T = 1 it is BPTT's step exactly (loss, logits, every gradient); in eval
  *     mode its logits and loss are those of the BPTT forward with the per-step loss; the model's
  *     T and its layers' mode are put back; SLTT-K with K = T is SLTT; it trains a small CNN.
@@ -207,7 +208,7 @@ static void test_bad_state_is_refused(void)
 }
 
 /* A layer carrying its state: forwards of 2 then 3 steps == one of 5; a reset starts over; a
- * new batch size remakes the state; the fusion rules (bn -> neuron) leave such a layer alone. */
+ * new batch size remakes the state. */
 static void test_layer_carries_state(void)
 {
     snn_neuron_config c = config_of(SNN_NEURON_LIF, SNN_RESET_SOFT);
