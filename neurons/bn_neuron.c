@@ -29,8 +29,13 @@
  * more) and runs lif_bn_forward, lif_backward and axpy.
  *
  * Without the fused kernel. A neuron table may lack lif_bn_forward: the reference table has
- * none (kernels/ref/neuron_table.c), the fusion being an optimisation. Both ops then run the
- * separate ops they stand for (batch-norm, add, multi-step neuron), the same function.
+ * none (kernels/ref/neuron_table.c), the fusion being an optimisation. Every op here then runs
+ * the separate ops it stands for (batch-norm, add, multi-step neuron), the same function.
+ *
+ * The carrying variants (at the end of the file). snn_batchnorm_neuron_carry and _state run
+ * the same kernel from a layer's carried state V_init and leave the state V_last: online
+ * training (SLTT) and BPTT with time checkpoints (docs/temporal.md). Their bits are those of
+ * the same ops ending in snn_neuron_multistep_carry / _state (neurons/carry.c).
  */
 #include "neuron_op.h"
 #include "tensor/arena.h"
