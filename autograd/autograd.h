@@ -137,9 +137,27 @@ void snn_tape_print(FILE *out);
  * SNN_ERR_ARGUMENT for a tensor that is not such spikes; SNN_ERR_MEMORY. */
 snn_status snn_spikes_pack(snn_tensor *t);
 
+/* ---------------------------------------------------------------------------------------------
+ * Values kept as bfloat16 (autograd/bf16_keep.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Rounds the values of `t` to bfloat16 in place (nearest, ties to even) and keeps their 16
+ * bits beside them in numel * 2 bytes of step memory (t->bf16), so that the forward ops that
+ * read t next see the values backward will read. t: a conv's output taken from the step pool
+ * (snn_conv2d_to_pool), not a view, not spikes. Rounding twice is a no-op.
+ * SNN_ERR_ARGUMENT for another tensor, SNN_ERR_MEMORY. */
+snn_status snn_values_round_bf16(snn_tensor *t);
+/** Keeps t for backward as the bf16 values snn_values_round_bf16 made: the caller's promise
+ * that no forward op reads t again (a model whose option keep_bf16 is on calls it once the
+ * batch-norm that reads a conv's output has run: nn/plan.h). t's fp32 data go back to the pool
+ * and t->data becomes NULL; backward ops read the values through snn_saved_values. Half the
+ * memory, the same numbers. SNN_ERR_ARGUMENT for a tensor not rounded first. */
+snn_status snn_values_keep_bf16(snn_tensor *t);
+
 /** For backward functions: t's values as fp32 on its device. t->data, or for spikes packed by
- * snn_spikes_pack the bits unpacked into step memory, taken after the caller's scratch mark
- * (snn_step_scratch_mark) and given back with it. NULL when t is NULL; NULL with an error
+ * snn_spikes_pack the bits (for values kept by snn_values_keep_bf16 the bf16 numbers) unpacked
+ * into step memory, taken after the caller's scratch mark (snn_step_scratch_mark) and given
+ * back with it. NULL when t is NULL; NULL with an error
  * (SNN_ERR_MEMORY, the caller reports snn_backward_out_of_memory) when memory runs out. */
 const float *snn_saved_values(const char *fn, const snn_tensor *t);
 
@@ -276,6 +294,9 @@ snn_tensor *snn_temporal_conv(snn_tensor *x, snn_tensor *K);
  * pad >= 0 on each side; y (.., C_out, H_out, W_out) with H_out = (H + 2 pad - KH) / stride + 1.
  * One fused node with a hand-written backward. */
 snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad);
+/** snn_conv2d whose output takes its memory from the step pool, so that it can go back before
+ * the step ends once the output is kept as bf16 (snn_values_keep_bf16): the same values. */
+snn_tensor *snn_conv2d_to_pool(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad);
 /** snn_batchnorm2d(snn_conv2d(x, w, b, stride, pad), gamma, beta, running_mean, running_var,
  * false, 0, eps) - a conv followed by an eval-mode batch-norm - in one kernel where the device
  * has one (CUDA's channels-last conv applies the batch-norm in its epilogue), with the same

@@ -55,8 +55,16 @@ static void batchnorm_backward(snn_node *node)
         return;
     }
     if (!dx && !dgamma && !dbeta) return;
-    snn_kernels_for(x->device)->batchnorm_backward(dx, dgamma, dbeta, node->out->grad->data, x->data,
+    /* x's values, or a conv output kept as bf16 unpacked into scratch (autograd/bf16_keep.c) */
+    snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    const float *xv = snn_saved_values("snn_batchnorm2d (backward)", x);
+    if (!xv) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    snn_kernels_for(x->device)->batchnorm_backward(dx, dgamma, dbeta, node->out->grad->data, xv,
                                                    gamma->data, s->mean, s->invstd, s->N, s->C, s->HW);
+    snn_step_scratch_release(x->device, mark);
 }
 
 /* Eval mode with gradients: y = x * scale + shift, scale = gamma / sqrt(rv + eps),

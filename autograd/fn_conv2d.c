@@ -83,15 +83,16 @@ const snn_kernels *snn_conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor 
     return k;
 }
 
-snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
+static snn_tensor *conv2d(const char *fn, snn_tensor *x, snn_tensor *w, snn_tensor *b,
+                          int stride, int pad, bool to_pool)
 {
-    const char *fn = "snn_conv2d";
     image_layout l;
     snn_conv2d_dims d;
     const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
     if (!k) return NULL;
     snn_shape shape = image_layout_shape(&l, d.C_out, d.H_out, d.W_out);
-    snn_tensor *y = snn_step_tensor(fn, shape, x->device);
+    snn_tensor *y = to_pool ? snn_step_pooled_tensor(fn, shape, x->device)
+                            : snn_step_tensor(fn, shape, x->device);
     if (!y) return NULL;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *workspace = snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device);
@@ -105,4 +106,14 @@ snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, 
         ((conv_saved *)node->saved)->dims = d;
     }
     return y;
+}
+
+snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
+{
+    return conv2d("snn_conv2d", x, w, b, stride, pad, false);
+}
+
+snn_tensor *snn_conv2d_to_pool(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
+{
+    return conv2d("snn_conv2d_to_pool", x, w, b, stride, pad, true);
 }

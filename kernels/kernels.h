@@ -147,6 +147,12 @@ typedef struct snn_kernels {
     void (*pack_bits)(uint32_t *bits, const float *x, int64_t n);
     void (*unpack_bits)(float *x, const uint32_t *bits, int64_t n);
 
+    /* Values as bfloat16 (bf16.c / .cu; autograd/bf16_keep.c): round sets x[i] to x[i]
+     * rounded to bf16 (nearest, ties to even) and bf16_out[i] to its 16 bits; unpack sets
+     * x[i] to bf16_in[i] as fp32 (exact). */
+    void (*round_bf16)(float *x, uint16_t *bf16_out, int64_t n);
+    void (*unpack_bf16)(float *x, const uint16_t *bf16_in, int64_t n);
+
     /* out = op(x); `param` is used by SCALE and ADD_SCALAR */
     void (*unary_forward)(snn_unary_op op, float *out, const float *x, float param, int64_t n);
     /* dx += dout * op'(x); `out` is op(x) (EXP, SIGMOID, RELU may use it instead of x) */

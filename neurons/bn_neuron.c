@@ -119,17 +119,23 @@ static void bn_neuron_backward(snn_node *node)
         return;
     }
     /* a shortcut of spikes the model kept as bits (spike_pack.c) is read as bits by both
-     * paths' kernels (lif_bn_backward, lif_bn_forward) */
-    const bool residual_bits = residual && !residual->data;
-    const snn_neuron_bn_input in = {x->data, sv->stats, sv->invstd, gamma->data, beta->data,
-                                    residual && !residual_bits ? residual->data : NULL,
+     * paths' kernels (lif_bn_backward, lif_bn_forward); x, a conv's output the model may have
+     * kept as bf16 (autograd/bf16_keep.c), through snn_saved_values */
+    const bool residual_bits = residual && !residual->data && residual->spike_bits;
+    const float *xv = snn_saved_values(fn, x);
+    const float *rv = residual && !residual_bits ? snn_saved_values(fn, residual) : NULL;
+    if (!xv || (residual && !residual_bits && !rv)) {
+        snn_backward_out_of_memory();
+        return;
+    }
+    const snn_neuron_bn_input in = {xv, sv->stats, sv->invstd, gamma->data, beta->data, rv,
                                     residual_bits ? residual->spike_bits : NULL,
                                     NULL, NULL, NULL, NULL}; /* no state */
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
         return;
     if (dx || dgamma || dbeta)
-        k->batchnorm_backward(dx, dgamma, dbeta, dX, x->data, gamma->data, sv->mean, sv->invstd,
+        k->batchnorm_backward(dx, dgamma, dbeta, dX, xv, gamma->data, sv->mean, sv->invstd,
                               (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
                               (int)sv->dims.plane);
     snn_step_scratch_release(x->device, mark);

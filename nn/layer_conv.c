@@ -13,7 +13,12 @@
 static snn_tensor *conv_forward(snn_module *m, snn_tensor *x)
 {
     snn_conv_impl *c = m->impl;
-    return snn_conv2d(x, m->params[0].tensor, c->bias ? m->params[1].tensor : NULL, c->stride, c->pad);
+    snn_tensor *b = c->bias ? m->params[1].tensor : NULL;
+    /* an output the batch-norm after it may keep as bf16 comes from the step pool
+     * (autograd/bf16_keep.c) */
+    if (snn_conv_output_to_pool(m, x))
+        return snn_conv2d_to_pool(x, m->params[0].tensor, b, c->stride, c->pad);
+    return snn_conv2d(x, m->params[0].tensor, b, c->stride, c->pad);
 }
 
 const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, NULL, NULL};

@@ -118,6 +118,34 @@ void snn_walk_spikes_done(snn_walk *w, int id)
     w->event_take[w->events++] = false;
 }
 
+int snn_walk_conv_output(snn_walk *w, double numel, int in)
+{
+    if (!w->training || !w->keep_bf16) return snn_walk_output(w, numel, in, -1);
+    w->host += snn_walk_struct_bytes();
+    const int id = snn_walk_record(w, numel, in, -1);
+    SNN_ASSERT(w->events < WALK_MAX_NODES);
+    w->pooled_values[id] = true;
+    w->event_id[w->events] = id;
+    w->event_take[w->events++] = true;
+    return id;
+}
+
+void snn_walk_bf16_round(snn_walk *w, int id)
+{
+    if (id < 0 || !w->pooled_values[id] || w->bf16_made[id]) return;
+    w->bf16_made[id] = true;
+    w->device += snn_walk_round_up(2.0 * w->numel[id], w->align);
+}
+
+void snn_walk_bf16_done(snn_walk *w, int id)
+{
+    if (id < 0 || !w->bf16_made[id] || w->packed[id]) return;
+    w->packed[id] = true;
+    SNN_ASSERT(w->events < WALK_MAX_NODES);
+    w->event_id[w->events] = id;
+    w->event_take[w->events++] = false;
+}
+
 /* A view (flatten, reshape) of `in`: a struct, and in training a node and a gradient of its own. */
 int snn_walk_view(snn_walk *w, double numel, int in)
 {

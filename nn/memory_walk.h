@@ -34,6 +34,7 @@ typedef struct snn_walk {
     bool fusion;             /* batch-norm -> IF / LIF pairs run as one op in training */
     bool conv_bn_fused;      /* conv -> batch-norm pairs run as one op in evaluation */
     bool packing;            /* spikes whose forward readers have run are kept as bits */
+    bool keep_bf16;          /* conv outputs read by a batch-norm are kept as bf16 */
     bool one_pass_backward;  /* ... and their backward keeps H in registers (lif_bn_backward) */
     double largest;          /* the largest single device allocation */
     double forward_peak;     /* the most the arena held during a conv of the forward */
@@ -47,6 +48,8 @@ typedef struct snn_walk {
      * their block back: the pool's forward events in order (tensor id, taken or given back) */
     bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];
     bool bits_made[WALK_MAX_NODES]; /* bits written beside the floats by the fused op */
+    /* conv outputs from the step pool (keep_bf16); `packed` once kept as bf16 */
+    bool pooled_values[WALK_MAX_NODES], bf16_made[WALK_MAX_NODES];
     int events;
     int event_id[WALK_MAX_NODES];
     bool event_take[WALK_MAX_NODES];
@@ -80,10 +83,18 @@ double snn_walk_bits_bytes(const snn_walk *w, double numel);
 /* snn_spikes_forward_done on tensor `id`: with packing on, spikes from the pool become bits in
  * the arena and give their block back; else nothing (the block stays taken to the end). */
 void snn_walk_spikes_done(snn_walk *w, int id);
+/* A conv's output: with keep_bf16 in training it comes from the step pool (snn_conv2d_to_pool),
+ * else it is an output as any other. */
+int snn_walk_conv_output(snn_walk *w, double numel, int in);
+/* snn_values_round_bf16 on tensor `id` (a conv output from the pool): its bf16 copy, 2 B an
+ * element in the arena; snn_walk_bf16_done then gives its block back and marks it kept, so a
+ * backward that reads it unpacks it (4 B an element). Nothing for any other tensor. */
+void snn_walk_bf16_round(snn_walk *w, int id);
+void snn_walk_bf16_done(snn_walk *w, int id);
 /* A view (flatten, reshape) of `in`: a struct, and in training a node and a gradient of its own. */
 int snn_walk_view(snn_walk *w, double numel, int in);
 /* A backward that takes `bytes` of scratch and reads tensors u0 and u1 (ids, or -1), which it
- * unpacks (4 B an element, autograd/spike_pack.c) if they are bits by then. */
+ * unpacks (4 B an element, autograd/spike_pack.c) if they are bits (or bf16) by then. */
 void snn_walk_backward_scratch(snn_walk *w, double bytes, int u0, int u1);
 /* The largest backward scratch, with the unpacked inputs. */
 double snn_walk_largest_backward_scratch(const snn_walk *w);

@@ -99,7 +99,7 @@ static int conv(snn_walk *w, int in, double images, int cin, int cout, int k, in
 {
     int ho = (*h + 2 * pad - k) / stride + 1, wo = (*wd + 2 * pad - k) / stride + 1;
     snn_walk_param(w, (double)cout * cin * k * k, true);
-    int out = snn_walk_output(w, images * cout * ho * wo, in, -1);
+    int out = snn_walk_conv_output(w, images * cout * ho * wo, in);
     /* the same workspace serves forward and backward; ask the device for sizes its planning
      * arithmetic (int fields) is made for, else take the im2col matrix (C_in K K, images
      * H_out W_out) as the size: a size that large is refused whatever the exact number. On
@@ -134,11 +134,12 @@ static int batchnorm(snn_walk *w, int in, double numel, int channels)
     /* evaluation: the conv before it writes the batch-norm's output where the rule conv -> bn
      * runs them as one op (nn/fusion_rules.c), else the batch-norm writes its own */
     if (!w->training) return w->conv_bn_fused ? in : snn_walk_output(w, numel, in, -1);
+    snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
     int out = snn_walk_output(w, numel, in, -1);
-    if (w->training) { /* batch mean, 1 / std */
-        snn_walk_alloc(w, channels);
-        snn_walk_alloc(w, channels);
-    }
+    snn_walk_alloc(w, channels);     /* batch mean, 1 / std */
+    snn_walk_alloc(w, channels);
+    snn_walk_backward_scratch(w, 0.0, in, -1); /* x unpacked if kept as bf16 */
+    snn_walk_bf16_done(w, in);
     return out;
 }
 
@@ -178,6 +179,7 @@ static int bn_neuron(snn_walk *w, int in, int residual, double numel, double pla
 {
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
     snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
+    snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
     int out = snn_walk_spikes_output(w, numel, in, residual); /* spikes */
     snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
     w->device += snn_walk_bits_bytes(w, numel); /* the spikes' bits, made with them (training) */
@@ -188,7 +190,8 @@ static int bn_neuron(snn_walk *w, int in, int residual, double numel, double pla
      * spikes, unpacked if they are bits by then; the kernels read a packed residual as bits) */
     const double scratch = (w->one_pass_backward ? 1.0 : 2.0) *
                            snn_walk_round_up(4.0 * numel, w->align);
-    snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, -1);
+    snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in);
+    snn_walk_bf16_done(w, in);
     return out;
 }
 
@@ -423,6 +426,7 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *c,
     w.fusion = o.fuse && !snn_batchnorm_sync_enabled() && nk && nk->lif_bn_forward;
     w.conv_bn_fused = o.fuse && w.k && w.k->conv2d_forward_bn_eval;
     w.packing = o.pack_spikes;
+    w.keep_bf16 = o.keep_bf16 && !snn_batchnorm_sync_enabled();
     w.one_pass_backward = nk && nk->lif_bn_backward &&
                           c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w.align = device == SNN_CPU ? 64.0 : 256.0;

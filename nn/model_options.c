@@ -1,8 +1,9 @@
 /*
  * model_options.c - the options a model runs with (nn/plan.h): their defaults for where it
- * runs, setting and reading them, and the two questions a forward asks of them: may a fusion
- * rule run these modules as one op (then the rule table decides, nn/fusion_rules.c), and are
- * these spikes to be kept as bits now that their last forward reader has run.
+ * runs, setting and reading them, and the questions a forward asks of them: may a fusion rule
+ * run these modules as one op (then the rule table decides, nn/fusion_rules.c), are these
+ * spikes to be kept as bits now that their last forward reader has run, and is this conv
+ * output to be kept as bf16 (autograd/bf16_keep.c) around the batch-norm that reads it.
  *
  * The options sit in the model's plan, which every module of its tree points to
  * (snn_module.plan), so a layer deep in a ResNet block reads its model's options without a
@@ -17,7 +18,9 @@ snn_model_options snn_model_options_default(snn_device device)
 {
     /* the reference kernels are what a student reads: every op of a step on its own */
     const bool fast = device != SNN_CPU || snn_get_kernels() == SNN_KERNELS_FAST;
-    return (snn_model_options){.fuse = fast, .pack_spikes = fast};
+    /* in BF16 the convs round their operands to 8 bits of mantissa: their outputs keep as many */
+    const bool bf16 = device == SNN_CUDA && snn_get_precision() == SNN_PRECISION_BF16;
+    return (snn_model_options){.fuse = fast, .pack_spikes = fast, .keep_bf16 = bf16};
 }
 
 snn_model_options snn_plan_options(const snn_plan *plan, snn_device device)
@@ -73,6 +76,22 @@ const snn_fusion_rule *snn_plan_fusion(snn_module *const *items, int n, const sn
     const snn_module *first = items[0] ? items[0] : items[1];
     if (!snn_plan_options(first->plan, x->device).fuse) return NULL;
     return snn_fusion_find(items, n, x, residual);
+}
+
+bool snn_conv_output_to_pool(const snn_module *conv, const snn_tensor *x)
+{
+    return conv->training && snn_grad_enabled() &&
+           snn_plan_options(conv->plan, x->device).keep_bf16;
+}
+
+bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t)
+{
+    /* a conv output from the pool (snn_conv2d_to_pool; a forward makes no other pooled tensor
+     * that is not spikes), read by a batch-norm whose backward reads it through
+     * snn_saved_values: the unsynced one (sync-BN reads x itself) */
+    return t && t->pooled && !t->spikes && !t->base && t->data && !t->bf16 &&
+           reader->ops == &snn_batchnorm2d_ops && reader->training &&
+           !snn_batchnorm_sync_enabled() && snn_plan_options(reader->plan, t->device).keep_bf16;
 }
 
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t)

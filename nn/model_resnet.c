@@ -52,12 +52,18 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
                           : snn_modules_forward(ch + last - 2, 2, spikes);  /* conv -> bn */
     snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
+    /* the fused tail's batch-norm reads the conv's output last: kept as bf16 after it where
+     * the plan says so (autograd/bf16_keep.c) */
+    const bool keep_bf16 = fused && snn_bf16_keep_applies(bn, h);
+    if (keep_bf16 && snn_values_round_bf16(h) != SNN_OK) return NULL;
     if (b->sew) {
         y = fused ? snn_fusion_run(fused, tail, h, NULL) : snn_module_forward(neuron, h);
+        if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
         y = snn_add(y, shortcut);
         if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, y);
     } else if (fused) {
         y = snn_fusion_run(fused, tail, h, shortcut);
+        if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
     } else {
         /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the
          * sum may take its memory (and the last neuron the sum's); without a tape a rule lets

@@ -128,17 +128,22 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
 {
     snn_tensor *const caller = x; /* not this list's to give up, even passed on unchanged */
     for (int i = 0; i < n && x; i++) {
+        snn_tensor *in = x;
+        /* a conv output made in this list and read by a batch-norm, its only reader: rounded
+         * to bf16 before, kept as bf16 after (autograd/bf16_keep.c) */
+        const bool keep_bf16 = in != caller && snn_bf16_keep_applies(ch[i], in);
+        if (keep_bf16 && snn_values_round_bf16(in) != SNN_OK) return NULL;
         /* a rule of the model's plan may run ch[i] and the modules after it as one op */
         const snn_fusion_rule *rule = snn_plan_fusion(ch + i, n - i, x, NULL);
         if (rule) {
             x = snn_fusion_run(rule, ch + i, x, NULL);
             i += rule->length - 1;
-            continue;
+        } else {
+            x = snn_module_forward(ch[i], x);
         }
-        snn_tensor *in = x;
-        x = snn_module_forward(ch[i], x);
+        if (x && keep_bf16 && snn_values_keep_bf16(in) != SNN_OK) return NULL;
         /* spikes made in this list and read by a conv: its forward was their last reader */
-        if (x && in != caller && ch[i]->ops == &snn_conv2d_ops &&
+        if (x && !rule && in != caller && ch[i]->ops == &snn_conv2d_ops &&
             snn_spikes_forward_done(ch[i], in) != SNN_OK)
             return NULL;
     }

@@ -135,6 +135,14 @@ snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items
  * and reader's plan keeps spikes as bits (option pack_spikes); else nothing. SNN_OK, or the
  * pack's error (out of memory). */
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t);
+/* Conv2d `conv` on x takes its output from the step pool (snn_conv2d_to_pool): in training,
+ * with a tape, where its plan keeps conv outputs as bf16 (option keep_bf16). */
+bool snn_conv_output_to_pool(const snn_module *conv, const snn_tensor *x);
+/* True when t, a conv output from the pool, is about to be read by `reader`, a training-mode
+ * batch-norm (alone or the first item of a fused op) whose plan keeps such outputs as bf16:
+ * the caller then rounds t (snn_values_round_bf16) before the read and keeps it as bf16
+ * (snn_values_keep_bf16) after it, t's last forward reader. */
+bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t);
 /* The n modules of ch in order on x, where a fusion rule takes some of them (snn_plan_fusion)
  * by its fused op. Spikes made inside the run and then taken by a Conv2d, their only reader in
  * a list, are done with after it (snn_spikes_forward_done); x itself belongs to the caller. */

@@ -354,8 +354,8 @@ static void print_wrapped(FILE *out, const char *text, int at, int indent)
 
 static void print_options(FILE *out, const snn_model_options *o, bool set)
 {
-    fprintf(out, "  options: fuse %s, pack_spikes %s (%s)\n", o->fuse ? "on" : "off",
-            o->pack_spikes ? "on" : "off",
+    fprintf(out, "  options: fuse %s, pack_spikes %s, keep_bf16 %s (%s)\n",
+            o->fuse ? "on" : "off", o->pack_spikes ? "on" : "off", o->keep_bf16 ? "on" : "off",
             set ? "set by snn_model_set_options" : "the defaults where it runs");
 }
 

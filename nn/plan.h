@@ -1,14 +1,15 @@
 /**
  * @file
  * plan.h - the execution plan a model owns: which kernel each of its layers runs, which
- * neighbouring layers run as one fused op, and whether spikes are kept for backward as bits.
+ * neighbouring layers run as one fused op, whether spikes are kept for backward as bits, and
+ * whether conv outputs are kept as bfloat16.
  * Included by nn/nn.h.
  *
- * What decides it. Two options per model (snn_model_options), set with snn_model_set_options;
+ * What decides it. Three options per model (snn_model_options), set with snn_model_set_options;
  * until they are set, the defaults of where the model runs (snn_model_options_default):
- * everything on with the fast kernels (CPU or CUDA), everything off with the reference kernels
+ * fusion and packing on with the fast kernels (CPU or CUDA), off with the reference kernels
  * (snn_set_kernels(SNN_KERNELS_REF), SNN_KERNELS=ref), so that a step on them runs the plain
- * ops a student reads. With fuse on, the fusion rules decide at each forward (nn/fusion_rules.c,
+ * ops a student reads; bf16 conv outputs only where the convs run in BF16. With fuse on, the fusion rules decide at each forward (nn/fusion_rules.c,
  * printed by snn_fusion_rules_print): each rule is a pattern of module kinds (BatchNorm2d ->
  * NeuronLayer, ...), the condition under which it applies (training or evaluation, the neuron
  * kind, the device's kernel table, the input's rank, sync-BN off, a tape or none), and the fused
@@ -51,11 +52,18 @@ typedef struct snn_model_options {
      * them have run (snn_spikes_pack): 1/32 of the memory. Off: kept as floats, which the
      * program may read after the forward (snn_neuron_layer_last_spikes). */
     bool pack_spikes;
+    /** In training, round the output of each conv that a batch-norm reads to bfloat16 and keep
+     * it for backward in 2 bytes an element instead of 4 (snn_values_keep_bf16,
+     * autograd/bf16_keep.c): forward and backward see the rounded values. It changes the
+     * model's function by that rounding, as the BF16 products already do: on by default only
+     * where the convs run in BF16 (CUDA with snn_get_precision() == SNN_PRECISION_BF16); a
+     * program may turn it on anywhere (the CPU tests do). */
+    bool keep_bf16;
 } snn_model_options;
 
 /** The options a model runs with on `device` until snn_model_set_options: fuse and
  * pack_spikes on, except on the CPU with the reference kernels (snn_get_kernels() ==
- * SNN_KERNELS_REF), where both are off. Read when a forward runs, so a kernel set chosen after
+ * SNN_KERNELS_REF), where both are off; keep_bf16 on CUDA in BF16 precision only. Read when a forward runs, so a kernel set chosen after
  * the model was built counts. */
 snn_model_options snn_model_options_default(snn_device device);
 /** Sets the options of `model` (a model made by snn_model_new, snn_ann_to_snn or a checkpoint

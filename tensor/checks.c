@@ -40,7 +40,14 @@ int snn_check_shape(const char *fn, snn_shape shape)
 
 int snn_check_tensor(const char *fn, const char *arg, const snn_tensor *t)
 {
-    if (t && (t->data || !t->spike_bits)) return 0;
+    if (t && (t->data || (!t->spike_bits && !t->bf16))) return 0;
+    if (t && t->bf16) {
+        snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (its values were kept as bf16 for "
+                  "backward by snn_values_keep_bf16, and no forward op reads it again); hint: "
+                  "the model option keep_bf16 off (snn_model_set_options) to read a conv's "
+                  "output after the forward", fn, arg);
+        return 1;
+    }
     if (t) {
         snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (its values were kept as bits for "
                   "backward by snn_spikes_pack, and no forward op reads it again); hint: "

@@ -111,8 +111,9 @@ typedef struct snn_tensor {
     struct snn_tensor *base;     /**< for a view: the tensor whose data it shares; else NULL */
     const char *name;            /**< optional: used in messages and checkpoints */
     bool pooled;                 /**< data from the step pool: a gradient (given back as soon
-                                      as backward is done with it), or spikes that may be
-                                      packed (snn_spikes_pack gives them back) */
+                                      as backward is done with it), spikes that may be
+                                      packed (snn_spikes_pack gives them back), or a conv's
+                                      output that may be kept as bf16 (snn_values_keep_bf16) */
     bool retain_grad;            /**< keep .grad of a non-leaf STEP tensor after backward (as
                                       PyTorch's retain_grad()); leaves always keep theirs */
     bool spikes;                 /**< holds only 0 and 1 (the output of an IF, LIF or PLIF
@@ -120,6 +121,10 @@ typedef struct snn_tensor {
     uint32_t *spike_bits;        /**< spikes as bits, bit i % 32 of word i / 32 (step memory):
                                       made by snn_spikes_pack, which then sets `data` to
                                       NULL, or beside the floats by the fused neuron op */
+    uint16_t *bf16;              /**< the values as bfloat16 (step memory), which they were
+                                      rounded to: made by snn_values_round_bf16, kept for
+                                      backward by snn_values_keep_bf16, which then sets `data`
+                                      to NULL (autograd/bf16_keep.c) */
 } snn_tensor;
 
 /** OWNED: a zero-filled tensor of `shape` on `device`, owned by the caller; release it with

@@ -13,10 +13,10 @@
 #define BO_HAS(entry)                                                                         \
     static bool bo_has_##entry(const bo_side *s) { return s->k->entry != NULL; }
 
-/* Every entry of snn_kernels is a pointer (name, 5 memory functions, 48 kernels): a new entry
+/* Every entry of snn_kernels is a pointer (name, 5 memory functions, 50 kernels): a new entry
  * changes the size, and this assert asks for its cases here, in backend_ops_conv.h or in
  * backend_ops_delay.h. */
-_Static_assert(sizeof(snn_kernels) == 54 * sizeof(void *),
+_Static_assert(sizeof(snn_kernels) == 56 * sizeof(void *),
                "snn_kernels has a new entry: give it cases in tests/backend_ops_*.h");
 
 /* ---- fill, axpy, lerp -------------------------------------------------------------------- */
@@ -105,6 +105,52 @@ static bool unpack_run(const bo_case *c, bo_side *s)
 }
 static const bo_op op_unpack_bits = {"unpack_bits", bo_has_unpack_bits, unpack_setup, unpack_run,
                                      NULL, false, 0};
+
+/* ---- values as bfloat16 -------------------------------------------------------------------- */
+
+/* 16-bit values travel in 32-bit words, two a word (the low half first, as the bytes lie) */
+static int64_t bf16_words(int64_t n) { return (n + 1) / 2; }
+
+BO_HAS(round_bf16)
+/* x in place: uniform values, and every kind of number the rounding treats apart: ties (the
+ * dropped half exactly 0x8000, with an even and an odd kept bit), values that round up into the
+ * next binade and past the largest bf16 to infinity, infinities, zeros of both signs and
+ * subnormals */
+static void round_bf16_setup(bo_case *c)
+{
+    const int64_t n = BO_PARAMS(c, ew_params)->n;
+    float *x = bo_f32(c, bo_acc(c, "x", n, BO_EXACT));
+    const uint32_t odd[10] = {0x3f808000u, 0x3f818000u, 0xbf7fffffu, 0x7f7fffffu, 0xff7fc000u,
+                              0x7f800000u, 0x80000000u, 0x00000000u, 0x00008001u, 0x807f8000u};
+    for (int64_t i = 3, k = 0; i < n; i += 7, k++) memcpy(&x[i], &odd[k % 10], sizeof(float));
+    bo_out(c, "bf16", BO_U32, bf16_words(n), BO_EXACT);
+}
+static bool round_bf16_run(const bo_case *c, bo_side *s)
+{
+    s->k->round_bf16(s->arg[0], s->arg[1], BO_PARAMS(c, ew_params)->n);
+    return true;
+}
+static const bo_op op_round_bf16 = {"round_bf16", bo_has_round_bf16, round_bf16_setup,
+                                    round_bf16_run, NULL, false, 0};
+
+BO_HAS(unpack_bf16)
+/* bf16 numbers from normal values (no NaN: their bits are compared as floats) */
+static void unpack_bf16_setup(bo_case *c)
+{
+    const int64_t n = BO_PARAMS(c, ew_params)->n;
+    bo_out(c, "x", BO_F32, n, BO_EXACT);
+    const int w = bo_buffer(c, "bf16", BO_U32, BO_IN, BO_EXACT, bf16_words(n));
+    uint16_t *b = c->buf[w].init;
+    for (int64_t i = 0; i < 2 * bf16_words(n); i++)
+        b[i] = snn_bf16_bits(3.0f * snn_rng_normal(&bo_rng));
+}
+static bool unpack_bf16_run(const bo_case *c, bo_side *s)
+{
+    s->k->unpack_bf16(s->arg[0], s->arg[1], BO_PARAMS(c, ew_params)->n);
+    return true;
+}
+static const bo_op op_unpack_bf16 = {"unpack_bf16", bo_has_unpack_bf16, unpack_bf16_setup,
+                                     unpack_bf16_run, NULL, false, 0};
 
 /* ---- unary and binary ops ------------------------------------------------------------------ */
 
@@ -434,6 +480,8 @@ static void bo_tensor_cases(bo_list *l)
         bo_add(l, &op_axpy, &p, sizeof p, "n=%lld alpha=0.37", (long long)n);
         bo_add(l, &op_pack_bits, &p, sizeof p, "n=%lld", (long long)n);
         bo_add(l, &op_unpack_bits, &p, sizeof p, "n=%lld", (long long)n);
+        bo_add(l, &op_round_bf16, &p, sizeof p, "n=%lld", (long long)n);
+        bo_add(l, &op_unpack_bf16, &p, sizeof p, "n=%lld", (long long)n);
         bo_add(l, &op_sumsq_and_finite, &p, sizeof p, "n=%lld", (long long)n);
     }
     const float weights[] = {0.001f, 0.37f, 9.0f / 11.0f};

@@ -10,11 +10,15 @@
  *   2. a training step of small ResNets (basic blocks, SEW, bottlenecks; 8x8 and 9x9 images),
  *      with the fused batch-norm -> neuron ops and without, packing on and off: the same loss,
  *      every gradient and every parameter after the step (the running statistics) bit for
- *      bit, with the expected number of neuron layers holding bits at the end of the forward.
+ *      bit, with the expected number of neuron layers holding bits at the end of the forward;
+ *   3. conv outputs kept as bf16 (autograd/bf16_keep.c; the model option keep_bf16): the
+ *      rounding kernels against values rounded by hand, the refusals, and a training step with
+ *      the option on and off, the same bits where the conv outputs are bf16 numbers already.
  */
 #ifndef SNN_SPIKE_PACK_CHECK_H
 #define SNN_SPIKE_PACK_CHECK_H
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,7 +133,27 @@ typedef struct pack_step {
     int64_t numel[512];
 } pack_step;
 
-static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, bool packing)
+/* Every conv weight (4-D parameter) rounded to a multiple of 1/16, and the input to multiples
+ * of 1/4: each conv output is then a multiple of 1/64 below 4 in magnitude (or of 1/16, fed by
+ * spikes), which bf16's 8 bits hold exactly for these small nets (autograd/bf16_keep.c). */
+static void quantize_conv_weights(snn_module *m)
+{
+    snn_param_list list;
+    CHECK_OK(snn_module_parameters(m, &list));
+    for (int i = 0; i < list.count; i++) {
+        snn_tensor *p = list.items[i].tensor;
+        if (p->shape.ndim != 4) continue;
+        float *h = test_to_host(p);
+        for (int64_t e = 0; e < p->numel; e++) h[e] = roundf(16.0f * h[e]) / 16.0f;
+        CHECK_OK(snn_tensor_copy_from_host(p, h));
+        free(h);
+    }
+    snn_param_list_free(&list);
+}
+
+/* One training step of model c on dev with `options` changed by `set` (fuse, pack_spikes,
+ * keep_bf16 where set[i] >= 0), the conv weights and input quantized when `quantize`. */
+static pack_step run_step_with(snn_model_config c, snn_device dev, const int set[3], bool quantize)
 {
     pack_step r = {0};
     snn_rng rng;
@@ -138,15 +162,19 @@ static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, 
     CHECK(m != NULL);
     if (!m) return r;
     if (dev != SNN_CPU) CHECK_OK(snn_module_to(m, dev));
+    if (quantize) quantize_conv_weights(m);
     snn_module_train(m, true);
     snn_model_options options = snn_model_options_of(m);
-    options.fuse = fusion;
-    options.pack_spikes = packing;
+    if (set[0] >= 0) options.fuse = set[0];
+    if (set[1] >= 0) options.pack_spikes = set[1];
+    if (set[2] >= 0) options.keep_bf16 = set[2];
     CHECK_OK(snn_model_set_options(m, &options));
     const int N = 3;
     const int64_t n_in = (int64_t)N * c.in_channels * c.height * c.width;
     float *xh = malloc((size_t)n_in * sizeof *xh);
     for (int64_t i = 0; i < n_in; i++) xh[i] = 3.0f * snn_rng_uniform(&rng) - 1.0f;
+    if (quantize)
+        for (int64_t i = 0; i < n_in; i++) xh[i] = roundf(4.0f * xh[i]) / 4.0f;
     const float labels[3] = {1, 7, 4};
     CHECK_OK(snn_step_begin());
     snn_module_zero_grad(m);
@@ -179,6 +207,12 @@ static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, 
     snn_module_free(m);
     free(xh);
     return r;
+}
+
+static pack_step run_pack_step(snn_model_config c, snn_device dev, bool fusion, bool packing)
+{
+    const int set[3] = {fusion, packing, -1};
+    return run_step_with(c, dev, set, false);
 }
 
 static void pack_step_free(pack_step *r)
@@ -223,6 +257,104 @@ static void check_models_packing(snn_device dev, int time_steps)
                 fprintf(stderr, "  %s, fusion %d, T %d: %d of %d tensors differ with packing\n",
                         snn_model_kind_name(cases[k].kind), fusion, time_steps, differ, off.n);
             CHECK(differ == 0);
+            pack_step_free(&off), pack_step_free(&on);
+        }
+}
+
+/* ---- 3. conv outputs kept as bf16 (autograd/bf16_keep.c) --------------------------------- */
+
+/* The rounding by hand: ties go to the even neighbour, halfway values above a tie up, past the
+ * largest bf16 to infinity; x is rewritten with the rounded values, the bits kept beside. */
+static void check_bf16_kernels(snn_device dev)
+{
+    const float in[8] = {1.0f + 1.0f / 256.0f,          /* tie, even neighbour below: 1 */
+                         1.0f + 3.0f / 256.0f,          /* tie, odd below: up to 1 + 4/256 */
+                         1.0f + 1.0f / 256.0f + 1e-7f,  /* just above a tie: up */
+                         -0.1f,                         /* 0xbdcccccd -> 0xbdcd */
+                         3.4e38f,                       /* past 0x7f7f's upper half: inf */
+                         -0.0f, 65504.0f, 1e-40f};      /* 65504 = 0x477fe000 -> 0x4780 */
+    const uint16_t bits[8] = {0x3f80, 0x3f82, 0x3f81, 0xbdcd, 0x7f80, 0x8000, 0x4780, 0x0001};
+    const float out[8] = {1.0f, 1.0f + 4.0f / 256.0f, 1.0f + 2.0f / 256.0f, -0.10009765625f,
+                          INFINITY, -0.0f, 65536.0f, snn_bf16_value(0x0001)};
+    const snn_kernels *k = snn_kernels_for(dev);
+    snn_tensor *x = snn_tensor_new(SNN_SHAPE(8), dev);
+    CHECK_OK(snn_tensor_copy_from_host(x, in));
+    uint16_t *b = k->device_alloc(8 * sizeof(uint16_t));
+    k->round_bf16(x->data, b, 8);
+    uint16_t got[8];
+    k->copy(got, b, sizeof got, SNN_COPY_DEVICE_TO_HOST);
+    float *xv = test_to_host(x);
+    for (int i = 0; i < 8; i++) {
+        CHECK(got[i] == bits[i]);
+        CHECK(test_same_bits(&xv[i], &out[i], 1));
+    }
+    /* unpack gives the rounded values back */
+    k->fill(x->data, 0.0f, 8);
+    k->unpack_bf16(x->data, b, 8);
+    free(xv);
+    xv = test_to_host(x);
+    CHECK(test_same_bits(xv, out, 8));
+    free(xv);
+    k->device_free(b);
+    snn_tensor_free(x);
+}
+
+/* snn_values_round_bf16 and snn_values_keep_bf16 take only a conv output from the pool, in
+ * that order, and name what they were given */
+static void check_bf16_refusals(snn_device dev)
+{
+    snn_tensor *owned = snn_tensor_new(SNN_SHAPE(4), dev);
+    CHECK(snn_values_round_bf16(owned) == SNN_ERR_ARGUMENT &&
+          strstr(snn_last_error(), "snn_values_round_bf16: bad argument 't'") &&
+          strstr(snn_last_error(), "not from the step pool"));
+    CHECK_OK(snn_step_begin());
+    snn_tensor *w = snn_tensor_new(SNN_SHAPE(2, 1, 3, 3), dev);
+    snn_tensor *in = snn_tensor_new(SNN_SHAPE(1, 1, 4, 4), dev);
+    snn_tensor_fill(w, 0.25f), snn_tensor_fill(in, 1.0f);
+    snn_tensor *y = snn_conv2d_to_pool(in, w, NULL, 1, 1);
+    CHECK(y && y->pooled && y->data);
+    CHECK(snn_values_keep_bf16(y) == SNN_ERR_ARGUMENT &&
+          strstr(snn_last_error(), "rounded by snn_values_round_bf16 first"));
+    CHECK_OK(snn_values_round_bf16(y));
+    CHECK_OK(snn_values_keep_bf16(y));
+    CHECK(y->data == NULL && y->bf16 != NULL);
+    CHECK_OK(snn_values_keep_bf16(y)); /* kept already: nothing to do */
+    /* a forward op given it afterwards refuses it */
+    CHECK(snn_relu(y) == NULL && strstr(snn_last_error(), "snn_relu"));
+    snn_step_end();
+    snn_tensor_free(w), snn_tensor_free(in), snn_tensor_free(owned);
+}
+
+/* A training step of small ResNets with conv outputs kept as bf16 and without, fused and not:
+ * with the conv weights and the input quantized so that every conv output is a bf16 number
+ * already, the two give the same loss, gradients and running statistics bit for bit (backward
+ * reads the bf16 copies unpacked); without, the rounding shows, and stays within bf16's
+ * precision. */
+static void check_models_bf16_kept(snn_device dev, int time_steps)
+{
+    const snn_model_kind kinds[2] = {SNN_MODEL_RESNET18, SNN_MODEL_SEW_RESNET18};
+    for (int k = 0; k < 2; k++)
+        for (int fusion = 0; fusion < 2; fusion++) {
+            snn_model_config c = snn_model_config_default(kinds[k]);
+            c.width_base = 4, c.time_steps = time_steps, c.height = c.width = 8;
+            const int off_set[3] = {fusion, 1, 0}, on_set[3] = {fusion, 1, 1};
+            pack_step off = run_step_with(c, dev, off_set, true);
+            pack_step on = run_step_with(c, dev, on_set, true);
+            CHECK(off.loss == on.loss && off.n == on.n && off.n > 0);
+            int differ = 0;
+            for (int i = 0; i < off.n && i < on.n; i++)
+                if (off.numel[i] != on.numel[i] ||
+                    !test_same_bits(off.values[i], on.values[i], (long)off.numel[i]))
+                    differ++;
+            if (differ)
+                fprintf(stderr, "  %s, fusion %d, T %d: %d of %d tensors differ with bf16 kept\n",
+                        snn_model_kind_name(kinds[k]), fusion, time_steps, differ, off.n);
+            CHECK(differ == 0);
+            pack_step_free(&off), pack_step_free(&on);
+            /* unquantized: the conv outputs are rounded, the loss moves by bf16's precision */
+            off = run_step_with(c, dev, off_set, false);
+            on = run_step_with(c, dev, on_set, false);
+            CHECK(off.loss != on.loss && fabsf(off.loss - on.loss) < 0.02f * fabsf(off.loss));
             pack_step_free(&off), pack_step_free(&on);
         }
 }

@@ -8,7 +8,9 @@
  *   2. a training step of ResNet-18, SEW-ResNet-18 and ResNet-50, fused and not, packing on and
  *      off: the same bits everywhere. At T = 2 the fused backward is the one-pass kernel, which
  *      reads a block's shortcut unpacked; at T = 17 it is the scratch path, which also unpacks
- *      its own spikes; and once in BF16, the precision the memory target is for.
+ *      its own spikes; and once in BF16, the precision the memory target is for (where the
+ *      conv outputs are kept as bf16 by default);
+ *   3. conv outputs kept as bf16 (spike_pack_check.h, part 3) on the GPU.
  * Without a GPU it exits 77 (skipped). Run: ctest --test-dir build -R cuda_spike_pack
  */
 #include "spike_pack_check.h"
@@ -118,6 +120,16 @@ static void test_models_bf16(void)
     CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
 }
 
+/* conv outputs kept as bf16: in fp32 (the option forced on: the CPU's checks), at T = 2 (the
+ * one-pass fused backward) and T = 17 (the scratch path) */
+static void test_bf16_kept(void)
+{
+    check_bf16_kernels(SNN_CUDA);
+    check_bf16_refusals(SNN_CUDA);
+    check_models_bf16_kept(SNN_CUDA, 2);
+    check_models_bf16_kept(SNN_CUDA, 17);
+}
+
 int main(void)
 {
     test_require_cuda();
@@ -126,5 +138,6 @@ int main(void)
     RUN(test_models_t2);
     RUN(test_models_t17);
     RUN(test_models_bf16);
+    RUN(test_bf16_kept);
     return test_finish();
 }

@@ -4,7 +4,8 @@
  * and the recurrent SNN (training: LIF and ALIF recurrent layers), direct, Poisson and event-frame
  * input, IF / LIF / PLIF / ST-BIF and the ANN activations ReLU / QCLIP, the CNNs with dropout,
  * cross-entropy and MSE, SGD (with and without momentum) and Adam, training and evaluation, and
- * the networks snn_ann_to_snn converts from QANNs (first-step encoding, evaluation):
+ * the networks snn_ann_to_snn converts from QANNs (first-step encoding, evaluation), and conv
+ * outputs kept as bf16 (option keep_bf16):
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
  *     reserved for the gradients of activations, and at most STEP_SLACK above it (the table
@@ -174,6 +175,33 @@ static void test_estimate_spikes_as_floats(void)
     CHECK(bits.step < 0.8 * floats.step);
 }
 
+/* Conv outputs kept as bf16 (the model option keep_bf16, on by default only in BF16 on CUDA;
+ * here on the CPU): the estimate follows, the fused and the unfused batch-norms, and the step
+ * holds less. */
+static void test_estimate_bf16_kept(void)
+{
+    static const snn_model_options kept = {.fuse = true, .pack_spikes = true, .keep_bf16 = true};
+    static const snn_model_options kept_unfused = {.fuse = false, .pack_spikes = true,
+                                                   .keep_bf16 = true};
+    probe_case c[3] = {
+        probe_make("resnet18 bf16 kept", SNN_MODEL_RESNET18, 4, 2, 4, true, 2),
+        probe_make("sew-resnet18 bf16 unfused", SNN_MODEL_SEW_RESNET18, 4, 2, 4, true, 1),
+        probe_make("cnn w16 T2 N8 bf16 kept", SNN_MODEL_SPIKING_CNN, 16, 2, 8, true, 2),
+    };
+    for (int i = 0; i < 3; i++) {
+        c[i].options = i == 1 ? &kept_unfused : &kept;
+        check_case(&c[i]);
+    }
+    /* ResNet-18 width 16 at T = 4 on 32 x 32 images: the conv outputs are half the arena, so
+     * halving them takes the step down by more than a tenth (the pool keeps its size) */
+    snn_model_config r = c[0].config;
+    r.width_base = 16, r.time_steps = 4, r.height = r.width = 32, r.in_channels = 3;
+    snn_memory_estimate fp32, bf16;
+    CHECK_OK(snn_model_memory_estimate(&r, 64, SNN_CPU, true, 2, &fp32));
+    CHECK_OK(snn_model_memory_estimate_with(&r, &kept, 64, SNN_CPU, true, 2, &bf16));
+    CHECK(bf16.step < 0.9 * fp32.step);
+}
+
 static void test_absurd_and_bad_sizes(void)
 {
     snn_model_config c = snn_model_config_default(SNN_MODEL_SPIKING_CNN);
@@ -260,5 +288,6 @@ int main(void)
     RUN(test_absurd_and_bad_sizes);
     RUN(test_estimate_against_measured);
     RUN(test_estimate_spikes_as_floats);
+    RUN(test_estimate_bf16_kept);
     return test_finish();
 }

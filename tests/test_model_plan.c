@@ -161,7 +161,7 @@ static void test_options_decide_what_runs(void)
     snn_module *m = small_resnet(2);
     CHECK(m != NULL);
     if (!m) return;
-    const snn_model_options cases[3] = {{true, true}, {false, true}, {true, false}};
+    const snn_model_options cases[3] = {{true, true, false}, {false, true, false}, {true, false, false}};
     for (int k = 0; k < 3; k++) {
         CHECK_OK(snn_model_set_options(m, &cases[k]));
         int packed = -1;
@@ -235,7 +235,7 @@ static void test_explain_resnet(void)
     run_step(m, true, true, "", NULL);
     text = explain_text(m);
     CHECK(!strstr(text, "fused:") && !strstr(text, "rule \""));
-    CHECK(strstr(text, "fuse off, pack_spikes on (set by snn_model_set_options)"));
+    CHECK(strstr(text, "fuse off, pack_spikes on, keep_bf16 off (set by snn_model_set_options)"));
     CHECK(strstr(text, "layer1.0.bn2 ") && strstr(text, "layer1.0.+ ") &&
           strstr(text, "residual sum"));
     CHECK(strstr(text, "1. 0 times, 2. 0 times, 3. 0 times, 4. 0 times"));

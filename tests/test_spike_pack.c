@@ -9,7 +9,9 @@
  *      snn_spike_plane_norms read it;
  *   3. a training step of ResNet-18, SEW-ResNet-18 and ResNet-50 with packing on and off, with
  *      the fused batch-norm -> neuron ops and without: the same bits everywhere
- *      (spike_pack_check.h).
+ *      (spike_pack_check.h);
+ *   4. conv outputs kept as bf16 (autograd/bf16_keep.c): the rounding kernels against values
+ *      rounded by hand, the refusals, and a training step with and without (spike_pack_check.h).
  * Run: ctest --test-dir build -R spike_pack
  */
 #include "spike_pack_check.h"
@@ -136,6 +138,12 @@ static void test_neuron_backward_reads_bits(void)
 }
 
 static void test_models(void) { check_models_packing(SNN_CPU, 2); }
+static void test_bf16_kept(void)
+{
+    check_bf16_kernels(SNN_CPU);
+    check_bf16_refusals(SNN_CPU);
+    check_models_bf16_kept(SNN_CPU, 2);
+}
 
 int main(void)
 {
@@ -143,5 +151,6 @@ int main(void)
     RUN(test_pack_api);
     RUN(test_neuron_backward_reads_bits);
     RUN(test_models);
+    RUN(test_bf16_kept);
     return test_finish();
 }

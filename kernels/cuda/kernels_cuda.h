@@ -40,6 +40,8 @@ void snn_fill_cuda(float *out, float value, int64_t n);
 void snn_axpy_cuda(float *y, float alpha, const float *x, int64_t n);
 void snn_pack_bits_cuda(uint32_t *bits, const float *x, int64_t n);
 void snn_unpack_bits_cuda(float *x, const uint32_t *bits, int64_t n);
+void snn_round_bf16_cuda(float *x, uint16_t *bf16_out, int64_t n);
+void snn_unpack_bf16_cuda(float *x, const uint16_t *bf16_in, int64_t n);
 void snn_lerp_cuda(float *y, const float *x, float weight, int64_t n);
 void snn_unary_forward_cuda(snn_unary_op op, float *out, const float *x, float param,
                             int64_t n);

@@ -82,6 +82,8 @@ static snn_kernels make_cuda_table(void)
     k.axpy = snn_axpy_cuda;
     k.pack_bits = snn_pack_bits_cuda;
     k.unpack_bits = snn_unpack_bits_cuda;
+    k.round_bf16 = snn_round_bf16_cuda;
+    k.unpack_bf16 = snn_unpack_bf16_cuda;
     k.lerp = snn_lerp_cuda;
     k.unary_forward = snn_unary_forward_cuda;
     k.unary_backward = snn_unary_backward_cuda;

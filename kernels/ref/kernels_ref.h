@@ -25,6 +25,12 @@ void snn_binary_backward_ref(snn_binary_op op, float *da, float *db, const float
 void snn_pack_bits_ref(uint32_t *bits, const float *x, int64_t n);
 void snn_unpack_bits_ref(float *x, const uint32_t *bits, int64_t n);
 
+/* bf16.c */
+uint16_t snn_bf16_bits(float v);      /* v rounded to bf16 (nearest, ties to even), its bits */
+float snn_bf16_value(uint16_t bits);  /* the bf16 `bits` as fp32 (exact) */
+void snn_round_bf16_ref(float *x, uint16_t *bf16_out, int64_t n);
+void snn_unpack_bf16_ref(float *x, const uint16_t *bf16_in, int64_t n);
+
 /* reduce.c */
 void snn_sum_dim_ref(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner,
                      float scale);
