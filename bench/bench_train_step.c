@@ -9,7 +9,7 @@
  *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
  *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
  *                              [--conv-path auto|igemm|im2col|nhwc] [--no-fusion]
- *                              [--no-spike-packing]
+ *                              [--no-spike-packing] [--no-bf16-keep]
  * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
  * (docs/ann2snn.md). On the CPU, SNN_KERNELS=ref times the reference kernels (kernels/ref/),
  * which run no fused op: `SNN_KERNELS=ref bench_train_step --model cnn --T 2 --batch 128`
@@ -247,6 +247,7 @@ int main(int argc, char **argv)
     const char *infer_batches = "1,64", *conv_path = "auto", *train_mode = "bptt";
     int T = 4, steps = 20, width = 0, sltt_k = 0, time_checkpoint = 0;
     bool no_infer = false, memory = false, tf32 = false, no_fusion = false, no_packing = false;
+    bool no_bf16_keep = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
         {"--model", OPT_STRING, &model_name, "resnet18, sew-resnet18, cnn, ... (snn-train's models)"},
@@ -263,6 +264,8 @@ int main(int argc, char **argv)
          "no fusion rules: batch-norm -> neuron as separate ops (the model option fuse)"},
         {"--no-spike-packing", OPT_FLAG, &no_packing,
          "keep spikes for backward as floats, not bits (the model option pack_spikes)"},
+        {"--no-bf16-keep", OPT_FLAG, &no_bf16_keep,
+         "BF16: keep conv outputs for backward as fp32, not bf16 (the model option keep_bf16)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--train-mode", OPT_STRING, &train_mode,
          "bptt, or sltt: online, one time step's forward and backward at a time (app/train_online.c)"},
@@ -346,6 +349,7 @@ int main(int argc, char **argv)
     snn_model_options options = snn_model_options_of(model);
     options.fuse = !no_fusion;
     options.pack_spikes = !no_packing;
+    if (no_bf16_keep) options.keep_bf16 = false;
     snn_model_set_options(model, &options);
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");
@@ -353,10 +357,12 @@ int main(int argc, char **argv)
     /* the reference kernels run no fused op and keep spikes as floats (nn/plan.h) */
     bool ref = device == SNN_CPU && snn_get_kernels() == SNN_KERNELS_REF;
     printf("%s, T=%d, width %d, %lld parameters, device %s%s, %s neurons (ATan), Adam, "
-           "precision %s, conv path %s, batch-norm -> neuron fusion %s, spikes kept as %s\n",
+           "precision %s, conv path %s, batch-norm -> neuron fusion %s, spikes kept as %s, "
+           "conv outputs kept as %s\n",
            model_name, T, c.width_base, (long long)snn_module_num_parameters(model), device_name,
            ref ? " (ref kernels)" : "", neuron, snn_precision_name(precision), conv_path,
-           no_fusion || ref ? "off" : "on", no_packing || ref ? "floats" : "bits");
+           no_fusion || ref ? "off" : "on", no_packing || ref ? "floats" : "bits",
+           options.keep_bf16 ? "bf16" : "fp32");
     if (online && (sltt_k == 0 || sltt_k >= T))
         printf("train mode: sltt (online: T forward + backward passes of one time step each)\n");
     else if (online)

@@ -7,7 +7,8 @@
 #   bash tools/gpu/temporal.sh STAGE...
 #
 #   memory     bench_train_step, ResNet-18 width 64, BF16, batch 32, at each T of MEMORY_T
-#              (4 8 16 32): BPTT, BPTT with --time-checkpoint (TC_K: 4), SLTT, SLTT-K (K: 4)
+#              (4 8 16 32): BPTT, BPTT with --time-checkpoint (TC_K: 4), SLTT, SLTT-K (K: 4);
+#              with .carry/base-src.tgz the base tree's too, rows marked "(base)"
 #   kernels    bench_neurons (the fused LIF and ALIF kernels against the copy bandwidth), then
 #              bench_recurrent (the recurrent layer) and bench/torch_recurrent.py beside it
 #   online     the Fashion-MNIST CNN at T = 8, BPTT against SLTT, seeds SEEDS (0 1 2), each
@@ -25,16 +26,20 @@ train_log() { grep -E "^epoch|best|done|snn-train:" "$1"; }
 for stage in "$@"; do
   case "$stage" in
   memory)
+    build_base bench_train_step
     build bench_train_step || exit 1
+    wait
     gpu_name
     log "ResNet-18, BF16, batch 32: memory and step time against T, for each train mode"
     for T in ${MEMORY_T:-4 8 16 32}; do
       modes=("--train-mode bptt" "--train-mode sltt" "--train-mode sltt --sltt-k ${SLTT_K:-4}")
       [ "$T" -gt "${TC_K:-4}" ] && modes+=("--time-checkpoint ${TC_K:-4}")
       for mode in "${modes[@]}"; do
-        echo "-- T=$T $mode"
-        timeout 200 build-gpu/bin/bench_train_step --model resnet18 --precision bf16 --batch 32 \
-          --T "$T" --steps 5 --no-infer $mode 2>&1 | grep -E "\| train|error|bad"
+        for v in $(variants); do
+          echo "-- T=$T $mode ($v)"
+          timeout 200 "$(bin_of $v bench_train_step)" --model resnet18 --precision bf16 \
+            --batch 32 --T "$T" --steps 5 --no-infer $mode 2>&1 | grep -E "\| train|error|bad"
+        done
       done
     done | tee "$OUT/memory.txt" | summary ;;
   kernels)
