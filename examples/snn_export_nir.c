@@ -19,6 +19,22 @@
 #include "snn.h"
 #include "nir/nir.h"
 
+/* An rsnn reads its images as sequences (nn/model_rsnn.c), its NIR graph takes the sequence
+ * itself: x (N, C, H, W) as (H, N, C*W) rows or (H*W, N, C) pixels, into seq. */
+static void image_as_sequence(const float *x, float *seq, const snn_model_config *c, int N)
+{
+    const int C = c->in_channels, H = c->height, W = c->width;
+    const bool rows = c->encoding == SNN_ENCODING_ROWS;
+    for (int n = 0; n < N; n++)
+        for (int ch = 0; ch < C; ch++)
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++) {
+                    const float v = x[(((int64_t)n * C + ch) * H + h) * W + w];
+                    if (rows) seq[((int64_t)h * N + n) * C * W + ch * W + w] = v;
+                    else seq[(((int64_t)h * W + w) * N + n) * C + ch] = v;
+                }
+}
+
 /* Largest |logit difference| between model and graph on a random batch; < 0 on an error. */
 static double verify(snn_module *model, snn_module *graph, const snn_model_config *c)
 {
@@ -39,8 +55,18 @@ static double verify(snn_module *model, snn_module *graph, const snn_model_confi
     snn_no_grad_begin();
     snn_step_begin();
     snn_tensor *in = snn_from_host(shape, x, SNN_CPU);
+    /* the graph of an rsnn on images takes them as its sequence */
+    const bool sequence = c->encoding == SNN_ENCODING_ROWS || c->encoding == SNN_ENCODING_PIXELS;
+    float *seq = sequence ? malloc((size_t)numel * sizeof *seq) : NULL;
+    if (seq) image_as_sequence(x, seq, c, N);
+    const int64_t steps = c->encoding == SNN_ENCODING_ROWS ? c->height
+                                                           : (int64_t)c->height * c->width;
+    const int64_t features = numel / ((int64_t)N * steps);
+    snn_tensor *graph_in = !sequence ? in
+                           : seq ? snn_from_host(SNN_SHAPE(steps, N, features), seq, SNN_CPU)
+                                 : NULL;
     snn_tensor *a = in ? snn_module_forward(model, in) : NULL;
-    snn_tensor *b = in ? snn_module_forward(graph, in) : NULL;
+    snn_tensor *b = graph_in ? snn_module_forward(graph, graph_in) : NULL;
     if (a && b && a->numel == b->numel) {
         float *ha = malloc((size_t)a->numel * 2 * sizeof *ha);
         if (ha) {
@@ -54,6 +80,7 @@ static double verify(snn_module *model, snn_module *graph, const snn_model_confi
     }
     snn_step_end();
     snn_no_grad_end();
+    free(seq);
     free(x);
     return worst;
 }

@@ -13,7 +13,8 @@
  *   - --resume takes rsnn's flags from the checkpoint (its layers, its sequence, its hidden
  *     width, its dropout and --clip-grad), and refuses a --layers or --sequence that differs
  *     from it;
- *   - snn-eval evaluates the rsnn checkpoint.
+ *   - snn-eval evaluates the rsnn checkpoint; snn-export-nir writes a LIF one and checks its
+ *     graph (fed the sequence) against the model, and refuses an ALIF one by name.
  * Runs are tiny (16 to 32 neurons, 64 images): seconds each. Skipped (77) without
  * Fashion-MNIST.
  * Run: ctest --test-dir build -R train_rsnn --output-on-failure
@@ -88,6 +89,20 @@ static void test_runs_resume_and_eval(void)
              "--batch-size 32 --limit-train 32 --limit-test 32 --threads 1 --out %s", dir);
     CHECK(run(TRAIN " %s", args) == 0);
     CHECK(output_contains("T = 784, encoding pixels") && output_contains("epoch 1:"));
+
+    /* snn-export-nir writes the LIF pixels model and runs its graph, which takes the sequence
+     * itself, to the model's logits; the ALIF rows model it refuses by name (a build without
+     * HDF5 has no snn-export-nir) */
+    struct stat st;
+    if (stat(SNN_BIN_DIR "/snn-export-nir", &st) == 0) {
+        snprintf(args, sizeof args, "--checkpoint %s/checkpoint.safetensors -o %s/pixels.nir", dir,
+                 tmp);
+        CHECK(run(SNN_BIN_DIR "/snn-export-nir %s", args) == 0);
+        CHECK(output_contains("wrote ") && output_contains("read back: max |logit difference|"));
+        snprintf(args, sizeof args, "--checkpoint %s -o %s/rows.nir", ckpt, tmp);
+        CHECK(run(SNN_BIN_DIR "/snn-export-nir %s", args) == 1);
+        CHECK(output_contains("'rec1' is an adaptive LIF neuron"));
+    }
 }
 
 int main(void)
