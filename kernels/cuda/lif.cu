@@ -291,7 +291,7 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * IF / LIF only (no dL/dk). A carrying layer's state: G_V starts from bn.dv_last (or 0), and
  * G_V[-1] is added into bn.dv_init. Not for dS and dV_last together (snn_lif_bn_backward_cuda
  * asserts it): the bits of the state op's two nodes need two recurrences, and a second copy
- * of the surrogate's code in the unrolled loop took nvcc from 33 s to 83 s on this file; the
+ * of the surrogate's code in the unrolled loop more than doubled nvcc's time on this file; the
  * op runs that case on the scratch path (neurons/bn_neuron.c).
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init. */
