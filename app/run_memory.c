@@ -73,6 +73,7 @@ static snn_status run_estimate(const run_memory_request *r, int batch, snn_memor
 {
     snn_model_options options = snn_model_options_default(r->device);
     if (r->unfused) options.fuse = false;
+    options.keep_bf16 = r->keep_bf16;
     return snn_model_memory_estimate_with(&r->config, &options, run_step_batch(r, batch),
                                           r->device, r->training, r->optimizer_states, out);
 }

@@ -38,6 +38,7 @@ typedef struct run_memory_request {
     double held;             /* bytes of the estimate already allocated (a model loaded first) */
     bool unfused;            /* the model will run without fusion (--sync-bn: batch-norm and the
                               * neurons apart, nn/fusion_rules.c), which holds more */
+    bool keep_bf16;          /* conv outputs kept as bf16 (--keep-bf16), which holds less */
 } run_memory_request;
 
 /* Checks the request. Returns 0 when it fits (or when the device cannot tell, with a note) and

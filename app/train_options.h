@@ -35,6 +35,7 @@ typedef struct train_options {
     bool binarize;           /* shd / ssc: frames hold 0 / 1, not spike counts */
     float max_time;          /* shd / ssc: seconds the T frames cover; 0: 1 s */
     bool explain;            /* print the execution plan of the first step (snn_model_explain) */
+    bool keep_bf16;          /* conv outputs kept for backward as bf16 (nn/plan.h keep_bf16) */
     bool overwrite;          /* a new run may replace the checkpoint in --out */
     bool allow_changes;      /* --resume may take a new learning rate, schedule, ... */
     float tau, lr, momentum, weight_decay, min_lr;

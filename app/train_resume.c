@@ -35,6 +35,7 @@ static const struct recorded_flag {
     {"--limit-test", FLAG_PLAN},    {"--precision", FLAG_PLAN},
     {"--train-mode", FLAG_RECIPE},  {"--sltt-k", FLAG_RECIPE},
     {"--time-checkpoint", FLAG_RECIPE}, {"--clip-grad", FLAG_RECIPE},
+    {"--keep-bf16", FLAG_PLAN},
 };
 enum { N_RECORDED = (int)(sizeof recorded / sizeof recorded[0]), MAX_PARTS = 4 };
 

@@ -9,7 +9,7 @@
  *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
  *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
  *                              [--conv-path auto|igemm|im2col|nhwc] [--no-fusion]
- *                              [--no-spike-packing] [--no-bf16-keep]
+ *                              [--no-spike-packing] [--keep-bf16]
  * --neuron relu is the same model as an ANN (T = 1): the baseline of the ANN vs SNN profile
  * (docs/ann2snn.md). On the CPU, SNN_KERNELS=ref times the reference kernels (kernels/ref/),
  * which run no fused op: `SNN_KERNELS=ref bench_train_step --model cnn --T 2 --batch 128`
@@ -247,7 +247,7 @@ int main(int argc, char **argv)
     const char *infer_batches = "1,64", *conv_path = "auto", *train_mode = "bptt";
     int T = 4, steps = 20, width = 0, sltt_k = 0, time_checkpoint = 0;
     bool no_infer = false, memory = false, tf32 = false, no_fusion = false, no_packing = false;
-    bool no_bf16_keep = false;
+    bool keep_bf16 = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
         {"--model", OPT_STRING, &model_name, "resnet18, sew-resnet18, cnn, ... (snn-train's models)"},
@@ -264,8 +264,8 @@ int main(int argc, char **argv)
          "no fusion rules: batch-norm -> neuron as separate ops (the model option fuse)"},
         {"--no-spike-packing", OPT_FLAG, &no_packing,
          "keep spikes for backward as floats, not bits (the model option pack_spikes)"},
-        {"--no-bf16-keep", OPT_FLAG, &no_bf16_keep,
-         "BF16: keep conv outputs for backward as fp32, not bf16 (the model option keep_bf16)"},
+        {"--keep-bf16", OPT_FLAG, &keep_bf16,
+         "keep conv outputs for backward as bf16, rounded (the model option keep_bf16)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--train-mode", OPT_STRING, &train_mode,
          "bptt, or sltt: online, one time step's forward and backward at a time (app/train_online.c)"},
@@ -349,7 +349,7 @@ int main(int argc, char **argv)
     snn_model_options options = snn_model_options_of(model);
     options.fuse = !no_fusion;
     options.pack_spikes = !no_packing;
-    if (no_bf16_keep) options.keep_bf16 = false;
+    options.keep_bf16 = keep_bf16;
     snn_model_set_options(model, &options);
     snn_optimizer *opt = snn_adam_new(model, 1e-3f, 0.0f, false);
     bool resnet18 = !strcmp(model_name, "resnet18") || !strcmp(model_name, "sew-resnet18");

@@ -360,6 +360,12 @@ int main(int argc, char **argv)
                 "are fp32 (hint: add --device cuda, or drop --precision)\n", snn_precision_name(precision));
         return 2;
     }
+    if (o.keep_bf16 && precision != SNN_PRECISION_BF16) {
+        fprintf(stderr, "snn-train: --keep-bf16 keeps conv outputs in the precision of --precision "
+                "bf16's products; expected --precision bf16 with it (got %s)\n",
+                snn_precision_name(precision));
+        return 2;
+    }
     if (snn_set_precision(precision) != SNN_OK) return fail("--precision");
     snn_set_num_threads(o.threads);
     snn_dist *dist = NULL; /* one rank of a data-parallel run, or NULL */
@@ -455,9 +461,10 @@ int main(int argc, char **argv)
         config, o.batch_size, train.count, device, true, optimizer_states,
         per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
             (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
-        0.0, o.dist.sync_bn};
-    /* online and segmented steps hold the graph of 1 or K time steps, unfused (the neurons
-     * start from a carried state; the saved states of the segments are left out) */
+        0.0, o.dist.sync_bn, o.keep_bf16};
+    /* online and segmented steps hold the graph of 1 or K time steps (the saved states of the
+     * segments are left out); estimated unfused, an upper bound, since the walk does not model
+     * the state a carrying layer keeps */
     if (strcmp(o.train_mode, "sltt") == 0 || o.time_checkpoint > 0) {
         request.config.time_steps = o.time_checkpoint > 0 ? o.time_checkpoint : 1;
         request.unfused = true;
@@ -491,6 +498,11 @@ int main(int argc, char **argv)
     snn_rng_seed(&rng, (uint64_t)o.seed);
     snn_module *model = snn_model_new(&config, &rng);
     if (!model || snn_module_to(model, device) != SNN_OK) return fail("model");
+    if (o.keep_bf16) { /* the plan's option (nn/plan.h); the rest keeps its defaults */
+        snn_model_options plan = snn_model_options_of(model);
+        plan.keep_bf16 = true;
+        if (snn_model_set_options(model, &plan) != SNN_OK) return fail("--keep-bf16");
+    }
     if ((strcmp(o.train_mode, "sltt") == 0 && train_online_check("snn-train", model) != SNN_OK) ||
         (o.time_checkpoint > 0 &&
          train_segments_check("snn-train", model, o.time_checkpoint) != SNN_OK)) {
@@ -553,8 +565,9 @@ int main(int argc, char **argv)
         /* the plan's options now; --explain traces the first step's forward and prints, after
          * it, which kernel each layer ran and which layers ran fused (nn/plan.h) */
         const snn_model_options plan = snn_model_options_of(model);
-        fprintf(stderr, "  plan: fusion %s, spikes kept for backward as %s%s\n",
+        fprintf(stderr, "  plan: fusion %s, spikes kept for backward as %s, conv outputs as %s%s\n",
                 plan.fuse ? "on" : "off", plan.pack_spikes ? "bits" : "floats",
+                plan.keep_bf16 ? "bf16" : "fp32",
                 o.explain ? "" : " (--explain: the kernel each layer runs)");
     }
     if (o.explain && snn_model_trace_plan(model) != SNN_OK) return fail("--explain");

@@ -18,9 +18,8 @@ snn_model_options snn_model_options_default(snn_device device)
 {
     /* the reference kernels are what a student reads: every op of a step on its own */
     const bool fast = device != SNN_CPU || snn_get_kernels() == SNN_KERNELS_FAST;
-    /* in BF16 the convs round their operands to 8 bits of mantissa: their outputs keep as many */
-    const bool bf16 = device == SNN_CUDA && snn_get_precision() == SNN_PRECISION_BF16;
-    return (snn_model_options){.fuse = fast, .pack_spikes = fast, .keep_bf16 = bf16};
+    /* keep_bf16 trades step time for memory (nn/plan.h): the program asks for it */
+    return (snn_model_options){.fuse = fast, .pack_spikes = fast, .keep_bf16 = false};
 }
 
 snn_model_options snn_plan_options(const snn_plan *plan, snn_device device)

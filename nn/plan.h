@@ -9,7 +9,8 @@
  * until they are set, the defaults of where the model runs (snn_model_options_default):
  * fusion and packing on with the fast kernels (CPU or CUDA), off with the reference kernels
  * (snn_set_kernels(SNN_KERNELS_REF), SNN_KERNELS=ref), so that a step on them runs the plain
- * ops a student reads; bf16 conv outputs only where the convs run in BF16. With fuse on, the fusion rules decide at each forward (nn/fusion_rules.c,
+ * ops a student reads; keep_bf16 off (a trade of time for memory, which the program asks for).
+ * With fuse on, the fusion rules decide at each forward (nn/fusion_rules.c,
  * printed by snn_fusion_rules_print): each rule is a pattern of module kinds (BatchNorm2d ->
  * NeuronLayer, ...), the condition under which it applies (training or evaluation, the neuron
  * kind, the device's kernel table, the input's rank, sync-BN off, a tape or none), and the fused
@@ -55,15 +56,16 @@ typedef struct snn_model_options {
     /** In training, round the output of each conv that a batch-norm reads to bfloat16 and keep
      * it for backward in 2 bytes an element instead of 4 (snn_values_keep_bf16,
      * autograd/bf16_keep.c): forward and backward see the rounded values. It changes the
-     * model's function by that rounding, as the BF16 products already do: on by default only
-     * where the convs run in BF16 (CUDA with snn_get_precision() == SNN_PRECISION_BF16); a
-     * program may turn it on anywhere (the CPU tests do). */
+     * model's function by that rounding, as the BF16 products already do, so it is meant for
+     * BF16 runs (snn-train --keep-bf16), though it runs anywhere (the CPU tests use it). Off by
+     * default: the rounding and unpacking passes cost a BF16 ResNet-18 step at T = 4 about 7%
+     * of its time for 16% of its memory (H200; docs/benchmarks.md). */
     bool keep_bf16;
 } snn_model_options;
 
 /** The options a model runs with on `device` until snn_model_set_options: fuse and
  * pack_spikes on, except on the CPU with the reference kernels (snn_get_kernels() ==
- * SNN_KERNELS_REF), where both are off; keep_bf16 on CUDA in BF16 precision only. Read when a forward runs, so a kernel set chosen after
+ * SNN_KERNELS_REF), where both are off; keep_bf16 off everywhere. Read when a forward runs, so a kernel set chosen after
  * the model was built counts. */
 snn_model_options snn_model_options_default(snn_device device);
 /** Sets the options of `model` (a model made by snn_model_new, snn_ann_to_snn or a checkpoint

@@ -8,8 +8,7 @@
  *   2. a training step of ResNet-18, SEW-ResNet-18 and ResNet-50, fused and not, packing on and
  *      off: the same bits everywhere. At T = 2 the fused backward is the one-pass kernel, which
  *      reads a block's shortcut unpacked; at T = 17 it is the scratch path, which also unpacks
- *      its own spikes; and once in BF16, the precision the memory target is for (where the
- *      conv outputs are kept as bf16 by default);
+ *      its own spikes; and once in BF16, the precision the memory target is for;
  *   3. conv outputs kept as bf16 (spike_pack_check.h, part 3) on the GPU.
  * Without a GPU it exits 77 (skipped). Run: ctest --test-dir build -R cuda_spike_pack
  */
@@ -120,8 +119,8 @@ static void test_models_bf16(void)
     CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
 }
 
-/* conv outputs kept as bf16: in fp32 (the option forced on: the CPU's checks), at T = 2 (the
- * one-pass fused backward) and T = 17 (the scratch path) */
+/* conv outputs kept as bf16 (the option on): in fp32, where the CPU's checks hold, at T = 2
+ * (the one-pass fused backward) and T = 17 (the scratch path) */
 static void test_bf16_kept(void)
 {
     check_bf16_kernels(SNN_CUDA);

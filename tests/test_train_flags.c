@@ -70,6 +70,9 @@ static void test_flag_messages(void)
     CHECK(run(TRAIN " %s", "--dataset fmnist") == 2 && output_contains("fmnist"));
     CHECK(run(TRAIN " %s", "--kernels slow") == 2 &&
           output_contains("--kernels slow: expected fast or ref"));
+    CHECK(run(TRAIN " %s", "--keep-bf16") == 2 &&
+          output_contains("--keep-bf16 keeps conv outputs in the precision of --precision bf16's "
+                          "products; expected --precision bf16 with it (got fp32)"));
     CHECK(run(EVAL " %s", "--chekpoint x") == 2 &&
           output_contains("unknown option '--chekpoint'; did you mean '--checkpoint'?"));
     CHECK(run(EVAL " %s", "--checkpoint x --batch-size 0 --device gpu") == 2 &&

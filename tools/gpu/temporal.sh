@@ -8,7 +8,8 @@
 #
 #   memory     bench_train_step, ResNet-18 width 64, BF16, batch 32, at each T of MEMORY_T
 #              (4 8 16 32): BPTT, BPTT with --time-checkpoint (TC_K: 4), SLTT, SLTT-K (K: 4);
-#              with .carry/base-src.tgz the base tree's too, rows marked "(base)"
+#              with .carry/base-src.tgz the base tree's too, rows marked "(base)"; MEMORY_FLAGS
+#              added (default --keep-bf16: conv outputs kept as bf16; MEMORY_FLAGS= for fp32)
 #   kernels    bench_neurons (the fused LIF and ALIF kernels against the copy bandwidth), then
 #              bench_recurrent (the recurrent layer) and bench/torch_recurrent.py beside it
 #   online     the Fashion-MNIST CNN at T = 8, BPTT against SLTT, seeds SEEDS (0 1 2), each
@@ -38,7 +39,8 @@ for stage in "$@"; do
         for v in $(variants); do
           echo "-- T=$T $mode ($v)"
           timeout 200 "$(bin_of $v bench_train_step)" --model resnet18 --precision bf16 \
-            --batch 32 --T "$T" --steps 5 --no-infer $mode 2>&1 | grep -E "\| train|error|bad"
+            --batch 32 --T "$T" --steps 5 --no-infer $mode ${MEMORY_FLAGS---keep-bf16} 2>&1 |
+            grep -E "\| train|error|bad"
         done
       done
     done | tee "$OUT/memory.txt" | summary ;;
