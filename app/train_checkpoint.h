@@ -32,6 +32,7 @@ typedef struct epoch_stats {
     bool save_failed;             /* a --checkpoint-every checkpoint could not be written */
     double grad_norm_sum;         /* --clip-grad: the gradients' norms before clipping, summed */
     int64_t grad_norms, clipped;  /* ... over this many steps (of this run), clipped in so many */
+    int64_t skipped;              /* --clip-grad: steps left out, their gradient not finite */
 } epoch_stats;
 
 /* What a run trains and what its checkpoint saves besides the options and the position. */

@@ -111,8 +111,9 @@ int train_option_table(train_options *o, option *table)
         {"--weight-decay", OPT_FLOAT, &o->weight_decay, "weight decay"},
         {"--clip-grad", OPT_FLOAT, &o->clip_grad,
          "NORM: before each optimizer step scale the gradients down so that their global L2 "
-         "norm is at most NORM, as torch.nn.utils.clip_grad_norm_ (one host sync a step; the "
-         "progress line shows the mean norm before clipping; 0: off)"},
+         "norm is at most NORM, as torch.nn.utils.clip_grad_norm_; a step whose gradient is not "
+         "finite is left out and counted (one host sync a step; the progress line shows the "
+         "mean norm before clipping; 0: off)"},
         {"--schedule", OPT_STRING, &o->schedule,
          "cosine, step (x0.1 every 1/3 of the run), constant"},
         {"--warmup", OPT_INT, &o->warmup, "linear warm-up steps"},

@@ -65,11 +65,15 @@ static void progress(const char *phase, int64_t epoch, int epochs, int64_t done,
     double eta = done > 0 ? elapsed * (double)(total - done) / (double)done : 0.0;
     double loss = s->seen ? s->loss_sum / (double)s->seen : (double)NAN;
     double acc = s->seen ? 100.0 * (double)s->correct / (double)s->seen : (double)NAN;
-    char clip[64] = ""; /* --clip-grad: the mean norm before clipping, and how often it cut */
-    if (s->grad_norms)
-        snprintf(clip, sizeof clip, " |grad| %.3g (%.0f%% clipped)",
-                 s->grad_norm_sum / (double)s->grad_norms,
-                 100.0 * (double)s->clipped / (double)s->grad_norms);
+    char clip[96] = ""; /* --clip-grad: the mean norm before clipping, how often it cut, and
+                         * the steps left out for a gradient that was not finite */
+    char skipped[40] = "";
+    if (s->skipped)
+        snprintf(skipped, sizeof skipped, ", %lld skipped: not finite", (long long)s->skipped);
+    if (s->grad_norms || s->skipped)
+        snprintf(clip, sizeof clip, " |grad| %.3g (%.0f%% clipped%s)",
+                 s->grad_norms ? s->grad_norm_sum / (double)s->grad_norms : 0.0,
+                 s->grad_norms ? 100.0 * (double)s->clipped / (double)s->grad_norms : 0.0, skipped);
     if (tty) {
         int filled = total ? (int)(30 * done / total) : 30;
         fprintf(stderr, "\r%s %lld/%d [%.*s%*s] %3d%% loss %.4f acc %5.2f%%%s %6.0f img/s ETA %02d:%02d ",
@@ -193,17 +197,26 @@ static snn_status train_epoch(train_state *run, const snn_schedule *schedule, sn
                 append_step_log(o->step_log, snn_optimizer_steps(opt), value, snn_optimizer_lr(opt));
         }
         /* --clip-grad: after backward (and a data-parallel run's all-reduce: every rank sees the
-         * same sums and clips alike), in every train mode; reads the norm back, one host sync */
+         * same sums and clips alike), in every train mode; reads the norm back, one host sync.
+         * A gradient that overflowed (through hundreds of steps of a recurrent layer) has no
+         * finite norm and no direction worth a step: the step is left out, as a loss scaler
+         * leaves out an fp16 step that overflowed, and counted; the weights stay finite */
+        bool take_step = true;
         if (status == SNN_OK && o->clip_grad > 0.0f) {
             float norm = 0.0f;
             status = snn_clip_grad_norm(model, o->clip_grad, &norm);
-            st->grad_norm_sum += (double)norm;
-            st->grad_norms++;
-            st->clipped += o->clip_grad / (norm + 1e-6f) < 1.0f;
+            take_step = isfinite(norm);
+            if (take_step) {
+                st->grad_norm_sum += (double)norm;
+                st->grad_norms++;
+                st->clipped += o->clip_grad / (norm + 1e-6f) < 1.0f;
+            } else {
+                st->skipped++;
+            }
         }
-        if (status == SNN_OK) status = snn_optimizer_step(opt);
+        if (status == SNN_OK && take_step) status = snn_optimizer_step(opt);
         /* --ema: the average follows every step (every rank alike: their weights are equal) */
-        if (status == SNN_OK && run->ema)
+        if (status == SNN_OK && take_step && run->ema)
             status = snn_ema_update(run->ema, model, snn_optimizer_steps(opt));
         snn_step_end();
         if (status == SNN_OK) status = train_dist_after_step(dist, model);
