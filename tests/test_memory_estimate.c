@@ -175,7 +175,7 @@ static void test_estimate_spikes_as_floats(void)
     CHECK(bits.step < 0.8 * floats.step);
 }
 
-/* Conv outputs kept as bf16 (the model option keep_bf16, on by default only in BF16 on CUDA;
+/* Conv outputs kept as bf16 (the model option keep_bf16, snn-train --keep-bf16, off by default;
  * here on the CPU): the estimate follows, the fused and the unfused batch-norms, and the step
  * holds less. */
 static void test_estimate_bf16_kept(void)
