@@ -450,6 +450,16 @@ static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, sn
     return true;
 }
 
+/* Without the fused kernel: the neurons' input as the separate ops make it, batch-norm then
+ * the residual add (params: gamma, beta, running mean, running var). */
+static snn_tensor *separate_input(snn_tensor *x, snn_tensor *const params[4], float momentum,
+                                  float eps, snn_tensor *residual)
+{
+    snn_tensor *y = snn_batchnorm2d(x, params[0], params[1], params[2], params[3], true,
+                                    momentum, eps);
+    return y && residual ? snn_add_into(y, residual) : y;
+}
+
 snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                        snn_tensor *running_mean, snn_tensor *running_var,
                                        float momentum, float eps, snn_tensor *residual,
@@ -465,9 +475,7 @@ snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_ten
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) { /* the ops it stands for */
-        snn_tensor *y = snn_batchnorm2d(x, gamma, beta, running_mean, running_var, true,
-                                        momentum, eps);
-        if (y && residual) y = snn_add_into(y, residual);
+        snn_tensor *y = separate_input(x, params, momentum, eps, residual);
         return y ? snn_neuron_multistep_carry(y, cfg, NULL, v_state, NULL, activity) : NULL;
     }
     const bn_state st = {v_state, v_state, false};
@@ -493,9 +501,7 @@ snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_ten
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) { /* the ops it stands for */
-        snn_tensor *y = snn_batchnorm2d(x, gamma, beta, running_mean, running_var, true,
-                                        momentum, eps);
-        if (y && residual) y = snn_add_into(y, residual);
+        snn_tensor *y = separate_input(x, params, momentum, eps, residual);
         return y ? snn_neuron_multistep_state(y, cfg, NULL, v_in, NULL, v_out, NULL, activity)
                  : NULL;
     }

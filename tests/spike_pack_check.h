@@ -220,6 +220,22 @@ static void pack_step_free(pack_step *r)
     for (int i = 0; i < r->n; i++) free(r->values[i]);
 }
 
+/* The loss and every tensor of the two steps the same bits; else what differs, named by `what`. */
+static void check_same_steps(const pack_step *off, const pack_step *on, snn_model_kind kind,
+                             int fusion, int time_steps, const char *what)
+{
+    CHECK(off->loss == on->loss && off->n == on->n && off->n > 0);
+    int differ = 0;
+    for (int i = 0; i < off->n && i < on->n; i++)
+        if (off->numel[i] != on->numel[i] ||
+            !test_same_bits(off->values[i], on->values[i], (long)off->numel[i]))
+            differ++;
+    if (differ)
+        fprintf(stderr, "  %s, fusion %d, T %d: %d of %d tensors differ with %s\n",
+                snn_model_kind_name(kind), fusion, time_steps, differ, off->n, what);
+    CHECK(differ == 0);
+}
+
 /* Every case: packing off and on give the same bits; on packs `packed` layers. */
 static void check_models_packing(snn_device dev, int time_steps)
 {
@@ -247,16 +263,7 @@ static void check_models_packing(snn_device dev, int time_steps)
                         snn_model_kind_name(cases[k].kind), fusion, on.packed_layers,
                         cases[k].packed);
             CHECK(on.packed_layers == cases[k].packed);
-            CHECK(off.loss == on.loss && off.n == on.n && off.n > 0);
-            int differ = 0;
-            for (int i = 0; i < off.n && i < on.n; i++)
-                if (off.numel[i] != on.numel[i] ||
-                    !test_same_bits(off.values[i], on.values[i], (long)off.numel[i]))
-                    differ++;
-            if (differ)
-                fprintf(stderr, "  %s, fusion %d, T %d: %d of %d tensors differ with packing\n",
-                        snn_model_kind_name(cases[k].kind), fusion, time_steps, differ, off.n);
-            CHECK(differ == 0);
+            check_same_steps(&off, &on, cases[k].kind, fusion, time_steps, "packing");
             pack_step_free(&off), pack_step_free(&on);
         }
 }
@@ -340,16 +347,7 @@ static void check_models_bf16_kept(snn_device dev, int time_steps)
             const int off_set[3] = {fusion, 1, 0}, on_set[3] = {fusion, 1, 1};
             pack_step off = run_step_with(c, dev, off_set, true);
             pack_step on = run_step_with(c, dev, on_set, true);
-            CHECK(off.loss == on.loss && off.n == on.n && off.n > 0);
-            int differ = 0;
-            for (int i = 0; i < off.n && i < on.n; i++)
-                if (off.numel[i] != on.numel[i] ||
-                    !test_same_bits(off.values[i], on.values[i], (long)off.numel[i]))
-                    differ++;
-            if (differ)
-                fprintf(stderr, "  %s, fusion %d, T %d: %d of %d tensors differ with bf16 kept\n",
-                        snn_model_kind_name(kinds[k]), fusion, time_steps, differ, off.n);
-            CHECK(differ == 0);
+            check_same_steps(&off, &on, kinds[k], fusion, time_steps, "bf16 kept");
             pack_step_free(&off), pack_step_free(&on);
             /* unquantized: the conv outputs are rounded, the loss moves by bf16's precision */
             off = run_step_with(c, dev, off_set, false);
