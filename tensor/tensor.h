@@ -306,7 +306,8 @@ snn_kernel_set snn_get_kernels(void);
 
 /** Precision of the GPU's matrix products (conv2d, linear). Tensors, master weights, optimizer
  * state, membrane potentials and batch-norm statistics are fp32 in every mode; what changes is
- * how the products round their operands on the tensor cores. Spikes (0, 1) and spike counts are
+ * how the products round their operands on the tensor cores (and, where a model asks for it
+ * with its option keep_bf16, that the conv outputs backward reads are kept as bf16: nn/plan.h). Spikes (0, 1) and spike counts are
  * exact in all three, so a spiking layer's rounding enters only through weights, batch-norm
  * outputs and gradients. The CPU kernels are always fp32. */
 typedef enum snn_precision {
