@@ -14,8 +14,8 @@
  *
  * How it runs, on the parameters' device, with the kernels every backend has:
  *   - per parameter, sumsq_and_finite(g) -> sums[2p, 2p+1] = (sum g^2, any NaN / inf), into
- *     one (P, 2) tensor on the device;
- *   - ONE copy of that tensor to the host (a host synchronisation: the only one of the call),
+ *     one (P, 2) buffer on the device (step scratch inside a step, else a tensor of its own);
+ *   - ONE copy of that buffer to the host (a host synchronisation: the only one of the call),
  *     where the P sums are added in double and the square root taken;
  *   - coef < 1: unary_forward(SCALE, coef) on each gradient, in place.
  * Traffic: each gradient read twice and written once when clipped (read once when not); 2 P
@@ -32,6 +32,7 @@
 
 #include "nn.h"
 #include "kernels/kernels.h"
+#include "tensor/arena.h"
 #include "tensor/error.h"
 
 snn_status snn_clip_grad_norm(snn_module *m, float max_norm, float *norm_out)
@@ -65,12 +66,23 @@ snn_status snn_clip_grad_norm(snn_module *m, float max_norm, float *norm_out)
         return st;
     }
 
-    /* sums (count, 2) on the device: each gradient's sum of squares and its non-finite flag */
+    /* sums (count, 2) on the device: each gradient's sum of squares and its non-finite flag;
+     * inside a step (snn-train calls it between backward and the optimizer) step scratch,
+     * which costs no allocation: a cudaMalloc and cudaFree a step would */
     const snn_kernels *k = snn_kernels_for(device);
-    float *host = snn_alloc((size_t)count * 2 * sizeof *host, SNN_CPU);
-    snn_tensor *sums = host ? snn_tensor_new(SNN_SHAPE(count, 2), device) : NULL;
+    const size_t bytes = (size_t)count * 2 * sizeof(float);
+    const bool in_step = snn_step_depth() > 0;
+    const snn_step_scratch mark = snn_step_scratch_mark(device);
+    snn_tensor *owned = NULL;
+    float *host = snn_alloc(bytes, SNN_CPU), *sums = NULL;
+    if (host && in_step) {
+        sums = snn_step_alloc(fn, bytes, device);
+    } else if (host) {
+        owned = snn_tensor_new(SNN_SHAPE(count, 2), device);
+        sums = owned ? owned->data : NULL;
+    }
     if (!sums) {
-        snn_free(host, (size_t)count * 2 * sizeof *host, SNN_CPU);
+        snn_free(host, bytes, SNN_CPU);
         snn_param_list_free(&all);
         return host ? snn_last_status()
                     : snn_error(SNN_ERR_MEMORY, "%s: out of host memory for %d sums", fn, count);
@@ -79,9 +91,9 @@ snn_status snn_clip_grad_norm(snn_module *m, float max_norm, float *norm_out)
     for (int i = 0; i < all.count; i++) {
         const snn_tensor *g = all.items[i].tensor->grad;
         if (all.items[i].trainable && g)
-            k->sumsq_and_finite(sums->data + 2 * j++, g->data, g->numel); // (2): sum, flag
+            k->sumsq_and_finite(sums + 2 * j++, g->data, g->numel); /* (2): sum, flag */
     }
-    st = snn_tensor_copy_to_host(sums, host); /* the one host synchronisation */
+    k->copy(host, sums, bytes, SNN_COPY_DEVICE_TO_HOST); /* the one host synchronisation */
     double total = 0.0;
     bool finite = true;
     for (j = 0; j < count; j++) {
@@ -101,8 +113,9 @@ snn_status snn_clip_grad_norm(snn_module *m, float max_norm, float *norm_out)
                 k->unary_forward(SNN_UNARY_SCALE, g->data, g->data, coef, g->numel);
         }
     }
-    snn_tensor_free(sums);
-    snn_free(host, (size_t)count * 2 * sizeof *host, SNN_CPU);
+    if (in_step) snn_step_scratch_release(device, mark);
+    snn_tensor_free(owned);
+    snn_free(host, bytes, SNN_CPU);
     snn_param_list_free(&all);
     return st;
 }
