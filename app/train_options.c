@@ -387,6 +387,11 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
                           : strcmp(o->loss, "ce") != 0 ? "--loss ce"
                           : o->activity_penalty > 0.0f ? "--activity-penalty 0"
                           : o->dist.gpus > 1 ? "one device (--gpus 1)"
+                          /* the rsnn's T comes from its sequence, not --T, and its sequences
+                           * are not taken (train_segments_check) */
+                          : strcmp(o->model, "rsnn") == 0
+                              ? "images with direct or Poisson encoding (the rsnn's sequences "
+                                "train without it)"
                           : o->time_checkpoint > o->time_steps ? "K between 1 and --T"
                                                                : NULL;
         if (why) {

@@ -43,6 +43,9 @@ static void test_help_and_flag_messages(void)
           output_contains("--layers -1: expected an integer >= 0"));
     CHECK(run(TRAIN " %s", "--model rsnn --loss mse") == 2 &&
           output_contains("--model rsnn: expected --loss ce or tet"));
+    CHECK(run(TRAIN " %s", "--model rsnn --time-checkpoint 7") == 2 &&
+          output_contains("--time-checkpoint 7: expected images with direct or Poisson encoding "
+                          "(the rsnn's sequences train without it)"));
     CHECK(run(TRAIN " %s", "--model rsnn --T 4 " SMALL) == 2 &&
           output_contains("snn-train: --T 4: --sequence rows reads the 28x28 images of --dataset "
                           "fashion-mnist in T = H = 28 steps"));
