@@ -99,6 +99,25 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
     return true;
 }
 
+/* What a backward reads of the op's input x and residual (into in->x, in->residual,
+ * in->residual_bits): a shortcut of spikes the model kept as bits (spike_pack.c) as bits, which
+ * both paths' kernels read (lif_bn_backward, lif_bn_forward); x, a conv's output the model may
+ * have kept as bf16 (autograd/bf16_keep.c), and a float residual through snn_saved_values
+ * (scratch after the caller's mark). False, reported, when memory runs out. */
+static bool read_saved_inputs(const char *fn, const snn_tensor *x, const snn_tensor *residual,
+                              snn_neuron_bn_input *in)
+{
+    const bool bits = residual && !residual->data && residual->spike_bits;
+    in->x = snn_saved_values(fn, x);
+    in->residual = residual && !bits ? snn_saved_values(fn, residual) : NULL;
+    in->residual_bits = bits ? residual->spike_bits : NULL;
+    if (!in->x || (residual && !bits && !in->residual)) {
+        snn_backward_out_of_memory();
+        return false;
+    }
+    return true;
+}
+
 static void bn_neuron_backward(snn_node *node)
 {
     const char *fn = "snn_batchnorm_neuron (backward)";
@@ -118,24 +137,14 @@ static void bn_neuron_backward(snn_node *node)
         snn_backward_out_of_memory();
         return;
     }
-    /* a shortcut of spikes the model kept as bits (spike_pack.c) is read as bits by both
-     * paths' kernels (lif_bn_backward, lif_bn_forward); x, a conv's output the model may have
-     * kept as bf16 (autograd/bf16_keep.c), through snn_saved_values */
-    const bool residual_bits = residual && !residual->data && residual->spike_bits;
-    const float *xv = snn_saved_values(fn, x);
-    const float *rv = residual && !residual_bits ? snn_saved_values(fn, residual) : NULL;
-    if (!xv || (residual && !residual_bits && !rv)) {
-        snn_backward_out_of_memory();
-        return;
-    }
-    const snn_neuron_bn_input in = {xv, sv->stats, sv->invstd, gamma->data, beta->data, rv,
-                                    residual_bits ? residual->spike_bits : NULL,
-                                    NULL, NULL, NULL, NULL}; /* no state */
+    snn_neuron_bn_input in = {NULL, sv->stats, sv->invstd, gamma->data, beta->data, NULL, NULL,
+                              NULL, NULL, NULL, NULL}; /* no state */
+    if (!read_saved_inputs(fn, x, residual, &in)) return;
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
         return;
     if (dx || dgamma || dbeta)
-        k->batchnorm_backward(dx, dgamma, dbeta, dX, xv, gamma->data, sv->mean, sv->invstd,
+        k->batchnorm_backward(dx, dgamma, dbeta, dX, in.x, gamma->data, sv->mean, sv->invstd,
                               (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
                               (int)sv->dims.plane);
     snn_step_scratch_release(x->device, mark);
@@ -180,16 +189,23 @@ static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const pa
     return SNN_OK;
 }
 
+/* Without the fused kernel: the neurons' input as the separate ops make it, batch-norm then
+ * the residual add in place (params: gamma, beta, running mean, running var). */
+static snn_tensor *separate_input(snn_tensor *x, snn_tensor *const params[4], float momentum,
+                                  float eps, snn_tensor *residual)
+{
+    snn_tensor *y = snn_batchnorm2d(x, params[0], params[1], params[2], params[3], true,
+                                    momentum, eps);
+    return y && residual ? snn_add_into(y, residual) : y;
+}
+
 /* The ops snn_batchnorm_neuron stands for, for a device without the fused kernel: the
- * batch-norm's output, summed with the residual in place, is read by the neuron alone, which
- * may then keep H in its memory (consume). */
+ * neurons read their input alone, so they may keep H in its memory (consume). */
 static snn_tensor *separate_ops(snn_tensor *x, snn_tensor *const params[4], float momentum,
                                 float eps, snn_tensor *residual, const snn_neuron_config *cfg,
                                 snn_tensor **activity)
 {
-    snn_tensor *y = snn_batchnorm2d(x, params[0], params[1], params[2], params[3], true,
-                                    momentum, eps);
-    if (y && residual) y = snn_add_into(y, residual);
+    snn_tensor *y = separate_input(x, params, momentum, eps, residual);
     return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
 }
 
@@ -400,18 +416,14 @@ static void state_neuron_backward(snn_node *node)
     snn_step_scratch mark = snn_step_scratch_mark(dev);
     const int64_t n = sv->spikes->numel;
     if (!dX) dX = snn_step_alloc(fn, (size_t)n * sizeof(float), dev); /* (T, M) unused */
-    /* x and the residual as bn_neuron_backward reads them (bits, or values kept as bf16) */
-    const bool residual_bits = residual && !residual->data && residual->spike_bits;
-    const float *xv = dX ? snn_saved_values(fn, sv->x) : NULL;
-    const float *rv = residual && !residual_bits ? snn_saved_values(fn, residual) : NULL;
-    if (!xv || (residual && !residual_bits && !rv)) {
+    if (!dX) {
         snn_backward_out_of_memory();
         return;
     }
-    const snn_neuron_bn_input in = {xv, sv->bn.stats, sv->bn.invstd, sv->gamma->data,
-                                    sv->beta->data, rv,
-                                    residual_bits ? residual->spike_bits : NULL, sv->v_init, NULL,
-                                    dv_last ? dv_last->data : NULL, dv_init};
+    snn_neuron_bn_input in = {NULL, sv->bn.stats, sv->bn.invstd, sv->gamma->data, sv->beta->data,
+                              NULL, NULL, sv->v_init, NULL, dv_last ? dv_last->data : NULL,
+                              dv_init};
+    if (!read_saved_inputs(fn, sv->x, residual, &in)) return;
     if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
                               dspike ? dspike->data : NULL, sv->spikes))
         return;
@@ -448,16 +460,6 @@ static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, sn
         *(bn_state_saved *)node->saved = saved;
     }
     return true;
-}
-
-/* Without the fused kernel: the neurons' input as the separate ops make it, batch-norm then
- * the residual add (params: gamma, beta, running mean, running var). */
-static snn_tensor *separate_input(snn_tensor *x, snn_tensor *const params[4], float momentum,
-                                  float eps, snn_tensor *residual)
-{
-    snn_tensor *y = snn_batchnorm2d(x, params[0], params[1], params[2], params[3], true,
-                                    momentum, eps);
-    return y && residual ? snn_add_into(y, residual) : y;
 }
 
 snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
