@@ -237,7 +237,7 @@ static void check_python_graph(const char *name, int nodes, int edges, double dt
             "%.2e (%lld outputs not 0)\n", name, nodes, edges, matched, worst, (long long)nonzero);
     CHECK(worst <= 1e-5 && nonzero > 0);
     /* and back: snn.c writes it again, nir.read finds the same graph */
-    snprintf(again, sizeof again, "%s/%s_again.nir", folder, name);
+    CHECK(snprintf(again, sizeof again, "%s/%s_again.nir", folder, name) < (int)sizeof again);
     snn_module *m = snn_nir_read(path, 2, SNN_CPU);
     CHECK(m && snn_nir_write(again, m) == SNN_OK);
     snn_module_free(m);

@@ -47,7 +47,7 @@ static void check_graph_matches(snn_module *m, snn_tensor *x, snn_shape steps_sh
         CHECK(want != NULL && want->numel <= MAX_OUT);
         /* the recurrent edges carry something: the layers fire, but not always */
         for (int l = 1; l <= 2; l++) {
-            char name[8];
+            char name[16];
             snprintf(name, sizeof name, "rec%d", l);
             const float rate = snn_neuron_layer_firing_rate(snn_module_child(m, name));
             fprintf(stderr, "  %s fires %.3f\n", name, (double)rate);

@@ -324,21 +324,21 @@ static void test_pass_sew(void)
 
 /* The 52 convs of a ResNet-50 after the stem: conv1 (1x1), conv2 (3x3), conv3 (1x1) of each of
  * its 3, 4, 6, 3 bottleneck blocks, and the downsample of each stage's first block. */
-static int resnet50_convs(char names[][32])
+static int resnet50_convs(char names[][48])
 {
     static const int blocks[4] = {3, 4, 6, 3};
     int n = 0;
     for (int l = 0; l < 4; l++)
         for (int b = 0; b < blocks[l]; b++) {
-            for (int c = 1; c <= 3; c++) snprintf(names[n++], 32, "layer%d.%d.conv%d", l + 1, b, c);
-            if (b == 0) snprintf(names[n++], 32, "layer%d.0.downsample.0", l + 1);
+            for (int c = 1; c <= 3; c++) snprintf(names[n++], 48, "layer%d.%d.conv%d", l + 1, b, c);
+            if (b == 0) snprintf(names[n++], 48, "layer%d.0.downsample.0", l + 1);
         }
     return n;
 }
 
 static void test_pass_resnet50(void)
 {
-    char names[64][32];
+    char names[64][48];
     const char *expect[64];
     const int n = resnet50_convs(names);
     for (int i = 0; i < n; i++) expect[i] = names[i];
