@@ -330,8 +330,9 @@ static int resnet50_convs(char names[][48])
     int n = 0;
     for (int l = 0; l < 4; l++)
         for (int b = 0; b < blocks[l]; b++) {
-            for (int c = 1; c <= 3; c++) snprintf(names[n++], 48, "layer%d.%d.conv%d", l + 1, b, c);
-            if (b == 0) snprintf(names[n++], 48, "layer%d.0.downsample.0", l + 1);
+            for (int c = 1; c <= 3; c++)
+                snprintf(names[n++], sizeof names[0], "layer%d.%d.conv%d", l + 1, b, c);
+            if (b == 0) snprintf(names[n++], sizeof names[0], "layer%d.0.downsample.0", l + 1);
         }
     return n;
 }
