@@ -7,12 +7,14 @@
  * segment c to segment c + 1 is the neurons' state (V, and A for ALIF), one value per neuron.
  * So:
  *
- *   forward, no tape:   for c = 0 .. C-1:  save S_c (the state entering c), run c, keep o[t]
- *   the loss:           L = CE(mean_t o[t], y);  G_o = dL/do[t] = dL/dmean / T, every t
- *   backward:           G_S = 0 (nothing after the last step)
- *                       for c = C-1 .. 0:
- *                           restore S_c; run c again WITH a tape, the state entering as a
- *                           leaf that requires grad (SNN_CARRY_DIFFERENTIABLE);
+ *   forward, no tape:   for c = 0 .. C-2:  save S_c (the state entering c), run c, keep o[t]
+ *   the last segment:   run C-1 WITH a tape, the state entering as a leaf that requires grad
+ *                       (SNN_CARRY_DIFFERENTIABLE); L = CE(mean_t o[t], y), the earlier
+ *                       segments' o[t] as constants; backward of L, which gives C-1's share
+ *                       of the gradients, G_o = dL/do[t] = dL/dmean / T (the same every t)
+ *                       and G_S <- the gradient that reached S_(C-1)
+ *   backward:           for c = C-2 .. 0:
+ *                           restore S_c; run c again with a tape, its state entering as a leaf;
  *                           backward of  sum_t <o[t], G_o> + <S_(c+1), G_S>
  *                           (the vector-Jacobian product of the segment, as one scalar);
  *                           G_S <- the gradient that reached S_c
@@ -20,7 +22,8 @@
  * The parameters' gradients add up over the segments to BPTT's through all T steps; what is
  * held at once is one segment's graph plus C saved states: O(K + T/K) activations per neuron
  * instead of O(T), smallest near K = sqrt(T) (Chen et al. 2016's sqrt(n) checkpointing, here
- * along time). The price: the forward runs twice.
+ * along time). The price: the forward of all segments but the last runs twice, (C - 1) / C of
+ * a forward more than BPTT (the last one's graph, made once, is the first the backward needs).
  *
  * Two things a recompute must not change: the random stream (dropout masks, Poisson spikes)
  * is set back to where it was before segment c; and batch-norm's running statistics, updated
@@ -87,14 +90,15 @@ static int steps_in(const segments *s, int c)
     return c < s->C - 1 ? s->K : s->T - c * s->K;
 }
 
-/* The forward without a tape, segment by segment, saving what the recomputes start from. */
-static snn_status forward_all(segments *s, snn_module *model, snn_tensor *x, int64_t N,
-                              int classes)
+/* The forward without a tape of every segment but the last, saving what the recomputes start
+ * from; the carried state is then the one entering the last segment. */
+static snn_status forward_all_but_last(segments *s, snn_module *model, snn_tensor *x, int64_t N,
+                                       int classes)
 {
     const char *fn = "train_segments_step";
     bool failed = false;
     snn_status status = SNN_OK;
-    for (int c = 0; c < s->C && status == SNN_OK; c++) {
+    for (int c = 0; c < s->C - 1 && status == SNN_OK; c++) {
         for (int l = 0; c > 0 && l < s->L; l++) {
             snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
             s->saved_v[c][l] = step_copy(fn, st.v, &failed);
@@ -115,12 +119,27 @@ static snn_status forward_all(segments *s, snn_module *model, snn_tensor *x, int
     return status;
 }
 
+/* After a segment's backward: g_v / g_a <- the gradient of the state that entered it (zeros
+ * where none reached it). */
+static snn_status read_state_gradients(const segments *s, snn_tensor **g_v, snn_tensor **g_a)
+{
+    snn_status status = SNN_OK;
+    for (int l = 0; status == SNN_OK && l < s->L; l++) {
+        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+        status = st.v_in->grad ? snn_tensor_copy(g_v[l], st.v_in->grad)
+                               : snn_tensor_fill(g_v[l], 0.0f);
+        if (status == SNN_OK && g_a[l])
+            status = st.a_in && st.a_in->grad ? snn_tensor_copy(g_a[l], st.a_in->grad)
+                                              : snn_tensor_fill(g_a[l], 0.0f);
+    }
+    return status;
+}
+
 /* Segment c again with a tape from its saved state, and the backward of
  * sum <o, g_out> + sum_l <V_out_l, g_v_l> + <A_out_l, g_a_l>; g_v / g_a then get the gradient of
  * the state that entered (zeros where none reached it). */
 static snn_status backward_segment(segments *s, int c, snn_module *model, snn_tensor *x,
-                                   snn_tensor *g_out, snn_tensor **g_v, snn_tensor **g_a,
-                                   bool have_g_state)
+                                   snn_tensor *g_out, snn_tensor **g_v, snn_tensor **g_a)
 {
     if (c == 0) snn_module_reset_state(model);
     for (int l = 0; c > 0 && l < s->L; l++) {
@@ -135,21 +154,59 @@ static snn_status backward_segment(segments *s, int c, snn_module *model, snn_te
     snn_step_begin();
     snn_tensor *o = snn_model_forward_steps(model, x); /* (K_c, N, classes) */
     snn_tensor *objective = o ? snn_sum_all(snn_mul(o, g_out)) : NULL;
-    for (int l = 0; have_g_state && objective && l < s->L; l++) {
+    for (int l = 0; objective && l < s->L; l++) {
         snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
         objective = snn_add(objective, snn_sum_all(snn_mul(st.v_out, g_v[l])));
         if (objective && g_a[l] && st.a_out)
             objective = snn_add(objective, snn_sum_all(snn_mul(st.a_out, g_a[l])));
     }
     status = objective ? snn_backward(objective) : snn_last_status();
-    for (int l = 0; status == SNN_OK && l < s->L; l++) {
-        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
-        status = st.v_in->grad ? snn_tensor_copy(g_v[l], st.v_in->grad)
-                               : snn_tensor_fill(g_v[l], 0.0f);
-        if (status == SNN_OK && g_a[l])
-            status = st.a_in && st.a_in->grad ? snn_tensor_copy(g_a[l], st.a_in->grad)
-                                              : snn_tensor_fill(g_a[l], 0.0f);
+    if (status == SNN_OK) status = read_state_gradients(s, g_v, g_a);
+    snn_step_end();
+    return status;
+}
+
+/* The last segment, run once with a tape from the state forward_all_but_last left: the loss
+ * of the time-mean logits over all T steps (the earlier segments' o[t] are constants here),
+ * its backward (the last segment's share of the gradients), and what the earlier segments'
+ * backward needs: g_out = dL/do[t] and g_v / g_a, the gradient of the state that entered.
+ * mean and loss get the step's time-mean logits and loss. All four are made by the caller,
+ * outside this segment's step, whose graph is gone when this returns. */
+static snn_status last_segment(segments *s, snn_module *model, snn_tensor *x, snn_tensor *y,
+                               float label_smoothing, snn_tensor *mean, snn_tensor *loss,
+                               snn_tensor *g_out, snn_tensor **g_v, snn_tensor **g_a)
+{
+    const int c = s->C - 1;
+    snn_status status = snn_model_set_time_steps(model, steps_in(s, c));
+    if (status != SNN_OK) return status;
+    snn_step_begin();
+    snn_tensor *o = snn_model_forward_steps(model, x); /* (K_c, N, classes) */
+    snn_tensor *sum = o ? snn_sum(o, 0, false) : NULL;
+    snn_no_grad_begin();
+    snn_tensor *earlier = NULL; /* sum over the earlier segments' steps: constants */
+    for (int k = 0; sum && k < c; k++) {
+        snn_tensor *part = snn_sum(s->out[k], 0, false);
+        earlier = earlier ? snn_add(earlier, part) : part;
+        if (!earlier) sum = NULL;
     }
+    snn_no_grad_end();
+    if (sum && earlier) sum = snn_add(sum, earlier);
+    snn_tensor *m = sum ? snn_scale(sum, 1.0f / (float)s->T) : NULL; /* (N, classes) */
+    if (m) m->retain_grad = true;
+    snn_tensor *l = m ? snn_cross_entropy_smooth(m, y, label_smoothing) : NULL;
+    status = l ? snn_backward(l) : snn_last_status();
+    if (status == SNN_OK && !m->grad)
+        status = snn_error(SNN_ERR_STATE, "train_segments_step: no gradient reached the "
+                           "time-mean logits");
+    if (status == SNN_OK) {
+        snn_no_grad_begin();
+        snn_tensor *g = snn_scale(m->grad, 1.0f / (float)s->T); /* dL/do[t], the same every t */
+        snn_no_grad_end();
+        status = g ? snn_tensor_copy(g_out, g) : snn_last_status();
+    }
+    if (status == SNN_OK) status = snn_tensor_copy(mean, m);
+    if (status == SNN_OK) status = snn_tensor_copy(loss, l);
+    if (status == SNN_OK && c > 0) status = read_state_gradients(s, g_v, g_a);
     snn_step_end();
     return status;
 }
@@ -179,59 +236,46 @@ static snn_status run(segments *s, snn_module *model, snn_tensor *x, snn_tensor 
     const int64_t N = x->shape.dim[0];
     snn_neuron_layers_set_carry(model, SNN_CARRY_CONSTANT);
     snn_module_reset_state(model);
-    snn_status status = forward_all(s, model, x, N, c->classes);
+    snn_status status = forward_all_but_last(s, model, x, N, c->classes);
     if (status != SNN_OK) return status;
+
+    /* what outlives the last segment's step: the time-mean logits, the loss, dL/do[t], and
+     * (with earlier segments, whose forward made the layers' state) the gradient of the state
+     * entering each segment */
+    snn_tensor *mean = snn_step_tensor(fn, SNN_SHAPE(N, c->classes), x->device);
+    snn_tensor *loss_value = snn_step_tensor(fn, SNN_SHAPE(1), x->device);
+    snn_tensor *g_out = snn_step_tensor(fn, SNN_SHAPE(N, c->classes), x->device);
+    snn_tensor *g_v[MAX_LAYERS] = {0}, *g_a[MAX_LAYERS] = {0};
+    if (!mean || !loss_value || !g_out) return snn_last_status();
+    for (int l = 0; s->C > 1 && l < s->L; l++) {
+        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
+        if (!st.v)
+            return snn_error(SNN_ERR_STATE, "%s: neuron layer %d has no carried state after "
+                             "the forward", fn, l);
+        g_v[l] = snn_step_tensor(fn, st.v->shape, st.v->device);
+        g_a[l] = st.a ? snn_step_tensor(fn, st.a->shape, st.a->device) : NULL;
+        if (!g_v[l] || (st.a && !g_a[l])) return snn_last_status();
+    }
+
+    /* the last segment, once, with the loss; then the others, from the last but one */
+    snn_module_zero_grad(model);
+    snn_neuron_layers_set_carry(model, SNN_CARRY_DIFFERENTIABLE);
+    status = last_segment(s, model, x, y, o->label_smoothing, mean, loss_value, g_out, g_v, g_a);
+    if (status != SNN_OK) return status;
+    /* the forward is done: the random stream and the running statistics as it left them, to
+     * be put back after the recomputes */
     const uint64_t rng_after = snn_model_rng_state(model);
     snn_param_list buffers = {0};
     snn_tensor *buffer_copy[512] = {0};
     status = save_buffers(model, &buffers, buffer_copy, 512);
-
-    /* the loss of the time-mean logits, and its gradient for each step's logits */
-    snn_tensor *mean = NULL, *g_out = NULL;
-    if (status == SNN_OK) {
-        snn_no_grad_begin();
-        snn_tensor *sum = snn_sum(s->out[0], 0, false);
-        for (int k = 1; sum && k < s->C; k++) sum = snn_add(sum, snn_sum(s->out[k], 0, false));
-        mean = sum ? snn_scale(sum, 1.0f / (float)s->T) : NULL; /* (N, classes) */
-        snn_no_grad_end();
-        if (mean) mean->requires_grad = true;
-        *loss = mean ? snn_cross_entropy_smooth(mean, y, o->label_smoothing) : NULL;
-        status = *loss ? snn_backward(*loss) : snn_last_status();
-        if (status == SNN_OK) {
-            snn_no_grad_begin();
-            g_out = snn_scale(mean->grad, 1.0f / (float)s->T); /* dL/do[t], the same every t */
-            snn_no_grad_end();
-            if (!g_out) status = snn_last_status();
-        }
-    }
-    /* backward, one segment at a time from the last */
-    snn_tensor *g_v[MAX_LAYERS], *g_a[MAX_LAYERS];
-    bool failed = false;
-    for (int l = 0; status == SNN_OK && l < s->L; l++) {
-        snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
-        g_v[l] = st.v ? snn_step_tensor(fn, st.v->shape, st.v->device) : NULL;
-        g_a[l] = st.a ? snn_step_tensor(fn, st.a->shape, st.a->device) : NULL;
-        failed |= !g_v[l] || (st.a && !g_a[l]);
-    }
-    if (failed && status == SNN_OK) status = snn_last_status();
-    if (status == SNN_OK) {
-        snn_module_zero_grad(model);
-        snn_neuron_layers_set_carry(model, SNN_CARRY_DIFFERENTIABLE);
-    }
-    for (int k = s->C - 1; status == SNN_OK && k >= 0; k--)
-        status = backward_segment(s, k, model, x, g_out, g_v, g_a, k < s->C - 1);
-    /* what the recomputes changed goes back to where the forward left it */
+    for (int k = s->C - 2; status == SNN_OK && k >= 0; k--)
+        status = backward_segment(s, k, model, x, g_out, g_v, g_a);
     snn_model_set_rng_state(model, rng_after);
     for (int i = 0; i < buffers.count && i < 512; i++)
         if (buffer_copy[i] && status == SNN_OK)
             status = snn_tensor_copy(buffers.items[i].tensor, buffer_copy[i]);
     snn_param_list_free(&buffers);
-    if (status == SNN_OK) {
-        snn_no_grad_begin();
-        *logits = snn_scale(mean, 1.0f);
-        snn_no_grad_end();
-        if (!*logits) status = snn_last_status();
-    }
+    if (status == SNN_OK) *logits = mean, *loss = loss_value;
     return status;
 }
 

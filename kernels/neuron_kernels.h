@@ -132,14 +132,14 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, flo
  *   dX      (T, M)  = dL/dX (written, not accumulated: the input of the batch-norm's backward)
  *   dresidual (T, M) += dL/dX when not NULL (the residual add's backward)
  *   dspike  (T, M)  dL/dS, or NULL
- *   in->dv_last, in->dv_init: the state's gradients, as lif_backward's dv_last and dv_init;
- *           dspike and in->dv_last are never both given (see below)
- * with the bits of lif_bn_forward (h_seq) -> fill dX with 0 -> lif_backward -> axpy. For
- * T <= SNN_NEURON_BN_BACKWARD_MAX_T; a device may leave it NULL (the CPU does), and the op then
- * runs that sequence with H in scratch. It does so too where both dS and dV_last reach a
- * differentiable state (snn_batchnorm_neuron_state): the multi-step state op's two nodes
- * (neurons/carry.c) run lif_backward twice, the V's with dv_last alone, then the spikes' with
- * dspike alone, each adding into dX and dv_init, and those bits are the op's. */
+ *   in->dv_last, in->dv_init: the state's gradients, as lif_backward's dv_last and dv_init
+ * with the bits of lif_bn_forward (h_seq) -> fill dX with 0 -> lif_backward -> axpy where one
+ * of dspike and in->dv_last is given. Where both are (a differentiable state, in
+ * snn_batchnorm_neuron_state, whose spikes and V_out both reach the loss), one recurrence takes
+ * both: the sum of the two runs of lif_backward the multi-step state op's two nodes make
+ * (neurons/carry.c), up to rounding. For T <= SNN_NEURON_BN_BACKWARD_MAX_T; a device may leave
+ * it NULL (the CPU does), and the op then runs the sequence with H in scratch, with lif_backward
+ * once for each gradient (the unfused op's bits). */
 #define SNN_NEURON_BN_BACKWARD_MAX_T 16
 typedef void (*snn_neuron_bn_backward_fn)(float *dX, float *dresidual, const float *dspike,
                                           const snn_neuron_bn_input *in,

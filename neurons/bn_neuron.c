@@ -53,7 +53,7 @@ typedef struct bn_neuron_saved {
  * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init. On the
  * device's one-pass kernel (H in registers) where it has one, else H recomputed into scratch
  * (taken after the caller's scratch mark), then lif_backward (twice with both dS and dV_last,
- * as lif_bn_backward says) and axpy. `spikes` is the op's output, for lif_backward's spike
+ * as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for lif_backward's spike
  * argument. False when it could not run (reported to snn_backward). */
 static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
                                  const snn_neuron_dims *d, const snn_neuron_bn_input *in,
@@ -64,10 +64,9 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
     const snn_neuron_kernels *nk = snn_neuron_kernels_for(spikes->device);
     SNN_ASSERT(k && nk);
     const int64_t n = spikes->numel;
-    /* one gradient a call for the one-pass kernel: with dS and dV_last both, the state op's
-     * bits are two runs of lif_backward (lif_bn_backward, kernels/neuron_kernels.h) */
-    const bool one_pass = nk->lif_bn_backward && d->T <= SNN_NEURON_BN_BACKWARD_MAX_T &&
-                          !(dspike && in->dv_last);
+    /* the one-pass kernel takes dS and dV_last together (one recurrence: G_H is linear in
+     * both); the scratch path below runs lif_backward once for each, as the unfused op does */
+    const bool one_pass = nk->lif_bn_backward && d->T <= SNN_NEURON_BN_BACKWARD_MAX_T;
     if (!one_pass && (!nk->lif_bn_forward || !nk->lif_backward)) {
         /* forward ran the fused kernel, so only a change of kernel set since gets here */
         snn_error(SNN_ERR_STATE, "%s: the %s neuron kernels have no '%s'; hint: keep one "
@@ -369,9 +368,11 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
  *       from V_in, then dL/dX, dL/dresidual, dL/dV_in (neuron_part_backward);
  *   "snn_batchnorm_neuron (state)":      (X, residual, V_in) -> V_out (the state op only).
  * The unfused state op's two nodes each run the BPTT; here the spikes' node runs it once with
- * both gradients (the two recurrences in one kernel, lif_bn_backward): the V_out node, which the
- * tape reaches first, leaves its gradient to it (V_out keeps its gradient, retain_grad) unless
- * no gradient reached the spikes, and then runs alone. */
+ * both gradients: the V_out node, which the tape reaches first, leaves its gradient to it (V_out
+ * keeps its gradient, retain_grad) unless no gradient reached the spikes, and then runs alone.
+ * On the CPU (and past T = 16) that one backward is still two runs of lif_backward, the unfused
+ * op's bits; CUDA's one-pass kernel takes both gradients in one recurrence, which equals the
+ * two runs' sum up to rounding (where dX's two terms are added), not bit for bit. */
 
 typedef struct bn_state_saved {
     bn_neuron_saved bn;             /* params, dims, statistics */

@@ -13,7 +13,8 @@
  *      loss and gradients; then its inference with fusion on and off: the same logits.
  *   5. the carrying variants (snn_batchnorm_neuron_carry, _state) against the same ops ending
  *      in snn_neuron_multistep_carry / _state, bit for bit: spikes, the state left, and the
- *      gradients of x, gamma, beta, the residual and V_in.
+ *      gradients of x, gamma, beta, the residual and V_in; to 1e-5 where dS and dV_last both
+ *      reach the one-pass kernel (its one recurrence against the unfused op's two).
  * Shapes: planes of 64 (the batch-norm's four-wide kernels), of 49 (scalar ones) and of 1;
  * several blocks of the neuron kernel; T from 2 to 17 (every backward kernel and the scratch
  * path). Without a GPU it exits 77 (skipped).
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "kernels/neuron_kernels.h"
 #include "nn/nn.h"
 #include "neurons/neurons.h"
 #include "test.h"
@@ -156,8 +158,10 @@ static void test_gpu_fused_equals_gpu_separate(void)
  * snn_neuron_multistep_carry / _state, bit for bit. Carry: two calls on one state (the second
  * starts from what the first left), each call's L = sum(S R) backpropagated. State: one call
  * from a random V_in that requires grad, L = sum(S R) (seeds 1: the one-pass kernel),
- * sum(V_out R_v) (2: the one-pass kernel from dL/dV_last) or both (3: the scratch path, two
- * runs of lif_backward). Gradients of x, gamma, beta, the residual and V_in; the state left. */
+ * sum(V_out R_v) (2: the one-pass kernel from dL/dV_last) or both (3: the one-pass kernel with
+ * both, one recurrence where the unfused op runs two: its gradients equal to rounding, the
+ * scratch path's at T = 17 bit for bit). Gradients of x, gamma, beta, the residual and V_in;
+ * the state left. */
 typedef struct carry_result {
     int64_t n, m, C;
     float *spikes, *state, *dx, *dgamma, *dbeta, *dres, *dv_in;
@@ -223,6 +227,17 @@ static carry_result run_carrying(bool fused, bool differentiable, snn_shape shap
     return r;
 }
 
+/* Bit for bit, or (summed) to 1e-5 of the gradient's largest magnitude: a sum of two terms
+ * added in another order differs in the last bits, and batch-norm's backward carries that into
+ * dgamma and dbeta through sums over the plane. */
+static bool same(const float *a, const float *b, int64_t n, bool summed)
+{
+    if (!summed || !a || !b) return bits(a, b, n);
+    double scale = 0.0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)a[i]));
+    return test_worst_ratio(b, a, (long)n, 1e-5 * fmax(scale, 1e-3), 1e-5, NULL) <= 1.0;
+}
+
 static void test_gpu_carrying_equals_gpu_separate(void)
 {
     snn_neuron_config cfg[3];
@@ -237,10 +252,15 @@ static void test_gpu_carrying_equals_gpu_separate(void)
                                                   mode);
                     carry_result b = run_carrying(true, mode > 0, carry_shapes[s], res, &cfg[c],
                                                   mode);
+                    const bool summed = mode == 3 && carry_shapes[s].dim[0] <=
+                                                         SNN_NEURON_BN_BACKWARD_MAX_T;
                     const bool ok = a.n == b.n && a.n > 0 && bits(a.spikes, b.spikes, a.n) &&
-                                    bits(a.state, b.state, a.m) && bits(a.dx, b.dx, a.n) &&
-                                    bits(a.dgamma, b.dgamma, a.C) && bits(a.dbeta, b.dbeta, a.C) &&
-                                    bits(a.dres, b.dres, a.n) && bits(a.dv_in, b.dv_in, a.m);
+                                    bits(a.state, b.state, a.m) &&
+                                    same(a.dx, b.dx, a.n, summed) &&
+                                    same(a.dgamma, b.dgamma, a.C, summed) &&
+                                    same(a.dbeta, b.dbeta, a.C, summed) &&
+                                    same(a.dres, b.dres, a.n, summed) &&
+                                    same(a.dv_in, b.dv_in, a.m, summed);
                     if (!ok)
                         fprintf(stderr, "  shape %d, config %d, residual %d, mode %d: fused "
                                 "carrying op != separate on the GPU\n", s, c, res, mode);
