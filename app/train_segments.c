@@ -136,8 +136,9 @@ static snn_status read_state_gradients(const segments *s, snn_tensor **g_v, snn_
 }
 
 /* Segment c again with a tape from its saved state, and the backward of
- * sum <o, g_out> + sum_l <V_out_l, g_v_l> + <A_out_l, g_a_l>; g_v / g_a then get the gradient of
- * the state that entered (zeros where none reached it). */
+ * sum <o, g_out> + sum_l <V_out_l, g_v_l> + <A_out_l, g_a_l> (one walk of the tape from those
+ * outputs, each seeded with its gradient); g_v / g_a then get the gradient of the state that
+ * entered (zeros where none reached it). */
 static snn_status backward_segment(segments *s, int c, snn_module *model, snn_tensor *x,
                                    snn_tensor *g_out, snn_tensor **g_v, snn_tensor **g_a)
 {
@@ -153,14 +154,20 @@ static snn_status backward_segment(segments *s, int c, snn_module *model, snn_te
     if (status != SNN_OK) return status;
     snn_step_begin();
     snn_tensor *o = snn_model_forward_steps(model, x); /* (K_c, N, classes) */
-    snn_tensor *objective = o ? snn_sum_all(snn_mul(o, g_out)) : NULL;
-    for (int l = 0; objective && l < s->L; l++) {
+    /* the seeds: dL/do[t] = g_out at every step, and the states' gradients */
+    snn_tensor *outs[1 + 2 * MAX_LAYERS];
+    const snn_tensor *seeds[1 + 2 * MAX_LAYERS];
+    int n = 0;
+    snn_no_grad_begin();
+    outs[n] = o, seeds[n++] = o ? snn_repeat_time(g_out, steps_in(s, c)) : NULL;
+    snn_no_grad_end();
+    bool ok = o && seeds[0];
+    for (int l = 0; ok && l < s->L; l++) {
         snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
-        objective = snn_add(objective, snn_sum_all(snn_mul(st.v_out, g_v[l])));
-        if (objective && g_a[l] && st.a_out)
-            objective = snn_add(objective, snn_sum_all(snn_mul(st.a_out, g_a[l])));
+        outs[n] = st.v_out, seeds[n++] = g_v[l];
+        if (g_a[l] && st.a_out) outs[n] = st.a_out, seeds[n++] = g_a[l];
     }
-    status = objective ? snn_backward(objective) : snn_last_status();
+    status = ok ? snn_backward_from_many(n, outs, seeds) : snn_last_status();
     if (status == SNN_OK) status = read_state_gradients(s, g_v, g_a);
     snn_step_end();
     return status;

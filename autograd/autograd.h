@@ -97,6 +97,12 @@ snn_status snn_backward(snn_tensor *loss);
 /** As snn_backward, from any output `out` with an explicit `seed` gradient of out's shape and
  * device (dL/dout). SNN_ERR_ARGUMENT for a NULL, mismatched or non-differentiable argument. */
 snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed);
+/** As snn_backward_from, from `count` outputs at once, outs[i] seeded with seeds[i] (as
+ * torch.autograd.backward(tensors, grad_tensors)): one walk of the tape for the vector-Jacobian
+ * product of all of them, as snn_backward of sum_i <outs[i], seeds[i]> gives without the ops
+ * that make that sum. Every pair is checked before any gradient is seeded. */
+snn_status snn_backward_from_many(int count, snn_tensor *const *outs,
+                                  const snn_tensor *const *seeds);
 
 /** The gradient-ready hook's type: called with the `ctx` given to snn_backward_set_hook and a
  * parameter whose gradient is final for this backward. */

@@ -95,3 +95,30 @@ snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed)
     snn_kernels_for(out->device)->axpy(g, 1.0f, seed->data, seed->numel);
     return run_tape(fn);
 }
+
+snn_status snn_backward_from_many(int count, snn_tensor *const *outs,
+                                  const snn_tensor *const *seeds)
+{
+    const char *fn = "snn_backward_from_many";
+    if (count < 1 || !outs || !seeds)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'count' (expected >= 1 outputs and "
+                         "as many seeds, got %d%s)", fn, count,
+                         outs && seeds ? "" : " and a NULL array");
+    for (int i = 0; i < count; i++) {
+        char out_name[32], seed_name[32];
+        snprintf(out_name, sizeof out_name, "outs[%d]", i);
+        snprintf(seed_name, sizeof seed_name, "seeds[%d]", i);
+        if (snn_check_same_shape(fn, out_name, outs[i], seed_name, seeds[i]) ||
+            snn_check_same_device(fn, out_name, outs[i], seed_name, seeds[i]))
+            return snn_last_status();
+        if (!outs[i]->requires_grad)
+            return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (it does not require grad)",
+                             fn, out_name);
+    }
+    for (int i = 0; i < count; i++) {
+        float *g = snn_grad_for(outs[i]);
+        if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of memory for the seed gradient", fn);
+        snn_kernels_for(outs[i]->device)->axpy(g, 1.0f, seeds[i]->data, seeds[i]->numel);
+    }
+    return run_tape(fn);
+}

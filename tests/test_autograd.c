@@ -42,6 +42,42 @@ static void test_values_and_backward_by_hand(void)
     snn_step_end();
 }
 
+/* snn_backward_from_many: y = a * b and z = a + y, seeded with gy and gz, one walk of the
+ * tape: dL/da = gy b + gz (1 + b), dL/db = gy a + gz a, where a shared node (y, which z
+ * reads) gets its seed and z's share before it runs. Bad arguments are refused before any
+ * seed, naming the pair. */
+static void test_backward_from_many_by_hand(void)
+{
+    snn_step_begin();
+    float av[3] = {1, 2, 3}, bv[3] = {4, 5, 6}, gyv[3] = {1, -2, 0.5f}, gzv[3] = {3, 0, -1};
+    snn_tensor *a = snn_from_host(SNN_SHAPE(3), av, SNN_CPU);
+    snn_tensor *b = snn_from_host(SNN_SHAPE(3), bv, SNN_CPU);
+    a->requires_grad = b->requires_grad = true;
+    snn_tensor *y = snn_mul(a, b), *z = snn_add(a, y);
+    snn_tensor *gy = snn_from_host(SNN_SHAPE(3), gyv, SNN_CPU);
+    snn_tensor *gz = snn_from_host(SNN_SHAPE(3), gzv, SNN_CPU);
+    snn_tensor *outs[2] = {y, z};
+    const snn_tensor *seeds[2] = {gy, gz};
+    CHECK_OK(snn_backward_from_many(2, outs, seeds));
+    for (int i = 0; i < 3; i++) {
+        CHECK_CLOSE(a->grad->data[i], gyv[i] * bv[i] + gzv[i] * (1.0f + bv[i]), 0, 0);
+        CHECK_CLOSE(b->grad->data[i], (gyv[i] + gzv[i]) * av[i], 0, 0);
+    }
+    /* a seed of another shape, or an output that needs no gradient: refused, nothing run */
+    snn_tensor *wrong = snn_zeros(SNN_SHAPE(4), SNN_CPU);
+    const snn_tensor *bad_seeds[2] = {gy, wrong};
+    const float a0 = a->grad->data[0];
+    CHECK(snn_backward_from_many(2, outs, bad_seeds) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "snn_backward_from_many") && strstr(snn_last_error(), "seeds[1]"));
+    CHECK(a->grad->data[0] == a0);
+    snn_tensor *constant[1] = {gy};
+    CHECK(snn_backward_from_many(1, constant, seeds) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "outs[0]"));
+    CHECK(snn_backward_from_many(0, outs, seeds) == SNN_ERR_ARGUMENT);
+    snn_clear_error();
+    snn_step_end();
+}
+
 static void test_broadcast_by_hand(void)
 {
     snn_step_begin();
@@ -499,6 +535,7 @@ int main(void)
 {
     snn_set_num_threads(2);
     RUN(test_values_and_backward_by_hand);
+    RUN(test_backward_from_many_by_hand);
     RUN(test_broadcast_by_hand);
     RUN(test_owned_parameter_accumulates);
     RUN(test_no_grad_records_nothing);

@@ -7,7 +7,8 @@
 #   bash tools/gpu/temporal.sh STAGE...
 #
 #   memory     bench_train_step, ResNet-18 width 64, BF16, batch 32, at each T of MEMORY_T
-#              (4 8 16 32): BPTT, BPTT with --time-checkpoint (TC_K: 4), SLTT, SLTT-K (K: 4);
+#              (4 8 16 32): BPTT, BPTT with --time-checkpoint K for each K of TC_K (4) below T,
+#              SLTT (unless NO_SLTT=1), SLTT-K (K: SLTT_K, 4);
 #              with .carry/base-src.tgz the base tree's too, rows marked "(base)"; MEMORY_FLAGS
 #              added (default --keep-bf16: conv outputs kept as bf16; MEMORY_FLAGS= for fp32)
 #   kernels    bench_neurons (the fused LIF and ALIF kernels against the copy bandwidth), then
@@ -18,7 +19,11 @@
 #   rows       rsnn on sequential Fashion-MNIST by rows (T = 28), LIF and ALIF side by side,
 #              ROWS_EPOCHS (10) epochs, ROWS_FLAGS added; or ROWS_VARIANTS, runs side by side
 #              separated by ';', each "NAME FLAGS..."; each stopped at ROWS_SECONDS (560)
-#   pixels     rsnn by pixels (T = 784), ALIF, stopped by SIGTERM after PIXELS_SECONDS (420)
+#   pixels     rsnn by pixels (T = 784), ALIF, stopped by SIGTERM after PIXELS_SECONDS (420);
+#              PIXELS_VARIANTS: runs side by side, separated by ';', each "NAME FLAGS..."
+#              (default: one, "alif PIXELS_FLAGS"), PIXELS_EPOCHS (30) epochs. Each run's checkpoint comes back as
+#              $OUT/pixels_NAME.safetensors; with .carry/pixels_NAME.safetensors the run resumes
+#              from it (--resume), so that a run spans several calls
 #
 # Output: $OUT/summary.txt, a stage's table as $OUT/STAGE.txt, everything in $OUT/logs.tgz.
 cd "$(dirname "$0")/../.." && . tools/gpu/lib.sh
@@ -33,8 +38,10 @@ for stage in "$@"; do
     gpu_name
     log "ResNet-18, BF16, batch 32: memory and step time against T, for each train mode"
     for T in ${MEMORY_T:-4 8 16 32}; do
-      modes=("--train-mode bptt" "--train-mode sltt" "--train-mode sltt --sltt-k ${SLTT_K:-4}")
-      [ "$T" -gt "${TC_K:-4}" ] && modes+=("--time-checkpoint ${TC_K:-4}")
+      modes=("--train-mode bptt")
+      [ "${NO_SLTT:-0}" = 1 ] || modes+=("--train-mode sltt")
+      modes+=("--train-mode sltt --sltt-k ${SLTT_K:-4}")
+      for K in ${TC_K:-4}; do [ "$T" -gt "$K" ] && modes+=("--time-checkpoint $K"); done
       for mode in "${modes[@]}"; do
         for v in $(variants); do
           echo "-- T=$T $mode ($v)"
@@ -91,12 +98,29 @@ for stage in "$@"; do
   pixels)
     build snn-train || exit 1
     gpu_name
-    log "rsnn, sequential Fashion-MNIST by pixels (T = 784), ALIF, ${PIXELS_SECONDS:-420} s"
-    timeout -s TERM "${PIXELS_SECONDS:-420}" build-gpu/bin/snn-train --device cuda --model rsnn \
-      --sequence pixels --neuron alif --epochs 100 ${PIXELS_FLAGS:-} --out "$LOGS/pixels" \
-      > "$LOGS/pixels.log" 2>&1
-    train_log "$LOGS/pixels.log" | tee "$OUT/pixels.txt" | summary
-    grep -E "batch" "$LOGS/pixels.log" | tail -3 | summary ;;
+    variants=${PIXELS_VARIANTS:-"alif ${PIXELS_FLAGS:-}"}
+    log "rsnn, sequential Fashion-MNIST by pixels (T = 784), ${PIXELS_SECONDS:-420} s: $variants"
+    IFS=';' read -ra runs <<< "$variants"
+    for run in "${runs[@]}"; do
+      read -r name flags <<< "$run"
+      from=.carry/pixels_$name.safetensors
+      if [ -f "$from" ]; then
+        start=(--resume "$from")
+      else
+        # shellcheck disable=SC2206
+        start=(--model rsnn --sequence pixels --neuron alif --epochs "${PIXELS_EPOCHS:-30}" $flags)
+      fi
+      timeout -s TERM "${PIXELS_SECONDS:-420}" build-gpu/bin/snn-train --device cuda \
+        "${start[@]}" --out "$LOGS/pixels_$name" > "$LOGS/pixels_$name.log" 2>&1 &
+    done
+    wait
+    for run in "${runs[@]}"; do
+      read -r name flags <<< "$run"
+      echo "-- $name: $flags$([ -f ".carry/pixels_$name.safetensors" ] && echo " (resumed)")"
+      train_log "$LOGS/pixels_$name.log"
+      grep -E "batch" "$LOGS/pixels_$name.log" | tail -2
+      cp "$LOGS/pixels_$name/checkpoint.safetensors" "$OUT/pixels_$name.safetensors" 2>/dev/null
+    done | tee "$OUT/pixels.txt" | summary ;;
   *) echo "temporal.sh: unknown stage '$stage'" | summary; exit 2 ;;
   esac
 done
