@@ -99,7 +99,8 @@ int train_option_table(train_options *o, option *table)
          "each step's loss backpropagated at once, memory independent of T; docs/temporal.md)"},
         {"--time-checkpoint", OPT_INT, &o->time_checkpoint,
          "--train-mode bptt: keep the neurons' state every K steps and recompute each segment in "
-         "backward: memory of K steps plus T/K states, one more forward (0: off)"},
+         "backward (all but the last): memory of K steps plus T/K states, 1 - K/T forward more "
+         "(0: off)"},
         {"--sltt-k", OPT_INT, &o->sltt_k,
          "--train-mode sltt: run backward on K of the T steps, drawn at random per batch "
          "(0: all)"},
