@@ -17,6 +17,13 @@
  *   backward: dX and dresidual as sums, except on elements whose reference H comes within that
  *             distance of V_th at some step (where a flip changes the gradient wholesale).
  * Either way at most 16 + M / 1000 elements may be set aside, and the count is printed.
+ *
+ * The carried state (snn_batchnorm_neuron_carry / _state) rides in the same input: forward
+ * NV_STATE reads V_init and writes V_last, NV_ALIAS updates one state in place; backward
+ * NV_STATE takes dS and dL/dV_last together (one recurrence on the GPU, two runs of
+ * lif_backward in the op on the CPU) and NV_ALIAS dL/dV_last alone, both adding dL/dV_init.
+ * V_last and dV_init are compared as the other outputs, element by element, leaving out the
+ * elements set aside above.
  */
 
 BO_HAS_NEURON(lif_bn_forward)
@@ -56,7 +63,14 @@ static void bn_input_setup(bo_case *c, const neuron_params *p)
     }
 }
 
-/* The snn_neuron_bn_input of a side, from the buffers at `first` (bn_input_setup's order). */
+/* Whether a case carries the membrane state (the file comment). */
+static bool bn_carries(const neuron_params *p)
+{
+    return p->variant == NV_STATE || p->variant == NV_ALIAS;
+}
+
+/* The snn_neuron_bn_input of a side, from the buffers at `first` (bn_input_setup's order); the
+ * state's fields stay NULL for the caller to set. */
 static snn_neuron_bn_input bn_input_of(const neuron_params *p, void *const *a, int first)
 {
     const snn_neuron_bn_input in = {a[first], p->bn ? a[first + 1] : NULL,
@@ -64,8 +78,34 @@ static snn_neuron_bn_input bn_input_of(const neuron_params *p, void *const *a, i
                                     p->bn ? a[first + 4] : NULL,
                                     p->residual == 1 ? a[first + 5] : NULL,
                                     p->residual == 2 ? a[first + 6] : NULL,
-                                    NULL, NULL, NULL, NULL}; /* no carried state */
+                                    NULL, NULL, NULL, NULL};
     return in;
+}
+
+/* A per-element output (V_last, dV_init: M floats) against the reference, SUM's tolerance
+ * scaled by the largest change from its start; elements marked in `skip` left out. Returns the
+ * worst ratio, or infinity with `why` set. */
+static double bn_state_compare(const bo_buf *b, const float *g, const float *r,
+                               const bool *skip, char *why, size_t why_size)
+{
+    const bo_tol tol = bo_tolerance_of(BO_SUM, NULL, NULL);
+    const float *start = b->init;
+    double scale = 0.0, worst = 0.0;
+    for (int64_t i = 0; i < b->n; i++)
+        scale = fmax(scale, fabs((double)r[i] - (start ? (double)start[i] : 0.0)));
+    for (int64_t i = 0; i < b->n; i++) {
+        if (skip[i]) continue;
+        const double ratio = bo_is_poison(g, BO_F32, i) ? (double)INFINITY
+                             : bo_ratio((double)g[i], (double)r[i],
+                                        start ? (double)start[i] : 0.0, scale, &tol, 0x1.0p-23);
+        if (!(ratio <= worst)) worst = isnan(ratio) ? (double)INFINITY : ratio;
+        if (!(worst <= 1.0)) {
+            snprintf(why, why_size, "'%s' [e=%lld]: %.9g, reference %.9g", b->name,
+                     (long long)i, (double)g[i], (double)r[i]);
+            return (double)INFINITY;
+        }
+    }
+    return worst;
 }
 
 /* The reference's X (T, M) from in: normalise, then add the residual (scratch on s). */
@@ -108,6 +148,18 @@ static void lif_bn_fwd_setup(bo_case *c)
     else bo_unused(c, "activity");
     bo_buffer(c, "h_ref", BO_F32, BO_REF, BO_CUSTOM, n);
     bn_input_setup(c, p);
+    /* the state: V_init 12 and V_last 13, or (NV_ALIAS) one state 12 updated in place */
+    const int64_t m = neuron_step(p);
+    if (p->variant == NV_STATE) {
+        bo_in_uniform(c, "v_init", m, -0.5f, 0.9f);
+        bo_out(c, "v_last", BO_F32, m, BO_CUSTOM);
+    } else if (p->variant == NV_ALIAS) {
+        float *v = bo_f32(c, bo_buffer(c, "v_state", BO_F32, BO_ACC, BO_CUSTOM, m));
+        for (int64_t e = 0; e < m; e++) v[e] = -0.5f + 1.4f * snn_rng_uniform(&bo_rng);
+        bo_unused(c, "v_last");
+    } else {
+        bo_unused(c, "v_init"), bo_unused(c, "v_last");
+    }
 }
 
 static bool lif_bn_fwd_run(const bo_case *c, bo_side *s)
@@ -118,7 +170,8 @@ static bool lif_bn_fwd_run(const bo_case *c, bo_side *s)
     float *spike = p->outputs & 1 ? a[0] : NULL, *h = p->outputs & 4 ? a[2] : NULL;
     uint32_t *bits = p->outputs & 2 ? a[1] : NULL;
     float *act = p->outputs & 8 ? a[3] : NULL;
-    const snn_neuron_bn_input in = bn_input_of(p, a, 5);
+    snn_neuron_bn_input in = bn_input_of(p, a, 5);
+    if (bn_carries(p)) in.v_init = a[12], in.v_last = p->variant == NV_ALIAS ? a[12] : a[13];
     if (!s->is_ref) {
         s->nk->lif_bn_forward(spike, bits, h, act, &in, &q, &p->d);
         return true;
@@ -126,7 +179,7 @@ static bool lif_bn_fwd_run(const bo_case *c, bo_side *s)
     const float *X = bn_reference_x(s, p, &in);
     const int64_t n = neuron_numel(p);
     float *S = spike ? spike : bo_scratch(s, (size_t)n * sizeof *S);
-    snn_lif_forward_ref(S, a[4], NULL, NULL, act, X, NULL, NULL, NULL, &q, &p->d);
+    snn_lif_forward_ref(S, a[4], in.v_last, NULL, act, X, in.v_init, NULL, NULL, &q, &p->d);
     if (h) memcpy(h, a[4], (size_t)n * sizeof *h);
     if (bits) snn_pack_bits_ref(bits, S, n);
     return true;
@@ -146,6 +199,8 @@ static double lif_bn_fwd_compare(const bo_case *c, void *const *got, void *const
     double scale = 0.0, worst = 0.0;
     for (int64_t i = 0; i < T * M; i++) scale = fmax(scale, fabs((double)h_ref[i]));
     int64_t flips = 0;
+    bool *flipped = calloc((size_t)M, sizeof *flipped); /* the elements not compared after */
+    SNN_ASSERT(flipped);
     for (int64_t e = 0; e < M; e++)
         for (int64_t t = 0; t < T; t++) {
             const int64_t i = t * M + e;
@@ -157,6 +212,7 @@ static double lif_bn_fwd_compare(const bo_case *c, void *const *got, void *const
                                        bn_flip_zone(&q, (double)h_ref[i])) {
                     snprintf(why, why_size, "h_seq [t=%lld, e=%lld]: %.9g, reference %.9g",
                              (long long)t, (long long)e, (double)h[i], (double)h_ref[i]);
+                    free(flipped);
                     return (double)INFINITY;
                 }
                 if (r <= 1.0 && r > worst) worst = r;
@@ -170,15 +226,26 @@ static double lif_bn_fwd_compare(const bo_case *c, void *const *got, void *const
                 snprintf(why, why_size, "spike [t=%lld, e=%lld]: %g, reference %g (reference H "
                          "%.9g, V_th %g)", (long long)t, (long long)e, (double)sg, (double)sr,
                          (double)h_ref[i], (double)q.v_th);
+                free(flipped);
                 return (double)INFINITY;
             }
             flips++; /* explained: the rest of this element's time line is not compared */
+            flipped[e] = true;
             break;
         }
     if (flips > 16 + M / 1000) {
         snprintf(why, why_size, "%lld elements flipped at the threshold", (long long)flips);
+        free(flipped);
         return (double)INFINITY;
     }
+    /* the state left, where the element's spikes were the reference's all along */
+    if (bn_carries(p)) {
+        const int k = p->variant == NV_ALIAS ? 12 : 13;
+        const double r = bn_state_compare(&c->buf[k], got[k], ref[k], flipped, why, why_size);
+        worst = fmax(worst, r);
+    }
+    free(flipped);
+    if (!(worst <= 1.0)) return (double)INFINITY;
     /* activity and bits: exactly those of the kernel's own spikes */
     if (s_got && (p->outputs & 8)) {
         const float *act = got[3];
@@ -226,6 +293,15 @@ static void lif_bn_bwd_setup(bo_case *c)
     else bo_in_normal(c, "dspike", n, 0.0f, 1.0f);
     bo_buffer(c, "h_ref", BO_F32, BO_REF, BO_CUSTOM, n);
     bn_input_setup(c, p);
+    /* the state: V_init 11, dL/dV_last 12, dL/dV_init 13 (accumulated) */
+    const int64_t m = neuron_step(p);
+    if (bn_carries(p)) {
+        bo_in_uniform(c, "v_init", m, -0.5f, 0.9f);
+        bo_in_normal(c, "dv_last", m, 0.0f, 1.0f);
+        bo_acc(c, "dv_init", m, BO_CUSTOM);
+    } else {
+        bo_unused(c, "v_init"), bo_unused(c, "dv_last"), bo_unused(c, "dv_init");
+    }
 }
 
 static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
@@ -233,7 +309,8 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     const neuron_params *p = BO_PARAMS(c, neuron_params);
     const snn_neuron_params q = snn_neuron_params_from(&p->cfg);
     void **a = s->arg;
-    const snn_neuron_bn_input in = bn_input_of(p, a, 4);
+    snn_neuron_bn_input in = bn_input_of(p, a, 4);
+    if (bn_carries(p)) in.v_init = a[11], in.dv_last = a[12], in.dv_init = a[13];
     float *dres = p->residual ? a[1] : NULL;
     const float *dspike = p->variant == NV_ALIAS ? NULL : a[2];
     if (!s->is_ref) {
@@ -243,9 +320,10 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     const int64_t n = neuron_numel(p);
     const float *X = bn_reference_x(s, p, &in);
     float *S = bo_scratch(s, (size_t)n * sizeof *S);
-    snn_lif_forward_ref(S, a[3], NULL, NULL, NULL, X, NULL, NULL, NULL, &q, &p->d);
+    snn_lif_forward_ref(S, a[3], NULL, NULL, NULL, X, in.v_init, NULL, NULL, &q, &p->d);
     snn_fill_ref(a[0], 0.0f, n);
-    snn_lif_backward_ref(a[0], NULL, NULL, dspike, NULL, a[3], S, X, NULL, NULL, NULL, &q, &p->d);
+    snn_lif_backward_ref(a[0], in.dv_init, NULL, dspike, in.dv_last, a[3], S, X, in.v_init, NULL,
+                         NULL, &q, &p->d);
     if (dres) snn_axpy_ref(dres, 1.0f, a[0], n);
     return true;
 }
@@ -287,6 +365,9 @@ static double lif_bn_bwd_compare(const bo_case *c, void *const *got, void *const
                          (long long)(i / M), (long long)(i % M), (double)g[i], (double)r[i]);
         }
     }
+    if (bn_carries(p) && worst <= 1.0)
+        worst = fmax(worst, bn_state_compare(&c->buf[13], got[13], ref[13], near, why,
+                                             why_size));
     free(near);
     if (set_aside > 16 + M / 1000) {
         snprintf(why, why_size, "%lld elements near the threshold", (long long)set_aside);
@@ -322,15 +403,19 @@ static void bo_neuron_bn_cases(bo_list *l)
                     p.residual = residual[variant];
                     p.bn = variant != 4;
                     p.outputs = outputs[variant];
+                    /* a carried state on some: read and written apart, or in place */
+                    const neuron_variant state[3] = {NV_PLAIN, NV_STATE, NV_ALIAS};
+                    p.variant = state[(s + (size_t)variant + (size_t)kind) % 3];
                     char name[96];
                     neuron_test_name(name, sizeof name, &cfg);
                     const snn_neuron_dims *d = &p.d;
                     bo_add(l, &op_lif_bn_forward, &p, sizeof p,
-                           "%s (%lld, %lld, %lld, %lld) %s%s, out %s%s%s%s", name,
+                           "%s (%lld, %lld, %lld, %lld) %s%s, out %s%s%s%s%s", name,
                            (long long)d->T, (long long)d->N, (long long)d->C,
                            (long long)d->plane, p.bn ? "bn" : "x", residuals[p.residual],
                            p.outputs & 1 ? "S" : "", p.outputs & 2 ? " bits" : "",
-                           p.outputs & 4 ? " H" : "", p.outputs & 8 ? " activity" : "");
+                           p.outputs & 4 ? " H" : "", p.outputs & 8 ? " activity" : "",
+                           variant_names[p.variant]);
                 }
     /* lif_bn_backward: T up to SNN_NEURON_BN_BACKWARD_MAX_T over the CUDA kernel's three
      * specialisations (T <= 4, 8, 16), every surrogate, with and without dspike */
@@ -349,12 +434,14 @@ static void bo_neuron_bn_cases(bo_list *l)
                 p.d = (snn_neuron_dims){steps[t], 3, 5, t % 2 ? 49 : 33};
                 p.bn = true;
                 p.residual = (int)((t + (size_t)variant) % 3);
-                p.variant = sg == 1 && variant == 3 ? NV_ALIAS : NV_PLAIN; /* dspike NULL */
+                /* no state; the state with dS and dV_last both; dV_last alone (dS NULL) */
+                const neuron_variant state[3] = {NV_PLAIN, NV_STATE, NV_ALIAS};
+                p.variant = state[(t + (size_t)sg + (size_t)variant) % 3];
                 char name[96];
                 neuron_test_name(name, sizeof name, &cfg);
                 bo_add(l, &op_lif_bn_backward, &p, sizeof p,
                        "%s (%lld, 3, 5, %lld) bn%s%s", name, (long long)p.d.T,
                        (long long)p.d.plane, residuals[p.residual],
-                       p.variant == NV_ALIAS ? ", dspike NULL" : "");
+                       variant_names_bwd[p.variant]);
             }
 }
