@@ -37,8 +37,6 @@
 #include "tensor/arena.h"
 #include "tensor/error.h"
 
-enum { MAX_LAYERS = 256, MAX_SEGMENTS = 1024 };
-
 snn_status train_segments_check(const char *prog, snn_module *model, int segment)
 {
     const snn_model_config *c = snn_model_config_of(model);
@@ -61,9 +59,6 @@ snn_status train_segments_check(const char *prog, snn_module *model, int segment
         return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint %d: expected --dropout 0 or "
                          "K = T (%d) (the dropout mask is shared by all T steps, which segments "
                          "of K steps cannot do)", prog, segment, c->time_steps);
-    if (snn_neuron_layers_collect(model, NULL, 0) > MAX_LAYERS)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: --time-checkpoint: more than %d neuron layers",
-                         prog, MAX_LAYERS);
     return SNN_OK;
 }
 
@@ -76,13 +71,23 @@ static snn_tensor *step_copy(const char *fn, const snn_tensor *t, bool *failed)
     return c;
 }
 
+/* A zeroed table of `count` entries of `size` bytes in the host's step memory (it lives until
+ * the step that train_segments_step runs in ends), or NULL with the error set. */
+static void *step_table(size_t count, size_t size)
+{
+    void *t = snn_step_alloc("train_segments_step", count * size + 1, SNN_CPU);
+    if (t) memset(t, 0, count * size + 1);
+    return t;
+}
+
+/* One step's segments: C segments over L neuron layers. The tables are step memory. */
 typedef struct segments {
     int T, K, C, L;
-    snn_module *layer[MAX_LAYERS];
-    snn_tensor *saved_v[MAX_SEGMENTS][MAX_LAYERS]; /* S_c; c = 0 is the reset state (NULL) */
-    snn_tensor *saved_a[MAX_SEGMENTS][MAX_LAYERS];
-    uint64_t rng[MAX_SEGMENTS];                    /* the model's stream before segment c */
-    snn_tensor *out[MAX_SEGMENTS];                 /* o[t] of segment c, (K_c, N, classes) */
+    snn_module **layer;    /* (L) the model's neuron layers */
+    snn_tensor **saved_v;  /* (C, L) S_c, [c L + l]; c = 0 is the reset state (NULL) */
+    snn_tensor **saved_a;  /* (C, L) ALIF's A, likewise */
+    uint64_t *rng;         /* (C) the model's stream before segment c */
+    snn_tensor **out;      /* (C) o[t] of segment c, (K_c, N, classes) */
 } segments;
 
 static int steps_in(const segments *s, int c)
@@ -101,8 +106,8 @@ static snn_status forward_all_but_last(segments *s, snn_module *model, snn_tenso
     for (int c = 0; c < s->C - 1 && status == SNN_OK; c++) {
         for (int l = 0; c > 0 && l < s->L; l++) {
             snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
-            s->saved_v[c][l] = step_copy(fn, st.v, &failed);
-            s->saved_a[c][l] = step_copy(fn, st.a, &failed);
+            s->saved_v[c * s->L + l] = step_copy(fn, st.v, &failed);
+            s->saved_a[c * s->L + l] = step_copy(fn, st.a, &failed);
         }
         s->rng[c] = snn_model_rng_state(model);
         s->out[c] = snn_step_tensor(fn, SNN_SHAPE(steps_in(s, c), N, classes), x->device);
@@ -145,8 +150,8 @@ static snn_status backward_segment(segments *s, int c, snn_module *model, snn_te
     if (c == 0) snn_module_reset_state(model);
     for (int l = 0; c > 0 && l < s->L; l++) {
         snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
-        if (snn_tensor_copy(st.v, s->saved_v[c][l]) != SNN_OK ||
-            (st.a && snn_tensor_copy(st.a, s->saved_a[c][l]) != SNN_OK))
+        if (snn_tensor_copy(st.v, s->saved_v[c * s->L + l]) != SNN_OK ||
+            (st.a && snn_tensor_copy(st.a, s->saved_a[c * s->L + l]) != SNN_OK))
             return snn_last_status();
     }
     snn_model_set_rng_state(model, s->rng[c]);
@@ -155,8 +160,12 @@ static snn_status backward_segment(segments *s, int c, snn_module *model, snn_te
     snn_step_begin();
     snn_tensor *o = snn_model_forward_steps(model, x); /* (K_c, N, classes) */
     /* the seeds: dL/do[t] = g_out at every step, and the states' gradients */
-    snn_tensor *outs[1 + 2 * MAX_LAYERS];
-    const snn_tensor *seeds[1 + 2 * MAX_LAYERS];
+    snn_tensor **outs = step_table(1 + 2 * (size_t)s->L, sizeof *outs);
+    const snn_tensor **seeds = step_table(1 + 2 * (size_t)s->L, sizeof *seeds);
+    if (!outs || !seeds) {
+        snn_step_end();
+        return snn_last_status();
+    }
     int n = 0;
     snn_no_grad_begin();
     outs[n] = o, seeds[n++] = o ? snn_repeat_time(g_out, steps_in(s, c)) : NULL;
@@ -218,15 +227,16 @@ static snn_status last_segment(segments *s, snn_module *model, snn_tensor *x, sn
     return status;
 }
 
-/* The model's buffers (batch-norm's running statistics, its counts): STEP copies, to be put
- * back after the recomputes. *list holds the model's tensors (free it after the restore). */
-static snn_status save_buffers(snn_module *model, snn_param_list *list, snn_tensor **copies,
-                               int max)
+/* The model's buffers (batch-norm's running statistics, its counts): STEP copies in *copies
+ * (NULL for a trainable parameter), to be put back after the recomputes. *list holds the
+ * model's tensors (free it after the restore). */
+static snn_status save_buffers(snn_module *model, snn_param_list *list, snn_tensor ***copies_out)
 {
     snn_status status = snn_module_parameters(model, list);
-    if (status == SNN_OK && list->count > max)
-        return snn_error(SNN_ERR_ARGUMENT, "train_segments_step: more than %d parameters and "
-                         "buffers", max);
+    if (status != SNN_OK) return status;
+    snn_tensor **copies = step_table((size_t)list->count, sizeof *copies);
+    if (!copies) return snn_last_status();
+    *copies_out = copies;
     bool failed = false;
     for (int i = 0; status == SNN_OK && i < list->count; i++)
         copies[i] = list->items[i].trainable ? NULL
@@ -252,8 +262,9 @@ static snn_status run(segments *s, snn_module *model, snn_tensor *x, snn_tensor 
     snn_tensor *mean = snn_step_tensor(fn, SNN_SHAPE(N, c->classes), x->device);
     snn_tensor *loss_value = snn_step_tensor(fn, SNN_SHAPE(1), x->device);
     snn_tensor *g_out = snn_step_tensor(fn, SNN_SHAPE(N, c->classes), x->device);
-    snn_tensor *g_v[MAX_LAYERS] = {0}, *g_a[MAX_LAYERS] = {0};
-    if (!mean || !loss_value || !g_out) return snn_last_status();
+    snn_tensor **g_v = step_table((size_t)s->L, sizeof *g_v);
+    snn_tensor **g_a = step_table((size_t)s->L, sizeof *g_a);
+    if (!mean || !loss_value || !g_out || !g_v || !g_a) return snn_last_status();
     for (int l = 0; s->C > 1 && l < s->L; l++) {
         snn_neuron_carried st = snn_neuron_layer_carried(s->layer[l]);
         if (!st.v)
@@ -273,12 +284,12 @@ static snn_status run(segments *s, snn_module *model, snn_tensor *x, snn_tensor 
      * be put back after the recomputes */
     const uint64_t rng_after = snn_model_rng_state(model);
     snn_param_list buffers = {0};
-    snn_tensor *buffer_copy[512] = {0};
-    status = save_buffers(model, &buffers, buffer_copy, 512);
+    snn_tensor **buffer_copy = NULL;
+    status = save_buffers(model, &buffers, &buffer_copy);
     for (int k = s->C - 2; status == SNN_OK && k >= 0; k--)
         status = backward_segment(s, k, model, x, g_out, g_v, g_a);
     snn_model_set_rng_state(model, rng_after);
-    for (int i = 0; i < buffers.count && i < 512; i++)
+    for (int i = 0; buffer_copy && i < buffers.count; i++)
         if (buffer_copy[i] && status == SNN_OK)
             status = snn_tensor_copy(buffers.items[i].tensor, buffer_copy[i]);
     snn_param_list_free(&buffers);
@@ -297,15 +308,16 @@ snn_status train_segments_step(snn_module *model, snn_tensor *x, snn_tensor *y,
     if (snn_check_tensor("train_segments_step", "x", x) ||
         snn_check_tensor("train_segments_step", "y", y))
         return snn_last_status();
-    static segments s; /* large (the saved states' table); one step at a time */
-    memset(&s, 0, sizeof s);
-    s.T = c->time_steps;
-    s.K = o->segment;
+    segments s = {.T = c->time_steps, .K = o->segment};
     s.C = (s.T + s.K - 1) / s.K;
-    s.L = snn_neuron_layers_collect(model, s.layer, MAX_LAYERS);
-    if (s.C > MAX_SEGMENTS)
-        return snn_error(SNN_ERR_ARGUMENT, "train_segments_step: more than %d segments",
-                         MAX_SEGMENTS);
+    s.L = snn_neuron_layers_collect(model, NULL, 0);
+    s.layer = step_table((size_t)s.L, sizeof *s.layer);
+    s.saved_v = step_table((size_t)s.C * (size_t)s.L, sizeof *s.saved_v);
+    s.saved_a = step_table((size_t)s.C * (size_t)s.L, sizeof *s.saved_a);
+    s.rng = step_table((size_t)s.C, sizeof *s.rng);
+    s.out = step_table((size_t)s.C, sizeof *s.out);
+    if (!s.layer || !s.saved_v || !s.saved_a || !s.rng || !s.out) return snn_last_status();
+    snn_neuron_layers_collect(model, s.layer, s.L);
     const int T = s.T;
     snn_status status = run(&s, model, x, y, o, logits, loss);
     snn_neuron_layers_set_carry(model, SNN_CARRY_NONE);
