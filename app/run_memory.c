@@ -74,6 +74,10 @@ static snn_status run_estimate(const run_memory_request *r, int batch, snn_memor
     snn_model_options options = snn_model_options_default(r->device);
     if (r->unfused) options.fuse = false;
     options.keep_bf16 = r->keep_bf16;
+    if (r->carry != SNN_CARRY_NONE)
+        return snn_model_memory_estimate_through_time(&r->config, &options, r->carry, r->steps,
+                                                      run_step_batch(r, batch), r->device,
+                                                      r->optimizer_states, out);
     return snn_model_memory_estimate_with(&r->config, &options, run_step_batch(r, batch),
                                           r->device, r->training, r->optimizer_states, out);
 }
@@ -120,13 +124,19 @@ int run_memory_check(const run_memory_request *r, double host_per_image,
     if (avail < 0 || host_avail < 0)
         fprintf(stderr, "%s: note: cannot tell how much %s memory is available (%s); the sizes "
                 "are not checked\n", p, avail < 0 ? dev : "host", snn_last_error());
-    char b[8][32];
+    char b[8][32], steps[64];
+    /* how the step spans time: all T at once, or one call of 1 or K steps at a time */
+    if (r->carry == SNN_CARRY_CONSTANT)
+        snprintf(steps, sizeof steps, "T=%d, online: 1 step a call", r->config.time_steps);
+    else if (r->carry == SNN_CARRY_DIFFERENTIABLE)
+        snprintf(steps, sizeof steps, "T=%d in segments of %d", r->config.time_steps, r->steps);
+    else
+        snprintf(steps, sizeof steps, "T=%d", r->config.time_steps);
     if (device_ok && host_ok) {
         if (avail >= 0)
             fprintf(stderr, "%s: memory: %s: about %s of %s memory for the model and one step "
-                    "(T=%d; %s available%s)\n", p, r->what, run_bytes(need, b[0], 32), dev,
-                    r->config.time_steps, run_bytes(avail, b[1], 32),
-                    capped ? " under SNN_MEMORY_LIMIT" : "");
+                    "(%s; %s available%s)\n", p, r->what, run_bytes(need, b[0], 32), dev, steps,
+                    run_bytes(avail, b[1], 32), capped ? " under SNN_MEMORY_LIMIT" : "");
         return 0;
     }
     bool on_device = !device_ok;
@@ -138,13 +148,13 @@ int run_memory_check(const run_memory_request *r, double host_per_image,
     const bool host_files = r->host_extra > 0 && (!on_device || r->device == SNN_CPU);
     fprintf(stderr, "%s: %s %s at --batch-size %d needs about %s of %s memory, but %s has %s "
             "available (%s%s); refusing before allocating anything.\n"
-            "  weights %s, gradients and optimizer state %s, one step (T=%d) %s, fixed %s%s%s\n",
+            "  weights %s, gradients and optimizer state %s, one step (%s) %s, fixed %s%s%s\n",
             p, r->what, snn_model_kind_name(r->config.kind), r->batch_size,
             run_bytes(n, b[0], 32), on_device ? dev : "host", where, run_bytes(a, b[1], 32),
             cap ? "SNN_MEMORY_LIMIT; it has " : "of ", run_bytes(t, b[2], 32),
             run_bytes(out->parameters, b[3], 32),
-            run_bytes(out->gradients + out->optimizer, b[4], 32), r->config.time_steps,
-            run_bytes(out->step, b[5], 32), run_bytes(out->overhead, b[6], 32),
+            run_bytes(out->gradients + out->optimizer, b[4], 32), steps,
+            run_bytes(out->step + out->state, b[5], 32), run_bytes(out->overhead, b[6], 32),
             host_files ? ", data batches and files " : "",
             host_files ? run_bytes(r->host_extra, b[7], 32) : "");
     int best = run_memory_largest_batch(r, RUN_MEMORY_USABLE * avail,

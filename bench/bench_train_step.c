@@ -397,12 +397,13 @@ int main(int argc, char **argv)
         /* as snn-train: the first step's arena in one block, sized by the memory estimate (else
          * it grows block by block, doubling, and the first steps hold up to twice the steady) */
         snn_memory_estimate e;
-        snn_model_config one_step = c; /* SLTT's step holds one time step's graph */
-        if (online) one_step.time_steps = 1;
-        if (segmented) one_step.time_steps = time_checkpoint;
-        snn_model_options unfused = options; /* carried state: the neurons run unfused */
-        if (online || segmented) unfused.fuse = false;
-        if (snn_model_memory_estimate_with(&one_step, &unfused, batch, device, true, 2, &e) != SNN_OK ||
+        const snn_status estimated =
+            online ? snn_model_memory_estimate_through_time(&c, &options, SNN_CARRY_CONSTANT, 1, batch,
+                                                           device, 2, &e)
+            : segmented ? snn_model_memory_estimate_through_time(&c, &options, SNN_CARRY_DIFFERENTIABLE,
+                                                                 time_checkpoint, batch, device, 2, &e)
+                        : snn_model_memory_estimate_with(&c, &options, batch, device, true, 2, &e);
+        if (estimated != SNN_OK ||
             snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
             fprintf(stderr, "bench_train_step: batch %d: %s\n", batch, snn_last_error());
             return 1;

@@ -173,7 +173,8 @@ int main(int argc, char **argv)
     const double image_bytes = 4.0 * ((double)c->in_channels * c->height * c->width + 1.0);
     run_memory_request request = {"snn-sparse", "evaluating", "--T", *c, batch_size,
                                   run.view.count, device, false, 0,
-                                  2.0 * image_bytes * batch_size, params, false, false};
+                                  2.0 * image_bytes * batch_size, params, false, false,
+                                  SNN_CARRY_NONE, 0};
     const int calib_batch = run.view.count < batch_size ? (int)run.view.count : batch_size;
     int calib_images = 0;
     if ((T && run_memory_check(&request, 2.0 * image_bytes, &memory)) ||

@@ -273,14 +273,17 @@ int main(int argc, char **argv)
         config, o.batch_size, train.count, device, true, optimizer_states,
         per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
             (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
-        0.0, o.dist.sync_bn, o.keep_bf16};
-    /* online and segmented steps hold the graph of 1 or K time steps (the saved states of the
-     * segments are left out); estimated unfused, an upper bound, since the walk does not model
-     * the state a carrying layer keeps */
-    if (strcmp(o.train_mode, "sltt") == 0 || o.time_checkpoint > 0) {
-        request.config.time_steps = o.time_checkpoint > 0 ? o.time_checkpoint : 1;
-        request.unfused = true;
-    }
+        0.0, o.dist.sync_bn, o.keep_bf16, SNN_CARRY_NONE, 0};
+    /* online and segmented steps hold the graph of 1 or K time steps, the state the neuron
+     * layers carry, and (segments) the states saved at the segments' starts. They take images
+     * (direct or Poisson encoding); other inputs are refused below, by train_online_check and
+     * train_segments_check, which name the flag */
+    const bool images = config.encoding == SNN_ENCODING_DIRECT ||
+                        config.encoding == SNN_ENCODING_POISSON;
+    if (images && o.time_checkpoint > 0 && o.time_checkpoint <= config.time_steps)
+        request.carry = SNN_CARRY_DIFFERENTIABLE, request.steps = o.time_checkpoint;
+    else if (images && strcmp(o.train_mode, "sltt") == 0)
+        request.carry = SNN_CARRY_CONSTANT, request.steps = 1;
     snn_memory_estimate memory;
     if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;

@@ -23,6 +23,7 @@ double snn_walk_struct_bytes(void) { return snn_walk_round_up((double)sizeof(snn
  * neurons/neuron_op.c) and at most 192 bytes in the host arena: 64 for conv, batch-norm and the
  * reductions, 128 for a neuron layer, 192 for the binary ops (the residual addition). */
 static double node_bytes(void) { return snn_walk_round_up((double)sizeof(snn_node), 64.0) + 192.0; }
+double snn_walk_node_bytes(void) { return node_bytes(); }
 
 /* One device allocation of `numel` 4-byte elements. */
 void snn_walk_alloc(snn_walk *w, double numel)
@@ -156,8 +157,8 @@ int snn_walk_view(snn_walk *w, double numel, int in)
 /* A copy of the step pool's policy (tensor/step_pool.c): blocks rounded to 256 bytes, the
  * smallest free block of at most twice the size asked for, else a new block. */
 typedef struct pool_copy {
-    double size[WALK_MAX_NODES];
-    bool busy[WALK_MAX_NODES];
+    double size[WALK_MAX_NODES + 2 * WALK_MAX_STATES];
+    bool busy[WALK_MAX_NODES + 2 * WALK_MAX_STATES];
     int blocks;
     double reserved;          /* the sum of the blocks' sizes */
 } pool_copy;
@@ -171,6 +172,7 @@ static int pool_take(pool_copy *p, double numel)
             (best < 0 || p->size[b] < p->size[best]))
             best = b;
     if (best < 0) {
+        SNN_ASSERT(p->blocks < WALK_MAX_NODES + 2 * WALK_MAX_STATES);
         best = p->blocks++;
         p->size[best] = need;
         p->reserved += need;
@@ -184,6 +186,41 @@ static int pool_take(pool_copy *p, double numel)
  * backward of the recorded tape, as backward.c runs it: the loss (the last node) gets its seed
  * first; then each node, newest first, has a block taken for each input's gradient that has
  * none yet, and gives its own back. */
+/* One step's forward and backward of `w` against the pool `p` (snn_walk_gradient_pool_bytes
+ * below), with `held` more blocks taken first, one per carried state of w (the state's
+ * gradients); at the end every block is free again, as when a nested step ends. */
+static void replay(pool_copy *p, const snn_walk *w, int held)
+{
+    for (int k = 0; k < held; k++)
+        for (int i = 0; i < w->states; i++) pool_take(p, w->state_numel[i]);
+    int spike_block[WALK_MAX_NODES];
+    for (int e = 0; e < w->events; e++) {
+        const int id = w->event_id[e];
+        if (w->event_take[e]) spike_block[id] = pool_take(p, w->numel[id]);
+        else p->busy[spike_block[id]] = false;
+    }
+    int grad[WALK_MAX_NODES]; /* each tensor's block; -1 while it has none */
+    for (int i = 0; i < w->nodes; i++) grad[i] = -1;
+    grad[w->nodes - 1] = pool_take(p, w->numel[w->nodes - 1]);
+    for (int n = w->nodes - 1; n >= 0; n--) {
+        if (grad[n] < 0) continue; /* not on the loss's path */
+        for (int i = 0; i < 2; i++) {
+            int t = w->in[n][i];
+            if (t >= 0 && grad[t] < 0) grad[t] = pool_take(p, w->numel[t]);
+        }
+        p->busy[grad[n]] = false;
+    }
+    for (int b = 0; b < p->blocks; b++) p->busy[b] = false;
+}
+
+double snn_walk_segments_pool_bytes(const snn_walk *last, const snn_walk *segment)
+{
+    pool_copy p = {.blocks = 0};
+    if (last->nodes > 0) replay(&p, last, 1);       /* the states' gradients */
+    if (segment && segment->nodes > 0) replay(&p, segment, 2); /* and V_out's seeds */
+    return p.reserved;
+}
+
 double snn_walk_gradient_pool_bytes(const snn_walk *w)
 {
     if (w->nodes == 0) return 0.0;
@@ -212,6 +249,7 @@ void snn_walk_param(snn_walk *w, double numel, bool trainable)
 {
     w->params += numel;
     if (trainable) w->trainable += numel;
+    else w->buffer_groups += 1.0;
 }
 
 /* ---- layers a model file outside nn/model_memory.c walks ------------------------------------ */

@@ -15,6 +15,7 @@
 
 #include "kernels/kernels.h"
 #include "neurons/neurons.h"
+#include "nn/module.h" /* snn_state_carry */
 
 /* The most tape nodes a model's step records: ResNet-18 makes about 80, ResNet-50 about 200,
  * the DVS net at most 40. */
@@ -22,6 +23,8 @@
 /* Scratch of a backward (a conv's workspace, a fused neuron's dL/dX) and the inputs it
  * unpacks from bits: one entry per such op. */
 #define WALK_MAX_SCRATCH 256
+/* Carried state tensors a walk may record (V, and A for ALIF / ST-BIF, per neuron layer). */
+#define WALK_MAX_STATES 256
 
 typedef struct snn_walk {
     const snn_kernels *k;    /* the device's table, for the conv workspace sizes (may be NULL) */
@@ -39,6 +42,15 @@ typedef struct snn_walk {
     double largest;          /* the largest single device allocation */
     double forward_peak;     /* the most the arena held during a conv of the forward */
     double params, trainable;/* elements */
+    double buffer_groups;    /* snn_walk_param calls for buffers (each up to 3 tensors) */
+    /* The neuron layers' state carried between calls (snn_model_memory_estimate_through_time):
+     * the walk's T steps are one call's; `state` counts the carried state's elements (V, and
+     * A for ALIF and ST-BIF), `state_bytes` the same as device tensors of one layer each. */
+    snn_state_carry carry;
+    double T;
+    double state, state_bytes;
+    int states;                          /* the carried state tensors, one per layer and kind */
+    double state_numel[WALK_MAX_STATES]; /* ... their elements */
     /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
      * (ids of earlier nodes' outputs; -1 for an input that gets no pooled gradient) */
     int nodes;
@@ -63,6 +75,8 @@ typedef struct snn_walk {
 double snn_walk_round_up(double bytes, double align);
 /* A tensor's struct in the host arena. */
 double snn_walk_struct_bytes(void);
+/* A tape node with its op's saved state, in the host arena. */
+double snn_walk_node_bytes(void);
 /* One device allocation of `numel` 4-byte elements. */
 void snn_walk_alloc(snn_walk *w, double numel);
 /* A parameter (or buffer) of `numel` elements. */
@@ -100,6 +114,12 @@ void snn_walk_backward_scratch(snn_walk *w, double bytes, int u0, int u1);
 double snn_walk_largest_backward_scratch(const snn_walk *w);
 /* The bytes the step pool holds after the step (the replay in nn/memory_walk.c). */
 double snn_walk_gradient_pool_bytes(const snn_walk *w);
+/* The step pool's blocks after a step checkpointed over time (app/train_segments.c): the
+ * backward of `last` (the last segment's walk: the loss seeds it; each state that entered gets
+ * a gradient, kept), then, unless `segment` is NULL, the backward of the other segments
+ * (`segment`'s walk), each seeded with its logits' and its state's gradients besides; the
+ * pool's blocks are kept from one segment's backward to the next. */
+double snn_walk_segments_pool_bytes(const snn_walk *last, const snn_walk *segment);
 
 /* A recurrent layer (snn_recurrent_multistep, nn/layer_recurrent.c) of F neurons of kind n
  * over (T, N, F) input `in`: its w_rec (F, F), its spikes, spike counts, what it saves for

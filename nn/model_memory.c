@@ -59,6 +59,19 @@
  *                context's scratch and cuBLAS's workspace (both from snn_alloc) plus
  *                SNN_CUDA_HEADROOM for what lazily loaded kernels take outside snn_alloc
  *
+ * Steps through time (snn_model_memory_estimate_through_time; docs/temporal.md). The graph
+ * walked is one call's, 1 step (online, SLTT) or K (a segment of a checkpointed step), with
+ * each neuron layer carrying its state: the state itself (OWNED, `state`), the copy of the state
+ * that entered where backward reads it (online: the fused op, PLIF, ST-BIF), a segment's state
+ * in and out and their gradients (from the step pool), H apart from the input (a carrying
+ * layer does not consume it), and the carrying ops' extra nodes. Around it: the online step's
+ * sums; the checkpointed step's C - 2 saved states, the state's gradient, the segments' logits
+ * and the model's buffers copied. The step pool replays the last segment's backward, then a
+ * full segment's (snn_walk_segments_pool_bytes), as the pool keeps its blocks from one to the
+ * next. Before this, snn-train estimated these steps as plain ones of 1 or K steps unfused,
+ * which it took for an upper bound; tests/test_memory_estimate.c found it 7% (online) and up to
+ * 27% (segments) under what they held.
+ *
  * A network converted from a QANN (snn_ann_to_snn: first-step encoding, ST-BIF neurons) is
  * walked with the layers the conversion puts in (nn/ann2snn.c), for evaluation only (it is not
  * trained): each batch-norm is a FirstStepBias (one parameter per channel; on the stem a plain
@@ -143,6 +156,38 @@ static int batchnorm(snn_walk *w, int in, double numel, int channels)
     return out;
 }
 
+/* What a carrying layer (w->carry, nn/layer_neuron.c) adds, for `numel` elements over the
+ * walk's T steps: its state (m = numel / T values, and as many again for ALIF's and ST-BIF's
+ * second state), OWNED and kept across steps; an online step's copy of the state that entered
+ * where backward reads it (`copy_in`: the fused op, PLIF, ST-BIF; neurons/carry.c,
+ * neurons/bn_neuron.c); a segment's state in and out as STEP tensors and their gradients. */
+static void carried_state(snn_walk *w, const snn_neuron_config *n, double numel, bool copy_in,
+                          bool fused)
+{
+    if (w->carry == SNN_CARRY_NONE || snn_neuron_is_ann(n->kind)) return;
+    /* the carrying ops' nodes beyond the plain op's one: the fused op's batch-norm part (and
+     * X, a view), the state op's node for each state that leaves */
+    const bool differentiable = w->carry == SNN_CARRY_DIFFERENTIABLE;
+    const double second = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 1.0 : 0.0;
+    if (fused) w->host += snn_walk_node_bytes() + snn_walk_struct_bytes();
+    if (differentiable) w->host += (1.0 + second) * snn_walk_node_bytes();
+    const double m = numel / w->T;
+    const double states = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 2.0 : 1.0;
+    w->state += states * m;
+    w->state_bytes += states * snn_walk_round_up(4.0 * m, w->align);
+    for (int i = 0; i < (int)states; i++) {
+        SNN_ASSERT(w->states < WALK_MAX_STATES);
+        w->state_numel[w->states++] = m;
+    }
+    if (w->carry == SNN_CARRY_CONSTANT) {
+        if (copy_in) snn_walk_constant(w, m);
+        return;
+    }
+    /* V_in's copy and V_out; their gradients come from the step pool (the estimate adds them
+     * there: the seeds of every layer's V_out are taken at once) */
+    for (int i = 0; i < (int)(2.0 * states); i++) snn_walk_constant(w, m);
+}
+
 /* A multi-step neuron layer over (T, N, C, ...) with `planes` = T N. */
 static int neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel, double planes,
                   int channels)
@@ -150,14 +195,18 @@ static int neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
     if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) snn_walk_param(w, 1.0, true);
     /* the ANN activations (snn_relu, snn_qclip): their output alone, no activity, no state */
     if (snn_neuron_is_ann(n->kind)) return snn_walk_output(w, numel, in, -1);
+    carried_state(w, n, numel, n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_STBIF, false);
     const bool binary = snn_neuron_spikes_are_binary(n->kind);
     int out = binary ? snn_walk_spikes_output(w, numel, in, -1)  /* spikes */
                      : snn_walk_output(w, numel, in, -1);
     snn_walk_constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
     snn_walk_backward_scratch(w, 0.0, out, -1);  /* BPTT reads the spikes */
     if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
-                        * (the builders' neurons consume their inputs: neuron_op.c) */
-        if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF)
+                        * (the builders' neurons consume their inputs: neuron_op.c), except
+                        * the carrying ops (neurons/carry.c), which write it apart */
+        if ((n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) && w->carry != SNN_CARRY_NONE)
+            snn_walk_constant(w, numel);
+        else if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF)
             w->host += snn_walk_struct_bytes();
         else if (n->kind == SNN_NEURON_ALIF) /* H and the threshold of every step */
             snn_walk_constant(w, 2.0 * numel);
@@ -175,8 +224,10 @@ static bool fuses(const snn_walk *w, const snn_neuron_config *n)
 
 /* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
  * for none) over (T, N, channels, ...) with `planes` = T N. */
-static int bn_neuron(snn_walk *w, int in, int residual, double numel, double planes, int channels)
+static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config *n, double numel,
+                     double planes, int channels)
 {
+    carried_state(w, n, numel, true, true);
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
     snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
     snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
@@ -199,7 +250,7 @@ static int bn_neuron(snn_walk *w, int in, int residual, double numel, double pla
 static int bn_then_neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
                           double planes, int channels)
 {
-    if (fuses(w, n)) return bn_neuron(w, in, -1, numel, planes, channels);
+    if (fuses(w, n)) return bn_neuron(w, in, -1, n, numel, planes, channels);
     return neuron(w, batchnorm(w, in, numel, channels), n, numel, planes, channels);
 }
 
@@ -333,11 +384,12 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
                        : batchnorm(w, shortcut, numel, out);
     }
     if (sew) {
-        y = fused ? bn_neuron(w, y, -1, numel, TN, out) : neuron(w, y, &c->neuron, numel, TN, out);
+        y = fused ? bn_neuron(w, y, -1, &c->neuron, numel, TN, out)
+                  : neuron(w, y, &c->neuron, numel, TN, out);
         snn_walk_backward_scratch(w, 0.0, y, shortcut);
         y = snn_walk_output(w, numel, y, shortcut); /* the residual addition */
     } else if (fused) {
-        y = bn_neuron(w, y, shortcut, numel, TN, out);
+        y = bn_neuron(w, y, shortcut, &c->neuron, numel, TN, out);
     } else {
         /* written over the last batch-norm's output (snn_add_into) */
         w->host += snn_walk_struct_bytes();
@@ -385,12 +437,57 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
                                           out);
 }
 
-snn_status snn_model_memory_estimate_with(const snn_model_config *c,
-                                          const snn_model_options *options, int batch_size,
-                                          snn_device device, bool training,
-                                          int optimizer_states, snn_memory_estimate *out)
+/* One walk of the step's graph over T steps of N images (a carrying step's: T of one call):
+ * the options' plan, the batch, the model's layers, the readout, the argmax. */
+static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_options *o,
+                      snn_device device, bool training, snn_state_carry carry, double T,
+                      double N)
 {
-    const char *fn = "snn_model_memory_estimate";
+    memset(w, 0, sizeof *w);
+    w->k = snn_kernels_for(device);
+    w->training = training;
+    w->converted = c->encoding == SNN_ENCODING_FIRST_STEP;
+    const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
+    w->fusion = o->fuse && !snn_batchnorm_sync_enabled() && nk && nk->lif_bn_forward;
+    w->conv_bn_fused = o->fuse && w->k && w->k->conv2d_forward_bn_eval;
+    w->packing = o->pack_spikes;
+    w->keep_bf16 = o->keep_bf16 && !snn_batchnorm_sync_enabled();
+    w->one_pass_backward = nk && nk->lif_bn_backward && T <= SNN_NEURON_BN_BACKWARD_MAX_T;
+    w->align = device == SNN_CPU ? 64.0 : 256.0;
+    w->carry = carry;
+    w->T = T;
+
+    /* the batch (event frames: T per sample) and its labels */
+    snn_walk_constant(w, (c->encoding == SNN_ENCODING_EVENTS ? T : 1.0) * N * c->in_channels *
+                             c->height * c->width);
+    snn_walk_constant(w, N);
+    int x = c->kind == SNN_MODEL_SPIKING_CNN ? walk_cnn(w, c, T, N)
+          : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(w, c, T, N)
+          : c->kind == SNN_MODEL_RSNN        ? snn_rsnn_memory_walk(w, c, T, N)
+                                             : walk_resnet(w, c, T, N);
+    /* readout: the mean over T (converted: the sum) */
+    x = snn_walk_output(w, N * c->classes, x, -1);
+    if (c->spiking_readout) {   /* MSE of the rate against one-hot: one_hot, sub, square, a
+                                   reshape to one dim, its mean */
+        snn_walk_constant(w, N * c->classes);
+        x = snn_walk_output(w, N * c->classes, x, -1);
+        x = snn_walk_output(w, N * c->classes, x, -1);
+        x = snn_walk_view(w, N * c->classes, x);
+        snn_walk_output(w, 1, x, -1);
+    } else {                    /* cross-entropy: log-softmax, then the NLL */
+        x = snn_walk_output(w, N * c->classes, x, -1);
+        snn_walk_output(w, 1, x, -1);
+    }
+    snn_walk_constant(w, N); /* argmax for the accuracy */
+}
+
+/* The estimate; with carry != SNN_CARRY_NONE, of one training step through time whose graph
+ * spans `steps` of the config's T (snn_model_memory_estimate_through_time). */
+static snn_status estimate(const char *fn, const snn_model_config *c,
+                           const snn_model_options *options, snn_state_carry carry, int steps,
+                           int batch_size, snn_device device, bool training,
+                           int optimizer_states, snn_memory_estimate *out)
+{
     if (!c || !out)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn, c ? "out" : "config");
     memset(out, 0, sizeof *out);
@@ -415,53 +512,48 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *c,
     if (!cnn && c->width_base > max_width)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'width_base' (expected <= %d for a "
                          "%s, got %d)", fn, max_width, snn_model_kind_name(c->kind), c->width_base);
-    snn_walk w = {0};
-    w.k = snn_kernels_for(device);
-    w.training = training;
-    w.converted = converted;
     /* the plan the model runs (nn/plan.h): its options, and the fusion rules' conditions that
      * do not change from layer to layer (sync-BN, the kernels the device's tables have) */
     const snn_model_options o = options ? *options : snn_model_options_default(device);
-    const snn_neuron_kernels *nk = snn_neuron_kernels_for(device);
-    w.fusion = o.fuse && !snn_batchnorm_sync_enabled() && nk && nk->lif_bn_forward;
-    w.conv_bn_fused = o.fuse && w.k && w.k->conv2d_forward_bn_eval;
-    w.packing = o.pack_spikes;
-    w.keep_bf16 = o.keep_bf16 && !snn_batchnorm_sync_enabled();
-    w.one_pass_backward = nk && nk->lif_bn_backward &&
-                          c->time_steps <= SNN_NEURON_BN_BACKWARD_MAX_T;
-    w.align = device == SNN_CPU ? 64.0 : 256.0;
-    double T = c->time_steps, N = batch_size;
+    const double T = carry != SNN_CARRY_NONE ? steps : c->time_steps, N = batch_size;
+    snn_walk w, last;
+    walk_step(&w, c, &o, device, training, carry, T, N);
+    /* a checkpointed step's last segment, shorter than the others when K does not divide T:
+     * its own graph, whose backward runs first and leaves the step pool its blocks */
+    const int last_steps = c->time_steps - (c->time_steps - 1) / steps * steps;
+    if (carry == SNN_CARRY_DIFFERENTIABLE)
+        walk_step(&last, c, &o, device, training, carry, last_steps, N);
 
-    /* the batch (event frames: T per sample) and its labels */
-    snn_walk_constant(&w, (c->encoding == SNN_ENCODING_EVENTS ? T : 1.0) * N * c->in_channels *
-                              c->height * c->width);
-    snn_walk_constant(&w, N);
-    int x = c->kind == SNN_MODEL_SPIKING_CNN ? walk_cnn(&w, c, T, N)
-          : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(&w, c, T, N)
-          : c->kind == SNN_MODEL_RSNN        ? snn_rsnn_memory_walk(&w, c, T, N)
-                                             : walk_resnet(&w, c, T, N);
-    /* readout: the mean over T (converted: the sum) */
-    x = snn_walk_output(&w, N * c->classes, x, -1);
-    if (c->spiking_readout) {   /* MSE of the rate against one-hot: one_hot, sub, square, a
-                                   reshape to one dim, its mean */
-        snn_walk_constant(&w, N * c->classes);
-        x = snn_walk_output(&w, N * c->classes, x, -1);
-        x = snn_walk_output(&w, N * c->classes, x, -1);
-        x = snn_walk_view(&w, N * c->classes, x);
-        snn_walk_output(&w, 1, x, -1);
-    } else {                    /* cross-entropy: log-softmax, then the NLL */
-        x = snn_walk_output(&w, N * c->classes, x, -1);
-        snn_walk_output(&w, 1, x, -1);
+    /* around the graph of one call, for the whole step: the online step's sums of the logits
+     * and the loss (app/train_online.c); the checkpointed step's saved states (C - 1 of
+     * them), the state's gradients, each segment's logits, the time-mean logits, the loss and
+     * its gradient, and the copies of the model's buffers (app/train_segments.c) */
+
+    if (carry == SNN_CARRY_CONSTANT) {
+        for (int k = 0; k < 2; k++) snn_walk_constant(&w, N * c->classes); /* sum, mean */
+        for (int k = 0; k < 3; k++) snn_walk_constant(&w, 1.0); /* the losses' sum, mean, scale */
+    } else if (carry == SNN_CARRY_DIFFERENTIABLE) {
+        const double segments = ceil((double)c->time_steps / (double)steps);
+        if (segments > 1) /* the C - 2 saved states (the last segment's is not) and the
+                             state's gradient */
+            w.device += (segments - 1.0) * w.state_bytes;
+        for (int k = 0; k < (int)segments; k++) snn_walk_constant(&w, T * N * c->classes);
+        for (int k = 0; k < 4; k++) snn_walk_constant(&w, N * c->classes); /* mean, g, seeds */
+        snn_walk_constant(&w, 1.0);                                       /* the loss */
+        w.device += 4.0 * (w.params - w.trainable) + 3.0 * w.align * w.buffer_groups;
     }
-    snn_walk_constant(&w, N); /* argmax for the accuracy */
-
+    out->state = 4.0 * w.state;
     out->parameter_count = (int64_t)w.trainable;
     out->parameters = 4.0 * w.params;
     out->gradients = training ? 4.0 * w.trainable : 0.0;
     out->optimizer = training ? 4.0 * w.trainable * optimizer_states : 0.0;
     out->workspace = w.workspace;
     out->largest_tensor = w.largest;
-    out->gradient_pool = snn_walk_gradient_pool_bytes(&w);
+    out->gradient_pool = carry == SNN_CARRY_DIFFERENTIABLE
+                             ? snn_walk_segments_pool_bytes(&last, c->time_steps > steps ? &w : NULL)
+                             : snn_walk_gradient_pool_bytes(&w);
+    /* the online step seeds the scaled loss of each time step (1/K of it), one block more */
+    if (carry == SNN_CARRY_CONSTANT) out->gradient_pool += snn_walk_round_up(4.0, 256.0);
     /* training: backward runs the largest workspace (a conv's, or a fused batch-norm ->
      * neuron's scratch) with everything the forward made held;
      * eval: the workspace is given back after each conv, so the high-water is the larger of the
@@ -476,9 +568,45 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *c,
     } else {
         out->overhead = SNN_CUDA_CONTEXT_SCRATCH + SNN_CUDA_BLAS_WORKSPACE + SNN_CUDA_HEADROOM;
     }
-    out->total = out->parameters + out->gradients + out->optimizer + out->step + out->overhead;
+    out->total = out->parameters + out->gradients + out->optimizer + out->state + out->step +
+                 out->overhead;
     /* host memory besides the data: all of it on the CPU; for CUDA the model is built on the
      * host before it moves, and the host arena holds the step's structs and tape nodes */
     out->host = device == SNN_CPU ? out->total : out->parameters + w.host;
     return SNN_OK;
+}
+
+snn_status snn_model_memory_estimate_with(const snn_model_config *c,
+                                          const snn_model_options *options, int batch_size,
+                                          snn_device device, bool training,
+                                          int optimizer_states, snn_memory_estimate *out)
+{
+    return estimate("snn_model_memory_estimate", c, options, SNN_CARRY_NONE, 0, batch_size,
+                    device, training, optimizer_states, out);
+}
+
+snn_status snn_model_memory_estimate_through_time(const snn_model_config *c,
+                                                  const snn_model_options *options,
+                                                  snn_state_carry carry, int steps,
+                                                  int batch_size, snn_device device,
+                                                  int optimizer_states, snn_memory_estimate *out)
+{
+    const char *fn = "snn_model_memory_estimate_through_time";
+    if (!c || !out)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (got NULL)", fn,
+                         c ? "out" : "config");
+    memset(out, 0, sizeof *out);
+    if (carry != SNN_CARRY_CONSTANT && carry != SNN_CARRY_DIFFERENTIABLE)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'carry' (expected "
+                         "SNN_CARRY_CONSTANT or SNN_CARRY_DIFFERENTIABLE, got %d)", fn, (int)carry);
+    if (steps < 1 || steps > c->time_steps || (carry == SNN_CARRY_CONSTANT && steps != 1))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'steps' (expected %s, got %d)", fn,
+                         carry == SNN_CARRY_CONSTANT ? "1 for an online step"
+                                                     : "1 .. T time steps per segment", steps);
+    if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON)
+        return snn_error(SNN_ERR_UNSUPPORTED, "%s: online and checkpointed steps take images with "
+                         "direct or Poisson encoding (as app/train_online.c and "
+                         "app/train_segments.c)", fn);
+    return estimate(fn, c, options, carry, steps, batch_size, device, true, optimizer_states,
+                    out);
 }

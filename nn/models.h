@@ -176,6 +176,8 @@ typedef struct snn_memory_estimate {
     double gradient_pool;     /**< bytes: the step pool's blocks for the gradients of
                                    activations (training only; part of `step`, not of the arena:
                                    snn_step_reserve the step less this) */
+    double state;             /**< bytes: the neuron layers' carried state, kept across steps
+                                   (snn_model_memory_estimate_through_time only; else 0) */
     double overhead;          /**< bytes: fixed per device (GEMM buffers; CUDA scratch, cuBLAS) */
     double total;             /**< bytes on the model's device: the sum of the above */
     double host;              /**< bytes of host memory besides the data set (= total on the
@@ -198,6 +200,19 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *config,
                                           const snn_model_options *options, int batch_size,
                                           snn_device device, bool training,
                                           int optimizer_states, snn_memory_estimate *out);
+/** As snn_model_memory_estimate_with, for a training step through time whose graph spans
+ * `steps` of the config's T, the neuron layers carrying their state from call to call
+ * (snn_neuron_layers_set_carry): SNN_CARRY_CONSTANT, an online step (SLTT, snn-train
+ * --train-mode sltt: steps = 1); SNN_CARRY_DIFFERENTIABLE, BPTT in segments of `steps`
+ * recomputed in backward (snn-train --time-checkpoint K: steps = K), with the segments' saved
+ * states. The carried state itself is `state`. SNN_ERR_ARGUMENT for another carry, steps out of
+ * range (online: 1; segments: 1 .. T) or the arguments snn_model_memory_estimate refuses;
+ * SNN_ERR_UNSUPPORTED for an input other than direct or Poisson encoding. */
+snn_status snn_model_memory_estimate_through_time(const snn_model_config *config,
+                                                  const snn_model_options *options,
+                                                  snn_state_carry carry, int steps,
+                                                  int batch_size, snn_device device,
+                                                  int optimizer_states, snn_memory_estimate *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Inference graphs (nn/forward_graph.c): the eval forward of a fixed input shape recorded once

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/train_online.h"
+#include "app/train_segments.h"
 #include "snn.h"
 #include "tensor/arena.h"
 
@@ -31,6 +33,11 @@ typedef struct probe_case {
     bool training;
     int optimizer_states;   /* 0 SGD, 1 SGD + momentum, 2 Adam */
     const snn_model_options *options; /* the model's (snn_model_set_options); NULL: defaults */
+    /* a step through time (snn_model_memory_estimate_through_time): SNN_CARRY_CONSTANT, an
+     * online step (app/train_online.c); SNN_CARRY_DIFFERENTIABLE, BPTT in segments of `steps`
+     * (app/train_segments.c); SNN_CARRY_NONE (0), a plain step */
+    snn_state_carry carry;
+    int steps;
 } probe_case;
 
 typedef struct probe_result {
@@ -52,7 +59,7 @@ static inline probe_case probe_make(const char *name, snn_model_kind kind, int w
                                     int batch, bool training, int optimizer_states)
 {
     probe_case c = {name, snn_model_config_default(kind), batch, training, optimizer_states,
-                    NULL};
+                    NULL, SNN_CARRY_NONE, 0};
     c.config.width_base = width;
     c.config.time_steps = T;
     return c;
@@ -66,9 +73,14 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
 {
     memset(r, 0, sizeof *r);
     const snn_model_config *c = &pc->config;
-    if (snn_model_memory_estimate_with(c, pc->options, pc->batch, device, pc->training,
-                                       pc->optimizer_states, &r->estimate) != SNN_OK)
-        return false;
+    const snn_status estimated =
+        pc->carry != SNN_CARRY_NONE
+            ? snn_model_memory_estimate_through_time(c, pc->options, pc->carry, pc->steps,
+                                                     pc->batch, device, pc->optimizer_states,
+                                                     &r->estimate)
+            : snn_model_memory_estimate_with(c, pc->options, pc->batch, device, pc->training,
+                                             pc->optimizer_states, &r->estimate);
+    if (estimated != SNN_OK) return false;
     snn_shutdown();
     size_t base = snn_live_bytes(device), free_before = 0, free_after = 0, size = 0;
     bool measure_free = as_snn_train && device == SNN_CUDA &&
@@ -134,12 +146,20 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
         snn_tensor *x = snn_from_host(xs, host, device);
         snn_tensor *y = snn_from_host(SNN_SHAPE(pc->batch), labels, device);
         if (pc->training) snn_module_zero_grad(model);
-        snn_tensor *out = x && y ? snn_module_forward(model, x) : NULL;
-        snn_tensor *loss = NULL;
-        if (out) loss = c->spiking_readout ? snn_mse_loss(out, snn_one_hot(y, c->classes))
-                                           : snn_cross_entropy(out, y);
-        ok = loss != NULL;
-        if (ok && pc->training) ok = snn_backward(loss) == SNN_OK;
+        snn_tensor *out = NULL, *loss = NULL;
+        if (x && y && pc->carry == SNN_CARRY_CONSTANT) { /* backward inside, step by step */
+            const train_online_options o = {.seed = 1};
+            ok = train_online_step(model, x, y, 0, &o, &out, &loss) == SNN_OK;
+        } else if (x && y && pc->carry == SNN_CARRY_DIFFERENTIABLE) {
+            const train_segments_options o = {.segment = pc->steps};
+            ok = train_segments_step(model, x, y, &o, &out, &loss) == SNN_OK;
+        } else {
+            out = x && y ? snn_module_forward(model, x) : NULL;
+            if (out) loss = c->spiking_readout ? snn_mse_loss(out, snn_one_hot(y, c->classes))
+                                               : snn_cross_entropy(out, y);
+            ok = loss != NULL;
+            if (ok && pc->training) ok = snn_backward(loss) == SNN_OK;
+        }
         if (ok) ok = snn_argmax(out) != NULL;
         if (ok && pc->training) ok = snn_optimizer_step(opt) == SNN_OK;
         snn_synchronize(device);
@@ -150,7 +170,7 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
         r->pool = (double)snn_step_pool_reserved_bytes(device);
         r->step = (double)snn_step_peak_bytes(device) + r->pool;
         r->owned = (double)(snn_live_bytes(device) - base - snn_arena_reserved_bytes(device)) -
-                   r->pool;
+                   r->pool; /* the carried state included (snn_memory_estimate.state) */
         if (measure_free && snn_device_memory(device, &free_after, &size) == SNN_OK)
             r->device_used = free_before > free_after ? (double)(free_before - free_after) : 0.0;
     }

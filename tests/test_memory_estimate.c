@@ -4,15 +4,18 @@
  * and the recurrent SNN (training: LIF and ALIF recurrent layers), direct, Poisson and event-frame
  * input, IF / LIF / PLIF / ST-BIF and the ANN activations ReLU / QCLIP, the CNNs with dropout,
  * cross-entropy and MSE, SGD (with and without momentum) and Adam, training and evaluation, and
- * the networks snn_ann_to_snn converts from QANNs (first-step encoding, evaluation), and conv
- * outputs kept as bf16 (option keep_bf16):
+ * the networks snn_ann_to_snn converts from QANNs (first-step encoding, evaluation), conv
+ * outputs kept as bf16 (option keep_bf16), and steps through time (online and checkpointed:
+ * snn_model_memory_estimate_through_time, run as app/train_online.c and app/train_segments.c
+ * run them):
  *   - parameters (count and bytes) exactly;
  *   - the step: never below the arena's measured high-water mark plus the bytes the step pool
  *     reserved for the gradients of activations, and at most STEP_SLACK above it (the table
  *     printed here: docs/log/benchmarks-2026.md, summed up in docs/benchmarks.md); the pool's
  *     part alone never below what the pool reserved;
- *   - everything else the run holds (gradients, optimizer state, GEMM buffers, structs) within
- *     the estimate's parameters + gradients + optimizer + overhead;
+ *   - everything else the run holds (gradients, optimizer state, GEMM buffers, structs, the
+ *     carried state) within the estimate's parameters + gradients + optimizer + state +
+ *     overhead;
  *   - absurd sizes give absurd (not wrapped) numbers, and bad arguments are refused.
  * The same probe runs on the GPU in test_cuda_memory_estimate.
  * Run: ctest --test-dir build -R memory_estimate --output-on-failure
@@ -25,7 +28,7 @@
  * means an op saves less than nn/model_memory.c thinks: follow it there. */
 #define STEP_SLACK 1.05
 
-static probe_case cases[32];
+static probe_case cases[48];
 static int n_cases;
 
 static void add(probe_case c) { cases[n_cases++] = c; }
@@ -98,6 +101,43 @@ static void make_cases(void)
     c = probe_make("rsnn h32 x2 T28 N8 dropout adam", SNN_MODEL_RSNN, 1, 28, 8, true, 2);
     c.config.hidden = 32, c.config.layers = 2, c.config.dropout = 0.3f;
     add(c);
+    /* steps through time (snn_model_memory_estimate_through_time): online (SLTT, one step's
+     * graph at a time) and BPTT in segments, the fused carrying ops (IF / LIF after a
+     * batch-norm) and the unfused ones (PLIF, ALIF: two states), a last segment shorter */
+    static const snn_model_options unfused = {.fuse = false, .pack_spikes = true};
+    static const struct {
+        const char *name;
+        snn_model_kind kind;
+        int width, T, N, optimizer_states;
+        snn_neuron_kind neuron;
+        snn_state_carry carry;
+        int steps;
+        const snn_model_options *options;
+    } through_time[] = {
+        {"resnet18 w4 T4 N4 sltt adam", SNN_MODEL_RESNET18, 4, 4, 4, 2, SNN_NEURON_LIF,
+         SNN_CARRY_CONSTANT, 1, NULL},
+        {"cnn w16 T4 N8 sltt plif sgd", SNN_MODEL_SPIKING_CNN, 16, 4, 8, 1, SNN_NEURON_PLIF,
+         SNN_CARRY_CONSTANT, 1, NULL},
+        {"resnet18 w4 T4 N4 seg 2 adam", SNN_MODEL_RESNET18, 4, 4, 4, 2, SNN_NEURON_LIF,
+         SNN_CARRY_DIFFERENTIABLE, 2, NULL},
+        {"resnet18 w4 T3 N2 seg 3 sgd", SNN_MODEL_RESNET18, 4, 3, 2, 0, SNN_NEURON_LIF,
+         SNN_CARRY_DIFFERENTIABLE, 3, NULL},
+        {"cnn w16 T6 N4 seg 4 alif adam", SNN_MODEL_SPIKING_CNN, 16, 6, 4, 2, SNN_NEURON_ALIF,
+         SNN_CARRY_DIFFERENTIABLE, 4, NULL},
+        {"cnn w16 T6 N4 seg 4 unfused", SNN_MODEL_SPIKING_CNN, 16, 6, 4, 2, SNN_NEURON_LIF,
+         SNN_CARRY_DIFFERENTIABLE, 4, &unfused},
+        {"resnet18 w4 T8 N4 seg 3 adam", SNN_MODEL_RESNET18, 4, 8, 4, 2, SNN_NEURON_LIF,
+         SNN_CARRY_DIFFERENTIABLE, 3, NULL},
+    };
+    for (size_t i = 0; i < sizeof through_time / sizeof through_time[0]; i++) {
+        c = probe_make(through_time[i].name, through_time[i].kind, through_time[i].width,
+                       through_time[i].T, through_time[i].N, true,
+                       through_time[i].optimizer_states);
+        c.config.neuron = snn_neuron_config_default(through_time[i].neuron);
+        c.carry = through_time[i].carry, c.steps = through_time[i].steps;
+        c.options = through_time[i].options;
+        add(c);
+    }
     /* converted from QANNs (nn/ann2snn.c): first-step input and biases, running max-pools */
     static const struct { const char *name; snn_model_kind kind; int width, T, N; } conv[] = {
         {"converted cnn w8 T9 N4", SNN_MODEL_SPIKING_CNN, 8, 9, 4},
@@ -125,13 +165,14 @@ static void check_case(const probe_case *pc)
         return;
     }
     const snn_memory_estimate *e = &r.estimate;
-    double rest = e->parameters + e->gradients + e->optimizer + e->overhead;
+    double rest = e->parameters + e->gradients + e->optimizer + e->state + e->overhead;
     char b[6][32];
     fprintf(stderr, "  %-28s %8lld %11s %11s %6.3f %10s %10s %10s %10s\n", pc->name,
             (long long)r.parameter_count, probe_mib(e->step, b[0], 32), probe_mib(r.step, b[1], 32),
             e->step / r.step, probe_mib(e->gradient_pool, b[4], 32),
             probe_mib(r.pool, b[5], 32),
             probe_mib(rest, b[2], 32), probe_mib(r.owned, b[3], 32));
+    if (getenv("PROBE_DEBUG")) fprintf(stderr, "    DBG step %.0f / %.0f pool %.0f / %.0f\n", e->step, r.step, e->gradient_pool, r.pool);
     CHECK(r.parameter_count == e->parameter_count);
     CHECK(r.parameters == e->parameters);
     CHECK(r.step > 0 && e->step >= r.step);
@@ -244,6 +285,28 @@ static void test_absurd_and_bad_sizes(void)
     CHECK_OK(snn_model_memory_estimate(&d, 64, SNN_CPU, false, 0, &ev));
     CHECK(b.step > 1.9 * a.step - a.workspace && t.step > a.step && ev.step < t.step);
     CHECK(ev.gradients == 0.0 && ev.optimizer == 0.0);
+    /* steps through time: online at T = 8 holds less than BPTT, and K = 2 segments more than
+     * online and less than BPTT; each has its state (BPTT's is 0) */
+    snn_memory_estimate on, seg;
+    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 1, 64, SNN_CPU,
+                                                    2, &on));
+    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 2, 64,
+                                                    SNN_CPU, 2, &seg));
+    CHECK(on.step < seg.step && seg.step < t.step && t.state == 0.0);
+    CHECK(on.state > 0.0 && on.state == seg.state && on.parameters == t.parameters);
+    /* bad carries and step counts are refused, named */
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_NONE, 1, 64, SNN_CPU, 2,
+                                                 &on) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "'carry'") != NULL);
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 2, 64, SNN_CPU, 2,
+                                                 &on) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "'steps'") != NULL);
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 9, 64,
+                                                 SNN_CPU, 2, &on) == SNN_ERR_ARGUMENT);
+    CHECK(snn_model_memory_estimate_through_time(&fs, NULL, SNN_CARRY_CONSTANT, 1, 1, SNN_CPU, 2,
+                                                 &on) == SNN_ERR_UNSUPPORTED);
+    CHECK(snn_model_memory_estimate_through_time(NULL, NULL, SNN_CARRY_CONSTANT, 1, 1, SNN_CPU,
+                                                 2, &on) == SNN_ERR_ARGUMENT);
 }
 
 static void test_device_memory(void)
