@@ -520,9 +520,10 @@ static snn_status estimate(const char *fn, const snn_model_config *c,
     walk_step(&w, c, &o, device, training, carry, T, N);
     /* a checkpointed step's last segment, shorter than the others when K does not divide T:
      * its own graph, whose backward runs first and leaves the step pool its blocks */
-    const int last_steps = c->time_steps - (c->time_steps - 1) / steps * steps;
-    if (carry == SNN_CARRY_DIFFERENTIABLE)
+    if (carry == SNN_CARRY_DIFFERENTIABLE) {
+        const int last_steps = c->time_steps - (c->time_steps - 1) / steps * steps;
         walk_step(&last, c, &o, device, training, carry, last_steps, N);
+    }
 
     /* around the graph of one call, for the whole step: the online step's sums of the logits
      * and the loss (app/train_online.c); the checkpointed step's saved states (C - 1 of
