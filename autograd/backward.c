@@ -82,18 +82,37 @@ snn_status snn_backward(snn_tensor *loss)
     return run_tape(fn);
 }
 
-snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed)
+/* Whether `seed` can seed `out` (same shape and device, out differentiable); else the error,
+ * naming both arguments. */
+static bool seed_fits(const char *fn, const char *out_name, const snn_tensor *out,
+                      const char *seed_name, const snn_tensor *seed)
 {
-    const char *fn = "snn_backward_from";
-    if (snn_check_same_shape(fn, "out", out, "seed", seed) ||
-        snn_check_same_device(fn, "out", out, "seed", seed))
-        return snn_last_status();
-    if (!out->requires_grad)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'out' (it does not require grad)", fn);
+    if (snn_check_same_shape(fn, out_name, out, seed_name, seed) ||
+        snn_check_same_device(fn, out_name, out, seed_name, seed))
+        return false;
+    if (!out->requires_grad) {
+        snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (it does not require grad)", fn,
+                  out_name);
+        return false;
+    }
+    return true;
+}
+
+/* out's gradient += seed (checked by seed_fits first). */
+static snn_status add_seed(const char *fn, snn_tensor *out, const snn_tensor *seed)
+{
     float *g = snn_grad_for(out);
     if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of memory for the seed gradient", fn);
     snn_kernels_for(out->device)->axpy(g, 1.0f, seed->data, seed->numel);
-    return run_tape(fn);
+    return SNN_OK;
+}
+
+snn_status snn_backward_from(snn_tensor *out, const snn_tensor *seed)
+{
+    const char *fn = "snn_backward_from";
+    if (!seed_fits(fn, "out", out, "seed", seed)) return snn_last_status();
+    const snn_status seeded = add_seed(fn, out, seed);
+    return seeded != SNN_OK ? seeded : run_tape(fn);
 }
 
 snn_status snn_backward_from_many(int count, snn_tensor *const *outs,
@@ -104,21 +123,15 @@ snn_status snn_backward_from_many(int count, snn_tensor *const *outs,
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'count' (expected >= 1 outputs and "
                          "as many seeds, got %d%s)", fn, count,
                          outs && seeds ? "" : " and a NULL array");
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count; i++) { /* every pair checked before any is seeded */
         char out_name[32], seed_name[32];
         snprintf(out_name, sizeof out_name, "outs[%d]", i);
         snprintf(seed_name, sizeof seed_name, "seeds[%d]", i);
-        if (snn_check_same_shape(fn, out_name, outs[i], seed_name, seeds[i]) ||
-            snn_check_same_device(fn, out_name, outs[i], seed_name, seeds[i]))
-            return snn_last_status();
-        if (!outs[i]->requires_grad)
-            return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (it does not require grad)",
-                             fn, out_name);
+        if (!seed_fits(fn, out_name, outs[i], seed_name, seeds[i])) return snn_last_status();
     }
     for (int i = 0; i < count; i++) {
-        float *g = snn_grad_for(outs[i]);
-        if (!g) return snn_error(SNN_ERR_MEMORY, "%s: out of memory for the seed gradient", fn);
-        snn_kernels_for(outs[i]->device)->axpy(g, 1.0f, seeds[i]->data, seeds[i]->numel);
+        const snn_status seeded = add_seed(fn, outs[i], seeds[i]);
+        if (seeded != SNN_OK) return seeded;
     }
     return run_tape(fn);
 }

@@ -397,12 +397,15 @@ int main(int argc, char **argv)
         /* as snn-train: the first step's arena in one block, sized by the memory estimate (else
          * it grows block by block, doubling, and the first steps hold up to twice the steady) */
         snn_memory_estimate e;
+        const snn_state_carry carry = online      ? SNN_CARRY_CONSTANT
+                                      : segmented ? SNN_CARRY_DIFFERENTIABLE
+                                                  : SNN_CARRY_NONE;
         const snn_status estimated =
-            online ? snn_model_memory_estimate_through_time(&c, &options, SNN_CARRY_CONSTANT, 1, batch,
-                                                           device, 2, &e)
-            : segmented ? snn_model_memory_estimate_through_time(&c, &options, SNN_CARRY_DIFFERENTIABLE,
-                                                                 time_checkpoint, batch, device, 2, &e)
-                        : snn_model_memory_estimate_with(&c, &options, batch, device, true, 2, &e);
+            carry != SNN_CARRY_NONE
+                ? snn_model_memory_estimate_through_time(&c, &options, carry,
+                                                         online ? 1 : time_checkpoint, batch,
+                                                         device, 2, &e)
+                : snn_model_memory_estimate_with(&c, &options, batch, device, true, 2, &e);
         if (estimated != SNN_OK ||
             snn_step_reserve(device, (size_t)(e.step - e.gradient_pool)) != SNN_OK) {
             fprintf(stderr, "bench_train_step: batch %d: %s\n", batch, snn_last_error());

@@ -207,8 +207,8 @@ static int check_memory(const options *o, snn_device device, const snn_model_con
     snn_memory_estimate e;
     if (!o->checkpoint) { /* Adam: two states per weight */
         run_memory_request train = {"snn-ann2snn", "training the QANN", flags, *qc,
-                                    o->batch_size, train_set->count, device, true, 2, data, 0.0, false, false,
-                                    SNN_CARRY_NONE, 0};
+                                    o->batch_size, train_set->count, device, true, 2, data, 0.0,
+                                    false, false, SNN_CARRY_NONE, 0};
         if (snn_model_memory_estimate(qc, 1, device, false, 0, &e) == SNN_OK)
             train.held = e.parameters; /* the QANN exists */
         if (run_memory_check(&train, per_image, &e)) return 2;

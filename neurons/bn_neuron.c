@@ -53,8 +53,8 @@ typedef struct bn_neuron_saved {
  * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init. On the
  * device's one-pass kernel (H in registers) where it has one, else H recomputed into scratch
  * (taken after the caller's scratch mark), then lif_backward (twice with both dS and dV_last,
- * as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for lif_backward's spike
- * argument. False when it could not run (reported to snn_backward). */
+ * as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for
+ * lif_backward's spike argument. False when it could not run (reported to snn_backward). */
 static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
                                  const snn_neuron_dims *d, const snn_neuron_bn_input *in,
                                  float *dX, float *dresidual, const float *dspike,

@@ -550,8 +550,9 @@ static snn_status estimate(const char *fn, const snn_model_config *c,
     out->optimizer = training ? 4.0 * w.trainable * optimizer_states : 0.0;
     out->workspace = w.workspace;
     out->largest_tensor = w.largest;
+    const snn_walk *recomputed = c->time_steps > steps ? &w : NULL; /* segments before the last */
     out->gradient_pool = carry == SNN_CARRY_DIFFERENTIABLE
-                             ? snn_walk_segments_pool_bytes(&last, c->time_steps > steps ? &w : NULL)
+                             ? snn_walk_segments_pool_bytes(&last, recomputed)
                              : snn_walk_gradient_pool_bytes(&w);
     /* the online step seeds the scaled loss of each time step (1/K of it), one block more */
     if (carry == SNN_CARRY_CONSTANT) out->gradient_pool += snn_walk_round_up(4.0, 256.0);

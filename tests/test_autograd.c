@@ -68,7 +68,8 @@ static void test_backward_from_many_by_hand(void)
     const snn_tensor *bad_seeds[2] = {gy, wrong};
     const float a0 = a->grad->data[0];
     CHECK(snn_backward_from_many(2, outs, bad_seeds) == SNN_ERR_ARGUMENT);
-    CHECK(strstr(snn_last_error(), "snn_backward_from_many") && strstr(snn_last_error(), "seeds[1]"));
+    CHECK(strstr(snn_last_error(), "snn_backward_from_many") &&
+          strstr(snn_last_error(), "seeds[1]"));
     CHECK(a->grad->data[0] == a0);
     snn_tensor *constant[1] = {gy};
     CHECK(snn_backward_from_many(1, constant, seeds) == SNN_ERR_ARGUMENT);
