@@ -198,7 +198,9 @@ static int by_bytes_descending(const void *a, const void *b)
 
 /* One training step with the arena's memory profile on: what the step holds just before it
  * ends (the activations the backward pass saved, by the op that saved them), the step arena's
- * high-water mark, and the gradient pool's. */
+ * high-water mark, and the gradient pool's. With --train-mode sltt, one time step of the
+ * online step instead (T = 1, the state carried as a constant, as app/train_online.c runs
+ * it): what its backward reads, taken where that step peaks, after the loss. */
 static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_device device, int batch,
                                  const snn_model_config *c, snn_rng *rng)
 {
@@ -213,20 +215,38 @@ static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_devi
     snn_tensor *x = snn_from_host(SNN_SHAPE(batch, c->in_channels, c->height, c->width), images, device);
     snn_tensor *y = snn_from_host(SNN_SHAPE(batch), labels, device);
     snn_module_zero_grad(model);
-    snn_tensor *loss = snn_cross_entropy(snn_module_forward(model, x), y);
+    if (online) {
+        snn_model_set_time_steps(model, 1);
+        snn_neuron_layers_set_carry(model, SNN_CARRY_CONSTANT);
+        snn_module_reset_state(model);
+    }
+    snn_tensor *loss = online ? snn_cross_entropy_smooth(snn_module_forward(model, x), y, 0.0f)
+                              : snn_cross_entropy(snn_module_forward(model, x), y);
+    memory_table table = {.n = 0};
+    size_t high_water = 0;
+    if (loss && online) { /* held at the online step's peak: before its backward */
+        snn_synchronize(device);
+        high_water = snn_arena_profile_report(device, collect_row, &table);
+    }
     if (!loss || snn_backward(loss) != SNN_OK || snn_optimizer_step(opt) != SNN_OK) {
         fprintf(stderr, "bench_train_step: %s\n", snn_last_error());
         exit(1);
     }
     snn_synchronize(device);
-    memory_table table = {.n = 0};
-    size_t high_water = snn_arena_profile_report(device, collect_row, &table);
+    if (online) {
+        snn_neuron_layers_set_carry(model, SNN_CARRY_NONE);
+        snn_model_set_time_steps(model, c->time_steps);
+    } else {
+        high_water = snn_arena_profile_report(device, collect_row, &table);
+    }
     snn_step_end();
     snn_arena_profile(false);
     qsort(table.rows, (size_t)table.n, sizeof table.rows[0], by_bytes_descending);
     size_t held = 0;
     for (int i = 0; i < table.n; i++) held += table.rows[i].bytes;
-    printf("\nmemory held at the end of one training step, batch %d, by the op that allocated it\n", batch);
+    printf("\nmemory held %s, batch %d, by the op that allocated it\n",
+           online ? "before the backward of one time step of the online step"
+                  : "at the end of one training step", batch);
     printf("| allocated by | tensors | MB | MB / image | share |\n|---|---:|---:|---:|---:|\n");
     for (int i = 0; i < table.n; i++)
         printf("| %s | %d | %.1f | %.2f | %.1f%% |\n", table.rows[i].fn, table.rows[i].count,
