@@ -89,10 +89,16 @@ static snn_status one_time_step(snn_module *model, snn_tensor *x, snn_tensor *y,
                                 snn_tensor *sum_loss)
 {
     if (!backward) snn_no_grad_begin();
+    /* a taped fused layer's state advances in its backward (snn_batchnorm_neuron_carry) */
+    const int pending = snn_batchnorm_neuron_carry_pending();
     snn_tensor *out = snn_module_forward(model, x); /* (N, classes), this step's o[t] */
     snn_tensor *loss = out ? snn_cross_entropy_smooth(out, y, smoothing) : NULL;
     snn_status status = loss ? SNN_OK : snn_last_status();
     if (status == SNN_OK && backward) status = snn_backward(snn_scale(loss, scale));
+    if (status == SNN_OK && snn_batchnorm_neuron_carry_pending() != pending)
+        status = snn_error(SNN_ERR_STATE, "train_online_step: %d neuron layers' backward did not "
+                           "run, so their state did not advance (no gradient reached their "
+                           "spikes?)", snn_batchnorm_neuron_carry_pending() - pending);
     if (status == SNN_OK) {
         if (backward) snn_no_grad_begin();
         if (!snn_add_into(sum_logits, out) || !snn_add_into(sum_loss, loss))

@@ -112,8 +112,10 @@ typedef struct snn_neuron_bn_input {
                                        * where residual is NULL; or NULL */
     /* The membrane state, as lif_forward / lif_backward take it; each NULL when absent. */
     const float *v_init;              /* (M) V before step 0, or NULL: V_reset */
-    float *v_last;                    /* (M) forward out: V after the last step; may alias
-                                       * v_init (each element's V_init is read first) */
+    float *v_last;                    /* (M) out: V after the last step, from forward, or
+                                       * from lif_bn_backward (the carry op's deferred state);
+                                       * may alias v_init (each element's V_init is read
+                                       * first) */
     const float *dv_last;             /* (M) backward in: dL/dV_last, or NULL: zero */
     float *dv_init;                   /* (M) backward out: += dL/dV_init */
 } snn_neuron_bn_input;
@@ -133,6 +135,7 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, flo
  *   dresidual (T, M) += dL/dX when not NULL (the residual add's backward)
  *   dspike  (T, M)  dL/dS, or NULL
  *   in->dv_last, in->dv_init: the state's gradients, as lif_backward's dv_last and dv_init
+ *   in->v_last: V after the last step when not NULL, as lif_bn_forward writes it
  * with the bits of lif_bn_forward (h_seq) -> fill dX with 0 -> lif_backward -> axpy where one
  * of dspike and in->dv_last is given. Where both are (a differentiable state, in
  * snn_batchnorm_neuron_state, whose spikes and V_out both reach the loss), one recurrence takes

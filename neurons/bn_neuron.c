@@ -35,7 +35,9 @@
  * The carrying variants (at the end of the file). snn_batchnorm_neuron_carry and _state run
  * the same kernel from a layer's carried state V_init and leave the state V_last: online
  * training (SLTT) and BPTT with time checkpoints (docs/temporal.md). Their bits are those of
- * the same ops ending in snn_neuron_multistep_carry / _state (neurons/carry.c).
+ * the same ops ending in snn_neuron_multistep_carry / _state (neurons/carry.c). The carry op
+ * with a tape leaves V_last in its backward, not its forward: the backward recomputes H from
+ * V_init, which is then still the layer's state, so nothing is copied.
  */
 #include "neuron_op.h"
 #include "tensor/arena.h"
@@ -50,7 +52,8 @@ typedef struct bn_neuron_saved {
 } bn_neuron_saved;
 
 /* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
- * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init. On the
+ * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init;
+ * in->v_last = V_last when not NULL (it may alias in->v_init: the deferred carry). On the
  * device's one-pass kernel (H in registers) where it has one, else H recomputed into scratch
  * (taken after the caller's scratch mark), then lif_backward (twice with both dS and dV_last,
  * as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for
@@ -85,6 +88,8 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
         snn_backward_out_of_memory();
         return false;
     }
+    /* H, and V_last where in->v_last asks (a deferred carry: it may overwrite in->v_init,
+     * which lif_backward then reads only for PLIF's dL/dk, and the fused kinds are IF / LIF) */
     nk->lif_bn_forward(NULL, NULL, h, NULL, in, p, d);
     k->fill(dX, 0.0f, n);
     /* the state op's two nodes (carry.c), the V's first: dL/dV_last, then dL/dS */
@@ -240,7 +245,7 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
  * variants' nodes (record_carrying, below) with one. */
 static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *residual, snn_tensor *spike, const bn_state *st,
-                            const snn_tensor *v_keep, const bn_neuron_saved *bn);
+                            const bn_neuron_saved *bn);
 
 static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                  float momentum, float eps, snn_tensor *residual,
@@ -279,13 +284,10 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
         spike->spike_bits = snn_step_alloc(fn, words * sizeof(uint32_t), x->device);
         if (!spike->spike_bits) return NULL;
     }
-    /* backward recomputes H from the state that entered, which the carry op overwrites: a
-     * copy (N, ...), 1/T of x's size; the state op's v_in is the graph's, alive anyway */
-    snn_tensor *v_keep = NULL;
-    if (record && st && !st->differentiable) {
-        v_keep = snn_step_tensor(fn, st->v_in->shape, x->device);
-        if (!v_keep || snn_tensor_copy(v_keep, st->v_in) != SNN_OK) return NULL;
-    }
+    /* backward recomputes H from the state that entered: the state op's v_in is the graph's,
+     * alive anyway; the carry op's, its layer's state, stays as it is until then, and the
+     * backward leaves V_last in it (deferred) */
+    const bool deferred = record && st && !st->differentiable;
 
     /* the statistics: this batch's (count, mean, M2) per channel, "merged" over one rank */
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
@@ -300,14 +302,13 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
      * element's V_init before they write its V_last) */
     const snn_neuron_bn_input in = {x->data, merged, invstd, gamma->data, beta->data,
                                     residual ? residual->data : NULL, NULL,
-                                    st ? st->v_in->data : NULL, st ? st->v_last->data : NULL,
-                                    NULL, NULL};
+                                    st ? st->v_in->data : NULL,
+                                    st && !deferred ? st->v_last->data : NULL, NULL, NULL};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
     const bn_neuron_saved saved = {p, d, merged, mean, invstd};
     if (record && st) {
-        if (!record_carrying(fn, x, gamma, beta, residual, spike, st, v_keep, &saved))
-            return NULL;
+        if (!record_carrying(fn, x, gamma, beta, residual, spike, st, &saved)) return NULL;
     } else if (record) {
         snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
                                          sizeof(bn_neuron_saved));
@@ -378,8 +379,17 @@ typedef struct bn_state_saved {
     bn_neuron_saved bn;             /* params, dims, statistics */
     snn_tensor *x, *gamma, *beta;   /* what X is made of again */
     snn_tensor *spikes, *v_out;     /* the outputs (v_out NULL for the carry op) */
-    const float *v_init;            /* (M) the state that entered: a copy, or v_in's data */
+    float *v_init;                  /* (M) the state that entered: v_in's data */
+    bool advance;                   /* the carry op: backward leaves V_last in v_init */
 } bn_state_saved;
+
+/* Taped carry ops whose backward has not yet advanced their state. */
+static int carry_pending;
+
+int snn_batchnorm_neuron_carry_pending(void)
+{
+    return carry_pending;
+}
 
 static void bn_part_backward(snn_node *node)
 {
@@ -412,7 +422,7 @@ static void state_neuron_backward(snn_node *node)
     if (node->out == sv->v_out && dspike) return;
     float *dX = snn_grad_for(X), *dresidual = snn_grad_for(residual);
     float *dv_init = snn_grad_for(v_in);
-    if (!dX && !dresidual && !dv_init) return;
+    if (!dX && !dresidual && !dv_init && !sv->advance) return;
     const snn_device dev = sv->spikes->device;
     snn_step_scratch mark = snn_step_scratch_mark(dev);
     const int64_t n = sv->spikes->numel;
@@ -422,22 +432,23 @@ static void state_neuron_backward(snn_node *node)
         return;
     }
     snn_neuron_bn_input in = {NULL, sv->bn.stats, sv->bn.invstd, sv->gamma->data, sv->beta->data,
-                              NULL, NULL, sv->v_init, NULL, dv_last ? dv_last->data : NULL,
-                              dv_init};
+                              NULL, NULL, sv->v_init, sv->advance ? sv->v_init : NULL,
+                              dv_last ? dv_last->data : NULL, dv_init};
     if (!read_saved_inputs(fn, sv->x, residual, &in)) return;
     if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
                               dspike ? dspike->data : NULL, sv->spikes))
         return;
+    if (sv->advance) carry_pending--;
     snn_step_scratch_release(dev, mark);
 }
 
 static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *residual, snn_tensor *spike, const bn_state *st,
-                            const snn_tensor *v_keep, const bn_neuron_saved *bn)
+                            const bn_neuron_saved *bn)
 {
     const bn_state_saved saved = {*bn, x, gamma, beta, spike,
-                                  st->differentiable ? st->v_last : NULL,
-                                  v_keep ? v_keep->data : st->v_in->data};
+                                  st->differentiable ? st->v_last : NULL, st->v_in->data,
+                                  !st->differentiable};
     snn_tensor *bn_inputs[3] = {x, gamma, beta};
     snn_tensor *X = NULL; /* X's gradient, when the batch-norm's inputs want one */
     if (snn_should_record(3, bn_inputs)) {
@@ -459,6 +470,8 @@ static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, sn
                                3, inputs, sizeof saved);
         if (!node) return false;
         *(bn_state_saved *)node->saved = saved;
+    } else {
+        carry_pending++; /* the spikes' node advances the state */
     }
     return true;
 }

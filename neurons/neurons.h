@@ -237,14 +237,24 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
  *                                v_state, NULL, activity)
  * with the same bits (spikes, the state left in v_state, running statistics, every gradient).
  * v_state: as snn_neuron_multistep_carry's, (N, C, H, W) elements, OWNED, no gradient; the
- * state that enters is a constant (online training, SLTT: docs/temporal.md). With a tape the
- * op keeps a copy of the state that entered (4 B per neuron), from which backward recomputes
- * H. Refused as snn_batchnorm_neuron, and for a v_state that does not fit. */
+ * state that enters is a constant (online training, SLTT: docs/temporal.md).
+ * When. Without a tape the state advances at once. With one, it advances in the op's backward:
+ * backward recomputes H from the state that entered, and then leaves the state after the last
+ * step in v_state. So the step keeps no copy of the state (4 B per neuron), but v_state holds
+ * the entering state until backward has run through the op: run it before the next call (as
+ * SLTT does; snn_batchnorm_neuron_carry_pending checks it). Refused as snn_batchnorm_neuron,
+ * and for a v_state that does not fit. */
 snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                        snn_tensor *running_mean, snn_tensor *running_var,
                                        float momentum, float eps, snn_tensor *residual,
                                        const snn_neuron_config *cfg, snn_tensor *v_state,
                                        snn_tensor **activity);
+
+/** How many taped snn_batchnorm_neuron_carry calls of this process still wait for their
+ * backward to advance their state: each such call adds one, its backward takes it away. An
+ * online step reads it before a time step and after its backward (app/train_online.c): a
+ * difference means a layer whose backward did not run, and whose state would be stale. */
+int snn_batchnorm_neuron_carry_pending(void);
 
 /** The same as a function of the state, differentiable in it: the spikes and *v_out (a new
  * STEP tensor, the state after the last step) of

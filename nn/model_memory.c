@@ -62,7 +62,8 @@
  * Steps through time (snn_model_memory_estimate_through_time; docs/temporal.md). The graph
  * walked is one call's, 1 step (online, SLTT) or K (a segment of a checkpointed step), with
  * each neuron layer carrying its state: the state itself (OWNED, `state`), the copy of the state
- * that entered where backward reads it (online: the fused op, PLIF, ST-BIF), a segment's state
+ * that entered where backward reads it (online: PLIF, ST-BIF; the fused op leaves the state as
+ * it is until its backward, and needs none), a segment's state
  * in and out and their gradients (from the step pool), H apart from the input (a carrying
  * layer does not consume it), and the carrying ops' extra nodes. Around it: the online step's
  * sums; the checkpointed step's C - 2 saved states, the state's gradient, the segments' logits
@@ -159,8 +160,8 @@ static int batchnorm(snn_walk *w, int in, double numel, int channels)
 /* What a carrying layer (w->carry, nn/layer_neuron.c) adds, for `numel` elements over the
  * walk's T steps: its state (m = numel / T values, and as many again for ALIF's and ST-BIF's
  * second state), OWNED and kept across steps; an online step's copy of the state that entered
- * where backward reads it (`copy_in`: the fused op, PLIF, ST-BIF; neurons/carry.c,
- * neurons/bn_neuron.c); a segment's state in and out as STEP tensors and their gradients. */
+ * where backward reads it (`copy_in`: PLIF, ST-BIF; neurons/carry.c); a segment's state in and
+ * out as STEP tensors and their gradients. */
 static void carried_state(snn_walk *w, const snn_neuron_config *n, double numel, bool copy_in,
                           bool fused)
 {
@@ -227,7 +228,7 @@ static bool fuses(const snn_walk *w, const snn_neuron_config *n)
 static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config *n, double numel,
                      double planes, int channels)
 {
-    carried_state(w, n, numel, true, true);
+    carried_state(w, n, numel, false, true); /* the carry op advances the state in backward */
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
     snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
     snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */

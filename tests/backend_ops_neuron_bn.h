@@ -21,7 +21,8 @@
  * The carried state (snn_batchnorm_neuron_carry / _state) rides in the same input: forward
  * NV_STATE reads V_init and writes V_last, NV_ALIAS updates one state in place; backward
  * NV_STATE takes dS and dL/dV_last together (one recurrence on the GPU, two runs of
- * lif_backward in the op on the CPU) and NV_ALIAS dL/dV_last alone, both adding dL/dV_init.
+ * lif_backward in the op on the CPU) and writes V_last too (what the carry op's backward does,
+ * neurons/bn_neuron.c), NV_ALIAS dL/dV_last alone, both adding dL/dV_init.
  * V_last and dV_init are compared as the other outputs, element by element, leaving out the
  * elements set aside above.
  */
@@ -293,7 +294,7 @@ static void lif_bn_bwd_setup(bo_case *c)
     else bo_in_normal(c, "dspike", n, 0.0f, 1.0f);
     bo_buffer(c, "h_ref", BO_F32, BO_REF, BO_CUSTOM, n);
     bn_input_setup(c, p);
-    /* the state: V_init 11, dL/dV_last 12, dL/dV_init 13 (accumulated) */
+    /* the state: V_init 11, dL/dV_last 12, dL/dV_init 13 (accumulated), V_last 14 */
     const int64_t m = neuron_step(p);
     if (bn_carries(p)) {
         bo_in_uniform(c, "v_init", m, -0.5f, 0.9f);
@@ -302,6 +303,8 @@ static void lif_bn_bwd_setup(bo_case *c)
     } else {
         bo_unused(c, "v_init"), bo_unused(c, "dv_last"), bo_unused(c, "dv_init");
     }
+    if (p->variant == NV_STATE) bo_out(c, "v_last", BO_F32, m, BO_CUSTOM);
+    else bo_unused(c, "v_last");
 }
 
 static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
@@ -311,6 +314,7 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     void **a = s->arg;
     snn_neuron_bn_input in = bn_input_of(p, a, 4);
     if (bn_carries(p)) in.v_init = a[11], in.dv_last = a[12], in.dv_init = a[13];
+    if (p->variant == NV_STATE) in.v_last = a[14];
     float *dres = p->residual ? a[1] : NULL;
     const float *dspike = p->variant == NV_ALIAS ? NULL : a[2];
     if (!s->is_ref) {
@@ -320,7 +324,7 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     const int64_t n = neuron_numel(p);
     const float *X = bn_reference_x(s, p, &in);
     float *S = bo_scratch(s, (size_t)n * sizeof *S);
-    snn_lif_forward_ref(S, a[3], NULL, NULL, NULL, X, in.v_init, NULL, NULL, &q, &p->d);
+    snn_lif_forward_ref(S, a[3], in.v_last, NULL, NULL, X, in.v_init, NULL, NULL, &q, &p->d);
     snn_fill_ref(a[0], 0.0f, n);
     snn_lif_backward_ref(a[0], in.dv_init, NULL, dspike, in.dv_last, a[3], S, X, in.v_init, NULL,
                          NULL, &q, &p->d);
@@ -365,9 +369,9 @@ static double lif_bn_bwd_compare(const bo_case *c, void *const *got, void *const
                          (long long)(i / M), (long long)(i % M), (double)g[i], (double)r[i]);
         }
     }
-    if (bn_carries(p) && worst <= 1.0)
-        worst = fmax(worst, bn_state_compare(&c->buf[13], got[13], ref[13], near, why,
-                                             why_size));
+    for (int k = 13; k <= (p->variant == NV_STATE ? 14 : 13) && bn_carries(p) && worst <= 1.0;
+         k++)
+        worst = fmax(worst, bn_state_compare(&c->buf[k], got[k], ref[k], near, why, why_size));
     free(near);
     if (set_aside > 16 + M / 1000) {
         snprintf(why, why_size, "%lld elements near the threshold", (long long)set_aside);

@@ -311,6 +311,43 @@ static void test_carrying_same_bits_as_separate_ops(void)
     snn_step_end();
 }
 
+/* With a tape the carry op's state advances in its backward, not its forward: after the
+ * forward the state is the one that entered and the op is counted as pending; after the
+ * backward it is the state a forward without a tape leaves, and the count is back. */
+static void test_carry_state_advances_in_backward(void)
+{
+    const snn_shape shape = SNN_SHAPE(2, 2, 3, 5, 4);
+    const int64_t per_step = snn_shape_numel(shape) / shape.dim[0];
+    snn_neuron_config lif = snn_neuron_config_default(SNN_NEURON_LIF);
+    snn_tensor *v_taped = snn_tensor_new(SNN_SHAPE(per_step), SNN_CPU);
+    snn_tensor *v_plain = snn_tensor_new(SNN_SHAPE(per_step), SNN_CPU);
+    snn_step_begin();
+    snn_tensor *stats[4]; /* running mean and variance of each run */
+    for (int i = 0; i < 4; i++) stats[i] = owned_copy(uniform(SNN_SHAPE(3), 0.5f, 1.0f, 7, false));
+    snn_tensor *x = uniform(shape, -1.0f, 2.5f, 8, true);
+    snn_tensor *g = uniform(SNN_SHAPE(3), 0.5f, 1.5f, 9, true);
+    snn_tensor *b = uniform(SNN_SHAPE(3), 0.0f, 0.6f, 10, true);
+    snn_tensor *v_start = uniform(SNN_SHAPE(per_step), -0.3f, 0.8f, 11, false);
+    CHECK_OK(snn_tensor_copy(v_taped, v_start));
+    CHECK_OK(snn_tensor_copy(v_plain, v_start));
+    snn_no_grad_begin();
+    snn_tensor *s_plain = snn_batchnorm_neuron_carry(x, g, b, stats[0], stats[1], 0.1f, 1e-5f,
+                                                     NULL, &lif, v_plain, NULL);
+    snn_no_grad_end();
+    const int pending = snn_batchnorm_neuron_carry_pending();
+    snn_tensor *s_taped = snn_batchnorm_neuron_carry(x, g, b, stats[2], stats[3], 0.1f, 1e-5f,
+                                                     NULL, &lif, v_taped, NULL);
+    CHECK(s_plain && s_taped && same(s_plain, s_taped));
+    CHECK(same(v_taped, v_start) && !same(v_plain, v_start));
+    CHECK(snn_batchnorm_neuron_carry_pending() == pending + 1);
+    if (s_taped) CHECK_OK(snn_backward(snn_sum_all(s_taped)));
+    CHECK(same(v_taped, v_plain));
+    CHECK(snn_batchnorm_neuron_carry_pending() == pending);
+    snn_step_end();
+    snn_tensor_free(v_taped), snn_tensor_free(v_plain);
+    for (int i = 0; i < 4; i++) snn_tensor_free(stats[i]);
+}
+
 static void expect_refused(snn_tensor *got, const char *arg)
 {
     CHECK(got == NULL);
@@ -628,6 +665,7 @@ int main(void)
 {
     RUN(test_same_bits_as_separate_ops);
     RUN(test_carrying_same_bits_as_separate_ops);
+    RUN(test_carry_state_advances_in_backward);
     RUN(test_refused_arguments);
     RUN(test_residual_op);
     RUN(test_models_same_step);

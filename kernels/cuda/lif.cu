@@ -292,9 +292,12 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * G_V[-1] is added into bn.dv_init. With dS and dV_last together (a time checkpoint's segment
  * that is not the last) the one recurrence carries both: G_H is linear in (dS, G_V), so this
  * is the sum of the two single-gradient runs the unfused state op makes, up to the rounding
- * of where the sum is taken (tests/test_cuda_bn_neuron.c compares that case to 1e-5).
+ * of where the sum is taken (tests/test_cuda_bn_neuron.c compares that case to 1e-5). With
+ * bn.v_last, the recurrence's last V is written there (the carry op's state, which advances in
+ * its backward: neurons/bn_neuron.c).
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
- * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init. */
+ * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
+ * and V_last. */
 template <int TMAX, int E>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
@@ -330,6 +333,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
             h[t] = snn_lif_charge_cuda(p, k, v, xin);
             v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
         }
+        if (bn.v_last) bn.v_last[i] = v; /* the deferred carry (may alias v_init: read above) */
         /* G_V starts from dL/dV_last (a differentiable carried state; then dS is NULL: the
          * state op's V node alone) or 0 */
         float gv = bn.dv_last ? bn.dv_last[i] : 0.0f;
