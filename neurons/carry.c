@@ -12,7 +12,8 @@
  * independent of T (each call's graph can be freed by the next). In backward the op is the
  * plain multi-step node (neuron_op.c) with V_init a constant.
  *
- * What the node keeps: H (T, N, ...) (and ALIF's thresholds) as snn_neuron_multistep; PLIF and
+ * What the node keeps: H (T, N, ...) (and ALIF's thresholds) as snn_neuron_multistep, in x's
+ * memory for IF / LIF under snn_neuron_multistep_carry_consume; PLIF and
  * ST-BIF also a copy of the state that entered (N, ...) (PLIF's dH/dk at t = 0 reads V[-1],
  * ST-BIF's backward A[-1]; the state itself is overwritten). IF, LIF and ALIF keep no copy:
  * their backward reads H (and the thresholds) alone.
@@ -62,11 +63,10 @@ static snn_tensor *step_copy(const char *fn, const snn_tensor *state)
     return copy;
 }
 
-snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
-                                       snn_tensor *v_state, snn_tensor *a_state,
-                                       snn_tensor **activity)
+static snn_tensor *carry(const char *fn, snn_tensor *x, const snn_neuron_config *cfg,
+                         snn_tensor *w, snn_tensor *v_state, snn_tensor *a_state,
+                         snn_tensor **activity, bool consume_x)
 {
-    const char *fn = "snn_neuron_multistep_carry";
     if (activity) *activity = NULL;
     const snn_neuron_kernels *k = snn_neuron_check_args(fn, x, cfg, w);
     if (!k) return NULL;
@@ -108,10 +108,13 @@ snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *c
     if ((record && cfg->kind == SNN_NEURON_PLIF && !v_keep) || (record && stbif && !a_keep))
         return NULL;
     snn_tensor *v_in = v_keep ? v_keep : v_state, *a_in = a_keep ? a_keep : a_state;
-    /* what backward reads: H, and ALIF's thresholds */
+    /* what backward reads: H, and ALIF's thresholds; IF / LIF may write H over x when the
+     * caller gives x up (as snn_neuron_multistep_consume: neuron_op.c) */
     snn_tensor *h_seq = NULL, *th_seq = NULL;
     if (record) {
-        h_seq = snn_step_tensor(fn, x->shape, x->device);
+        const bool reuse = consume_x && x->lifetime == SNN_STEP && x->numel > 0 &&
+                           (cfg->kind == SNN_NEURON_IF || cfg->kind == SNN_NEURON_LIF);
+        h_seq = reuse ? snn_step_view(fn, x, x->shape) : snn_step_tensor(fn, x->shape, x->device);
         if (!h_seq || (alif && !(th_seq = snn_step_tensor(fn, x->shape, x->device)))) return NULL;
     }
     if (x->numel == 0) {
@@ -131,6 +134,21 @@ snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *c
         return NULL;
     if (activity) *activity = act;
     return spike;
+}
+
+snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,
+                                       snn_tensor *v_state, snn_tensor *a_state,
+                                       snn_tensor **activity)
+{
+    return carry("snn_neuron_multistep_carry", x, cfg, w, v_state, a_state, activity, false);
+}
+
+snn_tensor *snn_neuron_multistep_carry_consume(snn_tensor *x, const snn_neuron_config *cfg,
+                                               snn_tensor *w, snn_tensor *v_state,
+                                               snn_tensor *a_state, snn_tensor **activity)
+{
+    return carry("snn_neuron_multistep_carry_consume", x, cfg, w, v_state, a_state, activity,
+                 true);
 }
 
 snn_tensor *snn_neuron_multistep_state(snn_tensor *x, const snn_neuron_config *cfg, snn_tensor *w,

@@ -208,6 +208,13 @@ snn_tensor *snn_neuron_multistep_carry(snn_tensor *x, const snn_neuron_config *c
                                        snn_tensor *v_state, snn_tensor *a_state,
                                        snn_tensor **activity);
 
+/** snn_neuron_multistep_carry for a caller that gives x up, as snn_neuron_multistep_consume:
+ * IF and LIF keep H in x's memory (an online step's first neuron layer, fed by the stem's
+ * batch-norm: nn/layer_neuron.c). The same spikes, state and gradients. */
+snn_tensor *snn_neuron_multistep_carry_consume(snn_tensor *x, const snn_neuron_config *cfg,
+                                               snn_tensor *w, snn_tensor *v_state,
+                                               snn_tensor *a_state, snn_tensor **activity);
+
 /** The same run as a function of its state, differentiable in it: from v_in (and a_in for ALIF
  * and ST-BIF) of x's shape without T, to the spikes (returned) and the state after the last
  * step (*v_out, *a_out: new STEP tensors). In grad mode a gradient reaching *v_out or *a_out

@@ -105,6 +105,9 @@ static snn_tensor *layer_forward(snn_module *m, snn_tensor *x, const snn_neuron_
             spikes = snn_batchnorm_neuron_carry(x, bn->gamma, bn->beta, bn->running_mean,
                                                 bn->running_var, bn->momentum, bn->eps,
                                                 bn->residual, &n->config, n->v_state, &activity);
+        else if ((n->carry == SNN_CARRY_CONSTANT || !x_ok) && n->consume_input)
+            spikes = snn_neuron_multistep_carry_consume(x, &n->config, w, n->v_state, n->a_state,
+                                                        &activity);
         else if (n->carry == SNN_CARRY_CONSTANT || !x_ok)
             spikes = snn_neuron_multistep_carry(x, &n->config, w, n->v_state, n->a_state,
                                                 &activity);

@@ -249,6 +249,16 @@ void snn_model_seed_dropout(snn_module *m)
     }
 }
 
+/* x (N, ...) seen as (1, N, ...): one time step, no copy. */
+static snn_tensor *one_step_view(snn_tensor *x)
+{
+    if (!x) return NULL;
+    snn_shape shape = {.ndim = x->shape.ndim + 1};
+    shape.dim[0] = 1;
+    for (int d = 0; d < x->shape.ndim; d++) shape.dim[d + 1] = x->shape.dim[d];
+    return snn_reshape(x, shape);
+}
+
 snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
@@ -263,8 +273,10 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
         h = snn_modules_forward(ch, 2, x);
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
-        /* the image is the same at every step: the stem runs once and is repeated over T */
-        h = snn_repeat_time(snn_modules_forward(ch, 2, x), c->time_steps);
+        /* the image is the same at every step: the stem runs once and is repeated over T; at
+         * T = 1 (an online step's) the stem's output is the one step itself, a view */
+        h = snn_modules_forward(ch, 2, x);
+        h = c->time_steps == 1 ? one_step_view(h) : snn_repeat_time(h, c->time_steps);
     } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
         /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
         h = snn_first_step(snn_modules_forward(ch, 2, x), c->time_steps);

@@ -204,8 +204,9 @@ static int neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
     snn_walk_backward_scratch(w, 0.0, out, -1);  /* BPTT reads the spikes */
     if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
                         * (the builders' neurons consume their inputs: neuron_op.c), except
-                        * the carrying ops (neurons/carry.c), which write it apart */
-        if ((n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) && w->carry != SNN_CARRY_NONE)
+                        * the state op (neurons/carry.c), which writes it apart */
+        if ((n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) &&
+            w->carry == SNN_CARRY_DIFFERENTIABLE)
             snn_walk_constant(w, numel);
         else if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF)
             w->host += snn_walk_struct_bytes();
@@ -315,7 +316,9 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
     if (w->converted) /* the bias reshaped to (C, 1, 1): a view */
         w->host += snn_walk_struct_bytes();
     x = batchnorm(w, x, images * *per_image, width);
-    if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
+    /* repeated, or placed at t = 0; direct encoding at T = 1 views the stem's output */
+    if (c->encoding == SNN_ENCODING_DIRECT && T == 1.0) x = snn_walk_view(w, N * *per_image, x);
+    else if (once) x = snn_walk_output(w, T * N * *per_image, x, -1);
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
 }
 

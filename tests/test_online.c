@@ -2,7 +2,8 @@
  * test_online.c - training through time online (neurons/carry.c, nn/layer_neuron.c's carried
  * state, app/train_online.c):
  *   - the carrying op run over segments of T equals the multi-step op over all of T (spikes,
- *     activity, the state left behind), for every spiking kind;
+ *     activity, the state left behind), for every spiking kind; its consuming form is the same
+ *     op with H over x;
  *   - its gradient is BPTT inside the segment from a constant state: the single-step op chained
  *     from a state that needs no gradient gives the same dx (and PLIF's dw);
  *   - bad states are refused, naming the argument;
@@ -180,6 +181,49 @@ static void test_segment_gradient_is_bptt_from_a_constant_state(void)
     check_segment_gradient(SNN_NEURON_LIF);
     check_segment_gradient(SNN_NEURON_PLIF);
     if (alif_available()) check_segment_gradient(SNN_NEURON_ALIF);
+}
+
+/* snn_neuron_multistep_carry_consume: the carry op's spikes, state and dx, with H written
+ * over x (IF, LIF); for PLIF it is the carry op (H apart: its backward reads x). */
+static void check_consume_is_the_carry_op(snn_neuron_kind kind)
+{
+    const int T = 3, N = 2, F = 5, n = T * N * F;
+    const snn_neuron_config c = config_of(kind, SNN_RESET_HARD);
+    snn_tensor *w = kind == SNN_NEURON_PLIF ? snn_plif_param_new(3.0f, SNN_CPU) : NULL;
+    float x_host[3 * 2 * 5], spikes[2][3 * 2 * 5], state[2][2 * 5], dx[2][3 * 2 * 5];
+    bool x_kept[2] = {true, true};
+    snn_rng rng;
+    snn_rng_seed(&rng, 21 + (uint64_t)kind);
+    for (int i = 0; i < n; i++) x_host[i] = 0.6f + snn_rng_normal(&rng);
+    for (int way = 0; way < 2; way++) {
+        CHECK_OK(snn_step_begin());
+        snn_tensor *v = snn_step_tensor("test", SNN_SHAPE(N, F), SNN_CPU);
+        CHECK_OK(snn_tensor_fill(v, 0.1f));
+        snn_tensor *x = snn_from_host(SNN_SHAPE(T, N, F), x_host, SNN_CPU);
+        x->requires_grad = true;
+        snn_tensor *y = way ? snn_neuron_multistep_carry_consume(x, &c, w, v, NULL, NULL)
+                            : snn_neuron_multistep_carry(x, &c, w, v, NULL, NULL);
+        CHECK(y && snn_backward(snn_sum_all(snn_mul(y, y))) == SNN_OK);
+        if (y && x->grad) {
+            memcpy(spikes[way], y->data, sizeof spikes[way]);
+            memcpy(state[way], v->data, sizeof state[way]);
+            memcpy(dx[way], x->grad->data, sizeof dx[way]);
+            x_kept[way] = memcmp(x->data, x_host, sizeof x_host) == 0;
+        }
+        snn_step_end();
+    }
+    CHECK(memcmp(spikes[0], spikes[1], sizeof spikes[0]) == 0);
+    CHECK(memcmp(state[0], state[1], sizeof state[0]) == 0);
+    CHECK(memcmp(dx[0], dx[1], sizeof dx[0]) == 0);
+    CHECK(x_kept[0] && x_kept[1] == (kind == SNN_NEURON_PLIF)); /* H over x: IF and LIF */
+    snn_tensor_free(w);
+}
+
+static void test_consume_is_the_carry_op(void)
+{
+    check_consume_is_the_carry_op(SNN_NEURON_IF);
+    check_consume_is_the_carry_op(SNN_NEURON_LIF);
+    check_consume_is_the_carry_op(SNN_NEURON_PLIF);
 }
 
 /* bad states: named, with the shape expected */
@@ -406,6 +450,7 @@ int main(void)
     snn_set_num_threads(2);
     RUN(test_segments_equal_whole_run);
     RUN(test_segment_gradient_is_bptt_from_a_constant_state);
+    RUN(test_consume_is_the_carry_op);
     RUN(test_bad_state_is_refused);
     RUN(test_layer_carries_state);
     RUN(test_sltt_at_one_step_is_bptt);
