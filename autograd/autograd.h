@@ -136,7 +136,7 @@ void snn_tape_print(FILE *out);
  * again (a model whose option pack_spikes is on calls it once the layers that take a neuron's
  * output have run: nn/plan.h). An IF, LIF or PLIF op that records a tape takes its spikes from
  * the step pool and marks them (t->spikes; the fused batch-norm -> neuron op writes their bits
- * too); t must be such spikes. 1/32 of the memory, the same bits in every output and gradient.
+ * too, and takes them from the pool without a tape as well); t must be such spikes. 1/32 of the memory, the same bits in every output and gradient.
  * Its values go into numel / 8 bytes of step memory (t->spike_bits), its fp32 data go back to
  * the pool and t->data becomes NULL; backward ops read the values through snn_saved_values. A
  * forward op given t afterwards refuses it, naming the argument. Packing twice is a no-op.

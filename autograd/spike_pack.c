@@ -9,7 +9,9 @@
  * that.
  *
  * How. A neuron op that records a tape takes its output from the step pool and marks it as
- * spikes (neurons/neuron_op.c, neurons/bn_neuron.c). Once the ops that read it in the forward
+ * spikes (neurons/neuron_op.c, neurons/bn_neuron.c; the fused batch-norm -> neuron op, which
+ * runs in training only, does so without a tape too, so that a forward-only pass of a training
+ * step holds bits, not floats: nn/model_options.c). Once the ops that read it in the forward
  * have run, a model whose option pack_spikes is on (nn/plan.h; the fast kernels' default)
  * calls snn_spikes_pack: the values are kept as bits in step memory (the arena, which
  * backward reads until the step ends) and the fp32 block goes back to the pool, where the next
@@ -40,9 +42,9 @@ snn_status snn_spikes_pack(snn_tensor *t)
     if (snn_check_tensor(fn, "t", t)) return snn_last_status();
     if (!t->spikes || !t->pooled || t->base)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 't' (expected the spikes of an IF, "
-                         "LIF or PLIF neuron made with a tape, got %s)", fn,
+                         "LIF or PLIF neuron from the step pool, got %s)", fn,
                          t->base ? "a view" : !t->spikes ? "a tensor not marked as spikes"
-                                                         : "spikes made without a tape");
+                                                         : "spikes not from the pool (made without a tape)");
     const snn_kernels *k = snn_kernels_or_error(fn, t->device);
     if (!k) return snn_last_status();
     if (!t->spike_bits) { /* else the neuron kernel wrote them with the spikes (bn_neuron.c) */

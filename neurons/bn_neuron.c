@@ -270,7 +270,10 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     snn_tensor *inputs[4] = {x, gamma, beta, residual};
     snn_tensor *v_grad = st && st->differentiable ? st->v_in : NULL;
     const bool record = snn_should_record(4, inputs) || snn_should_record(1, &v_grad);
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record);
+    /* spikes from the step pool, with or without a tape: a training-mode forward (the only
+     * kind this op runs) packs them where their last reader is done (snn_spikes_pack), so that
+     * one without a tape (the online step's forward-only steps) holds their bits alone */
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, true);
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     const size_t stats_bytes = (size_t)3 * (size_t)C * sizeof(double);
     double *merged = spike && (act || !activity) ? snn_step_alloc(fn, stats_bytes, x->device)
@@ -278,7 +281,7 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     float *mean = merged ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     float *invstd = mean ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     if (!invstd) return NULL;
-    /* a tape's spikes: their bits too, written by the kernel, for snn_spikes_pack */
+    /* their bits too, written by the kernel, for snn_spikes_pack */
     if (spike->spikes) {
         const size_t words = (size_t)((x->numel + 31) / 32);
         spike->spike_bits = snn_step_alloc(fn, words * sizeof(uint32_t), x->device);

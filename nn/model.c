@@ -265,6 +265,7 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     const snn_model_config *c = &impl->config;
     snn_module **ch = m->children; /* stem conv, stem batch-norm, then the rest in order */
     if (impl->plan.tracing) snn_plan_trace_begin(&impl->plan, m, x); /* snn_model_explain */
+    impl->plan.one_step = c->time_steps == 1;
     snn_model_seed_dropout(m);
     /* the stem, conv and batch-norm, and then the rest: lists of modules, which the model's
      * plan may run in part as fused ops (nn/fusion_rules.c) */

@@ -12,6 +12,7 @@
  * Test: tests/test_model_plan.c.
  */
 #include "model_internal.h"
+#include "tensor/arena.h"
 #include "tensor/error.h"
 
 snn_model_options snn_model_options_default(snn_device device)
@@ -79,8 +80,19 @@ const snn_fusion_rule *snn_plan_fusion(snn_module *const *items, int n, const sn
 
 bool snn_conv_output_to_pool(const snn_module *conv, const snn_tensor *x)
 {
-    return conv->training && snn_grad_enabled() &&
-           snn_plan_options(conv->plan, x->device).keep_bf16;
+    if (!conv->training) return false;
+    if (!snn_grad_enabled()) return conv->plan && conv->plan->one_step;
+    return snn_plan_options(conv->plan, x->device).keep_bf16;
+}
+
+void snn_values_forward_done(const snn_module *reader, snn_tensor *t)
+{
+    if (snn_grad_enabled() || !t || !t->pooled || t->spikes || t->base || !t->data ||
+        reader->ops != &snn_batchnorm2d_ops || !reader->training)
+        return;
+    snn_step_pool_release(t->data, t->device); /* queued kernels read it first: one stream */
+    t->data = NULL;
+    t->pooled = false;
 }
 
 bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t)
@@ -88,14 +100,15 @@ bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t)
     /* a conv output from the pool (snn_conv2d_to_pool; a forward makes no other pooled tensor
      * that is not spikes), read by a batch-norm whose backward reads it through
      * snn_saved_values: the unsynced one (sync-BN reads x itself) */
-    return t && t->pooled && !t->spikes && !t->base && t->data && !t->bf16 &&
-           reader->ops == &snn_batchnorm2d_ops && reader->training &&
+    return snn_grad_enabled() && t && t->pooled && !t->spikes && !t->base && t->data &&
+           !t->bf16 && reader->ops == &snn_batchnorm2d_ops && reader->training &&
            !snn_batchnorm_sync_enabled() && snn_plan_options(reader->plan, t->device).keep_bf16;
 }
 
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t)
 {
-    /* only spikes made with a tape, from the step pool, and not a view of them */
+    /* only spikes from the step pool (made with a tape, or by the fused batch-norm op), and
+     * not a view of them */
     if (!t || !t->spikes || !t->pooled || t->base) return SNN_OK;
     if (!snn_plan_options(reader->plan, t->device).pack_spikes) return SNN_OK;
     return snn_spikes_pack(t);

@@ -59,11 +59,13 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     if (b->sew) {
         y = fused ? snn_fusion_run(fused, tail, h, NULL) : snn_module_forward(neuron, h);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
+        if (y && fused) snn_values_forward_done(bn, h); /* without a tape */
         y = snn_add(y, shortcut);
         if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, y);
     } else if (fused) {
         y = snn_fusion_run(fused, tail, h, shortcut);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
+        if (y) snn_values_forward_done(bn, h); /* without a tape */
     } else {
         /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the
          * sum may take its memory (and the last neuron the sum's); without a tape a rule lets

@@ -142,6 +142,7 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
             x = snn_module_forward(ch[i], x);
         }
         if (x && keep_bf16 && snn_values_keep_bf16(in) != SNN_OK) return NULL;
+        if (x && in != caller) snn_values_forward_done(ch[i], in); /* without a tape */
         /* spikes made in this list and read by a conv: its forward was their last reader */
         if (x && !rule && in != caller && ch[i]->ops == &snn_conv2d_ops &&
             snn_spikes_forward_done(ch[i], in) != SNN_OK)

@@ -84,6 +84,9 @@ struct snn_plan {
     bool tracing;                 /* snn_model_trace_plan armed a trace not finished yet */
     struct snn_plan_trace *trace; /* owned (nn/plan.c); NULL until a trace is asked for */
     struct snn_synops *synops;    /* a SynOps count armed on the model (nn/synops.c), or NULL */
+    bool one_step;                /* the forward runs at T = 1 (an online step's, nn/model.c):
+                                   * in training without a tape each conv output goes back to
+                                   * the step pool once read (snn_values_forward_done) */
 };
 typedef struct snn_plan snn_plan;
 
@@ -131,13 +134,19 @@ snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items
                            snn_tensor *residual);
 
 /* The model's promise that no forward op reads the spikes t again, made by `reader`, the
- * module that read them last: snn_spikes_pack where t is packable (spikes made with a tape)
+ * module that read them last: snn_spikes_pack where t is packable (spikes from the pool)
  * and reader's plan keeps spikes as bits (option pack_spikes); else nothing. SNN_OK, or the
  * pack's error (out of memory). */
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t);
 /* Conv2d `conv` on x takes its output from the step pool (snn_conv2d_to_pool): in training,
- * with a tape, where its plan keeps conv outputs as bf16 (option keep_bf16). */
+ * with a tape where its plan keeps conv outputs as bf16 (option keep_bf16), and without one in
+ * a model run at T = 1 (plan->one_step; snn_values_forward_done gives it back). */
 bool snn_conv_output_to_pool(const snn_module *conv, const snn_tensor *x);
+/* The model's promise that no op reads t, a conv output from the pool, after `reader`, a
+ * training-mode batch-norm (alone or the first item of a fused op): in a forward without a
+ * tape (the online step's forward-only time steps) t goes back to the step pool at once, so
+ * that such a forward holds one layer's conv output at a time, not all of them; else nothing. */
+void snn_values_forward_done(const snn_module *reader, snn_tensor *t);
 /* True when t, a conv output from the pool, is about to be read by `reader`, a training-mode
  * batch-norm (alone or the first item of a fused op) whose plan keeps such outputs as bf16:
  * the caller then rounds t (snn_values_round_bf16) before the read and keeps it as bf16

@@ -394,6 +394,50 @@ static void test_sltt_forward_is_the_whole_run(void)
     snn_module_free(twin);
 }
 
+/* In training mode, SLTT-1 runs T - 1 of its steps without a tape (their conv outputs given
+ * back after the batch-norm, their spikes kept as bits, their state advanced in forward) and
+ * SLTT all T with one (the state advanced in backward): the same forward values, so the same
+ * logits, loss and running statistics, bit for bit; a CNN and a ResNet-18 (its blocks' fused
+ * tails, the downsample's conv -> batch-norm). */
+static void check_forward_only_steps_change_nothing(snn_model_kind kind)
+{
+    const int N = 4, T = 3;
+    snn_model_config cfg = snn_model_config_default(kind);
+    cfg.height = cfg.width = 8, cfg.in_channels = 1, cfg.classes = 2, cfg.width_base = 4;
+    cfg.hidden = 16;
+    cfg.time_steps = T;
+    snn_module *model[2];
+    for (int i = 0; i < 2; i++) {
+        snn_rng rng;
+        snn_rng_seed(&rng, 24);
+        model[i] = snn_model_new(&cfg, &rng);
+    }
+    float images[4 * 64], labels[4], logits[2][4 * 2], loss[2] = {0.0f, 1.0f};
+    snn_rng rng;
+    snn_rng_seed(&rng, 7);
+    make_batch(N, images, labels, &rng);
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(snn_step_begin());
+        const train_online_options o = {.backward_steps = i ? 1 : 0, .seed = 3};
+        snn_tensor *lg = NULL, *ls = NULL;
+        CHECK_OK(train_online_step(model[i], snn_from_host(SNN_SHAPE(N, 1, 8, 8), images,
+                                                           SNN_CPU),
+                                   snn_from_host(SNN_SHAPE(N), labels, SNN_CPU), 0, &o, &lg, &ls));
+        if (lg && ls) memcpy(logits[i], lg->data, sizeof logits[i]), loss[i] = ls->data[0];
+        snn_step_end();
+    }
+    CHECK(memcmp(logits[0], logits[1], sizeof logits[0]) == 0 && loss[0] == loss[1]);
+    CHECK(param_max_diff(model[0], model[1], false) == 0.0); /* the buffers: running stats */
+    snn_module_free(model[0]);
+    snn_module_free(model[1]);
+}
+
+static void test_forward_only_steps_change_nothing(void)
+{
+    check_forward_only_steps_change_nothing(SNN_MODEL_SPIKING_CNN);
+    check_forward_only_steps_change_nothing(SNN_MODEL_RESNET18);
+}
+
 /* SLTT trains: 60 Adam steps on the bright-half task take the loss well down. */
 static void test_sltt_trains(void)
 {
@@ -451,6 +495,7 @@ int main(void)
     RUN(test_segments_equal_whole_run);
     RUN(test_segment_gradient_is_bptt_from_a_constant_state);
     RUN(test_consume_is_the_carry_op);
+    RUN(test_forward_only_steps_change_nothing);
     RUN(test_bad_state_is_refused);
     RUN(test_layer_carries_state);
     RUN(test_sltt_at_one_step_is_bptt);

@@ -10,7 +10,8 @@
 #              (4 8 16 32): BPTT, BPTT with --time-checkpoint K for each K of TC_K (4) below T,
 #              SLTT (unless NO_SLTT=1), SLTT-K (K: SLTT_K, 4);
 #              with .carry/base-src.tgz the base tree's too, rows marked "(base)"; MEMORY_FLAGS
-#              added (default --keep-bf16: conv outputs kept as bf16; MEMORY_FLAGS= for fp32)
+#              added (default --keep-bf16: conv outputs kept as bf16; MEMORY_FLAGS= for fp32);
+#              MEMORY_PROFILE=1 adds what one SLTT time step holds, by op, at the last T
 #   kernels    bench_neurons (the fused LIF and ALIF kernels against the copy bandwidth), then
 #              bench_recurrent (the recurrent layer) and bench/torch_recurrent.py beside it
 #   online     the Fashion-MNIST CNN at T = 8, BPTT against SLTT, seeds SEEDS (0 1 2), each
@@ -50,7 +51,13 @@ for stage in "$@"; do
             grep -E "\| train|error|bad"
         done
       done
-    done | tee "$OUT/memory.txt" | summary ;;
+    done | tee "$OUT/memory.txt" | summary
+    if [ "${MEMORY_PROFILE:-0}" = 1 ]; then
+      log "what one SLTT time step holds before its backward, by op (T = $T)"
+      timeout 200 build-gpu/bin/bench_train_step --model resnet18 --precision bf16 --batch 32 \
+        --T "$T" --steps 2 --no-infer --train-mode sltt --memory ${MEMORY_FLAGS---keep-bf16} \
+        2>&1 | sed -n '/memory held/,$p' | tee "$OUT/memory_profile.txt" | summary
+    fi ;;
   kernels)
     build bench_neurons bench_recurrent || exit 1
     gpu_name
