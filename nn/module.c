@@ -129,6 +129,7 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
     snn_tensor *const caller = x; /* not this list's to give up, even passed on unchanged */
     for (int i = 0; i < n && x; i++) {
         snn_tensor *in = x;
+        snn_module *reader = ch[i]; /* the module that reads `in` (a fused op's first) */
         /* a conv output made in this list and read by a batch-norm, its only reader: rounded
          * to bf16 before, kept as bf16 after (autograd/bf16_keep.c) */
         const bool keep_bf16 = in != caller && snn_bf16_keep_applies(ch[i], in);
@@ -142,7 +143,7 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
             x = snn_module_forward(ch[i], x);
         }
         if (x && keep_bf16 && snn_values_keep_bf16(in) != SNN_OK) return NULL;
-        if (x && in != caller) snn_values_forward_done(ch[i], in); /* without a tape */
+        if (x && in != caller) snn_values_forward_done(reader, in); /* without a tape */
         /* spikes made in this list and read by a conv: its forward was their last reader */
         if (x && !rule && in != caller && ch[i]->ops == &snn_conv2d_ops &&
             snn_spikes_forward_done(ch[i], in) != SNN_OK)
