@@ -273,11 +273,13 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     if (c->encoding == SNN_ENCODING_EVENTS) {
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
         h = snn_modules_forward(ch, 2, x);
+    } else if (c->encoding == SNN_ENCODING_DIRECT && c->time_steps == 1) {
+        /* one step (an online step's): the image is that step, (1, N, ...), and the model one
+         * list from the stem on, so that the stem's batch-norm and neurons may fuse */
+        h = snn_modules_forward(ch, m->n_children, one_step_view(x));
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
-        /* the image is the same at every step: the stem runs once and is repeated over T; at
-         * T = 1 (an online step's) the stem's output is the one step itself, a view */
-        h = snn_modules_forward(ch, 2, x);
-        h = c->time_steps == 1 ? one_step_view(h) : snn_repeat_time(h, c->time_steps);
+        /* the image is the same at every step: the stem runs once and is repeated over T */
+        h = snn_repeat_time(snn_modules_forward(ch, 2, x), c->time_steps);
     } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
         /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
         h = snn_first_step(snn_modules_forward(ch, 2, x), c->time_steps);
@@ -285,7 +287,8 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
         h = snn_model_encode(c, x, &impl->encode_seed);
         h = snn_modules_forward(ch, 2, h);
     }
-    if (h) h = snn_modules_forward(ch + 2, m->n_children - 2, h);
+    if (h && !(c->encoding == SNN_ENCODING_DIRECT && c->time_steps == 1))
+        h = snn_modules_forward(ch + 2, m->n_children - 2, h);
     if (impl->plan.tracing) snn_plan_trace_end(&impl->plan);
     return h; /* (T, N, K) */
 }

@@ -307,18 +307,22 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
                 int *wd, double *per_image)
 {
     double images = N;
-    const bool once = c->encoding == SNN_ENCODING_DIRECT || c->encoding == SNN_ENCODING_FIRST_STEP;
+    /* direct encoding at T = 1: the image is the one step, and the stem runs as the layers
+     * after it (its batch-norm and neurons fuse) */
+    const bool one_step = c->encoding == SNN_ENCODING_DIRECT && T == 1.0;
+    const bool once = !one_step && (c->encoding == SNN_ENCODING_DIRECT ||
+                                    c->encoding == SNN_ENCODING_FIRST_STEP);
     if (c->encoding == SNN_ENCODING_POISSON)
         snn_walk_constant(w, T * N * c->in_channels * *h * *wd);
     if (!once) images = T * N;
+    if (one_step) w->host += snn_walk_struct_bytes(); /* the image seen as (1, N, ...) */
     int x = conv(w, -1, images, c->in_channels, width, 3, 1, 1, h, wd); /* the input: no grad */
     *per_image = (double)width * *h * *wd;
     if (w->converted) /* the bias reshaped to (C, 1, 1): a view */
         w->host += snn_walk_struct_bytes();
+    if (one_step) return bn_then_neuron(w, x, &c->neuron, N * *per_image, N, width);
     x = batchnorm(w, x, images * *per_image, width);
-    /* repeated, or placed at t = 0; direct encoding at T = 1 views the stem's output */
-    if (c->encoding == SNN_ENCODING_DIRECT && T == 1.0) x = snn_walk_view(w, N * *per_image, x);
-    else if (once) x = snn_walk_output(w, T * N * *per_image, x, -1);
+    if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
 }
 

@@ -53,6 +53,7 @@ for stage in "$@"; do
       done
     done | tee "$OUT/memory.txt" | summary
     if [ "${MEMORY_PROFILE:-0}" = 1 ]; then
+      T=${MEMORY_T:-32}; T=${T##* } # the last T
       log "what one SLTT time step holds before its backward, by op (T = $T)"
       timeout 200 build-gpu/bin/bench_train_step --model resnet18 --precision bf16 --batch 32 \
         --T "$T" --steps 2 --no-infer --train-mode sltt --memory ${MEMORY_FLAGS---keep-bf16} \
