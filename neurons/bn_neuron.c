@@ -49,7 +49,17 @@ typedef struct bn_neuron_saved {
     snn_neuron_dims dims;   /* T, N, C, plane = H W */
     double *stats;          /* (C, 3) merged (count, mean, M2) */
     float *mean, *invstd;   /* (C) what the batch-norm backward reads */
+    float *v_state;         /* (M) the carry op's state: V_init, and V_last once backward ran;
+                             * NULL for snn_batchnorm_neuron */
 } bn_neuron_saved;
+
+/* Taped carry ops whose backward has not yet advanced their state. */
+static int carry_pending;
+
+int snn_batchnorm_neuron_carry_pending(void)
+{
+    return carry_pending;
+}
 
 /* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
  * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init;
@@ -131,7 +141,7 @@ static void bn_neuron_backward(snn_node *node)
     if (!node->out->grad) return;
     float *dx = snn_grad_for(x), *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
     float *dresidual = snn_grad_for(residual);
-    if (!dx && !dgamma && !dbeta && !dresidual) return;
+    if (!dx && !dgamma && !dbeta && !dresidual && !sv->v_state) return;
     const snn_kernels *k = snn_kernels_for(x->device);
     SNN_ASSERT(k);
     const int64_t n = x->numel;
@@ -141,12 +151,14 @@ static void bn_neuron_backward(snn_node *node)
         snn_backward_out_of_memory();
         return;
     }
+    /* the carry op's state: H recomputed from V_init, then V_last left in its place */
     snn_neuron_bn_input in = {NULL, sv->stats, sv->invstd, gamma->data, beta->data, NULL, NULL,
-                              NULL, NULL, NULL, NULL}; /* no state */
+                              sv->v_state, sv->v_state, NULL, NULL};
     if (!read_saved_inputs(fn, x, residual, &in)) return;
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
         return;
+    if (sv->v_state) carry_pending--;
     if (dx || dgamma || dbeta)
         k->batchnorm_backward(dx, dgamma, dbeta, dX, in.x, gamma->data, sv->mean, sv->invstd,
                               (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
@@ -241,9 +253,9 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
 }
 
 /* The fused forward of the three ops: statistics, then lif_bn_forward (from st's state into
- * st->v_last when st is not NULL), then the tape: one node without a state, the carrying
- * variants' nodes (record_carrying, below) with one. */
-static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+ * st->v_last when st is not NULL, unless the carry op defers it to backward), then the tape:
+ * one node, the state op's nodes (record_state_op, below) for a differentiable state. */
+static bool record_state_op(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *residual, snn_tensor *spike, const bn_state *st,
                             const bn_neuron_saved *bn);
 
@@ -309,14 +321,15 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
                                     st && !deferred ? st->v_last->data : NULL, NULL, NULL};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
-    const bn_neuron_saved saved = {p, d, merged, mean, invstd};
-    if (record && st) {
-        if (!record_carrying(fn, x, gamma, beta, residual, spike, st, &saved)) return NULL;
-    } else if (record) {
+    const bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL};
+    if (record && st && st->differentiable) {
+        if (!record_state_op(fn, x, gamma, beta, residual, spike, st, &saved)) return NULL;
+    } else if (record) { /* one node, the carry op's too (its state is no input of the graph) */
         snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
                                          sizeof(bn_neuron_saved));
         if (!node) return NULL;
         *(bn_neuron_saved *)node->saved = saved;
+        if (deferred) carry_pending++; /* its backward advances the state */
     }
     if (activity) *activity = act;
     return spike;
@@ -363,8 +376,10 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
 
 /* ---- the carrying variants: a layer that keeps its state between calls ---------------------
  *
- * Two nodes (three with a differentiable state), because a node takes at most four inputs and
- * x, gamma, beta, the residual and V_in are five:
+ * The carry op's state is no input of the graph: its node is snn_batchnorm_neuron's, which
+ * saves the state's pointer, recomputes H from it in backward and then leaves V_last there.
+ * The state op's is (dL/dV_in): three nodes, because a node takes at most four inputs and x,
+ * gamma, beta, the residual and V_in are five:
  *   "snn_batchnorm_neuron (batch-norm)": (x, gamma, beta) -> X, the batch-norm's output, a
  *       view of x that only carries X's gradient (its values are never made: X is made again in
  *       the neuron kernel); backward is the batch-norm's, from dL/dX;
@@ -381,18 +396,9 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
 typedef struct bn_state_saved {
     bn_neuron_saved bn;             /* params, dims, statistics */
     snn_tensor *x, *gamma, *beta;   /* what X is made of again */
-    snn_tensor *spikes, *v_out;     /* the outputs (v_out NULL for the carry op) */
-    float *v_init;                  /* (M) the state that entered: v_in's data */
-    bool advance;                   /* the carry op: backward leaves V_last in v_init */
+    snn_tensor *spikes, *v_out;     /* the outputs */
+    const float *v_init;            /* (M) the state that entered: v_in's data */
 } bn_state_saved;
-
-/* Taped carry ops whose backward has not yet advanced their state. */
-static int carry_pending;
-
-int snn_batchnorm_neuron_carry_pending(void)
-{
-    return carry_pending;
-}
 
 static void bn_part_backward(snn_node *node)
 {
@@ -425,7 +431,7 @@ static void state_neuron_backward(snn_node *node)
     if (node->out == sv->v_out && dspike) return;
     float *dX = snn_grad_for(X), *dresidual = snn_grad_for(residual);
     float *dv_init = snn_grad_for(v_in);
-    if (!dX && !dresidual && !dv_init && !sv->advance) return;
+    if (!dX && !dresidual && !dv_init) return;
     const snn_device dev = sv->spikes->device;
     snn_step_scratch mark = snn_step_scratch_mark(dev);
     const int64_t n = sv->spikes->numel;
@@ -435,23 +441,20 @@ static void state_neuron_backward(snn_node *node)
         return;
     }
     snn_neuron_bn_input in = {NULL, sv->bn.stats, sv->bn.invstd, sv->gamma->data, sv->beta->data,
-                              NULL, NULL, sv->v_init, sv->advance ? sv->v_init : NULL,
-                              dv_last ? dv_last->data : NULL, dv_init};
+                              NULL, NULL, sv->v_init, NULL, dv_last ? dv_last->data : NULL,
+                              dv_init};
     if (!read_saved_inputs(fn, sv->x, residual, &in)) return;
     if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
                               dspike ? dspike->data : NULL, sv->spikes))
         return;
-    if (sv->advance) carry_pending--;
     snn_step_scratch_release(dev, mark);
 }
 
-static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+static bool record_state_op(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                             snn_tensor *residual, snn_tensor *spike, const bn_state *st,
                             const bn_neuron_saved *bn)
 {
-    const bn_state_saved saved = {*bn, x, gamma, beta, spike,
-                                  st->differentiable ? st->v_last : NULL, st->v_in->data,
-                                  !st->differentiable};
+    const bn_state_saved saved = {*bn, x, gamma, beta, spike, st->v_last, st->v_in->data};
     snn_tensor *bn_inputs[3] = {x, gamma, beta};
     snn_tensor *X = NULL; /* X's gradient, when the batch-norm's inputs want one */
     if (snn_should_record(3, bn_inputs)) {
@@ -462,20 +465,16 @@ static bool record_carrying(const char *fn, snn_tensor *x, snn_tensor *gamma, sn
         if (!node) return false;
         *(bn_state_saved *)node->saved = saved;
     }
-    snn_tensor *inputs[3] = {X, residual, st->differentiable ? st->v_in : NULL};
+    snn_tensor *inputs[3] = {X, residual, st->v_in};
     snn_node *node = snn_tape_record("snn_batchnorm_neuron (neurons)", state_neuron_backward,
                                      spike, 3, inputs, sizeof saved);
     if (!node) return false;
     *(bn_state_saved *)node->saved = saved;
-    if (st->differentiable) {
-        st->v_last->retain_grad = true; /* read by the spikes' node after the V_out node's */
-        node = snn_tape_record("snn_batchnorm_neuron (state)", state_neuron_backward, st->v_last,
-                               3, inputs, sizeof saved);
-        if (!node) return false;
-        *(bn_state_saved *)node->saved = saved;
-    } else {
-        carry_pending++; /* the spikes' node advances the state */
-    }
+    st->v_last->retain_grad = true; /* read by the spikes' node after the V_out node's */
+    node = snn_tape_record("snn_batchnorm_neuron (state)", state_neuron_backward, st->v_last, 3,
+                           inputs, sizeof saved);
+    if (!node) return false;
+    *(bn_state_saved *)node->saved = saved;
     return true;
 }
 

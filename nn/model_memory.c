@@ -166,11 +166,11 @@ static void carried_state(snn_walk *w, const snn_neuron_config *n, double numel,
                           bool fused)
 {
     if (w->carry == SNN_CARRY_NONE || snn_neuron_is_ann(n->kind)) return;
-    /* the carrying ops' nodes beyond the plain op's one: the fused op's batch-norm part (and
-     * X, a view), the state op's node for each state that leaves */
+    /* the state ops' nodes beyond the plain op's one: the fused op's batch-norm part (and X,
+     * a view), the node for each state that leaves (the carry op has the plain op's one) */
     const bool differentiable = w->carry == SNN_CARRY_DIFFERENTIABLE;
     const double second = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 1.0 : 0.0;
-    if (fused) w->host += snn_walk_node_bytes() + snn_walk_struct_bytes();
+    if (fused && differentiable) w->host += snn_walk_node_bytes() + snn_walk_struct_bytes();
     if (differentiable) w->host += (1.0 + second) * snn_walk_node_bytes();
     const double m = numel / w->T;
     const double states = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 2.0 : 1.0;

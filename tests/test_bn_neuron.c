@@ -567,7 +567,10 @@ static carry_step_result carry_steps(const snn_model_config *c, snn_state_carry 
         snn_tensor *loss = logits ? snn_cross_entropy(logits, labels) : NULL;
         CHECK(loss != NULL);
         if (loss) {
-            r.fused_nodes += count_nodes(loss, "snn_batchnorm_neuron (neurons)");
+            /* the carry op's one node, the state op's spikes node */
+            r.fused_nodes += count_nodes(loss, mode == SNN_CARRY_CONSTANT
+                                                   ? "snn_batchnorm_neuron_carry"
+                                                   : "snn_batchnorm_neuron (neurons)");
             CHECK_OK(snn_backward(loss));
             r.loss[call] = loss->data[0];
         }
