@@ -155,7 +155,7 @@ int snn_walk_view(snn_walk *w, double numel, int in)
 }
 
 /* A copy of the step pool's policy (tensor/step_pool.c): blocks rounded to 256 bytes, the
- * smallest free block of at most twice the size asked for, else a new block. */
+ * smallest free block of at most four times the size asked for, else a new block. */
 typedef struct pool_copy {
     double size[WALK_MAX_NODES + 2 * WALK_MAX_STATES];
     bool busy[WALK_MAX_NODES + 2 * WALK_MAX_STATES];
@@ -168,7 +168,7 @@ static int pool_take(pool_copy *p, double numel)
     double need = snn_walk_round_up(4.0 * numel, 256.0);
     int best = -1;
     for (int b = 0; b < p->blocks; b++)
-        if (!p->busy[b] && p->size[b] >= need && p->size[b] <= 2.0 * need &&
+        if (!p->busy[b] && p->size[b] >= need && p->size[b] <= 4.0 * need &&
             (best < 0 || p->size[b] < p->size[best]))
             best = b;
     if (best < 0) {
