@@ -11,7 +11,9 @@
  *     above it; the pool's part alone never below what the pool reserved. Three cases run in
  *     TF32 and BF16: the conv workspace depends on the precision (BF16's im2col column matrix
  *     is bf16, half the bytes of fp32's; the implicit-GEMM layers need none), and the estimate
- *     asks the device's table for it under the precision set when it is computed.
+ *     asks the device's table for it under the precision set when it is computed. Two steps
+ *     through time too (snn_model_memory_estimate_through_time): an online step in BF16 with
+ *     the conv outputs kept as bf16, and BPTT in segments of 4 steps.
  * Its printed table is summed up in docs/benchmarks.md ("Memory estimate against the measured
  * step"), in full in docs/log/benchmarks-2026.md. Skipped (77) without a GPU.
  * Run: ctest --test-dir build -R cuda_memory_estimate --output-on-failure
@@ -40,8 +42,8 @@ static void test_total_as_snn_train(void)
 
 static void test_estimate_against_measured(void)
 {
-    probe_case cases[20];
-    snn_precision precision[20] = {SNN_PRECISION_FP32};
+    probe_case cases[24];
+    snn_precision precision[24] = {SNN_PRECISION_FP32};
     int n = 0;
     cases[n++] = probe_make("cnn w32 T4 N128 adam", SNN_MODEL_SPIKING_CNN, 32, 4, 128, true, 2);
     cases[n] = probe_make("cnn w128 T4 N128 mse sgd", SNN_MODEL_SPIKING_CNN, 128, 4, 128, true, 1);
@@ -80,6 +82,17 @@ static void test_estimate_against_measured(void)
     cases[n].config.neuron = snn_neuron_config_default(SNN_NEURON_STBIF);
     cases[n].config.neuron.levels = 4;
     cases[n++].config.encoding = SNN_ENCODING_FIRST_STEP;
+    /* steps through time: an online step (SLTT: T forwards and backwards of one time step,
+     * each layer's state carried), BF16 with the conv outputs kept as bf16 as the benchmark
+     * runs it; and BPTT in segments of 4 steps (app/train_segments.c) */
+    static snn_model_options keep_bf16;
+    keep_bf16 = snn_model_options_default(SNN_CUDA);
+    keep_bf16.keep_bf16 = true;
+    precision[n] = SNN_PRECISION_BF16;
+    cases[n] = probe_make("resnet18 w64 T8 N32 sltt bf16", SNN_MODEL_RESNET18, 64, 8, 32, true, 2);
+    cases[n].carry = SNN_CARRY_CONSTANT, cases[n].steps = 1, cases[n++].options = &keep_bf16;
+    cases[n] = probe_make("resnet18 w32 T8 N16 seg 4 adam", SNN_MODEL_RESNET18, 32, 8, 16, true, 2);
+    cases[n].carry = SNN_CARRY_DIFFERENTIABLE, cases[n++].steps = 4;
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {
@@ -103,7 +116,7 @@ static void test_estimate_against_measured(void)
         CHECK(r.step > 0 && e->step >= r.step);
         CHECK(e->step <= STEP_SLACK * r.step);
         CHECK(e->gradient_pool >= r.pool);
-        CHECK(r.owned <= e->parameters + e->gradients + e->optimizer + e->overhead);
+        CHECK(r.owned <= e->parameters + e->gradients + e->optimizer + e->state + e->overhead);
     }
 }
 
