@@ -63,9 +63,9 @@
  * walked is one call's, 1 step (online, SLTT) or K (a segment of a checkpointed step), with
  * each neuron layer carrying its state: the state itself (OWNED, `state`), the copy of the state
  * that entered where backward reads it (online: PLIF, ST-BIF; the fused op leaves the state as
- * it is until its backward, and needs none), a segment's state
- * in and out and their gradients (from the step pool), H apart from the input (a carrying
- * layer does not consume it), and the carrying ops' extra nodes. Around it: the online step's
+ * it is until its backward, and needs none), a segment's state in and out and their gradients
+ * (from the step pool), H apart from the input (the state op's), and the state ops' extra
+ * nodes; at T = 1 (online) the stem runs as the layers after it. Around it: the online step's
  * sums; the checkpointed step's C - 2 saved states, the state's gradient, the segments' logits
  * and the model's buffers copied. The step pool replays the last segment's backward, then a
  * full segment's (snn_walk_segments_pool_bytes), as the pool keeps its blocks from one to the
