@@ -270,13 +270,14 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     /* the stem, conv and batch-norm, and then the rest: lists of modules, which the model's
      * plan may run in part as fused ops (nn/fusion_rules.c) */
     snn_tensor *h;
-    if (c->encoding == SNN_ENCODING_EVENTS) {
+    /* direct encoding at T = 1 (an online step's): the image is that step, (1, N, ...), and the
+     * model one list from the stem on, so that the stem's batch-norm and neurons may fuse */
+    const bool one_list = c->encoding == SNN_ENCODING_DIRECT && c->time_steps == 1;
+    if (one_list) {
+        h = snn_modules_forward(ch, m->n_children, one_step_view(x));
+    } else if (c->encoding == SNN_ENCODING_EVENTS) {
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
         h = snn_modules_forward(ch, 2, x);
-    } else if (c->encoding == SNN_ENCODING_DIRECT && c->time_steps == 1) {
-        /* one step (an online step's): the image is that step, (1, N, ...), and the model one
-         * list from the stem on, so that the stem's batch-norm and neurons may fuse */
-        h = snn_modules_forward(ch, m->n_children, one_step_view(x));
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
         /* the image is the same at every step: the stem runs once and is repeated over T */
         h = snn_repeat_time(snn_modules_forward(ch, 2, x), c->time_steps);
@@ -287,8 +288,7 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
         h = snn_model_encode(c, x, &impl->encode_seed);
         h = snn_modules_forward(ch, 2, h);
     }
-    if (h && !(c->encoding == SNN_ENCODING_DIRECT && c->time_steps == 1))
-        h = snn_modules_forward(ch + 2, m->n_children - 2, h);
+    if (h && !one_list) h = snn_modules_forward(ch + 2, m->n_children - 2, h);
     if (impl->plan.tracing) snn_plan_trace_end(&impl->plan);
     return h; /* (T, N, K) */
 }

@@ -132,7 +132,7 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
         snn_module *reader = ch[i]; /* the module that reads `in` (a fused op's first) */
         /* a conv output made in this list and read by a batch-norm, its only reader: rounded
          * to bf16 before, kept as bf16 after (autograd/bf16_keep.c) */
-        const bool keep_bf16 = in != caller && snn_bf16_keep_applies(ch[i], in);
+        const bool keep_bf16 = in != caller && snn_bf16_keep_applies(reader, in);
         if (keep_bf16 && snn_values_round_bf16(in) != SNN_OK) return NULL;
         /* a rule of the model's plan may run ch[i] and the modules after it as one op */
         const snn_fusion_rule *rule = snn_plan_fusion(ch + i, n - i, x, NULL);
