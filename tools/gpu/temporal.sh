@@ -16,7 +16,8 @@
 #              bench_recurrent (the recurrent layer) and bench/torch_recurrent.py beside it
 #   online     the Fashion-MNIST CNN at T = 8, BPTT against SLTT, seeds SEEDS (0 1 2), each
 #              ONLINE_EPOCHS (4) epochs, the runs side by side on the one GPU, each stopped by
-#              SIGTERM at ONLINE_SECONDS (500) if not done
+#              SIGTERM at ONLINE_SECONDS (500) if not done; ONLINE_MODES (bptt sltt) picks the
+#              modes, sltt-K for SLTT with backward on K steps
 #   rows       rsnn on sequential Fashion-MNIST by rows (T = 28), LIF and ALIF side by side,
 #              ROWS_EPOCHS (10) epochs, ROWS_FLAGS added; or ROWS_VARIANTS, runs side by side
 #              separated by ';', each "NAME FLAGS..."; each stopped at ROWS_SECONDS (560)
@@ -71,17 +72,21 @@ for stage in "$@"; do
   online)
     build snn-train || exit 1
     gpu_name
-    log "Fashion-MNIST CNN, T = 8, BPTT against SLTT, seeds ${SEEDS:-0 1 2}, ${ONLINE_EPOCHS:-4} epochs"
+    modes=${ONLINE_MODES:-bptt sltt}
+    log "Fashion-MNIST CNN, T = 8, $modes, seeds ${SEEDS:-0 1 2}, ${ONLINE_EPOCHS:-4} epochs"
     for s in ${SEEDS:-0 1 2}; do
-      for mode in bptt sltt; do
+      for mode in $modes; do
+        flags=(--train-mode "${mode%%-*}")
+        [ "$mode" = "${mode%%-*}" ] || flags+=(--sltt-k "${mode#*-}")
+        rm -rf "$LOGS/online_${mode}_$s" # a warm machine keeps the last call's runs
         timeout -s TERM "${ONLINE_SECONDS:-500}" \
         build-gpu/bin/snn-train --device cuda --T 8 --epochs "${ONLINE_EPOCHS:-4}" --seed "$s" \
-          --train-mode $mode --out "$LOGS/online_${mode}_$s" > "$LOGS/online_${mode}_$s.log" 2>&1 &
+          "${flags[@]}" --out "$LOGS/online_${mode}_$s" > "$LOGS/online_${mode}_$s.log" 2>&1 &
       done
     done
     wait
     for s in ${SEEDS:-0 1 2}; do
-      for mode in bptt sltt; do echo "-- $mode seed $s"; train_log "$LOGS/online_${mode}_$s.log"; done
+      for mode in $modes; do echo "-- $mode seed $s"; train_log "$LOGS/online_${mode}_$s.log"; done
     done | tee "$OUT/online.txt" | summary ;;
   rows)
     build snn-train || exit 1
