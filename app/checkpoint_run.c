@@ -123,7 +123,7 @@ int checkpoint_run_open(checkpoint_run *r, const char *program, const char *chec
                                 (r->view.time_steps > 0 ? r->view.time_steps : 1) + 1.0);
     run_memory_request request = {program, "evaluating", NULL, *c, batch_size, r->view.count,
                                   r->device, false, 0, 2.0 * image_bytes * batch_size, 0.0,
-                                  false, false, SNN_CARRY_NONE, 0};
+                                  false, false, SNN_CARRY_NONE, 0, false};
     snn_memory_estimate memory;
     if (snn_model_memory_estimate(c, 1, r->device, false, 0, &memory) == SNN_OK)
         request.held = memory.parameters;

@@ -76,8 +76,8 @@ static snn_status run_estimate(const run_memory_request *r, int batch, snn_memor
     options.keep_bf16 = r->keep_bf16;
     if (r->carry != SNN_CARRY_NONE)
         return snn_model_memory_estimate_through_time(&r->config, &options, r->carry, r->steps,
-                                                      run_step_batch(r, batch), r->device,
-                                                      r->optimizer_states, out);
+                                                      r->traces, run_step_batch(r, batch),
+                                                      r->device, r->optimizer_states, out);
     return snn_model_memory_estimate_with(&r->config, &options, run_step_batch(r, batch),
                                           r->device, r->training, r->optimizer_states, out);
 }

@@ -40,10 +40,11 @@ typedef struct run_memory_request {
                               * neurons apart, nn/fusion_rules.c), which holds more */
     bool keep_bf16;          /* conv outputs kept as bf16 (--keep-bf16), which holds less */
     /* a training step through time (snn_model_memory_estimate_through_time): the state
-     * carried (SNN_CARRY_CONSTANT: --train-mode sltt; SNN_CARRY_DIFFERENTIABLE:
+     * carried (SNN_CARRY_CONSTANT: --train-mode sltt or ottt; SNN_CARRY_DIFFERENTIABLE:
      * --time-checkpoint K) over `steps` time steps a call (1; K); SNN_CARRY_NONE: plain BPTT */
     snn_state_carry carry;
     int steps;
+    bool traces;             /* OTTT's presynaptic traces (--train-mode ottt) */
 } run_memory_request;
 
 /* Checks the request. Returns 0 when it fits (or when the device cannot tell, with a note) and

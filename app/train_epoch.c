@@ -82,10 +82,11 @@ snn_status train_epoch(train_state *run, const snn_schedule *schedule, snn_loade
     next_plain *= done / next_plain + 1;
     const snn_model_config *config = snn_model_config_of(model);
     bool mse = strcmp(o->loss, "mse") == 0, tet = strcmp(o->loss, "tet") == 0;
-    const bool online = strcmp(o->train_mode, "sltt") == 0;
+    const bool online = train_options_online(o);
     const train_online_options online_options = {.backward_steps = o->sltt_k,
                                                  .label_smoothing = o->label_smoothing,
-                                                 .seed = (uint64_t)o->seed};
+                                                 .seed = (uint64_t)o->seed,
+                                                 .traces = strcmp(o->train_mode, "ottt") == 0};
     const train_segments_options segment_options = {.segment = o->time_checkpoint,
                                                     .label_smoothing = o->label_smoothing};
     double start = now_seconds(), start0 = start, last_draw = 0.0;

@@ -22,6 +22,13 @@
  *
  * Batch-norm sees one time step per forward: its statistics are over N samples (BPTT's over
  * T N), and its running statistics are updated T times per batch.
+ *
+ * OTTT (Xiao et al., "Online Training Through Time for Spiking Neural Networks", NeurIPS 2022)
+ * is the same loop with one change: each conv and linear layer takes its weight gradient at
+ * step t against a trace of its inputs, a[t] = lambda a[t-1] + x[t] (lambda the neurons'
+ * decay, 1 - 1/tau; 1 for IF), instead of x[t] (nn/synapse_trace.c). The trace carries the
+ * inputs of the steps before, so part of the credit SLTT drops comes back, for one more tensor
+ * per synaptic layer; what the step holds still does not grow with T.
  */
 #include "app/train_online.h"
 #include "tensor/arena.h"
@@ -109,6 +116,12 @@ static snn_status one_time_step(snn_module *model, snn_tensor *x, snn_tensor *y,
     return status;
 }
 
+/* OTTT's trace decay: the membrane's, lambda = 1 - 1/tau for the leaky kinds, 1 for IF. */
+static float trace_decay(const snn_neuron_config *n)
+{
+    return n->kind == SNN_NEURON_IF || !(n->tau > 1.0f) ? 1.0f : 1.0f - 1.0f / n->tau;
+}
+
 snn_status train_online_step(snn_module *model, snn_tensor *x, snn_tensor *y, int64_t step,
                              const train_online_options *o, snn_tensor **logits,
                              snn_tensor **loss)
@@ -130,7 +143,8 @@ snn_status train_online_step(snn_module *model, snn_tensor *x, snn_tensor *y, in
     snn_status status = snn_model_set_time_steps(model, 1);
     if (status != SNN_OK) return status;
     snn_neuron_layers_set_carry(model, SNN_CARRY_CONSTANT);
-    snn_module_reset_state(model);
+    if (o->traces) snn_synapse_layers_set_trace(model, true, trace_decay(&c->neuron));
+    snn_module_reset_state(model); /* the neurons' states and the traces: a new sequence */
     snn_module_zero_grad(model);
     for (int t = 0; t < T && status == SNN_OK; t++) {
         snn_step_begin(); /* step t's graph lives in here and is freed before step t + 1 */
@@ -139,6 +153,7 @@ snn_status train_online_step(snn_module *model, snn_tensor *x, snn_tensor *y, in
         snn_step_end();
     }
     snn_neuron_layers_set_carry(model, SNN_CARRY_NONE);
+    if (o->traces) snn_synapse_layers_set_trace(model, false, 0.0f);
     snn_status restored = snn_model_set_time_steps(model, T);
     if (status == SNN_OK) status = restored;
     if (status != SNN_OK) return status;

@@ -2,7 +2,7 @@
  * train_online.h - one training step through time, online (SLTT: Meng et al., ICCV 2023):
  * the model runs one time step per forward, its neurons carrying their state, and each step's
  * loss is backpropagated at once, so what a step holds does not grow with T
- * (docs/temporal.md). snn-train's --train-mode sltt and bench_train_step's run it.
+ * (docs/temporal.md). snn-train's --train-mode sltt and ottt, and bench_train_step's, run it.
  */
 #ifndef SNN_APP_TRAIN_ONLINE_H
 #define SNN_APP_TRAIN_ONLINE_H
@@ -14,6 +14,10 @@ typedef struct train_online_options {
                                 each batch); 0 or >= T: all of them */
     float label_smoothing;   /* of each step's cross-entropy */
     uint64_t seed;           /* the draw of SLTT-K's steps: hashed with the optimizer's step */
+    bool traces;             /* OTTT (Xiao et al., NeurIPS 2022): each conv and linear layer's
+                                weight gradient taken against a trace of its inputs,
+                                a = lambda a + x with the neurons' decay lambda, instead of
+                                this step's input (nn/synapse_trace.c); false: SLTT */
 } train_online_options;
 
 /* The checks that need only the options and the model: names what online training cannot run

@@ -95,15 +95,16 @@ int train_option_table(train_options *o, option *table)
          "dropout P, one mask per sample for all T steps: cnn / dvsnet before fc1 and fc2; rsnn "
          "on each recurrent layer's spikes (0: off)"},
         {"--train-mode", OPT_STRING, &o->train_mode,
-         "bptt (backpropagation through all T steps; memory grows with T) or sltt (online: "
-         "each step's loss backpropagated at once, memory independent of T; docs/temporal.md)"},
+         "bptt (backpropagation through all T steps; memory grows with T), sltt (online: each "
+         "step's loss backpropagated at once, memory independent of T) or ottt (sltt with each "
+         "layer's weight gradient against a trace of its inputs; docs/temporal.md)"},
         {"--time-checkpoint", OPT_INT, &o->time_checkpoint,
          "--train-mode bptt: keep the neurons' state every K steps and recompute each segment in "
          "backward (all but the last): memory of K steps plus T/K states, 1 - K/T forward more "
          "(0: off)"},
         {"--sltt-k", OPT_INT, &o->sltt_k,
-         "--train-mode sltt: run backward on K of the T steps, drawn at random per batch "
-         "(0: all)"},
+         "--train-mode sltt or ottt: run backward on K of the T steps, drawn at random per "
+         "batch (0: all)"},
         {"--epochs", OPT_INT, &o->epochs, "epochs to train (in all, counting resumed ones)"},
         {"--batch-size", OPT_INT, &o->batch_size, "batch size"},
         {"--optimizer", OPT_STRING, &o->optimizer, "sgd, adam, adamw"},
@@ -349,7 +350,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     static const char *const devices[] = {"cpu", "cuda"};
     static const char *const precisions[] = {"fp32", "tf32", "bf16"};
     static const char *const splits[] = {"number", "time"};
-    static const char *const train_modes[] = {"bptt", "sltt"};
+    static const char *const train_modes[] = {"bptt", "sltt", "ottt"};
     bad |= need_choice("--loss", o->loss, losses, 3);
     bad |= need_choice("--optimizer", o->optimizer, optimizers, 3);
     bad |= need_choice("--schedule", o->schedule, schedules, 3);
@@ -357,7 +358,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
     bad |= need_choice("--device", o->device, devices, 2);
     bad |= need_choice("--precision", o->precision, precisions, 3);
     bad |= need_choice("--split-by", o->split_by, splits, 2);
-    bad |= need_choice("--train-mode", o->train_mode, train_modes, 2);
+    bad |= need_choice("--train-mode", o->train_mode, train_modes, 3);
     bad |= need_library_names(o);
     bad |= rsnn_flags(o);
     if (o->label_smoothing > 0.0f && strcmp(o->loss, "mse") == 0) {
@@ -367,7 +368,7 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
                 option_float_text(o->label_smoothing, text, sizeof text));
         bad = 2;
     }
-    if (strcmp(o->train_mode, "sltt") == 0) {
+    if (train_options_online(o)) {
         /* what the online step does not take (app/train_online.c) */
         const char *why = strcmp(o->loss, "ce") != 0 ? "--loss ce (each step's cross-entropy)"
                           : o->activity_penalty > 0.0f ? "--activity-penalty 0"
@@ -375,11 +376,12 @@ int train_options_check(const train_options *o, snn_schedule *schedule)
                           : o->sltt_k > o->time_steps ? "--sltt-k between 0 and --T"
                                                         : NULL;
         if (why) {
-            fprintf(stderr, "snn-train: --train-mode sltt: expected %s\n", why);
+            fprintf(stderr, "snn-train: --train-mode %s: expected %s\n", o->train_mode, why);
             bad = 2;
         }
     } else if (o->sltt_k > 0) {
-        fprintf(stderr, "snn-train: --sltt-k %d: expected --train-mode sltt with it\n", o->sltt_k);
+        fprintf(stderr, "snn-train: --sltt-k %d: expected --train-mode sltt or ottt with it\n",
+                o->sltt_k);
         bad = 2;
     }
     if (o->time_checkpoint > 0) {
@@ -451,12 +453,15 @@ void train_options_print(FILE *out, const char *indent, const train_options *o,
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                  ", activity penalty x %g", (double)o->activity_penalty);
     fprintf(out, "%s%-12s%s%s\n", indent, "loss", o->loss, extra);
-    if (strcmp(o->train_mode, "sltt") == 0 && o->sltt_k > 0 && o->sltt_k < o->time_steps)
-        fprintf(out, "%s%-12ssltt: online, each step's cross-entropy; backward on %d of the %d "
-                "steps, drawn per batch\n", indent, "train mode", o->sltt_k, o->time_steps);
-    else if (strcmp(o->train_mode, "sltt") == 0)
-        fprintf(out, "%s%-12ssltt: online, each step's cross-entropy backpropagated at once "
-                "(memory independent of T)\n", indent, "train mode");
+    const char *traced = strcmp(o->train_mode, "ottt") == 0
+                             ? ", weight gradients against the inputs' traces" : "";
+    if (train_options_online(o) && o->sltt_k > 0 && o->sltt_k < o->time_steps)
+        fprintf(out, "%s%-12s%s: online, each step's cross-entropy%s; backward on %d of the %d "
+                "steps, drawn per batch\n", indent, "train mode", o->train_mode, traced,
+                o->sltt_k, o->time_steps);
+    else if (train_options_online(o))
+        fprintf(out, "%s%-12s%s: online, each step's cross-entropy backpropagated at once%s "
+                "(memory independent of T)\n", indent, "train mode", o->train_mode, traced);
     else if (o->time_checkpoint > 0)
         fprintf(out, "%s%-12sbptt in segments of %d steps, each recomputed in backward from "
                 "its saved state\n", indent, "train mode", o->time_checkpoint);
@@ -487,4 +492,9 @@ void train_options_print(FILE *out, const char *indent, const train_options *o,
             ema);
     fprintf(out, "%s%-12s%d images a step, %d epoch%s\n", indent, "batch", global_batch,
             o->epochs, o->epochs == 1 ? "" : "s");
+}
+
+bool train_options_online(const train_options *o)
+{
+    return strcmp(o->train_mode, "sltt") == 0 || strcmp(o->train_mode, "ottt") == 0;
 }

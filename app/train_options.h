@@ -47,8 +47,9 @@ typedef struct train_options {
     float tet_lambda;             /* --loss tet: weight of TET's MSE regulariser */
     float dropout;                /* CNN / DVS net classifier, rsnn spikes: one mask over T; 0: off */
     float random_erasing;         /* probability of erasing a random rectangle (data/augment.c) */
-    const char *train_mode;       /* "bptt" or "sltt" (online, app/train_online.c) */
-    int sltt_k;                   /* --train-mode sltt: backward on K of the T steps; 0: all */
+    const char *train_mode;       /* "bptt", or "sltt" or "ottt" (online, app/train_online.c) */
+    int sltt_k;                   /* --train-mode sltt / ottt: backward on K of the T steps;
+                                   * 0: all */
     int time_checkpoint;          /* BPTT in segments of K steps, recomputed in backward; 0: off */
     float clip_grad;              /* clip the gradients' global L2 norm to this before each
                                      optimizer step (snn_clip_grad_norm); 0: off */
@@ -80,6 +81,8 @@ int train_option_table(train_options *o, option *table);
  * an integer >= 1"; a name that is none of the choices with the nearest one). 0, or 2 (a bad
  * command line) with the messages printed. */
 int train_options_check(const train_options *o, snn_schedule *schedule);
+/* Whether --train-mode is an online one (sltt or ottt: app/train_online.c). */
+bool train_options_online(const train_options *o);
 
 /* The defaults of --model where they differ from the main job's, for the flags not `given`
  * (table[] of n flags pointing into *o): rsnn trains 256 neurons a layer without augmentation

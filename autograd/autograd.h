@@ -279,6 +279,12 @@ snn_tensor *snn_transpose01(snn_tensor *x);
 snn_tensor *snn_matmul(snn_tensor *a, snn_tensor *b);
 /** y = x w^T + b: x (..., in), w (out, in), b (out) or NULL; y (..., out). */
 snn_tensor *snn_linear(snn_tensor *x, snn_tensor *w, snn_tensor *b);
+/** snn_linear whose backward takes the weight's gradient against `trace` instead of x:
+ * dW += dY^T trace, dX += dY W as before (OTTT's presynaptic trace, Xiao et al. 2022:
+ * app/train_online.c). trace: x's shape and device, read when backward runs (the caller keeps
+ * it unchanged until then), no gradient. */
+snn_tensor *snn_linear_traced(snn_tensor *x, const snn_tensor *trace, snn_tensor *w,
+                              snn_tensor *b);
 
 /* learnable synaptic delays, DCLS-Delays (autograd/fn_delay.c; the layer: nn/layer_delay.c) */
 
@@ -303,6 +309,12 @@ snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, 
 /** snn_conv2d whose output takes its memory from the step pool, so that it can go back before
  * the step ends once the output is kept as bf16 (snn_values_keep_bf16): the same values. */
 snn_tensor *snn_conv2d_to_pool(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad);
+/** snn_conv2d (snn_conv2d_to_pool with to_pool) whose backward takes the weight's gradient
+ * against `trace` instead of x: dW = sum dY (x) trace, dX as before (OTTT's presynaptic trace:
+ * app/train_online.c). trace: x's shape and device, read when backward runs (the caller keeps
+ * it unchanged until then), no gradient. */
+snn_tensor *snn_conv2d_traced(snn_tensor *x, const snn_tensor *trace, snn_tensor *w,
+                              snn_tensor *b, int stride, int pad, bool to_pool);
 /** snn_batchnorm2d(snn_conv2d(x, w, b, stride, pad), gamma, beta, running_mean, running_var,
  * false, 0, eps) - a conv followed by an eval-mode batch-norm - in one kernel where the device
  * has one (CUDA's channels-last conv applies the batch-norm in its epilogue), with the same

@@ -5,6 +5,7 @@
  *
  * Forward and backward are the device's fused kernels (im2col + GEMM); the workspace they need
  * comes from the step arena. A 5-D (T, N, C, H, W) input is one batch of T*N images.
+ * snn_conv2d_traced takes dW against another tensor (OTTT's presynaptic trace) instead of x.
  * snn_conv2d_batchnorm_eval, the conv and an eval-mode batch-norm after it for inference, is
  * fn_conv2d_bn_eval.c.
  */
@@ -16,6 +17,7 @@
 
 typedef struct conv_saved {
     snn_conv2d_dims dims;
+    const float *trace;   /* snn_conv2d_traced: what dW is taken against instead of x */
 } conv_saved;
 
 static void conv2d_backward(snn_node *node)
@@ -30,6 +32,12 @@ static void conv2d_backward(snn_node *node)
                                       y->device);
     if (!workspace) {
         snn_backward_out_of_memory();
+        return;
+    }
+    /* dX needs only dY and W: with a trace, the kernel's input is the trace (for dW) */
+    if (s->trace) {
+        k->conv2d_backward(dx, dw, db, y->grad->data, s->trace, w->data, &s->dims, workspace);
+        snn_step_scratch_release(y->device, mark);
         return;
     }
     /* x: spikes the model kept as bits (autograd/spike_pack.c) are read as bits where the
@@ -83,13 +91,17 @@ const snn_kernels *snn_conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor 
     return k;
 }
 
-static snn_tensor *conv2d(const char *fn, snn_tensor *x, snn_tensor *w, snn_tensor *b,
-                          int stride, int pad, bool to_pool)
+static snn_tensor *conv2d(const char *fn, snn_tensor *x, const snn_tensor *trace, snn_tensor *w,
+                          snn_tensor *b, int stride, int pad, bool to_pool)
 {
     image_layout l;
     snn_conv2d_dims d;
     const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
     if (!k) return NULL;
+    if (trace && (snn_check_tensor(fn, "trace", trace) ||
+                  snn_check_same_shape(fn, "input", x, "trace", trace) ||
+                  snn_check_same_device(fn, "input", x, "trace", trace)))
+        return NULL;
     snn_shape shape = image_layout_shape(&l, d.C_out, d.H_out, d.W_out);
     snn_tensor *y = to_pool ? snn_step_pooled_tensor(fn, shape, x->device)
                             : snn_step_tensor(fn, shape, x->device);
@@ -103,17 +115,25 @@ static snn_tensor *conv2d(const char *fn, snn_tensor *x, snn_tensor *w, snn_tens
     if (snn_should_record(3, inputs)) {
         snn_node *node = snn_tape_record(fn, conv2d_backward, y, 3, inputs, sizeof(conv_saved));
         if (!node) return NULL;
-        ((conv_saved *)node->saved)->dims = d;
+        *(conv_saved *)node->saved = (conv_saved){d, trace ? trace->data : NULL};
     }
     return y;
 }
 
 snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
 {
-    return conv2d("snn_conv2d", x, w, b, stride, pad, false);
+    return conv2d("snn_conv2d", x, NULL, w, b, stride, pad, false);
 }
 
 snn_tensor *snn_conv2d_to_pool(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)
 {
-    return conv2d("snn_conv2d_to_pool", x, w, b, stride, pad, true);
+    return conv2d("snn_conv2d_to_pool", x, NULL, w, b, stride, pad, true);
+}
+
+snn_tensor *snn_conv2d_traced(snn_tensor *x, const snn_tensor *trace, snn_tensor *w,
+                              snn_tensor *b, int stride, int pad, bool to_pool)
+{
+    const char *fn = "snn_conv2d_traced";
+    if (!trace) return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'trace' (NULL)", fn);
+    return conv2d(fn, x, trace, w, b, stride, pad, to_pool);
 }

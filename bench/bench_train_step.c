@@ -288,8 +288,9 @@ int main(int argc, char **argv)
          "keep conv outputs for backward as bf16, rounded (the model option keep_bf16)"},
         {"--infer-batch", OPT_STRING, &infer_batches, "inference batch sizes, comma-separated"},
         {"--train-mode", OPT_STRING, &train_mode,
-         "bptt, or sltt: online, one time step's forward and backward at a time (app/train_online.c)"},
-        {"--sltt-k", OPT_INT, &sltt_k, "--train-mode sltt: backward on K of the T steps (0: all)"},
+         "bptt, or sltt / ottt: online, one time step's forward and backward at a time (ottt: weight "
+         "gradients against the inputs' traces; app/train_online.c)"},
+        {"--sltt-k", OPT_INT, &sltt_k, "--train-mode sltt / ottt: backward on K of the T steps (0: all)"},
         {"--time-checkpoint", OPT_INT, &time_checkpoint,
          "--train-mode bptt in segments of K steps recomputed in backward (app/train_segments.c)"},
         {"--conv-path", OPT_STRING, &conv_path, "CUDA TF32 / BF16 convs: auto, igemm, im2col, nhwc "
@@ -305,12 +306,14 @@ int main(int argc, char **argv)
     if (time_checkpoint > 0 && strcmp(train_mode, "bptt") == 0) {
         segment_options = (train_segments_options){.segment = time_checkpoint};
         segmented = &segment_options;
-    } else if (strcmp(train_mode, "sltt") == 0 && time_checkpoint == 0) {
-        online_options = (train_online_options){.backward_steps = sltt_k, .seed = 1};
+    } else if ((strcmp(train_mode, "sltt") == 0 || strcmp(train_mode, "ottt") == 0) &&
+               time_checkpoint == 0) {
+        online_options = (train_online_options){.backward_steps = sltt_k, .seed = 1,
+                                                 .traces = strcmp(train_mode, "ottt") == 0};
         online = &online_options;
     } else if (strcmp(train_mode, "bptt") != 0 || sltt_k < 0 || time_checkpoint < 0) {
         fprintf(stderr, "bench_train_step: bad --train-mode %s, --sltt-k %d or --time-checkpoint "
-                "%d (expected bptt or sltt, K >= 0, and time checkpoints with bptt only)\n",
+                "%d (expected bptt, sltt or ottt, K >= 0, and time checkpoints with bptt only)\n",
                 train_mode, sltt_k, time_checkpoint);
         return 2;
     }
@@ -384,10 +387,11 @@ int main(int argc, char **argv)
            no_fusion || ref ? "off" : "on", no_packing || ref ? "floats" : "bits",
            options.keep_bf16 ? "bf16" : "fp32");
     if (online && (sltt_k == 0 || sltt_k >= T))
-        printf("train mode: sltt (online: T forward + backward passes of one time step each)\n");
+        printf("train mode: %s (online: T forward + backward passes of one time step each)\n",
+               train_mode);
     else if (online)
-        printf("train mode: sltt-%d (online: T forward passes of one time step, backward on %d "
-               "of them)\n", sltt_k, sltt_k);
+        printf("train mode: %s-%d (online: T forward passes of one time step, backward on %d "
+               "of them)\n", train_mode, sltt_k, sltt_k);
     if (segmented)
         printf("train mode: bptt in segments of %d steps, each recomputed in backward\n",
                time_checkpoint);
@@ -423,7 +427,8 @@ int main(int argc, char **argv)
         const snn_status estimated =
             carry != SNN_CARRY_NONE
                 ? snn_model_memory_estimate_through_time(&c, &options, carry,
-                                                         online ? 1 : time_checkpoint, batch,
+                                                         online ? 1 : time_checkpoint,
+                                                         online && online->traces, batch,
                                                          device, 2, &e)
                 : snn_model_memory_estimate_with(&c, &options, batch, device, true, 2, &e);
         if (estimated != SNN_OK ||

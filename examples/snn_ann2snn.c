@@ -208,7 +208,7 @@ static int check_memory(const options *o, snn_device device, const snn_model_con
     if (!o->checkpoint) { /* Adam: two states per weight */
         run_memory_request train = {"snn-ann2snn", "training the QANN", flags, *qc,
                                     o->batch_size, train_set->count, device, true, 2, data, 0.0,
-                                    false, false, SNN_CARRY_NONE, 0};
+                                    false, false, SNN_CARRY_NONE, 0, false};
         if (snn_model_memory_estimate(qc, 1, device, false, 0, &e) == SNN_OK)
             train.held = e.parameters; /* the QANN exists */
         if (run_memory_check(&train, per_image, &e)) return 2;
@@ -216,7 +216,7 @@ static int check_memory(const options *o, snn_device device, const snn_model_con
     run_memory_request eval = {"snn-ann2snn", "evaluating the converted SNN",
                                "the largest of --steps (T* is always run)",
                                converted_config(qc, T_max), o->batch_size, test->count, device,
-                               false, 0, data, 0.0, false, false, SNN_CARRY_NONE, 0};
+                               false, 0, data, 0.0, false, false, SNN_CARRY_NONE, 0, false};
     if (run_memory_check(&eval, per_image, &e)) return 2;
     *calib_images = 0;
     if (o->no_sparse) return 0;

@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     run_memory_request request = {"snn-sparse", "evaluating", "--T", *c, batch_size,
                                   run.view.count, device, false, 0,
                                   2.0 * image_bytes * batch_size, params, false, false,
-                                  SNN_CARRY_NONE, 0};
+                                  SNN_CARRY_NONE, 0, false};
     const int calib_batch = run.view.count < batch_size ? (int)run.view.count : batch_size;
     int calib_images = 0;
     if ((T && run_memory_check(&request, 2.0 * image_bytes, &memory)) ||

@@ -273,7 +273,7 @@ int main(int argc, char **argv)
         config, o.batch_size, train.count, device, true, optimizer_states,
         per_image * o.batch_size + 8.0 * (double)(train.count + test.count) +
             (o.resume && stat(o.resume, &resume_file) == 0 ? (double)resume_file.st_size : 0.0),
-        0.0, o.dist.sync_bn, o.keep_bf16, SNN_CARRY_NONE, 0};
+        0.0, o.dist.sync_bn, o.keep_bf16, SNN_CARRY_NONE, 0, false};
     /* online and segmented steps hold the graph of 1 or K time steps, the state the neuron
      * layers carry, and (segments) the states saved at the segments' starts. They take images
      * (direct or Poisson encoding); other inputs are refused below, by train_online_check and
@@ -282,8 +282,9 @@ int main(int argc, char **argv)
                         config.encoding == SNN_ENCODING_POISSON;
     if (images && o.time_checkpoint > 0 && o.time_checkpoint <= config.time_steps)
         request.carry = SNN_CARRY_DIFFERENTIABLE, request.steps = o.time_checkpoint;
-    else if (images && strcmp(o.train_mode, "sltt") == 0)
-        request.carry = SNN_CARRY_CONSTANT, request.steps = 1;
+    else if (images && train_options_online(&o))
+        request.carry = SNN_CARRY_CONSTANT, request.steps = 1,
+        request.traces = strcmp(o.train_mode, "ottt") == 0;
     snn_memory_estimate memory;
     if (run_memory_check(&request, per_image, &memory)) return drop_data(&train_full, &test_full, 2);
     bool augment = o.augment < 0 ? train.height == 32 : o.augment != 0;
@@ -318,7 +319,7 @@ int main(int argc, char **argv)
         plan.keep_bf16 = true;
         if (snn_model_set_options(model, &plan) != SNN_OK) return fail("--keep-bf16");
     }
-    if ((strcmp(o.train_mode, "sltt") == 0 && train_online_check("snn-train", model) != SNN_OK) ||
+    if ((train_options_online(&o) && train_online_check("snn-train", model) != SNN_OK) ||
         (o.time_checkpoint > 0 &&
          train_segments_check("snn-train", model, o.time_checkpoint) != SNN_OK)) {
         fprintf(stderr, "%s\n", snn_last_error());

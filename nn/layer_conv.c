@@ -2,7 +2,8 @@
  * layer_conv.c - the Conv2d layer: owns weight (C_out, C_in, K, K) and an optional bias (C_out),
  * and calls snn_conv2d. Initialised as PyTorch's default: U(-b, b), b = 1 / sqrt(C_in K K).
  * In evaluation a model runs a Conv2d and the BatchNorm2d after it as one op where its plan
- * says so (the rule conv -> bn, nn/fusion_rules.c).
+ * says so (the rule conv -> bn, nn/fusion_rules.c). With OTTT's trace on (nn/synapse_trace.c)
+ * its weight gradient is taken against the trace.
  */
 #include <math.h>
 
@@ -16,12 +17,26 @@ static snn_tensor *conv_forward(snn_module *m, snn_tensor *x)
     snn_tensor *b = c->bias ? m->params[1].tensor : NULL;
     /* an output the batch-norm after it may keep as bf16 comes from the step pool
      * (autograd/bf16_keep.c) */
-    if (snn_conv_output_to_pool(m, x))
-        return snn_conv2d_to_pool(x, m->params[0].tensor, b, c->stride, c->pad);
+    const bool to_pool = snn_conv_output_to_pool(m, x);
+    snn_tensor *trace = NULL; /* OTTT's presynaptic trace, when on (nn/synapse_trace.c) */
+    if (snn_synapse_trace_step("Conv2d", &c->trace, x, &trace) != SNN_OK) return NULL;
+    if (trace)
+        return snn_conv2d_traced(x, trace, m->params[0].tensor, b, c->stride, c->pad, to_pool);
+    if (to_pool) return snn_conv2d_to_pool(x, m->params[0].tensor, b, c->stride, c->pad);
     return snn_conv2d(x, m->params[0].tensor, b, c->stride, c->pad);
 }
 
-const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, NULL, NULL};
+static void conv_free_impl(snn_module *m)
+{
+    snn_synapse_trace_free(&((snn_conv_impl *)m->impl)->trace);
+}
+
+static void conv_reset_state(snn_module *m)
+{
+    snn_synapse_trace_reset(&((snn_conv_impl *)m->impl)->trace);
+}
+
+const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, conv_free_impl, conv_reset_state};
 
 snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int stride, int pad,
                            bool bias, snn_rng *rng)
@@ -30,7 +45,8 @@ snn_module *snn_conv2d_new(int in_channels, int out_channels, int kernel, int st
         return snn_error_null(SNN_ERR_ARGUMENT, "snn_conv2d_new: bad arguments (in %d, out %d, "
                               "kernel %d, stride %d, pad %d, rng %s)", in_channels, out_channels,
                               kernel, stride, pad, rng ? "set" : "NULL");
-    const snn_conv_impl c = {in_channels, out_channels, kernel, stride, pad, bias};
+    const snn_conv_impl c = {in_channels, out_channels, kernel, stride, pad, bias,
+                             {NULL, 0.0f, false}};
     snn_module *m = snn_module_new_copy(&snn_conv2d_ops, &c, sizeof c);
     if (!m) return NULL;
     float bound = 1.0f / sqrtf((float)(in_channels * kernel * kernel));

@@ -113,6 +113,7 @@ static int conv(snn_walk *w, int in, double images, int cin, int cout, int k, in
 {
     int ho = (*h + 2 * pad - k) / stride + 1, wo = (*wd + 2 * pad - k) / stride + 1;
     snn_walk_param(w, (double)cout * cin * k * k, true);
+    if (w->traces) w->trace_numel += images * cin * *h * *wd; /* OTTT: its input's trace */
     int out = snn_walk_conv_output(w, images * cout * ho * wo, in);
     /* the same workspace serves forward and backward; ask the device for sizes its planning
      * arithmetic (int fields) is made for, else take the im2col matrix (C_in K K, images
@@ -129,9 +130,10 @@ static int conv(snn_walk *w, int in, double images, int cin, int cout, int k, in
     if (ws > w->workspace) w->workspace = ws;
     /* the workspace, and x unpacked if it is bits by then, on a device whose conv kernels do
      * not read bits (the CPU; on CUDA only the NCHW implicit GEMM, which TF32 and BF16 take for
-     * no conv fed by spikes, since the channels-last kernel comes first) */
+     * no conv fed by spikes, since the channels-last kernel comes first); with OTTT's trace
+     * the backward reads the trace, not x */
     const bool reads_bits = w->k && w->k->conv2d_backward_bits;
-    snn_walk_backward_scratch(w, ws, reads_bits ? -1 : in, -1);
+    snn_walk_backward_scratch(w, ws, reads_bits || w->traces ? -1 : in, -1);
     if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
     *h = ho, *wd = wo;
     return out;
@@ -267,6 +269,7 @@ static int max_pool(snn_walk *w, int in, double out_numel)
 static int linear(snn_walk *w, int in, double rows, double in_features, int out_features)
 {
     snn_walk_param(w, in_features * out_features + out_features, true);
+    if (w->traces) w->trace_numel += rows * in_features; /* OTTT: its input's trace */
     int out = snn_walk_output(w, rows * out_features, in, -1);
     if (w->converted) out = snn_walk_output(w, rows * out_features, out, -1); /* + b at t = 0 */
     return out;
@@ -448,8 +451,8 @@ snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, 
 /* One walk of the step's graph over T steps of N images (a carrying step's: T of one call):
  * the options' plan, the batch, the model's layers, the readout, the argmax. */
 static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_options *o,
-                      snn_device device, bool training, snn_state_carry carry, double T,
-                      double N)
+                      snn_device device, bool training, snn_state_carry carry, bool traces,
+                      double T, double N)
 {
     memset(w, 0, sizeof *w);
     w->k = snn_kernels_for(device);
@@ -463,6 +466,7 @@ static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_op
     w->one_pass_backward = nk && nk->lif_bn_backward && T <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w->align = device == SNN_CPU ? 64.0 : 256.0;
     w->carry = carry;
+    w->traces = traces;
     w->T = T;
 
     /* the batch (event frames: T per sample) and its labels */
@@ -493,7 +497,7 @@ static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_op
  * spans `steps` of the config's T (snn_model_memory_estimate_through_time). */
 static snn_status estimate(const char *fn, const snn_model_config *c,
                            const snn_model_options *options, snn_state_carry carry, int steps,
-                           int batch_size, snn_device device, bool training,
+                           bool traces, int batch_size, snn_device device, bool training,
                            int optimizer_states, snn_memory_estimate *out)
 {
     if (!c || !out)
@@ -525,12 +529,12 @@ static snn_status estimate(const char *fn, const snn_model_config *c,
     const snn_model_options o = options ? *options : snn_model_options_default(device);
     const double T = carry != SNN_CARRY_NONE ? steps : c->time_steps, N = batch_size;
     snn_walk w, last;
-    walk_step(&w, c, &o, device, training, carry, T, N);
+    walk_step(&w, c, &o, device, training, carry, traces, T, N);
     /* a checkpointed step's last segment, shorter than the others when K does not divide T:
      * its own graph, whose backward runs first and leaves the step pool its blocks */
     if (carry == SNN_CARRY_DIFFERENTIABLE) {
         const int last_steps = c->time_steps - (c->time_steps - 1) / steps * steps;
-        walk_step(&last, c, &o, device, training, carry, last_steps, N);
+        walk_step(&last, c, &o, device, training, carry, traces, last_steps, N);
     }
 
     /* around the graph of one call, for the whole step: the online step's sums of the logits
@@ -551,7 +555,7 @@ static snn_status estimate(const char *fn, const snn_model_config *c,
         snn_walk_constant(&w, 1.0);                                       /* the loss */
         w.device += 4.0 * (w.params - w.trainable) + 3.0 * w.align * w.buffer_groups;
     }
-    out->state = 4.0 * w.state;
+    out->state = 4.0 * (w.state + w.trace_numel);
     out->parameter_count = (int64_t)w.trainable;
     out->parameters = 4.0 * w.params;
     out->gradients = training ? 4.0 * w.trainable : 0.0;
@@ -591,13 +595,13 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *c,
                                           snn_device device, bool training,
                                           int optimizer_states, snn_memory_estimate *out)
 {
-    return estimate("snn_model_memory_estimate", c, options, SNN_CARRY_NONE, 0, batch_size,
+    return estimate("snn_model_memory_estimate", c, options, SNN_CARRY_NONE, 0, false, batch_size,
                     device, training, optimizer_states, out);
 }
 
 snn_status snn_model_memory_estimate_through_time(const snn_model_config *c,
                                                   const snn_model_options *options,
-                                                  snn_state_carry carry, int steps,
+                                                  snn_state_carry carry, int steps, bool traces,
                                                   int batch_size, snn_device device,
                                                   int optimizer_states, snn_memory_estimate *out)
 {
@@ -617,6 +621,9 @@ snn_status snn_model_memory_estimate_through_time(const snn_model_config *c,
         return snn_error(SNN_ERR_UNSUPPORTED, "%s: online and checkpointed steps take images with "
                          "direct or Poisson encoding (as app/train_online.c and "
                          "app/train_segments.c)", fn);
-    return estimate(fn, c, options, carry, steps, batch_size, device, true, optimizer_states,
-                    out);
+    if (traces && carry != SNN_CARRY_CONSTANT)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'traces' (OTTT's traces go with an "
+                         "online step, SNN_CARRY_CONSTANT)", fn);
+    return estimate(fn, c, options, carry, steps, traces, batch_size, device, true,
+                    optimizer_states, out);
 }

@@ -205,12 +205,14 @@ snn_status snn_model_memory_estimate_with(const snn_model_config *config,
  * (snn_neuron_layers_set_carry): SNN_CARRY_CONSTANT, an online step (SLTT, snn-train
  * --train-mode sltt: steps = 1); SNN_CARRY_DIFFERENTIABLE, BPTT in segments of `steps`
  * recomputed in backward (snn-train --time-checkpoint K: steps = K), with the segments' saved
- * states. The carried state itself is `state`. SNN_ERR_ARGUMENT for another carry, steps out of
- * range (online: 1; segments: 1 .. T) or the arguments snn_model_memory_estimate refuses;
- * SNN_ERR_UNSUPPORTED for an input other than direct or Poisson encoding. */
+ * states. `traces`: OTTT's (snn-train --train-mode ottt), a trace of each conv and linear
+ * layer's input, online only. The carried state itself, traces included, is `state`.
+ * SNN_ERR_ARGUMENT for another carry, steps out of range (online: 1; segments: 1 .. T), traces
+ * with segments, or the arguments snn_model_memory_estimate refuses; SNN_ERR_UNSUPPORTED for an
+ * input other than direct or Poisson encoding. */
 snn_status snn_model_memory_estimate_through_time(const snn_model_config *config,
                                                   const snn_model_options *options,
-                                                  snn_state_carry carry, int steps,
+                                                  snn_state_carry carry, int steps, bool traces,
                                                   int batch_size, snn_device device,
                                                   int optimizer_states, snn_memory_estimate *out);
 

@@ -213,6 +213,12 @@ typedef enum snn_state_carry {
 void snn_neuron_layer_set_carry(snn_module *m, snn_state_carry mode);
 /** snn_neuron_layer_set_carry on every neuron layer of `root`'s tree; returns how many. */
 int snn_neuron_layers_set_carry(snn_module *root, snn_state_carry mode);
+/** OTTT's presynaptic traces (nn/synapse_trace.c) on every Conv2d and Linear layer of
+ * `root`'s tree: with `on`, each forward adds its input into the layer's trace,
+ * a = decay a + x, and its backward takes the weight's gradient against a instead of x; the
+ * layer then takes one time step per forward (the online step, app/train_online.c). Off by
+ * default; snn_module_reset_state zeroes the traces. Returns how many layers there are. */
+int snn_synapse_layers_set_trace(snn_module *root, bool on, float decay);
 /** The neuron layers of `root`'s tree in forward order, at most `max` into out[] (out may be
  * NULL to count); returns how many there are. */
 int snn_neuron_layers_collect(snn_module *root, snn_module **out, int max);

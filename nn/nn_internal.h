@@ -8,10 +8,30 @@
 
 #include "nn.h"
 
+/* A Conv2d or Linear layer's presynaptic trace for OTTT (nn/synapse_trace.c). */
+typedef struct snn_synapse_trace {
+    snn_tensor *trace;   /* OWNED, the input's shape; NULL until the first traced forward */
+    float decay;         /* lambda: a[t] = lambda a[t-1] + x[t] */
+    bool on;             /* snn_synapse_layers_set_trace */
+} snn_synapse_trace;
+
+/* With s on: a[t] = lambda a[t-1] + x into s's trace (made for x's shape and device, zero, at
+ * the first step or when they change), *trace = it; off: *trace = NULL. SNN_ERR_ARGUMENT
+ * (naming fn) for an x of more than one time step, SNN_ERR_MEMORY. */
+snn_status snn_synapse_trace_step(const char *fn, snn_synapse_trace *s, const snn_tensor *x,
+                                  snn_tensor **trace);
+void snn_synapse_trace_reset(snn_synapse_trace *s);   /* a = 0: a new sequence */
+void snn_synapse_trace_free(snn_synapse_trace *s);
+
 typedef struct snn_conv_impl {
     int in_channels, out_channels, kernel, stride, pad;
     bool bias;
+    snn_synapse_trace trace;   /* OTTT, off unless set */
 } snn_conv_impl;
+
+typedef struct snn_linear_impl {
+    snn_synapse_trace trace;   /* OTTT, off unless set */
+} snn_linear_impl;
 
 typedef struct snn_batchnorm_impl {
     float momentum, eps;

@@ -38,6 +38,7 @@ typedef struct probe_case {
      * (app/train_segments.c); SNN_CARRY_NONE (0), a plain step */
     snn_state_carry carry;
     int steps;
+    bool traces;            /* OTTT's presynaptic traces (online only) */
 } probe_case;
 
 typedef struct probe_result {
@@ -59,7 +60,7 @@ static inline probe_case probe_make(const char *name, snn_model_kind kind, int w
                                     int batch, bool training, int optimizer_states)
 {
     probe_case c = {name, snn_model_config_default(kind), batch, training, optimizer_states,
-                    NULL, SNN_CARRY_NONE, 0};
+                    NULL, SNN_CARRY_NONE, 0, false};
     c.config.width_base = width;
     c.config.time_steps = T;
     return c;
@@ -76,8 +77,8 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
     const snn_status estimated =
         pc->carry != SNN_CARRY_NONE
             ? snn_model_memory_estimate_through_time(c, pc->options, pc->carry, pc->steps,
-                                                     pc->batch, device, pc->optimizer_states,
-                                                     &r->estimate)
+                                                     pc->traces, pc->batch, device,
+                                                     pc->optimizer_states, &r->estimate)
             : snn_model_memory_estimate_with(c, pc->options, pc->batch, device, pc->training,
                                              pc->optimizer_states, &r->estimate);
     if (estimated != SNN_OK) return false;
@@ -148,7 +149,7 @@ static inline bool probe_run(const probe_case *pc, snn_device device, bool as_sn
         if (pc->training) snn_module_zero_grad(model);
         snn_tensor *out = NULL, *loss = NULL;
         if (x && y && pc->carry == SNN_CARRY_CONSTANT) { /* backward inside, step by step */
-            const train_online_options o = {.seed = 1};
+            const train_online_options o = {.seed = 1, .traces = pc->traces};
             ok = train_online_step(model, x, y, 0, &o, &out, &loss) == SNN_OK;
         } else if (x && y && pc->carry == SNN_CARRY_DIFFERENTIABLE) {
             const train_segments_options o = {.segment = pc->steps};

@@ -113,21 +113,26 @@ static void make_cases(void)
         snn_state_carry carry;
         int steps;
         const snn_model_options *options;
+        bool traces; /* OTTT */
     } through_time[] = {
         {"resnet18 w4 T4 N4 sltt adam", SNN_MODEL_RESNET18, 4, 4, 4, 2, SNN_NEURON_LIF,
-         SNN_CARRY_CONSTANT, 1, NULL},
+         SNN_CARRY_CONSTANT, 1, NULL, false},
         {"cnn w16 T4 N8 sltt plif sgd", SNN_MODEL_SPIKING_CNN, 16, 4, 8, 1, SNN_NEURON_PLIF,
-         SNN_CARRY_CONSTANT, 1, NULL},
+         SNN_CARRY_CONSTANT, 1, NULL, false},
+        {"resnet18 w4 T4 N4 ottt adam", SNN_MODEL_RESNET18, 4, 4, 4, 2, SNN_NEURON_LIF,
+         SNN_CARRY_CONSTANT, 1, NULL, true},
+        {"cnn w16 T4 N8 ottt sgd", SNN_MODEL_SPIKING_CNN, 16, 4, 8, 1, SNN_NEURON_LIF,
+         SNN_CARRY_CONSTANT, 1, NULL, true},
         {"resnet18 w4 T4 N4 seg 2 adam", SNN_MODEL_RESNET18, 4, 4, 4, 2, SNN_NEURON_LIF,
-         SNN_CARRY_DIFFERENTIABLE, 2, NULL},
+         SNN_CARRY_DIFFERENTIABLE, 2, NULL, false},
         {"resnet18 w4 T3 N2 seg 3 sgd", SNN_MODEL_RESNET18, 4, 3, 2, 0, SNN_NEURON_LIF,
-         SNN_CARRY_DIFFERENTIABLE, 3, NULL},
+         SNN_CARRY_DIFFERENTIABLE, 3, NULL, false},
         {"cnn w16 T6 N4 seg 4 alif adam", SNN_MODEL_SPIKING_CNN, 16, 6, 4, 2, SNN_NEURON_ALIF,
-         SNN_CARRY_DIFFERENTIABLE, 4, NULL},
+         SNN_CARRY_DIFFERENTIABLE, 4, NULL, false},
         {"cnn w16 T6 N4 seg 4 unfused", SNN_MODEL_SPIKING_CNN, 16, 6, 4, 2, SNN_NEURON_LIF,
-         SNN_CARRY_DIFFERENTIABLE, 4, &unfused},
+         SNN_CARRY_DIFFERENTIABLE, 4, &unfused, false},
         {"resnet18 w4 T8 N4 seg 3 adam", SNN_MODEL_RESNET18, 4, 8, 4, 2, SNN_NEURON_LIF,
-         SNN_CARRY_DIFFERENTIABLE, 3, NULL},
+         SNN_CARRY_DIFFERENTIABLE, 3, NULL, false},
     };
     for (size_t i = 0; i < sizeof through_time / sizeof through_time[0]; i++) {
         c = probe_make(through_time[i].name, through_time[i].kind, through_time[i].width,
@@ -136,6 +141,7 @@ static void make_cases(void)
         c.config.neuron = snn_neuron_config_default(through_time[i].neuron);
         c.carry = through_time[i].carry, c.steps = through_time[i].steps;
         c.options = through_time[i].options;
+        c.traces = through_time[i].traces;
         add(c);
     }
     /* converted from QANNs (nn/ann2snn.c): first-step input and biases, running max-pools */
@@ -287,26 +293,33 @@ static void test_absurd_and_bad_sizes(void)
     CHECK(ev.gradients == 0.0 && ev.optimizer == 0.0);
     /* steps through time: online at T = 8 holds less than BPTT, and K = 2 segments more than
      * online and less than BPTT; each has its state (BPTT's is 0) */
-    snn_memory_estimate on, seg;
-    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 1, 64, SNN_CPU,
-                                                    2, &on));
-    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 2, 64,
-                                                    SNN_CPU, 2, &seg));
+    snn_memory_estimate on, seg, ottt;
+    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 1, false, 64,
+                                                    SNN_CPU, 2, &on));
+    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 2, false,
+                                                    64, SNN_CPU, 2, &seg));
     CHECK(on.step < seg.step && seg.step < t.step && t.state == 0.0);
     CHECK(on.state > 0.0 && on.state == seg.state && on.parameters == t.parameters);
+    /* OTTT: a trace of each synaptic layer's input besides the neurons' states */
+    CHECK_OK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 1, true, 64,
+                                                    SNN_CPU, 2, &ottt));
+    CHECK(ottt.state > on.state && ottt.step == on.step);
     /* bad carries and step counts are refused, named */
-    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_NONE, 1, 64, SNN_CPU, 2,
-                                                 &on) == SNN_ERR_ARGUMENT);
-    CHECK(strstr(snn_last_error(), "'carry'") != NULL);
-    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 2, 64, SNN_CPU, 2,
-                                                 &on) == SNN_ERR_ARGUMENT);
-    CHECK(strstr(snn_last_error(), "'steps'") != NULL);
-    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 9, 64,
-                                                 SNN_CPU, 2, &on) == SNN_ERR_ARGUMENT);
-    CHECK(snn_model_memory_estimate_through_time(&fs, NULL, SNN_CARRY_CONSTANT, 1, 1, SNN_CPU, 2,
-                                                 &on) == SNN_ERR_UNSUPPORTED);
-    CHECK(snn_model_memory_estimate_through_time(NULL, NULL, SNN_CARRY_CONSTANT, 1, 1, SNN_CPU,
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_NONE, 1, false, 64, SNN_CPU,
                                                  2, &on) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "'carry'") != NULL);
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_CONSTANT, 2, false, 64,
+                                                 SNN_CPU, 2, &on) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "'steps'") != NULL);
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 9, false, 64,
+                                                 SNN_CPU, 2, &on) == SNN_ERR_ARGUMENT);
+    CHECK(snn_model_memory_estimate_through_time(&d, NULL, SNN_CARRY_DIFFERENTIABLE, 2, true, 64,
+                                                 SNN_CPU, 2, &on) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "'traces'") != NULL);
+    CHECK(snn_model_memory_estimate_through_time(&fs, NULL, SNN_CARRY_CONSTANT, 1, false, 1,
+                                                 SNN_CPU, 2, &on) == SNN_ERR_UNSUPPORTED);
+    CHECK(snn_model_memory_estimate_through_time(NULL, NULL, SNN_CARRY_CONSTANT, 1, false, 1,
+                                                 SNN_CPU, 2, &on) == SNN_ERR_ARGUMENT);
 }
 
 static void test_device_memory(void)

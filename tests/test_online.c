@@ -438,8 +438,8 @@ static void test_forward_only_steps_change_nothing(void)
     check_forward_only_steps_change_nothing(SNN_MODEL_RESNET18);
 }
 
-/* SLTT trains: 60 Adam steps on the bright-half task take the loss well down. */
-static void test_sltt_trains(void)
+/* SLTT-2 and OTTT-2 train: 60 Adam steps on the bright-half task take the loss well down. */
+static void check_online_trains(bool traces)
 {
     const int N = 16, T = 4;
     snn_module *model = small_cnn(T, 23);
@@ -447,7 +447,7 @@ static void test_sltt_trains(void)
     float images[16 * 64], labels[16], first = 0.0f, last = 0.0f;
     snn_rng rng;
     snn_rng_seed(&rng, 6);
-    const train_online_options o = {.backward_steps = 2, .seed = 9};
+    const train_online_options o = {.backward_steps = 2, .seed = 9, .traces = traces};
     for (int step = 0; step < 60; step++) {
         make_batch(N, images, labels, &rng);
         CHECK_OK(snn_step_begin());
@@ -462,11 +462,106 @@ static void test_sltt_trains(void)
         CHECK_OK(snn_optimizer_step(opt));
         snn_step_end();
     }
-    fprintf(stderr, "  SLTT-2 of 4: loss %.3f over the first 5 steps, %.3f over the last 5\n",
-            (double)first, (double)last);
+    fprintf(stderr, "  %s-2 of 4: loss %.3f over the first 5 steps, %.3f over the last 5\n",
+            traces ? "OTTT" : "SLTT", (double)first, (double)last);
     CHECK(last < 0.5f * first && last < 0.3f);
     snn_optimizer_free(opt);
     snn_module_free(model);
+}
+
+static void test_online_trains(void)
+{
+    check_online_trains(false);
+    check_online_trains(true);
+}
+
+/* The traced ops (OTTT): the output and dX of the plain op on x, dW and db of the plain op
+ * on the trace, for the same dY = R (L = sum(Y R)); a trace of another shape is refused, named. */
+static void check_traced_op(bool conv)
+{
+    const snn_shape xs = conv ? SNN_SHAPE(1, 2, 3, 5, 5) : SNN_SHAPE(1, 3, 7);
+    const snn_shape ws = conv ? SNN_SHAPE(4, 3, 3, 3) : SNN_SHAPE(5, 7);
+    const snn_shape bs = SNN_SHAPE(conv ? 4 : 5);
+    enum { Y, DX, DW, DB, OUTS };
+    float got[3][OUTS][200]; /* way 0 traced; 1 plain on x; 2 plain on the trace */
+    memset(got, 0, sizeof got);
+    for (int way = 0; way < 3; way++) {
+        CHECK_OK(snn_step_begin());
+        snn_rng rng;
+        snn_rng_seed(&rng, 31);
+        snn_tensor *x = snn_step_tensor("test", xs, SNN_CPU), *a = snn_step_tensor("test", xs, SNN_CPU);
+        snn_tensor *w = snn_step_tensor("test", ws, SNN_CPU), *b = snn_step_tensor("test", bs, SNN_CPU);
+        CHECK_OK(snn_tensor_normal_(a, &rng, 0.5f, 1.0f));
+        CHECK_OK(snn_tensor_normal_(w, &rng, 0.0f, 0.5f));
+        CHECK_OK(snn_tensor_normal_(b, &rng, 0.0f, 0.5f));
+        for (int64_t e = 0; e < x->numel; e++) x->data[e] = (float)(e % 3 == 0); /* spikes */
+        snn_tensor *in = way == 2 ? a : x;
+        in->requires_grad = w->requires_grad = b->requires_grad = true;
+        snn_tensor *y = way == 0 ? (conv ? snn_conv2d_traced(x, a, w, b, 1, 1, false)
+                                         : snn_linear_traced(x, a, w, b))
+                                 : (conv ? snn_conv2d(in, w, b, 1, 1) : snn_linear(in, w, b));
+        snn_tensor *r = y ? snn_step_tensor("test", y->shape, SNN_CPU) : NULL;
+        if (r) CHECK_OK(snn_tensor_normal_(r, &rng, 0.0f, 1.0f));
+        CHECK(y && r && y->numel <= 200 && snn_backward(snn_sum_all(snn_mul(y, r))) == SNN_OK);
+        if (y && in->grad && w->grad && b->grad) {
+            memcpy(got[way][Y], y->data, (size_t)y->numel * sizeof(float));
+            memcpy(got[way][DX], in->grad->data, (size_t)in->numel * sizeof(float));
+            memcpy(got[way][DW], w->grad->data, (size_t)w->numel * sizeof(float));
+            memcpy(got[way][DB], b->grad->data, (size_t)b->numel * sizeof(float));
+        }
+        if (way == 0) { /* a trace of another shape */
+            snn_tensor *short_trace = snn_step_tensor("test", bs, SNN_CPU);
+            CHECK((conv ? snn_conv2d_traced(x, short_trace, w, b, 1, 1, false)
+                        : snn_linear_traced(x, short_trace, w, b)) == NULL);
+            CHECK(strstr(snn_last_error(), "'trace'") != NULL);
+            snn_clear_error();
+        }
+        snn_step_end();
+    }
+    CHECK(memcmp(got[0][Y], got[1][Y], sizeof got[0][Y]) == 0);
+    CHECK(memcmp(got[0][DX], got[1][DX], sizeof got[0][DX]) == 0);
+    CHECK(memcmp(got[0][DW], got[2][DW], sizeof got[0][DW]) == 0);
+    CHECK(memcmp(got[0][DB], got[2][DB], sizeof got[0][DB]) == 0);
+    CHECK(memcmp(got[0][DW], got[1][DW], sizeof got[0][DW]) != 0); /* the trace mattered */
+}
+
+static void test_traced_ops(void)
+{
+    check_traced_op(true);
+    check_traced_op(false);
+}
+
+/* OTTT: at T = 1 the trace is the input itself, so its step is SLTT's, every gradient equal;
+ * at T = 3 the traces carry the steps before, and the gradients differ; the layers' traces are
+ * off again after the step. */
+static void test_ottt_against_sltt(void)
+{
+    for (int T = 1; T <= 3; T += 2) {
+        snn_module *sltt = small_cnn(T, 25), *ottt = small_cnn(T, 25);
+        float images[4 * 64], labels[4];
+        snn_rng rng;
+        snn_rng_seed(&rng, 8);
+        make_batch(4, images, labels, &rng);
+        for (int way = 0; way < 2; way++) {
+            CHECK_OK(snn_step_begin());
+            const train_online_options o = {.seed = 1, .traces = way == 1};
+            snn_tensor *logits = NULL, *loss = NULL;
+            CHECK_OK(train_online_step(way ? ottt : sltt,
+                                       snn_from_host(SNN_SHAPE(4, 1, 8, 8), images, SNN_CPU),
+                                       snn_from_host(SNN_SHAPE(4), labels, SNN_CPU), 0, &o,
+                                       &logits, &loss));
+            snn_step_end();
+        }
+        const double diff = param_max_diff(sltt, ottt, true);
+        if (T == 1) CHECK(diff == 0.0);
+        else CHECK(diff > 1e-3);
+        /* traces off again: a forward over all T steps runs (a traced layer refuses T > 1) */
+        CHECK_OK(snn_step_begin());
+        CHECK(snn_module_forward(ottt, snn_from_host(SNN_SHAPE(4, 1, 8, 8), images, SNN_CPU)));
+        snn_step_end();
+        snn_module_free(sltt);
+        snn_module_free(ottt);
+    }
 }
 
 /* A model with dropout shares one mask over all T steps; one-step forwards cannot: refused. */
@@ -500,7 +595,9 @@ int main(void)
     RUN(test_layer_carries_state);
     RUN(test_sltt_at_one_step_is_bptt);
     RUN(test_sltt_forward_is_the_whole_run);
-    RUN(test_sltt_trains);
+    RUN(test_online_trains);
+    RUN(test_traced_ops);
+    RUN(test_ottt_against_sltt);
     RUN(test_dropout_is_refused);
     return test_finish();
 }

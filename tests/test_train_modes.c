@@ -2,7 +2,7 @@
 /*
  * test_train_modes.c - snn-train's ways to train through time (docs/temporal.md), end to end:
  *   - --train-mode sltt trains the CNN (one epoch of 320 images), says so at start-up, and a
- *     resume keeps the mode; --sltt-k draws K of the T steps;
+ *     resume keeps the mode; --sltt-k draws K of the T steps; --train-mode ottt trains too;
  *   - --time-checkpoint K trains with BPTT in segments, and says so;
  *   - what a mode cannot take is refused with exit 2 and a message naming the flag: sltt with
  *     --loss mse, --sltt-k without sltt or above --T, --time-checkpoint above --T or with
@@ -25,11 +25,13 @@ static void test_refused(void)
     CHECK(run(TRAIN " %s", "--train-mode sltt --loss mse") == 2 &&
           output_contains("--train-mode sltt: expected --loss ce"));
     CHECK(run(TRAIN " %s", "--sltt-k 2") == 2 &&
-          output_contains("--sltt-k 2: expected --train-mode sltt with it"));
+          output_contains("--sltt-k 2: expected --train-mode sltt or ottt with it"));
     CHECK(run(TRAIN " %s", "--train-mode sltt --T 4 --sltt-k 5") == 2 &&
           output_contains("--sltt-k between 0 and --T"));
     CHECK(run(TRAIN " %s", "--train-mode online") == 2 &&
-          output_contains("--train-mode online: expected bptt or sltt"));
+          output_contains("--train-mode online: expected bptt, sltt or ottt"));
+    CHECK(run(TRAIN " %s", "--train-mode ottt --loss tet") == 2 &&
+          output_contains("--train-mode ottt: expected --loss ce"));
     CHECK(run(TRAIN " %s", "--time-checkpoint 5 --T 4") == 2 &&
           output_contains("--time-checkpoint 5: expected K between 1 and --T"));
     CHECK(run(TRAIN " %s", "--time-checkpoint 2 --train-mode sltt") == 2 &&
@@ -59,6 +61,16 @@ static void test_sltt_trains_and_resumes(void)
     CHECK(output_contains("--train-mode bptt (the checkpoint was trained with sltt)"));
 }
 
+static void test_ottt_trains(void)
+{
+    char args[1200];
+    snprintf(args, sizeof args, COMMON " --train-mode ottt --epochs 1 --out %s/ottt", tmp);
+    CHECK(run(TRAIN " %s", args) == 0);
+    CHECK(output_contains("ottt: online, each step's cross-entropy backpropagated at once, "
+                          "weight gradients against the inputs' traces"));
+    CHECK(output_contains("epoch 1: train loss"));
+}
+
 static void test_time_checkpoint_trains(void)
 {
     char args[1200];
@@ -77,6 +89,7 @@ int main(void)
     if (runner_begin("test_train_modes")) return 1;
     RUN(test_refused);
     RUN(test_sltt_trains_and_resumes);
+    RUN(test_ottt_trains);
     RUN(test_time_checkpoint_trains);
     runner_end(test_failures);
     return test_finish();
