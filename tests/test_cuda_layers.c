@@ -3,8 +3,9 @@
  * same ops on the CPU: label-smoothed cross-entropy, the TET loss and time-shared dropout,
  * through the tape on both devices. The kernels themselves (conv2d, pooling, batch-norm and
  * every other entry) are checked against the reference kernels by the parity harness,
- * tests/test_cuda_backend_ops.c; test_cuda_kernels.c has what the harness cannot show. Without
- * a GPU it exits 77 (skipped).
+ * tests/test_cuda_backend_ops.c; test_cuda_kernels.c has what the harness cannot show. And
+ * OTTT's traced conv and linear (snn_conv2d_traced, snn_linear_traced: the conv and GEMM
+ * kernels with the trace as dW's input). Without a GPU it exits 77 (skipped).
  * Run on the GPU machine: ctest -R cuda_layers --output-on-failure
  */
 #include "cuda_parity.h"
@@ -137,10 +138,57 @@ static void test_dropout_shared_op(void)
     release_all();
 }
 
+/* OTTT's traced ops on each device from the same host x (spikes), trace, weights and dY:
+ * the output, dX, dW and db within 1e-5 (|cpu| + max |cpu|) (sums in other orders). */
+static void test_traced_ops(void)
+{
+    for (int conv = 0; conv < 2; conv++) {
+        const snn_shape xs = conv ? SNN_SHAPE(1, 8, 16, 12, 12) : SNN_SHAPE(1, 8, 96);
+        const snn_shape ws = conv ? SNN_SHAPE(24, 16, 3, 3) : SNN_SHAPE(40, 96);
+        const snn_shape ys = conv ? SNN_SHAPE(1, 8, 24, 12, 12) : SNN_SHAPE(1, 8, 40);
+        const size_t nx = (size_t)snn_shape_numel(xs), nw = (size_t)snn_shape_numel(ws);
+        const size_t ny = (size_t)snn_shape_numel(ys), nb = (size_t)ws.dim[0];
+        float *x = integer_host(nx, 2), *a = random_host(nx, 0.0f, 3.0f);
+        float *w = random_host(nw, -0.3f, 0.3f), *b = random_host(nb, -0.5f, 0.5f);
+        float *dy = random_host(ny, -1.0f, 1.0f);
+        float *out[2][4]; /* [device][y, dx, dw, db] */
+        const size_t sizes[4] = {ny, nx, nw, nb};
+        for (int dev = 0; dev < 2; dev++) {
+            for (int k = 0; k < 4; k++) out[dev][k] = host_floats(sizes[k]);
+            const snn_device device = dev ? SNN_CUDA : SNN_CPU;
+            snn_step_begin();
+            snn_tensor *tx = snn_from_host(xs, x, device), *ta = snn_from_host(xs, a, device);
+            snn_tensor *tw = snn_from_host(ws, w, device), *tb = snn_from_host(SNN_SHAPE(nb), b,
+                                                                               device);
+            tx->requires_grad = tw->requires_grad = tb->requires_grad = true;
+            snn_tensor *y = conv ? snn_conv2d_traced(tx, ta, tw, tb, 1, 1, false)
+                                 : snn_linear_traced(tx, ta, tw, tb);
+            snn_tensor *seed = snn_from_host(ys, dy, device);
+            CHECK(y && seed && snn_backward_from(y, seed) == SNN_OK);
+            if (y && tx->grad && tw->grad && tb->grad) {
+                CHECK_OK(snn_tensor_copy_to_host(y, out[dev][0]));
+                CHECK_OK(snn_tensor_copy_to_host(tx->grad, out[dev][1]));
+                CHECK_OK(snn_tensor_copy_to_host(tw->grad, out[dev][2]));
+                CHECK_OK(snn_tensor_copy_to_host(tb->grad, out[dev][3]));
+            }
+            snn_step_end();
+        }
+        const char *names[4] = {"y", "dx", "dw", "db"};
+        for (int k = 0; k < 4; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s: %s", conv ? "snn_conv2d_traced" : "snn_linear_traced",
+                     names[k]);
+            expect_scaled(what, out[1][k], out[0][k], sizes[k], 1e-5);
+        }
+        release_all();
+    }
+}
+
 int main(void)
 {
     parity_begin();
     RUN(test_losses_composed);
     RUN(test_dropout_shared_op);
+    RUN(test_traced_ops);
     return test_finish();
 }

@@ -11,7 +11,8 @@
 #              SLTT (unless NO_SLTT=1), SLTT-K (K: SLTT_K, 4);
 #              with .carry/base-src.tgz the base tree's too, rows marked "(base)"; MEMORY_FLAGS
 #              added (default --keep-bf16: conv outputs kept as bf16; MEMORY_FLAGS= for fp32);
-#              MEMORY_PROFILE=1 adds what one SLTT time step holds, by op, at the last T
+#              MEMORY_PROFILE=1 adds what one SLTT time step holds, by op, at the last T;
+#              MEMORY_MODES ("MODE;MODE", each bench_train_step flags) replaces the modes
 #   kernels    bench_neurons (the fused LIF and ALIF kernels against the copy bandwidth), then
 #              bench_recurrent (the recurrent layer) and bench/torch_recurrent.py beside it
 #   online     the Fashion-MNIST CNN at T = 8, BPTT against SLTT, seeds SEEDS (0 1 2), each
@@ -44,6 +45,7 @@ for stage in "$@"; do
       [ "${NO_SLTT:-0}" = 1 ] || modes+=("--train-mode sltt")
       modes+=("--train-mode sltt --sltt-k ${SLTT_K:-4}")
       for K in ${TC_K:-4}; do [ "$T" -gt "$K" ] && modes+=("--time-checkpoint $K"); done
+      [ -z "${MEMORY_MODES:-}" ] || IFS=';' read -ra modes <<< "$MEMORY_MODES"
       for mode in "${modes[@]}"; do
         for v in $(variants); do
           echo "-- T=$T $mode ($v)"
