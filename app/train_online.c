@@ -42,30 +42,30 @@ static snn_tensor *step_zeros(const char *fn, snn_shape shape, snn_device device
     return t && snn_tensor_fill(t, 0.0f) == SNN_OK ? t : NULL;
 }
 
-snn_status train_online_check(const char *prog, snn_module *model)
+snn_status train_online_check(const char *prog, const char *mode, snn_module *model)
 {
     const snn_model_config *c = snn_model_config_of(model);
     if (!c)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt: expected a model made by "
-                         "snn_model_new", prog);
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode %s: expected a model made by "
+                         "snn_model_new", prog, mode);
     if (c->encoding != SNN_ENCODING_DIRECT && c->encoding != SNN_ENCODING_POISSON)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt takes images with direct or "
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode %s takes images with direct or "
                          "Poisson encoding for now (the model's input is %s); hint: train event "
-                         "frames and sequences with --train-mode bptt", prog,
+                         "frames and sequences with --train-mode bptt", prog, mode,
                          c->encoding == SNN_ENCODING_EVENTS       ? "event frames"
                          : c->encoding == SNN_ENCODING_FIRST_STEP ? "a converted network's"
                                                                     " first step"
                                                                   : "a sequence");
     if (snn_neuron_is_ann(c->neuron.kind))
-        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt: a %s model is an ANN (T = 1): "
-                         "there is no time to train through", prog,
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode %s: a %s model is an ANN (T = 1): "
+                         "there is no time to train through", prog, mode,
                          snn_neuron_kind_name(c->neuron.kind));
     /* each one-step forward would draw its own dropout masks, where the model shares one mask
      * over all T steps: a silent change of the model, refused */
     if (c->dropout > 0.0f)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode sltt: expected --dropout 0 (got %g: "
+        return snn_error(SNN_ERR_ARGUMENT, "%s: --train-mode %s: expected --dropout 0 (got %g: "
                          "its mask is shared by all T steps, which one-step forwards cannot do)",
-                         prog, (double)c->dropout);
+                         prog, mode, (double)c->dropout);
     return SNN_OK;
 }
 

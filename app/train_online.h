@@ -22,8 +22,8 @@ typedef struct train_online_options {
 
 /* The checks that need only the options and the model: names what online training cannot run
  * yet (event inputs, a model without neuron layers). SNN_OK or SNN_ERR_ARGUMENT with a message
- * naming `prog`. */
-snn_status train_online_check(const char *prog, snn_module *model);
+ * naming `prog` and `mode` ("sltt", "ottt": --train-mode's value). */
+snn_status train_online_check(const char *prog, const char *mode, snn_module *model);
 
 /* One SLTT step on images x (N, C, H, W) with labels y (N), inside the caller's step
  * (snn_step_begin; x and y belong to it): zero_grad, then for t = 0 .. T-1, each in a step of

@@ -395,7 +395,7 @@ int main(int argc, char **argv)
     if (segmented)
         printf("train mode: bptt in segments of %d steps, each recomputed in backward\n",
                time_checkpoint);
-    if ((online && train_online_check("bench_train_step", model) != SNN_OK) ||
+    if ((online && train_online_check("bench_train_step", train_mode, model) != SNN_OK) ||
         (segmented && train_segments_check("bench_train_step", model, time_checkpoint) != SNN_OK)) {
         fprintf(stderr, "%s\n", snn_last_error());
         return 2;

@@ -319,7 +319,8 @@ int main(int argc, char **argv)
         plan.keep_bf16 = true;
         if (snn_model_set_options(model, &plan) != SNN_OK) return fail("--keep-bf16");
     }
-    if ((train_options_online(&o) && train_online_check("snn-train", model) != SNN_OK) ||
+    if ((train_options_online(&o) &&
+         train_online_check("snn-train", o.train_mode, model) != SNN_OK) ||
         (o.time_checkpoint > 0 &&
          train_segments_check("snn-train", model, o.time_checkpoint) != SNN_OK)) {
         fprintf(stderr, "%s\n", snn_last_error());

@@ -576,11 +576,11 @@ static void test_dropout_is_refused(void)
     snn_rng rng;
     snn_rng_seed(&rng, 24);
     snn_module *m = snn_model_new(&cfg, &rng);
-    CHECK(train_online_check("snn-train", m) == SNN_ERR_ARGUMENT);
-    CHECK(strstr(snn_last_error(), "--dropout 0") != NULL);
+    CHECK(train_online_check("snn-train", "ottt", m) == SNN_ERR_ARGUMENT);
+    CHECK(strstr(snn_last_error(), "--train-mode ottt: expected --dropout 0") != NULL);
     snn_module_free(m);
     snn_module *plain = small_cnn(3, 25);
-    CHECK(train_online_check("snn-train", plain) == SNN_OK);
+    CHECK(train_online_check("snn-train", "sltt", plain) == SNN_OK);
     snn_module_free(plain);
 }
 
