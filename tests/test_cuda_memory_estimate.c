@@ -13,7 +13,8 @@
  *     is bf16, half the bytes of fp32's; the implicit-GEMM layers need none), and the estimate
  *     asks the device's table for it under the precision set when it is computed. Two steps
  *     through time too (snn_model_memory_estimate_through_time): an online step in BF16 with
- *     the conv outputs kept as bf16, and BPTT in segments of 4 steps.
+ *     the conv outputs kept as bf16, and BPTT in segments of 4 steps; and an OTTT step (the
+ *     input traces of every conv and linear layer).
  * Its printed table is summed up in docs/benchmarks.md ("Memory estimate against the measured
  * step"), in full in docs/log/benchmarks-2026.md. Skipped (77) without a GPU.
  * Run: ctest --test-dir build -R cuda_memory_estimate --output-on-failure
@@ -93,6 +94,8 @@ static void test_estimate_against_measured(void)
     cases[n].carry = SNN_CARRY_CONSTANT, cases[n].steps = 1, cases[n++].options = &keep_bf16;
     cases[n] = probe_make("resnet18 w32 T8 N16 seg 4 adam", SNN_MODEL_RESNET18, 32, 8, 16, true, 2);
     cases[n].carry = SNN_CARRY_DIFFERENTIABLE, cases[n++].steps = 4;
+    cases[n] = probe_make("resnet18 w32 T4 N16 ottt adam", SNN_MODEL_RESNET18, 32, 4, 16, true, 2);
+    cases[n].carry = SNN_CARRY_CONSTANT, cases[n].steps = 1, cases[n++].traces = true;
     fprintf(stderr, "  %-32s %10s %12s %12s %7s %12s %12s\n", "case (cuda)", "params", "step est.",
             "step meas.", "ratio", "pool est.", "pool meas.");
     for (int i = 0; i < n; i++) {
