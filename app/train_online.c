@@ -116,7 +116,8 @@ static snn_status one_time_step(snn_module *model, snn_tensor *x, snn_tensor *y,
     return status;
 }
 
-/* OTTT's trace decay: the membrane's, lambda = 1 - 1/tau for the leaky kinds, 1 for IF. */
+/* OTTT's trace decay: the membrane's, lambda = 1 - 1/tau for the leaky kinds (PLIF: its
+ * initial tau, not the learned one), 1 for IF. */
 static float trace_decay(const snn_neuron_config *n)
 {
     return n->kind == SNN_NEURON_IF || !(n->tau > 1.0f) ? 1.0f : 1.0f - 1.0f / n->tau;

@@ -58,8 +58,6 @@ snn_status snn_values_keep_bf16(snn_tensor *t)
     if (!t->bf16 || !t->pooled)
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 't' (expected a tensor rounded by "
                          "snn_values_round_bf16 first)", fn);
-    snn_step_pool_release(t->data, t->device); /* queued kernels read it first: one stream */
-    t->data = NULL;
-    t->pooled = false;
+    snn_step_pooled_tensor_give_back(t);
     return SNN_OK;
 }

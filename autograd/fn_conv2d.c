@@ -34,21 +34,16 @@ static void conv2d_backward(snn_node *node)
         snn_backward_out_of_memory();
         return;
     }
-    /* dX needs only dY and W: with a trace, the kernel's input is the trace (for dW) */
-    if (s->trace) {
-        k->conv2d_backward(dx, dw, db, y->grad->data, s->trace, w->data, &s->dims, workspace);
-        snn_step_scratch_release(y->device, mark);
-        return;
-    }
     /* x: spikes the model kept as bits (autograd/spike_pack.c) are read as bits where the
-     * device's kernels can, else unpacked for this op */
-    if (!x->data && k->conv2d_backward_bits &&
+     * device's kernels can, else unpacked for this op. With a trace, the kernel's input is the
+     * trace (dX needs only dY and W: the trace changes dW alone) */
+    if (!s->trace && !x->data && k->conv2d_backward_bits &&
         k->conv2d_backward_bits(dx, dw, db, y->grad->data, x->spike_bits, w->data, &s->dims,
                                 workspace)) {
         snn_step_scratch_release(y->device, mark);
         return;
     }
-    const float *xv = snn_saved_values("snn_conv2d (backward)", x);
+    const float *xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
     if (!xv) {
         snn_backward_out_of_memory();
         return;

@@ -53,8 +53,6 @@ snn_status snn_spikes_pack(snn_tensor *t)
         k->pack_bits(bits, t->data, t->numel);
         t->spike_bits = bits;
     }
-    snn_step_pool_release(t->data, t->device); /* queued kernels read it first: one stream */
-    t->data = NULL;
-    t->pooled = false;
+    snn_step_pooled_tensor_give_back(t);
     return SNN_OK;
 }

@@ -53,12 +53,34 @@ typedef struct bn_neuron_saved {
                              * NULL for snn_batchnorm_neuron */
 } bn_neuron_saved;
 
-/* Taped carry ops whose backward has not yet advanced their state. */
-static int carry_pending;
+/* The states of taped carry calls whose backward has not run yet: each still holds the V_init
+ * its backward reads, and will get V_last from it. A small set (one time step's layers), so a
+ * linear search; a full set refuses the next taped call rather than grow. */
+#define CARRY_PENDING_MAX 1024
+static const float *carry_pending[CARRY_PENDING_MAX];
+static int carry_pending_count;
+
+static int pending_find(const float *state)
+{
+    for (int i = 0; i < carry_pending_count; i++)
+        if (carry_pending[i] == state) return i;
+    return -1;
+}
+
+static void pending_remove(int i)
+{
+    carry_pending[i] = carry_pending[--carry_pending_count];
+}
 
 int snn_batchnorm_neuron_carry_pending(void)
 {
-    return carry_pending;
+    return carry_pending_count;
+}
+
+void snn_batchnorm_neuron_carry_forget(const snn_tensor *v_state)
+{
+    const int i = v_state ? pending_find(v_state->data) : -1;
+    if (i >= 0) pending_remove(i);
 }
 
 /* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
@@ -142,6 +164,16 @@ static void bn_neuron_backward(snn_node *node)
     float *dx = snn_grad_for(x), *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
     float *dresidual = snn_grad_for(residual);
     if (!dx && !dgamma && !dbeta && !dresidual && !sv->v_state) return;
+    /* the carry op's V_init is its layer's state: still there unless the layer reset or freed
+     * it since the forward (snn_batchnorm_neuron_carry_forget), which would be a wrong H */
+    const int pending = sv->v_state ? pending_find(sv->v_state) : -1;
+    if (sv->v_state && pending < 0) {
+        snn_error(SNN_ERR_STATE, "snn_batchnorm_neuron_carry (backward): the state this call "
+                  "started from was reset or freed before its backward ran; hint: run backward "
+                  "before resetting a layer that carries its state");
+        snn_backward_fail(SNN_ERR_STATE);
+        return;
+    }
     const snn_kernels *k = snn_kernels_for(x->device);
     SNN_ASSERT(k);
     const int64_t n = x->numel;
@@ -158,7 +190,7 @@ static void bn_neuron_backward(snn_node *node)
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
         return;
-    if (sv->v_state) carry_pending--;
+    if (pending >= 0) pending_remove(pending); /* V_last is in the state now */
     if (dx || dgamma || dbeta)
         k->batchnorm_backward(dx, dgamma, dbeta, dX, in.x, gamma->data, sv->mean, sv->invstd,
                               (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
@@ -303,6 +335,10 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
      * alive anyway; the carry op's, its layer's state, stays as it is until then, and the
      * backward leaves V_last in it (deferred) */
     const bool deferred = record && st && !st->differentiable;
+    if (deferred && carry_pending_count == CARRY_PENDING_MAX)
+        return snn_error_null(SNN_ERR_STATE, "%s: %d taped calls already wait for their "
+                              "backward; hint: run backward after each time step's forward",
+                              fn, CARRY_PENDING_MAX);
 
     /* the statistics: this batch's (count, mean, M2) per channel, "merged" over one rank */
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
@@ -329,7 +365,8 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
                                          sizeof(bn_neuron_saved));
         if (!node) return NULL;
         *(bn_neuron_saved *)node->saved = saved;
-        if (deferred) carry_pending++; /* its backward advances the state */
+        if (deferred) /* the backward advances the state */
+            carry_pending[carry_pending_count++] = st->v_in->data;
     }
     if (activity) *activity = act;
     return spike;
@@ -490,6 +527,11 @@ snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_ten
     if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK ||
         !snn_neuron_state_fits(fn, "v_state", v_state, x, false))
         return NULL;
+    if (pending_find(v_state->data) >= 0) /* it still holds the last call's V_init */
+        return snn_error_null(SNN_ERR_STATE, "%s: bad argument 'v_state' (the taped call before "
+                              "has not run its backward, so the state has not advanced yet); "
+                              "hint: run backward after each call, or call without a tape "
+                              "(snn_no_grad_begin)", fn);
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) { /* the ops it stands for */

@@ -249,8 +249,10 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
  * backward recomputes H from the state that entered, and then leaves the state after the last
  * step in v_state. So the step keeps no copy of the state (4 B per neuron), but v_state holds
  * the entering state until backward has run through the op: run it before the next call (as
- * SLTT does; snn_batchnorm_neuron_carry_pending checks it). Refused as snn_batchnorm_neuron,
- * and for a v_state that does not fit. */
+ * SLTT does). A call on a v_state whose last taped call has not run its backward is refused
+ * (SNN_ERR_STATE, naming 'v_state'), and so is a backward whose state was reset or freed first
+ * (snn_batchnorm_neuron_carry_forget). Refused as snn_batchnorm_neuron, and for a v_state that
+ * does not fit. */
 snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                        snn_tensor *running_mean, snn_tensor *running_var,
                                        float momentum, float eps, snn_tensor *residual,
@@ -262,6 +264,12 @@ snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_ten
  * online step reads it before a time step and after its backward (app/train_online.c): a
  * difference means a layer whose backward did not run, and whose state would be stale. */
 int snn_batchnorm_neuron_carry_pending(void);
+
+/** The owner of a carry op's v_state sets it anew (a reset) or frees it: a taped call on it
+ * that has not run its backward no longer waits, and that backward, if it runs, fails
+ * (SNN_ERR_STATE) instead of recomputing H from a state that is not the one it started from.
+ * nn/layer_neuron.c calls it; NULL or a state with nothing pending: nothing. */
+void snn_batchnorm_neuron_carry_forget(const snn_tensor *v_state);
 
 /** The same as a function of the state, differentiable in it: the spikes and *v_out (a new
  * STEP tensor, the state after the last step) of

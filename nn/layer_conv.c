@@ -19,7 +19,8 @@ static snn_tensor *conv_forward(snn_module *m, snn_tensor *x)
      * (autograd/bf16_keep.c) */
     const bool to_pool = snn_conv_output_to_pool(m, x);
     snn_tensor *trace = NULL; /* OTTT's presynaptic trace, when on (nn/synapse_trace.c) */
-    if (snn_synapse_trace_step("Conv2d", &c->trace, x, &trace) != SNN_OK) return NULL;
+    if (c->trace.on && snn_synapse_trace_step("Conv2d", &c->trace, x, &trace) != SNN_OK)
+        return NULL;
     if (trace)
         return snn_conv2d_traced(x, trace, m->params[0].tensor, b, c->stride, c->pad, to_pool);
     if (to_pool) return snn_conv2d_to_pool(x, m->params[0].tensor, b, c->stride, c->pad);
@@ -28,12 +29,14 @@ static snn_tensor *conv_forward(snn_module *m, snn_tensor *x)
 
 static void conv_free_impl(snn_module *m)
 {
-    snn_synapse_trace_free(&((snn_conv_impl *)m->impl)->trace);
+    snn_conv_impl *c = m->impl;
+    if (c->trace.trace) snn_synapse_trace_free(&c->trace);
 }
 
 static void conv_reset_state(snn_module *m)
 {
-    snn_synapse_trace_reset(&((snn_conv_impl *)m->impl)->trace);
+    snn_conv_impl *c = m->impl;
+    if (c->trace.trace) snn_synapse_trace_reset(&c->trace);
 }
 
 const snn_module_ops snn_conv2d_ops = {"Conv2d", conv_forward, conv_free_impl, conv_reset_state};

@@ -12,21 +12,22 @@
 static snn_tensor *linear_forward(snn_module *m, snn_tensor *x)
 {
     snn_tensor *w = m->params[0].tensor, *b = m->n_params > 1 ? m->params[1].tensor : NULL;
+    snn_synapse_trace *s = &((snn_linear_impl *)m->impl)->trace;
     snn_tensor *trace = NULL; /* OTTT's presynaptic trace, when on (nn/synapse_trace.c) */
-    if (snn_synapse_trace_step("Linear", &((snn_linear_impl *)m->impl)->trace, x, &trace) !=
-        SNN_OK)
-        return NULL;
+    if (s->on && snn_synapse_trace_step("Linear", s, x, &trace) != SNN_OK) return NULL;
     return trace ? snn_linear_traced(x, trace, w, b) : snn_linear(x, w, b);
 }
 
 static void linear_free_impl(snn_module *m)
 {
-    snn_synapse_trace_free(&((snn_linear_impl *)m->impl)->trace);
+    snn_synapse_trace *s = &((snn_linear_impl *)m->impl)->trace;
+    if (s->trace) snn_synapse_trace_free(s);
 }
 
 static void linear_reset_state(snn_module *m)
 {
-    snn_synapse_trace_reset(&((snn_linear_impl *)m->impl)->trace);
+    snn_synapse_trace *s = &((snn_linear_impl *)m->impl)->trace;
+    if (s->trace) snn_synapse_trace_reset(s);
 }
 
 const snn_module_ops snn_linear_ops = {"Linear", linear_forward, linear_free_impl,

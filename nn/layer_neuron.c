@@ -32,6 +32,7 @@ static snn_status fill_reset_state(snn_neuron_layer_impl *n)
     const bool stbif = n->config.kind == SNN_NEURON_STBIF;
     const float v0 = stbif ? n->config.theta / 2.0f
                            : (n->config.reset == SNN_RESET_SOFT ? 0.0f : n->config.v_reset);
+    if (n->v_state) snn_batchnorm_neuron_carry_forget(n->v_state); /* its V_init is gone */
     snn_status s = n->v_state ? snn_tensor_fill(n->v_state, v0) : SNN_OK;
     if (s == SNN_OK && n->a_state) s = snn_tensor_fill(n->a_state, 0.0f);
     return s;
@@ -39,6 +40,7 @@ static snn_status fill_reset_state(snn_neuron_layer_impl *n)
 
 static void free_state(snn_neuron_layer_impl *n)
 {
+    if (n->v_state) snn_batchnorm_neuron_carry_forget(n->v_state);
     snn_tensor_free(n->v_state);
     snn_tensor_free(n->a_state);
     n->v_state = n->a_state = NULL;
@@ -82,6 +84,7 @@ static snn_tensor *forward_differentiable(snn_neuron_layer_impl *n, snn_tensor *
                                         bn->running_var, bn->momentum, bn->eps, bn->residual,
                                         &n->config, v_in, &v_out, activity)
            : snn_neuron_multistep_state(x, &n->config, w, v_in, a_in, &v_out, &a_out, activity);
+    snn_batchnorm_neuron_carry_forget(n->v_state); /* overwritten below */
     if (!spikes || snn_tensor_copy(n->v_state, v_out) != SNN_OK ||
         (a_out && snn_tensor_copy(n->a_state, a_out) != SNN_OK))
         return NULL;

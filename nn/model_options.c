@@ -90,9 +90,7 @@ void snn_values_forward_done(const snn_module *reader, snn_tensor *t)
     if (snn_grad_enabled() || !t || !t->pooled || t->spikes || t->base || !t->data ||
         reader->ops != &snn_batchnorm2d_ops || !reader->training)
         return;
-    snn_step_pool_release(t->data, t->device); /* queued kernels read it first: one stream */
-    t->data = NULL;
-    t->pooled = false;
+    snn_step_pooled_tensor_give_back(t);
 }
 
 bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t)

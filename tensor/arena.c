@@ -173,6 +173,14 @@ snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device d
     return t->data ? t : NULL;
 }
 
+void snn_step_pooled_tensor_give_back(snn_tensor *t)
+{
+    SNN_ASSERT(t && t->pooled && t->data);
+    snn_step_pool_release(t->data, t->device);
+    t->data = NULL;
+    t->pooled = false;
+}
+
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape)
 {
     SNN_ASSERT(snn_shape_numel(shape) == base->numel);

@@ -32,6 +32,10 @@ snn_tensor *snn_step_tensor(const char *fn, snn_shape shape, snn_device device);
 /* A STEP tensor whose data come from the step pool (pooled = true): memory that can go back
  * before the step ends (the spikes snn_spikes_pack turns into bits). */
 snn_tensor *snn_step_pooled_tensor(const char *fn, snn_shape shape, snn_device device);
+/* Gives such a tensor's data back to the step pool before the step ends: t->data becomes NULL
+ * and t->pooled false (the caller's promise that nothing reads the floats again; kernels
+ * already queued on the one stream still read them first). */
+void snn_step_pooled_tensor_give_back(snn_tensor *t);
 
 /* A STEP tensor struct that shares `base`'s data (a view); shape must have base's numel. */
 snn_tensor *snn_step_view(const char *fn, snn_tensor *base, snn_shape shape);

@@ -313,7 +313,8 @@ static void test_carrying_same_bits_as_separate_ops(void)
 
 /* With a tape the carry op's state advances in its backward, not its forward: after the
  * forward the state is the one that entered and the op is counted as pending; after the
- * backward it is the state a forward without a tape leaves, and the count is back. */
+ * backward it is the state a forward without a tape leaves, and the count is back. A call on
+ * a pending state is refused; a backward whose state was forgotten (reset) fails. */
 static void test_carry_state_advances_in_backward(void)
 {
     const snn_shape shape = SNN_SHAPE(2, 2, 3, 5, 4);
@@ -340,9 +341,28 @@ static void test_carry_state_advances_in_backward(void)
     CHECK(s_plain && s_taped && same(s_plain, s_taped));
     CHECK(same(v_taped, v_start) && !same(v_plain, v_start));
     CHECK(snn_batchnorm_neuron_carry_pending() == pending + 1);
+    /* a second call before that backward would start from the unadvanced state: refused */
+    CHECK(snn_batchnorm_neuron_carry(x, g, b, stats[2], stats[3], 0.1f, 1e-5f, NULL, &lif,
+                                     v_taped, NULL) == NULL);
+    CHECK(snn_last_status() == SNN_ERR_STATE && strstr(snn_last_error(), "'v_state'"));
+    snn_clear_error();
     if (s_taped) CHECK_OK(snn_backward(snn_sum_all(s_taped)));
     CHECK(same(v_taped, v_plain));
     CHECK(snn_batchnorm_neuron_carry_pending() == pending);
+    snn_step_end();
+    /* a state reset (forgotten) before the backward: the backward fails, naming why */
+    snn_step_begin();
+    x = uniform(shape, -1.0f, 2.5f, 8, true);
+    g = uniform(SNN_SHAPE(3), 0.5f, 1.5f, 9, true);
+    b = uniform(SNN_SHAPE(3), 0.0f, 0.6f, 10, true);
+    s_taped = snn_batchnorm_neuron_carry(x, g, b, stats[2], stats[3], 0.1f, 1e-5f, NULL, &lif,
+                                         v_taped, NULL);
+    CHECK(s_taped && snn_batchnorm_neuron_carry_pending() == pending + 1);
+    snn_batchnorm_neuron_carry_forget(v_taped);
+    CHECK(snn_batchnorm_neuron_carry_pending() == pending);
+    CHECK(s_taped && snn_backward(snn_sum_all(s_taped)) == SNN_ERR_STATE);
+    CHECK(strstr(snn_last_error(), "reset or freed"));
+    snn_clear_error();
     snn_step_end();
     snn_tensor_free(v_taped), snn_tensor_free(v_plain);
     for (int i = 0; i < 4; i++) snn_tensor_free(stats[i]);
