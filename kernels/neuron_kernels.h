@@ -118,6 +118,11 @@ typedef struct snn_neuron_bn_input {
                                        * first) */
     const float *dv_last;             /* (M) backward in: dL/dV_last, or NULL: zero */
     float *dv_init;                   /* (M) backward out: += dL/dV_init */
+    /* x is (M), not (T, M): every step reads the same x (the stem of a directly encoded
+     * image, snn_batchnorm_neuron_repeat: X[t, i] = bn(x[i]) at each t, the repeat over T
+     * never written). Backward's dX is then (M) too, the sum over t of dL/dX[t], added in
+     * the order t = 0, 1, ... from 0 (as the repeat's backward adds it). No residual. */
+    bool x_repeated;
 } snn_neuron_bn_input;
 
 /* IF and LIF on the batch-norm-fed input: lif_forward's outputs with X made from `in` on the
@@ -131,7 +136,8 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, flo
 
 /* BPTT of IF / LIF on the batch-norm-fed input (in->stats not NULL), H recomputed in registers
  * (never stored) from in->v_init:
- *   dX      (T, M)  = dL/dX (written, not accumulated: the input of the batch-norm's backward)
+ *   dX      (T, M)  = dL/dX (written, not accumulated: the input of the batch-norm's backward;
+ *                     (M), the sum over t, where in->x_repeated)
  *   dresidual (T, M) += dL/dX when not NULL (the residual add's backward)
  *   dspike  (T, M)  dL/dS, or NULL
  *   in->dv_last, in->dv_init: the state's gradients, as lif_backward's dv_last and dv_init

@@ -45,6 +45,7 @@ typedef struct neuron_params {
     int residual;       /* lif_bn: 0 none, 1 floats, 2 bits */
     bool bn;            /* lif_bn: a batch-norm in front (else X = x + residual) */
     int outputs;        /* lif_bn_forward: bit 0 spike, 1 spike_bits, 2 h_seq, 3 activity */
+    bool repeated;      /* lif_bn: x (and backward's dX) one step, read at every step */
 } neuron_params;
 
 static int64_t neuron_step(const neuron_params *p) { return snn_neuron_dims_step(&p->d); }

@@ -25,6 +25,10 @@
  * neurons/bn_neuron.c), NV_ALIAS dL/dV_last alone, both adding dL/dV_init.
  * V_last and dV_init are compared as the other outputs, element by element, leaving out the
  * elements set aside above.
+ *
+ * The repeated stem (x_repeated, snn_batchnorm_neuron_repeat): x is one step (M), the
+ * reference normalises it once and repeats it over T; backward's dX is (M), the reference's
+ * per-step dX added from 0 in step order, as the repeat's backward does.
  */
 
 BO_HAS_NEURON(lif_bn_forward)
@@ -41,9 +45,9 @@ static double bn_flip_zone(const snn_neuron_params *q, double h)
 static void bn_input_setup(bo_case *c, const neuron_params *p)
 {
     const int64_t n = neuron_numel(p);
-    const bn_params bp = {(int)(p->d.T * p->d.N), (int)p->d.C, (int)p->d.plane, true, false,
-                          0.5f, 0, 1};
-    const int x = bo_in_normal(c, "x", n, 0.5f, 1.0f);
+    const bn_params bp = {(int)((p->repeated ? 1 : p->d.T) * p->d.N), (int)p->d.C,
+                          (int)p->d.plane, true, false, 0.5f, 0, 1};
+    const int x = bo_in_normal(c, "x", p->repeated ? neuron_step(p) : n, 0.5f, 1.0f);
     if (p->bn) {
         const int stats = bo_buffer(c, "stats", BO_F64, BO_IN, BO_EXACT, 3 * p->d.C);
         const int invstd = bo_in_uniform(c, "invstd", p->d.C, 0.0f, 0.0f);
@@ -79,7 +83,7 @@ static snn_neuron_bn_input bn_input_of(const neuron_params *p, void *const *a, i
                                     p->bn ? a[first + 4] : NULL,
                                     p->residual == 1 ? a[first + 5] : NULL,
                                     p->residual == 2 ? a[first + 6] : NULL,
-                                    NULL, NULL, NULL, NULL};
+                                    NULL, NULL, NULL, NULL, p->repeated};
     return in;
 }
 
@@ -112,13 +116,15 @@ static double bn_state_compare(const bo_buf *b, const float *g, const float *r,
 /* The reference's X (T, M) from in: normalise, then add the residual (scratch on s). */
 static float *bn_reference_x(bo_side *s, const neuron_params *p, const snn_neuron_bn_input *in)
 {
-    const int64_t n = neuron_numel(p);
+    const int64_t n = neuron_numel(p), M = neuron_step(p);
     float *X = bo_scratch(s, (size_t)n * sizeof *X);
+    const int64_t steps_in_x = in->x_repeated ? 1 : p->d.T; /* the repeated stem: x is one */
     if (in->stats)
         snn_batchnorm_normalise_ref(X, in->x, in->stats, in->invstd, in->gamma, in->beta,
-                                    (int)(p->d.T * p->d.N), (int)p->d.C, (int)p->d.plane);
+                                    (int)(steps_in_x * p->d.N), (int)p->d.C, (int)p->d.plane);
     else
-        memcpy(X, in->x, (size_t)n * sizeof *X);
+        memcpy(X, in->x, (size_t)(steps_in_x * M) * sizeof *X);
+    for (int64_t t = steps_in_x; t < p->d.T; t++) memcpy(X + t * M, X, (size_t)M * sizeof *X);
     const float *residual = in->residual;
     if (in->residual_bits) {
         float *unpacked = bo_scratch(s, (size_t)n * sizeof *unpacked);
@@ -287,7 +293,7 @@ static void lif_bn_bwd_setup(bo_case *c)
 {
     const neuron_params *p = BO_PARAMS(c, neuron_params);
     const int64_t n = neuron_numel(p);
-    bo_out(c, "dX", BO_F32, n, BO_CUSTOM);
+    bo_out(c, "dX", BO_F32, p->repeated ? neuron_step(p) : n, BO_CUSTOM);
     if (p->residual) bo_acc(c, "dresidual", n, BO_CUSTOM);
     else bo_unused(c, "dresidual");
     if (p->variant == NV_ALIAS) bo_unused(c, "dspike");
@@ -325,10 +331,16 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     const float *X = bn_reference_x(s, p, &in);
     float *S = bo_scratch(s, (size_t)n * sizeof *S);
     snn_lif_forward_ref(S, a[3], in.v_last, NULL, NULL, X, in.v_init, NULL, NULL, &q, &p->d);
-    snn_fill_ref(a[0], 0.0f, n);
-    snn_lif_backward_ref(a[0], in.dv_init, NULL, dspike, in.dv_last, a[3], S, X, in.v_init, NULL,
+    float *dX = p->repeated ? bo_scratch(s, (size_t)n * sizeof *dX) : a[0]; /* (T, M) */
+    snn_fill_ref(dX, 0.0f, n);
+    snn_lif_backward_ref(dX, in.dv_init, NULL, dspike, in.dv_last, a[3], S, X, in.v_init, NULL,
                          NULL, &q, &p->d);
-    if (dres) snn_axpy_ref(dres, 1.0f, a[0], n);
+    if (dres) snn_axpy_ref(dres, 1.0f, dX, n);
+    if (p->repeated) { /* the repeat's backward */
+        const int64_t M = neuron_step(p);
+        snn_fill_ref(a[0], 0.0f, M);
+        for (int64_t t = 0; t < p->d.T; t++) snn_axpy_ref(a[0], 1.0f, dX + t * M, M);
+    }
     return true;
 }
 
@@ -448,4 +460,29 @@ static void bo_neuron_bn_cases(bo_list *l)
                        (long long)p.d.plane, residuals[p.residual],
                        variant_names_bwd[p.variant]);
             }
+    /* the repeated stem: x one step, no residual, no state; forward T over the CUDA kernel's
+     * step blocks, backward over its three specialisations */
+    const snn_neuron_dims repeated_shapes[] = {{1, 2, 5, 49}, {4, 3, 5, 49}, {6, 2, 64, 64},
+                                               {9, 2, 3, 37}, {16, 3, 5, 33}, {17, 2, 33, 7}};
+    for (size_t s = 0; s < sizeof repeated_shapes / sizeof repeated_shapes[0]; s++)
+        for (int kind = 0; kind < 2; kind++) {
+            snn_neuron_config cfg = snn_neuron_config_default(kind ? SNN_NEURON_LIF
+                                                                   : SNN_NEURON_IF);
+            cfg.surrogate = snn_surrogate_default((snn_surrogate_kind)(s % SNN_SURROGATE_COUNT));
+            cfg.reset = (s + (size_t)kind) % 2 ? SNN_RESET_SOFT : SNN_RESET_HARD;
+            neuron_params p;
+            memset(&p, 0, sizeof p);
+            p.cfg = cfg, p.d = repeated_shapes[s];
+            p.bn = true, p.repeated = true;
+            p.outputs = s % 2 ? 15 : 11;
+            char name[96];
+            neuron_test_name(name, sizeof name, &cfg);
+            const snn_neuron_dims *d = &p.d;
+            bo_add(l, &op_lif_bn_forward, &p, sizeof p, "%s (%lld, %lld, %lld, %lld) bn repeated",
+                   name, (long long)d->T, (long long)d->N, (long long)d->C, (long long)d->plane);
+            if (d->T <= SNN_NEURON_BN_BACKWARD_MAX_T)
+                bo_add(l, &op_lif_bn_backward, &p, sizeof p,
+                       "%s (%lld, %lld, %lld, %lld) bn repeated", name, (long long)d->T,
+                       (long long)d->N, (long long)d->C, (long long)d->plane);
+        }
 }

@@ -85,7 +85,7 @@ static void bn_chunk_make(bn_chunk *b, const lif_forward_args *a, int64_t e0, in
 static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args *a, int64_t t,
                            int64_t e0, int64_t n)
 {
-    const float *xt = a->bn->x + t * a->M + e0; /* (n) */
+    const float *xt = a->bn->x + (a->bn->x_repeated ? 0 : t) * a->M + e0; /* (n) */
     if (a->bn->stats)
         for (int64_t i = 0; i < n; i++)
             xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];

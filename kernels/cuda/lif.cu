@@ -16,7 +16,8 @@
  *   forward   read X 4 B, write S 4 B, write H 4 B in grad mode: 12 B (8 B without H)
  *   bn forward (snn_batchnorm_neuron) read x 4 B (and the residual 4 B), write S 4 B (and,
  *             for a tape, S as bits: 1/8 B); its recompute in backward: read x (and the
- *             residual), write H. A residual of spikes kept as bits reads 1/8 B, not 4
+ *             residual), write H. A residual of spikes kept as bits reads 1/8 B, not 4. The
+ *             repeated stem (x_repeated) reads x once per element and STEPS steps
  *   backward  read dS 4 B and H 4 B, read + write dX 8 B: 16 B (PLIF also reads X, and
  *             H[t-1] once per BSTEPS steps: ~22 B)
  *   plus, once per element, V_init / V_last / dV_init when given.
@@ -120,7 +121,16 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
     for (int64_t t0 = 0; t0 < T; t0 += STEPS) {
         /* STEPS * E loads in flight before the first use: hides the latency even at tiny M */
         float xv[STEPS][E], rv[STEPS][E];
-        snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
+        if (BN && bn.x_repeated) /* every step's x is the one x (the repeated stem) */
+#pragma unroll
+            for (int j = 0; j < E; j++) {
+                const int64_t i = base + (int64_t)j * BLOCK;
+                const float x0 = i < M ? bn.x[i] : 0.0f;
+#pragma unroll
+                for (int u = 0; u < STEPS; u++) xv[u][j] = x0;
+            }
+        else
+            snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
         if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
         if (BN && !bn.residual && bn.residual_bits)
 #pragma unroll
@@ -295,9 +305,11 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * of where the sum is taken (tests/test_cuda_bn_neuron.c compares that case to 1e-5). With
  * bn.v_last, the recurrence's last V is written there (the carry op's state, which advances in
  * its backward: neurons/bn_neuron.c).
+ * With bn.x_repeated (the repeated stem: x and dX are (M)), dX is the sum of the steps'
+ * dL/dX[t], added t = 0, 1, ... in registers after the recurrence.
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
- * and V_last. */
+ * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
 template <int TMAX, int E>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
@@ -314,7 +326,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
         for (int j = 0; j < E; j++) {
             const int64_t i = base + (int64_t)j * BLOCK;
             const bool ok = t < T && i < M;
-            xv[t][j] = ok ? bn.x[t * M + i] : 0.0f;
+            xv[t][j] = ok ? bn.x[(bn.x_repeated ? 0 : t) * M + i] : 0.0f;
             rv[t][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
             gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
             dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
@@ -343,9 +355,18 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
             if (t >= T) continue;
             const float gh = snn_lif_grad_h(&p, h[t], gs[t][j], gv);
             const float d = zero + gh * dh_dx;
-            dX[t * M + i] = d;
+            if (bn.x_repeated) h[t] = d; /* H[t] is spent: keep dX[t] for the sum below */
+            else dX[t * M + i] = d;
             if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
             gv = gh * dh_dv;
+        }
+        if (bn.x_repeated) { /* dX = sum over t, from 0 in the order t = 0, 1, ... (as the
+                              * repeat's backward adds it: one axpy a step) */
+            float sum = 0.0f;
+#pragma unroll
+            for (int t = 0; t < TMAX; t++)
+                if (t < T) sum = sum + 1.0f * h[t];
+            dX[i] = sum;
         }
         if (bn.dv_init) bn.dv_init[i] += gv;
     }
