@@ -32,6 +32,13 @@
  * none (kernels/ref/neuron_table.c), the fusion being an optimisation. Every op here then runs
  * the separate ops it stands for (batch-norm, add, multi-step neuron), the same function.
  *
+ * The repeated stem (snn_batchnorm_neuron_repeat). A directly encoded image is the input of
+ * every step, so the stem's conv and batch-norm run once on the N images and their output is
+ * repeated over T: 4 B per element and step written, then read, then kept as H. Here the
+ * kernel reads the one bn(x) at every step (x_repeated), and backward adds the steps' dL/dX
+ * into one (N, C, H, W) gradient in the order the repeat's backward adds them, so the bits
+ * are again those of the separate ops (batch-norm, snn_repeat_time, neurons).
+ *
  * The carrying variants (at the end of the file). snn_batchnorm_neuron_carry and _state run
  * the same kernel from a layer's carried state V_init and leave the state V_last: online
  * training (SLTT) and BPTT with time checkpoints (docs/temporal.md). Their bits are those of
@@ -51,6 +58,7 @@ typedef struct bn_neuron_saved {
     float *mean, *invstd;   /* (C) what the batch-norm backward reads */
     float *v_state;         /* (M) the carry op's state: V_init, and V_last once backward ran;
                              * NULL for snn_batchnorm_neuron */
+    bool x_repeated;        /* x is (N, C, H, W), every step's (snn_batchnorm_neuron_repeat) */
 } bn_neuron_saved;
 
 /* The states of taped carry calls whose backward has not run yet: each still holds the V_init
@@ -84,7 +92,7 @@ void snn_batchnorm_neuron_carry_forget(const snn_tensor *v_state)
 }
 
 /* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
- * dX (T, M) = dL/dX, written; dresidual += dX when not NULL; in->dv_init += dL/dV_init;
+ * dX (T, M) = dL/dX, written ((M), the sum over t, for in->x_repeated); dresidual += dX when not NULL; in->dv_init += dL/dV_init;
  * in->v_last = V_last when not NULL (it may alias in->v_init: the deferred carry). On the
  * device's one-pass kernel (H in registers) where it has one, else H recomputed into scratch
  * (taken after the caller's scratch mark), then lif_backward (twice with both dS and dV_last,
@@ -115,7 +123,10 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
         return true;
     }
     float *h = snn_step_alloc(fn, (size_t)n * sizeof(float), spikes->device); /* (T, M) H */
-    const float *spike = h ? snn_saved_values(fn, spikes) : NULL;
+    /* the repeated stem's dX is (M): the steps' dL/dX[t] go to scratch, then their sum */
+    float *dX_sum = in->x_repeated ? dX : NULL;
+    if (h && dX_sum) dX = snn_step_alloc(fn, (size_t)n * sizeof(float), spikes->device);
+    const float *spike = h && dX ? snn_saved_values(fn, spikes) : NULL;
     if (!spike) {
         snn_backward_out_of_memory();
         return false;
@@ -132,6 +143,11 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
         nk->lif_backward(dX, in->dv_init, NULL, dspike, NULL, h, spike, NULL, in->v_init, NULL,
                          NULL, p, d);
     if (dresidual) k->axpy(dresidual, 1.0f, dX, n); /* the add's backward */
+    if (dX_sum) { /* the repeat's backward: from 0, one step at a time */
+        const int64_t m = snn_neuron_dims_step(d);
+        k->fill(dX_sum, 0.0f, m);
+        for (int64_t t = 0; t < d->T; t++) k->axpy(dX_sum, 1.0f, dX + t * m, m);
+    }
     return true;
 }
 
@@ -178,30 +194,31 @@ static void bn_neuron_backward(snn_node *node)
     SNN_ASSERT(k);
     const int64_t n = x->numel;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
-    float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* (T, M) dL/dX */
+    float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* x's shape dL/dX */
     if (!dX) {
         snn_backward_out_of_memory();
         return;
     }
     /* the carry op's state: H recomputed from V_init, then V_last left in its place */
     snn_neuron_bn_input in = {NULL, sv->stats, sv->invstd, gamma->data, beta->data, NULL, NULL,
-                              sv->v_state, sv->v_state, NULL, NULL};
+                              sv->v_state, sv->v_state, NULL, NULL, sv->x_repeated};
     if (!read_saved_inputs(fn, x, residual, &in)) return;
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
         return;
     if (pending >= 0) pending_remove(pending); /* V_last is in the state now */
+    /* the batch-norm's backward over the images it normalised: T N, or N repeated */
+    const int64_t images = sv->x_repeated ? sv->dims.N : sv->dims.T * sv->dims.N;
     if (dx || dgamma || dbeta)
         k->batchnorm_backward(dx, dgamma, dbeta, dX, in.x, gamma->data, sv->mean, sv->invstd,
-                              (int)(sv->dims.T * sv->dims.N), (int)sv->dims.C,
-                              (int)sv->dims.plane);
+                              (int)images, (int)sv->dims.C, (int)sv->dims.plane);
     snn_step_scratch_release(x->device, mark);
 }
 
 /* The arguments snn_batchnorm_neuron refuses, with the message naming the one at fault. */
 static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                              float momentum, float eps, snn_tensor *residual,
-                             const snn_neuron_config *cfg)
+                             const snn_neuron_config *cfg, bool repeated)
 {
     if (snn_check_tensor(fn, "x", x)) return snn_last_status();
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return snn_last_status();
@@ -209,12 +226,13 @@ static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const pa
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'cfg' (expected an if or lif neuron, "
                          "got %s); hint: snn_batchnorm2d, then snn_neuron_multistep", fn,
                          snn_neuron_kind_name(cfg->kind));
-    if (x->shape.ndim != 5) {
+    if (x->shape.ndim != (repeated ? 4 : 5)) {
         char buf[96];
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected (T, N, C, H, W), got "
-                         "%s)", fn, snn_shape_str(x->shape, buf, sizeof buf));
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (expected %s, got %s)", fn,
+                         repeated ? "(N, C, H, W)" : "(T, N, C, H, W)",
+                         snn_shape_str(x->shape, buf, sizeof buf));
     }
-    const int64_t C = x->shape.dim[2];
+    const int64_t C = x->shape.dim[repeated ? 1 : 2];
     const char *names[4] = {"gamma", "beta", "running_mean", "running_var"};
     for (int i = 0; i < 4; i++)
         if (snn_check_rank(fn, names[i], params[i], 1, "(C)") ||
@@ -266,7 +284,7 @@ typedef struct bn_state {
 
 static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                  float momentum, float eps, snn_tensor *residual,
-                                 const snn_neuron_config *cfg, const bn_state *st,
+                                 const snn_neuron_config *cfg, const bn_state *st, int repeat,
                                  snn_tensor **activity);
 
 snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
@@ -277,11 +295,40 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     const char *fn = "snn_batchnorm_neuron";
     if (activity) *activity = NULL;
     snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK) return NULL;
+    if (check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK) return NULL;
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) return separate_ops(x, params, momentum, eps, residual, cfg, activity);
-    return fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, activity);
+    return fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, 0, activity);
+}
+
+/* x (N, C, H, W) seen as one step, dims (T, N, C, H W) with T = time_steps. */
+static snn_neuron_dims repeated_dims(const snn_tensor *x, int time_steps)
+{
+    return (snn_neuron_dims){time_steps, x->shape.dim[0], x->shape.dim[1],
+                             x->shape.dim[2] * x->shape.dim[3]};
+}
+
+snn_tensor *snn_batchnorm_neuron_repeat(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                        snn_tensor *running_mean, snn_tensor *running_var,
+                                        float momentum, float eps, int time_steps,
+                                        const snn_neuron_config *cfg, snn_tensor **activity)
+{
+    const char *fn = "snn_batchnorm_neuron_repeat";
+    if (activity) *activity = NULL;
+    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
+    if (check_args(fn, x, params, momentum, eps, NULL, cfg, true) != SNN_OK) return NULL;
+    if (time_steps < 1 || time_steps > 1024)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'time_steps' (expected "
+                              "1..1024, got %d)", fn, time_steps);
+    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
+    if (!nk) return NULL;
+    if (!nk->lif_bn_forward) { /* the ops it stands for */
+        snn_tensor *y = separate_input(x, params, momentum, eps, NULL);
+        y = y ? snn_repeat_time(y, time_steps) : NULL;
+        return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
+    }
+    return fused_forward(fn, x, params, momentum, eps, NULL, cfg, NULL, time_steps, activity);
 }
 
 /* The fused forward of the three ops: statistics, then lif_bn_forward (from st's state into
@@ -293,7 +340,7 @@ static bool record_state_op(const char *fn, snn_tensor *x, snn_tensor *gamma, sn
 
 static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                  float momentum, float eps, snn_tensor *residual,
-                                 const snn_neuron_config *cfg, const bn_state *st,
+                                 const snn_neuron_config *cfg, const bn_state *st, int repeat,
                                  snn_tensor **activity)
 {
     snn_tensor *gamma = params[0], *beta = params[1];
@@ -308,8 +355,12 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     SNN_REQUIRE_KERNEL(k, fn, axpy);
     SNN_REQUIRE_KERNEL(nk, fn, lif_backward);
 
-    const snn_neuron_dims d = snn_neuron_dims_of(x);
+    /* x (T, N, C, H, W), or (N, C, H, W) read at each of `repeat` steps (the repeated stem) */
+    SNN_ASSERT(!repeat || (!residual && !st));
+    const snn_neuron_dims d = repeat ? repeated_dims(x, repeat) : snn_neuron_dims_of(x);
     const int C = (int)d.C;
+    snn_shape out_shape = x->shape;
+    if (repeat) out_shape = SNN_SHAPE(repeat, d.N, d.C, x->shape.dim[2], x->shape.dim[3]);
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *inputs[4] = {x, gamma, beta, residual};
     snn_tensor *v_grad = st && st->differentiable ? st->v_in : NULL;
@@ -317,7 +368,7 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     /* spikes from the step pool, with or without a tape: a training-mode forward (the only
      * kind this op runs) packs them where their last reader is done (snn_spikes_pack), so that
      * one without a tape (the online step's forward-only steps) holds their bits alone */
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, true);
+    snn_tensor *spike = snn_neuron_spikes_new(fn, out_shape, x->device, cfg->kind, true);
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     const size_t stats_bytes = (size_t)3 * (size_t)C * sizeof(double);
     double *merged = spike && (act || !activity) ? snn_step_alloc(fn, stats_bytes, x->device)
@@ -327,7 +378,7 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     if (!invstd) return NULL;
     /* their bits too, written by the kernel, for snn_spikes_pack */
     if (spike->spikes) {
-        const size_t words = (size_t)((x->numel + 31) / 32);
+        const size_t words = (size_t)((spike->numel + 31) / 32);
         spike->spike_bits = snn_step_alloc(fn, words * sizeof(uint32_t), x->device);
         if (!spike->spike_bits) return NULL;
     }
@@ -344,7 +395,7 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     double *stats = snn_step_alloc(fn, stats_bytes, x->device);
     if (!stats) return NULL;
-    k->batchnorm_stats(stats, x->data, (int)(d.T * d.N), C, (int)d.plane);
+    k->batchnorm_stats(stats, x->data, (int)(repeat ? d.N : d.T * d.N), C, (int)d.plane);
     k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, stats, 1,
                              C, momentum, eps);
     snn_step_scratch_release(x->device, mark);
@@ -354,10 +405,12 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     const snn_neuron_bn_input in = {x->data, merged, invstd, gamma->data, beta->data,
                                     residual ? residual->data : NULL, NULL,
                                     st ? st->v_in->data : NULL,
-                                    st && !deferred ? st->v_last->data : NULL, NULL, NULL};
+                                    st && !deferred ? st->v_last->data : NULL, NULL, NULL,
+                                    repeat > 0};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
-    const bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL};
+    const bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL,
+                                   repeat > 0};
     if (record && st && st->differentiable) {
         if (!record_state_op(fn, x, gamma, beta, residual, spike, st, &saved)) return NULL;
     } else if (record) { /* one node, the carry op's too (its state is no input of the graph) */
@@ -402,7 +455,7 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
     if (!spike || (activity && !act)) return NULL;
     if (x->numel > 0) {
         const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data, NULL,
-                                        NULL, NULL, NULL, NULL};
+                                        NULL, NULL, NULL, NULL, false};
         nk->lif_bn_forward(spike->data, NULL, NULL, act ? act->data : NULL, &in, &p, &d);
     } else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) {
         return NULL;
@@ -479,7 +532,7 @@ static void state_neuron_backward(snn_node *node)
     }
     snn_neuron_bn_input in = {NULL, sv->bn.stats, sv->bn.invstd, sv->gamma->data, sv->beta->data,
                               NULL, NULL, sv->v_init, NULL, dv_last ? dv_last->data : NULL,
-                              dv_init};
+                              dv_init, false};
     if (!read_saved_inputs(fn, sv->x, residual, &in)) return;
     if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
                               dspike ? dspike->data : NULL, sv->spikes))
@@ -524,7 +577,7 @@ snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_ten
     const char *fn = "snn_batchnorm_neuron_carry";
     if (activity) *activity = NULL;
     snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK ||
+    if (check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK ||
         !snn_neuron_state_fits(fn, "v_state", v_state, x, false))
         return NULL;
     if (pending_find(v_state->data) >= 0) /* it still holds the last call's V_init */
@@ -539,7 +592,7 @@ snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_ten
         return y ? snn_neuron_multistep_carry(y, cfg, NULL, v_state, NULL, activity) : NULL;
     }
     const bn_state st = {v_state, v_state, false};
-    return fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, activity);
+    return fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0, activity);
 }
 
 snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
@@ -552,7 +605,7 @@ snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_ten
     if (activity) *activity = NULL;
     if (v_out) *v_out = NULL;
     snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, residual, cfg) != SNN_OK ||
+    if (check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK ||
         !snn_neuron_state_fits(fn, "v_in", v_in, x, true))
         return NULL;
     if (!v_out)
@@ -568,7 +621,8 @@ snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_ten
     snn_tensor *v_last = snn_step_tensor(fn, v_in->shape, x->device);
     if (!v_last) return NULL;
     const bn_state st = {v_in, v_last, true};
-    snn_tensor *spike = fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, activity);
+    snn_tensor *spike = fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0,
+                                      activity);
     if (spike) *v_out = v_last;
     return spike;
 }

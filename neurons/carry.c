@@ -96,7 +96,7 @@ static snn_tensor *carry(const char *fn, snn_tensor *x, const snn_neuron_config 
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *inputs[2] = {x, w};
     const bool record = snn_should_record(2, inputs);
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record);
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record);
     if (!spike) return NULL;
     snn_tensor *act = activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     if (activity && !act) return NULL;
@@ -182,7 +182,7 @@ snn_tensor *snn_neuron_multistep_state(snn_tensor *x, const snn_neuron_config *c
     const snn_neuron_params p = snn_neuron_params_from(cfg);
     snn_tensor *inputs[4] = {x, w, v_in, alif ? a_in : NULL};
     const bool record = snn_should_record(4, inputs);
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record);
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record);
     snn_tensor *act = activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     snn_tensor *v_last = snn_step_tensor(fn, v_in->shape, x->device);
     snn_tensor *a_last = has_a ? snn_step_tensor(fn, a_in->shape, x->device) : NULL;

@@ -132,12 +132,11 @@ snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x)
     return d;
 }
 
-snn_tensor *snn_neuron_spikes_new(const char *fn, const snn_tensor *x, snn_neuron_kind kind,
-                                  bool record)
+snn_tensor *snn_neuron_spikes_new(const char *fn, snn_shape shape, snn_device device,
+                                  snn_neuron_kind kind, bool record)
 {
-    if (!record || !snn_neuron_spikes_are_binary(kind))
-        return snn_step_tensor(fn, x->shape, x->device);
-    snn_tensor *spike = snn_step_pooled_tensor(fn, x->shape, x->device);
+    if (!record || !snn_neuron_spikes_are_binary(kind)) return snn_step_tensor(fn, shape, device);
+    snn_tensor *spike = snn_step_pooled_tensor(fn, shape, device);
     if (spike) spike->spikes = true;
     return spike;
 }
@@ -166,7 +165,7 @@ static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_con
 
     snn_tensor *inputs[2] = {x, w};
     const bool record = snn_should_record(2, inputs);
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x, cfg->kind, record); /* (T, N, ...) */
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record); /* (T, N, ...) */
     if (!spike) return NULL;
     snn_tensor *act = NULL;                                       /* (T*N, C) */
     if (activity) {

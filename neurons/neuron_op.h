@@ -26,12 +26,12 @@ snn_neuron_dims snn_neuron_dims_of(const snn_tensor *x);
 /* The STEP tensor (T N, C) of spike counts per plane for dims d on `device`; NULL on error. */
 snn_tensor *snn_neuron_activity_new(const char *fn, const snn_neuron_dims *d, snn_device device);
 
-/* The output of a multi-step neuron of `kind` with x's shape and device: with a tape
+/* The output of a multi-step neuron of `kind`, (T, N, ...) `shape` on `device`: with a tape
  * (`record`) and 0 / 1 outputs, from the step pool and marked as spikes, so that the model may
  * keep it as bits once the forward is done with it (snn_spikes_pack); else a STEP tensor.
  * NULL on error. */
-snn_tensor *snn_neuron_spikes_new(const char *fn, const snn_tensor *x, snn_neuron_kind kind,
-                                  bool record);
+snn_tensor *snn_neuron_spikes_new(const char *fn, snn_shape shape, snn_device device,
+                                  snn_neuron_kind kind, bool record);
 
 /* The forward kernel of a kind (IF, LIF, PLIF, ST-BIF; ALIF's has its own signature). */
 snn_neuron_forward_fn snn_neuron_forward_of(const snn_neuron_kernels *k, snn_neuron_kind kind);

@@ -239,6 +239,20 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                                  float momentum, float eps, snn_tensor *residual,
                                  const snn_neuron_config *cfg, snn_tensor **activity);
 
+/** The stem of a directly encoded image: a training-mode batch-norm of x, the same input at
+ * each of `time_steps` steps, into IF or LIF neurons, as one node: the spikes of
+ *     snn_neuron_multistep(snn_repeat_time(snn_batchnorm2d(x, gamma, beta, running_mean,
+ *                          running_var, true, momentum, eps), time_steps), cfg, NULL, activity)
+ * with the same bits (spikes, activity, running statistics, every gradient), without the
+ * batch-norm's output, the repeat over T or H: the neurons read bn(x) at every step, and
+ * backward sums dL/dX over the steps in the repeat's order. x (N, C, H, W), spikes
+ * (time_steps, N, C, H, W). Refused as snn_batchnorm_neuron, and for time_steps outside
+ * 1..1024. */
+snn_tensor *snn_batchnorm_neuron_repeat(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                                        snn_tensor *running_mean, snn_tensor *running_var,
+                                        float momentum, float eps, int time_steps,
+                                        const snn_neuron_config *cfg, snn_tensor **activity);
+
 /** snn_batchnorm_neuron for a layer that carries its state between calls: the spikes of
  *     snn_neuron_multistep_carry(snn_add_into(snn_batchnorm2d(x, ...), residual), cfg, NULL,
  *                                v_state, NULL, activity)
