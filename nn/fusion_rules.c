@@ -57,6 +57,18 @@ static bool bn_neuron_applies(snn_module *const *items, const snn_tensor *x,
            takes_fused_input(neuron, x, true);
 }
 
+/* bn -> neuron on a directly encoded image's stem (nn/model.c): the batch-norm's input is
+ * (N, C, H, W), its output the input of plan->stem_repeat steps. A carrying layer (time
+ * checkpoints' segments) takes the repeat and its own variant instead. */
+static bool stem_neuron_applies(snn_module *const *items, const snn_tensor *x,
+                                const snn_tensor *residual)
+{
+    const snn_module *bn = items[0], *neuron = items[1];
+    return !residual && bn->plan && bn->plan->stem_repeat > 0 && bn->training &&
+           x->shape.ndim == 4 && !snn_batchnorm_sync_enabled() &&
+           takes_fused_input(neuron, x, false);
+}
+
 /* + -> neuron without a tape: nothing keeps the sum, so it need not be written. */
 static bool sum_neuron_applies(snn_module *const *items, const snn_tensor *x,
                                const snn_tensor *residual)
@@ -88,9 +100,11 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
     snn_module *bn = items[0], *neuron = items[rule->length - 1];
     const snn_batchnorm_impl *b = bn->impl;
     /* the layer runs it: snn_batchnorm_neuron, or the variant of its carry mode */
+    /* x (N, C, H, W) on the repeated stem (its rule's condition), else (T, N, C, H, W) */
+    const int repeat = x->shape.ndim == 4 ? bn->plan->stem_repeat : 0;
     const snn_neuron_bn_feed feed = {bn->params[0].tensor, bn->params[1].tensor,
                                      bn->params[2].tensor, bn->params[3].tensor,
-                                     snn_batchnorm_train_momentum(bn), b->eps, residual};
+                                     snn_batchnorm_train_momentum(bn), b->eps, residual, repeat};
     return snn_neuron_layer_forward_bn(neuron, x, &feed);
 }
 
@@ -123,6 +137,14 @@ const snn_fusion_rule snn_fusion_rules[] = {
      "three; neither the batch-norm's output nor H is kept for backward (H is recomputed), and "
      "the spikes' bits are written with them",
      bn_neuron_applies, run_bn_neuron},
+    {"bn -> neuron (repeated stem)", 2, {&snn_batchnorm2d_ops, &snn_neuron_layer_ops, NULL},
+     "training mode; the stem of a directly encoded image at T > 1, whose batch-norm output "
+     "every step reads; IF or LIF neurons that carry no state; sync-BN off; the device's "
+     "neuron table has lif_bn_forward",
+     "snn_batchnorm_neuron_repeat",
+     "as bn -> neuron, and the image's batch-norm output is read at every step, never "
+     "repeated over T: the repeat's copy, the batch-norm's output and H are not kept",
+     stem_neuron_applies, run_bn_neuron},
     {"bn -> + -> neuron (training)", 3, {&snn_batchnorm2d_ops, NULL, &snn_neuron_layer_ops},
      "as bn -> neuron, in a ResNet block whose neuron follows the residual sum",
      "snn_batchnorm_neuron (with the residual)",

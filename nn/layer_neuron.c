@@ -100,6 +100,7 @@ static snn_tensor *layer_forward(snn_module *m, snn_tensor *x, const snn_neuron_
     snn_tensor *w = m->n_params > 0 ? m->params[0].tensor : NULL;
     snn_tensor *activity = NULL, *spikes;
     n->seg_v_in = n->seg_a_in = n->seg_v_out = n->seg_a_out = NULL;
+    SNN_ASSERT(!(bn && bn->repeat && n->carry != SNN_CARRY_NONE)); /* the rule's condition */
     if (n->carry != SNN_CARRY_NONE && !snn_neuron_is_ann(n->config.kind)) {
         /* a bad x is named by the op; the state is made for a good one */
         const bool x_ok = x && x->shape.ndim >= 2;
@@ -116,6 +117,10 @@ static snn_tensor *layer_forward(snn_module *m, snn_tensor *x, const snn_neuron_
                                                 &activity);
         else
             spikes = forward_differentiable(n, x, w, bn, &activity);
+    } else if (bn && bn->repeat) {
+        spikes = snn_batchnorm_neuron_repeat(x, bn->gamma, bn->beta, bn->running_mean,
+                                             bn->running_var, bn->momentum, bn->eps, bn->repeat,
+                                             &n->config, &activity);
     } else if (bn) {
         spikes = snn_batchnorm_neuron(x, bn->gamma, bn->beta, bn->running_mean, bn->running_var,
                                       bn->momentum, bn->eps, bn->residual, &n->config,

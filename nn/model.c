@@ -259,6 +259,28 @@ static snn_tensor *one_step_view(snn_tensor *x)
     return snn_reshape(x, shape);
 }
 
+/* Direct encoding at T > 1: the image is the same at every step, so the stem (conv and
+ * batch-norm) runs once on the N images, and its output is repeated over T:
+ *     h = snn_repeat_time(bn(conv(x)), T)
+ * Where the plan fuses the stem's batch-norm with the neurons after it (the rule "bn -> neuron
+ * (repeated stem)", nn/fusion_rules.c), the list conv, bn, neurons runs instead, and the
+ * neurons read the one batch-norm output at every step: the repeat is never written. The rule
+ * is asked with the image for the conv's output, which it cannot yet see: it reads only the
+ * tensor's rank and device, which the two share. *taken: the children the stem ran. */
+static snn_tensor *repeated_stem(snn_module *m, snn_tensor *x, int *taken)
+{
+    snn_model_impl *impl = m->impl;
+    const int T = impl->config.time_steps;
+    snn_module **ch = m->children;
+    impl->plan.stem_repeat = T;
+    const bool fused = x && T > 1 && m->n_children > 2 && snn_plan_fusion(ch + 1, 2, x, NULL);
+    snn_tensor *h = fused ? snn_modules_forward(ch, 3, x)
+                          : snn_repeat_time(snn_modules_forward(ch, 2, x), T);
+    impl->plan.stem_repeat = 0;
+    *taken = fused ? 3 : 2;
+    return h;
+}
+
 snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
@@ -270,6 +292,7 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
     /* the stem, conv and batch-norm, and then the rest: lists of modules, which the model's
      * plan may run in part as fused ops (nn/fusion_rules.c) */
     snn_tensor *h;
+    int after_stem = 2; /* the children the stem took: conv and batch-norm (and its neurons) */
     /* direct encoding at T = 1 (an online step's): the image is that step, (1, N, ...), and the
      * model one list from the stem on, so that the stem's batch-norm and neurons may fuse */
     const bool one_list = c->encoding == SNN_ENCODING_DIRECT && c->time_steps == 1;
@@ -279,8 +302,7 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
         /* event frames (T, N, C, H, W): every frame differs, the stem runs on all T*N */
         h = snn_modules_forward(ch, 2, x);
     } else if (c->encoding == SNN_ENCODING_DIRECT) {
-        /* the image is the same at every step: the stem runs once and is repeated over T */
-        h = snn_repeat_time(snn_modules_forward(ch, 2, x), c->time_steps);
+        h = repeated_stem(m, x, &after_stem);
     } else if (c->encoding == SNN_ENCODING_FIRST_STEP) {
         /* a converted network: the stem's output enters once, at t = 0 (nn/ann2snn.c) */
         h = snn_first_step(snn_modules_forward(ch, 2, x), c->time_steps);
@@ -288,7 +310,8 @@ snn_tensor *snn_model_steps(snn_module *m, snn_tensor *x)
         h = snn_model_encode(c, x, &impl->encode_seed);
         h = snn_modules_forward(ch, 2, h);
     }
-    if (h && !one_list) h = snn_modules_forward(ch + 2, m->n_children - 2, h);
+    if (h && !one_list)
+        h = snn_modules_forward(ch + after_stem, m->n_children - after_stem, h);
     if (impl->plan.tracing) snn_plan_trace_end(&impl->plan);
     return h; /* (T, N, K) */
 }

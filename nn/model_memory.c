@@ -32,7 +32,9 @@
  *                  spikes, the spike counts and the statistics (3 doubles and 2 floats per
  *                  channel), neither the batch-norm's output nor H; its backward takes dL/dX
  *                  (4 B/element) as scratch, and H too (4 B more) where the device has no
- *                  one-pass kernel (the CPU, or T > 16), which counts like a conv's workspace
+ *                  one-pass kernel (the CPU, or T > 16), which counts like a conv's workspace;
+ *                  the stem of a directly encoded image at T > 1 runs it on the N images'
+ *                  one batch-norm input (snn_batchnorm_neuron_repeat): no repeat over T
  *                  spikes (training, IF / LIF / PLIF): from the step pool, not the arena
  *                  (gradient_pool below); with option pack_spikes on, once the forward's
  *                  readers of a layer's spikes have run (the next conv, a block's shortcut)
@@ -227,9 +229,10 @@ static bool fuses(const snn_walk *w, const snn_neuron_config *n)
 }
 
 /* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
- * for none) over (T, N, channels, ...) with `planes` = T N. */
+ * for none) over (T, N, channels, ...) with `planes` = T N; `in_numel`, in's elements: numel,
+ * or numel / T for the repeated stem (snn_batchnorm_neuron_repeat, whose x is one step). */
 static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config *n, double numel,
-                     double planes, int channels)
+                     double in_numel, double planes, int channels)
 {
     carried_state(w, n, numel, false, true); /* the carry op advances the state in backward */
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
@@ -241,10 +244,13 @@ static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config 
     w->bits_made[out] = true;
     snn_walk_alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
     snn_walk_alloc(w, channels), snn_walk_alloc(w, channels);   /* mean, 1 / std */
-    /* backward: dL/dX, and H where the device has no one-pass kernel (which then reads the
-     * spikes, unpacked if they are bits by then; the kernels read a packed residual as bits) */
-    const double scratch = (w->one_pass_backward ? 1.0 : 2.0) *
-                           snn_walk_round_up(4.0 * numel, w->align);
+    /* backward: dL/dX (in's shape), and H where the device has no one-pass kernel (which then
+     * reads the spikes, unpacked if they are bits by then; the kernels read a packed residual
+     * as bits), and there the repeated stem's dL/dX of every step before their sum */
+    const bool repeated = in_numel < numel;
+    double scratch = snn_walk_round_up(4.0 * in_numel, w->align);
+    if (!w->one_pass_backward)
+        scratch += (repeated ? 2.0 : 1.0) * snn_walk_round_up(4.0 * numel, w->align);
     snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in);
     snn_walk_bf16_done(w, in);
     return out;
@@ -254,7 +260,7 @@ static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config 
 static int bn_then_neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
                           double planes, int channels)
 {
-    if (fuses(w, n)) return bn_neuron(w, in, -1, n, numel, planes, channels);
+    if (fuses(w, n)) return bn_neuron(w, in, -1, n, numel, numel, planes, channels);
     return neuron(w, batchnorm(w, in, numel, channels), n, numel, planes, channels);
 }
 
@@ -324,6 +330,10 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
     if (w->converted) /* the bias reshaped to (C, 1, 1): a view */
         w->host += snn_walk_struct_bytes();
     if (one_step) return bn_then_neuron(w, x, &c->neuron, N * *per_image, N, width);
+    /* direct encoding at T > 1 where the stem's batch-norm and neurons fuse (the rule "bn ->
+     * neuron (repeated stem)"; its neurons carry no state): the neurons read the one output */
+    if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE && fuses(w, &c->neuron))
+        return bn_neuron(w, x, -1, &c->neuron, T * N * *per_image, N * *per_image, T * N, width);
     x = batchnorm(w, x, images * *per_image, width);
     if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
@@ -395,12 +405,12 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
                        : batchnorm(w, shortcut, numel, out);
     }
     if (sew) {
-        y = fused ? bn_neuron(w, y, -1, &c->neuron, numel, TN, out)
+        y = fused ? bn_neuron(w, y, -1, &c->neuron, numel, numel, TN, out)
                   : neuron(w, y, &c->neuron, numel, TN, out);
         snn_walk_backward_scratch(w, 0.0, y, shortcut);
         y = snn_walk_output(w, numel, y, shortcut); /* the residual addition */
     } else if (fused) {
-        y = bn_neuron(w, y, shortcut, &c->neuron, numel, TN, out);
+        y = bn_neuron(w, y, shortcut, &c->neuron, numel, numel, TN, out);
     } else {
         /* written over the last batch-norm's output (snn_add_into) */
         w->host += snn_walk_struct_bytes();

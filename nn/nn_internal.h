@@ -107,6 +107,9 @@ struct snn_plan {
     bool one_step;                /* the forward runs at T = 1 (an online step's, nn/model.c):
                                    * in training without a tape each conv output goes back to
                                    * the step pool once read (snn_values_forward_done) */
+    int stem_repeat;              /* > 0 while a directly encoded image's stem runs (nn/model.c):
+                                   * its batch-norm's output is the input of this many steps,
+                                   * which the rule "bn -> neuron (repeated stem)" reads */
 };
 typedef struct snn_plan snn_plan;
 
@@ -185,6 +188,8 @@ typedef struct snn_neuron_bn_feed {
     snn_tensor *gamma, *beta, *running_mean, *running_var;
     float momentum, eps;
     snn_tensor *residual;     /* or NULL */
+    int repeat;               /* > 0: x is (N, C, H, W), the input of this many steps (the
+                               * repeated stem: snn_batchnorm_neuron_repeat); no residual */
 } snn_neuron_bn_feed;
 /* Runs IF / LIF neuron layer m on bn(x) [+ residual] as one op: snn_batchnorm_neuron, or for a
  * layer that carries its state, its _carry / _state variant with the state handled as the
