@@ -121,7 +121,8 @@ typedef struct snn_neuron_bn_input {
     /* x is (M), not (T, M): every step reads the same x (the stem of a directly encoded
      * image, snn_batchnorm_neuron_repeat: X[t, i] = bn(x[i]) at each t, the repeat over T
      * never written). Backward's dX is then (M) too, the sum over t of dL/dX[t], added in
-     * the order t = 0, 1, ... from 0 (as the repeat's backward adds it). No residual. */
+     * the order t = 0, 1, ... from 0 (as the repeat's backward adds it; CUDA past 16 steps:
+     * chunk by chunk from the last, each in step order). No residual. */
     bool x_repeated;
 } snn_neuron_bn_input;
 
@@ -146,10 +147,12 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, flo
  * of dspike and in->dv_last is given. Where both are (a differentiable state, in
  * snn_batchnorm_neuron_state, whose spikes and V_out both reach the loss), one recurrence takes
  * both: the sum of the two runs of lif_backward the multi-step state op's two nodes make
- * (neurons/carry.c), up to rounding. For T <= SNN_NEURON_BN_BACKWARD_MAX_T; a device may leave
- * it NULL (the CPU does), and the op then runs the sequence with H in scratch, with lif_backward
- * once for each gradient (the unfused op's bits). */
-#define SNN_NEURON_BN_BACKWARD_MAX_T 16
+ * (neurons/carry.c), up to rounding. For T <= SNN_NEURON_BN_BACKWARD_MAX_T (CUDA: 16 steps
+ * in registers, longer runs in chunks of 16, each recomputed from V_init, a cost that grows as
+ * T^2 / 32 steps); a device may leave it NULL (the CPU does), and the op then runs the
+ * sequence with H in scratch, with lif_backward once for each gradient (the unfused op's
+ * bits). */
+#define SNN_NEURON_BN_BACKWARD_MAX_T 64
 typedef void (*snn_neuron_bn_backward_fn)(float *dX, float *dresidual, const float *dspike,
                                           const snn_neuron_bn_input *in,
                                           const snn_neuron_params *p, const snn_neuron_dims *d);

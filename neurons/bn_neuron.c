@@ -24,7 +24,7 @@
  * (tests/test_bn_neuron.c, tests/test_cuda_neurons.c).
  *
  * Backward scratch: dL/dX, 4 B per element and step, from the step arena, given back when the
- * node's backward ends. On CUDA (lif_bn_backward, T <= 16) the recompute and the BPTT are one
+ * node's backward ends. On CUDA (lif_bn_backward, T <= 64) the recompute and the BPTT are one
  * kernel that keeps H in registers; the CPU, or a longer run, writes H to scratch too (4 B
  * more) and runs lif_bn_forward, lif_backward and axpy.
  *
@@ -479,7 +479,7 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
  * The unfused state op's two nodes each run the BPTT; here the spikes' node runs it once with
  * both gradients: the V_out node, which the tape reaches first, leaves its gradient to it (V_out
  * keeps its gradient, retain_grad) unless no gradient reached the spikes, and then runs alone.
- * On the CPU (and past T = 16) that one backward is still two runs of lif_backward, the unfused
+ * On the CPU (and past T = 64) that one backward is still two runs of lif_backward, the unfused
  * op's bits; CUDA's one-pass kernel takes both gradients in one recurrence, which equals the
  * two runs' sum up to rounding (where dX's two terms are added), not bit for bit. */
 

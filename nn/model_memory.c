@@ -32,7 +32,7 @@
  *                  spikes, the spike counts and the statistics (3 doubles and 2 floats per
  *                  channel), neither the batch-norm's output nor H; its backward takes dL/dX
  *                  (4 B/element) as scratch, and H too (4 B more) where the device has no
- *                  one-pass kernel (the CPU, or T > 16), which counts like a conv's workspace;
+ *                  one-pass kernel (the CPU, or T > 64), which counts like a conv's workspace;
  *                  the stem of a directly encoded image at T > 1 runs it on the N images'
  *                  one batch-norm input (snn_batchnorm_neuron_repeat): no repeat over T
  *                  spikes (training, IF / LIF / PLIF): from the step pool, not the arena

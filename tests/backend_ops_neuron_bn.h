@@ -433,9 +433,10 @@ static void bo_neuron_bn_cases(bo_list *l)
                            p.outputs & 4 ? " H" : "", p.outputs & 8 ? " activity" : "",
                            variant_names[p.variant]);
                 }
-    /* lif_bn_backward: T up to SNN_NEURON_BN_BACKWARD_MAX_T over the CUDA kernel's three
-     * specialisations (T <= 4, 8, 16), every surrogate, with and without dspike */
-    const int64_t steps[] = {1, 2, 4, 5, 8, 9, 16};
+    /* lif_bn_backward: T over the CUDA kernel's three specialisations (T <= 4, 8, 16) and
+     * the 16-step one's chunks (17: two, 40: three, the last one short), every surrogate,
+     * with and without dspike */
+    const int64_t steps[] = {1, 2, 4, 5, 8, 9, 16, 17, 40};
     for (size_t t = 0; t < sizeof steps / sizeof steps[0]; t++)
         for (int sg = 0; sg < SNN_SURROGATE_COUNT; sg++)
             for (int variant = 0; variant < 4; variant++) {

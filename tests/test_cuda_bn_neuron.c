@@ -17,7 +17,8 @@
  *      reach the one-pass kernel (its one recurrence against the unfused op's two).
  *   6. the repeated stem (snn_batchnorm_neuron_repeat, x_repeated in lif.cu) against
  *      snn_batchnorm2d -> snn_repeat_time -> snn_neuron_multistep on the GPU, bit for bit: the
- *      kernel adds the steps' dL/dX in the repeat's order; T = 2 to 17 as above.
+ *      kernel adds the steps' dL/dX in the repeat's order up to 16 steps; past 16 (chunks)
+ *      dx, dgamma and dbeta to 1e-5, and at T = 66 (the scratch path) bit for bit again.
  * Shapes: planes of 64 (the batch-norm's four-wide kernels), of 49 (scalar ones) and of 1;
  * several blocks of the neuron kernel; T from 2 to 17 (every backward kernel and the scratch
  * path). Without a GPU it exits 77 (skipped).
@@ -117,11 +118,15 @@ static bool bits(const float *a, const float *b, int64_t n)
 }
 
 /* T = 4, 3, 2 take lif_bn_backward's 4-step kernel; T = 6 its 8-step one, T = 9 its 16-step one,
- * and T = 17 the scratch path (H written, then lif_backward and axpy) */
-static const snn_shape shapes[6] = {{5, {4, 16, 32, 8, 8}}, {5, {3, 4, 5, 7, 7}},
+ * T = 17 the 16-step one in two chunks, and T = 66 (past SNN_NEURON_BN_BACKWARD_MAX_T) the
+ * scratch path (H written, then lif_backward and axpy) */
+static const snn_shape shapes[7] = {{5, {4, 16, 32, 8, 8}}, {5, {3, 4, 5, 7, 7}},
                                     {5, {2, 3, 8, 1, 1}},   {5, {6, 2, 4, 5, 5}},
-                                    {5, {9, 2, 3, 4, 4}},   {5, {17, 2, 3, 3, 3}}};
-#define SHAPES 6
+                                    {5, {9, 2, 3, 4, 4}},   {5, {17, 2, 3, 3, 3}},
+                                    {5, {66, 2, 3, 2, 2}}};
+#define SHAPES 7
+
+static bool same(const float *a, const float *b, int64_t n, bool summed);
 
 static void configs(snn_neuron_config cfg[3])
 {
@@ -206,11 +211,14 @@ static void test_gpu_repeat_equals_gpu_separate(void)
         for (int c = 0; c < 3; c++) {
             result a = run_repeat(SNN_CUDA, false, s, &cfg[c]);
             result b = run_repeat(SNN_CUDA, true, s, &cfg[c]);
-            const int64_t spikes = shapes[s].dim[0] * a.n; /* T steps of x's elements */
+            const int64_t T = shapes[s].dim[0], spikes = T * a.n; /* T steps of x's elements */
+            /* the one-pass kernel's chunks add dX in another order (lif.cu) */
+            const bool summed = T > 16 && T <= SNN_NEURON_BN_BACKWARD_MAX_T;
             const bool ok = a.n == b.n && bits(a.spikes, b.spikes, spikes) &&
                             bits(a.activity, b.activity, a.planes) && bits(a.rm, b.rm, a.C) &&
-                            bits(a.rv, b.rv, a.C) && bits(a.dx, b.dx, a.n) &&
-                            bits(a.dgamma, b.dgamma, a.C) && bits(a.dbeta, b.dbeta, a.C);
+                            bits(a.rv, b.rv, a.C) && same(a.dx, b.dx, a.n, summed) &&
+                            same(a.dgamma, b.dgamma, a.C, summed) &&
+                            same(a.dbeta, b.dbeta, a.C, summed);
             if (!ok)
                 fprintf(stderr, "  shape %d, config %d: the repeated stem != the separate ops "
                         "on the GPU\n", s, c);
@@ -307,9 +315,11 @@ static void test_gpu_carrying_equals_gpu_separate(void)
 {
     snn_neuron_config cfg[3];
     configs(cfg);
-    /* T = 1 and 3 (the one-pass kernel's 4-step instance), 6 (8-step), 17 (the scratch path) */
-    const snn_shape carry_shapes[4] = {{5, {1, 2, 4, 5, 5}}, shapes[1], shapes[3], shapes[5]};
-    for (int s = 0; s < 4; s++)
+    /* T = 1 and 3 (the one-pass kernel's 4-step instance), 6 (8-step), 17 (16-step, two
+     * chunks), 66 (the scratch path) */
+    const snn_shape carry_shapes[5] = {{5, {1, 2, 4, 5, 5}}, shapes[1], shapes[3], shapes[5],
+                                       shapes[6]};
+    for (int s = 0; s < 5; s++)
         for (int c = 0; c < 3; c++)
             for (int res = 0; res < 2; res++)
                 for (int mode = 0; mode < 4; mode++) { /* 0: carry; 1..3: state, seeds = mode */

@@ -307,9 +307,27 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * its backward: neurons/bn_neuron.c).
  * With bn.x_repeated (the repeated stem: x and dX are (M)), dX is the sum of the steps'
  * dL/dX[t], added t = 0, 1, ... in registers after the recurrence.
+ * Past TMAX = 16 steps (T <= SNN_NEURON_BN_BACKWARD_MAX_T), in chunks of 16 from the last:
+ * each chunk's H from the V at its start, which the recurrence from V_init over the steps
+ * before it gives again (a forward of those steps, x read again: no H in memory, nor V in
+ * local memory, whose reservation would cost every thread the GPU can hold). G_V passes from
+ * chunk to chunk in a register. The repeated stem's sum then adds the chunks from the last,
+ * each in step order: its rounding differs from the repeat's backward past 16 steps.
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
- * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
+ * and V_last; past 16 steps x again for the chunks' starts, C (C - 1) / 2 chunks' worth for
+ * C chunks (T = 32: 16 steps, 25% more bytes). The repeated stem: read dS, 4 B a step; x and
+ * dX once per element. */
+/* X[t] of element i: the batch-norm's expression on x, then the residual's add (the rounding of
+ * lif_forward_kernel<true, .>); xv and rv as loaded. */
+static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &bn,
+                                                    const bn_affine &a, float xv, float rv)
+{
+    float xin = (xv - a.mean) * a.scale + a.shift;
+    if (bn.residual || bn.residual_bits) xin = xin + rv;
+    return xin;
+}
+
 template <int TMAX, int E>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
@@ -319,56 +337,83 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
     const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
     const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
-    float xv[TMAX][E], rv[TMAX][E], gs[TMAX][E], dr[TMAX][E];
+    const int64_t chunks = (T + TMAX - 1) / TMAX; /* 1, unless T > TMAX (then E = 1) */
+    /* per element: its channel's constants, V_init (read before V_last may overwrite it), G_V
+     * (from dL/dV_last, a differentiable carried state's, or 0) and the repeated stem's sum */
+    bn_affine a[E];
+    float v_init[E], gv[E], dsum[E];
 #pragma unroll
-    for (int t = 0; t < TMAX; t++)
+    for (int j = 0; j < E; j++) {
+        const int64_t i = base + (int64_t)j * BLOCK;
+        a[j] = bn_affine_of(bn, ch, i < M ? i : 0); /* as lif_forward_kernel<true, BN_ELEMS> */
+        v_init[j] = i < M && bn.v_init ? bn.v_init[i] : p.v_reset;
+        gv[j] = i < M && bn.dv_last ? bn.dv_last[i] : 0.0f;
+        dsum[j] = 0.0f;
+    }
+    for (int64_t c = chunks - 1; c >= 0; c--) {
+        const int64_t t0 = c * TMAX; /* this chunk's steps: t0 .. t0 + TMAX - 1 (and < T) */
+        float xv[TMAX][E], rv[TMAX][E], gs[TMAX][E], dr[TMAX][E];
+#pragma unroll
+        for (int u = 0; u < TMAX; u++)
+#pragma unroll
+            for (int j = 0; j < E; j++) {
+                const int64_t i = base + (int64_t)j * BLOCK, t = t0 + u;
+                const bool ok = t < T && i < M;
+                xv[u][j] = ok ? bn.x[(bn.x_repeated ? 0 : t) * M + i] : 0.0f;
+                rv[u][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
+                gs[u][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
+                dr[u][j] = ok && dres ? dres[t * M + i] : 0.0f;
+            }
 #pragma unroll
         for (int j = 0; j < E; j++) {
             const int64_t i = base + (int64_t)j * BLOCK;
-            const bool ok = t < T && i < M;
-            xv[t][j] = ok ? bn.x[(bn.x_repeated ? 0 : t) * M + i] : 0.0f;
-            rv[t][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
-            gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
-            dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
+            if (i >= M) continue;
+            /* V at the chunk's start: the recurrence from V_init over the steps before it */
+            float v = v_init[j];
+            for (int64_t t = 0; t < t0; t++) {
+                const float h = snn_lif_charge_cuda(
+                    p, k, v, bn_input_of(bn, a[j], bn.x[(bn.x_repeated ? 0 : t) * M + i],
+                                         residual_at(bn, t * M + i)));
+                v = snn_lif_reset_cuda(p, h, snn_lif_fire(&p, h));
+            }
+            float h[TMAX];
+#pragma unroll
+            for (int u = 0; u < TMAX; u++) {
+                if (t0 + u >= T) break;
+                h[u] = snn_lif_charge_cuda(p, k, v, bn_input_of(bn, a[j], xv[u][j], rv[u][j]));
+                v = snn_lif_reset_cuda(p, h[u], snn_lif_fire(&p, h[u]));
+            }
+            /* the deferred carry: the V after the last step (V_init was read above) */
+            if (c == chunks - 1 && bn.v_last) bn.v_last[i] = v;
+            float g = gv[j];
+            const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
+#pragma unroll
+            for (int u = TMAX - 1; u >= 0; u--) {
+                const int64_t t = t0 + u;
+                if (t >= T) continue;
+                const float gh = snn_lif_grad_h(&p, h[u], gs[u][j], g);
+                const float d = zero + gh * dh_dx;
+                if (bn.x_repeated) h[u] = d; /* H[t] is spent: keep dX[t] for the sum below */
+                else dX[t * M + i] = d;
+                if (dres) dres[t * M + i] = dr[u][j] + 1.0f * d;
+                g = gh * dh_dv;
+            }
+            gv[j] = g;
+            if (bn.x_repeated) { /* the chunk's steps added in step order (the file comment) */
+                float sum = dsum[j];
+#pragma unroll
+                for (int u = 0; u < TMAX; u++)
+                    if (t0 + u < T) sum = sum + 1.0f * h[u];
+                dsum[j] = sum;
+            }
         }
+    }
 #pragma unroll
     for (int j = 0; j < E; j++) {
         const int64_t i = base + (int64_t)j * BLOCK;
         if (i >= M) continue;
-        const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, BN_ELEMS> */
-        float h[TMAX], v = bn.v_init ? bn.v_init[i] : p.v_reset;
-#pragma unroll
-        for (int t = 0; t < TMAX; t++) {
-            if (t >= T) break;
-            float xin = (xv[t][j] - a.mean) * a.scale + a.shift;
-            if (bn.residual || bn.residual_bits) xin = xin + rv[t][j];
-            h[t] = snn_lif_charge_cuda(p, k, v, xin);
-            v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
-        }
-        if (bn.v_last) bn.v_last[i] = v; /* the deferred carry (may alias v_init: read above) */
-        /* G_V starts from dL/dV_last (a differentiable carried state; then dS is NULL: the
-         * state op's V node alone) or 0 */
-        float gv = bn.dv_last ? bn.dv_last[i] : 0.0f;
-        const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
-#pragma unroll
-        for (int t = TMAX - 1; t >= 0; t--) {
-            if (t >= T) continue;
-            const float gh = snn_lif_grad_h(&p, h[t], gs[t][j], gv);
-            const float d = zero + gh * dh_dx;
-            if (bn.x_repeated) h[t] = d; /* H[t] is spent: keep dX[t] for the sum below */
-            else dX[t * M + i] = d;
-            if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
-            gv = gh * dh_dv;
-        }
-        if (bn.x_repeated) { /* dX = sum over t, from 0 in the order t = 0, 1, ... (as the
-                              * repeat's backward adds it: one axpy a step) */
-            float sum = 0.0f;
-#pragma unroll
-            for (int t = 0; t < TMAX; t++)
-                if (t < T) sum = sum + 1.0f * h[t];
-            dX[i] = sum;
-        }
-        if (bn.dv_init) bn.dv_init[i] += gv;
+        if (bn.x_repeated) dX[i] = dsum[j];
+        if (bn.dv_init) bn.dv_init[i] += gv[j];
     }
 }
 
@@ -381,7 +426,7 @@ extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const floa
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     if (M <= 0 || T <= 0) return;
     const bn_channels ch = bn_channels_make(M, d->plane, d->C);
-    /* E T <= 16 values of each loaded tensor a thread */
+    /* E TMAX <= 16 values of each loaded tensor a thread; past 16 steps, chunks of 16 */
     if (T <= 4)
         SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2>), snn_neuron_cuda_grid(M, 2), BLOCK, 0, dX,
                         dresidual, dspike, *in, ch, *p, T, M);
