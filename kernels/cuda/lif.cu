@@ -307,17 +307,72 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * its backward: neurons/bn_neuron.c).
  * With bn.x_repeated (the repeated stem: x and dX are (M)), dX is the sum of the steps'
  * dL/dX[t], added t = 0, 1, ... in registers after the recurrence.
- * Past TMAX = 16 steps (T <= SNN_NEURON_BN_BACKWARD_MAX_T), in chunks of 16 from the last:
- * each chunk's H from the V at its start, which the recurrence from V_init over the steps
- * before it gives again (a forward of those steps, x read again: no H in memory, nor V in
- * local memory, whose reservation would cost every thread the GPU can hold). G_V passes from
- * chunk to chunk in a register. The repeated stem's sum then adds the chunks from the last,
- * each in step order: its rounding differs from the repeat's backward past 16 steps.
+ * Past 16 steps: lif_bn_backward_chunked_kernel, below.
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
- * and V_last; past 16 steps x again for the chunks' starts, C (C - 1) / 2 chunks' worth for
- * C chunks (T = 32: 16 steps, 25% more bytes). The repeated stem: read dS, 4 B a step; x and
- * dX once per element. */
+ * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
+template <int TMAX, int E>
+static __global__ void __launch_bounds__(BLOCK)
+lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
+                       const float *__restrict__ dspike, snn_neuron_bn_input bn, bn_channels ch,
+                       snn_neuron_params p, int64_t T, int64_t M)
+{
+    const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
+    const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
+    const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
+    float xv[TMAX][E], rv[TMAX][E], gs[TMAX][E], dr[TMAX][E];
+#pragma unroll
+    for (int t = 0; t < TMAX; t++)
+#pragma unroll
+        for (int j = 0; j < E; j++) {
+            const int64_t i = base + (int64_t)j * BLOCK;
+            const bool ok = t < T && i < M;
+            xv[t][j] = ok ? bn.x[(bn.x_repeated ? 0 : t) * M + i] : 0.0f;
+            rv[t][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
+            gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
+            dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
+        }
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        const int64_t i = base + (int64_t)j * BLOCK;
+        if (i >= M) continue;
+        const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, BN_ELEMS> */
+        float h[TMAX], v = bn.v_init ? bn.v_init[i] : p.v_reset;
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) {
+            if (t >= T) break;
+            float xin = (xv[t][j] - a.mean) * a.scale + a.shift;
+            if (bn.residual || bn.residual_bits) xin = xin + rv[t][j];
+            h[t] = snn_lif_charge_cuda(p, k, v, xin);
+            v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
+        }
+        if (bn.v_last) bn.v_last[i] = v; /* the deferred carry (may alias v_init: read above) */
+        /* G_V starts from dL/dV_last (a differentiable carried state; then dS is NULL: the
+         * state op's V node alone) or 0 */
+        float gv = bn.dv_last ? bn.dv_last[i] : 0.0f;
+        const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
+#pragma unroll
+        for (int t = TMAX - 1; t >= 0; t--) {
+            if (t >= T) continue;
+            const float gh = snn_lif_grad_h(&p, h[t], gs[t][j], gv);
+            const float d = zero + gh * dh_dx;
+            if (bn.x_repeated) h[t] = d; /* H[t] is spent: keep dX[t] for the sum below */
+            else dX[t * M + i] = d;
+            if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
+            gv = gh * dh_dv;
+        }
+        if (bn.x_repeated) { /* dX = sum over t, from 0 in the order t = 0, 1, ... (as the
+                              * repeat's backward adds it: one axpy a step) */
+            float sum = 0.0f;
+#pragma unroll
+            for (int t = 0; t < TMAX; t++)
+                if (t < T) sum = sum + 1.0f * h[t];
+            dX[i] = sum;
+        }
+        if (bn.dv_init) bn.dv_init[i] += gv;
+    }
+}
+
 /* X[t] of element i: the batch-norm's expression on x, then the residual's add (the rounding of
  * lif_forward_kernel<true, .>); xv and rv as loaded. */
 static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &bn,
@@ -328,93 +383,100 @@ static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &b
     return xin;
 }
 
-template <int TMAX, int E>
+/* lif_bn_backward past 16 steps (16 < T <= SNN_NEURON_BN_BACKWARD_MAX_T), one element a
+ * thread, in chunks of 16 steps from the last: the chunk's loads first, its H from the V at
+ * its start, then its part of the BPTT as lif_bn_backward_kernel's; G_V passes from chunk to
+ * chunk in a register. The V at a chunk's start is the recurrence from V_init over the steps
+ * before it, run again, 16 loads in flight at a time: no H in memory, and no V of each chunk
+ * kept in local memory (its reservation would cost every thread the GPU can hold). The
+ * repeated stem's sum adds the chunks from the last, each in step order. Its gradients equal
+ * the scratch path's to rounding, not bit for bit (tests/test_cuda_bn_neuron.c: 1e-5): that
+ * sum's order, and ptxas fusing the surrogate gradient's multiply-adds (neuron_math.h) as it
+ * sees fit in each kernel.
+ * Traffic per element and step as lif_bn_backward_kernel's, plus x (and the residual) read
+ * again for the chunks' starts: C (C - 1) / 2 chunks of it for C chunks, at T = 32 16 steps
+ * more (+ 25% of the 16 B a step without a residual). The scratch path it replaces moves
+ * 28 B a step (lif_bn_forward writing H, the fill, lif_backward) and keeps H, 4 B a step. */
+#define CHUNK 16
 static __global__ void __launch_bounds__(BLOCK)
-lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
-                       const float *__restrict__ dspike, snn_neuron_bn_input bn, bn_channels ch,
-                       snn_neuron_params p, int64_t T, int64_t M)
+lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
+                               const float *__restrict__ dspike, snn_neuron_bn_input bn,
+                               bn_channels ch, snn_neuron_params p, int64_t T, int64_t M)
 {
+    const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+    if (i >= M) return; /* no warp-wide operation follows */
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
     const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
-    const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
-    const int64_t chunks = (T + TMAX - 1) / TMAX; /* 1, unless T > TMAX (then E = 1) */
-    /* per element: its channel's constants, V_init (read before V_last may overwrite it), G_V
-     * (from dL/dV_last, a differentiable carried state's, or 0) and the repeated stem's sum */
-    bn_affine a[E];
-    float v_init[E], gv[E], dsum[E];
-#pragma unroll
-    for (int j = 0; j < E; j++) {
-        const int64_t i = base + (int64_t)j * BLOCK;
-        a[j] = bn_affine_of(bn, ch, i < M ? i : 0); /* as lif_forward_kernel<true, BN_ELEMS> */
-        v_init[j] = i < M && bn.v_init ? bn.v_init[i] : p.v_reset;
-        gv[j] = i < M && bn.dv_last ? bn.dv_last[i] : 0.0f;
-        dsum[j] = 0.0f;
-    }
+    const bn_affine a = bn_affine_of(bn, ch, i);
+    const bool with_residual = bn.residual || bn.residual_bits;
+    const int64_t x_step = bn.x_repeated ? 0 : M; /* x's stride between steps */
+    /* V_init (read before V_last may overwrite it), G_V from dL/dV_last or 0 */
+    const float v_init = bn.v_init ? bn.v_init[i] : p.v_reset;
+    float gv = bn.dv_last ? bn.dv_last[i] : 0.0f, dsum = 0.0f;
+    const int64_t chunks = (T + CHUNK - 1) / CHUNK;
     for (int64_t c = chunks - 1; c >= 0; c--) {
-        const int64_t t0 = c * TMAX; /* this chunk's steps: t0 .. t0 + TMAX - 1 (and < T) */
-        float xv[TMAX][E], rv[TMAX][E], gs[TMAX][E], dr[TMAX][E];
+        const int64_t t0 = c * CHUNK;
+        float v = v_init;
+        for (int64_t s0 = 0; s0 < t0; s0 += CHUNK) { /* whole chunks: s0 + u < t0 <= T */
+            float xs[CHUNK], rs[CHUNK];
 #pragma unroll
-        for (int u = 0; u < TMAX; u++)
-#pragma unroll
-            for (int j = 0; j < E; j++) {
-                const int64_t i = base + (int64_t)j * BLOCK, t = t0 + u;
-                const bool ok = t < T && i < M;
-                xv[u][j] = ok ? bn.x[(bn.x_repeated ? 0 : t) * M + i] : 0.0f;
-                rv[u][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
-                gs[u][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
-                dr[u][j] = ok && dres ? dres[t * M + i] : 0.0f;
+            for (int u = 0; u < CHUNK; u++) {
+                xs[u] = bn.x[(s0 + u) * x_step + i];
+                rs[u] = with_residual ? residual_at(bn, (s0 + u) * M + i) : 0.0f;
             }
 #pragma unroll
-        for (int j = 0; j < E; j++) {
-            const int64_t i = base + (int64_t)j * BLOCK;
-            if (i >= M) continue;
-            /* V at the chunk's start: the recurrence from V_init over the steps before it */
-            float v = v_init[j];
-            for (int64_t t = 0; t < t0; t++) {
-                const float h = snn_lif_charge_cuda(
-                    p, k, v, bn_input_of(bn, a[j], bn.x[(bn.x_repeated ? 0 : t) * M + i],
-                                         residual_at(bn, t * M + i)));
+            for (int u = 0; u < CHUNK; u++) {
+                const float h = snn_lif_charge_cuda(p, k, v, bn_input_of(bn, a, xs[u], rs[u]));
                 v = snn_lif_reset_cuda(p, h, snn_lif_fire(&p, h));
             }
-            float h[TMAX];
+        }
+        /* the chunk's forward: its x (and residual) loads, then H[t0 ..] in registers */
+        float h[CHUNK];
+        {
+            float xv[CHUNK], rv[CHUNK];
 #pragma unroll
-            for (int u = 0; u < TMAX; u++) {
+            for (int u = 0; u < CHUNK; u++) {
+                const int64_t t = t0 + u;
+                xv[u] = t < T ? bn.x[t * x_step + i] : 0.0f;
+                rv[u] = t < T && with_residual ? residual_at(bn, t * M + i) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < CHUNK; u++) {
                 if (t0 + u >= T) break;
-                h[u] = snn_lif_charge_cuda(p, k, v, bn_input_of(bn, a[j], xv[u][j], rv[u][j]));
+                h[u] = snn_lif_charge_cuda(p, k, v, bn_input_of(bn, a, xv[u], rv[u]));
                 v = snn_lif_reset_cuda(p, h[u], snn_lif_fire(&p, h[u]));
             }
-            /* the deferred carry: the V after the last step (V_init was read above) */
-            if (c == chunks - 1 && bn.v_last) bn.v_last[i] = v;
-            float g = gv[j];
-            const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
-#pragma unroll
-            for (int u = TMAX - 1; u >= 0; u--) {
-                const int64_t t = t0 + u;
-                if (t >= T) continue;
-                const float gh = snn_lif_grad_h(&p, h[u], gs[u][j], g);
-                const float d = zero + gh * dh_dx;
-                if (bn.x_repeated) h[u] = d; /* H[t] is spent: keep dX[t] for the sum below */
-                else dX[t * M + i] = d;
-                if (dres) dres[t * M + i] = dr[u][j] + 1.0f * d;
-                g = gh * dh_dv;
-            }
-            gv[j] = g;
-            if (bn.x_repeated) { /* the chunk's steps added in step order (the file comment) */
-                float sum = dsum[j];
-#pragma unroll
-                for (int u = 0; u < TMAX; u++)
-                    if (t0 + u < T) sum = sum + 1.0f * h[u];
-                dsum[j] = sum;
-            }
         }
-    }
+        if (c == chunks - 1 && bn.v_last) bn.v_last[i] = v; /* the deferred carry */
+        /* then its backward: dS (and dresidual) loads, t = t0 + CHUNK - 1 .. t0. The loads
+         * in two groups keep fewer values live: 120 registers a thread, two blocks an SM (all
+         * four groups first took 156, one block; three blocks' 80 spill) */
+        float gs[CHUNK], dr[CHUNK];
 #pragma unroll
-    for (int j = 0; j < E; j++) {
-        const int64_t i = base + (int64_t)j * BLOCK;
-        if (i >= M) continue;
-        if (bn.x_repeated) dX[i] = dsum[j];
-        if (bn.dv_init) bn.dv_init[i] += gv[j];
+        for (int u = 0; u < CHUNK; u++) {
+            const int64_t t = t0 + u;
+            gs[u] = t < T && dspike ? dspike[t * M + i] : 0.0f;
+            dr[u] = t < T && dres ? dres[t * M + i] : 0.0f;
+        }
+        const float zero = 0.0f; /* what lif_backward adds G_H dH/dX to */
+#pragma unroll
+        for (int u = CHUNK - 1; u >= 0; u--) {
+            const int64_t t = t0 + u;
+            if (t >= T) continue;
+            const float gh = snn_lif_grad_h(&p, h[u], gs[u], gv);
+            const float d = zero + gh * dh_dx;
+            if (bn.x_repeated) h[u] = d; /* H[t] is spent: keep dX[t] for the sum below */
+            else dX[t * M + i] = d;
+            if (dres) dres[t * M + i] = dr[u] + 1.0f * d;
+            gv = gh * dh_dv;
+        }
+        if (bn.x_repeated)
+#pragma unroll
+            for (int u = 0; u < CHUNK; u++)
+                if (t0 + u < T) dsum = dsum + 1.0f * h[u];
     }
+    if (bn.x_repeated) dX[i] = dsum;
+    if (bn.dv_init) bn.dv_init[i] += gv;
 }
 
 extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const float *dspike,
@@ -433,8 +495,11 @@ extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const floa
     else if (T <= 8)
         SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1>), snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
                         dresidual, dspike, *in, ch, *p, T, M);
-    else
+    else if (T <= CHUNK)
         SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1>), snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
+                        dresidual, dspike, *in, ch, *p, T, M);
+    else
+        SNN_CUDA_LAUNCH(lif_bn_backward_chunked_kernel, snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
                         dresidual, dspike, *in, ch, *p, T, M);
 }
 
