@@ -59,13 +59,19 @@ static bool bn_neuron_applies(snn_module *const *items, const snn_tensor *x,
 
 /* bn -> neuron on a directly encoded image's stem (nn/model.c): the batch-norm's input is
  * (N, C, H, W), its output the input of plan->stem_repeat steps. A carrying layer (time
- * checkpoints' segments) takes the repeat and its own variant instead. */
+ * checkpoints' segments) takes the repeat and its own variant instead. Only where the device's
+ * backward keeps H in registers (lif_bn_backward, up to SNN_NEURON_BN_BACKWARD_MAX_T steps):
+ * elsewhere (the CPU) that backward writes H and every step's dL/dX to scratch, 2 T + 1
+ * floats an image element at its peak, more than the T + 1 the repeat and the batch-norm's
+ * output hold. */
 static bool stem_neuron_applies(snn_module *const *items, const snn_tensor *x,
                                 const snn_tensor *residual)
 {
     const snn_module *bn = items[0], *neuron = items[1];
+    const snn_neuron_kernels *nk = snn_neuron_kernels_for(x->device);
     return !residual && bn->plan && bn->plan->stem_repeat > 0 && bn->training &&
-           x->shape.ndim == 4 && !snn_batchnorm_sync_enabled() &&
+           x->shape.ndim == 4 && !snn_batchnorm_sync_enabled() && nk && nk->lif_bn_backward &&
+           bn->plan->stem_repeat <= SNN_NEURON_BN_BACKWARD_MAX_T &&
            takes_fused_input(neuron, x, false);
 }
 
@@ -140,7 +146,8 @@ const snn_fusion_rule snn_fusion_rules[] = {
     {"bn -> neuron (repeated stem)", 2, {&snn_batchnorm2d_ops, &snn_neuron_layer_ops, NULL},
      "training mode; the stem of a directly encoded image at T > 1, whose batch-norm output "
      "every step reads; IF or LIF neurons that carry no state; sync-BN off; the device's "
-     "neuron table has lif_bn_forward",
+     "neuron table has lif_bn_forward and the one-pass lif_bn_backward for T steps (CUDA: "
+     "T <= 64; not the CPU)",
      "snn_batchnorm_neuron_repeat",
      "as bn -> neuron, and the image's batch-norm output is read at every step, never "
      "repeated over T: the repeat's copy, the batch-norm's output and H are not kept",

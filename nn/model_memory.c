@@ -331,8 +331,10 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
         w->host += snn_walk_struct_bytes();
     if (one_step) return bn_then_neuron(w, x, &c->neuron, N * *per_image, N, width);
     /* direct encoding at T > 1 where the stem's batch-norm and neurons fuse (the rule "bn ->
-     * neuron (repeated stem)"; its neurons carry no state): the neurons read the one output */
-    if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE && fuses(w, &c->neuron))
+     * neuron (repeated stem)": neurons that carry no state, a one-pass backward): the neurons
+     * read the one output */
+    if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE && fuses(w, &c->neuron) &&
+        w->one_pass_backward)
         return bn_neuron(w, x, -1, &c->neuron, T * N * *per_image, N * *per_image, T * N, width);
     x = batchnorm(w, x, images * *per_image, width);
     if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
