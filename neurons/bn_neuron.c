@@ -21,7 +21,9 @@
  * add; the BPTT and the batch-norm backward are the kernels the separate ops run, on the same
  * values. So the spikes, running statistics and every gradient equal those of
  * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep on the same device, bit for bit
- * (tests/test_bn_neuron.c, tests/test_cuda_neurons.c).
+ * (tests/test_bn_neuron.c, tests/test_cuda_neurons.c). One exception: CUDA's backward from
+ * 17 to SNN_NEURON_BN_BACKWARD_MAX_T steps (lif_bn_backward_chunked_kernel, lif.cu), whose
+ * gradients equal them to rounding.
  *
  * Backward scratch: dL/dX, 4 B per element and step, from the step arena, given back when the
  * node's backward ends. On CUDA (lif_bn_backward, T <= 64) the recompute and the BPTT are one
@@ -92,11 +94,12 @@ void snn_batchnorm_neuron_carry_forget(const snn_tensor *v_state)
 }
 
 /* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
- * dX (T, M) = dL/dX, written ((M), the sum over t, for in->x_repeated); dresidual += dX when not NULL; in->dv_init += dL/dV_init;
- * in->v_last = V_last when not NULL (it may alias in->v_init: the deferred carry). On the
- * device's one-pass kernel (H in registers) where it has one, else H recomputed into scratch
- * (taken after the caller's scratch mark), then lif_backward (twice with both dS and dV_last,
- * as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for
+ *   dX (T, M) = dL/dX, written ((M), the sum over t, for in->x_repeated);
+ *   dresidual += dX when not NULL; in->dv_init += dL/dV_init;
+ *   in->v_last = V_last when not NULL (it may alias in->v_init: the deferred carry).
+ * On the device's one-pass kernel (H in registers) where it has one, else H recomputed into
+ * scratch (taken after the caller's scratch mark), then lif_backward (twice with both dS and
+ * dV_last, as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for
  * lif_backward's spike argument. False when it could not run (reported to snn_backward). */
 static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
                                  const snn_neuron_dims *d, const snn_neuron_bn_input *in,

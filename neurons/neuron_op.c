@@ -165,7 +165,8 @@ static snn_tensor *multistep(const char *fn, snn_tensor *x, const snn_neuron_con
 
     snn_tensor *inputs[2] = {x, w};
     const bool record = snn_should_record(2, inputs);
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record); /* (T, N, ...) */
+    /* (T, N, ...) */
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record);
     if (!spike) return NULL;
     snn_tensor *act = NULL;                                       /* (T*N, C) */
     if (activity) {

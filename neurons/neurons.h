@@ -229,8 +229,9 @@ snn_tensor *snn_neuron_multistep_state(snn_tensor *x, const snn_neuron_config *c
  * node: the spikes of
  *     snn_neuron_multistep(snn_add_into(snn_batchnorm2d(x, gamma, beta, running_mean,
  *                          running_var, true, momentum, eps), residual), cfg, NULL, activity)
- * with the same bits (spikes, activity, running statistics, every gradient), without storing
- * the batch-norm's output or the membrane H: backward recomputes H from x (neurons/bn_neuron.c).
+ * with the same bits (spikes, activity, running statistics, every gradient; on CUDA from 17 to
+ * 64 steps the gradients to rounding), without storing the batch-norm's output or the
+ * membrane H: backward recomputes H from x (neurons/bn_neuron.c).
  * x and residual are (T, N, C, H, W) on one device; gamma, beta and the running statistics
  * (C). Refused (SNN_ERR_ARGUMENT) for other neuron kinds and shapes, and (SNN_ERR_UNSUPPORTED)
  * while the batch-norm is synced across ranks: run the separate ops there. */
@@ -243,9 +244,11 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
  * each of `time_steps` steps, into IF or LIF neurons, as one node: the spikes of
  *     snn_neuron_multistep(snn_repeat_time(snn_batchnorm2d(x, gamma, beta, running_mean,
  *                          running_var, true, momentum, eps), time_steps), cfg, NULL, activity)
- * with the same bits (spikes, activity, running statistics, every gradient), without the
- * batch-norm's output, the repeat over T or H: the neurons read bn(x) at every step, and
- * backward sums dL/dX over the steps in the repeat's order. x (N, C, H, W), spikes
+ * with the same bits (spikes, activity, running statistics, every gradient; on CUDA from 17 to
+ * 64 steps the gradients to rounding), without the batch-norm's output, the repeat over T or
+ * H: the neurons read bn(x) at every step, and backward sums dL/dX over the steps in the
+ * repeat's order. On the CPU its backward holds H and every step's dL/dX in scratch, more than
+ * the repeat: the models use it on CUDA alone (nn/fusion_rules.c). x (N, C, H, W), spikes
  * (time_steps, N, C, H, W). Refused as snn_batchnorm_neuron, and for time_steps outside
  * 1..1024. */
 snn_tensor *snn_batchnorm_neuron_repeat(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,

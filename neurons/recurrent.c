@@ -201,7 +201,8 @@ snn_tensor *snn_recurrent_multistep(snn_tensor *x, snn_tensor *w_rec, const snn_
     snn_tensor *inputs[2] = {x, w_rec};
     const bool record = snn_should_record(2, inputs);
     /* outputs and saved tensors first: the scratch below is given back before returning */
-    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record); /* (T, N, F) */
+    /* (T, N, F) */
+    snn_tensor *spike = snn_neuron_spikes_new(fn, x->shape, x->device, cfg->kind, record);
     if (!spike) return NULL;
     snn_tensor *act = NULL; /* (T N, F) */
     if (activity && !(act = snn_neuron_activity_new(fn, &all, x->device))) return NULL;

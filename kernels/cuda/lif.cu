@@ -386,13 +386,13 @@ static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &b
 /* lif_bn_backward past 16 steps (16 < T <= SNN_NEURON_BN_BACKWARD_MAX_T), one element a
  * thread, in chunks of 16 steps from the last: the chunk's x (and residual) loaded, its H
  * from the V at its start, then its dS (and dresidual) loaded and its part of the BPTT as
- * lif_bn_backward_kernel's; G_V passes from chunk to chunk in a register. The V at a chunk's start is the recurrence from V_init over the steps
- * before it, run again, 16 loads in flight at a time: no H in memory, and no V of each chunk
- * kept in local memory (its reservation would cost every thread the GPU can hold). The
- * repeated stem's sum adds the chunks from the last, each in step order. Its gradients equal
- * the scratch path's to rounding, not bit for bit (tests/test_cuda_bn_neuron.c: 1e-5): that
- * sum's order, and ptxas fusing the surrogate gradient's multiply-adds (neuron_math.h) as it
- * sees fit in each kernel.
+ * lif_bn_backward_kernel's; G_V passes from chunk to chunk in a register. The V at a chunk's
+ * start is the recurrence from V_init over the steps before it, run again, 16 loads in flight
+ * at a time: no H in memory, and no V of each chunk kept in local memory (its reservation
+ * would cost every thread the GPU can hold). The repeated stem's sum adds the chunks from the
+ * last, each in step order. Its gradients equal the scratch path's to rounding, not bit for
+ * bit (tests/test_cuda_bn_neuron.c: 1e-5): that sum's order, and ptxas fusing the surrogate
+ * gradient's multiply-adds (neuron_math.h) as it sees fit in each kernel.
  * Traffic per element and step as lif_bn_backward_kernel's, plus x (and the residual) read
  * again for the chunks' starts: C (C - 1) / 2 chunks of it for C chunks, at T = 32 16 steps
  * more (18-28 B a step at T = 32). The scratch path it replaces moves 28-44 B a step
