@@ -106,9 +106,9 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
 {
     snn_module *bn = items[0], *neuron = items[rule->length - 1];
     const snn_batchnorm_impl *b = bn->impl;
-    /* the layer runs it: snn_batchnorm_neuron, or the variant of its carry mode */
-    /* x (N, C, H, W) on the repeated stem (its rule's condition), else (T, N, C, H, W) */
-    const int repeat = x->shape.ndim == 4 ? bn->plan->stem_repeat : 0;
+    /* the layer runs it: snn_batchnorm_neuron, the variant of its carry mode, or on the
+     * repeated stem (x (N, C, H, W), the input of plan->stem_repeat steps) the repeat's */
+    const int repeat = rule->applies == stem_neuron_applies ? bn->plan->stem_repeat : 0;
     const snn_neuron_bn_feed feed = {bn->params[0].tensor, bn->params[1].tensor,
                                      bn->params[2].tensor, bn->params[3].tensor,
                                      snn_batchnorm_train_momentum(bn), b->eps, residual, repeat};
