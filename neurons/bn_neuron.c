@@ -21,9 +21,9 @@
  * add; the BPTT and the batch-norm backward are the kernels the separate ops run, on the same
  * values. So the spikes, running statistics and every gradient equal those of
  * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep on the same device, bit for bit
- * (tests/test_bn_neuron.c, tests/test_cuda_neurons.c). One exception: CUDA's backward from
- * 17 to SNN_NEURON_BN_BACKWARD_MAX_T steps (lif_bn_backward_chunked_kernel, lif.cu), whose
- * gradients equal them to rounding.
+ * (tests/test_bn_neuron.c, test_bn_neuron_carry.c, test_cuda_bn_neuron.c). One exception:
+ * CUDA's backward from 17 to SNN_NEURON_BN_BACKWARD_MAX_T steps
+ * (lif_bn_backward_chunked_kernel, lif.cu), whose gradients equal them to rounding.
  *
  * Backward scratch: dL/dX, 4 B per element and step, from the step arena, given back when the
  * node's backward ends. On CUDA (lif_bn_backward, T <= 64) the recompute and the BPTT are one

@@ -77,6 +77,22 @@ static void result_free(result *r)
     free(r->dx), free(r->dgamma), free(r->dbeta), free(r->dres);
 }
 
+/* What a run left, copied to the host: its spikes and activity, the running statistics, the
+ * leaves' gradients (res may be NULL); n: the elements of x. */
+static result take(int64_t n, snn_tensor *spikes, snn_tensor *act, snn_tensor *rm,
+                   snn_tensor *rv, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
+                   snn_tensor *res)
+{
+    result r = {0};
+    r.n = n, r.C = rm->numel, r.planes = act ? act->numel : 0;
+    r.spikes = test_to_host(spikes), r.activity = test_to_host(act);
+    r.rm = test_to_host(rm), r.rv = test_to_host(rv);
+    r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad);
+    r.dbeta = test_to_host(beta->grad);
+    r.dres = res ? test_to_host(res->grad) : NULL;
+    return r;
+}
+
 static result run(snn_device dev, bool fused, snn_shape shape, bool with_residual,
                   const snn_neuron_config *cfg)
 {
@@ -101,12 +117,7 @@ static result run(snn_device dev, bool fused, snn_shape shape, bool with_residua
     if (s) {
         snn_tensor *R = step_tensor(shape, -1.0f, 1.0f, 27, dev, false);
         CHECK_OK(snn_backward(snn_sum_all(snn_mul(s, R))));
-        r.n = s->numel, r.C = C, r.planes = act ? act->numel : 0;
-        r.spikes = test_to_host(s), r.activity = test_to_host(act);
-        r.rm = test_to_host(rm), r.rv = test_to_host(rv);
-        r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad);
-        r.dbeta = test_to_host(beta->grad);
-        r.dres = res ? test_to_host(res->grad) : NULL;
+        r = take(s->numel, s, act, rm, rv, x, gamma, beta, res);
     }
     snn_step_end();
     snn_tensor_free(rm), snn_tensor_free(rv);
@@ -201,11 +212,7 @@ static result run_repeat(snn_device dev, bool fused, int s, const snn_neuron_con
     if (spikes) {
         snn_tensor *R = step_tensor(out, -1.0f, 1.0f, 37, dev, false);
         CHECK_OK(snn_backward(snn_sum_all(snn_mul(spikes, R))));
-        r.n = x->numel, r.C = C, r.planes = act ? act->numel : 0;
-        r.spikes = test_to_host(spikes), r.activity = test_to_host(act);
-        r.rm = test_to_host(rm), r.rv = test_to_host(rv);
-        r.dx = test_to_host(x->grad), r.dgamma = test_to_host(gamma->grad);
-        r.dbeta = test_to_host(beta->grad);
+        r = take(x->numel, spikes, act, rm, rv, x, gamma, beta, NULL);
         /* a case that can fail: some spikes, not all (r.n is x's elements, T times fewer) */
         int64_t fired = 0;
         for (int64_t i = 0; i < spikes->numel; i++) fired += r.spikes[i] != 0.0f;

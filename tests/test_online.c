@@ -9,7 +9,7 @@
  *   - bad states are refused, naming the argument;
  *   - a neuron layer with its state carried: two forwards continue each other, a reset starts
  *     over, and the batch size may change (behind a training-mode batch-norm the fusion rules
- *     run an IF / LIF one as snn_batchnorm_neuron_carry: tests/test_bn_neuron.c);
+ *     run an IF / LIF one as snn_batchnorm_neuron_carry: tests/test_bn_neuron_carry.c);
  *   - the SLTT step: at T = 1 it is BPTT's step exactly (loss, logits, every gradient); in eval
  *     mode its logits and loss are those of the BPTT forward with the per-step loss; the model's
  *     T and its layers' mode are put back; SLTT-K with K = T is SLTT; it trains a small CNN.
