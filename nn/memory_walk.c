@@ -181,34 +181,49 @@ static int pool_take(pool_copy *p, double numel)
     return best;
 }
 
-/* The bytes the step pool holds after the step: first the forward's spikes, taken and (when
- * packed) given back in order (spikes never packed hold their block to the end); then the
- * backward of the recorded tape, as backward.c runs it: the loss (the last node) gets its seed
- * first; then each node, newest first, has a block taken for each input's gradient that has
- * none yet, and gives its own back. */
-/* One step's forward and backward of `w` against the pool `p` (snn_walk_gradient_pool_bytes
- * below), with `held` more blocks taken first, one per carried state of w (the state's
- * gradients); at the end every block is free again, as when a nested step ends. */
-static void replay(pool_copy *p, const snn_walk *w, int held)
+/* One step's forward and backward of `w` against the pool `p`, as the step pool sees them:
+ * first the forward's spikes (and conv outputs kept as bf16), taken and, when packed, given
+ * back in order (those never packed hold their block to the end); then the backward of the
+ * recorded tape, as backward.c runs it: the loss (the last node) gets its seed first; then
+ * each node, newest first, has a block taken for each input's gradient that has none yet, and
+ * gives its own back (unless its gradient is retained: kept to the end).
+ * With `state_grads` (a checkpointed step's segment, app/train_segments.c), the carried
+ * states' gradients too: `seeded` sets of V_out's seeds (one block per carried state), taken
+ * with the loss's seed when backward starts (snn_backward_from_many), and the gradient of the
+ * state that entered, taken by each layer's neuron op as its backward runs. At the end every
+ * block is free again, as when a nested step ends. */
+/* The forward's events of `w` against the pool `p`: spikes (and conv outputs kept as bf16)
+ * taken and, when packed, given back in order (those never packed hold their block to the
+ * end). `untaped`: a forward without a tape, where only the fused op's spikes come from the
+ * pool (app/train_segments.c's forward of the segments before the last). */
+static void replay_forward(pool_copy *p, const snn_walk *w, bool untaped)
 {
-    for (int k = 0; k < held; k++)
-        for (int i = 0; i < w->states; i++) pool_take(p, w->state_numel[i]);
     int spike_block[WALK_MAX_NODES];
     for (int e = 0; e < w->events; e++) {
         const int id = w->event_id[e];
+        if (untaped && !w->pooled_untaped[id]) continue;
         if (w->event_take[e]) spike_block[id] = pool_take(p, w->numel[id]);
         else p->busy[spike_block[id]] = false;
     }
+}
+
+static void replay(pool_copy *p, const snn_walk *w, bool state_grads, int seeded)
+{
+    replay_forward(p, w, false);
     int grad[WALK_MAX_NODES]; /* each tensor's block; -1 while it has none */
     for (int i = 0; i < w->nodes; i++) grad[i] = -1;
     grad[w->nodes - 1] = pool_take(p, w->numel[w->nodes - 1]);
+    for (int k = 0; state_grads && k < seeded; k++)
+        for (int i = 0; i < w->states; i++) pool_take(p, w->state_numel[i]);
     for (int n = w->nodes - 1; n >= 0; n--) {
         if (grad[n] < 0) continue; /* not on the loss's path */
         for (int i = 0; i < 2; i++) {
             int t = w->in[n][i];
             if (t >= 0 && grad[t] < 0) grad[t] = pool_take(p, w->numel[t]);
         }
-        p->busy[grad[n]] = false;
+        for (int i = 0; state_grads && i < w->states; i++)
+            if (w->state_node[i] == n) pool_take(p, w->state_numel[i]);
+        if (!w->retained[n]) p->busy[grad[n]] = false;
     }
     for (int b = 0; b < p->blocks; b++) p->busy[b] = false;
 }
@@ -216,38 +231,26 @@ static void replay(pool_copy *p, const snn_walk *w, int held)
 double snn_walk_segments_pool_bytes(const snn_walk *last, const snn_walk *segment)
 {
     pool_copy p = {.blocks = 0};
-    if (last->nodes > 0) replay(&p, last, 1);       /* the states' gradients */
-    if (segment && segment->nodes > 0) replay(&p, segment, 2); /* and V_out's seeds */
+    if (segment && segment->nodes > 0) { /* the forward of the segments before the last */
+        replay_forward(&p, segment, true);
+        for (int b = 0; b < p.blocks; b++) p.busy[b] = false;
+    }
+    if (last->nodes > 0) replay(&p, last, true, 0);                  /* the states' gradients */
+    if (segment && segment->nodes > 0) replay(&p, segment, true, 1); /* and V_out's seeds */
     return p.reserved;
 }
 
 double snn_walk_gradient_pool_bytes(const snn_walk *w)
 {
-    if (w->nodes == 0) return 0.0;
     pool_copy p = {.blocks = 0};
-    int spike_block[WALK_MAX_NODES];
-    for (int e = 0; e < w->events; e++) {
-        const int id = w->event_id[e];
-        if (w->event_take[e]) spike_block[id] = pool_take(&p, w->numel[id]);
-        else p.busy[spike_block[id]] = false;
-    }
-    int grad[WALK_MAX_NODES]; /* each tensor's block; -1 while it has none */
-    for (int i = 0; i < w->nodes; i++) grad[i] = -1;
-    grad[w->nodes - 1] = pool_take(&p, w->numel[w->nodes - 1]);
-    for (int n = w->nodes - 1; n >= 0; n--) {
-        if (grad[n] < 0) continue; /* not on the loss's path */
-        for (int i = 0; i < 2; i++) {
-            int t = w->in[n][i];
-            if (t >= 0 && grad[t] < 0) grad[t] = pool_take(&p, w->numel[t]);
-        }
-        p.busy[grad[n]] = false;
-    }
+    if (w->nodes > 0) replay(&p, w, false, 0);
     return p.reserved;
 }
 
 void snn_walk_param(snn_walk *w, double numel, bool trainable)
 {
     w->params += numel;
+    w->param_calls += 1.0;
     if (trainable) w->trainable += numel;
     else w->buffer_groups += 1.0;
 }

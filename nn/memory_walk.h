@@ -45,6 +45,7 @@ typedef struct snn_walk {
     double forward_peak;     /* the most the arena held during a conv of the forward */
     double params, trainable;/* elements */
     double buffer_groups;    /* snn_walk_param calls for buffers (each up to 3 tensors) */
+    double param_calls;      /* snn_walk_param calls (each up to 3 tensors) */
     /* The neuron layers' state carried between calls (snn_model_memory_estimate_through_time):
      * the walk's T steps are one call's; `state` counts the carried state's elements (V, and
      * A for ALIF and ST-BIF), `state_bytes` the same as device tensors of one layer each. */
@@ -53,15 +54,19 @@ typedef struct snn_walk {
     double state, state_bytes;
     int states;                          /* the carried state tensors, one per layer and kind */
     double state_numel[WALK_MAX_STATES]; /* ... their elements */
+    int state_node[WALK_MAX_STATES];     /* ... the node whose backward takes the state's
+                                          * gradient (the layer's neuron op) */
     /* the tape, in training: node i made tensor i (numel[i] elements) from its inputs in[i]
      * (ids of earlier nodes' outputs; -1 for an input that gets no pooled gradient) */
     int nodes;
     double numel[WALK_MAX_NODES];
     int in[WALK_MAX_NODES][2];
+    bool retained[WALK_MAX_NODES]; /* its gradient kept to the end of backward (retain_grad) */
     /* spikes made with a tape come from the step pool (neurons/neuron_op.c); packing gives
      * their block back: the pool's forward events in order (tensor id, taken or given back) */
     bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];
     bool bits_made[WALK_MAX_NODES]; /* bits written beside the floats by the fused op */
+    bool pooled_untaped[WALK_MAX_NODES]; /* from the pool without a tape too (the fused op) */
     /* conv outputs from the step pool (keep_bf16); `packed` once kept as bf16 */
     bool pooled_values[WALK_MAX_NODES], bf16_made[WALK_MAX_NODES];
     int events;
@@ -117,10 +122,11 @@ double snn_walk_largest_backward_scratch(const snn_walk *w);
 /* The bytes the step pool holds after the step (the replay in nn/memory_walk.c). */
 double snn_walk_gradient_pool_bytes(const snn_walk *w);
 /* The step pool's blocks after a step checkpointed over time (app/train_segments.c): the
- * backward of `last` (the last segment's walk: the loss seeds it; each state that entered gets
- * a gradient, kept), then, unless `segment` is NULL, the backward of the other segments
- * (`segment`'s walk), each seeded with its logits' and its state's gradients besides; the
- * pool's blocks are kept from one segment's backward to the next. */
+ * backward of `last` (the last segment's walk: the loss seeds it; each layer's neuron op takes
+ * the gradient of the state that entered as its backward runs), then, unless `segment` is
+ * NULL, the backward of the other segments (`segment`'s walk), each seeded with its logits'
+ * and its V_out's gradients besides; the pool's blocks are kept from one segment's backward
+ * to the next. */
 double snn_walk_segments_pool_bytes(const snn_walk *last, const snn_walk *segment);
 
 /* A recurrent layer (snn_recurrent_multistep, nn/layer_recurrent.c) of F neurons of kind n

@@ -69,10 +69,11 @@
  * (from the step pool), H apart from the input (the state op's), and the state ops' extra
  * nodes; at T = 1 (online) the stem runs as the layers after it. Around it: the online step's
  * sums; the checkpointed step's C - 2 saved states, the state's gradient, the segments' logits
- * and the model's buffers copied. The step pool replays the last segment's backward, then a
- * full segment's (snn_walk_segments_pool_bytes), as the pool keeps its blocks from one to the
- * next. Before this, snn-train estimated these steps as plain ones of 1 or K steps unfused,
- * which it took for an upper bound; tests/test_memory_estimate.c found it 7% (online) and up to
+ * and the model's buffers copied (their structs and the step's tables in the host's step
+ * memory). The step pool replays the last segment's backward, then a full segment's
+ * (snn_walk_segments_pool_bytes), as the pool keeps its blocks from one to the next. Before
+ * this, snn-train estimated these steps as plain ones of 1 or K steps unfused, which it took
+ * for an upper bound; tests/test_memory_estimate.c found it 7% (online) and up to
  * 27% (segments) under what they held.
  *
  * A network converted from a QANN (snn_ann_to_snn: first-step encoding, ST-BIF neurons) is
@@ -176,20 +177,25 @@ static void carried_state(snn_walk *w, const snn_neuron_config *n, double numel,
     const double second = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 1.0 : 0.0;
     if (fused && differentiable) w->host += snn_walk_node_bytes() + snn_walk_struct_bytes();
     if (differentiable) w->host += (1.0 + second) * snn_walk_node_bytes();
-    const double m = numel / w->T;
+    /* and the gradients' structs those nodes make in backward: the fused op's X, and for each
+     * state the gradients of V_in and V_out (their data is the step pool's, below) */
     const double states = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 2.0 : 1.0;
+    if (differentiable)
+        w->host += ((fused ? 1.0 : 0.0) + 2.0 * states) * snn_walk_struct_bytes();
+    const double m = numel / w->T;
     w->state += states * m;
     w->state_bytes += states * snn_walk_round_up(4.0 * m, w->align);
     for (int i = 0; i < (int)states; i++) {
         SNN_ASSERT(w->states < WALK_MAX_STATES);
+        w->state_node[w->states] = w->nodes; /* the neuron op, recorded next */
         w->state_numel[w->states++] = m;
     }
     if (w->carry == SNN_CARRY_CONSTANT) {
         if (copy_in) snn_walk_constant(w, m);
         return;
     }
-    /* V_in's copy and V_out; their gradients come from the step pool (the estimate adds them
-     * there: the seeds of every layer's V_out are taken at once) */
+    /* V_in's copy and V_out; their gradients come from the step pool (the replay takes V_out's
+     * seeds when backward starts, and V_in's gradient at the layer's node: state_node) */
     for (int i = 0; i < (int)(2.0 * states); i++) snn_walk_constant(w, m);
 }
 
@@ -242,6 +248,7 @@ static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config 
     snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
     w->device += snn_walk_bits_bytes(w, numel); /* the spikes' bits, made with them (training) */
     w->bits_made[out] = true;
+    w->pooled_untaped[out] = true; /* its spikes come from the pool, with a tape or not */
     snn_walk_alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
     snn_walk_alloc(w, channels), snn_walk_alloc(w, channels);   /* mean, 1 / std */
     /* backward: dL/dX (in's shape), and H where the device has no one-pass kernel (which then
@@ -488,8 +495,14 @@ static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_op
           : c->kind == SNN_MODEL_DVS_NET     ? walk_dvs_net(w, c, T, N)
           : c->kind == SNN_MODEL_RSNN        ? snn_rsnn_memory_walk(w, c, T, N)
                                              : walk_resnet(w, c, T, N);
-    /* readout: the mean over T (converted: the sum) */
+    /* readout: the mean over T (converted: the sum); a checkpointed step's last segment sums
+     * its steps, adds the earlier segments' sum and scales (app/train_segments.c) */
     x = snn_walk_output(w, N * c->classes, x, -1);
+    if (carry == SNN_CARRY_DIFFERENTIABLE) {
+        x = snn_walk_output(w, N * c->classes, x, -1);
+        x = snn_walk_output(w, N * c->classes, x, -1);
+        if (x >= 0) w->retained[x] = true; /* the time-mean logits' gradient, read after */
+    }
     if (c->spiking_readout) {   /* MSE of the rate against one-hot: one_hot, sub, square, a
                                    reshape to one dim, its mean */
         snn_walk_constant(w, N * c->classes);
@@ -565,6 +578,18 @@ static snn_status estimate(const char *fn, const snn_model_config *c,
         for (int k = 0; k < 4; k++) snn_walk_constant(&w, N * c->classes); /* mean, g, seeds */
         snn_walk_constant(&w, 1.0);                                       /* the loss */
         w.device += 4.0 * (w.params - w.trainable) + 3.0 * w.align * w.buffer_groups;
+        /* and in the host's step memory: the structs of the saved states, of the states'
+         * gradients and of the buffers' copies (up to 3 a group), and the step's tables of
+         * pointers (step_table: 8 B an entry and 1; the layers, at most one a state: the
+         * layers, g_v and g_a; saved_v and saved_a, C of them; rng and out; a segment's outs
+         * and seeds; the copies, at most 3 a parameter call) */
+        w.host += ((segments - 1.0) * w.states + 3.0 * w.buffer_groups) * snn_walk_struct_bytes();
+        const double L = w.states;
+        w.host += 3.0 * snn_walk_round_up(8.0 * L + 1.0, w.align) +
+                  2.0 * snn_walk_round_up(8.0 * segments * L + 1.0, w.align) +
+                  2.0 * snn_walk_round_up(8.0 * segments + 1.0, w.align) +
+                  2.0 * snn_walk_round_up(8.0 * (1.0 + 2.0 * L) + 1.0, w.align) +
+                  snn_walk_round_up(8.0 * 3.0 * w.param_calls + 1.0, w.align);
     }
     out->state = 4.0 * (w.state + w.trace_numel);
     out->parameter_count = (int64_t)w.trainable;
