@@ -251,6 +251,16 @@ typedef struct snn_kernels {
     void (*batchnorm_backward)(float *dx, float *dgamma, float *dbeta, const float *dout,
                                const float *x, const float *gamma, const float *save_mean,
                                const float *save_invstd, int N, int C, int HW);
+    /* the same, in place of dout: dx holds dL/dout on entry and dL/dx on return, the bits
+     * batchnorm_backward adds to a zeroed dx (its sums are taken before any value is
+     * replaced), so the fused batch-norm -> neuron op needs no buffer of its own for dL/dout
+     * (neurons/bn_neuron.c); dgamma, dbeta += as there (NULL skips). x is the forward's
+     * input, or NULL: then x_bf16 is, as its bfloat16 bits (a conv output kept as bf16,
+     * autograd/bf16_keep.c), read without a copy. */
+    void (*batchnorm_backward_in_place)(float *dx, float *dgamma, float *dbeta, const float *x,
+                                        const uint16_t *x_bf16, const float *gamma,
+                                        const float *save_mean, const float *save_invstd, int N,
+                                        int C, int HW);
 
     /* Batch-norm across data-parallel ranks (--sync-bn, distributed/): the training forward and
      * backward above, cut where the ranks exchange per-channel sums. With one rank the pieces

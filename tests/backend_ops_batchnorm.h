@@ -1,10 +1,10 @@
 /*
  * backend_ops_batchnorm.h - the parity harness's cases of the batch-norm entries of
- * kernels/kernels.h: training and eval forward, backward, and the pieces --sync-bn cuts them
- * into (stats, stats_merge, normalise, backward_sums, backward_apply), over affine and plain
- * batch-norms, with and without running statistics, every NULL gradient, BatchNorm1d (HW = 1),
- * one value a channel, and inputs whose mean is far larger than their spread (part of
- * backend_ops.h, through backend_ops_conv.h).
+ * kernels/kernels.h: training and eval forward, backward (also in place, x as fp32 or bf16), and
+ * the pieces --sync-bn cuts them into (stats, stats_merge, normalise, backward_sums,
+ * backward_apply), over affine and plain batch-norms, with and without running statistics,
+ * every NULL gradient, BatchNorm1d (HW = 1), one value a channel, and inputs whose mean is far
+ * larger than their spread (part of backend_ops.h, through backend_ops_conv.h).
  */
 
 typedef struct bn_params {
@@ -13,6 +13,7 @@ typedef struct bn_params {
     float offset;      /* the inputs' mean: far from 0 tests the two-pass variance */
     int skip;          /* backward: bit 0 drops dx, bit 1 dgamma, bit 2 dbeta */
     int R;             /* stats_merge: ranks */
+    bool bf16;         /* backward_in_place: x as bfloat16 bits */
 } bn_params;
 
 static int64_t bn_numel(const bn_params *p) { return (int64_t)p->N * p->C * p->HW; }
@@ -190,6 +191,38 @@ static bool bn_bwd_run(const bo_case *c, bo_side *s)
 static const bo_op op_batchnorm_backward = {"batchnorm_backward", bo_has_batchnorm_backward,
                                             bn_bwd_setup, bn_bwd_run, NULL, false, 0};
 
+BO_HAS(batchnorm_backward_in_place)
+/* dx in: dL/dout, out: dL/dx; x is rounded to bf16 and given as its bits too, which the bf16
+ * cases pass instead of x */
+static void bn_bwd_in_place_setup(bo_case *c)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    bo_acc(c, "dx", bn_numel(p), BO_SUM);
+    bo_acc(c, "dgamma", p->C, BO_SUM);
+    bo_acc(c, "dbeta", p->C, BO_SUM);
+    bn_inputs(c, p);  /* x 3, gamma 4, beta 5 (unused) */
+    const int w = bo_buffer(c, "x_bf16", BO_U32, BO_IN, BO_EXACT, (bn_numel(p) + 1) / 2);
+    float *x = bo_f32(c, 3);
+    uint16_t *bits = c->buf[w].init;
+    for (int64_t e = 0; e < bn_numel(p); e++) {
+        bits[e] = snn_bf16_bits(x[e]);
+        if (p->bf16) x[e] = snn_bf16_value(bits[e]); /* the statistics of the rounded values */
+    }
+    bn_saved(c, p, 3);
+}
+static bool bn_bwd_in_place_run(const bo_case *c, bo_side *s)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    void **a = s->arg;
+    s->k->batchnorm_backward_in_place(a[0], p->skip & 2 ? NULL : a[1], p->skip & 4 ? NULL : a[2],
+                                      p->bf16 ? NULL : a[3], p->bf16 ? a[6] : NULL,
+                                      p->affine ? a[4] : NULL, a[7], a[8], p->N, p->C, p->HW);
+    return true;
+}
+static const bo_op op_batchnorm_backward_in_place = {
+    "batchnorm_backward_in_place", bo_has_batchnorm_backward_in_place, bn_bwd_in_place_setup,
+    bn_bwd_in_place_run, NULL, false, 0};
+
 BO_HAS(batchnorm_stats)
 static void bn_stats_setup(bo_case *c)
 {
@@ -349,16 +382,16 @@ static const bo_op op_batchnorm_backward_apply = {"batchnorm_backward_apply",
 static void bo_batchnorm_cases(bo_list *l)
 {
     const bn_params shapes[] = {
-        {8, 16, 49, true, true, 1.0f, 0, 1},
-        {64, 3, 1024, true, true, 1.0f, 0, 2},    /* few channels, long sums (threaded) */
-        {128, 10, 1, true, true, 0.0f, 0, 3},     /* BatchNorm1d */
-        {4, 300, 7, false, false, 1.0f, 0, 2},    /* no affine, no running statistics */
-        {1, 5, 1, true, true, 0.0f, 0, 1},        /* one value a channel: no Bessel correction */
-        {4096, 4, 3, true, true, 1.0f, 0, 2},     /* planes shorter than the CUDA blocks */
-        {20000, 2, 1, true, true, 1.0f, 0, 1},
-        {3, 2, 13, true, true, 1000.0f, 0, 2},    /* |mean| >> std */
-        {16, 8, 1024, true, true, 0.5f, 0, 4},
-        {32, 64, 256, true, true, -2.0f, 0, 2},   /* a ResNet-like layer */
+        {8, 16, 49, true, true, 1.0f, 0, 1, false},
+        {64, 3, 1024, true, true, 1.0f, 0, 2, false},    /* few channels, long sums (threaded) */
+        {128, 10, 1, true, true, 0.0f, 0, 3, false},     /* BatchNorm1d */
+        {4, 300, 7, false, false, 1.0f, 0, 2, false},    /* no affine, no running statistics */
+        {1, 5, 1, true, true, 0.0f, 0, 1, false},     /* one value a channel: no Bessel */
+        {4096, 4, 3, true, true, 1.0f, 0, 2, false},     /* planes shorter than the CUDA blocks */
+        {20000, 2, 1, true, true, 1.0f, 0, 1, false},
+        {3, 2, 13, true, true, 1000.0f, 0, 2, false},    /* |mean| >> std */
+        {16, 8, 1024, true, true, 0.5f, 0, 4, false},
+        {32, 64, 256, true, true, -2.0f, 0, 2, false},   /* a ResNet-like layer */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const bn_params *p = &shapes[i];
@@ -368,6 +401,10 @@ static void bo_batchnorm_cases(bo_list *l)
         bo_add(l, &op_batchnorm_forward_train, p, sizeof *p, "%s", dims);
         bo_add(l, &op_batchnorm_forward_eval, p, sizeof *p, "%s", dims);
         bo_add(l, &op_batchnorm_backward, p, sizeof *p, "%s", dims);
+        bo_add(l, &op_batchnorm_backward_in_place, p, sizeof *p, "%s", dims);
+        bn_params rounded = *p;
+        rounded.bf16 = true;
+        bo_add(l, &op_batchnorm_backward_in_place, &rounded, sizeof rounded, "%s, x bf16", dims);
         bo_add(l, &op_batchnorm_stats, p, sizeof *p, "%s", dims);
         bo_add(l, &op_batchnorm_stats_merge, p, sizeof *p, "%s, %d ranks", dims, p->R);
         bo_add(l, &op_batchnorm_normalise, p, sizeof *p, "%s", dims);
@@ -375,12 +412,15 @@ static void bo_batchnorm_cases(bo_list *l)
         bo_add(l, &op_batchnorm_backward_apply, p, sizeof *p, "%s", dims);
     }
     for (int skip = 1; skip < 8; skip++) {
-        const bn_params p = {6, 8, 25, true, true, 1.0f, skip, 1};
+        const bn_params p = {6, 8, 25, true, true, 1.0f, skip, 1, false};
         const char *what[8] = {"", "dx", "dgamma", "dx dgamma", "dbeta", "dx dbeta",
                                "dgamma dbeta", "all"};
         bo_add(l, &op_batchnorm_backward, &p, sizeof p, "N=6 C=8 HW=25 affine, %s NULL",
                what[skip]);
         bo_add(l, &op_batchnorm_backward_apply, &p, sizeof p, "N=6 C=8 HW=25 affine, %s NULL",
                what[skip]);
+        if (!(skip & 1)) /* in place, dx is always given */
+            bo_add(l, &op_batchnorm_backward_in_place, &p, sizeof p,
+                   "N=6 C=8 HW=25 affine, %s NULL", what[skip]);
     }
 }

@@ -46,7 +46,7 @@ static void bn_input_setup(bo_case *c, const neuron_params *p)
 {
     const int64_t n = neuron_numel(p);
     const bn_params bp = {(int)((p->repeated ? 1 : p->d.T) * p->d.N), (int)p->d.C,
-                          (int)p->d.plane, true, false, 0.5f, 0, 1};
+                          (int)p->d.plane, true, false, 0.5f, 0, 1, false};
     const int x = bo_in_normal(c, "x", p->repeated ? neuron_step(p) : n, 0.5f, 1.0f);
     if (p->bn) {
         const int stats = bo_buffer(c, "stats", BO_F64, BO_IN, BO_EXACT, 3 * p->d.C);

@@ -2,7 +2,8 @@
  * test_batchnorm_kernels.c - the batch-norm kernels called directly, on what a parity check
  * between two tables cannot show, each run on the reference kernels (kernels/ref/batchnorm.c)
  * and the fast CPU ones (kernels/cpu/batchnorm.c): hand-computed tiny cases (statistics, the
- * running update with momentum, eval, backward), accumulate semantics, NULL arguments, and a
+ * running update with momentum, eval, backward), accumulate semantics, NULL arguments, the
+ * in-place backward against the plain one (fp32 and bf16 x), and a
  * central finite-difference check of the training backward against the reference forward;
  * also the fast kernels' thread independence. The two tables' agreement on random inputs
  * (including |mean| >> std, BatchNorm1d, the threaded paths, every NULL gradient and the
@@ -130,6 +131,52 @@ static void test_backward_hand(void)
     for (int i = 0; i < 4; i++) CHECK_CLOSE(dx[i], 3.0f * want[i], 1e-7, 1e-6);
 }
 
+/* In place: dx holds dout on entry and gets, bit for bit, what batchnorm_backward adds to a
+ * zeroed dx, with the same dgamma and dbeta; with x as bf16 bits (x NULL), the same as with x
+ * unpacked. Planes of 1029 values: more than the CPU's 256-value chunks of bf16, and a tail
+ * shorter than its 8 lanes. Hand-computed: test_backward_hand's case. */
+static void test_backward_in_place(void)
+{
+    const float xh[4] = {-1, 1, -1, 1}, gamma1[1] = {0.5f}, mean1[1] = {0.0f}, inv1[1] = {1.0f};
+    float dh[4] = {1, 2, 3, 4}, dgh[1] = {0}, dbh[1] = {0};
+    k->batchnorm_backward_in_place(dh, dgh, dbh, xh, NULL, gamma1, mean1, inv1, 2, 1, 2);
+    const float want[4] = {-0.5f, -0.5f, 0.5f, 0.5f};
+    for (int i = 0; i < 4; i++) CHECK_CLOSE(dh[i], want[i], 1e-7, 1e-6);
+    CHECK(dgh[0] == 2.0f && dbh[0] == 10.0f);
+
+    const int N = 3, C = 2, HW = 1029;
+    const int64_t n = (int64_t)N * C * HW;
+    snn_rng rng;
+    snn_rng_seed(&rng, 7);
+    float *x = falloc(n), *out = falloc(n), *dout = falloc(n), *dx = falloc(n), *io = falloc(n);
+    uint16_t *bits = snn_alloc((size_t)n * sizeof *bits, SNN_CPU);
+    SNN_ASSERT(bits);
+    float gamma[2], mean[2], invstd[2];
+    fill_normal(x, n, &rng, 0.3f, 1.0f);
+    fill_normal(dout, n, &rng, 0.0f, 1.0f);
+    fill_normal(gamma, C, &rng, 1.0f, 0.3f);
+    for (int pass = 0; pass < 2; pass++) { /* fp32 x, then x rounded to bf16 and passed as bits */
+        if (pass == 1) snn_round_bf16_ref(x, bits, n);
+        k->batchnorm_forward_train(out, mean, invstd, NULL, NULL, x, gamma, NULL, N, C, HW, 0.1f,
+                                   1e-5f);
+        float dg[2] = {0}, db[2] = {0}, dg_io[2] = {0}, db_io[2] = {0};
+        memset(dx, 0, (size_t)n * sizeof *dx);
+        k->batchnorm_backward(dx, dg, db, dout, x, gamma, mean, invstd, N, C, HW);
+        memcpy(io, dout, (size_t)n * sizeof *io);
+        k->batchnorm_backward_in_place(io, dg_io, db_io, pass ? NULL : x, pass ? bits : NULL,
+                                       gamma, mean, invstd, N, C, HW);
+        CHECK(test_same_bits(io, dx, n));
+        CHECK(test_same_bits(dg_io, dg, C) && test_same_bits(db_io, db, C));
+        /* NULL dgamma, dbeta are skipped; dx is still replaced */
+        memcpy(io, dout, (size_t)n * sizeof *io);
+        k->batchnorm_backward_in_place(io, NULL, NULL, pass ? NULL : x, pass ? bits : NULL, gamma,
+                                       mean, invstd, N, C, HW);
+        CHECK(test_same_bits(io, dx, n));
+    }
+    snn_free(bits, (size_t)n * sizeof *bits, SNN_CPU);
+    ffree(x, n), ffree(out, n), ffree(dout, n), ffree(dx, n), ffree(io, n);
+}
+
 /*
  * Finite differences: L(x, gamma, beta) = sum_k w[k] out[k] with random weights w, so
  * dL/dout = w, and out the reference's training forward (kernels/ref/batchnorm.c). Each input
@@ -236,6 +283,7 @@ int main(void)
         RUN(test_forward_train_eps);
         RUN(test_forward_eval_hand);
         RUN(test_backward_hand);
+        RUN(test_backward_in_place);
         RUN(test_backward_finite_differences);
     }
     RUN(test_threads_do_not_change_results);

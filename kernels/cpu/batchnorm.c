@@ -38,6 +38,7 @@
 #include <math.h>
 
 #include "kernels/chan_merge.h"
+#include "kernels/ref/kernels_ref.h"
 #include "cpu_threads.h"
 #include "kernels_cpu.h"
 
@@ -80,14 +81,20 @@ static double sum_sq_dev_f64(const float *x, double mean, int64_t n)
 }
 
 /* sum_i dout[i] (x[i] - mean) */
-static double sum_dot_dev_f64(const float *dout, const float *x, double mean, int64_t n)
+static void dot_dev_lanes(double acc[BN_LANES], const float *dout, const float *x, double mean,
+                          int64_t n)
 {
-    double acc[BN_LANES] = {0};
     int64_t i = 0;
     for (; i + BN_LANES <= n; i += BN_LANES)
         for (int j = 0; j < BN_LANES; j++)
             acc[j] += (double)dout[i + j] * ((double)x[i + j] - mean);
     for (; i < n; i++) acc[0] += (double)dout[i] * ((double)x[i] - mean);
+}
+
+static double sum_dot_dev_f64(const float *dout, const float *x, double mean, int64_t n)
+{
+    double acc[BN_LANES] = {0};
+    dot_dev_lanes(acc, dout, x, mean, n);
     return combine_lanes(acc);
 }
 
@@ -172,12 +179,30 @@ void snn_batchnorm_forward_eval_cpu(float *out, const float *x, const float *gam
 /*
  * Memory traffic per element: pass 1 reads dout and x (8 B), pass 2 reads them again (8 B,
  * from cache when a channel fits) and read-modify-writes dx (4 B + 4 B): 20 B read, 4 B written.
+ * In place (dx is dout; x as fp32 or bf16): pass 1 reads 8 or 6 B, pass 2 as much again and
+ * writes dx (4 B).
  */
-void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const float *dout,
-                                const float *x, const float *gamma, const float *save_mean,
-                                const float *save_invstd, int N, int C, int HW)
+
+/* n values of x from `at` as floats: x itself, or x_bf16 unpacked into `buf` (BF16_CHUNK
+ * floats, which the caller gives; a multiple of BN_LANES, so that sums a chunk at a time add
+ * in the order of one pass) */
+#define BF16_CHUNK 256
+static const float *input_values(const float *x, const uint16_t *x_bf16, int64_t at, int64_t n,
+                                 float *buf)
 {
-    if (!dx && !dgamma && !dbeta) return;
+    if (x) return x + at;
+    snn_unpack_bf16_ref(buf, x_bf16 + at, n);
+    return buf;
+}
+
+/* batchnorm_backward and batchnorm_backward_in_place (dout NULL: dx holds it; then dx is
+ * replaced, not added to). */
+static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, const float *x,
+                     const uint16_t *x_bf16, const float *gamma, const float *save_mean,
+                     const float *save_invstd, int N, int C, int HW)
+{
+    const bool in_place = dout == NULL;
+    if (in_place) dout = dx;
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
 
@@ -185,14 +210,20 @@ void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const fl
     for (int c = 0; c < C; c++) {
         const float mean = save_mean[c];
         const float invstd = save_invstd[c];
+        float buf[BF16_CHUNK];
 
         /* pass 1: sum dout and sum dout xhat = invstd sum dout (x - mean) */
         double sum_dy = 0.0, sum_dy_dev = 0.0;
         for (int n = 0; n < N; n++) {
-            const float *dop = dout + n * plane_stride + (int64_t)c * HW;
-            const float *xp = x + n * plane_stride + (int64_t)c * HW;
-            sum_dy += sum_f64(dop, HW);
-            sum_dy_dev += sum_dot_dev_f64(dop, xp, (double)mean, HW);
+            const int64_t plane = n * plane_stride + (int64_t)c * HW;
+            sum_dy += sum_f64(dout + plane, HW);
+            double acc[BN_LANES] = {0};
+            for (int64_t i = 0; i < HW; i += BF16_CHUNK) {
+                const int64_t len = HW - i < BF16_CHUNK ? HW - i : BF16_CHUNK;
+                const float *xp = input_values(x, x_bf16, plane + i, len, buf);
+                dot_dev_lanes(acc, dout + plane + i, xp, (double)mean, len);
+            }
+            sum_dy_dev += combine_lanes(acc);
         }
         const double sum_dy_xhat = sum_dy_dev * (double)invstd;
         if (dbeta) dbeta[c] += (float)sum_dy;
@@ -204,14 +235,34 @@ void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const fl
         const float mean_dy = (float)(sum_dy / (double)M);
         /* xhat mean(dout xhat) = (x - mean) * (invstd mean(dout xhat)) */
         const float k = (float)(sum_dy_xhat / (double)M * (double)invstd);
-        for (int n = 0; n < N; n++) {
-            const float *dop = dout + n * plane_stride + (int64_t)c * HW;   // (HW)
-            const float *xp = x + n * plane_stride + (int64_t)c * HW;       // (HW)
-            float *dxp = dx + n * plane_stride + (int64_t)c * HW;           // (HW)
-            for (int64_t i = 0; i < HW; i++)
-                dxp[i] += a * (dop[i] - mean_dy - (xp[i] - mean) * k);
-        }
+        for (int n = 0; n < N; n++)
+            for (int64_t i = 0; i < HW; i += BF16_CHUNK) {
+                const int64_t at = n * plane_stride + (int64_t)c * HW + i;
+                const int64_t len = HW - i < BF16_CHUNK ? HW - i : BF16_CHUNK;
+                const float *dop = dout + at, *xp = input_values(x, x_bf16, at, len, buf);
+                float *dxp = dx + at;                                          // (len)
+                for (int64_t j = 0; j < len; j++) {
+                    const float base = in_place ? 0.0f : dxp[j]; /* replaced: added to 0 */
+                    dxp[j] = base + a * (dop[j] - mean_dy - (xp[j] - mean) * k);
+                }
+            }
     }
+}
+
+void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const float *dout,
+                                const float *x, const float *gamma, const float *save_mean,
+                                const float *save_invstd, int N, int C, int HW)
+{
+    if (!dx && !dgamma && !dbeta) return;
+    backward(dx, dgamma, dbeta, dout, x, NULL, gamma, save_mean, save_invstd, N, C, HW);
+}
+
+void snn_batchnorm_backward_in_place_cpu(float *dx, float *dgamma, float *dbeta, const float *x,
+                                         const uint16_t *x_bf16, const float *gamma,
+                                         const float *save_mean, const float *save_invstd, int N,
+                                         int C, int HW)
+{
+    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, N, C, HW);
 }
 
 /* ---- across data-parallel ranks (sync-BN) --------------------------------------------------- */

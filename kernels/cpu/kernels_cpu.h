@@ -75,6 +75,10 @@ void snn_batchnorm_forward_eval_cpu(float *out, const float *x, const float *gam
 void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const float *dout,
                                 const float *x, const float *gamma, const float *save_mean,
                                 const float *save_invstd, int N, int C, int HW);
+void snn_batchnorm_backward_in_place_cpu(float *dx, float *dgamma, float *dbeta, const float *x,
+                                         const uint16_t *x_bf16, const float *gamma,
+                                         const float *save_mean, const float *save_invstd, int N,
+                                         int C, int HW);
 void snn_batchnorm_stats_cpu(double *stats, const float *x, int N, int C, int HW);
 void snn_batchnorm_stats_merge_cpu(double *merged, float *save_mean, float *save_invstd,
                                    float *running_mean, float *running_var, const double *stats,

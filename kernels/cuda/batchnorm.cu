@@ -10,6 +10,8 @@
  *   eval forward    out = (x - running_mean) gamma / sqrt(running_var + eps) + beta
  *   backward        dbeta += sum dout,  dgamma += sum dout xhat,  xhat = (x - mean) invstd
  *                   dx += gamma invstd (dout - sum dout / M - xhat sum dout xhat / M)
+ *   in place        dout read from dx, which gets the right side of that line (added to 0);
+ *                   x may be bf16 bits (a conv output kept as bf16), read without a copy
  *
  * Kernels. Training forward: one statistics kernel, then one normalise kernel. Backward: one
  * reduction kernel (sum dout and sum dout (x - mean) per channel; it also writes dbeta, dgamma
@@ -205,9 +207,10 @@ static __device__ void bn_backward_finish_channel(int c, double sum_dy, double s
 /* Block b = (c, s): sum dout and sum dout (x - mean) over segment s of channel c, in double.
  * With one segment it finishes the channel, else partial[2 b], partial[2 b + 1] = the sums.
  * Traffic: 8 B read per value.  CPU: pass 1 of snn_batchnorm_backward_cpu. */
+template <typename X>
 static __global__ void
 batchnorm_backward_reduce_kernel(double *partial, float *dgamma, float *dbeta, float *coef,
-                                 const float *dout, const float *x, const float *save_mean,
+                                 const float *dout, X x, const float *save_mean,
                                  const float *save_invstd, int C, int HW, bn_plan plan)
 {
     for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
@@ -244,10 +247,12 @@ static __global__ void batchnorm_backward_finish_kernel(const double *partial, f
     }
 }
 
-/* dx += gamma invstd (dout - mean(dout) - (x - mean) k), k = coef[C + c].
- * Traffic: 12 B read + 4 B read-modify-write per element.
- * CPU: pass 2 of snn_batchnorm_backward_cpu. */
-static __global__ void batchnorm_backward_dx_kernel(float *dx, const float *dout, const float *x,
+/* dx += gamma invstd (dout - mean(dout) - (x - mean) k), k = coef[C + c]; IN_PLACE (dout is
+ * dx): dx = that, added to 0.
+ * Traffic: 12 B read + 4 B read-modify-write per element; in place 8 B read (6 with x as
+ * bf16) and 4 B written. CPU: pass 2 of snn_batchnorm_backward_cpu. */
+template <bool IN_PLACE, typename X>
+static __global__ void batchnorm_backward_dx_kernel(float *dx, const float *dout, X x,
                                                     const float *gamma, const float *save_mean,
                                                     const float *save_invstd, const float *coef,
                                                     int C, int HW, int64_t n)
@@ -256,13 +261,27 @@ static __global__ void batchnorm_backward_dx_kernel(float *dx, const float *dout
         int64_t i, c;
         snn_divmod(snn_divmod(k, HW, &i), C, &c);
         const float a = (gamma ? gamma[c] : 1.0f) * save_invstd[c];
-        dx[k] += a * (dout[k] - coef[c] - (x[k] - save_mean[c]) * coef[C + c]);
+        const float dy = dout[k], base = IN_PLACE ? 0.0f : dx[k];
+        dx[k] = base + a * (dy - coef[c] - (x[k] - save_mean[c]) * coef[C + c]);
     }
 }
 
+/* Four values of x from element 4 quad: fp32 (one 16-byte load) or bf16 (one 8-byte load). */
+static __device__ __forceinline__ float4 bn_x_quad(const float *x, int quad)
+{
+    return reinterpret_cast<const float4 *>(x)[quad];
+}
+static __device__ __forceinline__ float4 bn_x_quad(const uint16_t *x, int quad)
+{
+    const uint2 w = reinterpret_cast<const uint2 *>(x)[quad];
+    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
+                       __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
+}
+
 /* batchnorm_backward_dx_kernel four values at a time (bn_quads). */
+template <bool IN_PLACE, typename XP>
 static __global__ void batchnorm_backward_dx_quads_kernel(float4 *dx, const float4 *dout,
-                                                          const float4 *x, const float *gamma,
+                                                          const XP *x, const float *gamma,
                                                           const float *save_mean,
                                                           const float *save_invstd,
                                                           const float *coef, bn_quads q)
@@ -271,8 +290,8 @@ static __global__ void batchnorm_backward_dx_quads_kernel(float4 *dx, const floa
         const int c = bn_quad_channel(k, q);
         const float a = (gamma ? gamma[c] : 1.0f) * save_invstd[c];
         const float m = save_mean[c], c0 = coef[c], c1 = coef[q.C + c];
-        const float4 dy = dout[k], v = x[k];
-        float4 d = dx[k];
+        const float4 dy = dout[k], v = bn_x_quad(x, k);
+        float4 d = IN_PLACE ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : dx[k];
         d.x += a * (dy.x - c0 - (v.x - m) * c1);
         d.y += a * (dy.y - c0 - (v.y - m) * c1);
         d.z += a * (dy.z - c0 - (v.z - m) * c1);
@@ -281,29 +300,50 @@ static __global__ void batchnorm_backward_dx_quads_kernel(float4 *dx, const floa
     }
 }
 
-/* dx by the quads kernel where it can, else the scalar one (batchnorm_common.cuh). */
-void bn_backward_dx_launch(float *dx, const float *dout, const float *x, const float *gamma,
-                                  const float *save_mean, const float *save_invstd,
-                                  const float *coef, int C, int HW, int64_t n)
+/* dx by the quads kernel where it can, else the scalar one; x is `x`, or (x NULL) x_bf16. */
+template <bool IN_PLACE>
+static void backward_dx_launch(float *dx, const float *dout, const float *x,
+                               const uint16_t *x_bf16, const float *gamma, const float *save_mean,
+                               const float *save_invstd, const float *coef, int C, int HW,
+                               int64_t n)
 {
     bn_quads q;
-    if (bn_quads_make(&q, n, C, HW, dx, dout, x, NULL))
-        SNN_CUDA_LAUNCH(batchnorm_backward_dx_quads_kernel, snn_cuda_grid(q.n4, SNN_CUDA_BLOCK),
-                        SNN_CUDA_BLOCK, 0, (float4 *)dx, (const float4 *)dout, (const float4 *)x,
-                        gamma, save_mean, save_invstd, coef, q);
+    if (x && bn_quads_make(&q, n, C, HW, dx, dout, x, NULL))
+        SNN_CUDA_LAUNCH((batchnorm_backward_dx_quads_kernel<IN_PLACE, float>),
+                        snn_cuda_grid(q.n4, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, (float4 *)dx,
+                        (const float4 *)dout, x, gamma, save_mean, save_invstd, coef, q);
+    else if (!x && bn_quads_make(&q, n, C, HW, dx, dout, x_bf16, NULL))
+        SNN_CUDA_LAUNCH((batchnorm_backward_dx_quads_kernel<IN_PLACE, uint16_t>),
+                        snn_cuda_grid(q.n4, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, (float4 *)dx,
+                        (const float4 *)dout, x_bf16, gamma, save_mean, save_invstd, coef, q);
+    else if (x)
+        SNN_CUDA_LAUNCH((batchnorm_backward_dx_kernel<IN_PLACE, bn_x_f32>),
+                        snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, dx, dout, bn_x_f32{x},
+                        gamma, save_mean, save_invstd, coef, C, HW, n);
     else
-        SNN_CUDA_LAUNCH(batchnorm_backward_dx_kernel, snn_cuda_grid(n, SNN_CUDA_BLOCK),
-                        SNN_CUDA_BLOCK, 0, dx, dout, x, gamma, save_mean, save_invstd, coef, C, HW,
-                        n);
+        SNN_CUDA_LAUNCH((batchnorm_backward_dx_kernel<IN_PLACE, bn_x_bf16>),
+                        snn_cuda_grid(n, SNN_CUDA_BLOCK), SNN_CUDA_BLOCK, 0, dx, dout,
+                        bn_x_bf16{x_bf16}, gamma, save_mean, save_invstd, coef, C, HW, n);
 }
 
-extern "C" void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbeta,
-                                            const float *dout, const float *x, const float *gamma,
-                                            const float *save_mean, const float *save_invstd,
-                                            int N, int C, int HW)
+/* dx += ... (batchnorm_common.cuh; the sync-BN backward ends with it too) */
+void bn_backward_dx_launch(float *dx, const float *dout, const float *x, const float *gamma,
+                           const float *save_mean, const float *save_invstd, const float *coef,
+                           int C, int HW, int64_t n)
+{
+    backward_dx_launch<false>(dx, dout, x, NULL, gamma, save_mean, save_invstd, coef, C, HW, n);
+}
+
+/* The reduction, then (when dx is wanted) the elementwise pass: batchnorm_backward and, with dout
+ * NULL (dx holds it), batchnorm_backward_in_place. */
+static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, const float *x,
+                     const uint16_t *x_bf16, const float *gamma, const float *save_mean,
+                     const float *save_invstd, int N, int C, int HW)
 {
     const int64_t n = (int64_t)N * C * HW;
     if (n <= 0 || (!dx && !dgamma && !dbeta)) return;
+    const bool in_place = dout == NULL;
+    if (in_place) dout = dx;
     const bn_plan plan = make_bn_plan(N, C, HW);
     const int64_t blocks = C * plan.segments;
 
@@ -317,10 +357,39 @@ extern "C" void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbe
     float *coef = dx ? (float *)scratch : NULL;
     double *partial = plan.segments > 1 ? (double *)(scratch + coef_bytes) : NULL;
 
-    SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial,
-                    dgamma, dbeta, coef, dout, x, save_mean, save_invstd, C, HW, plan);
+    if (x)
+        SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel<bn_x_f32>, bn_reduce_grid(C, plan),
+                        BN_BLOCK, 0, partial, dgamma, dbeta, coef, dout, bn_x_f32{x}, save_mean,
+                        save_invstd, C, HW, plan);
+    else
+        SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel<bn_x_bf16>, bn_reduce_grid(C, plan),
+                        BN_BLOCK, 0, partial, dgamma, dbeta, coef, dout, bn_x_bf16{x_bf16},
+                        save_mean, save_invstd, C, HW, plan);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_backward_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
                         partial, dgamma, dbeta, coef, save_invstd, C, plan);
-    if (dx) bn_backward_dx_launch(dx, dout, x, gamma, save_mean, save_invstd, coef, C, HW, n);
+    if (!dx) return;
+    if (in_place)
+        backward_dx_launch<true>(dx, dout, x, x_bf16, gamma, save_mean, save_invstd, coef, C, HW,
+                                 n);
+    else
+        backward_dx_launch<false>(dx, dout, x, x_bf16, gamma, save_mean, save_invstd, coef, C, HW,
+                                  n);
+}
+
+extern "C" void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbeta,
+                                            const float *dout, const float *x, const float *gamma,
+                                            const float *save_mean, const float *save_invstd,
+                                            int N, int C, int HW)
+{
+    backward(dx, dgamma, dbeta, dout, x, NULL, gamma, save_mean, save_invstd, N, C, HW);
+}
+
+extern "C" void snn_batchnorm_backward_in_place_cuda(float *dx, float *dgamma, float *dbeta,
+                                                     const float *x, const uint16_t *x_bf16,
+                                                     const float *gamma, const float *save_mean,
+                                                     const float *save_invstd, int N, int C,
+                                                     int HW)
+{
+    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, N, C, HW);
 }

@@ -208,12 +208,26 @@ static __device__ void bn_merge_segments(const double *partial, int64_t c, bn_pl
     *M2_out = M2;
 }
 
+/* A batch-norm's input x as backward reads it: fp32 values (bn_x_f32), or a conv output kept
+ * as bfloat16 bits (bn_x_bf16, autograd/bf16_keep.c), read without a copy. */
+struct bn_x_f32 {
+    const float *p;
+    __device__ __forceinline__ float operator[](int64_t at) const { return p[at]; }
+};
+struct bn_x_bf16 {
+    const uint16_t *p;
+    __device__ __forceinline__ float operator[](int64_t at) const
+    {
+        return __uint_as_float((uint32_t)p[at] << 16); /* exact: bf16 is fp32's top half */
+    }
+};
+
 /* Sum dout and sum dout (x - mean) over segment s of channel c, in double; every thread of
- * the block gets them. */
-static __device__ void bn_segment_dy_sums(const float *dout, const float *x,
-                                          const float *save_mean, int c, int64_t s, int C,
-                                          int HW, bn_plan plan, double *sum_dy_out,
-                                          double *sum_dy_dev_out)
+ * the block gets them. X: a float pointer, bn_x_f32 or bn_x_bf16. */
+template <typename X>
+static __device__ void bn_segment_dy_sums(const float *dout, X x, const float *save_mean, int c,
+                                          int64_t s, int C, int HW, bn_plan plan,
+                                          double *sum_dy_out, double *sum_dy_dev_out)
 {
     const int64_t begin = s * plan.seg_len;
     const int64_t end = begin + plan.seg_len < plan.M ? begin + plan.seg_len : plan.M;

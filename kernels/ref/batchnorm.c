@@ -17,6 +17,8 @@
  * Training backward, through the batch statistics too (xhat = (x - mean) invstd):
  *   dbeta  += sum dout          dgamma += sum dout xhat
  *   dx     += gamma invstd (dout - (1/M) sum dout - xhat (1/M) sum dout xhat)
+ * In place (backward_in_place): dout is read from dx, whose values are then replaced by the
+ * last line's right side (added to 0); x may be bfloat16 bits instead.
  *
  * gamma, beta (affine = False) and the running statistics may be NULL; NULL gradients are
  * skipped. Sums and statistics are in double; the variance is a second pass over x - mean,
@@ -161,5 +163,40 @@ void snn_batchnorm_backward_ref(float *dx, float *dgamma, float *dbeta, const fl
         if (dx)
             snn_batchnorm_input_grad_ref(dx, dout, x, gamma, save_mean[c], save_invstd[c],
                                          sums[0], sums[1], (double)N * HW, c, N, C, HW);
+    }
+}
+
+/* x[i] of a batch-norm input kept as fp32 (x) or as bfloat16 (x_bf16, read where x is NULL) */
+static float input_value(const float *x, const uint16_t *x_bf16, int64_t i)
+{
+    return x ? x[i] : snn_bf16_value(x_bf16[i]);
+}
+
+void snn_batchnorm_backward_in_place_ref(float *dx, float *dgamma, float *dbeta, const float *x,
+                                         const uint16_t *x_bf16, const float *gamma,
+                                         const float *save_mean, const float *save_invstd, int N,
+                                         int C, int HW)
+{
+    for (int c = 0; c < C; c++) {
+        /* the sums of batchnorm_backward over dout (= dx, untouched yet) */
+        const double mean = (double)save_mean[c], invstd = (double)save_invstd[c];
+        double sum_dy = 0.0, sum_dy_dev = 0.0;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HW; i++) {
+                const int64_t at = plane_at(n, c, C, HW) + i;
+                sum_dy += (double)dx[at];
+                sum_dy_dev += (double)dx[at] * ((double)input_value(x, x_bf16, at) - mean);
+            }
+        if (dbeta) dbeta[c] += (float)sum_dy;
+        if (dgamma) dgamma[c] += (float)(sum_dy_dev * invstd);
+        /* then each value replaced, as snn_batchnorm_input_grad_ref adds it to 0 */
+        const double a = (gamma ? (double)gamma[c] : 1.0) * invstd;
+        const double sum_dy_xhat = sum_dy_dev * invstd, M = (double)N * HW;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HW; i++) {
+                const int64_t at = plane_at(n, c, C, HW) + i;
+                const double xhat = ((double)input_value(x, x_bf16, at) - mean) * invstd;
+                dx[at] = 0.0f + (float)(a * ((double)dx[at] - sum_dy / M - xhat * sum_dy_xhat / M));
+            }
     }
 }

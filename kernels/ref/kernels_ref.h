@@ -91,6 +91,10 @@ void snn_batchnorm_forward_eval_ref(float *out, const float *x, const float *gam
 void snn_batchnorm_backward_ref(float *dx, float *dgamma, float *dbeta, const float *dout,
                                 const float *x, const float *gamma, const float *save_mean,
                                 const float *save_invstd, int N, int C, int HW);
+void snn_batchnorm_backward_in_place_ref(float *dx, float *dgamma, float *dbeta, const float *x,
+                                         const uint16_t *x_bf16, const float *gamma,
+                                         const float *save_mean, const float *save_invstd, int N,
+                                         int C, int HW);
 
 /* batchnorm_sync.c */
 void snn_batchnorm_stats_ref(double *stats, const float *x, int N, int C, int HW);
