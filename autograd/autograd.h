@@ -78,6 +78,13 @@ snn_node *snn_tape_record(const char *op, snn_backward_fn backward, snn_tensor *
  * first use (OWNED grad for an OWNED tensor, STEP grad otherwise); NULL when t is NULL or does
  * not require grad. Views share their base's gradient layout, so a view gets its own buffer. */
 float *snn_grad_for(snn_tensor *t);
+/** For backward functions that write the whole of an input's gradient (the fused batch-norm ->
+ * neuron op writes dL/dX into it and replaces that by dL/dx, neurons/bn_neuron.c): t's first
+ * gradient buffer, from the step pool and not zero-filled, when t is a STEP tensor that needs a
+ * gradient and has none yet; the caller must write every element before anything reads it.
+ * NULL otherwise (t NULL, needing none, OWNED, or with a gradient already: add into
+ * snn_grad_for's buffer instead), and when memory runs out (reported to snn_backward). */
+float *snn_grad_unfilled(snn_tensor *t);
 /** For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);

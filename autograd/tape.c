@@ -74,6 +74,14 @@ static snn_tensor *pooled_zeros(const snn_tensor *t)
     return g;
 }
 
+float *snn_grad_unfilled(snn_tensor *t)
+{
+    if (!t || !t->requires_grad || t->grad || t->lifetime == SNN_OWNED) return NULL;
+    t->grad = snn_step_pooled_tensor("gradient", t->shape, t->device);
+    if (!t->grad) backward_failed = SNN_ERR_MEMORY;
+    return t->grad ? t->grad->data : NULL;
+}
+
 float *snn_grad_for(snn_tensor *t)
 {
     if (!t || !t->requires_grad) return NULL;

@@ -180,7 +180,13 @@ static void bn_neuron_backward(snn_node *node)
     snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
     snn_tensor *residual = node->inputs[3];
     if (!node->out->grad) return;
-    float *dx = snn_grad_for(x), *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
+    const snn_kernels *k = snn_kernels_for(x->device);
+    SNN_ASSERT(k);
+    /* x's first gradient (a conv output has no other reader) takes dL/dX, which the
+     * batch-norm's backward then replaces by dL/dx in place: no buffer of dL/dX's own */
+    float *dx_whole = k->batchnorm_backward_in_place ? snn_grad_unfilled(x) : NULL;
+    float *dx = dx_whole ? dx_whole : snn_grad_for(x);
+    float *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
     float *dresidual = snn_grad_for(residual);
     if (!dx && !dgamma && !dbeta && !dresidual && !sv->v_state) return;
     /* the carry op's V_init is its layer's state: still there unless the layer reset or freed
@@ -193,11 +199,10 @@ static void bn_neuron_backward(snn_node *node)
         snn_backward_fail(SNN_ERR_STATE);
         return;
     }
-    const snn_kernels *k = snn_kernels_for(x->device);
-    SNN_ASSERT(k);
     const int64_t n = x->numel;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
-    float *dX = snn_step_alloc(fn, (size_t)n * sizeof(float), x->device); /* x's shape dL/dX */
+    float *dX = dx_whole ? dx_whole /* x's shape dL/dX */
+                         : snn_step_alloc(fn, (size_t)n * sizeof(float), x->device);
     if (!dX) {
         snn_backward_out_of_memory();
         return;
@@ -212,7 +217,11 @@ static void bn_neuron_backward(snn_node *node)
     if (pending >= 0) pending_remove(pending); /* V_last is in the state now */
     /* the batch-norm's backward over the images it normalised: T N, or N repeated */
     const int64_t images = sv->x_repeated ? sv->dims.N : sv->dims.T * sv->dims.N;
-    if (dx || dgamma || dbeta)
+    if (dx_whole)
+        k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, in.x, NULL, gamma->data,
+                                       sv->mean, sv->invstd, (int)images, (int)sv->dims.C,
+                                       (int)sv->dims.plane);
+    else if (dx || dgamma || dbeta)
         k->batchnorm_backward(dx, dgamma, dbeta, dX, in.x, gamma->data, sv->mean, sv->invstd,
                               (int)images, (int)sv->dims.C, (int)sv->dims.plane);
     snn_step_scratch_release(x->device, mark);
