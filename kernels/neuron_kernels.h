@@ -101,7 +101,10 @@ typedef void (*snn_alif_backward_fn)(float *dx, float *dv_init, float *da_init,
  * to float), then the add of elementwise.c / .cu: the bits of the separate ops. With stats NULL
  * there is no batch-norm: X = x + residual (snn_neuron_multistep_residual). */
 typedef struct snn_neuron_bn_input {
-    const float *x;                   /* (T, M) the batch-norm's input */
+    const float *x;                   /* (T, M) the batch-norm's input, or NULL: x_bf16 */
+    const uint16_t *x_bf16;           /* (T, M) x as bfloat16 bits, read where x is NULL (a
+                                       * conv output kept as bf16, autograd/bf16_keep.c: the
+                                       * kernels read it as it is, no fp32 copy) */
     const double *stats;              /* (C, 3) (count, mean, M2) from batchnorm_stats_merge, or
                                        * NULL: no batch-norm (then invstd, gamma, beta unused) */
     const float *invstd;              /* (C) */

@@ -25,10 +25,14 @@
  * CUDA's backward from 17 to SNN_NEURON_BN_BACKWARD_MAX_T steps
  * (lif_bn_backward_chunked_kernel, lif.cu), whose gradients equal them to rounding.
  *
- * Backward scratch: dL/dX, 4 B per element and step, from the step arena, given back when the
- * node's backward ends. On CUDA (lif_bn_backward, T <= 64) the recompute and the BPTT are one
- * kernel that keeps H in registers; the CPU, or a longer run, writes H to scratch too (4 B
- * more) and runs lif_bn_forward, lif_backward and axpy.
+ * Backward memory. dL/dX, 4 B per element and step, goes into x's gradient, which x (a conv's
+ * output, with no other reader) has not had yet: the batch-norm's backward then replaces it by
+ * dL/dx in place (batchnorm_backward_in_place), so dL/dX needs no buffer of its own (else it
+ * is scratch from the step arena, given back when the node's backward ends). x is read as the
+ * model kept it: floats, or a conv output's bf16 bits (autograd/bf16_keep.c), never unpacked.
+ * On CUDA (lif_bn_backward, T <= 64) the recompute and the BPTT are one kernel that keeps H in
+ * registers; the CPU, or a longer run, writes H to scratch (4 B per element and step) and runs
+ * lif_bn_forward, lif_backward and axpy.
  *
  * Without the fused kernel. A neuron table may lack lif_bn_forward: the reference table has
  * none (kernels/ref/neuron_table.c), the fusion being an optimisation. Every op here then runs
@@ -154,19 +158,21 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
     return true;
 }
 
-/* What a backward reads of the op's input x and residual (into in->x, in->residual,
- * in->residual_bits): a shortcut of spikes the model kept as bits (spike_pack.c) as bits, which
- * both paths' kernels read (lif_bn_backward, lif_bn_forward); x, a conv's output the model may
- * have kept as bf16 (autograd/bf16_keep.c), and a float residual through snn_saved_values
- * (scratch after the caller's mark). False, reported, when memory runs out. */
+/* What a backward reads of the op's input x and residual (into in->x or in->x_bf16,
+ * in->residual, in->residual_bits): x as the model kept it, a conv's output as bf16
+ * (autograd/bf16_keep.c) or as floats, and a shortcut of spikes kept as bits (spike_pack.c) as
+ * bits, which both paths' kernels read (lif_bn_backward, lif_bn_forward,
+ * batchnorm_backward_in_place); a float residual through snn_saved_values (scratch after the
+ * caller's mark). False, reported, when memory runs out. */
 static bool read_saved_inputs(const char *fn, const snn_tensor *x, const snn_tensor *residual,
                               snn_neuron_bn_input *in)
 {
     const bool bits = residual && !residual->data && residual->spike_bits;
-    in->x = snn_saved_values(fn, x);
+    in->x_bf16 = !x->data && x->bf16 ? x->bf16 : NULL;
+    in->x = in->x_bf16 ? NULL : snn_saved_values(fn, x);
     in->residual = residual && !bits ? snn_saved_values(fn, residual) : NULL;
     in->residual_bits = bits ? residual->spike_bits : NULL;
-    if (!in->x || (residual && !bits && !in->residual)) {
+    if ((!in->x && !in->x_bf16) || (residual && !bits && !in->residual)) {
         snn_backward_out_of_memory();
         return false;
     }
@@ -208,8 +214,9 @@ static void bn_neuron_backward(snn_node *node)
         return;
     }
     /* the carry op's state: H recomputed from V_init, then V_last left in its place */
-    snn_neuron_bn_input in = {NULL, sv->stats, sv->invstd, gamma->data, beta->data, NULL, NULL,
-                              sv->v_state, sv->v_state, NULL, NULL, sv->x_repeated};
+    snn_neuron_bn_input in = {.stats = sv->stats, .invstd = sv->invstd, .gamma = gamma->data,
+                              .beta = beta->data, .v_init = sv->v_state, .v_last = sv->v_state,
+                              .x_repeated = sv->x_repeated};
     if (!read_saved_inputs(fn, x, residual, &in)) return;
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
@@ -217,13 +224,19 @@ static void bn_neuron_backward(snn_node *node)
     if (pending >= 0) pending_remove(pending); /* V_last is in the state now */
     /* the batch-norm's backward over the images it normalised: T N, or N repeated */
     const int64_t images = sv->x_repeated ? sv->dims.N : sv->dims.T * sv->dims.N;
-    if (dx_whole)
-        k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, in.x, NULL, gamma->data,
+    if (dx_whole) {
+        k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, in.x, in.x_bf16, gamma->data,
                                        sv->mean, sv->invstd, (int)images, (int)sv->dims.C,
                                        (int)sv->dims.plane);
-    else if (dx || dgamma || dbeta)
-        k->batchnorm_backward(dx, dgamma, dbeta, dX, in.x, gamma->data, sv->mean, sv->invstd,
+    } else if (dx || dgamma || dbeta) { /* it reads x as floats */
+        const float *xv = in.x ? in.x : snn_saved_values(fn, x);
+        if (!xv) {
+            snn_backward_out_of_memory();
+            return;
+        }
+        k->batchnorm_backward(dx, dgamma, dbeta, dX, xv, gamma->data, sv->mean, sv->invstd,
                               (int)images, (int)sv->dims.C, (int)sv->dims.plane);
+    }
     snn_step_scratch_release(x->device, mark);
 }
 
@@ -414,11 +427,12 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
 
     /* the state: read as it is overwritten (v_last may alias v_init: the kernels read each
      * element's V_init before they write its V_last) */
-    const snn_neuron_bn_input in = {x->data, merged, invstd, gamma->data, beta->data,
-                                    residual ? residual->data : NULL, NULL,
-                                    st ? st->v_in->data : NULL,
-                                    st && !deferred ? st->v_last->data : NULL, NULL, NULL,
-                                    repeat > 0};
+    const snn_neuron_bn_input in = {.x = x->data, .stats = merged, .invstd = invstd,
+                                    .gamma = gamma->data, .beta = beta->data,
+                                    .residual = residual ? residual->data : NULL,
+                                    .v_init = st ? st->v_in->data : NULL,
+                                    .v_last = st && !deferred ? st->v_last->data : NULL,
+                                    .x_repeated = repeat > 0};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
     const bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL,
@@ -466,8 +480,7 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
     snn_tensor *act = spike && activity ? snn_neuron_activity_new(fn, &d, x->device) : NULL;
     if (!spike || (activity && !act)) return NULL;
     if (x->numel > 0) {
-        const snn_neuron_bn_input in = {x->data, NULL, NULL, NULL, NULL, residual->data, NULL,
-                                        NULL, NULL, NULL, NULL, false};
+        const snn_neuron_bn_input in = {.x = x->data, .residual = residual->data};
         nk->lif_bn_forward(spike->data, NULL, NULL, act ? act->data : NULL, &in, &p, &d);
     } else if (act && snn_tensor_fill(act, 0.0f) != SNN_OK) {
         return NULL;
@@ -542,9 +555,10 @@ static void state_neuron_backward(snn_node *node)
         snn_backward_out_of_memory();
         return;
     }
-    snn_neuron_bn_input in = {NULL, sv->bn.stats, sv->bn.invstd, sv->gamma->data, sv->beta->data,
-                              NULL, NULL, sv->v_init, NULL, dv_last ? dv_last->data : NULL,
-                              dv_init, false};
+    snn_neuron_bn_input in = {.stats = sv->bn.stats, .invstd = sv->bn.invstd,
+                              .gamma = sv->gamma->data, .beta = sv->beta->data,
+                              .v_init = sv->v_init, .dv_last = dv_last ? dv_last->data : NULL,
+                              .dv_init = dv_init};
     if (!read_saved_inputs(fn, sv->x, residual, &in)) return;
     if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
                               dspike ? dspike->data : NULL, sv->spikes))

@@ -253,14 +253,14 @@ static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config 
     snn_walk_alloc(w, channels), snn_walk_alloc(w, channels);   /* mean, 1 / std */
     /* backward: dL/dX (in's shape) in in's gradient, which the batch-norm's backward then
      * replaces in place (else in scratch), and H where the device has no one-pass kernel
-     * (which then reads the spikes, unpacked if they are bits by then; the kernels read a
-     * packed residual as bits). The repeated stem fuses only with a one-pass kernel (its
-     * rule). */
+     * (which then reads the spikes, unpacked if they are bits by then). The kernels read in
+     * as it was kept (floats or bf16) and a packed residual as bits. The repeated stem fuses
+     * only with a one-pass kernel (its rule). */
     SNN_ASSERT(in_numel == numel || w->one_pass_backward);
-    double scratch = w->k && w->k->batchnorm_backward_in_place
-                         ? 0.0 : snn_walk_round_up(4.0 * in_numel, w->align);
+    const bool in_place = w->k && w->k->batchnorm_backward_in_place;
+    double scratch = in_place ? 0.0 : snn_walk_round_up(4.0 * in_numel, w->align);
     if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
-    snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in);
+    snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
     snn_walk_bf16_done(w, in);
     return out;
 }

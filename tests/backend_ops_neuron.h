@@ -46,6 +46,7 @@ typedef struct neuron_params {
     bool bn;            /* lif_bn: a batch-norm in front (else X = x + residual) */
     int outputs;        /* lif_bn_forward: bit 0 spike, 1 spike_bits, 2 h_seq, 3 activity */
     bool repeated;      /* lif_bn: x (and backward's dX) one step, read at every step */
+    bool x_bf16;        /* lif_bn: x rounded to bf16 and given to the kernel as its bits */
 } neuron_params;
 
 static int64_t neuron_step(const neuron_params *p) { return snn_neuron_dims_step(&p->d); }

@@ -29,6 +29,10 @@
  * The repeated stem (x_repeated, snn_batchnorm_neuron_repeat): x is one step (M), the
  * reference normalises it once and repeats it over T; backward's dX is (M), the reference's
  * per-step dX added from 0 in step order, as the repeat's backward does.
+ *
+ * x kept as bf16 (x_bf16: a third of the cases): x's values are rounded to bf16, the reference
+ * reads them as floats and the device's kernel reads their bits (in.x NULL), so the two must
+ * agree as closely as with floats.
  */
 
 BO_HAS_NEURON(lif_bn_forward)
@@ -47,7 +51,11 @@ static void bn_input_setup(bo_case *c, const neuron_params *p)
     const int64_t n = neuron_numel(p);
     const bn_params bp = {(int)((p->repeated ? 1 : p->d.T) * p->d.N), (int)p->d.C,
                           (int)p->d.plane, true, false, 0.5f, 0, 1, false};
-    const int x = bo_in_normal(c, "x", p->repeated ? neuron_step(p) : n, 0.5f, 1.0f);
+    const int64_t x_numel = p->repeated ? neuron_step(p) : n;
+    const int x = bo_in_normal(c, "x", x_numel, 0.5f, 1.0f);
+    float *xv = bo_f32(c, x);
+    for (int64_t e = 0; p->x_bf16 && e < x_numel; e++) /* the values kept as bf16 */
+        xv[e] = snn_bf16_value(snn_bf16_bits(xv[e]));
     if (p->bn) {
         const int stats = bo_buffer(c, "stats", BO_F64, BO_IN, BO_EXACT, 3 * p->d.C);
         const int invstd = bo_in_uniform(c, "invstd", p->d.C, 0.0f, 0.0f);
@@ -68,6 +76,27 @@ static void bn_input_setup(bo_case *c, const neuron_params *p)
     }
 }
 
+/* With x_bf16, the last buffer: x's bits as bf16 (x, buffer `x`, holds their values: the
+ * reference reads those); the device's kernel gets these with in.x NULL (bn_input_x). */
+static void bn_x_bf16_setup(bo_case *c, const neuron_params *p, int x)
+{
+    if (!p->x_bf16) return;
+    const int64_t x_numel = p->repeated ? neuron_step(p) : neuron_numel(p);
+    const int w = bo_buffer(c, "x_bf16", BO_U32, BO_IN, BO_EXACT, (x_numel + 1) / 2);
+    uint16_t *bits = c->buf[w].init;
+    const float *v = bo_f32(c, x);
+    for (int64_t e = 0; e < x_numel; e++) bits[e] = snn_bf16_bits(v[e]);
+}
+
+/* A device side's x: the bf16 bits where the case gives them */
+static void bn_input_x(const bo_case *c, const bo_side *s, const neuron_params *p,
+                       snn_neuron_bn_input *in)
+{
+    if (!p->x_bf16 || s->is_ref) return;
+    in->x = NULL;
+    in->x_bf16 = s->arg[c->nbuf - 1];
+}
+
 /* Whether a case carries the membrane state (the file comment). */
 static bool bn_carries(const neuron_params *p)
 {
@@ -78,12 +107,13 @@ static bool bn_carries(const neuron_params *p)
  * state's fields stay NULL for the caller to set. */
 static snn_neuron_bn_input bn_input_of(const neuron_params *p, void *const *a, int first)
 {
-    const snn_neuron_bn_input in = {a[first], p->bn ? a[first + 1] : NULL,
-                                    p->bn ? a[first + 2] : NULL, p->bn ? a[first + 3] : NULL,
-                                    p->bn ? a[first + 4] : NULL,
-                                    p->residual == 1 ? a[first + 5] : NULL,
-                                    p->residual == 2 ? a[first + 6] : NULL,
-                                    NULL, NULL, NULL, NULL, p->repeated};
+    const snn_neuron_bn_input in = {.x = a[first], .stats = p->bn ? a[first + 1] : NULL,
+                                    .invstd = p->bn ? a[first + 2] : NULL,
+                                    .gamma = p->bn ? a[first + 3] : NULL,
+                                    .beta = p->bn ? a[first + 4] : NULL,
+                                    .residual = p->residual == 1 ? a[first + 5] : NULL,
+                                    .residual_bits = p->residual == 2 ? a[first + 6] : NULL,
+                                    .x_repeated = p->repeated};
     return in;
 }
 
@@ -167,6 +197,7 @@ static void lif_bn_fwd_setup(bo_case *c)
     } else {
         bo_unused(c, "v_init"), bo_unused(c, "v_last");
     }
+    bn_x_bf16_setup(c, p, 5);
 }
 
 static bool lif_bn_fwd_run(const bo_case *c, bo_side *s)
@@ -178,6 +209,7 @@ static bool lif_bn_fwd_run(const bo_case *c, bo_side *s)
     uint32_t *bits = p->outputs & 2 ? a[1] : NULL;
     float *act = p->outputs & 8 ? a[3] : NULL;
     snn_neuron_bn_input in = bn_input_of(p, a, 5);
+    bn_input_x(c, s, p, &in);
     if (bn_carries(p)) in.v_init = a[12], in.v_last = p->variant == NV_ALIAS ? a[12] : a[13];
     if (!s->is_ref) {
         s->nk->lif_bn_forward(spike, bits, h, act, &in, &q, &p->d);
@@ -311,6 +343,7 @@ static void lif_bn_bwd_setup(bo_case *c)
     }
     if (p->variant == NV_STATE) bo_out(c, "v_last", BO_F32, m, BO_CUSTOM);
     else bo_unused(c, "v_last");
+    bn_x_bf16_setup(c, p, 4);
 }
 
 static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
@@ -319,6 +352,7 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     const snn_neuron_params q = snn_neuron_params_from(&p->cfg);
     void **a = s->arg;
     snn_neuron_bn_input in = bn_input_of(p, a, 4);
+    bn_input_x(c, s, p, &in);
     if (bn_carries(p)) in.v_init = a[11], in.dv_last = a[12], in.dv_init = a[13];
     if (p->variant == NV_STATE) in.v_last = a[14];
     float *dres = p->residual ? a[1] : NULL;
@@ -422,16 +456,17 @@ static void bo_neuron_bn_cases(bo_list *l)
                     /* a carried state on some: read and written apart, or in place */
                     const neuron_variant state[3] = {NV_PLAIN, NV_STATE, NV_ALIAS};
                     p.variant = state[(s + (size_t)variant + (size_t)kind) % 3];
+                    p.x_bf16 = (s + (size_t)variant + (size_t)soft) % 3 == 0;
                     char name[96];
                     neuron_test_name(name, sizeof name, &cfg);
                     const snn_neuron_dims *d = &p.d;
                     bo_add(l, &op_lif_bn_forward, &p, sizeof p,
-                           "%s (%lld, %lld, %lld, %lld) %s%s, out %s%s%s%s%s", name,
+                           "%s (%lld, %lld, %lld, %lld) %s%s%s, out %s%s%s%s%s", name,
                            (long long)d->T, (long long)d->N, (long long)d->C,
-                           (long long)d->plane, p.bn ? "bn" : "x", residuals[p.residual],
-                           p.outputs & 1 ? "S" : "", p.outputs & 2 ? " bits" : "",
-                           p.outputs & 4 ? " H" : "", p.outputs & 8 ? " activity" : "",
-                           variant_names[p.variant]);
+                           (long long)d->plane, p.bn ? "bn" : "x", p.x_bf16 ? " (bf16)" : "",
+                           residuals[p.residual], p.outputs & 1 ? "S" : "",
+                           p.outputs & 2 ? " bits" : "", p.outputs & 4 ? " H" : "",
+                           p.outputs & 8 ? " activity" : "", variant_names[p.variant]);
                 }
     /* lif_bn_backward: T over the CUDA kernel's three specialisations (T <= 4, 8, 16) and
      * the 16-step one's chunks (17: two, 40: three, the last one short), every surrogate,
@@ -454,11 +489,12 @@ static void bo_neuron_bn_cases(bo_list *l)
                 /* no state; the state with dS and dV_last both; dV_last alone (dS NULL) */
                 const neuron_variant state[3] = {NV_PLAIN, NV_STATE, NV_ALIAS};
                 p.variant = state[(t + (size_t)sg + (size_t)variant) % 3];
+                p.x_bf16 = (t + (size_t)sg + (size_t)variant) % 2 == 0;
                 char name[96];
                 neuron_test_name(name, sizeof name, &cfg);
                 bo_add(l, &op_lif_bn_backward, &p, sizeof p,
-                       "%s (%lld, 3, 5, %lld) bn%s%s", name, (long long)p.d.T,
-                       (long long)p.d.plane, residuals[p.residual],
+                       "%s (%lld, 3, 5, %lld) bn%s%s%s", name, (long long)p.d.T,
+                       (long long)p.d.plane, p.x_bf16 ? " (x bf16)" : "", residuals[p.residual],
                        variant_names_bwd[p.variant]);
             }
     /* the repeated stem: x one step, no residual, no state; forward T over the CUDA kernel's
@@ -476,14 +512,17 @@ static void bo_neuron_bn_cases(bo_list *l)
             p.cfg = cfg, p.d = repeated_shapes[s];
             p.bn = true, p.repeated = true;
             p.outputs = s % 2 ? 15 : 11;
+            p.x_bf16 = (s + (size_t)kind) % 2 == 1;
             char name[96];
             neuron_test_name(name, sizeof name, &cfg);
             const snn_neuron_dims *d = &p.d;
-            bo_add(l, &op_lif_bn_forward, &p, sizeof p, "%s (%lld, %lld, %lld, %lld) bn repeated",
-                   name, (long long)d->T, (long long)d->N, (long long)d->C, (long long)d->plane);
+            const char *bf16 = p.x_bf16 ? " (x bf16)" : "";
+            bo_add(l, &op_lif_bn_forward, &p, sizeof p,
+                   "%s (%lld, %lld, %lld, %lld) bn repeated%s", name, (long long)d->T,
+                   (long long)d->N, (long long)d->C, (long long)d->plane, bf16);
             if (d->T <= SNN_NEURON_BN_BACKWARD_MAX_T)
                 bo_add(l, &op_lif_bn_backward, &p, sizeof p,
-                       "%s (%lld, %lld, %lld, %lld) bn repeated", name, (long long)d->T,
-                       (long long)d->N, (long long)d->C, (long long)d->plane);
+                       "%s (%lld, %lld, %lld, %lld) bn repeated%s", name, (long long)d->T,
+                       (long long)d->N, (long long)d->C, (long long)d->plane, bf16);
         }
 }

@@ -335,8 +335,8 @@ static void check_bf16_refusals(snn_device dev)
 /* A training step of small ResNets with conv outputs kept as bf16 and without, fused and not:
  * with the conv weights and the input quantized so that every conv output is a bf16 number
  * already, the two give the same loss, gradients and running statistics bit for bit (backward
- * reads the bf16 copies unpacked); without, the rounding shows, and stays within bf16's
- * precision. */
+ * reads the bf16 copies: the fused ops' kernels their bits, the plain batch-norm them
+ * unpacked); without, the rounding shows, and stays within bf16's precision. */
 static void check_models_bf16_kept(snn_device dev, int time_steps)
 {
     const snn_model_kind kinds[2] = {SNN_MODEL_RESNET18, SNN_MODEL_SEW_RESNET18};

@@ -28,6 +28,7 @@
 #include "cpu_threads.h"
 #include "tensor/error.h"
 #include "kernels_cpu.h"
+#include "kernels/ref/kernels_ref.h"
 
 /* Specialisation. The equations branch on the kind, the reset mode, decay_input and the
  * surrogate. Those are the same for every element, but a compiler will not hoist a handful of
@@ -85,11 +86,13 @@ static void bn_chunk_make(bn_chunk *b, const lif_forward_args *a, int64_t e0, in
 static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args *a, int64_t t,
                            int64_t e0, int64_t n)
 {
-    const float *xt = a->bn->x + (a->bn->x_repeated ? 0 : t) * a->M + e0; /* (n) */
+    const int64_t at = (a->bn->x_repeated ? 0 : t) * a->M + e0;
+    const float *xt = a->bn->x ? a->bn->x + at : xb; /* (n) */
+    if (!a->bn->x) snn_unpack_bf16_ref(xb, a->bn->x_bf16 + at, n); /* kept as bf16: exact */
     if (a->bn->stats)
         for (int64_t i = 0; i < n; i++)
             xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
-    else
+    else if (xt != xb)
         memcpy(xb, xt, (size_t)n * sizeof *xb);
     if (a->bn->residual) {
         const float *rt = a->bn->residual + t * a->M + e0; /* (n) */

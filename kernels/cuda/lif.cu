@@ -14,10 +14,11 @@
  *
  * Memory traffic per element per step (V never leaves the register file):
  *   forward   read X 4 B, write S 4 B, write H 4 B in grad mode: 12 B (8 B without H)
- *   bn forward (snn_batchnorm_neuron) read x 4 B (and the residual 4 B), write S 4 B (and,
- *             for a tape, S as bits: 1/8 B); its recompute in backward: read x (and the
- *             residual), write H. A residual of spikes kept as bits reads 1/8 B, not 4. The
- *             repeated stem (x_repeated) reads x once per element and STEPS steps
+ *   bn forward (snn_batchnorm_neuron) read x 4 B (2 B where kept as bf16; and the residual
+ *             4 B), write S 4 B (and, for a tape, S as bits: 1/8 B); its recompute in
+ *             backward: read x (and the residual), write H. A residual of spikes kept as bits
+ *             reads 1/8 B, not 4. The repeated stem (x_repeated) reads x once per element and
+ *             STEPS steps
  *   backward  read dS 4 B and H 4 B, read + write dX 8 B: 16 B (PLIF also reads X, and
  *             H[t-1] once per BSTEPS steps: ~22 B)
  *   plus, once per element, V_init / V_last / dV_init when given.
@@ -59,6 +60,13 @@ static __device__ __forceinline__ float residual_at(const snn_neuron_bn_input &b
     if (bn.residual) return bn.residual[e];
     if (bn.residual_bits) return (float)((bn.residual_bits[e >> 5] >> (e & 31)) & 1u);
     return 0.0f;
+}
+
+/* Element e of the batch-norm's input x: bn.x, or (bn.x NULL) bn.x_bf16's bits as fp32 (exact:
+ * a bf16 is the top half of an fp32). A conv output kept as bf16 is read as it is, 2 B. */
+static __device__ __forceinline__ float x_at(const snn_neuron_bn_input &bn, int64_t e)
+{
+    return bn.x ? bn.x[e] : __uint_as_float((uint32_t)bn.x_bf16[e] << 16);
 }
 
 /* X = (x - mean) scale + shift: batchnorm_sync.cu's normalise, the double mean rounded to float */
@@ -125,10 +133,18 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
 #pragma unroll
             for (int j = 0; j < E; j++) {
                 const int64_t i = base + (int64_t)j * BLOCK;
-                const float x0 = i < M ? bn.x[i] : 0.0f;
+                const float x0 = i < M ? x_at(bn, i) : 0.0f;
 #pragma unroll
                 for (int u = 0; u < STEPS; u++) xv[u][j] = x0;
             }
+        else if (BN && !bn.x) /* x kept as bf16 */
+#pragma unroll
+            for (int u = 0; u < STEPS; u++)
+#pragma unroll
+                for (int j = 0; j < E; j++) {
+                    const int64_t i = base + (int64_t)j * BLOCK;
+                    xv[u][j] = t0 + u < T && i < M ? x_at(bn, (t0 + u) * M + i) : 0.0f;
+                }
         else
             snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
         if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
@@ -327,7 +343,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
         for (int j = 0; j < E; j++) {
             const int64_t i = base + (int64_t)j * BLOCK;
             const bool ok = t < T && i < M;
-            xv[t][j] = ok ? bn.x[(bn.x_repeated ? 0 : t) * M + i] : 0.0f;
+            xv[t][j] = ok ? x_at(bn, (bn.x_repeated ? 0 : t) * M + i) : 0.0f;
             rv[t][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
             gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
             dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
@@ -422,7 +438,7 @@ lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
             float xs[CHUNK], rs[CHUNK];
 #pragma unroll
             for (int u = 0; u < CHUNK; u++) {
-                xs[u] = bn.x[(s0 + u) * x_step + i];
+                xs[u] = x_at(bn, (s0 + u) * x_step + i);
                 rs[u] = with_residual ? residual_at(bn, (s0 + u) * M + i) : 0.0f;
             }
 #pragma unroll
@@ -438,7 +454,7 @@ lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
 #pragma unroll
             for (int u = 0; u < CHUNK; u++) {
                 const int64_t t = t0 + u;
-                xv[u] = t < T ? bn.x[t * x_step + i] : 0.0f;
+                xv[u] = t < T ? x_at(bn, t * x_step + i) : 0.0f;
                 rv[u] = t < T && with_residual ? residual_at(bn, t * M + i) : 0.0f;
             }
 #pragma unroll
