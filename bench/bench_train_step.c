@@ -196,9 +196,25 @@ static int by_bytes_descending(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* A table of what the step arena holds, by op, largest first. */
+static void print_memory_table(memory_table *table, int batch, const char *when)
+{
+    qsort(table->rows, (size_t)table->n, sizeof table->rows[0], by_bytes_descending);
+    size_t held = 0;
+    for (int i = 0; i < table->n; i++) held += table->rows[i].bytes;
+    printf("\nmemory held %s, batch %d, by the op that allocated it\n", when, batch);
+    printf("| allocated by | tensors | MB | MB / image | share |\n|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < table->n; i++)
+        printf("| %s | %d | %.1f | %.2f | %.1f%% |\n", table->rows[i].fn, table->rows[i].count,
+               table->rows[i].bytes / 1e6, table->rows[i].bytes / 1e6 / batch,
+               100.0 * (double)table->rows[i].bytes / (double)(held ? held : 1));
+    printf("| step arena, in all | | %.1f | %.2f | |\n", held / 1e6, held / 1e6 / batch);
+}
+
 /* One training step with the arena's memory profile on: what the step holds just before it
- * ends (the activations the backward pass saved, by the op that saved them), the step arena's
- * high-water mark, and the gradient pool's. With --train-mode sltt, one time step of the
+ * ends (the activations the backward pass saved, by the op that saved them), what it held
+ * when the arena peaked (those, and the scratch of the op that made the peak), the step
+ * arena's high-water mark, and the gradient pool's. With --train-mode sltt, one time step of the
  * online step instead (T = 1, the state carried as a constant, as app/train_online.c runs
  * it): what its backward reads, taken where that step peaks, after the loss. */
 static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_device device, int batch,
@@ -239,20 +255,13 @@ static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_devi
     } else {
         high_water = snn_arena_profile_report(device, collect_row, &table);
     }
+    memory_table at_peak = {.n = 0}; /* what the arena held when it reached its high-water */
+    snn_arena_profile_report_high_water(device, collect_row, &at_peak);
     snn_step_end();
     snn_arena_profile(false);
-    qsort(table.rows, (size_t)table.n, sizeof table.rows[0], by_bytes_descending);
-    size_t held = 0;
-    for (int i = 0; i < table.n; i++) held += table.rows[i].bytes;
-    printf("\nmemory held %s, batch %d, by the op that allocated it\n",
-           online ? "before the backward of one time step of the online step"
-                  : "at the end of one training step", batch);
-    printf("| allocated by | tensors | MB | MB / image | share |\n|---|---:|---:|---:|---:|\n");
-    for (int i = 0; i < table.n; i++)
-        printf("| %s | %d | %.1f | %.2f | %.1f%% |\n", table.rows[i].fn, table.rows[i].count,
-               table.rows[i].bytes / 1e6, table.rows[i].bytes / 1e6 / batch,
-               100.0 * (double)table.rows[i].bytes / (double)(held ? held : 1));
-    printf("| step arena, in all | | %.1f | %.2f | |\n", held / 1e6, held / 1e6 / batch);
+    print_memory_table(&table, batch, online ? "before the backward of one time step of the "
+                                               "online step" : "at the end of one training step");
+    print_memory_table(&at_peak, batch, "when the step arena reached its high-water");
     printf("step arena high-water %.1f MB; gradient pool high-water %.1f MB (reserved %.1f MB)\n\n",
            high_water / 1e6, snn_step_pool_peak_bytes(device) / 1e6,
            snn_step_pool_reserved_bytes(device) / 1e6);

@@ -80,11 +80,16 @@ void snn_step_pool_release_all(void);
  * every allocation it makes (the name the op passed, the bytes); scratch given back is dropped
  * from the record. snn_arena_profile_report() calls `row` once per name with what is held now
  * (call it before snn_step_end) and returns the device arena's high-water mark since the
- * profile began. snn_shutdown() turns it off. */
+ * profile began; snn_arena_profile_report_high_water() the same of what was held when that mark
+ * was reached (where a step's memory peaks, and why). snn_shutdown() turns it off. */
 void snn_arena_profile(bool on);
 size_t snn_arena_profile_report(snn_device device,
                                 void (*row)(const char *fn, size_t bytes, int count, void *ctx),
                                 void *ctx);
+size_t snn_arena_profile_report_high_water(snn_device device,
+                                           void (*row)(const char *fn, size_t bytes, int count,
+                                                       void *ctx),
+                                           void *ctx);
 /* The profiler's side of the arena (arena.c calls these only while snn_arena_profiling is
  * on): `bytes` handed out at place `at`, after which `in_use` bytes of the device are in use;
  * and everything at or after `at` given back. */
