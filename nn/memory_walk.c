@@ -155,8 +155,7 @@ int snn_walk_view(snn_walk *w, double numel, int in)
 }
 
 /* A copy of the step pool's policy (tensor/step_pool.c): blocks rounded to 256 bytes, the
- * smallest free block of at most four times the size asked for, else a new block as large as
- * the largest block within that bound. */
+ * smallest free block of at most four times the size asked for, else a new block. */
 typedef struct pool_copy {
     double size[WALK_MAX_NODES + 2 * WALK_MAX_STATES];
     bool busy[WALK_MAX_NODES + 2 * WALK_MAX_STATES];
@@ -174,12 +173,9 @@ static int pool_take(pool_copy *p, double numel)
             best = b;
     if (best < 0) {
         SNN_ASSERT(p->blocks < WALK_MAX_NODES + 2 * WALK_MAX_STATES);
-        double make = need;
-        for (int b = 0; b < p->blocks; b++)
-            if (p->size[b] > make && p->size[b] <= 4.0 * need) make = p->size[b];
         best = p->blocks++;
-        p->size[best] = make;
-        p->reserved += make;
+        p->size[best] = need;
+        p->reserved += need;
     }
     p->busy[best] = true;
     return best;

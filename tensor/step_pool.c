@@ -17,17 +17,8 @@
  * stage's blocks serve the next two). The bound was twice until 2026-11: four reserves less
  * (ResNet-18, CPU, batch 8, --keep-bf16: BPTT at T = 4, 16.7 -> 16.3 MB per image; an online
  * step, 6.0 -> 5.9), and without a bound the checkpointed steps' replay in nn/memory_walk.c
- * no longer bounds what they hold.
- * A new block is made as large as the largest block the pool has within that bound (at most
- * four times the request): a small gradient that finds every block busy (a stage's gradients
- * in backward, while the larger blocks the forward made hold the next stage's) would
- * otherwise get a block of its own size, which the larger gradients after it cannot use, and
- * they then make more. ResNet-18, CPU, batch 4 and 8, T = 4, with the spikes kept as bits as
- * soon as their last reader has run (nn/model_resnet.c): 18.6 / 18.8 -> 17.8 / 18.0 MB per
- * image, and with --keep-bf16 13.3 / 13.6 -> 13.6 / 14.0 (one rule for both, the better one
- * overall).
- * A block taken inside a step and not given back is given back when that step ends, so the
- * step's "nothing outlives it" rule still holds. Device memory given
+ * no longer bounds what they hold. A block taken inside a step and not given back is given back when
+ * that step ends, so the step's "nothing outlives it" rule still holds. Device memory given
  * back here may still be read by queued kernels: the one CUDA stream orders them before any
  * kernel of the next user, as for the arena.
  */
@@ -76,13 +67,9 @@ void *snn_step_pool_alloc(const char *fn, size_t bytes, snn_device device)
             pl->blocks = grown;
             pl->capacity = capacity;
         }
-        size_t make = need; /* the largest block size within the bound (the file comment) */
-        for (int i = 0; i < pl->count; i++)
-            if (pl->blocks[i].size > make && pl->blocks[i].size <= 4 * need)
-                make = pl->blocks[i].size;
-        void *p = snn_alloc(make, device);
+        void *p = snn_alloc(need, device);
         if (!p) goto out_of_memory;
-        pl->blocks[pl->count] = (pool_block){p, make, 0};
+        pl->blocks[pl->count] = (pool_block){p, need, 0};
         best = pl->count++;
     }
     pool_block *b = &pl->blocks[best];
