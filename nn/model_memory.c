@@ -404,12 +404,13 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
     /* the last conv: bottleneck conv3 1x1 planes -> out, basic conv2 3x3 out -> out */
     const int last_in = bottleneck ? planes : out, k = bottleneck ? 1 : 3;
     int h1 = *h, w1 = *wd;
-    const int spikes = y; /* the last conv's input, kept as bits once that conv has run */
+    const int spikes = y; /* the last conv's input: bits after that conv (keep_bf16) or at the
+                           * block's end (model_resnet.c's block_forward says why) */
     y = conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
     double numel = TN * out * *h * *wd;
     const bool fused = fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
     if (!fused) y = batchnorm(w, y, numel, out);
-    snn_walk_spikes_done(w, spikes); /* model_resnet.c's block_forward, once the conv has run */
+    if (w->keep_bf16) snn_walk_spikes_done(w, spikes);
     int shortcut = x;
     if (stride != 1 || in != out) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
         shortcut = conv(w, x, TN, in, out, 1, stride, 0, &h0, &w0);
@@ -430,7 +431,8 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
         y = snn_walk_record(w, numel, y, shortcut);
         y = neuron(w, y, &c->neuron, numel, TN, out);
     }
-    snn_walk_spikes_done(w, x); /* model_resnet.c's block_forward, at its end */
+    if (!w->keep_bf16) snn_walk_spikes_done(w, spikes); /* block_forward, at its end */
+    snn_walk_spikes_done(w, x);
     return y;
 }
 

@@ -50,10 +50,15 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     const snn_fusion_rule *fused = snn_plan_fusion(tail, b->sew ? 2 : 3, spikes, NULL);
     snn_tensor *h = fused ? snn_module_forward(conv, spikes)               /* bn is the tail's */
                           : snn_modules_forward(ch + last - 2, 2, spikes);  /* conv -> bn */
-    /* in training, the last conv was the last reader of the spikes it read: the plan may keep
-     * them as bits from here (snn_spikes_forward_done), before the tail's output is made, so
-     * that their floats and the tail's spikes are never held at once */
-    if (h && snn_spikes_forward_done(m, spikes) != SNN_OK) return NULL;
+    /* in training, the last conv was the last reader of the spikes it read. Where the conv
+     * outputs are kept as bf16, their fp32 blocks pass through the step pool, whose peak is
+     * then this forward's: the plan keeps the spikes as bits from here, before the tail's
+     * spikes are made (H200, B = 32, T = 4: 4.9 -> 3.8 MB an image of pool). Otherwise the
+     * backward makes the pool's peak, and packing here only changes which blocks the forward
+     * leaves it, for the worse (B = 64: 15.2 -> 16.0 MB an image): at the block's end, below */
+    const bool pack_early = snn_plan_options(m->plan, x->device).keep_bf16 &&
+                            !snn_batchnorm_sync_enabled();
+    if (h && pack_early && snn_spikes_forward_done(m, spikes) != SNN_OK) return NULL;
     snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
     /* the fused tail's batch-norm reads the conv's output last: kept as bf16 after it where
@@ -84,9 +89,12 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
             y = snn_module_forward(neuron, sum);
         }
     }
-    /* in training, the block's input (read by the first conv, the shortcut and the sum) is
-     * done with: the plan may keep it as bits from here */
-    if (y && snn_spikes_forward_done(m, x) != SNN_OK) return NULL;
+    /* in training, the spikes the last conv read (unless kept as bits above) and the block's
+     * input (read by the first conv, the shortcut and the sum) are done with: the plan may
+     * keep them as bits from here */
+    if (y && ((!pack_early && snn_spikes_forward_done(m, spikes) != SNN_OK) ||
+              snn_spikes_forward_done(m, x) != SNN_OK))
+        return NULL;
     return y;
 }
 
