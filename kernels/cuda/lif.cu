@@ -69,6 +69,21 @@ static __device__ __forceinline__ float x_at(const snn_neuron_bn_input &bn, int6
     return bn.x ? bn.x[e] : __uint_as_float((uint32_t)bn.x_bf16[e] << 16);
 }
 
+/* snn_neuron_load_steps (neuron_cuda.cuh) for inputs that are not plain floats: v[u][j] =
+ * value(e) of element base + j BLOCK at step t0 + u, 0 past T or M (x as bf16, spike bits) */
+template <int E, typename F>
+static __device__ __forceinline__ void load_steps_of(float (&v)[STEPS][E], int64_t t0, int64_t T,
+                                                     int64_t M, int64_t base, F value)
+{
+#pragma unroll
+    for (int u = 0; u < STEPS; u++)
+#pragma unroll
+        for (int j = 0; j < E; j++) {
+            const int64_t i = base + (int64_t)j * BLOCK;
+            v[u][j] = t0 + u < T && i < M ? value((t0 + u) * M + i) : 0.0f;
+        }
+}
+
 /* X = (x - mean) scale + shift: batchnorm_sync.cu's normalise, the double mean rounded to float */
 struct bn_affine {
     float mean, scale, shift;
@@ -138,24 +153,12 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
                 for (int u = 0; u < STEPS; u++) xv[u][j] = x0;
             }
         else if (BN && !bn.x) /* x kept as bf16 */
-#pragma unroll
-            for (int u = 0; u < STEPS; u++)
-#pragma unroll
-                for (int j = 0; j < E; j++) {
-                    const int64_t i = base + (int64_t)j * BLOCK;
-                    xv[u][j] = t0 + u < T && i < M ? x_at(bn, (t0 + u) * M + i) : 0.0f;
-                }
+            load_steps_of(xv, t0, T, M, base, [&](int64_t e) { return x_at(bn, e); });
         else
             snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
         if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
         if (BN && !bn.residual && bn.residual_bits)
-#pragma unroll
-            for (int u = 0; u < STEPS; u++)
-#pragma unroll
-                for (int j = 0; j < E; j++) {
-                    const int64_t i = base + (int64_t)j * BLOCK;
-                    rv[u][j] = t0 + u < T && i < M ? residual_at(bn, (t0 + u) * M + i) : 0.0f;
-                }
+            load_steps_of(rv, t0, T, M, base, [&](int64_t e) { return residual_at(bn, e); });
 #pragma unroll
         for (int u = 0; u < STEPS; u++) {
             const int64_t t = t0 + u;
