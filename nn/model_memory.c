@@ -73,8 +73,8 @@
  * memory). The step pool replays the last segment's backward, then a full segment's
  * (snn_walk_segments_pool_bytes), as the pool keeps its blocks from one to the next. Before
  * this, snn-train estimated these steps as plain ones of 1 or K steps unfused, which it took
- * for an upper bound; tests/test_memory_estimate.c found it 7% (online) and up to
- * 27% (segments) under what they held.
+ * for an upper bound; tests/test_memory_estimate.c found it 7% (online) and up to 27%
+ * (segments) under what they held.
  *
  * A network converted from a QANN (snn_ann_to_snn: first-step encoding, ST-BIF neurons) is
  * walked with the layers the conversion puts in (nn/ann2snn.c), for evaluation only (it is not
