@@ -85,6 +85,12 @@ float *snn_grad_for(snn_tensor *t);
  * NULL otherwise (t NULL, needing none, OWNED, or with a gradient already: add into
  * snn_grad_for's buffer instead), and when memory runs out (reported to snn_backward). */
 float *snn_grad_unfilled(snn_tensor *t);
+/** For backward functions that turn their output's gradient into an input's in place (the
+ * fused state op's batch-norm part, neurons/bn_neuron.c): `from`'s gradient becomes `to`'s,
+ * which the caller then overwrites, where `to` is a STEP tensor of the same shape and device
+ * that needs a gradient and has none yet, and `from`'s is a pooled one nothing keeps (not
+ * retain_grad). Returns it; NULL otherwise (nothing changes: use snn_grad_for). */
+float *snn_grad_hand_over(snn_tensor *from, snn_tensor *to);
 /** For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);

@@ -520,17 +520,30 @@ static void bn_part_backward(snn_node *node)
     const char *fn = "snn_batchnorm_neuron (batch-norm backward)";
     const bn_state_saved *sv = node->saved;
     snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
-    float *dx = snn_grad_for(x), *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
-    if (!dx && !dgamma && !dbeta) return;
     const snn_kernels *k = snn_kernels_for(x->device);
     SNN_ASSERT(k);
+    const snn_neuron_dims *d = &sv->bn.dims;
+    /* X's gradient becomes x's (x, a conv output, has no other reader) and the batch-norm's
+     * backward replaces dL/dX by dL/dx in place, reading x as the model kept it (floats or
+     * bf16): neither a buffer for dL/dx nor an fp32 copy of x */
+    float *dx_whole = k->batchnorm_backward_in_place ? snn_grad_hand_over(node->out, x) : NULL;
+    float *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
+    if (dx_whole) {
+        const bool bf16 = !x->data && x->bf16;
+        k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, bf16 ? NULL : x->data,
+                                       bf16 ? x->bf16 : NULL, gamma->data, sv->bn.mean,
+                                       sv->bn.invstd, (int)(d->T * d->N), (int)d->C,
+                                       (int)d->plane);
+        return;
+    }
+    float *dx = snn_grad_for(x);
+    if (!dx && !dgamma && !dbeta) return;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     const float *xv = snn_saved_values(fn, x);
     if (!xv) {
         snn_backward_out_of_memory();
         return;
     }
-    const snn_neuron_dims *d = &sv->bn.dims;
     k->batchnorm_backward(dx, dgamma, dbeta, node->out->grad->data, xv, gamma->data, sv->bn.mean,
                           sv->bn.invstd, (int)(d->T * d->N), (int)d->C, (int)d->plane);
     snn_step_scratch_release(x->device, mark);
@@ -544,8 +557,11 @@ static void state_neuron_backward(snn_node *node)
     const snn_tensor *dspike = sv->spikes->grad, *dv_last = sv->v_out ? sv->v_out->grad : NULL;
     /* the V_out node leaves its gradient to the spikes' node where that one runs */
     if (node->out == sv->v_out && dspike) return;
-    float *dX = snn_grad_for(X), *dresidual = snn_grad_for(residual);
-    float *dv_init = snn_grad_for(v_in);
+    /* dL/dX is written whole by the one node that runs this (the kernels write it; the CPU's
+     * scratch path fills it first): X's first gradient need not be zeroed */
+    float *dX = snn_grad_unfilled(X);
+    if (!dX) dX = snn_grad_for(X);
+    float *dresidual = snn_grad_for(residual), *dv_init = snn_grad_for(v_in);
     if (!dX && !dresidual && !dv_init) return;
     const snn_device dev = sv->spikes->device;
     snn_step_scratch mark = snn_step_scratch_mark(dev);

@@ -3,11 +3,14 @@
  * (neurons/bn_neuron.c): snn_batchnorm_neuron_carry (SLTT's constant state, which advances in
  * the op's backward) and snn_batchnorm_neuron_state (the time checkpoints' differentiable
  * state) against the same ops ending in snn_neuron_multistep_carry / _state, bit for bit, the
- * state and dL/dV_in included; the carry op's deferred state and its refusals; then a CNN whose
- * layers carry their state, with fusion on and off: the same step.
+ * state and dL/dV_in included (the state op also with x kept as bf16, as a model's conv output
+ * may be); the carry op's deferred state and its refusals; then a CNN whose layers carry
+ * their state, with fusion on and off: the same step.
  * Run: ctest -R bn_neuron_carry
  */
 #include "bn_neuron_check.h"
+#include "tensor/arena.h"
+#include "tensor/error.h"
 
 /* What a carrying path leaves: spikes of each call, the state, and the leaves' gradients. */
 typedef struct carry_result {
@@ -51,15 +54,30 @@ static carry_result run_carry(bool fused, snn_shape shape, bool with_residual,
     return r;
 }
 
+/* x as a conv output kept as bf16 would be: from the step pool, rounded (its bits beside it);
+ * `keep` gives its floats back once `op` has read them, so that backward reads the bits. */
+static snn_tensor *bf16_input(snn_shape shape)
+{
+    const snn_tensor *values = uniform(shape, -1.5f, 2.5f, 61, false);
+    snn_tensor *x = snn_step_pooled_tensor("test", shape, SNN_CPU);
+    SNN_ASSERT(x && values);
+    memcpy(x->data, values->data, (size_t)x->numel * sizeof(float));
+    x->requires_grad = true;
+    CHECK_OK(snn_values_round_bf16(x));
+    return x;
+}
+
 /* One call of the state op (fused) or of batch-norm -> add -> snn_neuron_multistep_state from
  * a random V_in that requires grad; L = sum(S * R) and / or sum(V_out * R_v) (`seeds`: bit 0
- * the spikes', bit 1 the state's), so that either node may run alone or both. */
+ * the spikes', bit 1 the state's), so that either node may run alone or both. With `bf16`, x's
+ * values are rounded to bf16, and the fused op's x is kept as bf16 after its forward (its
+ * backward reads the bits: neurons/bn_neuron.c's bn_part_backward and the kernels' x_bf16). */
 static carry_result run_state(bool fused, snn_shape shape, bool with_residual,
-                              const snn_neuron_config *cfg, int seeds)
+                              const snn_neuron_config *cfg, int seeds, bool bf16)
 {
     const int64_t C = shape.dim[2], per_step = snn_shape_numel(shape) / shape.dim[0];
     carry_result r = {0};
-    r.x = uniform(shape, -1.5f, 2.5f, 61, true);
+    r.x = bf16 ? bf16_input(shape) : uniform(shape, -1.5f, 2.5f, 61, true);
     r.gamma = uniform(SNN_SHAPE(C), 0.5f, 1.5f, 62, true);
     r.beta = uniform(SNN_SHAPE(C), -0.3f, 0.6f, 63, true);
     r.residual = with_residual ? uniform(shape, 0.0f, 1.0f, 64, true) : NULL;
@@ -71,6 +89,10 @@ static carry_result run_state(bool fused, snn_shape shape, bool with_residual,
         r.spikes[0] = snn_batchnorm_neuron_state(r.x, r.gamma, r.beta, r.running_mean,
                                                  r.running_var, 0.1f, 1e-5f, r.residual, cfg,
                                                  r.v_in, &v_out, NULL);
+        if (bf16) {
+            CHECK_OK(snn_values_keep_bf16(r.x));
+            CHECK(r.x->data == NULL && r.x->bf16 != NULL);
+        }
     } else {
         snn_tensor *y = snn_batchnorm2d(r.x, r.gamma, r.beta, r.running_mean, r.running_var, true,
                                         0.1f, 1e-5f);
@@ -132,10 +154,11 @@ static void test_carrying_same_bits_as_separate_ops(void)
                 }
                 carry_result_free(&a), carry_result_free(&b);
                 snn_step_end();
-                for (int seeds = 1; seeds <= 3; seeds++) {
+                for (int seeds = 1; seeds <= 4; seeds++) { /* 4: seeds 3, x kept as bf16 */
                     snn_step_begin();
-                    a = run_state(false, shapes[s], res, &cfgs[c], seeds);
-                    b = run_state(true, shapes[s], res, &cfgs[c], seeds);
+                    const bool bf16 = seeds == 4;
+                    a = run_state(false, shapes[s], res, &cfgs[c], bf16 ? 3 : seeds, bf16);
+                    b = run_state(true, shapes[s], res, &cfgs[c], bf16 ? 3 : seeds, bf16);
                     ok = a.v_state && b.v_state && same(a.spikes[0], b.spikes[0]) &&
                          same(a.v_state, b.v_state) && grads_same(a.v_in, b.v_in) &&
                          BN_SIDE_SAME(a, b, res);
