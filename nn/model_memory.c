@@ -485,7 +485,7 @@ static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_op
     w->fusion = o->fuse && !snn_batchnorm_sync_enabled() && nk && nk->lif_bn_forward;
     w->conv_bn_fused = o->fuse && w->k && w->k->conv2d_forward_bn_eval;
     w->packing = o->pack_spikes;
-    w->keep_bf16 = o->keep_bf16 && !snn_batchnorm_sync_enabled();
+    w->keep_bf16 = snn_options_keep_bf16(o);
     w->one_pass_backward = nk && nk->lif_bn_backward && T <= SNN_NEURON_BN_BACKWARD_MAX_T;
     w->align = device == SNN_CPU ? 64.0 : 256.0;
     w->carry = carry;

@@ -93,14 +93,21 @@ void snn_values_forward_done(const snn_module *reader, snn_tensor *t)
     snn_step_pooled_tensor_give_back(t);
 }
 
+bool snn_options_keep_bf16(const snn_model_options *o)
+{
+    /* the synced batch-norm reads its input itself, as floats */
+    return o->keep_bf16 && !snn_batchnorm_sync_enabled();
+}
+
 bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t)
 {
     /* a conv output from the pool (snn_conv2d_to_pool; a forward makes no other pooled tensor
-     * that is not spikes), read by a batch-norm whose backward reads it through
-     * snn_saved_values: the unsynced one (sync-BN reads x itself) */
-    return snn_grad_enabled() && t && t->pooled && !t->spikes && !t->base && t->data &&
-           !t->bf16 && reader->ops == &snn_batchnorm2d_ops && reader->training &&
-           !snn_batchnorm_sync_enabled() && snn_plan_options(reader->plan, t->device).keep_bf16;
+     * that is not spikes), read by a batch-norm whose backward reads its saved input */
+    if (!snn_grad_enabled() || !t || !t->pooled || t->spikes || t->base || !t->data || t->bf16 ||
+        reader->ops != &snn_batchnorm2d_ops || !reader->training)
+        return false;
+    const snn_model_options o = snn_plan_options(reader->plan, t->device);
+    return snn_options_keep_bf16(&o);
 }
 
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t)

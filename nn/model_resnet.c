@@ -56,8 +56,8 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
      * spikes are made (H200, B = 32, T = 4: 4.9 -> 3.8 MB an image of pool). Otherwise the
      * backward makes the pool's peak, and packing here only changes which blocks the forward
      * leaves it, for the worse (B = 64: 15.2 -> 16.0 MB an image): at the block's end, below */
-    const bool pack_early = snn_plan_options(m->plan, x->device).keep_bf16 &&
-                            !snn_batchnorm_sync_enabled();
+    const snn_model_options options = snn_plan_options(m->plan, x->device);
+    const bool pack_early = snn_options_keep_bf16(&options);
     if (h && pack_early && snn_spikes_forward_done(m, spikes) != SNN_OK) return NULL;
     snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;

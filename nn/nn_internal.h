@@ -170,6 +170,10 @@ bool snn_conv_output_to_pool(const snn_module *conv, const snn_tensor *x);
  * tape (the online step's forward-only time steps) t goes back to the step pool at once, so
  * that such a forward holds one layer's conv output at a time, not all of them; else nothing. */
 void snn_values_forward_done(const snn_module *reader, snn_tensor *t);
+/* Whether a model with options o keeps its conv outputs as bf16 (option keep_bf16, unless the
+ * batch-norms are synced across ranks): what snn_bf16_keep_applies, the ResNet block's packing
+ * (model_resnet.c) and the memory walk (model_memory.c) all ask. */
+bool snn_options_keep_bf16(const snn_model_options *o);
 /* True when t, a conv output from the pool, is about to be read by `reader`, a training-mode
  * batch-norm (alone or the first item of a fused op) whose plan keeps such outputs as bf16:
  * the caller then rounds t (snn_values_round_bf16) before the read and keeps it as bf16
