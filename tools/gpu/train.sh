@@ -7,8 +7,9 @@
 #
 #   cnn          Fashion-MNIST spiking CNN, width 128, T = 4, IF + ATan, MSE rate loss, 5 epochs
 #   resnet       spiking ResNet-18 (T = 4) on the CIFAR-format Fashion-MNIST, 2 epochs
-#   precision    5-epoch accuracy in fp32 / TF32 / BF16, a model's three runs side by side
-#                (PRECISION_MODELS: "cnn resnet"; SEED: 0)
+#   precision    5-epoch accuracy in fp32 / TF32 / BF16, a model's runs side by side
+#                (PRECISION_MODELS: "cnn resnet"; PRECISIONS: "fp32 tf32 bf16"; SEEDS: "0");
+#                PRECISION_SECONDS stops them (checkpoint saved), the next call resumes them
 #   recipe       one recipe run of the CNN (docs/results.md): RECIPE_T (8), RECIPE_EPOCHS (60),
 #                RECIPE_DROPOUT (0.3), RECIPE_NAME (cnn_t8); SIGTERM at RECIPE_SECONDS (570)
 #                saves a checkpoint and keeps the finished epochs
@@ -41,18 +42,34 @@ for stage in "$@"; do
     log "spiking ResNet-18 on the CIFAR-format Fashion-MNIST, 2 epochs"
     train --lr 1e-3 $R18 --epochs 2 --batch-size 128 --out "$LOGS/resnet" | summary ;;
   precision)
+    # every run of a model side by side on one GPU; with PRECISION_SECONDS each is stopped by
+    # SIGTERM then (checkpoint saved) and the next call on a warm machine resumes it from
+    # build-gpu/precision/NAME
     build snn-train snn-make-cifar || exit 1
     cifar
+    deadline=$(( $(date +%s) + ${PRECISION_SECONDS:-100000} ))
     for m in ${PRECISION_MODELS:-cnn resnet}; do
       flags="--width 128 --T 4"; [ "$m" = resnet ] && flags=$R18
-      log "$m, 5 epochs, fp32 / tf32 / bf16 side by side (seed ${SEED:-0})"
-      for p in fp32 tf32 bf16; do
-        build-gpu/bin/snn-train --device cuda --lr 1e-3 $flags --epochs 5 --precision $p \
-          --seed ${SEED:-0} --out "$LOGS/${m}_$p" > "$LOGS/${m}_$p.log" 2>&1 &
+      runs=""
+      for s in ${SEEDS:-${SEED:-0}}; do
+        for p in ${PRECISIONS:-fp32 tf32 bf16}; do runs="$runs ${m}_${p}_s$s"; done
+      done
+      log "$m, 5 epochs, side by side:$runs"
+      for name in $runs; do
+        p=${name#${m}_}; p=${p%_s*}; s=${name##*_s}; dir=build-gpu/precision/$name
+        mkdir -p "$dir"; [ -f "$dir/done" ] && continue
+        resume=""; [ -f "$dir/out/checkpoint.safetensors" ] && resume="--resume $dir/out/checkpoint.safetensors"
+        echo "== segment $(date -u +%FT%TZ)${resume:+, resumed}" >> "$dir/log"
+        ( timeout -s TERM $(( deadline - $(date +%s) )) build-gpu/bin/snn-train --device cuda \
+            --lr 1e-3 $flags --epochs 5 --precision $p --seed $s --out "$dir/out" $resume \
+            < /dev/null >> "$dir/log" 2>&1 && touch "$dir/done" ) &
       done
       wait
-      for p in fp32 tf32 bf16; do echo "-- $m $p"; grep -E "^epoch|done" "$LOGS/${m}_$p.log"; done |
-        summary
+      for name in $runs; do
+        dir=build-gpu/precision/$name
+        echo "-- $name$([ -f "$dir/done" ] || echo ' (not finished)')"
+        grep -E "^epoch|done" "$dir/log"; cp "$dir/log" "$LOGS/$name.log"
+      done | summary
     done ;;
   recipe)
     build snn-train || exit 1
