@@ -99,7 +99,20 @@ typedef void (*snn_alif_backward_fn)(float *dx, float *dv_init, float *da_init,
  * with the expression and rounding of the device's own batch-norm normalise (kernels/kernels.h
  * batchnorm_normalise: the CPU splits the double mean into a float head and tail, CUDA rounds it
  * to float), then the add of elementwise.c / .cu: the bits of the separate ops. With stats NULL
- * there is no batch-norm: X = x + residual (snn_neuron_multistep_residual). */
+ * there is no batch-norm: X = x + residual (snn_neuron_multistep_residual).
+ * The residual may itself be a training-mode batch-norm's output, made as it is loaded and
+ * never stored (residual_bn: a ResNet block's downsample shortcut, where the op's backward
+ * would otherwise keep the (T, M) floats for this one read; snn_batchnorm_neuron_bn_residual):
+ *   residual[t, i] = (rx[t, i] - mean_r[c]) (gamma_r[c] invstd_r[c]) + beta_r[c]
+ * with the same expression and rounding as x's, so the bits of the batch-norm's own output. */
+typedef struct snn_bn_residual {
+    const float *x;                   /* (T, M) that batch-norm's input rx, or NULL: x_bf16 */
+    const uint16_t *x_bf16;           /* (T, M) rx as bfloat16 bits, read where x is NULL */
+    const double *stats;              /* (C, 3) its (count, mean, M2) */
+    const float *invstd;              /* (C) */
+    const float *gamma, *beta;        /* (C) each, or NULL (1 and 0) */
+} snn_bn_residual;
+
 typedef struct snn_neuron_bn_input {
     const float *x;                   /* (T, M) the batch-norm's input, or NULL: x_bf16 */
     const uint16_t *x_bf16;           /* (T, M) x as bfloat16 bits, read where x is NULL (a
@@ -127,6 +140,11 @@ typedef struct snn_neuron_bn_input {
      * the order t = 0, 1, ... from 0 (as the repeat's backward adds it; CUDA past 16 steps:
      * chunk by chunk from the last, each in step order). No residual. */
     bool x_repeated;
+    /* The residual as a batch-norm's output (see above), or NULL: read where residual and
+     * residual_bits are NULL (stats not NULL, x not repeated). A host pointer: CUDA passes the
+     * struct to its kernels as an argument of its own (48 more bytes in this one, passed by
+     * value, cost the T > 16 backward kernel 29 registers, kernels/cuda/lif.cu). */
+    const snn_bn_residual *residual_bn;
 } snn_neuron_bn_input;
 
 /* IF and LIF on the batch-norm-fed input: lif_forward's outputs with X made from `in` on the

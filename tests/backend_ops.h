@@ -61,7 +61,7 @@
 #include "neuron_test_inputs.h"
 #include "test.h"
 
-#define BO_MAX_BUFS 16
+#define BO_MAX_BUFS 24
 #define BO_PARAM_BYTES 256
 
 typedef enum bo_type { BO_F32, BO_F64, BO_I32, BO_U32 } bo_type;

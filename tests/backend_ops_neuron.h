@@ -42,7 +42,7 @@ typedef struct neuron_params {
     snn_neuron_config cfg;
     snn_neuron_dims d;
     neuron_variant variant;
-    int residual;       /* lif_bn: 0 none, 1 floats, 2 bits */
+    int residual;       /* lif_bn: 0 none, 1 floats, 2 bits, 3 a batch-norm's (residual_bn) */
     bool bn;            /* lif_bn: a batch-norm in front (else X = x + residual) */
     int outputs;        /* lif_bn_forward: bit 0 spike, 1 spike_bits, 2 h_seq, 3 activity */
     bool repeated;      /* lif_bn: x (and backward's dX) one step, read at every step */

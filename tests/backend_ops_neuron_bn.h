@@ -33,6 +33,11 @@
  * x kept as bf16 (x_bf16: a third of the cases): x's values are rounded to bf16, the reference
  * reads them as floats and the device's kernel reads their bits (in.x NULL), so the two must
  * agree as closely as with floats.
+ *
+ * The residual made by a batch-norm (residual 3, residual_bn): the buffers rx, r_stats,
+ * r_invstd, r_gamma, r_beta just before x_bf16; the reference normalises rx (its
+ * batchnorm_normalise) and adds it, the device's kernel makes it as it loads rx. No dresidual:
+ * the op takes dL/dresidual = dX (neurons/bn_neuron.c).
  */
 
 BO_HAS_NEURON(lif_bn_forward)
@@ -74,6 +79,33 @@ static void bn_input_setup(bo_case *c, const neuron_params *p)
     } else {
         bo_unused(c, "residual_bits");
     }
+}
+
+/* With residual 3, the residual's batch-norm's buffers (the file comment), before x_bf16 */
+static void bn_residual_setup(bo_case *c, const neuron_params *p)
+{
+    if (p->residual != 3) return;
+    const int64_t n = neuron_numel(p);
+    const bn_params bp = {(int)(p->d.T * p->d.N), (int)p->d.C, (int)p->d.plane, true, false,
+                          0.5f, 0, 1, false};
+    const int rx = bo_in_normal(c, "rx", n, -0.3f, 0.8f);
+    const int stats = bo_buffer(c, "r_stats", BO_F64, BO_IN, BO_EXACT, 3 * p->d.C);
+    const int invstd = bo_in_uniform(c, "r_invstd", p->d.C, 0.0f, 0.0f);
+    bn_merged(c->buf[stats].init, bo_f32(c, invstd), bo_f32(c, rx), &bp);
+    bo_in_uniform(c, "r_gamma", p->d.C, 0.5f, 1.2f);
+    bo_in_uniform(c, "r_beta", p->d.C, -0.4f, 0.3f);
+}
+
+/* A side's residual_bn from those buffers (in->residual_bn points to *r), where the case has it */
+static void bn_residual_input(const bo_case *c, const bo_side *s, const neuron_params *p,
+                              snn_bn_residual *r, snn_neuron_bn_input *in)
+{
+    if (p->residual != 3) return;
+    const int first = c->nbuf - 5 - (p->x_bf16 ? 1 : 0);
+    *r = (snn_bn_residual){.x = s->arg[first], .stats = s->arg[first + 1],
+                           .invstd = s->arg[first + 2], .gamma = s->arg[first + 3],
+                           .beta = s->arg[first + 4]};
+    in->residual_bn = r;
 }
 
 /* With x_bf16, the last buffer: x's bits as bf16 (x, buffer `x`, holds their values: the
@@ -156,6 +188,13 @@ static float *bn_reference_x(bo_side *s, const neuron_params *p, const snn_neuro
         memcpy(X, in->x, (size_t)(steps_in_x * M) * sizeof *X);
     for (int64_t t = steps_in_x; t < p->d.T; t++) memcpy(X + t * M, X, (size_t)M * sizeof *X);
     const float *residual = in->residual;
+    if (in->residual_bn) { /* the residual's batch-norm, then the same add */
+        const snn_bn_residual *r = in->residual_bn;
+        float *made = bo_scratch(s, (size_t)n * sizeof *made);
+        snn_batchnorm_normalise_ref(made, r->x, r->stats, r->invstd, r->gamma, r->beta,
+                                    (int)(p->d.T * p->d.N), (int)p->d.C, (int)p->d.plane);
+        residual = made;
+    }
     if (in->residual_bits) {
         float *unpacked = bo_scratch(s, (size_t)n * sizeof *unpacked);
         snn_unpack_bits_ref(unpacked, in->residual_bits, n);
@@ -197,6 +236,7 @@ static void lif_bn_fwd_setup(bo_case *c)
     } else {
         bo_unused(c, "v_init"), bo_unused(c, "v_last");
     }
+    bn_residual_setup(c, p);
     bn_x_bf16_setup(c, p, 5);
 }
 
@@ -209,7 +249,9 @@ static bool lif_bn_fwd_run(const bo_case *c, bo_side *s)
     uint32_t *bits = p->outputs & 2 ? a[1] : NULL;
     float *act = p->outputs & 8 ? a[3] : NULL;
     snn_neuron_bn_input in = bn_input_of(p, a, 5);
+    snn_bn_residual r;
     bn_input_x(c, s, p, &in);
+    bn_residual_input(c, s, p, &r, &in);
     if (bn_carries(p)) in.v_init = a[12], in.v_last = p->variant == NV_ALIAS ? a[12] : a[13];
     if (!s->is_ref) {
         s->nk->lif_bn_forward(spike, bits, h, act, &in, &q, &p->d);
@@ -326,7 +368,7 @@ static void lif_bn_bwd_setup(bo_case *c)
     const neuron_params *p = BO_PARAMS(c, neuron_params);
     const int64_t n = neuron_numel(p);
     bo_out(c, "dX", BO_F32, p->repeated ? neuron_step(p) : n, BO_CUSTOM);
-    if (p->residual) bo_acc(c, "dresidual", n, BO_CUSTOM);
+    if (p->residual == 1 || p->residual == 2) bo_acc(c, "dresidual", n, BO_CUSTOM);
     else bo_unused(c, "dresidual");
     if (p->variant == NV_ALIAS) bo_unused(c, "dspike");
     else bo_in_normal(c, "dspike", n, 0.0f, 1.0f);
@@ -343,6 +385,7 @@ static void lif_bn_bwd_setup(bo_case *c)
     }
     if (p->variant == NV_STATE) bo_out(c, "v_last", BO_F32, m, BO_CUSTOM);
     else bo_unused(c, "v_last");
+    bn_residual_setup(c, p);
     bn_x_bf16_setup(c, p, 4);
 }
 
@@ -352,10 +395,12 @@ static bool lif_bn_bwd_run(const bo_case *c, bo_side *s)
     const snn_neuron_params q = snn_neuron_params_from(&p->cfg);
     void **a = s->arg;
     snn_neuron_bn_input in = bn_input_of(p, a, 4);
+    snn_bn_residual r;
     bn_input_x(c, s, p, &in);
+    bn_residual_input(c, s, p, &r, &in);
     if (bn_carries(p)) in.v_init = a[11], in.dv_last = a[12], in.dv_init = a[13];
     if (p->variant == NV_STATE) in.v_last = a[14];
-    float *dres = p->residual ? a[1] : NULL;
+    float *dres = p->residual == 1 || p->residual == 2 ? a[1] : NULL;
     const float *dspike = p->variant == NV_ALIAS ? NULL : a[2];
     if (!s->is_ref) {
         s->nk->lif_bn_backward(a[0], dres, dspike, &in, &q, &p->d);
@@ -397,7 +442,7 @@ static double lif_bn_bwd_compare(const bo_case *c, void *const *got, void *const
     }
     const bo_tol tol = bo_tolerance_of(BO_SUM, NULL, NULL);
     double worst = 0.0;
-    for (int k = 0; k < (p->residual ? 2 : 1) && worst <= 1.0; k++) {
+    for (int k = 0; k < (p->residual == 1 || p->residual == 2 ? 2 : 1) && worst <= 1.0; k++) {
         const bo_buf *b = &c->buf[k];
         const float *g = got[k], *r = ref[k], *start = b->init;
         double scale = 0.0;
@@ -435,7 +480,8 @@ static void bo_neuron_bn_cases(bo_list *l)
 {
     const snn_neuron_dims shapes[] = {{4, 3, 5, 49}, {1, 1, 3, 37}, {17, 2, 33, 1},
                                       {2, 8, 64, 64}, {3, 2, 3, 37 * 41}};
-    const char *const residuals[3] = {"", " + residual", " + residual bits"};
+    const char *const residuals[4] = {"", " + residual", " + residual bits",
+                                      " + bn(residual)"};
     for (int kind = 0; kind < 2; kind++)
         for (int soft = 0; soft < 2; soft++)
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -449,7 +495,7 @@ static void bo_neuron_bn_cases(bo_list *l)
                     memset(&p, 0, sizeof p);
                     p.cfg = cfg, p.d = shapes[s];
                     /* variants: (residual, bn, outputs) */
-                    const int residual[5] = {0, 1, 2, 1, 2}, outputs[5] = {11, 15, 11, 4, 9};
+                    const int residual[5] = {0, 1, 2, 3, 2}, outputs[5] = {11, 15, 11, 4, 9};
                     p.residual = residual[variant];
                     p.bn = variant != 4;
                     p.outputs = outputs[variant];
@@ -485,7 +531,7 @@ static void bo_neuron_bn_cases(bo_list *l)
                 p.cfg = cfg;
                 p.d = (snn_neuron_dims){steps[t], 3, 5, t % 2 ? 49 : 33};
                 p.bn = true;
-                p.residual = (int)((t + (size_t)variant) % 3);
+                p.residual = (int)((t + (size_t)variant) % 4);
                 /* no state; the state with dS and dV_last both; dV_last alone (dS NULL) */
                 const neuron_variant state[3] = {NV_PLAIN, NV_STATE, NV_ALIAS};
                 p.variant = state[(t + (size_t)sg + (size_t)variant) % 3];

@@ -55,9 +55,11 @@ typedef struct bn_chunk {
     float scale[SNN_NEURON_CHUNK], shift[SNN_NEURON_CHUNK];
 } bn_chunk;
 
-static void bn_chunk_make(bn_chunk *b, const lif_forward_args *a, int64_t e0, int64_t n)
+/* The constants of the batch-norm (stats, invstd, gamma, beta) for the chunk [e0, e0 + n). */
+static void bn_chunk_make(bn_chunk *b, const lif_forward_args *a, const double *stats,
+                          const float *invstd, const float *gamma, const float *beta, int64_t e0,
+                          int64_t n)
 {
-    const snn_neuron_bn_input *in = a->bn;
     /* the channel by counting, not dividing, and its constants made once per run of its
      * elements: a 64-bit division per element cost as much as the rest of a one-step (T = 1)
      * forward, which SLTT runs step by step */
@@ -70,35 +72,48 @@ static void bn_chunk_make(bn_chunk *b, const lif_forward_args *a, int64_t e0, in
             if (++c == a->C) c = 0;
         }
         if (c != made) {
-            const double mean = in->stats[3 * c + 1];
+            const double mean = stats[3 * c + 1];
             hi = (float)mean;
             lo = (float)(mean - (double)hi);
-            scale = (in->gamma ? in->gamma[c] : 1.0f) * in->invstd[c];
-            shift = in->beta ? in->beta[c] : 0.0f;
+            scale = (gamma ? gamma[c] : 1.0f) * invstd[c];
+            shift = beta ? beta[c] : 0.0f;
             made = c;
         }
         b->hi[i] = hi, b->lo[i] = lo, b->scale[i] = scale, b->shift[i] = shift;
     }
 }
 
-/* X[t] of the chunk into xb: the batch-norm's expression, then the residual's add
- * (elementwise.c's a + b), each rounded as the separate ops round it. */
-static void bn_chunk_input(float *xb, const bn_chunk *b, const lif_forward_args *a, int64_t t,
-                           int64_t e0, int64_t n)
+/* out[i] = the batch-norm's expression on v[i] (batchnorm.c's normalise), i < n */
+static void bn_chunk_apply(float *out, const float *v, const bn_chunk *b, int64_t n)
 {
-    const int64_t at = (a->bn->x_repeated ? 0 : t) * a->M + e0;
-    const float *xt = a->bn->x ? a->bn->x + at : xb; /* (n) */
-    if (!a->bn->x) snn_unpack_bf16_ref(xb, a->bn->x_bf16 + at, n); /* kept as bf16: exact */
-    if (a->bn->stats)
-        for (int64_t i = 0; i < n; i++)
-            xb[i] = ((xt[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
-    else if (xt != xb)
-        memcpy(xb, xt, (size_t)n * sizeof *xb);
-    if (a->bn->residual) {
-        const float *rt = a->bn->residual + t * a->M + e0; /* (n) */
-        for (int64_t i = 0; i < n; i++) xb[i] = xb[i] + rt[i];
-    } else if (a->bn->residual_bits) { /* spikes kept as bits: 0 or 1, the same sums */
-        const uint32_t *bits = a->bn->residual_bits;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = ((v[i] - b->hi[i]) - b->lo[i]) * b->scale[i] + b->shift[i];
+}
+
+/* X[t] of the chunk into xb: the batch-norm's expression, then the residual's add
+ * (elementwise.c's a + b), each rounded as the separate ops round it; rb: the residual's
+ * batch-norm (residual_bn), with rt's room for its values. */
+static void bn_chunk_input(float *xb, float *rt, const bn_chunk *b, const bn_chunk *rb,
+                           const lif_forward_args *a, int64_t t, int64_t e0, int64_t n)
+{
+    const snn_neuron_bn_input *in = a->bn;
+    const int64_t at = (in->x_repeated ? 0 : t) * a->M + e0;
+    const float *xt = in->x ? in->x + at : xb; /* (n) */
+    if (!in->x) snn_unpack_bf16_ref(xb, in->x_bf16 + at, n); /* kept as bf16: exact */
+    if (in->stats) bn_chunk_apply(xb, xt, b, n);
+    else if (xt != xb) memcpy(xb, xt, (size_t)n * sizeof *xb);
+    const float *residual = in->residual ? in->residual + t * a->M + e0 : NULL; /* (n) */
+    if (!residual && !in->residual_bits && in->residual_bn) {
+        const snn_bn_residual *r = in->residual_bn;
+        const float *rx = r->x ? r->x + t * a->M + e0 : rt;
+        if (!r->x) snn_unpack_bf16_ref(rt, r->x_bf16 + t * a->M + e0, n);
+        bn_chunk_apply(rt, rx, rb, n);
+        residual = rt;
+    }
+    if (residual) {
+        for (int64_t i = 0; i < n; i++) xb[i] = xb[i] + residual[i];
+    } else if (in->residual_bits) { /* spikes kept as bits: 0 or 1, the same sums */
+        const uint32_t *bits = in->residual_bits;
         for (int64_t i = 0, e = t * a->M + e0; i < n; i++, e++)
             xb[i] = xb[i] + (float)((bits[e / 32] >> (e % 32)) & 1u);
     }
@@ -116,14 +131,19 @@ static SNN_ALWAYS_INLINE void forward_chunk(snn_neuron_params q, snn_neuron_kind
     float v[SNN_NEURON_CHUNK]; /* V of the chunk's elements, carried through time */
     float h[SNN_NEURON_CHUNK]; /* H of this step, copied out when backward needs it */
     float xb[SNN_NEURON_CHUNK], sb[SNN_NEURON_CHUNK]; /* X made from bn; S when not kept */
-    bn_chunk b;
-    if (a->bn && a->bn->stats) bn_chunk_make(&b, a, e0, n);
+    float rt[SNN_NEURON_CHUNK];                       /* the residual made from residual_bn */
+    bn_chunk b, rb;
+    const snn_neuron_bn_input *in = a->bn;
+    if (in && in->stats) bn_chunk_make(&b, a, in->stats, in->invstd, in->gamma, in->beta, e0, n);
+    if (in && in->residual_bn)
+        bn_chunk_make(&rb, a, in->residual_bn->stats, in->residual_bn->invstd,
+                      in->residual_bn->gamma, in->residual_bn->beta, e0, n);
     for (int64_t i = 0; i < n; i++) v[i] = a->v_init ? a->v_init[e0 + i] : p->v_reset;
 
     for (int64_t t = 0; t < a->T; t++) {
         const float *xt = a->bn ? xb : a->x + t * a->M + e0;   /* (n) */
         float *st = a->spike ? a->spike + t * a->M + e0 : sb;  /* (n) */
-        if (a->bn) bn_chunk_input(xb, &b, a, t, e0, n);
+        if (a->bn) bn_chunk_input(xb, rt, &b, &rb, a, t, e0, n);
         for (int64_t i = 0; i < n; i++) {
             h[i] = snn_lif_charge(p, a->k, v[i], xt[i]);
             st[i] = snn_lif_fire(p, h[i]);

@@ -53,15 +53,6 @@ static inline bn_channels bn_channels_make(int64_t M, int64_t plane, int64_t C)
     return b;
 }
 
-/* Element e of a residual given as floats or as bits (snn_neuron_bn_input); 0 for none. A
- * warp's 32 neighbouring elements share one word: one transaction, broadcast. */
-static __device__ __forceinline__ float residual_at(const snn_neuron_bn_input &bn, int64_t e)
-{
-    if (bn.residual) return bn.residual[e];
-    if (bn.residual_bits) return (float)((bn.residual_bits[e >> 5] >> (e & 31)) & 1u);
-    return 0.0f;
-}
-
 /* Element e of the batch-norm's input x: bn.x, or (bn.x NULL) bn.x_bf16's bits as fp32 (exact:
  * a bf16 is the top half of an fp32). A conv output kept as bf16 is read as it is, 2 B. */
 static __device__ __forceinline__ float x_at(const snn_neuron_bn_input &bn, int64_t e)
@@ -89,21 +80,66 @@ struct bn_affine {
     float mean, scale, shift;
 };
 
+/* The channel of element i, (i / plane) % C */
+static __device__ __forceinline__ int64_t channel_of(const bn_channels &ch, int64_t i)
+{
+    if (!ch.small) return i / ch.plane64 % ch.C64;
+    const int q = snn_fast_div((int)i, ch.plane);
+    return q - snn_fast_div(q, ch.C) * (int)ch.C64;
+}
+
+/* A batch-norm's constants of channel c, from its merged (count, mean, M2), invstd, gamma and
+ * beta (gamma, beta NULL: 1 and 0) */
+static __device__ __forceinline__ bn_affine affine_of(const double *stats, const float *invstd,
+                                                      const float *gamma, const float *beta,
+                                                      int64_t c)
+{
+    bn_affine a;
+    a.mean = (float)stats[3 * c + 1];
+    a.scale = (gamma ? gamma[c] : 1.0f) * invstd[c];
+    a.shift = beta ? beta[c] : 0.0f;
+    return a;
+}
+
 static __device__ __forceinline__ bn_affine bn_affine_of(const snn_neuron_bn_input &bn,
                                                          const bn_channels &ch, int64_t i)
 {
-    int64_t c;
-    if (ch.small) {
-        const int q = snn_fast_div((int)i, ch.plane);
-        c = q - snn_fast_div(q, ch.C) * (int)ch.C64;
-    } else {
-        c = i / ch.plane64 % ch.C64;
+    return affine_of(bn.stats, bn.invstd, bn.gamma, bn.beta, channel_of(ch, i));
+}
+
+/* The residual's batch-norm's constants of element i's channel (r: snn_bn_residual) */
+static __device__ __forceinline__ bn_affine residual_affine_of(const snn_bn_residual &r,
+                                                               const bn_channels &ch, int64_t i)
+{
+    return affine_of(r.stats, r.invstd, r.gamma, r.beta, channel_of(ch, i));
+}
+
+/* Whether X has a residual. RBN: the kernel's instance for a residual made by a batch-norm
+ * (residual_bn), the only kind it then reads; an instance of its own keeps the other kinds'
+ * registers and loads as they were (the T > 16 backward: 128 registers against 174 with all
+ * kinds in one instance, one block an SM instead of two). */
+template <bool RBN>
+static __device__ __forceinline__ bool has_residual(const snn_neuron_bn_input &bn)
+{
+    return RBN || bn.residual || bn.residual_bits;
+}
+
+/* Element e of a residual given as floats or as bits, or (RBN) as a batch-norm's output: its
+ * input's value through ra, the constants of e's channel, with that batch-norm's expression and
+ * rounding; 0 for none. A warp's 32 neighbouring bits share one word: one transaction,
+ * broadcast. */
+template <bool RBN>
+static __device__ __forceinline__ float residual_at(const snn_neuron_bn_input &bn,
+                                                    const snn_bn_residual &r, const bn_affine &ra,
+                                                    int64_t e)
+{
+    if (RBN) {
+        const float rx = r.x ? r.x[e] : __uint_as_float((uint32_t)r.x_bf16[e] << 16);
+        return (rx - ra.mean) * ra.scale + ra.shift;
     }
-    bn_affine a;
-    a.mean = (float)bn.stats[3 * c + 1];
-    a.scale = (bn.gamma ? bn.gamma[c] : 1.0f) * bn.invstd[c];
-    a.shift = bn.beta ? bn.beta[c] : 0.0f;
-    return a;
+    if (bn.residual) return bn.residual[e];
+    if (bn.residual_bits) return (float)((bn.residual_bits[e >> 5] >> (e & 31)) & 1u);
+    return 0.0f;
 }
 
 /* Forward: see the file header. Writes spike, h_seq (if not NULL), v_last (if not NULL; may
@@ -118,13 +154,13 @@ static __device__ __forceinline__ bn_affine bn_affine_of(const snn_neuron_bn_inp
  * word): each warp's __ballot_sync of its spikes, written by lane 0.
  * E elements a thread: ELEMS, or BN_ELEMS with BN, whose residual and channel constants would
  * otherwise take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
-template <bool BN, int E>
+template <bool BN, int E, bool RBN = false>
 static __global__ void __launch_bounds__(BLOCK)
 lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
                    float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,
                    const float *v_init, const float *__restrict__ w, snn_neuron_bn_input bn,
-                   bn_channels ch, snn_neuron_params p, int64_t T, int64_t M, int64_t planes,
+                   snn_bn_residual rbn, bn_channels ch, snn_neuron_params p, int64_t T, int64_t M, int64_t planes,
                    int64_t plane)
 {
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, w);
@@ -133,12 +169,14 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
     float v[E];              /* V of each of this thread's elements */
     snn_plane_run run[E];    /* activity bookkeeping (only when activity != NULL) */
     bn_affine a[E];          /* BN: the constants of each element's channel */
+    bn_affine ra[E];         /* RBN: the residual's batch-norm's (residual_bn) */
 #pragma unroll
     for (int j = 0; j < E; j++) {
         const int64_t i = base + (int64_t)j * BLOCK;
         v[j] = i < M ? (v_init ? v_init[i] : p.v_reset) : 0.0f;
         if (activity) run[j] = snn_plane_run_make(i, i < M, plane);
         if (BN && bn.stats) a[j] = bn_affine_of(bn, ch, i < M ? i : 0);
+        if (RBN) ra[j] = residual_affine_of(rbn, ch, i < M ? i : 0);
     }
 
     for (int64_t t0 = 0; t0 < T; t0 += STEPS) {
@@ -156,9 +194,16 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
             load_steps_of(xv, t0, T, M, base, [&](int64_t e) { return x_at(bn, e); });
         else
             snn_neuron_load_steps(xv, BN ? bn.x : x, t0, T, M, base);
-        if (BN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
-        if (BN && !bn.residual && bn.residual_bits)
-            load_steps_of(rv, t0, T, M, base, [&](int64_t e) { return residual_at(bn, e); });
+        if (BN && !RBN && bn.residual) snn_neuron_load_steps(rv, bn.residual, t0, T, M, base);
+        if (BN && (RBN || (!bn.residual && bn.residual_bits)))
+#pragma unroll
+            for (int u = 0; u < STEPS; u++)
+#pragma unroll
+                for (int j = 0; j < E; j++) {
+                    const int64_t i = base + (int64_t)j * BLOCK;
+                    rv[u][j] = t0 + u < T && i < M
+                                   ? residual_at<RBN>(bn, rbn, ra[j], (t0 + u) * M + i) : 0.0f;
+                }
 #pragma unroll
         for (int u = 0; u < STEPS; u++) {
             const int64_t t = t0 + u;
@@ -172,7 +217,7 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
                     float xin = xv[u][j];
                     if (BN) { /* the batch-norm's expression, then the residual's add */
                         if (bn.stats) xin = (xin - a[j].mean) * a[j].scale + a[j].shift;
-                        if (bn.residual || bn.residual_bits) xin = xin + rv[u][j];
+                        if (has_residual<RBN>(bn)) xin = xin + rv[u][j];
                     }
                     const float h = snn_lif_charge_cuda(p, k, v[j], xin);
                     s = snn_lif_fire(&p, h); /* a comparison: nothing to round */
@@ -212,7 +257,14 @@ extern "C" void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, 
     if (M <= 0) return;
     SNN_CUDA_LAUNCH((lif_forward_kernel<false, ELEMS>), snn_neuron_cuda_grid(M), BLOCK, 0, spike,
                     nullptr, h_seq, v_last, activity, x, v_init, w, snn_neuron_bn_input{},
+                    snn_bn_residual{},
                     bn_channels{}, *p, T, M, planes, d->plane);
+}
+
+/* Whether in's residual is a batch-norm's output (the kernels' RBN instances) */
+static bool residual_by_bn(const snn_neuron_bn_input *in)
+{
+    return !in->residual && !in->residual_bits && in->residual_bn;
 }
 
 /* IF / LIF on the batch-norm-fed input (snn_neuron_bn_input): the kernel above with X made as
@@ -232,10 +284,17 @@ extern "C" void snn_lif_bn_forward_cuda(float *spike, uint32_t *spike_bits, floa
     /* the bits in the kernel where a warp's elements of a step are one word, else a pass */
     const bool ballot = M % 32 == 0;
     /* a carrying layer's state: the kernel's own v_init / v_last (the same instance) */
-    SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS>), snn_neuron_cuda_grid(M, BN_ELEMS),
-                    BLOCK, 0, spike, ballot ? spike_bits : nullptr, h_seq, in->v_last, activity,
-                    nullptr, in->v_init, nullptr, *in, bn_channels_make(M, d->plane, d->C), *p,
-                    T, M, planes, d->plane);
+    const bn_channels ch = bn_channels_make(M, d->plane, d->C);
+    uint32_t *bits = ballot ? spike_bits : nullptr;
+    if (residual_by_bn(in))
+        SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS, true>),
+                        snn_neuron_cuda_grid(M, BN_ELEMS), BLOCK, 0, spike, bits, h_seq,
+                        in->v_last, activity, nullptr, in->v_init, nullptr, *in,
+                        *in->residual_bn, ch, *p, T, M, planes, d->plane);
+    else
+        SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS>), snn_neuron_cuda_grid(M, BN_ELEMS),
+                        BLOCK, 0, spike, bits, h_seq, in->v_last, activity, nullptr, in->v_init,
+                        nullptr, *in, snn_bn_residual{}, ch, *p, T, M, planes, d->plane);
     if (spike_bits && !ballot) snn_pack_bits_cuda(spike_bits, spike, T * M);
 }
 
@@ -330,16 +389,23 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
  * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
-template <int TMAX, int E>
+template <int TMAX, int E, bool RBN>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
-                       const float *__restrict__ dspike, snn_neuron_bn_input bn, bn_channels ch,
+                       const float *__restrict__ dspike, snn_neuron_bn_input bn,
+                       snn_bn_residual rbn, bn_channels ch,
                        snn_neuron_params p, int64_t T, int64_t M)
 {
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
     const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
     const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
     float xv[TMAX][E], rv[TMAX][E], gs[TMAX][E], dr[TMAX][E];
+    bn_affine ra[E]; /* RBN: the residual's batch-norm's constants (residual_bn) */
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        const int64_t i = base + (int64_t)j * BLOCK;
+        if (RBN) ra[j] = residual_affine_of(rbn, ch, i < M ? i : 0);
+    }
 #pragma unroll
     for (int t = 0; t < TMAX; t++)
 #pragma unroll
@@ -347,7 +413,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
             const int64_t i = base + (int64_t)j * BLOCK;
             const bool ok = t < T && i < M;
             xv[t][j] = ok ? x_at(bn, (bn.x_repeated ? 0 : t) * M + i) : 0.0f;
-            rv[t][j] = ok ? residual_at(bn, t * M + i) : 0.0f;
+            rv[t][j] = ok ? residual_at<RBN>(bn, rbn, ra[j], t * M + i) : 0.0f;
             gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
             dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
         }
@@ -361,7 +427,7 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
         for (int t = 0; t < TMAX; t++) {
             if (t >= T) break;
             float xin = (xv[t][j] - a.mean) * a.scale + a.shift;
-            if (bn.residual || bn.residual_bits) xin = xin + rv[t][j];
+            if (has_residual<RBN>(bn)) xin = xin + rv[t][j];
             h[t] = snn_lif_charge_cuda(p, k, v, xin);
             v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
         }
@@ -394,11 +460,12 @@ lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
 
 /* X[t] of element i: the batch-norm's expression on x, then the residual's add (the rounding of
  * lif_forward_kernel<true, .>); xv and rv as loaded. */
+template <bool RBN>
 static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &bn,
                                                     const bn_affine &a, float xv, float rv)
 {
     float xin = (xv - a.mean) * a.scale + a.shift;
-    if (bn.residual || bn.residual_bits) xin = xin + rv;
+    if (has_residual<RBN>(bn)) xin = xin + rv;
     return xin;
 }
 
@@ -418,17 +485,19 @@ static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &b
  * (lif_bn_forward writing H, the fill, lif_backward, the residual's axpy) and keeps H, 4 B a
  * step, in scratch: at T = 32 the largest scratch of a ResNet-18 step. */
 #define CHUNK 16
+template <bool RBN>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
                                const float *__restrict__ dspike, snn_neuron_bn_input bn,
-                               bn_channels ch, snn_neuron_params p, int64_t T, int64_t M)
+                               snn_bn_residual rbn, bn_channels ch, snn_neuron_params p, int64_t T, int64_t M)
 {
     const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
     if (i >= M) return; /* no warp-wide operation follows */
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
     const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
     const bn_affine a = bn_affine_of(bn, ch, i);
-    const bool with_residual = bn.residual || bn.residual_bits;
+    const bn_affine ra = RBN ? residual_affine_of(rbn, ch, i) : bn_affine{0.0f, 0.0f, 0.0f};
+    const bool with_residual = has_residual<RBN>(bn);
     const int64_t x_step = bn.x_repeated ? 0 : M; /* x's stride between steps */
     /* V_init (read before V_last may overwrite it), G_V from dL/dV_last or 0 */
     const float v_init = bn.v_init ? bn.v_init[i] : p.v_reset;
@@ -442,11 +511,11 @@ lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
 #pragma unroll
             for (int u = 0; u < CHUNK; u++) {
                 xs[u] = x_at(bn, (s0 + u) * x_step + i);
-                rs[u] = with_residual ? residual_at(bn, (s0 + u) * M + i) : 0.0f;
+                rs[u] = with_residual ? residual_at<RBN>(bn, rbn, ra, (s0 + u) * M + i) : 0.0f;
             }
 #pragma unroll
             for (int u = 0; u < CHUNK; u++) {
-                const float h = snn_lif_charge_cuda(p, k, v, bn_input_of(bn, a, xs[u], rs[u]));
+                const float h = snn_lif_charge_cuda(p, k, v, bn_input_of<RBN>(bn, a, xs[u], rs[u]));
                 v = snn_lif_reset_cuda(p, h, snn_lif_fire(&p, h));
             }
         }
@@ -458,12 +527,12 @@ lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
             for (int u = 0; u < CHUNK; u++) {
                 const int64_t t = t0 + u;
                 xv[u] = t < T ? x_at(bn, t * x_step + i) : 0.0f;
-                rv[u] = t < T && with_residual ? residual_at(bn, t * M + i) : 0.0f;
+                rv[u] = t < T && with_residual ? residual_at<RBN>(bn, rbn, ra, t * M + i) : 0.0f;
             }
 #pragma unroll
             for (int u = 0; u < CHUNK; u++) {
                 if (t0 + u >= T) break;
-                h[u] = snn_lif_charge_cuda(p, k, v, bn_input_of(bn, a, xv[u], rv[u]));
+                h[u] = snn_lif_charge_cuda(p, k, v, bn_input_of<RBN>(bn, a, xv[u], rv[u]));
                 v = snn_lif_reset_cuda(p, h[u], snn_lif_fire(&p, h[u]));
             }
         }
@@ -499,6 +568,26 @@ lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
     if (bn.dv_init) bn.dv_init[i] += gv;
 }
 
+template <bool RBN>
+static void launch_bn_backward(float *dX, float *dresidual, const float *dspike,
+                               const snn_neuron_bn_input *in, const snn_bn_residual &rbn,
+                               const bn_channels &ch, const snn_neuron_params *p, int64_t T,
+                               int64_t M)
+{
+    if (T <= 4)
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2, RBN>), snn_neuron_cuda_grid(M, 2), BLOCK, 0,
+                        dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+    else if (T <= 8)
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1, RBN>), snn_neuron_cuda_grid(M, 1), BLOCK, 0,
+                        dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+    else if (T <= CHUNK)
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1, RBN>), snn_neuron_cuda_grid(M, 1), BLOCK,
+                        0, dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+    else
+        SNN_CUDA_LAUNCH(lif_bn_backward_chunked_kernel<RBN>, snn_neuron_cuda_grid(M, 1), BLOCK, 0,
+                        dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+}
+
 extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const float *dspike,
                                          const snn_neuron_bn_input *in,
                                          const snn_neuron_params *p, const snn_neuron_dims *d)
@@ -509,18 +598,10 @@ extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const floa
     if (M <= 0 || T <= 0) return;
     const bn_channels ch = bn_channels_make(M, d->plane, d->C);
     /* E TMAX <= 16 values of each loaded tensor a thread; past 16 steps, chunks of 16 */
-    if (T <= 4)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2>), snn_neuron_cuda_grid(M, 2), BLOCK, 0, dX,
-                        dresidual, dspike, *in, ch, *p, T, M);
-    else if (T <= 8)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1>), snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
-                        dresidual, dspike, *in, ch, *p, T, M);
-    else if (T <= CHUNK)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1>), snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
-                        dresidual, dspike, *in, ch, *p, T, M);
+    if (residual_by_bn(in))
+        launch_bn_backward<true>(dX, dresidual, dspike, in, *in->residual_bn, ch, p, T, M);
     else
-        SNN_CUDA_LAUNCH(lif_bn_backward_chunked_kernel, snn_neuron_cuda_grid(M, 1), BLOCK, 0, dX,
-                        dresidual, dspike, *in, ch, *p, T, M);
+        launch_bn_backward<false>(dX, dresidual, dspike, in, snn_bn_residual{}, ch, p, T, M);
 }
 
 /* dw[0] += dL/dk * dk/dw with k = sigmoid(w): dk/dw = k (1 - k), in double as the CPU. */
