@@ -44,8 +44,9 @@ extern "C" {
  * The tape (what an op written outside autograd/ uses: neurons/, sparse/)
  * ------------------------------------------------------------------------------------------- */
 
-/** The most inputs a tape node has. */
-#define SNN_MAX_NODE_INPUTS 4
+/** The most inputs a tape node has: 6 for the fused batch-norm -> neuron op whose residual is a
+ * batch-norm's output (x, gamma, beta, and that batch-norm's input, gamma and beta). */
+#define SNN_MAX_NODE_INPUTS 6
 
 /** One recorded op on the tape. */
 typedef struct snn_node snn_node;

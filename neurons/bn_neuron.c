@@ -65,6 +65,10 @@ typedef struct bn_neuron_saved {
     float *v_state;         /* (M) the carry op's state: V_init, and V_last once backward ran;
                              * NULL for snn_batchnorm_neuron */
     bool x_repeated;        /* x is (N, C, H, W), every step's (snn_batchnorm_neuron_repeat) */
+    /* snn_batchnorm_neuron_bn_residual: the residual's batch-norm, of input rx (node input 3;
+     * its gamma and beta inputs 4 and 5); r_stats NULL for the other ops */
+    double *r_stats;        /* (C, 3) merged (count, mean, M2) of rx */
+    float *r_mean, *r_invstd;
 } bn_neuron_saved;
 
 /* The states of taped carry calls whose backward has not run yet: each still holds the V_init
@@ -179,12 +183,52 @@ static bool read_saved_inputs(const char *fn, const snn_tensor *x, const snn_ten
     return true;
 }
 
+/* The images a node's batch-norm normalised: T N, or N repeated over T */
+static int64_t images_of(const bn_neuron_saved *sv)
+{
+    return sv->x_repeated ? sv->dims.N : sv->dims.T * sv->dims.N;
+}
+
+/* snn_batchnorm_neuron_bn_residual's residual batch-norm's backward, from dL/dresidual = dX:
+ * into rx's gradient, r_gamma's and r_beta's (node inputs 3-5), with the bits of the separate
+ * ops, whose residual gradient is a zero-filled buffer plus dX (the add's axpy) and whose
+ * batch-norm backward adds to rx's zero-filled gradient: here dX is added to zeros in rx's
+ * first gradient (or scratch) and batchnorm_backward_in_place replaces it. False when it
+ * could not run (reported). */
+static bool shortcut_backward(const char *fn, snn_node *node, const snn_bn_residual *r,
+                              const float *dX, float *drx_whole, int64_t images)
+{
+    const bn_neuron_saved *sv = node->saved;
+    snn_tensor *rx = node->inputs[3];
+    const snn_kernels *k = snn_kernels_for(rx->device);
+    const int64_t n = rx->numel;
+    /* rx's first gradient (taken before the caller's scratch mark: a gradient's tensor struct
+     * is step memory, which the mark's release gives back); else scratch, added into rx's
+     * gradient where it wants one (which it has by then: snn_grad_for makes none here) */
+    float *buf = drx_whole, *into = buf ? NULL : snn_grad_for(rx);
+    if (!buf) buf = snn_step_alloc(fn, (size_t)n * sizeof(float), rx->device);
+    if (!buf) {
+        snn_backward_out_of_memory();
+        return false;
+    }
+    k->fill(buf, 0.0f, n);
+    k->axpy(buf, 1.0f, dX, n);
+    k->batchnorm_backward_in_place(buf, snn_grad_for(node->inputs[4]),
+                                   snn_grad_for(node->inputs[5]), r->x, r->x_bf16, r->gamma,
+                                   sv->r_mean, sv->r_invstd, (int)images, (int)sv->dims.C,
+                                   (int)sv->dims.plane);
+    if (into) k->axpy(into, 1.0f, buf, n); /* as batchnorm_backward adds into it */
+    return true;
+}
+
 static void bn_neuron_backward(snn_node *node)
 {
     const char *fn = "snn_batchnorm_neuron (backward)";
     const bn_neuron_saved *sv = node->saved;
     snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
-    snn_tensor *residual = node->inputs[3];
+    /* input 3: the residual, or (sv->r_stats) the residual's batch-norm's input rx */
+    snn_tensor *residual = sv->r_stats ? NULL : node->inputs[3];
+    snn_tensor *rx = sv->r_stats ? node->inputs[3] : NULL;
     if (!node->out->grad) return;
     const snn_kernels *k = snn_kernels_for(x->device);
     SNN_ASSERT(k);
@@ -194,7 +238,9 @@ static void bn_neuron_backward(snn_node *node)
     float *dx = dx_whole ? dx_whole : snn_grad_for(x);
     float *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
     float *dresidual = snn_grad_for(residual);
-    if (!dx && !dgamma && !dbeta && !dresidual && !sv->v_state) return;
+    const bool r_grads = rx && (rx->requires_grad || node->inputs[4]->requires_grad ||
+                                node->inputs[5]->requires_grad);
+    if (!dx && !dgamma && !dbeta && !dresidual && !r_grads && !sv->v_state) return;
     /* the carry op's V_init is its layer's state: still there unless the layer reset or freed
      * it since the forward (snn_batchnorm_neuron_carry_forget), which would be a wrong H */
     const int pending = sv->v_state ? pending_find(sv->v_state) : -1;
@@ -206,6 +252,7 @@ static void bn_neuron_backward(snn_node *node)
         return;
     }
     const int64_t n = x->numel;
+    float *drx_whole = r_grads ? snn_grad_unfilled(rx) : NULL; /* likewise for rx (below) */
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *dX = dx_whole ? dx_whole /* x's shape dL/dX */
                          : snn_step_alloc(fn, (size_t)n * sizeof(float), x->device);
@@ -218,12 +265,26 @@ static void bn_neuron_backward(snn_node *node)
                               .beta = beta->data, .v_init = sv->v_state, .v_last = sv->v_state,
                               .x_repeated = sv->x_repeated};
     if (!read_saved_inputs(fn, x, residual, &in)) return;
+    snn_bn_residual r_in;
+    if (rx) {
+        r_in = (snn_bn_residual){.x_bf16 = !rx->data && rx->bf16 ? rx->bf16 : NULL,
+                                 .stats = sv->r_stats, .invstd = sv->r_invstd,
+                                 .gamma = node->inputs[4]->data, .beta = node->inputs[5]->data};
+        r_in.x = r_in.x_bf16 ? NULL : snn_saved_values(fn, rx);
+        if (!r_in.x && !r_in.x_bf16) {
+            snn_backward_out_of_memory();
+            return;
+        }
+        in.residual_bn = &r_in;
+    }
     const float *dspike = node->out->grad->data;
     if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
         return;
+    /* the residual's batch-norm, before dX becomes dL/dx below: dL/dresidual = dL/dX */
+    if (r_grads && !shortcut_backward(fn, node, &r_in, dX, drx_whole, images_of(sv))) return;
     if (pending >= 0) pending_remove(pending); /* V_last is in the state now */
     /* the batch-norm's backward over the images it normalised: T N, or N repeated */
-    const int64_t images = sv->x_repeated ? sv->dims.N : sv->dims.T * sv->dims.N;
+    const int64_t images = images_of(sv);
     if (dx_whole) {
         k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, in.x, in.x_bf16, gamma->data,
                                        sv->mean, sv->invstd, (int)images, (int)sv->dims.C,
@@ -307,10 +368,16 @@ typedef struct bn_state {
     bool differentiable;  /* v_in an input of the graph, v_last an output (the state op) */
 } bn_state;
 
+/* The residual's batch-norm of snn_batchnorm_neuron_bn_residual, for fused_forward */
+typedef struct bn_shortcut {
+    snn_tensor *rx;
+    const snn_batchnorm_args *bn;
+} bn_shortcut;
+
 static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                  float momentum, float eps, snn_tensor *residual,
                                  const snn_neuron_config *cfg, const bn_state *st, int repeat,
-                                 snn_tensor **activity);
+                                 const bn_shortcut *rb, snn_tensor **activity);
 
 snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                  snn_tensor *running_mean, snn_tensor *running_var,
@@ -324,7 +391,52 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) return separate_ops(x, params, momentum, eps, residual, cfg, activity);
-    return fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, 0, activity);
+    return fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, 0, NULL, activity);
+}
+
+snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_args *bn,
+                                             snn_tensor *rx, const snn_batchnorm_args *r,
+                                             const snn_neuron_config *cfg, snn_tensor **activity)
+{
+    const char *fn = "snn_batchnorm_neuron_bn_residual";
+    if (activity) *activity = NULL;
+    if (!bn || !r)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (NULL)", fn,
+                              bn ? "r" : "bn");
+    snn_tensor *params[4] = {bn->gamma, bn->beta, bn->running_mean, bn->running_var};
+    snn_tensor *r_params[4] = {r->gamma, r->beta, r->running_mean, r->running_var};
+    if (check_args(fn, x, params, bn->momentum, bn->eps, NULL, cfg, false) != SNN_OK ||
+        snn_check_tensor(fn, "rx", rx) || snn_check_same_device(fn, "x", x, "rx", rx) ||
+        snn_check_same_shape(fn, "x", x, "rx", rx))
+        return NULL;
+    const char *names[4] = {"r->gamma", "r->beta", "r->running_mean", "r->running_var"};
+    for (int i = 0; i < 4; i++)
+        if (snn_check_rank(fn, names[i], r_params[i], 1, "(C)") ||
+            snn_check_dim(fn, names[i], r_params[i], 0, x->shape.dim[2], "C (input channels)") ||
+            snn_check_same_device(fn, "x", x, names[i], r_params[i]))
+            return NULL;
+    if (!(r->eps > 0.0f) || !(r->momentum >= 0.0f && r->momentum <= 1.0f))
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad arguments (expected r->eps > 0 and "
+                              "r->momentum in [0, 1], got %g, %g)", fn, (double)r->eps,
+                              (double)r->momentum);
+    if (!rx->data)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'rx' (its values are kept "
+                              "for backward already: bits or bf16); hint: keep them after "
+                              "this op", fn);
+    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
+    if (!nk) return NULL;
+    if (!nk->lif_bn_forward) { /* the ops it stands for */
+        snn_tensor *residual = snn_batchnorm2d(rx, r->gamma, r->beta, r->running_mean,
+                                               r->running_var, true, r->momentum, r->eps);
+        return residual ? separate_ops(x, params, bn->momentum, bn->eps, residual, cfg,
+                                       activity)
+                        : NULL;
+    }
+    const snn_kernels *k = snn_kernels_for(x->device);
+    SNN_REQUIRE_KERNEL(k, fn, batchnorm_backward_in_place);
+    const bn_shortcut rb = {rx, r};
+    return fused_forward(fn, x, params, bn->momentum, bn->eps, NULL, cfg, NULL, 0, &rb,
+                         activity);
 }
 
 /* x (N, C, H, W) seen as one step, dims (T, N, C, H W) with T = time_steps. */
@@ -353,7 +465,7 @@ snn_tensor *snn_batchnorm_neuron_repeat(snn_tensor *x, snn_tensor *gamma, snn_te
         y = y ? snn_repeat_time(y, time_steps) : NULL;
         return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
     }
-    return fused_forward(fn, x, params, momentum, eps, NULL, cfg, NULL, time_steps, activity);
+    return fused_forward(fn, x, params, momentum, eps, NULL, cfg, NULL, time_steps, NULL, activity);
 }
 
 /* The fused forward of the three ops: statistics, then lif_bn_forward (from st's state into
@@ -366,7 +478,7 @@ static bool record_state_op(const char *fn, snn_tensor *x, snn_tensor *gamma, sn
 static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                  float momentum, float eps, snn_tensor *residual,
                                  const snn_neuron_config *cfg, const bn_state *st, int repeat,
-                                 snn_tensor **activity)
+                                 const bn_shortcut *rb, snn_tensor **activity)
 {
     snn_tensor *gamma = params[0], *beta = params[1];
     snn_tensor *running_mean = params[2], *running_var = params[3];
@@ -387,9 +499,13 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     snn_shape out_shape = x->shape;
     if (repeat) out_shape = SNN_SHAPE(repeat, d.N, d.C, x->shape.dim[2], x->shape.dim[3]);
     const snn_neuron_params p = snn_neuron_params_from(cfg);
-    snn_tensor *inputs[4] = {x, gamma, beta, residual};
+    /* with a residual made by a batch-norm (rb): x's three, then rx and its gamma and beta */
+    SNN_ASSERT(!rb || (!residual && !st && !repeat));
+    snn_tensor *inputs[6] = {x, gamma, beta, rb ? rb->rx : residual,
+                             rb ? rb->bn->gamma : NULL, rb ? rb->bn->beta : NULL};
+    const int n_inputs = rb ? 6 : 4;
     snn_tensor *v_grad = st && st->differentiable ? st->v_in : NULL;
-    const bool record = snn_should_record(4, inputs) || snn_should_record(1, &v_grad);
+    const bool record = snn_should_record(n_inputs, inputs) || snn_should_record(1, &v_grad);
     /* spikes from the step pool, with or without a tape: a training-mode forward (the only
      * kind this op runs) packs them where their last reader is done (snn_spikes_pack), so that
      * one without a tape (the online step's forward-only steps) holds their bits alone */
@@ -401,6 +517,14 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     float *mean = merged ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     float *invstd = mean ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
     if (!invstd) return NULL;
+    double *r_merged = NULL; /* the residual's batch-norm's, kept likewise */
+    float *r_mean = NULL, *r_invstd = NULL;
+    if (rb) {
+        r_merged = snn_step_alloc(fn, stats_bytes, x->device);
+        r_mean = r_merged ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
+        r_invstd = r_mean ? snn_step_alloc(fn, (size_t)C * sizeof(float), x->device) : NULL;
+        if (!r_invstd) return NULL;
+    }
     /* their bits too, written by the kernel, for snn_spikes_pack */
     if (spike->spikes) {
         const size_t words = (size_t)((spike->numel + 31) / 32);
@@ -423,7 +547,17 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     k->batchnorm_stats(stats, x->data, (int)(repeat ? d.N : d.T * d.N), C, (int)d.plane);
     k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, stats, 1,
                              C, momentum, eps);
+    if (rb) { /* the residual's batch-norm's, as snn_batchnorm2d's forward would make them */
+        const snn_batchnorm_args *r = rb->bn;
+        k->batchnorm_stats(stats, rb->rx->data, (int)(d.T * d.N), C, (int)d.plane);
+        k->batchnorm_stats_merge(r_merged, r_mean, r_invstd, r->running_mean->data,
+                                 r->running_var->data, stats, 1, C, r->momentum, r->eps);
+    }
     snn_step_scratch_release(x->device, mark);
+    const snn_bn_residual r_in = {.x = rb ? rb->rx->data : NULL, .stats = r_merged,
+                                  .invstd = r_invstd,
+                                  .gamma = rb ? rb->bn->gamma->data : NULL,
+                                  .beta = rb ? rb->bn->beta->data : NULL};
 
     /* the state: read as it is overwritten (v_last may alias v_init: the kernels read each
      * element's V_init before they write its V_last) */
@@ -432,15 +566,15 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
                                     .residual = residual ? residual->data : NULL,
                                     .v_init = st ? st->v_in->data : NULL,
                                     .v_last = st && !deferred ? st->v_last->data : NULL,
-                                    .x_repeated = repeat > 0};
+                                    .x_repeated = repeat > 0, .residual_bn = rb ? &r_in : NULL};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
     const bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL,
-                                   repeat > 0};
+                                   repeat > 0, r_merged, r_mean, r_invstd};
     if (record && st && st->differentiable) {
         if (!record_state_op(fn, x, gamma, beta, residual, spike, st, &saved)) return NULL;
     } else if (record) { /* one node, the carry op's too (its state is no input of the graph) */
-        snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, 4, inputs,
+        snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, n_inputs, inputs,
                                          sizeof(bn_neuron_saved));
         if (!node) return NULL;
         *(bn_neuron_saved *)node->saved = saved;
@@ -634,7 +768,7 @@ snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_ten
         return y ? snn_neuron_multistep_carry(y, cfg, NULL, v_state, NULL, activity) : NULL;
     }
     const bn_state st = {v_state, v_state, false};
-    return fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0, activity);
+    return fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0, NULL, activity);
 }
 
 snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
@@ -663,7 +797,7 @@ snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_ten
     snn_tensor *v_last = snn_step_tensor(fn, v_in->shape, x->device);
     if (!v_last) return NULL;
     const bn_state st = {v_in, v_last, true};
-    snn_tensor *spike = fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0,
+    snn_tensor *spike = fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0, NULL,
                                       activity);
     if (spike) *v_out = v_last;
     return spike;

@@ -240,6 +240,28 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
                                  float momentum, float eps, snn_tensor *residual,
                                  const snn_neuron_config *cfg, snn_tensor **activity);
 
+/** A training-mode batch-norm's parameters and constants, as snn_batchnorm2d takes them. */
+typedef struct snn_batchnorm_args {
+    snn_tensor *gamma, *beta;               /**< (C) each */
+    snn_tensor *running_mean, *running_var; /**< (C) each, updated by the forward */
+    float momentum, eps;
+} snn_batchnorm_args;
+
+/** snn_batchnorm_neuron whose residual is itself a training-mode batch-norm's output (a ResNet
+ * block's downsample shortcut, bn_r(conv(x))), as one node: the spikes of
+ *     snn_batchnorm_neuron(x, bn..., snn_batchnorm2d(rx, r..., true, r->momentum, r->eps),
+ *                          cfg, activity)
+ * with the same bits (and the residual batch-norm's running statistics and gradients: rx's,
+ * r->gamma's, r->beta's), without storing that residual: the neurons make it from rx as they
+ * load it, in forward and in backward's recompute of H, so a step keeps rx (which the
+ * batch-norm's backward needs anyway) and not the residual too (neurons/bn_neuron.c). x and rx
+ * are (T, N, C, H, W) on one device, rx with its values (not kept as bf16 yet). Refused as
+ * snn_batchnorm_neuron, naming rx or r's tensors. */
+snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_args *bn,
+                                             snn_tensor *rx, const snn_batchnorm_args *r,
+                                             const snn_neuron_config *cfg,
+                                             snn_tensor **activity);
+
 /** The stem of a directly encoded image: a training-mode batch-norm of x, the same input at
  * each of `time_steps` steps, into IF or LIF neurons, as one node: the spikes of
  *     snn_neuron_multistep(snn_repeat_time(snn_batchnorm2d(x, gamma, beta, running_mean,

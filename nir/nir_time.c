@@ -7,8 +7,8 @@
  *   nir_time_stack(y, count)   count tensors (...) -> (count, ...): one copy of each;
  *                              backward dy_k += dout[k]
  *
- * A tape node takes at most SNN_MAX_NODE_INPUTS (4) inputs, so a stack that records a tape is
- * a tree of concatenations of up to 4 parts each: log4(count) copies of the data, instead of
+ * A tape node takes at most SNN_MAX_NODE_INPUTS (6) inputs, so a stack that records a tape is
+ * a tree of concatenations of up to 6 parts each: log6(count) copies of the data, instead of
  * count copies for a chain of pairs. Without a tape the stack is one allocation and count copies.
  * Memory traffic: the step is free; the stack reads and writes count * numel floats per level.
  */

@@ -22,6 +22,7 @@
 #include "nn_internal.h"
 #include "kernels/kernels.h"
 #include "kernels/neuron_kernels.h"
+#include "tensor/error.h"
 
 /* ---- conditions -------------------------------------------------------------------------- */
 
@@ -112,7 +113,24 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
     const int repeat = rule->applies == stem_neuron_applies ? bn->plan->stem_repeat : 0;
     const snn_neuron_bn_feed feed = {bn->params[0].tensor, bn->params[1].tensor,
                                      bn->params[2].tensor, bn->params[3].tensor,
-                                     snn_batchnorm_train_momentum(bn), b->eps, residual, repeat};
+                                     snn_batchnorm_train_momentum(bn), b->eps, residual, repeat,
+                                     NULL, NULL};
+    return snn_neuron_layer_forward_bn(neuron, x, &feed);
+}
+
+snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
+                                       snn_tensor *x, snn_tensor *rx, snn_module *shortcut_bn)
+{
+    SNN_ASSERT(rule->run == run_bn_neuron && rule->length == 3 && rule->applies != stem_neuron_applies);
+    SNN_ASSERT(shortcut_bn->ops == &snn_batchnorm2d_ops && shortcut_bn->training);
+    snn_module *bn = items[0], *neuron = items[2];
+    const snn_batchnorm_impl *b = bn->impl, *rb = shortcut_bn->impl;
+    const snn_batchnorm_args r = {shortcut_bn->params[0].tensor, shortcut_bn->params[1].tensor,
+                                  shortcut_bn->params[2].tensor, shortcut_bn->params[3].tensor,
+                                  snn_batchnorm_train_momentum(shortcut_bn), rb->eps};
+    const snn_neuron_bn_feed feed = {bn->params[0].tensor, bn->params[1].tensor,
+                                     bn->params[2].tensor, bn->params[3].tensor,
+                                     snn_batchnorm_train_momentum(bn), b->eps, NULL, 0, rx, &r};
     return snn_neuron_layer_forward_bn(neuron, x, &feed);
 }
 

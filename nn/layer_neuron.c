@@ -101,6 +101,8 @@ static snn_tensor *layer_forward(snn_module *m, snn_tensor *x, const snn_neuron_
     snn_tensor *activity = NULL, *spikes;
     n->seg_v_in = n->seg_a_in = n->seg_v_out = n->seg_a_out = NULL;
     SNN_ASSERT(!(bn && bn->repeat && n->carry != SNN_CARRY_NONE)); /* the rule's condition */
+    /* a residual made by a batch-norm: the plain op's alone (nn/model_resnet.c asks) */
+    SNN_ASSERT(!(bn && bn->residual_x && n->carry != SNN_CARRY_NONE));
     if (n->carry != SNN_CARRY_NONE && !snn_neuron_is_ann(n->config.kind)) {
         /* a bad x is named by the op; the state is made for a good one */
         const bool x_ok = x && x->shape.ndim >= 2;
@@ -121,6 +123,11 @@ static snn_tensor *layer_forward(snn_module *m, snn_tensor *x, const snn_neuron_
         spikes = snn_batchnorm_neuron_repeat(x, bn->gamma, bn->beta, bn->running_mean,
                                              bn->running_var, bn->momentum, bn->eps, bn->repeat,
                                              &n->config, &activity);
+    } else if (bn && bn->residual_x) {
+        const snn_batchnorm_args args = {bn->gamma, bn->beta, bn->running_mean, bn->running_var,
+                                         bn->momentum, bn->eps};
+        spikes = snn_batchnorm_neuron_bn_residual(x, &args, bn->residual_x, bn->residual_bn,
+                                                  &n->config, &activity);
     } else if (bn) {
         spikes = snn_batchnorm_neuron(x, bn->gamma, bn->beta, bn->running_mean, bn->running_var,
                                       bn->momentum, bn->eps, bn->residual, &n->config,

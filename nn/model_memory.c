@@ -237,20 +237,28 @@ static bool fuses(const snn_walk *w, const snn_neuron_config *n)
 /* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
  * for none) over (T, N, channels, ...) with `planes` = T N; `in_numel`, in's elements: numel,
  * or numel / T for the repeated stem (snn_batchnorm_neuron_repeat, whose x is one step). */
-static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config *n, double numel,
-                     double in_numel, double planes, int channels)
+static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
+                     const snn_neuron_config *n, double numel, double in_numel, double planes,
+                     int channels)
 {
     carried_state(w, n, numel, false, true); /* the carry op advances the state in backward */
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
     snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
     snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
+    if (residual_bn) { /* the residual a batch-norm's output of `residual`, never stored */
+        snn_walk_param(w, 2.0 * channels, true);
+        snn_walk_param(w, 2.0 * channels + 1.0, false);
+        snn_walk_bf16_round(w, residual);
+    }
     int out = snn_walk_spikes_output(w, numel, in, residual); /* spikes */
     snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
     w->device += snn_walk_bits_bytes(w, numel); /* the spikes' bits, made with them (training) */
     w->bits_made[out] = true;
     w->pooled_untaped[out] = true; /* its spikes come from the pool, with a tape or not */
-    snn_walk_alloc(w, 6.0 * channels);                 /* (count, mean, M2) per channel, doubles */
-    snn_walk_alloc(w, channels), snn_walk_alloc(w, channels);   /* mean, 1 / std */
+    for (int bn = 0; bn < (residual_bn ? 2 : 1); bn++) { /* x's batch-norm (and residual's) */
+        snn_walk_alloc(w, 6.0 * channels);             /* (count, mean, M2) per channel, doubles */
+        snn_walk_alloc(w, channels), snn_walk_alloc(w, channels); /* mean, 1 / std */
+    }
     /* backward: dL/dX (in's shape) in in's gradient, which the batch-norm's backward then
      * replaces in place (else in scratch), and H where the device has no one-pass kernel
      * (which then reads the spikes, unpacked if they are bits by then). The kernels read in
@@ -262,6 +270,7 @@ static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config 
     if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
     snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
     snn_walk_bf16_done(w, in);
+    if (residual_bn) snn_walk_bf16_done(w, residual);
     return out;
 }
 
@@ -269,7 +278,7 @@ static int bn_neuron(snn_walk *w, int in, int residual, const snn_neuron_config 
 static int bn_then_neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
                           double planes, int channels)
 {
-    if (fuses(w, n)) return bn_neuron(w, in, -1, n, numel, numel, planes, channels);
+    if (fuses(w, n)) return bn_neuron(w, in, -1, false, n, numel, numel, planes, channels);
     return neuron(w, batchnorm(w, in, numel, channels), n, numel, planes, channels);
 }
 
@@ -344,7 +353,7 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
      * read the one output */
     if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE && fuses(w, &c->neuron) &&
         w->one_pass_backward)
-        return bn_neuron(w, x, -1, &c->neuron, T * N * *per_image, N * *per_image, T * N, width);
+        return bn_neuron(w, x, -1, false, &c->neuron, T * N * *per_image, N * *per_image, T * N, width);
     x = batchnorm(w, x, images * *per_image, width);
     if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
@@ -412,18 +421,23 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
     if (!fused) y = batchnorm(w, y, numel, out);
     if (w->keep_bf16) snn_walk_spikes_done(w, spikes);
     int shortcut = x;
-    if (stride != 1 || in != out) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
+    const bool downsample = stride != 1 || in != out;
+    /* a fused tail in training makes the plain shortcut's batch-norm output itself */
+    const bool shortcut_bn = downsample && fused && !sew && w->training &&
+                             w->carry == SNN_CARRY_NONE;
+    if (downsample) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
         shortcut = conv(w, x, TN, in, out, 1, stride, 0, &h0, &w0);
-        shortcut = sew ? bn_then_neuron(w, shortcut, &c->neuron, numel, TN, out)
-                       : batchnorm(w, shortcut, numel, out);
+        if (!shortcut_bn)
+            shortcut = sew ? bn_then_neuron(w, shortcut, &c->neuron, numel, TN, out)
+                           : batchnorm(w, shortcut, numel, out);
     }
     if (sew) {
-        y = fused ? bn_neuron(w, y, -1, &c->neuron, numel, numel, TN, out)
+        y = fused ? bn_neuron(w, y, -1, false, &c->neuron, numel, numel, TN, out)
                   : neuron(w, y, &c->neuron, numel, TN, out);
         snn_walk_backward_scratch(w, 0.0, y, shortcut);
         y = snn_walk_output(w, numel, y, shortcut); /* the residual addition */
     } else if (fused) {
-        y = bn_neuron(w, y, shortcut, &c->neuron, numel, numel, TN, out);
+        y = bn_neuron(w, y, shortcut, shortcut_bn, &c->neuron, numel, numel, TN, out);
     } else {
         /* written over the last batch-norm's output (snn_add_into) */
         w->host += snn_walk_struct_bytes();

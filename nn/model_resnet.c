@@ -59,12 +59,29 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     const snn_model_options options = snn_plan_options(m->plan, x->device);
     const bool pack_early = snn_options_keep_bf16(&options);
     if (h && pack_early && snn_spikes_forward_done(m, spikes) != SNN_OK) return NULL;
-    snn_tensor *shortcut = downsample ? snn_module_forward(downsample, x) : x;
+    /* a fused tail in training takes the downsample shortcut bn(conv(x)) as the conv's output
+     * and that batch-norm, whose output its neurons make as they load it: a step keeps the
+     * conv's output (which the batch-norm's backward reads anyway), not the batch-norm's too
+     * (snn_batchnorm_neuron_bn_residual; 0.92 MB an image of a BF16 ResNet-18 step at T = 4).
+     * Not while the plan traces or counts SynOps, which would miss the batch-norm's call, nor
+     * for neurons that carry their state (whose ops take a residual made) */
+    snn_module *shortcut_bn = NULL;
+    const snn_neuron_layer_impl *tail_neuron = neuron->impl;
+    if (h && fused && !b->sew && downsample && downsample->n_children == 2 && snn_grad_enabled() &&
+        downsample->children[1]->ops == &snn_batchnorm2d_ops && downsample->children[1]->training &&
+        tail_neuron->carry == SNN_CARRY_NONE && !snn_plan_is_tracing(m) &&
+        !(m->plan && m->plan->synops))
+        shortcut_bn = downsample->children[1];
+    snn_tensor *rx = shortcut_bn ? snn_module_forward(downsample->children[0], x) : NULL;
+    if (shortcut_bn && !rx) return NULL;
+    snn_tensor *shortcut = shortcut_bn ? NULL : downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
     /* the fused tail's batch-norm reads the conv's output last: kept as bf16 after it where
-     * the plan says so (autograd/bf16_keep.c) */
+     * the plan says so (autograd/bf16_keep.c); the shortcut conv's output likewise */
     const bool keep_bf16 = fused && snn_bf16_keep_applies(bn, h);
+    const bool keep_rx = shortcut_bn && snn_bf16_keep_applies(shortcut_bn, rx);
     if (keep_bf16 && snn_values_round_bf16(h) != SNN_OK) return NULL;
+    if (keep_rx && snn_values_round_bf16(rx) != SNN_OK) return NULL;
     if (b->sew) {
         y = fused ? snn_fusion_run(fused, tail, h, NULL) : snn_module_forward(neuron, h);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
@@ -72,8 +89,10 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
         y = snn_add(y, shortcut);
         if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, y);
     } else if (fused) {
-        y = snn_fusion_run(fused, tail, h, shortcut);
+        y = shortcut_bn ? snn_fusion_run_shortcut_bn(fused, tail, h, rx, shortcut_bn)
+                        : snn_fusion_run(fused, tail, h, shortcut);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
+        if (y && keep_rx && snn_values_keep_bf16(rx) != SNN_OK) return NULL;
         if (y) snn_values_forward_done(bn, h); /* without a tape */
     } else {
         /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the

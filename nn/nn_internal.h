@@ -153,6 +153,13 @@ const snn_fusion_rule *snn_fusion_find(snn_module *const *items, int n, const sn
                                        const snn_tensor *residual);
 /* Runs `rule`'s fused op on the items it matched: their output (spikes, for the neuron rules,
  * with the neuron layer's bookkeeping), or NULL with the error set. */
+/* The fused ResNet tail bn -> + -> neuron (rule, items: as snn_fusion_run's) whose residual is
+ * the downsample shortcut's batch-norm `shortcut_bn` of the shortcut conv's output rx, run as
+ * one op that never stores that batch-norm's output (snn_batchnorm_neuron_bn_residual); what
+ * the shortcut's batch-norm module would do besides (its momentum's count) is done. Training
+ * with a tape, no tracing, no SynOps count: nn/model_resnet.c asks those first. */
+snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
+                                       snn_tensor *x, snn_tensor *rx, snn_module *shortcut_bn);
 snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items, snn_tensor *x,
                            snn_tensor *residual);
 
@@ -194,6 +201,10 @@ typedef struct snn_neuron_bn_feed {
     snn_tensor *residual;     /* or NULL */
     int repeat;               /* > 0: x is (N, C, H, W), the input of this many steps (the
                                * repeated stem: snn_batchnorm_neuron_repeat); no residual */
+    /* or the residual a training-mode batch-norm's output, r(residual_x), made by the neurons
+     * as they load it (snn_batchnorm_neuron_bn_residual; residual NULL, repeat 0) */
+    snn_tensor *residual_x;
+    const snn_batchnorm_args *residual_bn;
 } snn_neuron_bn_feed;
 /* Runs IF / LIF neuron layer m on bn(x) [+ residual] as one op: snn_batchnorm_neuron, or for a
  * layer that carries its state, its _carry / _state variant with the state handled as the

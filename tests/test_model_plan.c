@@ -166,8 +166,10 @@ static void test_options_decide_what_runs(void)
         CHECK_OK(snn_model_set_options(m, &cases[k]));
         int packed = -1;
         const int fused = run_step(m, true, false, "snn_batchnorm_neuron", &packed);
-        /* every neuron but the stem's follows a training-mode batch-norm */
-        CHECK(fused == (cases[k].fuse ? 16 : 0));
+        const int shortcut = run_step(m, true, false, "snn_batchnorm_neuron_bn_residual", NULL);
+        /* every neuron but the stem's follows a training-mode batch-norm; the three
+         * downsampling blocks' tails make their shortcut's batch-norm output too */
+        CHECK(fused == (cases[k].fuse ? 13 : 0) && shortcut == (cases[k].fuse ? 3 : 0));
         /* all but the last block's output, which feeds the pool, not a conv */
         CHECK(packed == (cases[k].pack_spikes ? 16 : 0));
     }
