@@ -205,6 +205,20 @@ static void test_refused_arguments(void)
     expect_refused(snn_batchnorm_neuron_repeat(image, short_gamma, b, rm, rv, 0.1f, 1e-5f, 2,
                                                &lif, NULL),
                    "gamma");
+    /* the residual made by a batch-norm: rx as x, the second batch-norm's tensors and
+     * constants named as r's */
+    const snn_batchnorm_args bn = {g, b, rm, rv, 0.1f, 1e-5f};
+    snn_tensor *rx = uniform(shape, -1, 1, 10, true);
+    snn_tensor *rg = uniform(SNN_SHAPE(3), 0.5f, 1.5f, 11, true);
+    const snn_batchnorm_args r = {rg, b, rm, rv, 0.1f, 1e-5f};
+    snn_batchnorm_args r_short = r, r_eps = r;
+    r_short.gamma = short_gamma, r_eps.eps = 0.0f;
+    expect_refused(snn_batchnorm_neuron_bn_residual(x, &bn, res, &r, &lif, NULL), "'rx'");
+    expect_refused(snn_batchnorm_neuron_bn_residual(x, &bn, rx, &r_short, &lif, NULL),
+                   "r->gamma");
+    expect_refused(snn_batchnorm_neuron_bn_residual(x, &bn, rx, &r_eps, &lif, NULL), "r->eps");
+    expect_refused(snn_batchnorm_neuron_bn_residual(x, &bn, rx, NULL, &lif, NULL), "'r'");
+    expect_refused(snn_batchnorm_neuron_bn_residual(x, &bn, rx, &r, &plif, NULL), "'cfg'");
     snn_step_end();
 }
 
