@@ -34,7 +34,7 @@ snn_status snn_batchnorm_forward_synced(const snn_batchnorm_sync *sync, float *y
                         : NULL;                                            // (ranks, C, 3)
     double *merged = all ? snn_step_alloc(fn, bytes, x->device) : NULL;    // (C, 3) all ranks'
     if (!merged) return snn_last_status();
-    k->batchnorm_stats(stats, x->data, N, C, HW);
+    k->batchnorm_stats(stats, x->data, NULL, N, C, HW);
     snn_status st = sync->allgather(sync->ctx, all, stats, 3 * (int64_t)C);
     if (st != SNN_OK) return st;
     k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, all,

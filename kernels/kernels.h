@@ -267,8 +267,11 @@ typedef struct snn_kernels {
      * give the fused kernels' bits. All sums in double.
      *   forward:  stats (each rank) -> all-gather -> stats_merge -> normalise
      *   backward: backward_sums (each rank) -> all-reduce (sum) -> backward_apply
-     * stats (C, 3) = (count M, mean, M2 = sum (x - mean)^2) of this rank's values */
-    void (*batchnorm_stats)(double *stats, const float *x, int N, int C, int HW);
+     * stats (C, 3) = (count M, mean, M2 = sum (x - mean)^2) of this rank's values; x, or NULL:
+     * then x_bf16 is, as bfloat16 bits (a conv output kept as bf16), read without a copy and
+     * summed in the same order */
+    void (*batchnorm_stats)(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,
+                            int HW);
     /* merged (C, 3) <- the R ranks' stats (R, C, 3) merged in rank order (Chan et al.'s update);
      * then save_mean, save_invstd and the running statistics as forward_train does, over all
      * ranks' values (running stats may be NULL) */

@@ -416,10 +416,18 @@ snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_
                               bn ? "r" : "bn");
     snn_tensor *params[4] = {bn->gamma, bn->beta, bn->running_mean, bn->running_var};
     snn_tensor *r_params[4] = {r->gamma, r->beta, r->running_mean, r->running_var};
+    /* rx may be kept as bf16 already: the op reads its bits (not as bits of spikes) */
+    const bool rx_bf16 = rx && !rx->data && rx->bf16;
     if (check_args(fn, x, params, bn->momentum, bn->eps, NULL, cfg, false) != SNN_OK ||
-        snn_check_tensor(fn, "rx", rx) || snn_check_same_device(fn, "x", x, "rx", rx) ||
-        snn_check_same_shape(fn, "x", x, "rx", rx))
+        (!rx_bf16 && snn_check_tensor(fn, "rx", rx)))
         return NULL;
+    char sx[96], sr[96];
+    if (rx->device != x->device || !snn_shape_equal(rx->shape, x->shape))
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'rx' (expected shape %s on "
+                              "%s like 'x', got %s on %s)", fn,
+                              snn_shape_str(x->shape, sx, sizeof sx), snn_device_name(x->device),
+                              snn_shape_str(rx->shape, sr, sizeof sr),
+                              snn_device_name(rx->device));
     const char *names[4] = {"r->gamma", "r->beta", "r->running_mean", "r->running_var"};
     for (int i = 0; i < 4; i++)
         if (snn_check_rank(fn, names[i], r_params[i], 1, "(C)") ||
@@ -430,12 +438,12 @@ snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad arguments (expected r->eps > 0 and "
                               "r->momentum in [0, 1], got %g, %g)", fn, (double)r->eps,
                               (double)r->momentum);
-    if (!rx->data)
-        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'rx' (its values are kept "
-                              "for backward already: bits or bf16); hint: keep them after "
-                              "this op", fn);
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
+    if (!nk->lif_bn_forward && rx_bf16)
+        return snn_error_null(SNN_ERR_UNSUPPORTED, "%s: bad argument 'rx' (kept as bf16, which "
+                              "only the fused kernel reads, and the %s neuron kernels have "
+                              "none); hint: keep rx as bf16 after this op", fn, nk->name);
     if (!nk->lif_bn_forward) { /* the ops it stands for */
         snn_tensor *residual = snn_batchnorm2d(rx, r->gamma, r->beta, r->running_mean,
                                                r->running_var, true, r->momentum, r->eps);
@@ -555,17 +563,21 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     double *stats = snn_step_alloc(fn, stats_bytes, x->device);
     if (!stats) return NULL;
-    k->batchnorm_stats(stats, x->data, (int)(repeat ? d.N : d.T * d.N), C, (int)d.plane);
+    k->batchnorm_stats(stats, x->data, NULL, (int)(repeat ? d.N : d.T * d.N), C, (int)d.plane);
     k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, stats, 1,
                              C, momentum, eps);
     if (rb) { /* the residual's batch-norm's, as snn_batchnorm2d's forward would make them */
         const snn_batchnorm_args *r = rb->bn;
-        k->batchnorm_stats(stats, rb->rx->data, (int)(d.T * d.N), C, (int)d.plane);
+        const snn_tensor *rx = rb->rx; /* floats, or kept as bf16 (read as bits) */
+        k->batchnorm_stats(stats, rx->data, rx->data ? NULL : rx->bf16, (int)(d.T * d.N), C,
+                           (int)d.plane);
         k->batchnorm_stats_merge(r_merged, r_mean, r_invstd, r->running_mean->data,
                                  r->running_var->data, stats, 1, C, r->momentum, r->eps);
     }
     snn_step_scratch_release(x->device, mark);
-    const snn_bn_residual r_in = {.x = rb ? rb->rx->data : NULL, .stats = r_merged,
+    const snn_bn_residual r_in = {.x = rb ? rb->rx->data : NULL,
+                                  .x_bf16 = rb && !rb->rx->data ? rb->rx->bf16 : NULL,
+                                  .stats = r_merged,
                                   .invstd = r_invstd,
                                   .gamma = rb ? rb->bn->gamma->data : NULL,
                                   .beta = rb ? rb->bn->beta->data : NULL};

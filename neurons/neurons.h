@@ -255,8 +255,9 @@ typedef struct snn_batchnorm_args {
  * r->gamma's, r->beta's), without storing that residual: the neurons make it from rx as they
  * load it, in forward and in backward's recompute of H, so a step keeps rx (which the
  * batch-norm's backward needs anyway) and not the residual too (neurons/bn_neuron.c). x and rx
- * are (T, N, C, H, W) on one device, rx with its values (not kept as bf16 yet). Refused as
- * snn_batchnorm_neuron, naming rx or r's tensors. */
+ * are (T, N, C, H, W) on one device; rx may be kept as bf16 already (snn_values_keep_bf16:
+ * the op reads its bits, for the statistics too), where the device has the fused kernel.
+ * Refused as snn_batchnorm_neuron, naming rx or r's tensors. */
 snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_args *bn,
                                              snn_tensor *rx, const snn_batchnorm_args *r,
                                              const snn_neuron_config *cfg,

@@ -245,10 +245,12 @@ static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
     snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
     snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
-    if (residual_bn) { /* the residual a batch-norm's output of `residual`, never stored */
+    if (residual_bn) { /* the residual a batch-norm's output of `residual`, never stored; a
+                        * conv output kept as bf16 is kept before the op, which reads its bits */
         snn_walk_param(w, 2.0 * channels, true);
         snn_walk_param(w, 2.0 * channels + 1.0, false);
         snn_walk_bf16_round(w, residual);
+        snn_walk_bf16_done(w, residual);
     }
     int out = snn_walk_spikes_output(w, numel, in, residual); /* spikes */
     snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
@@ -270,7 +272,6 @@ static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
     if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
     snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
     snn_walk_bf16_done(w, in);
-    if (residual_bn) snn_walk_bf16_done(w, residual);
     return out;
 }
 

@@ -81,7 +81,10 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     const bool keep_bf16 = fused && snn_bf16_keep_applies(bn, h);
     const bool keep_rx = shortcut_bn && snn_bf16_keep_applies(shortcut_bn, rx);
     if (keep_bf16 && snn_values_round_bf16(h) != SNN_OK) return NULL;
-    if (keep_rx && snn_values_round_bf16(rx) != SNN_OK) return NULL;
+    /* the tail reads rx's bf16 bits, statistics included: its floats go back to the pool now,
+     * before the tail's forward (which otherwise holds them at the forward's pool peak) */
+    if (keep_rx && (snn_values_round_bf16(rx) != SNN_OK || snn_values_keep_bf16(rx) != SNN_OK))
+        return NULL;
     if (b->sew) {
         y = fused ? snn_fusion_run(fused, tail, h, NULL) : snn_module_forward(neuron, h);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
@@ -92,7 +95,6 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
         y = shortcut_bn ? snn_fusion_run_shortcut_bn(fused, tail, h, rx, shortcut_bn)
                         : snn_fusion_run(fused, tail, h, shortcut);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
-        if (y && keep_rx && snn_values_keep_bf16(rx) != SNN_OK) return NULL;
         if (y) snn_values_forward_done(bn, h); /* without a tape */
     } else {
         /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the

@@ -13,7 +13,7 @@ typedef struct bn_params {
     float offset;      /* the inputs' mean: far from 0 tests the two-pass variance */
     int skip;          /* backward: bit 0 drops dx, bit 1 dgamma, bit 2 dbeta */
     int R;             /* stats_merge: ranks */
-    bool bf16;         /* backward_in_place: x as bfloat16 bits */
+    bool bf16;         /* backward_in_place, stats: x as bfloat16 bits */
 } bn_params;
 
 static int64_t bn_numel(const bn_params *p) { return (int64_t)p->N * p->C * p->HW; }
@@ -224,16 +224,26 @@ static const bo_op op_batchnorm_backward_in_place = {
     bn_bwd_in_place_run, NULL, false, 0};
 
 BO_HAS(batchnorm_stats)
+/* stats 0, x 1; with bf16, x rounded to bf16 and its bits 2, which both sides read (x NULL):
+ * the statistics of a conv output kept as bf16 */
 static void bn_stats_setup(bo_case *c)
 {
     const bn_params *p = BO_PARAMS(c, bn_params);
     bo_out(c, "stats", BO_F64, 3 * (int64_t)p->C, BO_CUSTOM);
-    bo_in_normal(c, "x", bn_numel(p), p->offset, 1.0f);
+    float *x = bo_f32(c, bo_in_normal(c, "x", bn_numel(p), p->offset, 1.0f));
+    if (!p->bf16) return;
+    const int w = bo_buffer(c, "x_bf16", BO_U32, BO_IN, BO_EXACT, (bn_numel(p) + 1) / 2);
+    uint16_t *bits = c->buf[w].init;
+    for (int64_t e = 0; e < bn_numel(p); e++) {
+        bits[e] = snn_bf16_bits(x[e]);
+        x[e] = snn_bf16_value(bits[e]);
+    }
 }
 static bool bn_stats_run(const bo_case *c, bo_side *s)
 {
     const bn_params *p = BO_PARAMS(c, bn_params);
-    s->k->batchnorm_stats(s->arg[0], s->arg[1], p->N, p->C, p->HW);
+    s->k->batchnorm_stats(s->arg[0], p->bf16 ? NULL : s->arg[1], p->bf16 ? s->arg[2] : NULL,
+                          p->N, p->C, p->HW);
     return true;
 }
 static const bo_op op_batchnorm_stats = {"batchnorm_stats", bo_has_batchnorm_stats,
@@ -247,7 +257,7 @@ static void bn_merged(double *merged, float *invstd, const float *x, const bn_pa
     double *stats = malloc(3 * (size_t)p->C * sizeof *stats);
     float *mean = malloc((size_t)p->C * sizeof *mean), *inv = malloc((size_t)p->C * sizeof *inv);
     SNN_ASSERT(stats && mean && inv);
-    snn_batchnorm_stats_ref(stats, x, p->N, p->C, p->HW);
+    snn_batchnorm_stats_ref(stats, x, NULL, p->N, p->C, p->HW);
     snn_batchnorm_stats_merge_ref(merged, mean, inv, NULL, NULL, stats, 1, p->C, 0.1f, 1e-5f);
     if (invstd) memcpy(invstd, inv, (size_t)p->C * sizeof *inv);
     free(stats), free(mean), free(inv);
@@ -268,8 +278,8 @@ static void bn_merge_setup(bo_case *c)
         float *x = malloc((size_t)n * sizeof *x);
         SNN_ASSERT(x);
         for (int64_t i = 0; i < n; i++) x[i] = p->offset + (float)r + snn_rng_normal(&bo_rng);
-        snn_batchnorm_stats_ref((double *)c->buf[stats].init + 3 * r * p->C, x, p->N + r, p->C,
-                                p->HW);
+        snn_batchnorm_stats_ref((double *)c->buf[stats].init + 3 * r * p->C, x, NULL, p->N + r,
+                                p->C, p->HW);
         free(x);
     }
 }
@@ -406,6 +416,7 @@ static void bo_batchnorm_cases(bo_list *l)
         rounded.bf16 = true;
         bo_add(l, &op_batchnorm_backward_in_place, &rounded, sizeof rounded, "%s, x bf16", dims);
         bo_add(l, &op_batchnorm_stats, p, sizeof *p, "%s", dims);
+        bo_add(l, &op_batchnorm_stats, &rounded, sizeof rounded, "%s, x bf16", dims);
         bo_add(l, &op_batchnorm_stats_merge, p, sizeof *p, "%s, %d ranks", dims, p->R);
         bo_add(l, &op_batchnorm_normalise, p, sizeof *p, "%s", dims);
         bo_add(l, &op_batchnorm_backward_sums, p, sizeof *p, "%s", dims);

@@ -57,7 +57,7 @@ static void check_one_rank(int N, int C, int HW, float mean, float std)
     double *stats = dalloc(3 * C), *merged = dalloc(3 * C), *sums = dalloc(3 * C);
 
     snn_batchnorm_forward_train_cpu(y1, m1, s1, rm1, rv1, x, gamma, beta, N, C, HW, 0.1f, 1e-5f);
-    snn_batchnorm_stats_cpu(stats, x, N, C, HW);
+    snn_batchnorm_stats_cpu(stats, x, NULL, N, C, HW);
     snn_batchnorm_stats_merge_cpu(merged, m2, s2, rm2, rv2, stats, 1, C, 0.1f, 1e-5f);
     snn_batchnorm_normalise_cpu(y2, x, merged, s2, gamma, beta, N, C, HW);
     CHECK(test_same_bits(y1, y2, n));
@@ -118,7 +118,8 @@ static void test_two_ranks_are_the_whole_batch(void)
     float *yr = falloc(n), *dxr = falloc(n), *dgr = falloc(C), *dbr = falloc(C);
     float *m[2] = {falloc(C), falloc(C)}, *s[2] = {falloc(C), falloc(C)};
     float *rmr[2] = {falloc(C), falloc(C)}, *rvr[2] = {falloc(C), falloc(C)};
-    for (int r = 0; r < 2; r++) snn_batchnorm_stats_cpu(all + r * 3 * C, x + off[r], Nr[r], C, HW);
+    for (int r = 0; r < 2; r++)
+        snn_batchnorm_stats_cpu(all + r * 3 * C, x + off[r], NULL, Nr[r], C, HW);
     for (int r = 0; r < 2; r++) { /* every rank merges the same gathered stats */
         for (int c = 0; c < C; c++) rvr[r][c] = 1.0f;
         snn_batchnorm_stats_merge_cpu(merged, m[r], s[r], rmr[r], rvr[r], all, 2, C, 0.1f, 1e-5f);

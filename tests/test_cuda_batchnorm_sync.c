@@ -31,7 +31,7 @@ static void one_rank_is_fused(int N, int C, int HW, float mean)
     float *srm = dev_copy(rm, nc), *srv = dev_copy(rv, nc);
     gpu->batchnorm_forward_train(fy, fmean, finv, frm, frv, dx_, dgamma_, dbeta_, N, C, HW, 0.1f,
                                  1e-5f);
-    gpu->batchnorm_stats(dstats, dx_, N, C, HW);
+    gpu->batchnorm_stats(dstats, dx_, NULL, N, C, HW);
     gpu->batchnorm_stats_merge(dmerged, dmean, dinvstd, srm, srv, dstats, 1, C, 0.1f, 1e-5f);
     gpu->batchnorm_normalise(dy, dx_, dmerged, dinvstd, dgamma_, dbeta_, N, C, HW);
     float *h_fy = host_floats(n), *h_fmean = host_floats(nc), *h_finv = host_floats(nc);
@@ -126,7 +126,7 @@ static void test_quads_same_bits(void)
     double *stats = (double *)tracked_alloc(3 * nc * sizeof(double), SNN_CUDA);
     double *merged = (double *)tracked_alloc(3 * nc * sizeof(double), SNN_CUDA);
     const float *xa = dev_copy(x, n), *xm = dev_copy_misaligned(x, n);
-    gpu->batchnorm_stats(stats, xa, N, C, HW);
+    gpu->batchnorm_stats(stats, xa, NULL, N, C, HW);
     gpu->batchnorm_stats_merge(merged, mean[0], invstd[0], drm[0], drv[0], stats, 1, C, 0.1f,
                                1e-5f);
     gpu->batchnorm_normalise(out[0], xa, merged, invstd[0], dgamma, dbeta, N, C, HW);

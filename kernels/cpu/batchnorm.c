@@ -51,21 +51,26 @@ static double combine_lanes(const double acc[BN_LANES])
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-/* sum_i x[i] */
-static double sum_f64(const float *x, int64_t n)
+/* acc += the lanes of sum_i x[i] (a run of n < BN_LANES left over goes to lane 0) */
+static void sum_f64_into(double acc[BN_LANES], const float *x, int64_t n)
 {
-    double acc[BN_LANES] = {0};
     int64_t i = 0;
     for (; i + BN_LANES <= n; i += BN_LANES)
         for (int j = 0; j < BN_LANES; j++) acc[j] += (double)x[i + j];
     for (; i < n; i++) acc[0] += (double)x[i];
+}
+
+/* sum_i x[i] */
+static double sum_f64(const float *x, int64_t n)
+{
+    double acc[BN_LANES] = {0};
+    sum_f64_into(acc, x, n);
     return combine_lanes(acc);
 }
 
-/* sum_i (x[i] - mean)^2 */
-static double sum_sq_dev_f64(const float *x, double mean, int64_t n)
+/* acc += the lanes of sum_i (x[i] - mean)^2 */
+static void sum_sq_dev_f64_into(double acc[BN_LANES], const float *x, double mean, int64_t n)
 {
-    double acc[BN_LANES] = {0};
     int64_t i = 0;
     for (; i + BN_LANES <= n; i += BN_LANES) {
         for (int j = 0; j < BN_LANES; j++) {
@@ -77,6 +82,13 @@ static double sum_sq_dev_f64(const float *x, double mean, int64_t n)
         double dev = (double)x[i] - mean;
         acc[0] += dev * dev;
     }
+}
+
+/* sum_i (x[i] - mean)^2 */
+static double sum_sq_dev_f64(const float *x, double mean, int64_t n)
+{
+    double acc[BN_LANES] = {0};
+    sum_sq_dev_f64_into(acc, x, mean, n);
     return combine_lanes(acc);
 }
 
@@ -283,8 +295,26 @@ void snn_batchnorm_backward_in_place_cpu(float *dx, float *dgamma, float *dbeta,
  * (tests/test_batchnorm_kernels.c checks it).
  */
 
+/* A plane's sum, or (squares) sum of squared deviations from mean, of HW values of x_bf16 from
+ * `at`: unpacked BF16_CHUNK at a time into the lanes of one pass, so the same sum as the floats'
+ * (sum_f64, sum_sq_dev_f64) */
+static double plane_sum_bf16(const uint16_t *x_bf16, int64_t at, int64_t HW, bool squares,
+                             double mean)
+{
+    double acc[BN_LANES] = {0};
+    float buf[BF16_CHUNK];
+    for (int64_t i = 0; i < HW; i += BF16_CHUNK) {
+        const int64_t len = HW - i < BF16_CHUNK ? HW - i : BF16_CHUNK;
+        const float *v = input_values(NULL, x_bf16, at + i, len, buf);
+        if (squares) sum_sq_dev_f64_into(acc, v, mean, len);
+        else sum_f64_into(acc, v, len);
+    }
+    return combine_lanes(acc);
+}
+
 /* Passes 1-2 of snn_batchnorm_forward_train_cpu: stats (C, 3) = (M, mean, M2). */
-void snn_batchnorm_stats_cpu(double *stats, const float *x, int N, int C, int HW)
+void snn_batchnorm_stats_cpu(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,
+                             int HW)
 {
     const int64_t M = (int64_t)N * HW;
     const int64_t plane_stride = (int64_t)C * HW;
@@ -292,11 +322,16 @@ void snn_batchnorm_stats_cpu(double *stats, const float *x, int N, int C, int HW
 #pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
         double sum = 0.0;
-        for (int n = 0; n < N; n++) sum += sum_f64(x + n * plane_stride + (int64_t)c * HW, HW);
+        for (int n = 0; n < N; n++) {
+            const int64_t at = n * plane_stride + (int64_t)c * HW;
+            sum += x ? sum_f64(x + at, HW) : plane_sum_bf16(x_bf16, at, HW, false, 0.0);
+        }
         const double mean = M > 0 ? sum / (double)M : 0.0;
         double sq = 0.0;
-        for (int n = 0; n < N; n++)
-            sq += sum_sq_dev_f64(x + n * plane_stride + (int64_t)c * HW, mean, HW);
+        for (int n = 0; n < N; n++) {
+            const int64_t at = n * plane_stride + (int64_t)c * HW;
+            sq += x ? sum_sq_dev_f64(x + at, mean, HW) : plane_sum_bf16(x_bf16, at, HW, true, mean);
+        }
         stats[3 * c] = (double)M;
         stats[3 * c + 1] = mean;
         stats[3 * c + 2] = sq;

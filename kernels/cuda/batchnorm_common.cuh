@@ -170,9 +170,11 @@ static __device__ void bn_finish_channel(int c, double mean, double M2, int64_t 
 }
 
 /* Mean and M2 of segment s of channel c, in double (two passes over the segment; the second
- * mostly from L2); every thread of the block gets them. */
-static __device__ void bn_segment_stats(const float *x, int c, int64_t s, int C, int HW,
-                                        bn_plan plan, double *mean_out, double *m2_out)
+ * mostly from L2); every thread of the block gets them. X: a float pointer, or bn_x_bf16
+ * (below): the same sums, in the same order. */
+template <typename X>
+static __device__ void bn_segment_stats(X x, int c, int64_t s, int C, int HW, bn_plan plan,
+                                        double *mean_out, double *m2_out)
 {
     const int64_t begin = s * plan.seg_len;
     const int64_t end = begin + plan.seg_len < plan.M ? begin + plan.seg_len : plan.M;

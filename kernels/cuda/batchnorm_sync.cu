@@ -12,8 +12,9 @@
 
 /* Block b = (c, s): the segment's mean and M2; with one segment it writes the channel's
  * stats (M, mean, M2), else partials for the finish kernel.  CPU: snn_batchnorm_stats_cpu. */
-static __global__ void batchnorm_stats_kernel(double *partial, double *stats, const float *x,
-                                              int C, int HW, bn_plan plan)
+template <typename X>
+static __global__ void batchnorm_stats_kernel(double *partial, double *stats, X x, int C, int HW,
+                                              bn_plan plan)
 {
     for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
         const int c = (int)(b / plan.segments);
@@ -45,13 +46,18 @@ static __global__ void batchnorm_stats_finish_kernel(const double *partial, doub
     }
 }
 
-extern "C" void snn_batchnorm_stats_cuda(double *stats, const float *x, int N, int C, int HW)
+extern "C" void snn_batchnorm_stats_cuda(double *stats, const float *x, const uint16_t *x_bf16,
+                                         int N, int C, int HW)
 {
     if ((int64_t)N * C * HW <= 0) return;
     const bn_plan plan = make_bn_plan(N, C, HW);
     double *partial = bn_partials(C, plan);
-    SNN_CUDA_LAUNCH(batchnorm_stats_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial, stats,
-                    x, C, HW, plan);
+    if (x)
+        SNN_CUDA_LAUNCH(batchnorm_stats_kernel<const float *>, bn_reduce_grid(C, plan), BN_BLOCK,
+                        0, partial, stats, x, C, HW, plan);
+    else /* kept as bf16: read as it is (batchnorm_common.cuh) */
+        SNN_CUDA_LAUNCH(batchnorm_stats_kernel<bn_x_bf16>, bn_reduce_grid(C, plan), BN_BLOCK, 0,
+                        partial, stats, bn_x_bf16{x_bf16}, C, HW, plan);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_stats_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
                         partial, stats, C, plan);

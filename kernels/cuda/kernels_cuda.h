@@ -178,7 +178,8 @@ void snn_batchnorm_backward_in_place_cuda(float *dx, float *dgamma, float *dbeta
                                           const uint16_t *x_bf16, const float *gamma,
                                           const float *save_mean, const float *save_invstd,
                                           int N, int C, int HW);
-void snn_batchnorm_stats_cuda(double *stats, const float *x, int N, int C, int HW);
+void snn_batchnorm_stats_cuda(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,
+                              int HW);
 void snn_batchnorm_stats_merge_cuda(double *merged, float *save_mean, float *save_invstd,
                                     float *running_mean, float *running_var, const double *stats,
                                     int R, int C, float momentum, float eps);

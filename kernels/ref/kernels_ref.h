@@ -97,7 +97,8 @@ void snn_batchnorm_backward_in_place_ref(float *dx, float *dgamma, float *dbeta,
                                          int C, int HW);
 
 /* batchnorm_sync.c */
-void snn_batchnorm_stats_ref(double *stats, const float *x, int N, int C, int HW);
+void snn_batchnorm_stats_ref(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,
+                             int HW);
 void snn_batchnorm_stats_merge_ref(double *merged, float *save_mean, float *save_invstd,
                                    float *running_mean, float *running_var, const double *stats,
                                    int R, int C, float momentum, float eps);
