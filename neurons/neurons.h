@@ -242,9 +242,12 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
 
 /** A training-mode batch-norm's parameters and constants, as snn_batchnorm2d takes them. */
 typedef struct snn_batchnorm_args {
-    snn_tensor *gamma, *beta;               /**< (C) each */
-    snn_tensor *running_mean, *running_var; /**< (C) each, updated by the forward */
-    float momentum, eps;
+    snn_tensor *gamma;        /**< (C) the scale */
+    snn_tensor *beta;         /**< (C) the shift */
+    snn_tensor *running_mean; /**< (C) updated by the forward */
+    snn_tensor *running_var;  /**< (C) updated by the forward */
+    float momentum;           /**< of the running statistics' update, in [0, 1] */
+    float eps;                /**< added to the variance, > 0 */
 } snn_batchnorm_args;
 
 /** snn_batchnorm_neuron whose residual is itself a training-mode batch-norm's output (a ResNet
