@@ -23,7 +23,10 @@
  *      its op (snn_saved_values: 6 B an element).
  * A model does 1-3 where its option keep_bf16 is on (nn/plan.h; snn-train --keep-bf16, off by
  * default: the two passes cost a BF16 ResNet-18 step about 7% of its time for 16% of its
- * memory); nn/module.c and nn/model_resnet.c call 2 and 3 around the batch-norm.
+ * memory); nn/module.c and nn/model_resnet.c call 2 and 3 around the batch-norm. A
+ * downsampling block's shortcut conv output is kept (3) right after it is rounded (2): the
+ * block's tail, which normalises it, reads its bits, statistics included
+ * (snn_batchnorm_neuron_bn_residual, batchnorm_stats with x_bf16).
  *
  * Test: tests/spike_pack_check.h, part 3 (test_spike_pack and test_cuda_spike_pack), and the
  * kernels' parity cases (tests/backend_ops_tensor.h).
