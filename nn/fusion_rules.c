@@ -121,7 +121,8 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
 snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
                                        snn_tensor *x, snn_tensor *rx, snn_module *shortcut_bn)
 {
-    SNN_ASSERT(rule->run == run_bn_neuron && rule->length == 3 && rule->applies != stem_neuron_applies);
+    SNN_ASSERT(rule->run == run_bn_neuron && rule->length == 3 &&
+               rule->applies != stem_neuron_applies);
     SNN_ASSERT(shortcut_bn->ops == &snn_batchnorm2d_ops && shortcut_bn->training);
     snn_module *bn = items[0], *neuron = items[2];
     const snn_batchnorm_impl *b = bn->impl, *rb = shortcut_bn->impl;

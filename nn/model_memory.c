@@ -354,7 +354,8 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
      * read the one output */
     if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE && fuses(w, &c->neuron) &&
         w->one_pass_backward)
-        return bn_neuron(w, x, -1, false, &c->neuron, T * N * *per_image, N * *per_image, T * N, width);
+        return bn_neuron(w, x, -1, false, &c->neuron, T * N * *per_image, N * *per_image, T * N,
+                         width);
     x = batchnorm(w, x, images * *per_image, width);
     if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
     return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);

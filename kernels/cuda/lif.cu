@@ -160,8 +160,8 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
                    float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,
                    const float *v_init, const float *__restrict__ w, snn_neuron_bn_input bn,
-                   snn_bn_residual rbn, bn_channels ch, snn_neuron_params p, int64_t T, int64_t M, int64_t planes,
-                   int64_t plane)
+                   snn_bn_residual rbn, bn_channels ch, snn_neuron_params p, int64_t T, int64_t M,
+                   int64_t planes, int64_t plane)
 {
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, w);
     const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
@@ -489,7 +489,8 @@ template <bool RBN>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
                                const float *__restrict__ dspike, snn_neuron_bn_input bn,
-                               snn_bn_residual rbn, bn_channels ch, snn_neuron_params p, int64_t T, int64_t M)
+                               snn_bn_residual rbn, bn_channels ch, snn_neuron_params p,
+                               int64_t T, int64_t M)
 {
     const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
     if (i >= M) return; /* no warp-wide operation follows */
