@@ -17,8 +17,9 @@
  *   bn forward (snn_batchnorm_neuron) read x 4 B (2 B where kept as bf16; and the residual
  *             4 B), write S 4 B (and, for a tape, S as bits: 1/8 B); its recompute in
  *             backward: read x (and the residual), write H. A residual of spikes kept as bits
- *             reads 1/8 B, not 4. The repeated stem (x_repeated) reads x once per element and
- *             STEPS steps
+ *             reads 1/8 B, not 4; a residual made by a batch-norm (residual_bn) reads that
+ *             batch-norm's input rx, 4 B or 2 B as bf16, and its channel's constants once per
+ *             element. The repeated stem (x_repeated) reads x once per element and STEPS steps
  *   backward  read dS 4 B and H 4 B, read + write dX 8 B: 16 B (PLIF also reads X, and
  *             H[t-1] once per BSTEPS steps: ~22 B)
  *   plus, once per element, V_init / V_last / dV_init when given.
