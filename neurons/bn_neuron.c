@@ -56,61 +56,18 @@
  * into one (N, C, H, W) gradient in the order the repeat's backward adds them, so the bits
  * are again those of the separate ops (batch-norm, snn_repeat_time, neurons).
  *
- * The carrying variants (at the end of the file). snn_batchnorm_neuron_carry and _state run
+ * The carrying variants (bn_neuron_carry.c). snn_batchnorm_neuron_carry and _state run
  * the same kernel from a layer's carried state V_init and leave the state V_last: online
  * training (SLTT) and BPTT with time checkpoints (docs/temporal.md). Their bits are those of
  * the same ops ending in snn_neuron_multistep_carry / _state (neurons/carry.c). The carry op
  * with a tape leaves V_last in its backward, not its forward: the backward recomputes H from
  * V_init, which is then still the layer's state, so nothing is copied.
  */
-#include "neuron_op.h"
+#include "bn_neuron.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
 #include "kernels/kernels.h"
 
-typedef struct bn_neuron_saved {
-    snn_neuron_params params;
-    snn_neuron_dims dims;   /* T, N, C, plane = H W */
-    double *stats;          /* (C, 3) merged (count, mean, M2) */
-    float *mean, *invstd;   /* (C) what the batch-norm backward reads */
-    float *v_state;         /* (M) the carry op's state: V_init, and V_last once backward ran;
-                             * NULL for snn_batchnorm_neuron */
-    bool x_repeated;        /* x is (N, C, H, W), every step's (snn_batchnorm_neuron_repeat) */
-    /* snn_batchnorm_neuron_bn_residual: the residual's batch-norm, of input rx (node input 3;
-     * its gamma and beta inputs 4 and 5); r_stats NULL for the other ops */
-    double *r_stats;        /* (C, 3) merged (count, mean, M2) of rx */
-    float *r_mean, *r_invstd;
-} bn_neuron_saved;
-
-/* The states of taped carry calls whose backward has not run yet: each still holds the V_init
- * its backward reads, and will get V_last from it. A small set (one time step's layers), so a
- * linear search; a full set refuses the next taped call rather than grow. */
-#define CARRY_PENDING_MAX 1024
-static const float *carry_pending[CARRY_PENDING_MAX];
-static int carry_pending_count;
-
-static int pending_find(const float *state)
-{
-    for (int i = 0; i < carry_pending_count; i++)
-        if (carry_pending[i] == state) return i;
-    return -1;
-}
-
-static void pending_remove(int i)
-{
-    carry_pending[i] = carry_pending[--carry_pending_count];
-}
-
-int snn_batchnorm_neuron_carry_pending(void)
-{
-    return carry_pending_count;
-}
-
-void snn_batchnorm_neuron_carry_forget(const snn_tensor *v_state)
-{
-    const int i = v_state ? pending_find(v_state->data) : -1;
-    if (i >= 0) pending_remove(i);
-}
 
 /* The neuron part's backward on the batch-norm-fed input `in` (its state fields included):
  *   dX (T, M) = dL/dX, written ((M), the sum over t, for in->x_repeated);
@@ -120,7 +77,7 @@ void snn_batchnorm_neuron_carry_forget(const snn_tensor *v_state)
  * scratch (taken after the caller's scratch mark), then lif_backward (twice with both dS and
  * dV_last, as the unfused state op's two nodes) and axpy. `spikes` is the op's output, for
  * lif_backward's spike argument. False when it could not run (reported to snn_backward). */
-static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
+bool snn_bn_neuron_part_backward(const char *fn, const snn_neuron_params *p,
                                  const snn_neuron_dims *d, const snn_neuron_bn_input *in,
                                  float *dX, float *dresidual, const float *dspike,
                                  const snn_tensor *spikes)
@@ -179,8 +136,8 @@ static bool neuron_part_backward(const char *fn, const snn_neuron_params *p,
  * bits, which both paths' kernels read (lif_bn_backward, lif_bn_forward,
  * batchnorm_backward_in_place); a float residual through snn_saved_values (scratch after the
  * caller's mark). False, reported, when memory runs out. */
-static bool read_saved_inputs(const char *fn, const snn_tensor *x, const snn_tensor *residual,
-                              snn_neuron_bn_input *in)
+bool snn_bn_neuron_read_saved_inputs(const char *fn, const snn_tensor *x,
+                                     const snn_tensor *residual, snn_neuron_bn_input *in)
 {
     const bool bits = residual && !residual->data && residual->spike_bits;
     in->x_bf16 = !x->data && x->bf16 ? x->bf16 : NULL;
@@ -195,7 +152,7 @@ static bool read_saved_inputs(const char *fn, const snn_tensor *x, const snn_ten
 }
 
 /* The images a node's batch-norm normalised: T N, or N repeated over T */
-static int64_t images_of(const bn_neuron_saved *sv)
+static int64_t images_of(const snn_bn_neuron_saved *sv)
 {
     return sv->x_repeated ? sv->dims.N : sv->dims.T * sv->dims.N;
 }
@@ -209,7 +166,7 @@ static int64_t images_of(const bn_neuron_saved *sv)
 static bool shortcut_backward(const char *fn, snn_node *node, const snn_bn_residual *r,
                               const float *dX, float *drx_whole, int64_t images)
 {
-    const bn_neuron_saved *sv = node->saved;
+    const snn_bn_neuron_saved *sv = node->saved;
     snn_tensor *rx = node->inputs[3];
     const snn_kernels *k = snn_kernels_for(rx->device);
     const int64_t n = rx->numel;
@@ -235,7 +192,7 @@ static bool shortcut_backward(const char *fn, snn_node *node, const snn_bn_resid
 static void bn_neuron_backward(snn_node *node)
 {
     const char *fn = "snn_batchnorm_neuron (backward)";
-    const bn_neuron_saved *sv = node->saved;
+    const snn_bn_neuron_saved *sv = node->saved;
     snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
     /* input 3: the residual, or (sv->r_stats) the residual's batch-norm's input rx */
     snn_tensor *residual = sv->r_stats ? NULL : node->inputs[3];
@@ -254,7 +211,7 @@ static void bn_neuron_backward(snn_node *node)
     if (!dx && !dgamma && !dbeta && !dresidual && !r_grads && !sv->v_state) return;
     /* the carry op's V_init is its layer's state: still there unless the layer reset or freed
      * it since the forward (snn_batchnorm_neuron_carry_forget), which would be a wrong H */
-    const int pending = sv->v_state ? pending_find(sv->v_state) : -1;
+    const int pending = sv->v_state ? snn_bn_carry_pending_find(sv->v_state) : -1;
     if (sv->v_state && pending < 0) {
         snn_error(SNN_ERR_STATE, "snn_batchnorm_neuron_carry (backward): the state this call "
                   "started from was reset or freed before its backward ran; hint: run backward "
@@ -275,7 +232,7 @@ static void bn_neuron_backward(snn_node *node)
     snn_neuron_bn_input in = {.stats = sv->stats, .invstd = sv->invstd, .gamma = gamma->data,
                               .beta = beta->data, .v_init = sv->v_state, .v_last = sv->v_state,
                               .x_repeated = sv->x_repeated};
-    if (!read_saved_inputs(fn, x, residual, &in)) return;
+    if (!snn_bn_neuron_read_saved_inputs(fn, x, residual, &in)) return;
     snn_bn_residual r_in;
     if (rx) {
         r_in = (snn_bn_residual){.x_bf16 = !rx->data && rx->bf16 ? rx->bf16 : NULL,
@@ -289,11 +246,12 @@ static void bn_neuron_backward(snn_node *node)
         in.residual_bn = &r_in;
     }
     const float *dspike = node->out->grad->data;
-    if (!neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike, node->out))
+    if (!snn_bn_neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike,
+                                     node->out))
         return;
     /* the residual's batch-norm, before dX becomes dL/dx below: dL/dresidual = dL/dX */
     if (r_grads && !shortcut_backward(fn, node, &r_in, dX, drx_whole, images_of(sv))) return;
-    if (pending >= 0) pending_remove(pending); /* V_last is in the state now */
+    if (pending >= 0) snn_bn_carry_pending_remove(pending); /* V_last is in the state now */
     /* the batch-norm's backward over the images it normalised: T N, or N repeated */
     const int64_t images = images_of(sv);
     if (dx_whole) {
@@ -313,9 +271,9 @@ static void bn_neuron_backward(snn_node *node)
 }
 
 /* The arguments snn_batchnorm_neuron refuses, with the message naming the one at fault. */
-static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const params[4],
-                             float momentum, float eps, snn_tensor *residual,
-                             const snn_neuron_config *cfg, bool repeated)
+snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *const params[4],
+                                    float momentum, float eps, snn_tensor *residual,
+                                    const snn_neuron_config *cfg, bool repeated)
 {
     if (snn_check_tensor(fn, "x", x)) return snn_last_status();
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return snn_last_status();
@@ -354,8 +312,8 @@ static snn_status check_args(const char *fn, snn_tensor *x, snn_tensor *const pa
 
 /* Without the fused kernel: the neurons' input as the separate ops make it, batch-norm then
  * the residual add in place (params: gamma, beta, running mean, running var). */
-static snn_tensor *separate_input(snn_tensor *x, snn_tensor *const params[4], float momentum,
-                                  float eps, snn_tensor *residual)
+snn_tensor *snn_bn_neuron_separate_input(snn_tensor *x, snn_tensor *const params[4],
+                                         float momentum, float eps, snn_tensor *residual)
 {
     snn_tensor *y = snn_batchnorm2d(x, params[0], params[1], params[2], params[3], true,
                                     momentum, eps);
@@ -368,27 +326,11 @@ static snn_tensor *separate_ops(snn_tensor *x, snn_tensor *const params[4], floa
                                 float eps, snn_tensor *residual, const snn_neuron_config *cfg,
                                 snn_tensor **activity)
 {
-    snn_tensor *y = separate_input(x, params, momentum, eps, residual);
+    snn_tensor *y = snn_bn_neuron_separate_input(x, params, momentum, eps, residual);
     return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
 }
 
-/* A carrying layer's state, as the fused forward takes it (snn_batchnorm_neuron_carry, _state). */
-typedef struct bn_state {
-    snn_tensor *v_in;     /* (M) the state that enters */
-    snn_tensor *v_last;   /* (M) where the state left goes: v_in itself (carry) or v_out (state) */
-    bool differentiable;  /* v_in an input of the graph, v_last an output (the state op) */
-} bn_state;
 
-/* The residual's batch-norm of snn_batchnorm_neuron_bn_residual, for fused_forward */
-typedef struct bn_shortcut {
-    snn_tensor *rx;
-    const snn_batchnorm_args *bn;
-} bn_shortcut;
-
-static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
-                                 float momentum, float eps, snn_tensor *residual,
-                                 const snn_neuron_config *cfg, const bn_state *st, int repeat,
-                                 const bn_shortcut *rb, snn_tensor **activity);
 
 snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
                                  snn_tensor *running_mean, snn_tensor *running_var,
@@ -398,11 +340,13 @@ snn_tensor *snn_batchnorm_neuron(snn_tensor *x, snn_tensor *gamma, snn_tensor *b
     const char *fn = "snn_batchnorm_neuron";
     if (activity) *activity = NULL;
     snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK) return NULL;
+    if (snn_bn_neuron_check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK)
+        return NULL;
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) return separate_ops(x, params, momentum, eps, residual, cfg, activity);
-    return fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, 0, NULL, activity);
+    return snn_bn_neuron_fused_forward(fn, x, params, momentum, eps, residual, cfg, NULL, 0, NULL,
+                                       activity);
 }
 
 snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_args *bn,
@@ -418,7 +362,7 @@ snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_
     snn_tensor *r_params[4] = {r->gamma, r->beta, r->running_mean, r->running_var};
     /* rx may be kept as bf16 already: the op reads its bits (not as bits of spikes) */
     const bool rx_bf16 = rx && !rx->data && rx->bf16;
-    if (check_args(fn, x, params, bn->momentum, bn->eps, NULL, cfg, false) != SNN_OK ||
+    if (snn_bn_neuron_check_args(fn, x, params, bn->momentum, bn->eps, NULL, cfg, false) ||
         (!rx_bf16 && snn_check_tensor(fn, "rx", rx)))
         return NULL;
     char sx[96], sr[96];
@@ -453,9 +397,9 @@ snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_
     }
     const snn_kernels *k = snn_kernels_for(x->device);
     SNN_REQUIRE_KERNEL(k, fn, batchnorm_backward_in_place);
-    const bn_shortcut rb = {rx, r};
-    return fused_forward(fn, x, params, bn->momentum, bn->eps, NULL, cfg, NULL, 0, &rb,
-                         activity);
+    const snn_bn_shortcut rb = {rx, r};
+    return snn_bn_neuron_fused_forward(fn, x, params, bn->momentum, bn->eps, NULL, cfg, NULL, 0,
+                                       &rb, activity);
 }
 
 /* x (N, C, H, W) seen as one step, dims (T, N, C, H W) with T = time_steps. */
@@ -473,31 +417,28 @@ snn_tensor *snn_batchnorm_neuron_repeat(snn_tensor *x, snn_tensor *gamma, snn_te
     const char *fn = "snn_batchnorm_neuron_repeat";
     if (activity) *activity = NULL;
     snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, NULL, cfg, true) != SNN_OK) return NULL;
+    if (snn_bn_neuron_check_args(fn, x, params, momentum, eps, NULL, cfg, true) != SNN_OK)
+        return NULL;
     if (time_steps < 1 || time_steps > 1024)
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'time_steps' (expected "
                               "1..1024, got %d)", fn, time_steps);
     const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
     if (!nk) return NULL;
     if (!nk->lif_bn_forward) { /* the ops it stands for */
-        snn_tensor *y = separate_input(x, params, momentum, eps, NULL);
+        snn_tensor *y = snn_bn_neuron_separate_input(x, params, momentum, eps, NULL);
         y = y ? snn_repeat_time(y, time_steps) : NULL;
         return y ? snn_neuron_multistep_consume(y, cfg, NULL, activity) : NULL;
     }
-    return fused_forward(fn, x, params, momentum, eps, NULL, cfg, NULL, time_steps, NULL, activity);
+    return snn_bn_neuron_fused_forward(fn, x, params, momentum, eps, NULL, cfg, NULL, time_steps,
+                                       NULL, activity);
 }
 
-/* The fused forward of the three ops: statistics, then lif_bn_forward (from st's state into
- * st->v_last when st is not NULL, unless the carry op defers it to backward), then the tape:
- * one node, the state op's nodes (record_state_op, below) for a differentiable state. */
-static bool record_state_op(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
-                            snn_tensor *residual, snn_tensor *spike, const bn_state *st,
-                            const bn_neuron_saved *bn);
-
-static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *const params[4],
-                                 float momentum, float eps, snn_tensor *residual,
-                                 const snn_neuron_config *cfg, const bn_state *st, int repeat,
-                                 const bn_shortcut *rb, snn_tensor **activity)
+/* The fused forward (bn_neuron.h). */
+snn_tensor *snn_bn_neuron_fused_forward(const char *fn, snn_tensor *x,
+                                        snn_tensor *const params[4], float momentum, float eps,
+                                        snn_tensor *residual, const snn_neuron_config *cfg,
+                                        const snn_bn_state *st, int repeat,
+                                        const snn_bn_shortcut *rb, snn_tensor **activity)
 {
     snn_tensor *gamma = params[0], *beta = params[1];
     snn_tensor *running_mean = params[2], *running_var = params[3];
@@ -554,10 +495,10 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
      * alive anyway; the carry op's, its layer's state, stays as it is until then, and the
      * backward leaves V_last in it (deferred) */
     const bool deferred = record && st && !st->differentiable;
-    if (deferred && carry_pending_count == CARRY_PENDING_MAX)
+    if (deferred && snn_bn_carry_pending_full())
         return snn_error_null(SNN_ERR_STATE, "%s: %d taped calls already wait for their "
                               "backward; hint: run backward after each time step's forward",
-                              fn, CARRY_PENDING_MAX);
+                              fn, SNN_BN_CARRY_PENDING_MAX);
 
     /* the statistics: this batch's (count, mean, M2) per channel, "merged" over one rank */
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
@@ -592,17 +533,18 @@ static snn_tensor *fused_forward(const char *fn, snn_tensor *x, snn_tensor *cons
                                     .x_repeated = repeat > 0, .residual_bn = rb ? &r_in : NULL};
     nk->lif_bn_forward(spike->data, spike->spike_bits, NULL, act ? act->data : NULL, &in, &p, &d);
 
-    const bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL,
+    const snn_bn_neuron_saved saved = {p, d, merged, mean, invstd, deferred ? st->v_in->data : NULL,
                                    repeat > 0, r_merged, r_mean, r_invstd};
     if (record && st && st->differentiable) {
-        if (!record_state_op(fn, x, gamma, beta, residual, spike, st, &saved)) return NULL;
+        if (!snn_bn_neuron_record_state_op(fn, x, gamma, beta, residual, spike, st, &saved))
+            return NULL;
     } else if (record) { /* one node, the carry op's too (its state is no input of the graph) */
         snn_node *node = snn_tape_record(fn, bn_neuron_backward, spike, n_inputs, inputs,
-                                         sizeof(bn_neuron_saved));
+                                         sizeof(snn_bn_neuron_saved));
         if (!node) return NULL;
-        *(bn_neuron_saved *)node->saved = saved;
+        *(snn_bn_neuron_saved *)node->saved = saved;
         if (deferred) /* the backward advances the state */
-            carry_pending[carry_pending_count++] = st->v_in->data;
+            snn_bn_carry_pending_add(st->v_in->data);
     }
     if (activity) *activity = act;
     return spike;
@@ -646,182 +588,3 @@ snn_tensor *snn_neuron_multistep_residual(snn_tensor *x, snn_tensor *residual,
     return spike;
 }
 
-/* ---- the carrying variants: a layer that keeps its state between calls ---------------------
- *
- * The carry op's state is no input of the graph: its node is snn_batchnorm_neuron's, which
- * saves the state's pointer, recomputes H from it in backward and then leaves V_last there.
- * The state op's is (dL/dV_in): three nodes, because a node takes at most four inputs and x,
- * gamma, beta, the residual and V_in are five:
- *   "snn_batchnorm_neuron (batch-norm)": (x, gamma, beta) -> X, the batch-norm's output, a
- *       view of x that only carries X's gradient (its values are never made: X is made again in
- *       the neuron kernel); backward is the batch-norm's, from dL/dX;
- *   "snn_batchnorm_neuron (neurons)":    (X, residual, V_in) -> spikes, backward recomputes H
- *       from V_in, then dL/dX, dL/dresidual, dL/dV_in (neuron_part_backward);
- *   "snn_batchnorm_neuron (state)":      (X, residual, V_in) -> V_out (the state op only).
- * The unfused state op's two nodes each run the BPTT; here the spikes' node runs it once with
- * both gradients: the V_out node, which the tape reaches first, leaves its gradient to it (V_out
- * keeps its gradient, retain_grad) unless no gradient reached the spikes, and then runs alone.
- * On the CPU (and past T = 64) that one backward is still two runs of lif_backward, the unfused
- * op's bits; CUDA's one-pass kernel takes both gradients in one recurrence, which equals the
- * two runs' sum up to rounding (where dX's two terms are added), not bit for bit. */
-
-typedef struct bn_state_saved {
-    bn_neuron_saved bn;             /* params, dims, statistics */
-    snn_tensor *x, *gamma, *beta;   /* what X is made of again */
-    snn_tensor *spikes, *v_out;     /* the outputs */
-    const float *v_init;            /* (M) the state that entered: v_in's data */
-} bn_state_saved;
-
-static void bn_part_backward(snn_node *node)
-{
-    const char *fn = "snn_batchnorm_neuron (batch-norm backward)";
-    const bn_state_saved *sv = node->saved;
-    snn_tensor *x = node->inputs[0], *gamma = node->inputs[1], *beta = node->inputs[2];
-    const snn_kernels *k = snn_kernels_for(x->device);
-    SNN_ASSERT(k);
-    const snn_neuron_dims *d = &sv->bn.dims;
-    /* X's gradient becomes x's (x, a conv output, has no other reader) and the batch-norm's
-     * backward replaces dL/dX by dL/dx in place, reading x as the model kept it (floats or
-     * bf16): neither a buffer for dL/dx nor an fp32 copy of x */
-    float *dx_whole = k->batchnorm_backward_in_place ? snn_grad_hand_over(node->out, x) : NULL;
-    float *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
-    if (dx_whole) {
-        const bool bf16 = !x->data && x->bf16;
-        k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, bf16 ? NULL : x->data,
-                                       bf16 ? x->bf16 : NULL, gamma->data, sv->bn.mean,
-                                       sv->bn.invstd, (int)(d->T * d->N), (int)d->C,
-                                       (int)d->plane);
-        return;
-    }
-    float *dx = snn_grad_for(x);
-    if (!dx && !dgamma && !dbeta) return;
-    snn_step_scratch mark = snn_step_scratch_mark(x->device);
-    const float *xv = snn_saved_values(fn, x);
-    if (!xv) {
-        snn_backward_out_of_memory();
-        return;
-    }
-    k->batchnorm_backward(dx, dgamma, dbeta, node->out->grad->data, xv, gamma->data, sv->bn.mean,
-                          sv->bn.invstd, (int)(d->T * d->N), (int)d->C, (int)d->plane);
-    snn_step_scratch_release(x->device, mark);
-}
-
-static void state_neuron_backward(snn_node *node)
-{
-    const char *fn = "snn_batchnorm_neuron (neurons backward)";
-    const bn_state_saved *sv = node->saved;
-    snn_tensor *X = node->inputs[0], *residual = node->inputs[1], *v_in = node->inputs[2];
-    const snn_tensor *dspike = sv->spikes->grad, *dv_last = sv->v_out ? sv->v_out->grad : NULL;
-    /* the V_out node leaves its gradient to the spikes' node where that one runs */
-    if (node->out == sv->v_out && dspike) return;
-    /* dL/dX is written whole by the one node that runs this (the kernels write it; the CPU's
-     * scratch path fills it first): X's first gradient need not be zeroed */
-    float *dX = snn_grad_unfilled(X);
-    if (!dX) dX = snn_grad_for(X);
-    float *dresidual = snn_grad_for(residual), *dv_init = snn_grad_for(v_in);
-    if (!dX && !dresidual && !dv_init) return;
-    const snn_device dev = sv->spikes->device;
-    snn_step_scratch mark = snn_step_scratch_mark(dev);
-    const int64_t n = sv->spikes->numel;
-    if (!dX) dX = snn_step_alloc(fn, (size_t)n * sizeof(float), dev); /* (T, M) unused */
-    if (!dX) {
-        snn_backward_out_of_memory();
-        return;
-    }
-    snn_neuron_bn_input in = {.stats = sv->bn.stats, .invstd = sv->bn.invstd,
-                              .gamma = sv->gamma->data, .beta = sv->beta->data,
-                              .v_init = sv->v_init, .dv_last = dv_last ? dv_last->data : NULL,
-                              .dv_init = dv_init};
-    if (!read_saved_inputs(fn, sv->x, residual, &in)) return;
-    if (!neuron_part_backward(fn, &sv->bn.params, &sv->bn.dims, &in, dX, dresidual,
-                              dspike ? dspike->data : NULL, sv->spikes))
-        return;
-    snn_step_scratch_release(dev, mark);
-}
-
-static bool record_state_op(const char *fn, snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
-                            snn_tensor *residual, snn_tensor *spike, const bn_state *st,
-                            const bn_neuron_saved *bn)
-{
-    const bn_state_saved saved = {*bn, x, gamma, beta, spike, st->v_last, st->v_in->data};
-    snn_tensor *bn_inputs[3] = {x, gamma, beta};
-    snn_tensor *X = NULL; /* X's gradient, when the batch-norm's inputs want one */
-    if (snn_should_record(3, bn_inputs)) {
-        X = snn_step_view(fn, x, x->shape);
-        snn_node *node = X ? snn_tape_record("snn_batchnorm_neuron (batch-norm)", bn_part_backward,
-                                             X, 3, bn_inputs, sizeof saved)
-                           : NULL;
-        if (!node) return false;
-        *(bn_state_saved *)node->saved = saved;
-    }
-    snn_tensor *inputs[3] = {X, residual, st->v_in};
-    snn_node *node = snn_tape_record("snn_batchnorm_neuron (neurons)", state_neuron_backward,
-                                     spike, 3, inputs, sizeof saved);
-    if (!node) return false;
-    *(bn_state_saved *)node->saved = saved;
-    st->v_last->retain_grad = true; /* read by the spikes' node after the V_out node's */
-    node = snn_tape_record("snn_batchnorm_neuron (state)", state_neuron_backward, st->v_last, 3,
-                           inputs, sizeof saved);
-    if (!node) return false;
-    *(bn_state_saved *)node->saved = saved;
-    return true;
-}
-
-snn_tensor *snn_batchnorm_neuron_carry(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
-                                       snn_tensor *running_mean, snn_tensor *running_var,
-                                       float momentum, float eps, snn_tensor *residual,
-                                       const snn_neuron_config *cfg, snn_tensor *v_state,
-                                       snn_tensor **activity)
-{
-    const char *fn = "snn_batchnorm_neuron_carry";
-    if (activity) *activity = NULL;
-    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK ||
-        !snn_neuron_state_fits(fn, "v_state", v_state, x, false))
-        return NULL;
-    if (pending_find(v_state->data) >= 0) /* it still holds the last call's V_init */
-        return snn_error_null(SNN_ERR_STATE, "%s: bad argument 'v_state' (the taped call before "
-                              "has not run its backward, so the state has not advanced yet); "
-                              "hint: run backward after each call, or call without a tape "
-                              "(snn_no_grad_begin)", fn);
-    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
-    if (!nk) return NULL;
-    if (!nk->lif_bn_forward) { /* the ops it stands for */
-        snn_tensor *y = separate_input(x, params, momentum, eps, residual);
-        return y ? snn_neuron_multistep_carry(y, cfg, NULL, v_state, NULL, activity) : NULL;
-    }
-    const bn_state st = {v_state, v_state, false};
-    return fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0, NULL, activity);
-}
-
-snn_tensor *snn_batchnorm_neuron_state(snn_tensor *x, snn_tensor *gamma, snn_tensor *beta,
-                                       snn_tensor *running_mean, snn_tensor *running_var,
-                                       float momentum, float eps, snn_tensor *residual,
-                                       const snn_neuron_config *cfg, snn_tensor *v_in,
-                                       snn_tensor **v_out, snn_tensor **activity)
-{
-    const char *fn = "snn_batchnorm_neuron_state";
-    if (activity) *activity = NULL;
-    if (v_out) *v_out = NULL;
-    snn_tensor *params[4] = {gamma, beta, running_mean, running_var};
-    if (check_args(fn, x, params, momentum, eps, residual, cfg, false) != SNN_OK ||
-        !snn_neuron_state_fits(fn, "v_in", v_in, x, true))
-        return NULL;
-    if (!v_out)
-        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'v_out' (expected where to put "
-                              "the state after the last step, got NULL)", fn);
-    const snn_neuron_kernels *nk = snn_neuron_kernels_or_error(fn, x->device);
-    if (!nk) return NULL;
-    if (!nk->lif_bn_forward) { /* the ops it stands for */
-        snn_tensor *y = separate_input(x, params, momentum, eps, residual);
-        return y ? snn_neuron_multistep_state(y, cfg, NULL, v_in, NULL, v_out, NULL, activity)
-                 : NULL;
-    }
-    snn_tensor *v_last = snn_step_tensor(fn, v_in->shape, x->device);
-    if (!v_last) return NULL;
-    const bn_state st = {v_in, v_last, true};
-    snn_tensor *spike = fused_forward(fn, x, params, momentum, eps, residual, cfg, &st, 0, NULL,
-                                      activity);
-    if (spike) *v_out = v_last;
-    return spike;
-}

@@ -16,7 +16,7 @@ const snn_neuron_kernels *snn_neuron_check_args(const char *fn, snn_tensor *x,
 
 /* True when `state` holds one value per neuron of one time step of x (x's shape without T) on
  * x's device, and needs no gradient unless grad_ok; else false with a message naming fn and
- * arg (the carried state of carry.c and bn_neuron.c). */
+ * arg (the carried state of carry.c and bn_neuron_carry.c). */
 bool snn_neuron_state_fits(const char *fn, const char *arg, const snn_tensor *state,
                            const snn_tensor *x, bool grad_ok);
 

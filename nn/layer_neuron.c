@@ -10,7 +10,7 @@
  * A model may run the layer together with the batch-norm (and residual sum) before it, as one
  * op (the fusion rules, nn/fusion_rules.c, through snn_neuron_layer_forward_bn): the same
  * bookkeeping, and for a layer that carries its state the same state handling (the fused op's
- * _carry and _state variants, neurons/bn_neuron.c).
+ * _carry and _state variants, neurons/bn_neuron_carry.c).
  */
 #include "nn.h"
 #include "nn_internal.h"

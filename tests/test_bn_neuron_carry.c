@@ -1,7 +1,7 @@
 /*
  * test_bn_neuron_carry.c - the carrying variants of the fused batch-norm -> neuron op
- * (neurons/bn_neuron.c): snn_batchnorm_neuron_carry (SLTT's constant state, which advances in
- * the op's backward) and snn_batchnorm_neuron_state (the time checkpoints' differentiable
+ * (neurons/bn_neuron_carry.c): snn_batchnorm_neuron_carry (SLTT's constant state, which
+ * advances in the op's backward) and snn_batchnorm_neuron_state (the time checkpoints' differentiable
  * state) against the same ops ending in snn_neuron_multistep_carry / _state, bit for bit, the
  * state and dL/dV_in included (the state op also with x kept as bf16, as a model's conv output
  * may be); the carry op's deferred state and its refusals; then a CNN whose layers carry
@@ -71,7 +71,8 @@ static snn_tensor *bf16_input(snn_shape shape)
  * a random V_in that requires grad; L = sum(S * R) and / or sum(V_out * R_v) (`seeds`: bit 0
  * the spikes', bit 1 the state's), so that either node may run alone or both. With `bf16`, x's
  * values are rounded to bf16, and the fused op's x is kept as bf16 after its forward (its
- * backward reads the bits: neurons/bn_neuron.c's bn_part_backward and the kernels' x_bf16). */
+ * backward reads the bits: bn_part_backward in neurons/bn_neuron_carry.c, and the kernels'
+ * x_bf16). */
 static carry_result run_state(bool fused, snn_shape shape, bool with_residual,
                               const snn_neuron_config *cfg, int seeds, bool bf16)
 {
