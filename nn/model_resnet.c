@@ -63,14 +63,14 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
      * and that batch-norm, whose output its neurons make as they load it: a step keeps the
      * conv's output (which the batch-norm's backward reads anyway), not the batch-norm's too
      * (snn_batchnorm_neuron_bn_residual; 0.92 MB an image of a BF16 ResNet-18 step at T = 4).
-     * Not while the plan traces or counts SynOps, which would miss the batch-norm's call, nor
-     * for neurons that carry their state (whose ops take a residual made) */
+     * Not while the plan traces (snn_model_explain shows the separate batch-norm), nor for
+     * neurons that carry their state (whose ops take a residual made). SynOps count the conv,
+     * which runs as a module here too */
     snn_module *shortcut_bn = NULL;
     const snn_neuron_layer_impl *tail_neuron = neuron->impl;
     if (h && fused && !b->sew && downsample && downsample->n_children == 2 && snn_grad_enabled() &&
         downsample->children[1]->ops == &snn_batchnorm2d_ops && downsample->children[1]->training &&
-        tail_neuron->carry == SNN_CARRY_NONE && !snn_plan_is_tracing(m) &&
-        !(m->plan && m->plan->synops))
+        tail_neuron->carry == SNN_CARRY_NONE && !snn_plan_is_tracing(m))
         shortcut_bn = downsample->children[1];
     snn_tensor *rx = shortcut_bn ? snn_module_forward(downsample->children[0], x) : NULL;
     if (shortcut_bn && !rx) return NULL;

@@ -157,7 +157,7 @@ const snn_fusion_rule *snn_fusion_find(snn_module *const *items, int n, const sn
  * the downsample shortcut's batch-norm `shortcut_bn` of the shortcut conv's output rx, run as
  * one op that never stores that batch-norm's output (snn_batchnorm_neuron_bn_residual); what
  * the shortcut's batch-norm module would do besides (its momentum's count) is done. Training
- * with a tape, no tracing, no SynOps count: nn/model_resnet.c asks those first. */
+ * with a tape, not tracing: nn/model_resnet.c asks those first. */
 snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
                                        snn_tensor *x, snn_tensor *rx, snn_module *shortcut_bn);
 snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items, snn_tensor *x,
