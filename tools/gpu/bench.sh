@@ -13,7 +13,14 @@
 #             STEP_BATCHES (16,64,128,256), inference at batch 1 and 64, the memory table of the
 #             first batch, STEP_FLAGS added (e.g. --no-fusion); then bench/torch_train_step.py in
 #             TF32 and BF16 (TORCH=0 skips it)
-#   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32)
+#   memory    bench_train_step --memory, ResNet-18 BF16, 20 training steps, for each case of
+#             MEMORY_CASES ("T:B:flags" separated by spaces, flags comma-separated; by default
+#             issue 33's: T = 4 at B = 64 and 32, plain and --keep-bf16, T = 32 B = 32
+#             --keep-bf16): ms per step and MB per image, the arena's high-water and the pool's
+#             reservation, this tree and the base one after the other ("Memory of a training
+#             step")
+#   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32,
+#             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too)
 #   ncu       ncu's detailed sections on one launch of each kernel in NCU_KERNELS (regexes,
 #             comma-separated; NCU_SKIP launches skipped first, 6) in a BF16 training step
 #   sparse    bench_sparse: the CPU table, then the GPU tables (SPARSE_ARGS: 16)
@@ -61,15 +68,38 @@ for stage in "$@"; do
       timeout 150 python3 bench/torch_train_step.py $flag --batch ${STEP_BATCHES:-16,64,128,256} \
         --steps 10 2>&1 | tee "$LOGS/torch_${flag#--}.txt" | summary
     done ;;
-  profile)
+  memory)
+    build_base bench_train_step
     build bench_train_step || exit 1
+    wait
+    gpu_name
+    cases=${MEMORY_CASES:-"4:64: 4:64:--keep-bf16 4:32: 4:32:--keep-bf16 32:32:--keep-bf16"}
+    for c in $cases; do
+      IFS=: read -r T B flags <<< "$c"
+      for v in $(variants); do
+        log "bench_train_step --precision bf16 --T $T --batch $B ${flags//,/ }, $v"
+        timeout 200 "$(bin_of $v bench_train_step)" --model resnet18 --precision bf16 --T "$T" \
+          --batch "$B" --steps 20 --no-infer --memory ${flags//,/ } \
+          > "$LOGS/memory_T${T}_B${B}${flags//[ ,-]/_}_$v.txt" 2>&1
+        grep -E "^\| train|high-water" "$LOGS/memory_T${T}_B${B}${flags//[ ,-]/_}_$v.txt" |
+          summary
+      done
+    done ;;
+  profile)
+    [ -n "${PROFILE_BASE:-}" ] && build_base bench_train_step
+    build bench_train_step || exit 1
+    wait
     p=${PROFILE_PRECISION:-fp32}
-    log "ncu: GPU time per kernel over one training step (B = 64, T = 4, $p)"
-    # 3 warm-up steps + 1 timed step, training only: the totals divided by 4 are one step
-    timeout 500 ncu --clock-control none --metrics gpu__time_duration.sum \
-      --print-summary per-kernel build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer \
-      --precision $p > "$LOGS/ncu.txt" 2>&1
-    python3 tools/ncu_summary.py "$LOGS/ncu.txt" 4 2>&1 | tee "$OUT/profile_$p.txt" | summary ;;
+    for v in $(variants); do
+      log "ncu: GPU time per kernel over one training step (B = 64, T = 4, $p" \
+          "${PROFILE_FLAGS:-}), $v"
+      # 3 warm-up steps + 1 timed step, training only: the totals divided by 4 are one step
+      timeout 500 ncu --clock-control none --metrics gpu__time_duration.sum \
+        --print-summary per-kernel "$(bin_of $v bench_train_step)" --batch 64 --steps 1 \
+        --no-infer --precision $p ${PROFILE_FLAGS:-} > "$LOGS/ncu_$v.txt" 2>&1
+      python3 tools/ncu_summary.py "$LOGS/ncu_$v.txt" 4 2>&1 | tee "$OUT/profile_${p}_$v.txt" |
+        summary
+    done ;;
   ncu)
     build bench_train_step || exit 1
     for kern in ${NCU_KERNELS//,/ }; do

@@ -11,7 +11,8 @@
 #   bits     a 16-step CUDA ResNet-18 training (BF16 and fp32, deterministic in both) in this
 #            tree and in .carry/base-src.tgz: for a change that claims to keep the bits, the two
 #            checkpoints (every weight and Adam moment) must be the same bytes; BITS_EXCEPT=REGEX
-#            leaves out the tensors a change alters on purpose (tools/gpu/same_tensors.py)
+#            leaves out the tensors a change alters on purpose (tools/gpu/same_tensors.py);
+#            BITS_FLAGS adds snn-train flags to both runs (e.g. --keep-bf16)
 #   memory   the memory estimate against the measured step on the GPU, SIGTERM and resume on
 #            CUDA (ctest cuda_memory_estimate, cuda_train), and sizes too large for the GPU
 #            refused before anything is allocated (exit 2, not 137)
@@ -64,7 +65,7 @@ for stage in "${@:-all}"; do
         rm -rf /tmp/bits_${v}_$p
         timeout 120 "$(bin_of $v snn-train)" --device cuda --lr 1e-3 --model resnet18 --T 4 \
           --epochs 1 --limit-train 2048 --limit-test 512 --precision $p --seed 3 \
-          --out /tmp/bits_${v}_$p > "$LOGS/bits_${v}_$p.txt" 2>&1
+          ${BITS_FLAGS:-} --out /tmp/bits_${v}_$p > "$LOGS/bits_${v}_$p.txt" 2>&1
       done
       log "bits $p: checkpoint.safetensors of this tree against the base"
       python3 tools/gpu/same_tensors.py /tmp/bits_new_$p/checkpoint.safetensors \
