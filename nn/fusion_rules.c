@@ -119,10 +119,12 @@ static snn_tensor *run_bn_neuron(const snn_fusion_rule *rule, snn_module *const 
 }
 
 snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
-                                       snn_tensor *x, snn_tensor *rx, snn_module *shortcut_bn)
+                                       snn_tensor *x, snn_tensor *rx, snn_module *downsample)
 {
     SNN_ASSERT(rule->run == run_bn_neuron && rule->length == 3 &&
                rule->applies != stem_neuron_applies);
+    SNN_ASSERT(downsample->n_children == 2);
+    snn_module *shortcut_bn = downsample->children[1];
     SNN_ASSERT(shortcut_bn->ops == &snn_batchnorm2d_ops && shortcut_bn->training);
     snn_module *bn = items[0], *neuron = items[2];
     const snn_batchnorm_impl *b = bn->impl, *rb = shortcut_bn->impl;
@@ -132,7 +134,9 @@ snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *
     const snn_neuron_bn_feed feed = {bn->params[0].tensor, bn->params[1].tensor,
                                      bn->params[2].tensor, bn->params[3].tensor,
                                      snn_batchnorm_train_momentum(bn), b->eps, NULL, 0, rx, &r};
-    return snn_neuron_layer_forward_bn(neuron, x, &feed);
+    snn_tensor *y = snn_neuron_layer_forward_bn(neuron, x, &feed);
+    if (snn_plan_is_tracing(bn)) snn_plan_trace_shortcut_bn(rule, items, downsample, x, y);
+    return y;
 }
 
 static snn_tensor *run_sum_neuron(const snn_fusion_rule *rule, snn_module *const *items,
@@ -174,10 +178,12 @@ const snn_fusion_rule snn_fusion_rules[] = {
      "repeated over T: the repeat's copy, the batch-norm's output and H are not kept",
      stem_neuron_applies, run_bn_neuron},
     {"bn -> + -> neuron (training)", 3, {&snn_batchnorm2d_ops, NULL, &snn_neuron_layer_ops},
-     "as bn -> neuron, in a ResNet block whose neuron follows the residual sum",
+     "as bn -> neuron, in a ResNet block whose neuron follows the residual sum; in a plain "
+     "block that downsamples, with a tape and neurons that carry no state, the shortcut's "
+     "batch-norm joins (snn_batchnorm_neuron_bn_residual, nn/model_resnet.c)",
      "snn_batchnorm_neuron (with the residual)",
      "as bn -> neuron, and the shortcut is added as the input is loaded: the sum is never "
-     "written",
+     "written, nor a downsampling shortcut's batch-norm output, made as it is loaded",
      bn_neuron_applies, run_bn_neuron},
     {"+ -> neuron (no tape)", 2, {NULL, &snn_neuron_layer_ops, NULL},
      "no tape (evaluation, or snn_no_grad); IF or LIF neurons that carry no state; the "

@@ -63,16 +63,19 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
      * and that batch-norm, whose output its neurons make as they load it: a step keeps the
      * conv's output (which the batch-norm's backward reads anyway), not the batch-norm's too
      * (snn_batchnorm_neuron_bn_residual; 0.92 MB an image of a BF16 ResNet-18 step at T = 4).
-     * Not while the plan traces (snn_model_explain shows the separate batch-norm), nor for
-     * neurons that carry their state (whose ops take a residual made). SynOps count the conv,
-     * which runs as a module here too */
+     * Not for neurons that carry their state (whose ops take a residual made). SynOps count
+     * the conv, which runs as a module here too; a trace notes it under the downsample's name,
+     * and the tail with the shortcut's batch-norm as one entry */
     snn_module *shortcut_bn = NULL;
     const snn_neuron_layer_impl *tail_neuron = neuron->impl;
     if (h && fused && !b->sew && downsample && downsample->n_children == 2 && snn_grad_enabled() &&
         downsample->children[1]->ops == &snn_batchnorm2d_ops && downsample->children[1]->training &&
-        tail_neuron->carry == SNN_CARRY_NONE && !snn_plan_is_tracing(m))
+        tail_neuron->carry == SNN_CARRY_NONE)
         shortcut_bn = downsample->children[1];
+    const bool tracing = snn_plan_is_tracing(m);
+    if (shortcut_bn && tracing) snn_plan_trace_enter(downsample);
     snn_tensor *rx = shortcut_bn ? snn_module_forward(downsample->children[0], x) : NULL;
+    if (shortcut_bn && tracing) snn_plan_trace_leave(downsample);
     if (shortcut_bn && !rx) return NULL;
     snn_tensor *shortcut = shortcut_bn ? NULL : downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
@@ -92,7 +95,7 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
         y = snn_add(y, shortcut);
         if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, y);
     } else if (fused) {
-        y = shortcut_bn ? snn_fusion_run_shortcut_bn(fused, tail, h, rx, shortcut_bn)
+        y = shortcut_bn ? snn_fusion_run_shortcut_bn(fused, tail, h, rx, downsample)
                         : snn_fusion_run(fused, tail, h, shortcut);
         if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
         if (y) snn_values_forward_done(bn, h); /* without a tape */

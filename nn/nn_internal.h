@@ -154,12 +154,12 @@ const snn_fusion_rule *snn_fusion_find(snn_module *const *items, int n, const sn
 /* Runs `rule`'s fused op on the items it matched: their output (spikes, for the neuron rules,
  * with the neuron layer's bookkeeping), or NULL with the error set. */
 /* The fused ResNet tail bn -> + -> neuron (rule, items: as snn_fusion_run's) whose residual is
- * the downsample shortcut's batch-norm `shortcut_bn` of the shortcut conv's output rx, run as
- * one op that never stores that batch-norm's output (snn_batchnorm_neuron_bn_residual); what
- * the shortcut's batch-norm module would do besides (its momentum's count) is done. Training
- * with a tape, not tracing: nn/model_resnet.c asks those first. */
+ * the batch-norm of `downsample` (conv 1x1, batch-norm) on the shortcut conv's output rx, run
+ * as one op that never stores that batch-norm's output (snn_batchnorm_neuron_bn_residual);
+ * what the shortcut's batch-norm module would do besides (its momentum's count) is done, and a
+ * trace notes it (snn_model_explain). Training with a tape: nn/model_resnet.c asks first. */
 snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
-                                       snn_tensor *x, snn_tensor *rx, snn_module *shortcut_bn);
+                                       snn_tensor *x, snn_tensor *rx, snn_module *downsample);
 snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items, snn_tensor *x,
                            snn_tensor *residual);
 
@@ -223,6 +223,15 @@ void snn_plan_trace_end(snn_plan *plan);
 void snn_plan_trace_fused(const snn_fusion_rule *rule, snn_module *const *items,
                           const snn_tensor *x, const snn_tensor *y);
 void snn_plan_trace_sum(const snn_module *block, const snn_tensor *x, const snn_tensor *y);
+/* A ResNet tail that made its downsample shortcut's batch-norm output itself
+ * (snn_fusion_run_shortcut_bn): one entry for the tail's items and `downsample`'s batch-norm. */
+void snn_plan_trace_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
+                                const snn_module *downsample, const snn_tensor *x,
+                                const snn_tensor *y);
+/* A module run on its own whose parent's forward did not run (the conv of a downsample whose
+ * batch-norm a fused tail takes): `parent`'s name on the trace's path around it. */
+void snn_plan_trace_enter(const snn_module *parent);
+void snn_plan_trace_leave(const snn_module *parent);
 /* Frees a plan's trace (the model's free calls it where a trace was made). */
 void snn_plan_trace_free(struct snn_plan_trace *trace);
 /* A forward of m on x about to run while a SynOps count is armed on m's model (nn/synops.h):

@@ -12,8 +12,10 @@
  * How. snn_model_trace_plan arms the trace. While it is armed, snn_module_forward hands each
  * module's forward to snn_plan_trace_forward, which pushes the module's name on a path
  * ("layer1", "0", "conv1": "layer1.0.conv1"), runs the forward and, for a layer (a module
- * without children), notes an entry; a fused op notes itself (snn_fusion_run), and so does a
- * ResNet block's plain residual sum. The model's forward (snn_model_steps) begins and ends the
+ * without children), notes an entry; a fused op notes itself (snn_fusion_run), and so do a
+ * ResNet block's plain residual sum and a tail that makes its downsample shortcut's
+ * batch-norm output (snn_fusion_run_shortcut_bn, whose shortcut conv runs with the
+ * downsample's name pushed: snn_plan_trace_enter). The model's forward (snn_model_steps) begins and ends the
  * recording, so a trace holds exactly one forward and later forwards run untraced. None of
  * this runs unless a trace was asked for.
  *
@@ -304,6 +306,39 @@ void snn_plan_trace_sum(const snn_module *block, const snn_tensor *x, const snn_
     if (y) e->out = y->shape;
 }
 
+void snn_plan_trace_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
+                                const snn_module *downsample, const snn_tensor *x,
+                                const snn_tensor *y)
+{
+    snn_plan_trace *t = items[0]->plan->trace;
+    if (!t || !t->recording) return;
+    char chain[4 * sizeof items[0]->name + 16];
+    snprintf(chain, sizeof chain, "%s -> + %s.%s -> %s", items[0]->name, downsample->name,
+             downsample->children[1]->name, items[2]->name);
+    plan_entry *e = new_entry(t, chain);
+    if (!e) return;
+    snprintf(e->op, sizeof e->op, "fused: snn_batchnorm_neuron_bn_residual");
+    char base[120];
+    neuron_kernel(base, sizeof base, t, items[2], x->shape, false);
+    snprintf(e->kernel, sizeof e->kernel, "%s; batch-norm in the same pass, and the "
+             "shortcut's as it loads", base);
+    e->rule = rule;
+    e->in = x->shape;
+    if (y) e->out = y->shape;
+}
+
+void snn_plan_trace_enter(const snn_module *parent)
+{
+    snn_plan_trace *t = parent->plan ? parent->plan->trace : NULL;
+    if (t && t->recording && t->depth < PATH_DEPTH) t->path[t->depth++] = parent->name;
+}
+
+void snn_plan_trace_leave(const snn_module *parent)
+{
+    snn_plan_trace *t = parent->plan ? parent->plan->trace : NULL;
+    if (t && t->recording && t->depth > 0 && t->path[t->depth - 1] == parent->name) t->depth--;
+}
+
 void snn_plan_trace_free(snn_plan_trace *t)
 {
     if (!t) return;
@@ -401,13 +436,14 @@ snn_status snn_model_explain(snn_module *model, FILE *out)
                 t->options.pack_spikes && t->tape
                     ? "kept as bits once the forward ops that read them have run"
                     : "kept as floats");
-        fprintf(out, "  %-30s %-44s %s\n", "layer", "input -> output", "op");
+        /* 38: room for a downsampling tail, "layer2.0.bn2 -> + downsample.1 -> sn2" */
+        fprintf(out, "  %-38s %-44s %s\n", "layer", "input -> output", "op");
         for (int i = 0; i < t->count; i++) {
             const plan_entry *e = &t->entries[i];
             char a[48], b[48], shapes[100];
             snprintf(shapes, sizeof shapes, "%s -> %s", snn_shape_str(e->in, a, sizeof a),
                      e->out.ndim ? snn_shape_str(e->out, b, sizeof b) : "(failed)");
-            fprintf(out, "  %-30s %-44s %s\n", e->layers, shapes, e->op);
+            fprintf(out, "  %-38s %-44s %s\n", e->layers, shapes, e->op);
             if (e->rule) fprintf(out, "      rule \"%s\": ", e->rule->name);
             else fprintf(out, "      ");
             print_wrapped(out, e->kernel, e->rule ? 15 + (int)strlen(e->rule->name) : 6, 6);
