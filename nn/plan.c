@@ -15,9 +15,9 @@
  * without children), notes an entry; a fused op notes itself (snn_fusion_run), and so do a
  * ResNet block's plain residual sum and a tail that makes its downsample shortcut's
  * batch-norm output (snn_fusion_run_shortcut_bn, whose shortcut conv runs with the
- * downsample's name pushed: snn_plan_trace_enter). The model's forward (snn_model_steps) begins and ends the
- * recording, so a trace holds exactly one forward and later forwards run untraced. None of
- * this runs unless a trace was asked for.
+ * downsample's name pushed: snn_plan_trace_enter). The model's forward (snn_model_steps)
+ * begins and ends the recording, so a trace holds exactly one forward and later forwards run
+ * untraced. None of this runs unless a trace was asked for.
  *
  * Test: tests/test_model_plan.c.
  */
