@@ -174,7 +174,7 @@ static double count_resnet18_macs(const snn_model_config *c)
 }
 
 typedef struct memory_row {
-    const char *fn;
+    char name[112]; /* the op's name (the pool's: and whose backward took it) */
     size_t bytes;
     int count;
 } memory_row;
@@ -187,7 +187,22 @@ typedef struct memory_table {
 static void collect_row(const char *fn, size_t bytes, int count, void *ctx)
 {
     memory_table *t = ctx;
-    if (t->n < 128) t->rows[t->n++] = (memory_row){fn, bytes, count};
+    if (t->n == 128) return;
+    memory_row *r = &t->rows[t->n++];
+    snprintf(r->name, sizeof r->name, "%s", fn);
+    r->bytes = bytes, r->count = count;
+}
+
+/* A row of the step pool's profile: "gradient, in snn_conv2d's backward" */
+static void collect_pool_row(const char *fn, const char *backward_op, size_t bytes, int count,
+                             void *ctx)
+{
+    memory_table *t = ctx;
+    if (t->n == 128) return;
+    memory_row *r = &t->rows[t->n++];
+    snprintf(r->name, sizeof r->name, "%s%s%s%s", fn, backward_op ? ", in " : "",
+             backward_op ? backward_op : "", backward_op ? "'s backward" : "");
+    r->bytes = bytes, r->count = count;
 }
 
 static int by_bytes_descending(const void *a, const void *b)
@@ -196,8 +211,9 @@ static int by_bytes_descending(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* A table of what the step arena holds, by op, largest first. */
-static void print_memory_table(memory_table *table, int batch, const char *when)
+/* A table of what the step arena (or `what`) holds, by op, largest first. */
+static void print_memory_table(memory_table *table, int batch, const char *when,
+                               const char *what)
 {
     qsort(table->rows, (size_t)table->n, sizeof table->rows[0], by_bytes_descending);
     size_t held = 0;
@@ -205,10 +221,10 @@ static void print_memory_table(memory_table *table, int batch, const char *when)
     printf("\nmemory held %s, batch %d, by the op that allocated it\n", when, batch);
     printf("| allocated by | tensors | MB | MB / image | share |\n|---|---:|---:|---:|---:|\n");
     for (int i = 0; i < table->n; i++)
-        printf("| %s | %d | %.1f | %.2f | %.1f%% |\n", table->rows[i].fn, table->rows[i].count,
+        printf("| %s | %d | %.1f | %.2f | %.1f%% |\n", table->rows[i].name, table->rows[i].count,
                table->rows[i].bytes / 1e6, table->rows[i].bytes / 1e6 / batch,
                100.0 * (double)table->rows[i].bytes / (double)(held ? held : 1));
-    printf("| step arena, in all | | %.1f | %.2f | |\n", held / 1e6, held / 1e6 / batch);
+    printf("| %s, in all | | %.1f | %.2f | |\n", what, held / 1e6, held / 1e6 / batch);
 }
 
 /* One training step with the arena's memory profile on: what the step holds just before it
@@ -257,11 +273,18 @@ static void print_memory_profile(snn_module *model, snn_optimizer *opt, snn_devi
     }
     memory_table at_peak = {.n = 0}; /* what the arena held when it reached its high-water */
     snn_arena_profile_report_high_water(device, collect_row, &at_peak);
+    memory_table pool_peak = {.n = 0}; /* what the step pool held at its own */
+    snn_step_pool_profile_report_peak(device, collect_pool_row, &pool_peak);
     snn_step_end();
     snn_arena_profile(false);
     print_memory_table(&table, batch, online ? "before the backward of one time step of the "
-                                               "online step" : "at the end of one training step");
-    print_memory_table(&at_peak, batch, "when the step arena reached its high-water");
+                                               "online step" : "at the end of one training step",
+                       "step arena");
+    print_memory_table(&at_peak, batch, "when the step arena reached its high-water",
+                       "step arena");
+    print_memory_table(&pool_peak, batch, "in the gradient pool at its high-water (the blocks "
+                       "in use: conv outputs and spikes from the forward, gradients from the "
+                       "backward named)", "gradient pool");
     printf("step arena high-water %.1f MB; gradient pool high-water %.1f MB (reserved %.1f MB)\n\n",
            high_water / 1e6, snn_step_pool_peak_bytes(device) / 1e6,
            snn_step_pool_reserved_bytes(device) / 1e6);

@@ -74,6 +74,17 @@ void snn_step_pool_end(int depth);          /* gives back what steps deeper than
 size_t snn_step_pool_peak_bytes(snn_device device);      /* most bytes handed out at once */
 void snn_step_pool_reset_peak(snn_device device);
 size_t snn_step_pool_reserved_bytes(snn_device device);  /* held from snn_alloc, in use or not */
+/* The pool's side of the memory profile (while snn_arena_profiling is on): each block taken
+ * remembers the name its op passed and the op whose backward was running then (backward.c
+ * names it: snn_step_pool_backward_op, NULL outside a node's backward);
+ * snn_step_pool_profile_report_peak calls `row` once per such pair with what was in use when
+ * the pool last reached its high-water mark (since snn_step_pool_reset_peak): where the
+ * gradients' memory peaks, and why. */
+void snn_step_pool_backward_op(const char *op);
+void snn_step_pool_profile_report_peak(snn_device device,
+                                       void (*row)(const char *fn, const char *backward_op,
+                                                   size_t bytes, int count, void *ctx),
+                                       void *ctx);
 void snn_step_pool_release_all(void);
 
 /* Memory profile of a step, for benchmarks (arena_profile.c): while on, the arena records

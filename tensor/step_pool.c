@@ -31,15 +31,49 @@ typedef struct pool_block {
     void *p;
     size_t size;
     int depth;   /* step depth that took it; 0 when free */
+    /* who took it (the profile's): the op's name, and the op whose backward was running */
+    const char *fn, *backward_op;
 } pool_block;
+
+/* One block in use when the pool reached its high-water mark (the profile's snapshot). */
+typedef struct peak_row {
+    const char *fn, *backward_op;
+    size_t size;
+} peak_row;
 
 typedef struct pool {
     pool_block *blocks;
     int count, capacity;
     size_t in_use, peak_in_use; /* bytes handed out, now and at most */
+    peak_row *peak;             /* while profiling: the blocks in use at peak_in_use */
+    int peak_count, peak_capacity;
 } pool;
 
 static pool pools[SNN_NUM_DEVICES];
+static const char *backward_op; /* the node whose backward runs (autograd/backward.c), or NULL */
+
+void snn_step_pool_backward_op(const char *op) { backward_op = op; }
+
+/* The profile's snapshot of the blocks in use, taken at each new high-water mark (a host array
+ * of the pool's size; left as it was if that cannot be had: the report then lags). */
+static void snapshot_peak(pool *pl)
+{
+    if (pl->peak_capacity < pl->count) {
+        peak_row *grown = snn_alloc((size_t)pl->capacity * sizeof *grown, SNN_CPU);
+        if (!grown) {
+            snn_clear_error();
+            return;
+        }
+        snn_free(pl->peak, (size_t)pl->peak_capacity * sizeof *grown, SNN_CPU);
+        pl->peak = grown;
+        pl->peak_capacity = pl->capacity;
+    }
+    pl->peak_count = 0;
+    for (int i = 0; i < pl->count; i++)
+        if (pl->blocks[i].depth > 0)
+            pl->peak[pl->peak_count++] = (peak_row){pl->blocks[i].fn, pl->blocks[i].backward_op,
+                                                    pl->blocks[i].size};
+}
 
 static size_t pool_round(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -69,13 +103,18 @@ void *snn_step_pool_alloc(const char *fn, size_t bytes, snn_device device)
         }
         void *p = snn_alloc(need, device);
         if (!p) goto out_of_memory;
-        pl->blocks[pl->count] = (pool_block){p, need, 0};
+        pl->blocks[pl->count] = (pool_block){p, need, 0, NULL, NULL};
         best = pl->count++;
     }
     pool_block *b = &pl->blocks[best];
     b->depth = snn_step_depth();
+    b->fn = fn;
+    b->backward_op = backward_op;
     pl->in_use += b->size;
-    if (pl->in_use > pl->peak_in_use) pl->peak_in_use = pl->in_use;
+    if (pl->in_use > pl->peak_in_use) {
+        pl->peak_in_use = pl->in_use;
+        if (snn_arena_profiling) snapshot_peak(pl);
+    }
     return b->p;
 
 out_of_memory:
@@ -116,7 +155,35 @@ void snn_step_pool_end(int depth)
 
 size_t snn_step_pool_peak_bytes(snn_device device) { return pools[device].peak_in_use; }
 
-void snn_step_pool_reset_peak(snn_device device) { pools[device].peak_in_use = pools[device].in_use; }
+void snn_step_pool_reset_peak(snn_device device)
+{
+    pool *pl = &pools[device];
+    pl->peak_in_use = pl->in_use;
+    pl->peak_count = 0;
+    if (snn_arena_profiling) snapshot_peak(pl);
+}
+
+void snn_step_pool_profile_report_peak(snn_device device,
+                                       void (*row)(const char *fn, const char *backward_op,
+                                                   size_t bytes, int count, void *ctx),
+                                       void *ctx)
+{
+    const pool *pl = &pools[device];
+    /* one row per (fn, backward_op) pair, in the order first seen */
+    for (int i = 0; i < pl->peak_count; i++) {
+        const peak_row *r = &pl->peak[i];
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = pl->peak[j].fn == r->fn && pl->peak[j].backward_op == r->backward_op;
+        if (seen) continue;
+        size_t bytes = 0;
+        int count = 0;
+        for (int j = i; j < pl->peak_count; j++)
+            if (pl->peak[j].fn == r->fn && pl->peak[j].backward_op == r->backward_op)
+                bytes += pl->peak[j].size, count++;
+        row(r->fn, r->backward_op, bytes, count, ctx);
+    }
+}
 
 size_t snn_step_pool_reserved_bytes(snn_device device)
 {
@@ -134,6 +201,7 @@ void snn_step_pool_release_all(void)
             snn_free(pl->blocks[i].p, pl->blocks[i].size, (snn_device)d);
         }
         snn_free(pl->blocks, (size_t)pl->capacity * sizeof *pl->blocks, SNN_CPU);
+        snn_free(pl->peak, (size_t)pl->peak_capacity * sizeof *pl->peak, SNN_CPU);
         *pl = (pool){0};
     }
 }

@@ -210,6 +210,51 @@ static void test_arena_growth(void)
     snn_shutdown();
 }
 
+/* The step pool's profile (tensor/step_pool.c): what was in use at the pool's high-water, by
+ * the name each block was taken under and the op whose backward took it. */
+typedef struct pool_rows {
+    const char *fn[4], *op[4];
+    size_t bytes[4];
+    int count[4], n;
+} pool_rows;
+
+static void pool_row(const char *fn, const char *backward_op, size_t bytes, int count,
+                     void *ctx)
+{
+    pool_rows *r = ctx;
+    if (r->n == 4) return;
+    r->fn[r->n] = fn, r->op[r->n] = backward_op, r->bytes[r->n] = bytes, r->count[r->n] = count;
+    r->n++;
+}
+
+static void test_step_pool_profile(void)
+{
+    snn_step_pool_release_all(); /* no free block of an earlier test serves these */
+    snn_arena_profile(true);
+    snn_step_pool_reset_peak(SNN_CPU);
+    snn_step_begin();
+    void *a = snn_step_pool_alloc("a", 1000, SNN_CPU);   /* 1024 B blocks (256-byte rounding) */
+    void *b = snn_step_pool_alloc("b", 3000, SNN_CPU);   /* 3072: the peak is 4096 */
+    snn_step_pool_release(a, SNN_CPU);
+    snn_step_pool_backward_op("op_x");
+    void *g = snn_step_pool_alloc("gradient", 5000, SNN_CPU); /* a new block: 8192, a new peak */
+    snn_step_pool_backward_op(NULL);
+    snn_step_pool_release(g, SNN_CPU);
+    CHECK(snn_step_pool_alloc("c", 100, SNN_CPU) != NULL); /* 4096 in use: no new peak */
+    CHECK(b && g && snn_step_pool_peak_bytes(SNN_CPU) == 8192);
+    pool_rows r = {.n = 0};
+    snn_step_pool_profile_report_peak(SNN_CPU, pool_row, &r);
+    CHECK(r.n == 2);
+    for (int i = 0; i < r.n; i++) {
+        const bool is_b = strcmp(r.fn[i], "b") == 0;
+        CHECK(is_b ? !r.op[i] && r.bytes[i] == 3072 && r.count[i] == 1
+                   : strcmp(r.fn[i], "gradient") == 0 && r.op[i] && strcmp(r.op[i], "op_x") == 0 &&
+                         r.bytes[i] == 5120 && r.count[i] == 1);
+    }
+    snn_step_end();
+    snn_arena_profile(false);
+}
+
 static void test_rng(void)
 {
     snn_rng a, b;
@@ -243,6 +288,7 @@ int main(void)
     RUN(test_allocation_failure);
     RUN(test_arena_reuse);
     RUN(test_arena_growth);
+    RUN(test_step_pool_profile);
     RUN(test_rng);
     return test_finish();
 }
