@@ -34,20 +34,29 @@
 /* Where image n's plane of channel c starts: its HW values follow. */
 static int64_t plane_at(int n, int c, int C, int HW) { return ((int64_t)n * C + c) * HW; }
 
+/* Element i of x, or (x NULL) of x_bf16's values (exact: a bf16 is the top half of an fp32). */
+static double value_at(const float *x, const uint16_t *x_bf16, int64_t i)
+{
+    return x ? (double)x[i] : (double)snn_bf16_value(x_bf16[i]);
+}
+
 /* Channel c's (count, mean, M2) by two passes over its N planes. */
-void snn_batchnorm_channel_stats_ref(double stats[3], const float *x, int c, int N, int C,
-                                     int HW)
+void snn_batchnorm_channel_stats_ref(double stats[3], const float *x, const uint16_t *x_bf16,
+                                     int c, int N, int C, int HW)
 {
     const int64_t M = (int64_t)N * HW;
     double sum = 0.0, M2 = 0.0;
     for (int n = 0; n < N; n++) {
-        const float *xp = x + plane_at(n, c, C, HW);   // (HW)
-        for (int i = 0; i < HW; i++) sum += (double)xp[i];
+        const int64_t at = plane_at(n, c, C, HW);   // its (HW) values
+        for (int i = 0; i < HW; i++) sum += value_at(x, x_bf16, at + i);
     }
     const double mean = M > 0 ? sum / (double)M : 0.0;
     for (int n = 0; n < N; n++) {
-        const float *xp = x + plane_at(n, c, C, HW);   // (HW)
-        for (int i = 0; i < HW; i++) M2 += ((double)xp[i] - mean) * ((double)xp[i] - mean);
+        const int64_t at = plane_at(n, c, C, HW);
+        for (int i = 0; i < HW; i++) {
+            const double v = value_at(x, x_bf16, at + i);
+            M2 += (v - mean) * (v - mean);
+        }
     }
     stats[0] = (double)M, stats[1] = mean, stats[2] = M2;
 }
@@ -127,7 +136,7 @@ void snn_batchnorm_forward_train_ref(float *out, float *save_mean, float *save_i
 {
     for (int c = 0; c < C; c++) {
         double stats[3];
-        snn_batchnorm_channel_stats_ref(stats, x, c, N, C, HW);
+        snn_batchnorm_channel_stats_ref(stats, x, NULL, c, N, C, HW);
         snn_batchnorm_set_stats_ref(save_mean, save_invstd, running_mean, running_var, stats, c,
                                     momentum, eps);
         snn_batchnorm_normalise_channel_ref(out, x, stats[1], save_invstd[c], gamma, beta, c, N,

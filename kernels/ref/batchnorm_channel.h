@@ -7,9 +7,11 @@
 #ifndef SNN_BATCHNORM_CHANNEL_H
 #define SNN_BATCHNORM_CHANNEL_H
 
-/* stats = (count, mean, M2 = sum (x - mean)^2) of channel c */
-void snn_batchnorm_channel_stats_ref(double stats[3], const float *x, int c, int N, int C,
-                                     int HW);
+#include <stdint.h>
+
+/* stats = (count, mean, M2 = sum (x - mean)^2) of channel c; x, or (x NULL) x_bf16's values */
+void snn_batchnorm_channel_stats_ref(double stats[3], const float *x, const uint16_t *x_bf16,
+                                     int c, int N, int C, int HW);
 /* save_mean[c], save_invstd[c] and the running statistics (each may be NULL) from stats */
 void snn_batchnorm_set_stats_ref(float *save_mean, float *save_invstd, float *running_mean,
                                  float *running_var, const double stats[3], int c,
