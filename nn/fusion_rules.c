@@ -135,7 +135,7 @@ snn_tensor *snn_fusion_run_shortcut_bn(const snn_fusion_rule *rule, snn_module *
                                      bn->params[2].tensor, bn->params[3].tensor,
                                      snn_batchnorm_train_momentum(bn), b->eps, NULL, 0, rx, &r};
     snn_tensor *y = snn_neuron_layer_forward_bn(neuron, x, &feed);
-    if (snn_plan_is_tracing(bn)) snn_plan_trace_shortcut_bn(rule, items, downsample, x, y);
+    if (snn_plan_is_tracing(bn)) snn_plan_trace_fused(rule, items, downsample, x, y);
     return y;
 }
 
@@ -221,6 +221,6 @@ snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items
     const snn_module *first = items[0] ? items[0] : items[1];
     if (first->plan && first->plan->synops) snn_synops_observe(first->plan->synops, first, x);
     snn_tensor *y = rule->run(rule, items, x, residual);
-    if (snn_plan_is_tracing(first)) snn_plan_trace_fused(rule, items, x, y);
+    if (snn_plan_is_tracing(first)) snn_plan_trace_fused(rule, items, NULL, x, y);
     return y;
 }

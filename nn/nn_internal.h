@@ -220,14 +220,11 @@ bool snn_module_is_neuron_layer(const snn_module *m);
 snn_tensor *snn_plan_trace_forward(snn_module *m, snn_tensor *x);
 void snn_plan_trace_begin(snn_plan *plan, const snn_module *model, const snn_tensor *x);
 void snn_plan_trace_end(snn_plan *plan);
+/* downsample: NULL, or the tail of snn_fusion_run_shortcut_bn, which also made that
+ * shortcut's batch-norm output (one entry for both) */
 void snn_plan_trace_fused(const snn_fusion_rule *rule, snn_module *const *items,
-                          const snn_tensor *x, const snn_tensor *y);
+                          const snn_module *downsample, const snn_tensor *x, const snn_tensor *y);
 void snn_plan_trace_sum(const snn_module *block, const snn_tensor *x, const snn_tensor *y);
-/* A ResNet tail that made its downsample shortcut's batch-norm output itself
- * (snn_fusion_run_shortcut_bn): one entry for the tail's items and `downsample`'s batch-norm. */
-void snn_plan_trace_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
-                                const snn_module *downsample, const snn_tensor *x,
-                                const snn_tensor *y);
 /* A module run on its own whose parent's forward did not run (the conv of a downsample whose
  * batch-norm a fused tail takes): `parent`'s name on the trace's path around it. */
 void snn_plan_trace_enter(const snn_module *parent);

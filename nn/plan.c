@@ -179,11 +179,13 @@ static void describe_layer(plan_entry *e, const snn_plan_trace *t, const snn_mod
     }
 }
 
-/* What the fused op of `rule` runs, on an input of shape x, for the items it took. */
+/* What the fused op of `rule` runs, on an input of shape x, for the items it took; with
+ * `downsample`, the ResNet tail that also makes that shortcut's batch-norm output. */
 static void describe_fused(plan_entry *e, const snn_plan_trace *t, const snn_fusion_rule *rule,
-                           snn_module *const *items, snn_shape x)
+                           snn_module *const *items, const snn_module *downsample, snn_shape x)
 {
-    snprintf(e->op, sizeof e->op, "fused: %s", rule->fused_op);
+    snprintf(e->op, sizeof e->op, "fused: %s",
+             downsample ? "snn_batchnorm_neuron_bn_residual" : rule->fused_op);
     char base[120];
     if (rule->pattern[0] == &snn_conv2d_ops) {
         conv_kernel(base, sizeof base, t, items[0], x);
@@ -195,7 +197,9 @@ static void describe_fused(plan_entry *e, const snn_plan_trace *t, const snn_fus
     snprintf(e->kernel, sizeof e->kernel, "%s; %s%s", base,
              rule->pattern[0] == &snn_batchnorm2d_ops ? "batch-norm in the same pass"
                                                       : "the shortcut added as it loads",
-             rule->pattern[0] && rule->length == 3 ? ", the shortcut added as it loads" : "");
+             downsample                                ? ", and the shortcut's as it loads"
+             : rule->pattern[0] && rule->length == 3 ? ", the shortcut added as it loads"
+                                                      : "");
 }
 
 /* ---- the trace ----------------------------------------------------------------------------- */
@@ -275,19 +279,26 @@ void snn_plan_trace_end(snn_plan *plan)
 }
 
 void snn_plan_trace_fused(const snn_fusion_rule *rule, snn_module *const *items,
-                          const snn_tensor *x, const snn_tensor *y)
+                          const snn_module *downsample, const snn_tensor *x, const snn_tensor *y)
 {
     const snn_module *first = items[0] ? items[0] : items[1];
     snn_plan_trace *t = first->plan->trace;
     if (!t || !t->recording) return;
-    char chain[64] = "";
+    char chain[4 * sizeof first->name + 16] = ""; /* "bn2 -> + downsample.1 -> sn2" */
     size_t at = 0;
-    for (int i = 0; i < rule->length && at < sizeof chain; i++)
-        at += (size_t)snprintf(chain + at, sizeof chain - at, "%s%s", i ? " -> " : "",
-                               items[i] ? items[i]->name : "+");
+    for (int i = 0; i < rule->length && at < sizeof chain; i++) {
+        const char *sep = i ? " -> " : "";
+        if (items[i])
+            at += (size_t)snprintf(chain + at, sizeof chain - at, "%s%s", sep, items[i]->name);
+        else if (downsample)
+            at += (size_t)snprintf(chain + at, sizeof chain - at, "%s+ %s.%s", sep,
+                                   downsample->name, downsample->children[1]->name);
+        else
+            at += (size_t)snprintf(chain + at, sizeof chain - at, "%s+", sep);
+    }
     plan_entry *e = new_entry(t, chain);
     if (!e) return;
-    describe_fused(e, t, rule, items, x->shape);
+    describe_fused(e, t, rule, items, downsample, x->shape);
     e->rule = rule;
     e->in = x->shape;
     if (y) e->out = y->shape;
@@ -302,27 +313,6 @@ void snn_plan_trace_sum(const snn_module *block, const snn_tensor *x, const snn_
     snprintf(e->op, sizeof e->op, "residual sum (snn_add)");
     snprintf(e->kernel, sizeof e->kernel, "elementwise, the shortcut added (%s kernels)",
              snn_kernels_for(t->device) ? snn_kernels_for(t->device)->name : "no");
-    e->in = x->shape;
-    if (y) e->out = y->shape;
-}
-
-void snn_plan_trace_shortcut_bn(const snn_fusion_rule *rule, snn_module *const *items,
-                                const snn_module *downsample, const snn_tensor *x,
-                                const snn_tensor *y)
-{
-    snn_plan_trace *t = items[0]->plan->trace;
-    if (!t || !t->recording) return;
-    char chain[4 * sizeof items[0]->name + 16];
-    snprintf(chain, sizeof chain, "%s -> + %s.%s -> %s", items[0]->name, downsample->name,
-             downsample->children[1]->name, items[2]->name);
-    plan_entry *e = new_entry(t, chain);
-    if (!e) return;
-    snprintf(e->op, sizeof e->op, "fused: snn_batchnorm_neuron_bn_residual");
-    char base[120];
-    neuron_kernel(base, sizeof base, t, items[2], x->shape, false);
-    snprintf(e->kernel, sizeof e->kernel, "%s; batch-norm in the same pass, and the "
-             "shortcut's as it loads", base);
-    e->rule = rule;
     e->in = x->shape;
     if (y) e->out = y->shape;
 }
