@@ -184,16 +184,8 @@ typedef struct memory_table {
     int n;
 } memory_table;
 
-static void collect_row(const char *fn, size_t bytes, int count, void *ctx)
-{
-    memory_table *t = ctx;
-    if (t->n == 128) return;
-    memory_row *r = &t->rows[t->n++];
-    snprintf(r->name, sizeof r->name, "%s", fn);
-    r->bytes = bytes, r->count = count;
-}
-
-/* A row of the step pool's profile: "gradient, in snn_conv2d's backward" */
+/* A row of the step pool's profile ("gradient, in snn_conv2d's backward"), or of the arena's
+ * (backward_op NULL: the op's name alone) */
 static void collect_pool_row(const char *fn, const char *backward_op, size_t bytes, int count,
                              void *ctx)
 {
@@ -203,6 +195,11 @@ static void collect_pool_row(const char *fn, const char *backward_op, size_t byt
     snprintf(r->name, sizeof r->name, "%s%s%s%s", fn, backward_op ? ", in " : "",
              backward_op ? backward_op : "", backward_op ? "'s backward" : "");
     r->bytes = bytes, r->count = count;
+}
+
+static void collect_row(const char *fn, size_t bytes, int count, void *ctx)
+{
+    collect_pool_row(fn, NULL, bytes, count, ctx);
 }
 
 static int by_bytes_descending(const void *a, const void *b)
