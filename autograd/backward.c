@@ -46,9 +46,10 @@ static snn_status run_tape(const char *fn)
     if (ready_hook && !(ready = snn_grad_ready_plan_new(fn))) return snn_last_status();
     for (snn_node *node = snn_tape_head; node; node = node->prev) {
         if (node->out->grad) {
-            snn_step_pool_backward_op(node->op); /* the pool's profile names its takers */
+            /* the pool's profile names its takers (a nested backward's nodes, then this one) */
+            const char *outer = snn_step_pool_backward_op(node->op);
             node->backward(node);
-            snn_step_pool_backward_op(NULL);
+            snn_step_pool_backward_op(outer);
             int failed = snn_backward_take_failure();
             if (failed) {
                 char why[512]; /* the message is rewritten below: copy it first */

@@ -76,11 +76,12 @@ void snn_step_pool_reset_peak(snn_device device);
 size_t snn_step_pool_reserved_bytes(snn_device device);  /* held from snn_alloc, in use or not */
 /* The pool's side of the memory profile (while snn_arena_profiling is on): each block taken
  * remembers the name its op passed and the op whose backward was running then (backward.c
- * names it: snn_step_pool_backward_op, NULL outside a node's backward);
+ * names it, and puts back the name before it when the node is done, so a backward run inside
+ * a node's backward leaves its node named: snn_step_pool_backward_op, NULL outside);
  * snn_step_pool_profile_report_peak calls `row` once per such pair with what was in use when
  * the pool last reached its high-water mark (since snn_step_pool_reset_peak): where the
  * gradients' memory peaks, and why. */
-void snn_step_pool_backward_op(const char *op);
+const char *snn_step_pool_backward_op(const char *op); /* returns the op named before */
 void snn_step_pool_profile_report_peak(snn_device device,
                                        void (*row)(const char *fn, const char *backward_op,
                                                    size_t bytes, int count, void *ctx),

@@ -52,7 +52,12 @@ typedef struct pool {
 static pool pools[SNN_NUM_DEVICES];
 static const char *backward_op; /* the node whose backward runs (autograd/backward.c), or NULL */
 
-void snn_step_pool_backward_op(const char *op) { backward_op = op; }
+const char *snn_step_pool_backward_op(const char *op)
+{
+    const char *before = backward_op;
+    backward_op = op;
+    return before;
+}
 
 /* The profile's snapshot of the blocks in use, taken at each new high-water mark (a host array
  * of the pool's size; left as it was if that cannot be had: the report then lags). */

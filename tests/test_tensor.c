@@ -236,9 +236,10 @@ static void test_step_pool_profile(void)
     void *a = snn_step_pool_alloc("a", 1000, SNN_CPU);   /* 1024 B blocks (256-byte rounding) */
     void *b = snn_step_pool_alloc("b", 3000, SNN_CPU);   /* 3072: the peak is 4096 */
     snn_step_pool_release(a, SNN_CPU);
-    snn_step_pool_backward_op("op_x");
+    CHECK(snn_step_pool_backward_op("op_x") == NULL); /* none named before */
     void *g = snn_step_pool_alloc("gradient", 5000, SNN_CPU); /* a new block: 8192, a new peak */
-    snn_step_pool_backward_op(NULL);
+    const char *named = snn_step_pool_backward_op(NULL);
+    CHECK(named && strcmp(named, "op_x") == 0);
     snn_step_pool_release(g, SNN_CPU);
     CHECK(snn_step_pool_alloc("c", 100, SNN_CPU) != NULL); /* 4096 in use: no new peak */
     CHECK(b && g && snn_step_pool_peak_bytes(SNN_CPU) == 8192);
