@@ -249,12 +249,14 @@ static nh_plan make_nh_plan(const snn_conv2d_dims *d, int elem)
     plan.weight_bytes = round_up((size_t)(d->C_out * CK) * elem, 256);
     plan.x_bytes = round_up((size_t)(plan.G * HW * d->C_in) * elem, 256);
     plan.dy_bytes = round_up((size_t)(plan.G * P * d->C_out) * elem, 256);
-    /* wgrad splits, as conv2d_igemm.cu: two blocks for every SM, slices of at least 8 K tiles,
-     * partials within budget */
+    /* wgrad splits: as many as fill the two blocks of every SM in one round, not more (a
+     * few blocks past a round made the 8x8 layer's weight gradient 15% slower: 288 blocks,
+     * S = 8, against 252 at S = 7 on 264 places; docs/benchmarks.md, "Conv paths"); slices
+     * of at least 8 K tiles, partials within budget */
     const int64_t dw = (int64_t)d->C_out * CK, bm = d->C_out > 64 ? 128 : 64;
     const int64_t tiles_mn = ((d->C_out + bm - 1) / bm) * ((CK + NH_BN - 1) / NH_BN);
     const int64_t k_tiles = ((int64_t)plan.G * P + plan.wgrad_bk - 1) / plan.wgrad_bk;
-    int64_t S = (2 * (int64_t)snn_cuda_sm_count() + tiles_mn - 1) / tiles_mn;
+    int64_t S = std::max<int64_t>(1, 2 * (int64_t)snn_cuda_sm_count() / tiles_mn);
     S = std::min(S, std::max<int64_t>(1, k_tiles / 8));
     S = std::min(S, std::max<int64_t>(1, (int64_t)(NH_PARTIAL_BUDGET / sizeof(float)) / dw));
     plan.wgrad_splits = (int)std::max<int64_t>(1, std::min<int64_t>(S, 65535));
