@@ -21,6 +21,9 @@
 #             step")
 #   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32,
 #             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too)
+#   launches  ncu: each launch of the kernels matching LAUNCH_KERNELS (a regex) over a training
+#             step at B = 64 (LAUNCH_PRECISION: bf16, LAUNCH_FLAGS added): time, DRAM bytes,
+#             bandwidth, occupancy, the longest LAUNCH_ROWS (40) first (tools/ncu_launches.py)
 #   ncu       ncu's detailed sections on one launch of each kernel in NCU_KERNELS (regexes,
 #             comma-separated; NCU_SKIP launches skipped first, 6) in a BF16 training step
 #   sparse    bench_sparse: the CPU table, then the GPU tables (SPARSE_ARGS: 16)
@@ -100,6 +103,19 @@ for stage in "$@"; do
       python3 tools/ncu_summary.py "$LOGS/ncu_$v.txt" 4 2>&1 | tee "$OUT/profile_${p}_$v.txt" |
         summary
     done ;;
+  launches)
+    # per launch, over the last of 4 steps (3 warm-up + 1): time, DRAM bytes, bandwidth and
+    # occupancy of the kernels matching LAUNCH_KERNELS, so a kernel's layer1 launch can be told
+    # from its layer4 one (tools/ncu_launches.py)
+    build bench_train_step || exit 1
+    gpu_name
+    k=${LAUNCH_KERNELS:-lif_forward|lif_bn_backward|batchnorm_|nhwc_|bits_to|round_bf16}
+    log "ncu per launch: $k (B = 64, T = 4, ${LAUNCH_PRECISION:-bf16} ${LAUNCH_FLAGS:-})"
+    timeout 400 ncu --clock-control none --csv --kernel-name "regex:$k" --metrics \
+      gpu__time_duration.sum,dram__bytes.sum,launch__grid_size,sm__warps_active.avg.pct_of_peak_sustained_active \
+      build-gpu/bin/bench_train_step --batch 64 --steps 1 --no-infer \
+      --precision "${LAUNCH_PRECISION:-bf16}" ${LAUNCH_FLAGS:-} > "$LOGS/launches.csv" 2>&1
+    python3 tools/ncu_launches.py "$LOGS/launches.csv" 0.25 ${LAUNCH_ROWS:-40} 2>&1 | summary ;;
   ncu)
     build bench_train_step || exit 1
     for kern in ${NCU_KERNELS//,/ }; do
