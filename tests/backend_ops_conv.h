@@ -153,6 +153,42 @@ static const bo_op op_conv2d_backward_bits = {"conv2d_backward_bits", bo_has_con
                                               conv_bits_setup, conv_bits_run, NULL, true,
                                               BO_MMA_CONV};
 
+BO_HAS(conv2d_dx_over_dout)
+/* conv2d_backward with dx == dout where the table says it takes that (conv2d_dx_over_dout): the
+ * table's side copies dout into dx and runs the backward with both pointing there; the
+ * reference runs its conv2d_backward into a zeroed dx. A table that does not take these dims
+ * declines, doing nothing. Buffers as conv2d_backward's, but dx is written, not added into. */
+static void conv_over_setup(bo_case *c)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    bo_out(c, "dx", BO_F32, conv_x_numel(&p->d), BO_MMA);
+    bo_acc(c, "dweight", conv_w_numel(&p->d), BO_MMA);
+    bo_acc(c, "dbias", p->d.C_out, BO_SUM);
+    bo_operand(c, bo_in_uniform(c, "dout", conv_out_numel(&p->d), -1.0f, 1.0f));
+    conv_input(c, p);
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    conv_dout_unrounded(c, p);
+}
+static bool conv_over_run(const bo_case *c, bo_side *s)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    if (s->is_ref) {
+        s->k->fill(s->arg[0], 0.0f, conv_x_numel(&p->d));
+        conv_backward_on(c, s, s->arg[4]);
+        return true;
+    }
+    if (!s->k->conv2d_dx_over_dout(&p->d)) return false;
+    SNN_ASSERT(conv_x_numel(&p->d) == conv_out_numel(&p->d));
+    s->k->copy(s->arg[0], s->arg[3], (size_t)conv_out_numel(&p->d) * sizeof(float),
+               SNN_COPY_DEVICE_TO_DEVICE);
+    s->k->conv2d_backward(s->arg[0], s->arg[1], s->arg[2], s->arg[0], s->arg[4], s->arg[5], &p->d,
+                          conv_workspace(c, s)); /* dbias: the table reads dout before dx */
+    return true;
+}
+static const bo_op op_conv2d_dx_over_dout = {"conv2d_dx_over_dout", bo_has_conv2d_dx_over_dout,
+                                             conv_over_setup, conv_over_run, NULL, true,
+                                             BO_MMA_CONV};
+
 BO_HAS(conv2d_forward_bn_eval)
 /* gamma and beta may be NULL (bias = false drops them too here) */
 static void conv_bn_setup(bo_case *c)
@@ -343,6 +379,8 @@ static void bo_conv_cases(bo_list *l)
                    p.bias ? " bias gamma beta" : "");
         c->conv = true;
         c = bo_add(l, &op_conv2d_backward_bits, &p, sizeof p, "%s", dims);
+        c->conv = true;
+        c = bo_add(l, &op_conv2d_dx_over_dout, &p, sizeof p, "%s", dims);
         c->conv = true;
     }
     /* every combination of NULL gradients, on a small shape and on a channels-last one */

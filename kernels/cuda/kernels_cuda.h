@@ -101,6 +101,7 @@ void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, const float *we
 bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias, const float *dout,
                                    const uint32_t *x_bits, const float *weight,
                                    const snn_conv2d_dims *d, float *workspace);
+bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const float *dout,
                               const float *x, const float *weight, const snn_conv2d_dims *d,
                               float *workspace);
@@ -140,7 +141,11 @@ size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
                                   const float *bias, const snn_bn_eval *bn,
                                   const snn_conv2d_dims *d, void *workspace);
-/* x_bits: x as spikes kept as bits (autograd/spike_pack.c), read where x is NULL */
+/* Whether the backward below takes dx == dout: stride 1 and a conv that keeps its shape, so
+ * each chunk's dx covers exactly the chunk of dout already copied (channels-last) */
+bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d);
+/* x_bits: x as spikes kept as bits (autograd/spike_pack.c), read where x is NULL; dx == dout
+ * where snn_conv2d_nhwc_dx_over_dout: dx is then written, not added */
 void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
                                    const uint32_t *x_bits, const float *weight,
                                    const snn_conv2d_dims *d, void *workspace);

@@ -479,7 +479,7 @@ extern "C" void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, cons
 }
 
 /* Both entries: x as floats, or (x.x NULL) as bits, which the implicit GEMM on NCHW (its
- * 4-byte gathers) does not take. */
+ * 4-byte gathers) does not take; dx == dout where snn_conv2d_dx_over_dout_cuda (below). */
 static void backward_any(float *dx, float *dweight, float *dbias, const float *dout,
                          snn_cuda_input x, const float *weight, const snn_conv2d_dims *d,
                          float *workspace)
@@ -489,6 +489,7 @@ static void backward_any(float *dx, float *dweight, float *dbias, const float *d
     if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, plan.P);
     if (!dx && !dweight) return;
     const snn_conv_path path = conv_path_for(d);
+    SNN_ASSERT(!dx || dx != dout || snn_conv2d_dx_over_dout_cuda(d)); /* dbias read dout above */
     if (path == SNN_CONV_PATH_IGEMM) {
         SNN_ASSERT(x.x);
         snn_conv2d_igemm_backward_cuda(dx, dweight, dout, x.x, weight, d, workspace);
@@ -518,6 +519,12 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
                                          const snn_conv2d_dims *d, float *workspace)
 {
     backward_any(dx, dweight, dbias, dout, snn_cuda_floats(x), weight, d, workspace);
+}
+
+/* dx over dout: on the channels-last path, for a conv that keeps its shape (conv2d_nhwc.cu) */
+extern "C" bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d)
+{
+    return conv_path_for(d) == SNN_CONV_PATH_NHWC && snn_conv2d_nhwc_dx_over_dout(d);
 }
 
 /* The weight gradient reads x from its bits as it writes the column matrix or the
