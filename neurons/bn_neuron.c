@@ -88,7 +88,8 @@ bool snn_bn_neuron_part_backward(const char *fn, const snn_neuron_params *p,
     const int64_t n = spikes->numel;
     /* the one-pass kernel takes dS and dV_last together (one recurrence: G_H is linear in
      * both); the scratch path below runs lif_backward once for each, as the unfused op does */
-    const bool one_pass = nk->lif_bn_backward && d->T <= SNN_NEURON_BN_BACKWARD_MAX_T;
+    const bool one_pass = snn_bn_neuron_one_pass(nk, d);
+    SNN_ASSERT(one_pass || dX != dspike);
     if (!one_pass && (!nk->lif_bn_forward || !nk->lif_backward)) {
         /* forward ran the fused kernel, so only a change of kernel set since gets here */
         snn_error(SNN_ERR_STATE, "%s: the %s neuron kernels have no '%s'; hint: keep one "
@@ -200,9 +201,16 @@ static void bn_neuron_backward(snn_node *node)
     if (!node->out->grad) return;
     const snn_kernels *k = snn_kernels_for(x->device);
     SNN_ASSERT(k);
+    const float *dspike = node->out->grad->data;
     /* x's first gradient (a conv output has no other reader) takes dL/dX, which the
-     * batch-norm's backward then replaces by dL/dx in place: no buffer of dL/dX's own */
-    float *dx_whole = k->batchnorm_backward_in_place ? snn_grad_unfilled(x) : NULL;
+     * batch-norm's backward then replaces by dL/dx in place: no buffer of dL/dX's own. Where
+     * the device's one-pass kernel runs, it is the spikes' gradient itself, handed over: the
+     * kernel loads every dL/dS of its elements before it stores their dL/dX (lif.cu) */
+    const bool one_pass = snn_bn_neuron_one_pass(snn_neuron_kernels_for(x->device), &sv->dims);
+    float *dx_whole = !k->batchnorm_backward_in_place ? NULL
+                      : one_pass && snn_grad_can_hand_over(node->out, x)
+                          ? snn_grad_hand_over(node->out, x)
+                          : snn_grad_unfilled(x);
     float *dx = dx_whole ? dx_whole : snn_grad_for(x);
     float *dgamma = snn_grad_for(gamma), *dbeta = snn_grad_for(beta);
     float *dresidual = snn_grad_for(residual);
@@ -245,7 +253,6 @@ static void bn_neuron_backward(snn_node *node)
         }
         in.residual_bn = &r_in;
     }
-    const float *dspike = node->out->grad->data;
     if (!snn_bn_neuron_part_backward(fn, &sv->params, &sv->dims, &in, dX, dresidual, dspike,
                                      node->out))
         return;

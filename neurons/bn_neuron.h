@@ -59,8 +59,16 @@ snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *c
 snn_tensor *snn_bn_neuron_separate_input(snn_tensor *x, snn_tensor *const params[4],
                                          float momentum, float eps, snn_tensor *residual);
 
-/* The neuron part's backward (bn_neuron.c says what it writes); false when it could not run
- * (reported to snn_backward). */
+/* Whether the neuron part's backward runs as the device's one-pass kernel (lif_bn_backward:
+ * H in registers, every dL/dS of an element loaded before its dL/dX is stored, so dX may be
+ * dS) rather than recomputing H into scratch */
+static inline bool snn_bn_neuron_one_pass(const snn_neuron_kernels *nk, const snn_neuron_dims *d)
+{
+    return nk && nk->lif_bn_backward && d->T <= SNN_NEURON_BN_BACKWARD_MAX_T;
+}
+
+/* The neuron part's backward (bn_neuron.c says what it writes; dX may be dspike where
+ * snn_bn_neuron_one_pass); false when it could not run (reported to snn_backward). */
 bool snn_bn_neuron_part_backward(const char *fn, const snn_neuron_params *p,
                                  const snn_neuron_dims *d, const snn_neuron_bn_input *in,
                                  float *dX, float *dresidual, const float *dspike,

@@ -387,13 +387,16 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * With bn.x_repeated (the repeated stem: x and dX are (M)), dX is the sum of the steps'
  * dL/dX[t], added t = 0, 1, ... in registers after the recurrence.
  * Past 16 steps: lif_bn_backward_chunked_kernel, below.
+ * dX may be dspike (neurons/bn_neuron.c hands the spikes' gradient over to x): every dS of
+ * a thread's elements is loaded before any dX is stored, and no thread touches another's
+ * elements, so neither pointer is __restrict__.
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
  * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
 template <int TMAX, int E, bool RBN>
 static __global__ void __launch_bounds__(BLOCK)
-lif_bn_backward_kernel(float *__restrict__ dX, float *__restrict__ dres,
-                       const float *__restrict__ dspike, snn_neuron_bn_input bn,
+lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
+                       const float *dspike, snn_neuron_bn_input bn,
                        snn_bn_residual rbn, bn_channels ch,
                        snn_neuron_params p, int64_t T, int64_t M)
 {
@@ -480,6 +483,8 @@ static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &b
  * last, each in step order. Its gradients equal the scratch path's to rounding, not bit for
  * bit (tests/test_cuda_bn_neuron.c: 1e-5): that sum's order, and ptxas fusing the surrogate
  * gradient's multiply-adds (neuron_math.h) as it sees fit in each kernel.
+ * dX may be dspike, as there: a chunk's dS are all loaded before its dX are stored, and later
+ * chunks (earlier steps) read other addresses.
  * Traffic per element and step as lif_bn_backward_kernel's, plus x (and the residual) read
  * again for the chunks' starts: C (C - 1) / 2 chunks of it for C chunks, at T = 32 16 steps
  * more (18-28 B a step at T = 32). The scratch path it replaces moves 28-44 B a step
@@ -488,8 +493,8 @@ static __device__ __forceinline__ float bn_input_of(const snn_neuron_bn_input &b
 #define CHUNK 16
 template <bool RBN>
 static __global__ void __launch_bounds__(BLOCK)
-lif_bn_backward_chunked_kernel(float *__restrict__ dX, float *__restrict__ dres,
-                               const float *__restrict__ dspike, snn_neuron_bn_input bn,
+lif_bn_backward_chunked_kernel(float *dX, float *__restrict__ dres,
+                               const float *dspike, snn_neuron_bn_input bn,
                                snn_bn_residual rbn, bn_channels ch, snn_neuron_params p,
                                int64_t T, int64_t M)
 {
