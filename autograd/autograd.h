@@ -87,11 +87,15 @@ float *snn_grad_for(snn_tensor *t);
  * snn_grad_for's buffer instead), and when memory runs out (reported to snn_backward). */
 float *snn_grad_unfilled(snn_tensor *t);
 /** For backward functions that turn their output's gradient into an input's in place (the
- * fused state op's batch-norm part, neurons/bn_neuron.c): `from`'s gradient becomes `to`'s,
- * which the caller then overwrites, where `to` is a STEP tensor of the same shape and device
- * that needs a gradient and has none yet, and `from`'s is a pooled one nothing keeps (not
- * retain_grad). Returns it; NULL otherwise (nothing changes: use snn_grad_for). */
+ * fused batch-norm -> neuron ops, neurons/bn_neuron.c; a conv that keeps its shape,
+ * fn_conv2d.c): `from`'s gradient becomes `to`'s, which the caller then overwrites, where `to`
+ * is a STEP tensor of the same shape and device that needs a gradient and has none yet, and
+ * `from`'s is a pooled one nothing keeps (not retain_grad). Returns it; NULL otherwise
+ * (nothing changes: use snn_grad_for). */
 float *snn_grad_hand_over(snn_tensor *from, snn_tensor *to);
+/** Whether snn_grad_hand_over(from, to) would hand the gradient over, changing nothing: for a
+ * caller that must know before it writes into `from`'s gradient. */
+bool snn_grad_can_hand_over(const snn_tensor *from, const snn_tensor *to);
 /** For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);

@@ -25,7 +25,13 @@ static void conv2d_backward(snn_node *node)
     conv_saved *s = node->saved;
     snn_tensor *x = node->inputs[0], *w = node->inputs[1], *b = node->inputs[2], *y = node->out;
     const snn_kernels *k = snn_kernels_for(y->device);
-    float *dx = snn_grad_for(x), *dw = snn_grad_for(w), *db = snn_grad_for(b);
+    /* dx over dy where the device's kernels take it (a conv that keeps its shape, on CUDA's
+     * channels-last path) and x has no gradient yet: y's gradient becomes x's once the kernel
+     * has run, so a basic block's backward holds one activation gradient fewer */
+    const bool over = !s->trace && k->conv2d_dx_over_dout && snn_grad_can_hand_over(y, x) &&
+                      k->conv2d_dx_over_dout(&s->dims);
+    float *dx = over ? y->grad->data : snn_grad_for(x);
+    float *dw = snn_grad_for(w), *db = snn_grad_for(b);
     if (!dx && !dw && !db) return;
     snn_step_scratch mark = snn_step_scratch_mark(y->device);
     float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(&s->dims),
@@ -40,6 +46,7 @@ static void conv2d_backward(snn_node *node)
     if (!s->trace && !x->data && k->conv2d_backward_bits &&
         k->conv2d_backward_bits(dx, dw, db, y->grad->data, x->spike_bits, w->data, &s->dims,
                                 workspace)) {
+        if (over) snn_grad_hand_over(y, x);
         snn_step_scratch_release(y->device, mark);
         return;
     }
@@ -49,6 +56,7 @@ static void conv2d_backward(snn_node *node)
         return;
     }
     k->conv2d_backward(dx, dw, db, y->grad->data, xv, w->data, &s->dims, workspace);
+    if (over) snn_grad_hand_over(y, x);
     snn_step_scratch_release(y->device, mark); /* workspace, unpacked x: only during the kernel */
 }
 

@@ -82,12 +82,16 @@ float *snn_grad_unfilled(snn_tensor *t)
     return t->grad ? t->grad->data : NULL;
 }
 
+bool snn_grad_can_hand_over(const snn_tensor *from, const snn_tensor *to)
+{
+    return from && to && from->grad && from->grad->pooled && !from->retain_grad && !to->grad &&
+           to->requires_grad && to->lifetime != SNN_OWNED && from->device == to->device &&
+           snn_shape_equal(from->shape, to->shape);
+}
+
 float *snn_grad_hand_over(snn_tensor *from, snn_tensor *to)
 {
-    if (!from || !to || !from->grad || !from->grad->pooled || from->retain_grad || to->grad ||
-        !to->requires_grad || to->lifetime == SNN_OWNED || from->device != to->device ||
-        !snn_shape_equal(from->shape, to->shape))
-        return NULL;
+    if (!snn_grad_can_hand_over(from, to)) return NULL;
     to->grad = from->grad; /* backward.c gives it back after to's op, not after from's */
     from->grad = NULL;
     return to->grad->data;

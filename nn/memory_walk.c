@@ -186,7 +186,8 @@ static int pool_take(pool_copy *p, double numel)
  * back in order (those never packed hold their block to the end); then the backward of the
  * recorded tape, as backward.c runs it: the loss (the last node) gets its seed first; then
  * each node, newest first, has a block taken for each input's gradient that has none yet, and
- * gives its own back (unless its gradient is retained: kept to the end).
+ * gives its own back (unless its gradient is retained: kept to the end), or hands it to its
+ * first input (hand_over: that input takes no block).
  * With `state_grads` (a checkpointed step's segment, app/train_segments.c), the carried
  * states' gradients too: `seeded` sets of V_out's seeds (one block per carried state), taken
  * with the loss's seed when backward starts (snn_backward_from_many), and the gradient of the
@@ -217,13 +218,20 @@ static void replay(pool_copy *p, const snn_walk *w, bool state_grads, int seeded
         for (int i = 0; i < w->states; i++) pool_take(p, w->state_numel[i]);
     for (int n = w->nodes - 1; n >= 0; n--) {
         if (grad[n] < 0) continue; /* not on the loss's path */
+        bool handed = false;
         for (int i = 0; i < 2; i++) {
             int t = w->in[n][i];
-            if (t >= 0 && grad[t] < 0) grad[t] = pool_take(p, w->numel[t]);
+            if (t < 0 || grad[t] >= 0) continue;
+            if (i == 0 && w->hand_over[n] && !w->retained[n] && w->numel[t] == w->numel[n]) {
+                grad[t] = grad[n]; /* the same block, now the input's */
+                handed = true;
+            } else {
+                grad[t] = pool_take(p, w->numel[t]);
+            }
         }
         for (int i = 0; state_grads && i < w->states; i++)
             if (w->state_node[i] == n) pool_take(p, w->state_numel[i]);
-        if (!w->retained[n]) p->busy[grad[n]] = false;
+        if (!w->retained[n] && !handed) p->busy[grad[n]] = false;
     }
     for (int b = 0; b < p->blocks; b++) p->busy[b] = false;
 }

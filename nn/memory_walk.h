@@ -62,6 +62,10 @@ typedef struct snn_walk {
     double numel[WALK_MAX_NODES];
     int in[WALK_MAX_NODES][2];
     bool retained[WALK_MAX_NODES]; /* its gradient kept to the end of backward (retain_grad) */
+    /* its backward hands its gradient's block over to its first input when that has none yet
+     * (snn_grad_hand_over: a fused batch-norm -> neuron op's one-pass kernel, a conv that
+     * writes dx over dy), instead of taking a new one */
+    bool hand_over[WALK_MAX_NODES];
     /* spikes made with a tape come from the step pool (neurons/neuron_op.c); packing gives
      * their block back: the pool's forward events in order (tensor id, taken or given back) */
     bool pooled_spikes[WALK_MAX_NODES], packed[WALK_MAX_NODES];

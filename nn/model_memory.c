@@ -128,6 +128,9 @@ static int conv(snn_walk *w, int in, double images, int cin, int cout, int k, in
     if (w->k && w->k->conv2d_workspace_bytes && images <= (double)(1 << 24) && ws < 1e12) {
         snn_conv2d_dims d = {(int)images, cin, *h, *wd, cout, k, k, stride, pad, ho, wo};
         ws = (double)w->k->conv2d_workspace_bytes(&d);
+        /* dx written over dy (autograd/fn_conv2d.c): the input's gradient takes no block */
+        if (out >= 0 && !w->traces && w->k->conv2d_dx_over_dout)
+            w->hand_over[out] = w->k->conv2d_dx_over_dout(&d);
     }
     ws = snn_walk_round_up(ws, w->align);
     if (ws > w->workspace) w->workspace = ws;
@@ -268,6 +271,12 @@ static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
      * only with a one-pass kernel (its rule). */
     SNN_ASSERT(in_numel == numel || w->one_pass_backward);
     const bool in_place = w->k && w->k->batchnorm_backward_in_place;
+    /* the one-pass kernel writes dL/dX over dL/dS: the spikes' gradient becomes in's (not
+     * for the differentiable state op, whose three nodes keep X's gradient of their own:
+     * neurons/bn_neuron_carry.c) */
+    if (out >= 0 && in_place && w->one_pass_backward && in_numel == numel &&
+        w->carry != SNN_CARRY_DIFFERENTIABLE)
+        w->hand_over[out] = true;
     double scratch = in_place ? 0.0 : snn_walk_round_up(4.0 * in_numel, w->align);
     if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
     snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
