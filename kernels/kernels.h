@@ -206,7 +206,7 @@ typedef struct snn_kernels {
                             float *workspace);
     /* Whether conv2d_backward and conv2d_backward_bits take dx == dout for these dims (a conv
      * that keeps its shape): dx is then written over dout, not added, and the step needs no
-     * second buffer of that size. Optional: NULL where never (the CPU, the reference). */
+     * second buffer of that size. Optional: NULL where never (the reference). */
     bool (*conv2d_dx_over_dout)(const snn_conv2d_dims *d);
     /* conv2d_forward, then batchnorm_forward_eval over its output with bn: the same bits as
      * the two calls (eval-mode inference; workspace as conv2d_forward's). A device may fuse

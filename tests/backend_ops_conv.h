@@ -326,6 +326,7 @@ static void bo_conv_cases(bo_list *l)
         conv_dims(2, 3, 8, 7, 2, 3, 1, 1, 1),       /* 3x1 */
         conv_dims(2, 2, 10, 10, 3, 3, 3, 3, 1),     /* stride 3 */
         conv_dims(17, 8, 4, 4, 16, 3, 3, 1, 1),     /* 4x4 planes: 16 images a group, then 1 */
+        conv_dims(40, 16, 4, 4, 16, 3, 3, 1, 1),    /* the same, shape kept: dx over dout */
         conv_dims(33, 4, 8, 8, 6, 3, 3, 2, 1),      /* 4x4 outputs from stride 2 */
         conv_dims(3, 1, 28, 28, 32, 3, 3, 1, 1),    /* the Fashion-MNIST CNN's first conv */
         conv_dims(4, 32, 14, 14, 64, 3, 3, 1, 1),   /* its second (threaded on the CPU) */

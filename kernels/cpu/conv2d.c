@@ -16,7 +16,9 @@
  *   dx[n, ci, ih, iw]       += sum_{co, kh, kw} weight[co, ci, kh, kw] * dout[n, co, oh, ow]
  *   dbias[co]               += sum_{n, oh, ow} dout[n, co, oh, ow]
  *
- * (ih = oh * stride - pad + kh, iw likewise). Backward ACCUMULATES and skips a NULL output.
+ * (ih = oh * stride - pad + kh, iw likewise). Backward ACCUMULATES and skips a NULL output,
+ * except that a conv that keeps its shape takes dx == dout (snn_conv2d_dx_over_dout_cpu): each
+ * group's dx is then written, once both SGEMMs have read that group's dout.
  *
  * im2col. For one image, the column matrix col (CK, P) holds in row r = (ci * KH + kh) * KW + kw
  * and column p = oh * W_out + ow the input value weight[:, ci, kh, kw] meets at output (oh, ow):
@@ -388,6 +390,9 @@ static void backward_group(float *dx, float *dweight_target, bool first, const f
     }
 
     if (dx) {
+        /* dx over dout: the group's dout has been read (by both SGEMMs below, or copied into
+         * tmp); its dx, the same images' same floats, starts from 0 */
+        const bool over = dx == dout;
         if (plan->direct) {
             /* dx_n (C_in, P) += weight^T (C_in, C_out) x dout_n; weight is stored (C_out, C_in) */
             gemm(true, false, CK, P, d->C_out, 1.0f, weight, CK, dout_g, P, 1.0f,
@@ -395,9 +400,20 @@ static void backward_group(float *dx, float *dweight_target, bool first, const f
         } else {
             /* dcol (CK, cols) = weight^T x dout_g, overwriting col, then scattered into dx */
             gemm(true, false, CK, cols, d->C_out, 1.0f, weight, CK, dout_g, cols, 0.0f, col, cols);
+            if (over)
+                memset(dx + (int64_t)n0 * d->C_in * d->H * d->W, 0,
+                       (size_t)count * d->C_in * d->H * d->W * sizeof *dx);
             col2im_add(dx, col, n0, count, d);
         }
     }
+}
+
+/* dx over dout (kernels.h): stride 1 and the shape kept, so a group's dx is its dout's floats;
+ * not the direct 1x1 path, whose SGEMM adds into dx while it reads dout */
+bool snn_conv2d_dx_over_dout_cpu(const snn_conv2d_dims *d)
+{
+    return d->stride == 1 && d->C_in == d->C_out && d->H == d->H_out && d->W == d->W_out &&
+           !make_plan(d).direct;
 }
 
 void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const float *dout,
@@ -412,6 +428,7 @@ void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const floa
      * and in a fixed order (as the CUDA side), so 10^5-term sums agree to float rounding. */
     if (dbias) snn_bias_backward_cpu(dbias, dout, d->N, d->C_out, P);
     if (!dx && !dweight) return;
+    SNN_ASSERT(dx != dout || snn_conv2d_dx_over_dout_cpu(d));
 
     if (plan.threads == 1) {
         for (int group = 0; group < plan.groups; group++)

@@ -46,6 +46,7 @@ void snn_conv2d_forward_bn_eval_cpu(float *out, const float *x, const float *wei
                                     const snn_conv2d_dims *d, float *workspace);
 void snn_conv2d_forward_cpu(float *out, const float *x, const float *weight, const float *bias,
                             const snn_conv2d_dims *d, float *workspace);
+bool snn_conv2d_dx_over_dout_cpu(const snn_conv2d_dims *d);
 void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const float *dout,
                              const float *x, const float *weight, const snn_conv2d_dims *d,
                              float *workspace);
