@@ -4,7 +4,8 @@
  *   1. the CUDA pack / unpack kernels give the words and floats a plain loop gives, at lengths
  *      around a 32-bit word (spike_pack_check.h), so they match the CPU's bit for bit; and the
  *      conv backward that reads x as bits (conv2d_backward_bits) gives conv2d_backward's dx and
- *      dW bit for bit on the im2col and channels-last paths, in fp32, TF32 and BF16;
+ *      dW bit for bit on the im2col and channels-last paths, in fp32, TF32 and BF16, and where
+ *      conv2d_dx_over_dout says so (channels-last, the shape kept), with dx written over dout;
  *   2. a training step of ResNet-18, SEW-ResNet-18 and ResNet-50, fused and not, packing on and
  *      off: the same bits everywhere. At T = 2 the fused backward is the one-pass kernel, which
  *      reads a block's shortcut unpacked; at T = 17 it is the scratch path, which also unpacks
@@ -109,6 +110,74 @@ static void test_conv_backward_bits(void)
 #endif
 }
 
+/* The training's conv backward on a basic block's 3x3 (x as bits, as the model keeps it) with
+ * dx written over dout, against the same call into a zeroed dx of its own: the same values and
+ * the same weight gradient, bit for bit. conv2d_dx_over_dout must say yes on the channels-last
+ * path in TF32 and BF16, and no on im2col and in fp32 (which always runs im2col). */
+static void test_conv_dx_over_dout(void)
+{
+#ifdef SNN_WITH_CUDA
+    const snn_kernels *gpu = snn_kernels_for(SNN_CUDA);
+    CHECK(gpu->conv2d_dx_over_dout != NULL);
+    const snn_conv2d_dims d = {6, 64, 8, 8, 64, 3, 3, 1, 1, 8, 8};
+    const int64_t n = (int64_t)d.N * d.C_in * d.H * d.W, nw = (int64_t)d.C_out * d.C_in * 9;
+    float *x = malloc((size_t)n * sizeof *x), *dy = malloc((size_t)n * sizeof *dy);
+    float *w = malloc((size_t)nw * sizeof *w);
+    snn_rng rng;
+    snn_rng_seed(&rng, 29);
+    for (int64_t i = 0; i < n; i++) x[i] = snn_rng_uniform(&rng) < 0.3f ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < n; i++) dy[i] = snn_rng_normal(&rng);
+    for (int64_t i = 0; i < nw; i++) w[i] = 0.1f * snn_rng_normal(&rng);
+    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
+                                         SNN_PRECISION_BF16};
+    const snn_conv_path paths[2] = {SNN_CONV_PATH_IM2COL, SNN_CONV_PATH_NHWC};
+    for (int pr = 0; pr < 3; pr++)
+        for (int pa = 0; pa < 2; pa++) {
+            CHECK_OK(snn_set_precision(precisions[pr]));
+            snn_cuda_set_conv_path(paths[pa]);
+            const bool expected = pr > 0 && pa == 1;
+            CHECK(gpu->conv2d_dx_over_dout(&d) == expected);
+            if (!expected) continue;
+            CHECK_OK(snn_step_begin());
+            float *xd = snn_step_alloc("test", (size_t)n * 4, SNN_CUDA);
+            float *dyd = snn_step_alloc("test", (size_t)n * 4, SNN_CUDA);
+            float *over = snn_step_alloc("test", (size_t)n * 4, SNN_CUDA);
+            float *wd = snn_step_alloc("test", (size_t)nw * 4, SNN_CUDA);
+            uint32_t *bits = snn_step_alloc("test", (size_t)(n + 31) / 32 * 4, SNN_CUDA);
+            float *dx = snn_step_alloc("test", (size_t)n * 4, SNN_CUDA);
+            float *dw[2] = {snn_step_alloc("test", (size_t)nw * 4, SNN_CUDA),
+                            snn_step_alloc("test", (size_t)nw * 4, SNN_CUDA)};
+            float *ws = snn_step_alloc("test", gpu->conv2d_workspace_bytes(&d), SNN_CUDA);
+            gpu->copy(xd, x, (size_t)n * 4, SNN_COPY_HOST_TO_DEVICE);
+            gpu->copy(dyd, dy, (size_t)n * 4, SNN_COPY_HOST_TO_DEVICE);
+            gpu->copy(over, dy, (size_t)n * 4, SNN_COPY_HOST_TO_DEVICE);
+            gpu->copy(wd, w, (size_t)nw * 4, SNN_COPY_HOST_TO_DEVICE);
+            gpu->pack_bits(bits, xd, n);
+            gpu->fill(dx, 0.0f, n);
+            gpu->fill(dw[0], -0.5f, nw);
+            gpu->fill(dw[1], -0.5f, nw);
+            CHECK(gpu->conv2d_backward_bits(dx, dw[0], NULL, dyd, bits, wd, &d, ws));
+            CHECK(gpu->conv2d_backward_bits(over, dw[1], NULL, over, bits, wd, &d, ws));
+            float *h[4];
+            for (int i = 0; i < 4; i++) h[i] = malloc((size_t)(i < 2 ? n : nw) * 4);
+            gpu->copy(h[0], dx, (size_t)n * 4, SNN_COPY_DEVICE_TO_HOST);
+            gpu->copy(h[1], over, (size_t)n * 4, SNN_COPY_DEVICE_TO_HOST);
+            gpu->copy(h[2], dw[0], (size_t)nw * 4, SNN_COPY_DEVICE_TO_HOST);
+            gpu->copy(h[3], dw[1], (size_t)nw * 4, SNN_COPY_DEVICE_TO_HOST);
+            gpu->synchronize();
+            bool same = true; /* 0 + v is v, but -0 + 0 is +0: compare values */
+            for (int64_t i = 0; i < n; i++) same &= h[0][i] == h[1][i];
+            CHECK(same);
+            CHECK(test_same_bits(h[2], h[3], (long)nw));
+            for (int i = 0; i < 4; i++) free(h[i]);
+            snn_step_end();
+        }
+    free(x), free(dy), free(w);
+    snn_cuda_set_conv_path(SNN_CONV_PATH_AUTO);
+    CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
+#endif
+}
+
 static void test_models_t2(void) { check_models_packing(SNN_CUDA, 2); }
 static void test_models_t17(void) { check_models_packing(SNN_CUDA, 17); }
 
@@ -134,6 +203,7 @@ int main(void)
     test_require_cuda();
     RUN(test_kernels);
     RUN(test_conv_backward_bits);
+    RUN(test_conv_dx_over_dout);
     RUN(test_models_t2);
     RUN(test_models_t17);
     RUN(test_models_bf16);
