@@ -77,6 +77,13 @@ typedef struct snn_conv2d_dims {
     int H_out, W_out;         /* (H + 2 pad - KH) / stride + 1, likewise W */
 } snn_conv2d_dims;
 
+/* A stride-1 conv whose output has its input's shape: dx and dout are the same floats image by
+ * image, the condition for writing dx over dout (conv2d_dx_over_dout) */
+static inline bool snn_conv2d_keeps_shape(const snn_conv2d_dims *d)
+{
+    return d->stride == 1 && d->C_in == d->C_out && d->H == d->H_out && d->W == d->W_out;
+}
+
 /* An eval-mode batch-norm's vectors (C each; gamma and beta may be NULL): what
  * conv2d_forward_bn_eval applies to the conv's output. */
 typedef struct snn_bn_eval {

@@ -412,8 +412,7 @@ static void backward_group(float *dx, float *dweight_target, bool first, const f
  * not the direct 1x1 path, whose SGEMM adds into dx while it reads dout */
 bool snn_conv2d_dx_over_dout_cpu(const snn_conv2d_dims *d)
 {
-    return d->stride == 1 && d->C_in == d->C_out && d->H == d->H_out && d->W == d->W_out &&
-           !make_plan(d).direct;
+    return snn_conv2d_keeps_shape(d) && !make_plan(d).direct;
 }
 
 void snn_conv2d_backward_cpu(float *dx, float *dweight, float *dbias, const float *dout,

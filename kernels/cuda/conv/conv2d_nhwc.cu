@@ -285,8 +285,7 @@ extern "C" bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d)
 
 extern "C" bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d)
 {
-    return snn_conv2d_nhwc_supports(d) && d->stride == 1 && d->C_in == d->C_out &&
-           d->H == d->H_out && d->W == d->W_out;
+    return snn_conv2d_nhwc_supports(d) && snn_conv2d_keeps_shape(d);
 }
 
 extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
