@@ -5,14 +5,17 @@
  *   autograd/fn_<op>.c  checks arguments, allocates outputs in the step arena, calls a kernel
  *                       from this table, and records a tape node whose backward calls the
  *                       matching backward kernel;
- *   tensor/<op>.c       the CPU kernels (the reference: plain loops first, then blocked/OpenMP);
- *   tensor/<op>.cu      the CUDA kernels with the same signatures, in the same order.
+ *   kernels/ref/<op>.c  the reference kernels: the op's equation as plain loops;
+ *   kernels/cpu/<op>.c  the fast CPU kernels (blocked, OpenMP), held to the reference by the
+ *                       parity harness (tests/backend_ops.h);
+ *   kernels/cuda/       the CUDA kernels with the same signatures, held to it likewise.
  *
  * Kernel conventions (docs/architecture.md, "Kernels and devices"):
  *   - raw pointers to device memory of the table's device, dims as plain integers;
  *   - argument order: outputs, saved-for-backward, inputs, parameters, dims;
  *   - forward kernels overwrite their outputs; backward kernels ACCUMULATE (+=) into their
- *     gradient outputs, and a NULL gradient output means "not needed, skip it";
+ *     gradient outputs, and a NULL gradient output means "not needed, skip it" (the one
+ *     exception: a conv's dx written over its dout, where conv2d_dx_over_dout says so);
  *   - scalars that come from the device (a loss gradient) are passed as device pointers, so
  *     that no kernel forces a host synchronisation;
  *   - kernels never allocate: scratch memory comes in as a `workspace` argument.
