@@ -327,6 +327,11 @@ snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, 
 /** snn_conv2d whose output takes its memory from the step pool, so that it can go back before
  * the step ends once the output is kept as bf16 (snn_values_keep_bf16): the same values. */
 snn_tensor *snn_conv2d_to_pool(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad);
+/** Whether snn_conv2d (and _to_pool) would read x as bits if x were spikes kept as bits
+ * (snn_spikes_pack), forward and backward, on x's device with w, stride and pad: so that a
+ * model may pack spikes before the conv that reads them last. Either way such an x is
+ * accepted (unpacked for the op where not). False for arguments snn_conv2d would refuse. */
+bool snn_conv2d_reads_bits(const snn_tensor *x, const snn_tensor *w, int stride, int pad);
 /** snn_conv2d (snn_conv2d_to_pool with to_pool) whose backward takes the weight's gradient
  * against `trace` instead of x: dW = sum dY (x) trace, dX as before (OTTT's presynaptic trace:
  * app/train_online.c). trace: x's shape and device, read when backward runs (the caller keeps

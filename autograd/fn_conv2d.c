@@ -4,7 +4,9 @@
  *   y[n, o, i, j] = b[o] + sum_{c, u, v} w[o, c, u, v] x[n, c, i*s - p + u, j*s - p + v]
  *
  * Forward and backward are the device's fused kernels (im2col + GEMM); the workspace they need
- * comes from the step arena. A 5-D (T, N, C, H, W) input is one batch of T*N images.
+ * comes from the step arena. A 5-D (T, N, C, H, W) input is one batch of T*N images. x may be
+ * spikes kept as bits (autograd/spike_pack.c): read as bits where the device's kernels can
+ * (conv2d_forward_bits, conv2d_backward_bits), else unpacked for the op.
  * snn_conv2d_traced takes dW against another tensor (OTTT's presynaptic trace) instead of x.
  * snn_conv2d_batchnorm_eval, the conv and an eval-mode batch-norm after it for inference, is
  * fn_conv2d_bn_eval.c.
@@ -61,17 +63,22 @@ static void conv2d_backward(snn_node *node)
 }
 
 const snn_kernels *snn_conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor *w,
-                                      snn_tensor *b, int stride, int pad, image_layout *l,
-                                      snn_conv2d_dims *dims)
+                                      snn_tensor *b, int stride, int pad, bool bits_ok,
+                                      image_layout *l, snn_conv2d_dims *dims)
 {
-    if (image_layout_read(fn, "input", x, l) ||
+    const bool bits = bits_ok && x && !x->data && x->spike_bits;
+    if ((!bits && snn_check_tensor(fn, "input", x)) || image_layout_of(fn, "input", x, l) ||
         snn_check_rank(fn, "weight", w, 4, "(C_out, C_in, KH, KW)") ||
-        snn_check_same_device(fn, "input", x, "weight", w) ||
         snn_check_dim(fn, "weight", w, 1, l->C, "C_in (input channels)"))
         return NULL;
+    if (w->device != x->device)
+        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'weight' (expected a %s tensor "
+                              "like 'input', got a %s tensor); hint: move both to one device "
+                              "with snn_to_device or snn_module_to", fn,
+                              snn_device_name(x->device), snn_device_name(w->device));
     int C_out = (int)w->shape.dim[0];
     if (b && (snn_check_rank(fn, "bias", b, 1, "(C_out)") ||
-              snn_check_same_device(fn, "input", x, "bias", b) ||
+              snn_check_same_device(fn, "weight", w, "bias", b) ||
               snn_check_dim(fn, "bias", b, 0, C_out, "C_out")))
         return NULL;
     if (stride < 1 || pad < 0)
@@ -99,7 +106,8 @@ static snn_tensor *conv2d(const char *fn, snn_tensor *x, const snn_tensor *trace
 {
     image_layout l;
     snn_conv2d_dims d;
-    const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
+    /* x may be spikes kept as bits already (snn_conv2d_reads_bits says where that pays) */
+    const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, !trace, &l, &d);
     if (!k) return NULL;
     if (trace && (snn_check_tensor(fn, "trace", trace) ||
                   snn_check_same_shape(fn, "input", x, "trace", trace) ||
@@ -112,8 +120,18 @@ static snn_tensor *conv2d(const char *fn, snn_tensor *x, const snn_tensor *trace
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     float *workspace = snn_step_alloc(fn, k->conv2d_workspace_bytes(&d), x->device);
     if (!workspace) return NULL;
-    k->conv2d_forward(y->data, x->data, w->data, b ? b->data : NULL, &d, workspace);
-    snn_step_scratch_release(x->device, mark); /* the workspace lives only during the kernel */
+    /* spikes kept as bits: read as bits where the device's kernels can, else unpacked for
+     * the length of this op (as a backward op reads them) */
+    const float *bias = b ? b->data : NULL;
+    if (x->data) {
+        k->conv2d_forward(y->data, x->data, w->data, bias, &d, workspace);
+    } else if (!k->conv2d_forward_bits ||
+               !k->conv2d_forward_bits(y->data, x->spike_bits, w->data, bias, &d, workspace)) {
+        const float *xv = snn_saved_values(fn, x);
+        if (!xv) return NULL;
+        k->conv2d_forward(y->data, xv, w->data, bias, &d, workspace);
+    }
+    snn_step_scratch_release(x->device, mark); /* workspace, unpacked x: only during the kernel */
     snn_tensor *inputs[3] = {x, w, b};
     if (snn_should_record(3, inputs)) {
         snn_node *node = snn_tape_record(fn, conv2d_backward, y, 3, inputs, sizeof(conv_saved));
@@ -121,6 +139,21 @@ static snn_tensor *conv2d(const char *fn, snn_tensor *x, const snn_tensor *trace
         *(conv_saved *)node->saved = (conv_saved){d, trace ? trace->data : NULL};
     }
     return y;
+}
+
+bool snn_conv2d_reads_bits(const snn_tensor *x, const snn_tensor *w, int stride, int pad)
+{
+    if (!x || !w || x->shape.ndim < 4 || w->shape.ndim != 4 || stride < 1 || pad < 0)
+        return false;
+    const snn_kernels *k = snn_kernels_for(x->device);
+    if (!k || !k->conv2d_forward_bits || !k->conv2d_reads_bits) return false;
+    image_layout l;
+    if (image_layout_of("snn_conv2d_reads_bits", "input", x, &l)) return false;
+    snn_conv2d_dims d = {l.N, l.C, l.H, l.W, (int)w->shape.dim[0], (int)w->shape.dim[2],
+                         (int)w->shape.dim[3], stride, pad, 0, 0};
+    d.H_out = (l.H + 2 * pad - d.KH) / stride + 1;
+    d.W_out = (l.W + 2 * pad - d.KW) / stride + 1;
+    return d.H_out > 0 && d.W_out > 0 && k->conv2d_reads_bits(&d);
 }
 
 snn_tensor *snn_conv2d(snn_tensor *x, snn_tensor *w, snn_tensor *b, int stride, int pad)

@@ -27,7 +27,7 @@ snn_tensor *snn_conv2d_batchnorm_eval(snn_tensor *x, snn_tensor *w, snn_tensor *
                                running_var, false, 0.0f, eps);
     image_layout l;
     snn_conv2d_dims d;
-    const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, &l, &d);
+    const snn_kernels *k = snn_conv2d_prepare(fn, x, w, b, stride, pad, false, &l, &d);
     if (!k) return NULL;
     SNN_REQUIRE_KERNEL(k, fn, conv2d_forward_bn_eval);
     const char *names[4] = {"gamma", "beta", "running_mean", "running_var"};

@@ -15,10 +15,11 @@ typedef struct image_layout {
     int time_steps;       /* T for 5-D input, 0 for 4-D */
 } image_layout;
 
-static inline int image_layout_read(const char *fn, const char *arg, const snn_tensor *x,
-                                    image_layout *l)
+/* image_layout_read without the check that x holds values (x not NULL): for an op that reads
+ * spikes kept as bits too */
+static inline int image_layout_of(const char *fn, const char *arg, const snn_tensor *x,
+                                  image_layout *l)
 {
-    if (snn_check_tensor(fn, arg, x)) return 1;
     const int64_t *d = x->shape.dim;
     if (x->shape.ndim == 4) {
         *l = (image_layout){(int)d[0], (int)d[1], (int)d[2], (int)d[3], 0};
@@ -32,6 +33,12 @@ static inline int image_layout_read(const char *fn, const char *arg, const snn_t
         return 1;
     }
     return 0;
+}
+
+static inline int image_layout_read(const char *fn, const char *arg, const snn_tensor *x,
+                                    image_layout *l)
+{
+    return snn_check_tensor(fn, arg, x) || image_layout_of(fn, arg, x, l);
 }
 
 /* The output shape for C channels of H x W, with x's leading dims. */

@@ -26,6 +26,12 @@
  * other asks snn_saved_values, which unpacks into scratch for the length of that op (4 B an
  * element written, then read as before).
  *
+ * Before their last reader. A conv reads spikes kept as bits in its forward too: CUDA's
+ * kernels as they load the input (conv2d_forward_bits, where snn_conv2d_reads_bits), any
+ * other device unpacked for the op. So a ResNet block packs the spikes its last conv reads
+ * before that conv where the conv reads bits itself, and the conv's output takes the spikes'
+ * fp32 block (nn/model_resnet.c).
+ *
  * Test: tests/test_spike_pack.c (and test_cuda_spike_pack.c on the GPU).
  */
 #include "autograd.h"

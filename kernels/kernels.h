@@ -204,6 +204,16 @@ typedef struct snn_kernels {
     size_t (*conv2d_workspace_bytes)(const snn_conv2d_dims *d);
     void (*conv2d_forward)(float *out, const float *x, const float *weight, const float *bias,
                            const snn_conv2d_dims *d, float *workspace);
+    /* conv2d_forward with x given as spikes kept as bits (autograd/spike_pack.c), read where
+     * the input is loaded, as conv2d_backward_bits reads them: so a layer's spikes need not
+     * stay floats until the conv that reads them has run. Returns false, having done nothing,
+     * where this conv's kernels cannot (the caller then unpacks x); NULL on a device without
+     * it (the CPU). */
+    bool (*conv2d_forward_bits)(float *out, const uint32_t *x_bits, const float *weight,
+                                const float *bias, const snn_conv2d_dims *d, float *workspace);
+    /* Whether conv2d_forward_bits and conv2d_backward_bits take x as bits for these dims (they
+     * decline where not). Optional: NULL where never. */
+    bool (*conv2d_reads_bits)(const snn_conv2d_dims *d);
     /* conv2d_backward with x given as spikes kept as bits (autograd/spike_pack.c), read where
      * the input is loaded (its copies: the column matrix, the channels-last operand), so the
      * floats are never written back. Returns false, having done nothing, where this conv's

@@ -122,6 +122,41 @@ static bool conv_bwd_run(const bo_case *c, bo_side *s)
 static const bo_op op_conv2d_backward = {"conv2d_backward", bo_has_conv2d_backward,
                                          conv_bwd_setup, conv_bwd_run, NULL, true, BO_MMA_CONV};
 
+BO_HAS(conv2d_forward_bits)
+/* x as spikes kept as bits; the reference (which has no such entry) unpacks them and runs its
+ * conv2d_forward. The table's entry must give that output where conv2d_reads_bits says it
+ * takes these dims, and decline, doing nothing, where it says not */
+static void conv_fwd_bits_setup(bo_case *c)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    bo_out(c, "out", BO_F32, conv_out_numel(&p->d), BO_MMA);
+    const int64_t n = conv_x_numel(&p->d);
+    uint32_t *bits = c->buf[bo_in_words(c, "x_bits", (n + 31) / 32)].init;
+    if (n % 32) bits[n / 32] &= (1u << (n % 32)) - 1u; /* the unused bits are 0 (pack_bits) */
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    bo_in_uniform(c, "bias", p->d.C_out, -1.0f, 1.0f);
+}
+static bool conv_fwd_bits_run(const bo_case *c, bo_side *s)
+{
+    const conv_params *p = BO_PARAMS(c, conv_params);
+    float *bias = p->bias ? s->arg[3] : NULL;
+    if (!s->is_ref) {
+        const bool reads = s->k->conv2d_reads_bits && s->k->conv2d_reads_bits(&p->d);
+        const bool took = s->k->conv2d_forward_bits(s->arg[0], s->arg[1], s->arg[2], bias, &p->d,
+                                                    conv_workspace(c, s));
+        CHECK(took == reads); /* the entry and its predicate agree */
+        return took;
+    }
+    const int64_t n = conv_x_numel(&p->d);
+    float *x = bo_scratch(s, (size_t)n * sizeof *x);
+    s->k->unpack_bits(x, s->arg[1], n);
+    s->k->conv2d_forward(s->arg[0], x, s->arg[2], bias, &p->d, conv_workspace(c, s));
+    return true;
+}
+static const bo_op op_conv2d_forward_bits = {"conv2d_forward_bits", bo_has_conv2d_forward_bits,
+                                             conv_fwd_bits_setup, conv_fwd_bits_run, NULL, true,
+                                             BO_MMA_CONV};
+
 BO_HAS(conv2d_backward_bits)
 /* x as spikes kept as bits; the reference (which has no such entry) unpacks them and runs its
  * conv2d_backward: the table's entry must give those gradients, or decline and do nothing */
@@ -378,6 +413,8 @@ static void bo_conv_cases(bo_list *l)
         c->conv = true;
         c = bo_add(l, &op_conv2d_forward_bn_eval, &p, sizeof p, "%s%s", dims,
                    p.bias ? " bias gamma beta" : "");
+        c->conv = true;
+        c = bo_add(l, &op_conv2d_forward_bits, &p, sizeof p, "%s%s", dims, p.bias ? " bias" : "");
         c->conv = true;
         c = bo_add(l, &op_conv2d_backward_bits, &p, sizeof p, "%s", dims);
         c->conv = true;

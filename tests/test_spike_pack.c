@@ -70,10 +70,30 @@ static void test_pack_api(void)
     CHECK(values && test_same_bits(values, before, (long)s->numel));
     snn_step_scratch_release(SNN_CPU, mark);
 
-    /* forward ops and host copies refuse it, naming the argument */
+    /* a conv reads it: as bits where the device's kernels can (CUDA's, which
+     * snn_conv2d_reads_bits reports), else unpacked for the op (the CPU): the output of the
+     * same conv on the floats, bit for bit; and its backward the same gradients */
     snn_tensor *w = snn_full(SNN_SHAPE(4, 4, 3, 3), 0.1f, SNN_CPU);
-    CHECK(snn_conv2d(s, w, NULL, 1, 1) == NULL && snn_last_status() == SNN_ERR_ARGUMENT);
-    CHECK(strstr(snn_last_error(), "snn_conv2d") && strstr(snn_last_error(), "'input'") &&
+    for (int64_t i = 0; i < w->numel; i++) w->data[i] = (float)(i % 7) * 0.25f - 0.75f;
+    w->requires_grad = true;
+    CHECK(!snn_conv2d_reads_bits(s, w, 1, 1));
+    snn_tensor *floats = snn_tensor_new(s->shape, SNN_CPU);
+    memcpy(floats->data, before, (size_t)s->numel * sizeof *before);
+    snn_tensor *y_bits = snn_conv2d(s, w, NULL, 1, 1);
+    snn_tensor *y_floats = snn_conv2d(floats, w, NULL, 1, 1);
+    CHECK(y_bits && y_floats && test_same_bits(y_bits->data, y_floats->data, (long)y_bits->numel));
+    float *dw_floats = NULL;
+    if (y_floats && snn_backward(snn_sum_all(snn_mul(y_floats, y_floats))) == SNN_OK) {
+        dw_floats = malloc((size_t)w->numel * sizeof *dw_floats);
+        memcpy(dw_floats, w->grad->data, (size_t)w->numel * sizeof *dw_floats);
+        CHECK_OK(snn_tensor_fill(w->grad, 0.0f));
+    }
+    CHECK(dw_floats && y_bits && snn_backward(snn_sum_all(snn_mul(y_bits, y_bits))) == SNN_OK);
+    CHECK(dw_floats && test_same_bits(w->grad->data, dw_floats, (long)w->numel));
+    free(dw_floats);
+    snn_tensor_free(floats);
+    /* host copies and other forward ops refuse it, naming the argument */
+    CHECK(snn_relu(s) == NULL && strstr(snn_last_error(), "'x'") &&
           strstr(snn_last_error(), "snn_spikes_pack"));
     snn_clear_error();
     CHECK(snn_tensor_copy_to_host(s, before) == SNN_ERR_ARGUMENT);

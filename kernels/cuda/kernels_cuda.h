@@ -102,6 +102,9 @@ bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias, cons
                                    const uint32_t *x_bits, const float *weight,
                                    const snn_conv2d_dims *d, float *workspace);
 bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d);
+bool snn_conv2d_forward_bits_cuda(float *out, const uint32_t *x_bits, const float *weight,
+                                  const float *bias, const snn_conv2d_dims *d, float *workspace);
+bool snn_conv2d_reads_bits_cuda(const snn_conv2d_dims *d);
 void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias, const float *dout,
                               const float *x, const float *weight, const snn_conv2d_dims *d,
                               float *workspace);
@@ -138,9 +141,11 @@ static inline int snn_conv2d_split_k(int K, int slice, int max_splits, int *k_pe
  * multiples of 32), the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d);
 size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
-void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
-                                  const float *bias, const snn_bn_eval *bn,
-                                  const snn_conv2d_dims *d, void *workspace);
+/* x_bits: x as spikes kept as bits, read where x is NULL (by the channels-last copy) */
+void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const uint32_t *x_bits,
+                                  const float *weight, const float *bias,
+                                  const snn_bn_eval *bn, const snn_conv2d_dims *d,
+                                  void *workspace);
 /* Whether the backward below takes dx == dout: stride 1 and a conv that keeps its shape, so
  * each chunk's dx covers exactly the chunk of dout already copied (channels-last) */
 bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d);

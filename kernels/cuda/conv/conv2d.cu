@@ -347,20 +347,20 @@ static void gemm_batched(bool ta, bool tb, int M, int N, int K, const snn_bf16 *
 /* out (N, C_out, P) = weight (C_out, CK) x im2col(x), chunk by chunk. col (T) and outT (fp32)
  * are the workspace's first two regions; weight is in T. */
 template <typename T>
-static void forward_chunks(float *out, const float *x, const T *weight, const snn_conv2d_dims *d,
-                           const conv_plan &plan, T *col, float *outT)
+static void forward_chunks(float *out, snn_cuda_input x, const T *weight,
+                           const snn_conv2d_dims *d, const conv_plan &plan, T *col, float *outT)
 {
     const int64_t x_image = (int64_t)d->C_in * d->H * d->W; /* floats per input image */
     const int64_t out_image = (int64_t)d->C_out * plan.P;   /* floats per output image */
     const int P = (int)plan.P, CK = (int)plan.CK;
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int g = d->N - n0 < plan.G ? d->N - n0 : plan.G;
-        const float *xg = x + n0 * x_image;                  // (g, C_in, H, W)
+        const snn_cuda_input xg = x.advanced(n0 * x_image);  // (g, C_in, H, W)
         float *outg = out + n0 * out_image;                  // (g, C_out, P)
         if (plan.side_by_side) {
             /* outT (C_out, g P) = weight (C_out, CK) x col (CK, g P), then out = swap(outT) */
             const int wide = g * P;
-            im2col(col, snn_cuda_floats(xg), d, g, P, COL_SIDE_BY_SIDE);
+            im2col(col, xg, d, g, P, COL_SIDE_BY_SIDE);
             gemm(false, false, d->C_out, wide, CK, weight, CK, col, wide, 0.0f, outT, wide);
             swap_outer(outg, outT, d->C_out, g, P);
             continue;
@@ -368,10 +368,10 @@ static void forward_chunks(float *out, const float *x, const T *weight, const sn
         const T *cols = col;                                 // (g, CK, P)
         bool direct = false;
         if constexpr (std::is_same<T, float>::value) {
-            direct = plan.direct;
-            if (direct) cols = xg; /* 1x1 stride 1: x_j already is col_j */
+            direct = plan.direct && xg.x; /* bits are copied into col like any other input */
+            if (direct) cols = xg.x; /* 1x1 stride 1: x_j already is col_j */
         }
-        if (!direct) im2col(col, snn_cuda_floats(xg), d, g, P, COL_PER_IMAGE);
+        if (!direct) im2col(col, xg, d, g, P, COL_PER_IMAGE);
         /* out_j (C_out, P) = weight (C_out, CK) x col_j (CK, P) for the g images at once */
         gemm_batched(false, false, d->C_out, P, CK, weight, CK, 0, cols, P, (int64_t)CK * P, 0.0f,
                      outg, P, out_image, g);
@@ -433,18 +433,20 @@ static void backward_chunks(float *dx, float *dweight, const float *dout, snn_cu
 
 /* ---- the entry points of the kernel table -------------------------------------------------- */
 
-extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight,
-                                        const float *bias, const snn_conv2d_dims *d,
-                                        float *workspace)
+/* Both forward entries: x as floats, or (x.x NULL) as bits, which the implicit GEMM on NCHW
+ * does not take. */
+static void forward_any(float *out, snn_cuda_input x, const float *weight, const float *bias,
+                        const snn_conv2d_dims *d, float *workspace)
 {
     if (d->N <= 0 || d->C_out <= 0) return;
     const snn_conv_path path = conv_path_for(d);
     if (path == SNN_CONV_PATH_IGEMM) {
-        snn_conv2d_igemm_forward_cuda(out, x, weight, bias, d, workspace);
+        SNN_ASSERT(x.x);
+        snn_conv2d_igemm_forward_cuda(out, x.x, weight, bias, d, workspace);
         return;
     }
     if (path == SNN_CONV_PATH_NHWC) {
-        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, NULL, d, workspace);
+        snn_conv2d_nhwc_forward_cuda(out, x.x, x.bits, weight, bias, NULL, d, workspace);
         return;
     }
     const conv_plan plan = make_plan(d);
@@ -461,6 +463,30 @@ extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float 
     if (bias) snn_bias_forward_cuda(out, bias, d->N, d->C_out, plan.P);
 }
 
+extern "C" void snn_conv2d_forward_cuda(float *out, const float *x, const float *weight,
+                                        const float *bias, const snn_conv2d_dims *d,
+                                        float *workspace)
+{
+    forward_any(out, snn_cuda_floats(x), weight, bias, d, workspace);
+}
+
+/* x as bits where the input is loaded (the channels-last copy, the column matrix): 1/8 B an
+ * element read instead of 4, and the spikes' floats need not be kept for this conv. The
+ * implicit GEMM on NCHW (its 4-byte gathers) declines. */
+extern "C" bool snn_conv2d_reads_bits_cuda(const snn_conv2d_dims *d)
+{
+    return conv_path_for(d) != SNN_CONV_PATH_IGEMM;
+}
+
+extern "C" bool snn_conv2d_forward_bits_cuda(float *out, const uint32_t *x_bits,
+                                             const float *weight, const float *bias,
+                                             const snn_conv2d_dims *d, float *workspace)
+{
+    if (d->N > 0 && d->C_out > 0 && !snn_conv2d_reads_bits_cuda(d)) return false;
+    forward_any(out, snn_cuda_input{nullptr, x_bits, 0}, weight, bias, d, workspace);
+    return true;
+}
+
 /* The channels-last kernel applies the batch-norm in its epilogue (the expression of
  * batchnorm.cu's eval kernels, on the value the conv would have stored: the same bits); the
  * other paths run the forward, then the eval batch-norm over the output in place. */
@@ -470,7 +496,7 @@ extern "C" void snn_conv2d_forward_bn_eval_cuda(float *out, const float *x, cons
 {
     if (d->N <= 0 || d->C_out <= 0) return;
     if (conv_path_for(d) == SNN_CONV_PATH_NHWC) {
-        snn_conv2d_nhwc_forward_cuda(out, x, weight, bias, bn, d, workspace);
+        snn_conv2d_nhwc_forward_cuda(out, x, NULL, weight, bias, bn, d, workspace);
         return;
     }
     snn_conv2d_forward_cuda(out, x, weight, bias, d, workspace);
@@ -534,7 +560,7 @@ extern "C" bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *
                                               const float *weight, const snn_conv2d_dims *d,
                                               float *workspace)
 {
-    if (d->N > 0 && d->C_out > 0 && (dx || dweight) && conv_path_for(d) == SNN_CONV_PATH_IGEMM)
+    if (d->N > 0 && d->C_out > 0 && (dx || dweight) && !snn_conv2d_reads_bits_cuda(d))
         return false;
     const snn_cuda_input x = {nullptr, x_bits, 0};
     backward_any(dx, dweight, dbias, dout, x, weight, d, workspace);

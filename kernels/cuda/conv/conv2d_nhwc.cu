@@ -438,7 +438,7 @@ static void launch_wgrad(const nh_wgrad &g, int splits)
 }
 
 template <typename E>
-static void forward_impl(float *out, const float *x, const float *weight, const float *bias,
+static void forward_impl(float *out, snn_cuda_input x, const float *weight, const float *bias,
                          const snn_bn_eval *bn, const snn_conv2d_dims *d, void *workspace)
 {
     const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
@@ -468,21 +468,23 @@ static void forward_impl(float *out, const float *x, const float *weight, const 
     g.out_W = d->W_out;
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
-        to_nhwc<E>(xh, snn_cuda_floats(x + (int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
+        to_nhwc<E>(xh, x.advanced((int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
         g.C = out + (int64_t)n0 * d->C_out * P;
         g.N = chunk * P;
         launch_gather<E>(g);
     }
 }
 
-extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const float *weight,
-                                             const float *bias, const snn_bn_eval *bn,
-                                             const snn_conv2d_dims *d, void *workspace)
+extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const uint32_t *x_bits,
+                                             const float *weight, const float *bias,
+                                             const snn_bn_eval *bn, const snn_conv2d_dims *d,
+                                             void *workspace)
 {
     if (d->N <= 0) return;
     SNN_ASSERT(snn_conv2d_nhwc_supports(d));
-    if (operand_bytes() == 4) forward_impl<float>(out, x, weight, bias, bn, d, workspace);
-    else forward_impl<bf16>(out, x, weight, bias, bn, d, workspace);
+    const snn_cuda_input in = {x, x ? nullptr : x_bits, 0}; /* the copy reads bits as it goes */
+    if (operand_bytes() == 4) forward_impl<float>(out, in, weight, bias, bn, d, workspace);
+    else forward_impl<bf16>(out, in, weight, bias, bn, d, workspace);
 }
 
 template <typename E>
