@@ -15,12 +15,13 @@
  *   2. before the batch-norm reads it, snn_values_round_bf16 rounds it in place and writes the
  *      16 bits beside it (round_bf16: 10 B an element of traffic): the batch-norm's
  *      statistics, its output and the spikes are computed from the rounded values;
- *   3. once the batch-norm (fused or not) has run, snn_values_keep_bf16 gives the fp32 block
- *      back to the pool, where the next conv's output takes it again. Backward reads exactly
- *      the values the forward used: the fused batch-norm -> neuron op's kernels read the bf16
- *      bits as they are (snn_neuron_bn_input.x_bf16, batchnorm_backward_in_place: 2 B an
- *      element); a plain batch-norm's backward unpacks them into scratch for the length of
- *      its op (snn_saved_values: 6 B an element).
+ *   3. snn_values_keep_bf16 gives the fp32 block back to the pool, where the next conv's
+ *      output takes it again: before the fused batch-norm -> neuron op, whose kernels read
+ *      the bf16 bits as they are in forward and backward (snn_neuron_bn_input.x_bf16,
+ *      batchnorm_stats, batchnorm_backward_in_place: 2 B an element), so that its spikes do
+ *      not sit beside the floats; after a plain batch-norm, which reads floats, and whose
+ *      backward unpacks the bits into scratch for the length of its op (snn_saved_values: 6 B
+ *      an element). Either way backward reads exactly the values the forward used.
  * A model does 1-3 where its option keep_bf16 is on (nn/plan.h; snn-train --keep-bf16, off by
  * default: the two passes cost a BF16 ResNet-18 step about 7% of its time for 16% of its
  * memory); nn/module.c and nn/model_resnet.c call 2 and 3 around the batch-norm. A

@@ -278,11 +278,32 @@ static void bn_neuron_backward(snn_node *node)
 }
 
 /* The arguments snn_batchnorm_neuron refuses, with the message naming the one at fault. */
+/* That t (named arg) is a tensor on x's device, and (same_shape) of x's shape; x may be kept
+ * as bf16, which snn_check_same_device and _shape refuse. */
+static snn_status check_like_x(const char *fn, const char *arg, const snn_tensor *t,
+                               const snn_tensor *x, bool same_shape)
+{
+    if (snn_check_tensor(fn, arg, t)) return snn_last_status();
+    char sx[96], st[96];
+    if (t->device != x->device)
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected a %s tensor like "
+                         "'x', got a %s tensor); hint: move both to one device with "
+                         "snn_to_device or snn_module_to", fn, arg, snn_device_name(x->device),
+                         snn_device_name(t->device));
+    if (same_shape && !snn_shape_equal(t->shape, x->shape))
+        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected shape %s like 'x', "
+                         "got %s)", fn, arg, snn_shape_str(x->shape, sx, sizeof sx),
+                         snn_shape_str(t->shape, st, sizeof st));
+    return SNN_OK;
+}
+
 snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                     float momentum, float eps, snn_tensor *residual,
                                     const snn_neuron_config *cfg, bool repeated)
 {
-    if (snn_check_tensor(fn, "x", x)) return snn_last_status();
+    /* x may be a conv output kept as bf16 already (autograd/bf16_keep.c): the fused kernel
+     * reads its bits (snn_neuron_bn_input.x_bf16); the separate ops, which need floats, say so */
+    if (!(x && !x->data && x->bf16) && snn_check_tensor(fn, "x", x)) return snn_last_status();
     if (snn_neuron_config_check(fn, cfg) != SNN_OK) return snn_last_status();
     if (!snn_neuron_takes_bn_input(cfg->kind))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'cfg' (expected an if or lif neuron, "
@@ -299,7 +320,7 @@ snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *c
     for (int i = 0; i < 4; i++)
         if (snn_check_rank(fn, names[i], params[i], 1, "(C)") ||
             snn_check_dim(fn, names[i], params[i], 0, C, "C (input channels)") ||
-            snn_check_same_device(fn, "x", x, names[i], params[i]))
+            check_like_x(fn, names[i], params[i], x, false) != SNN_OK)
             return snn_last_status();
     if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected eps > 0 and momentum in "
@@ -308,8 +329,7 @@ snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *c
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (training needs more than one "
                          "value per channel to compute a variance, got %lld)", fn,
                          (long long)(x->numel / (C > 0 ? C : 1)));
-    if (residual && (snn_check_same_device(fn, "x", x, "residual", residual) ||
-                     snn_check_same_shape(fn, "x", x, "residual", residual)))
+    if (residual && check_like_x(fn, "residual", residual, x, true) != SNN_OK)
         return snn_last_status();
     if (snn_batchnorm_sync_enabled())
         return snn_error(SNN_ERR_UNSUPPORTED, "%s: the batch-norm is synced across ranks "
@@ -383,7 +403,7 @@ snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_
     for (int i = 0; i < 4; i++)
         if (snn_check_rank(fn, names[i], r_params[i], 1, "(C)") ||
             snn_check_dim(fn, names[i], r_params[i], 0, x->shape.dim[2], "C (input channels)") ||
-            snn_check_same_device(fn, "x", x, names[i], r_params[i]))
+            check_like_x(fn, names[i], r_params[i], x, false) != SNN_OK)
             return NULL;
     if (!(r->eps > 0.0f) || !(r->momentum >= 0.0f && r->momentum <= 1.0f))
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad arguments (expected r->eps > 0 and "
@@ -511,7 +531,8 @@ snn_tensor *snn_bn_neuron_fused_forward(const char *fn, snn_tensor *x,
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
     double *stats = snn_step_alloc(fn, stats_bytes, x->device);
     if (!stats) return NULL;
-    k->batchnorm_stats(stats, x->data, NULL, (int)(repeat ? d.N : d.T * d.N), C, (int)d.plane);
+    const uint16_t *x_bf16 = x->data ? NULL : x->bf16; /* kept as bf16: read as it is */
+    k->batchnorm_stats(stats, x->data, x_bf16, (int)(repeat ? d.N : d.T * d.N), C, (int)d.plane);
     k->batchnorm_stats_merge(merged, mean, invstd, running_mean->data, running_var->data, stats, 1,
                              C, momentum, eps);
     if (rb) { /* the residual's batch-norm's, as snn_batchnorm2d's forward would make them */
@@ -532,7 +553,8 @@ snn_tensor *snn_bn_neuron_fused_forward(const char *fn, snn_tensor *x,
 
     /* the state: read as it is overwritten (v_last may alias v_init: the kernels read each
      * element's V_init before they write its V_last) */
-    const snn_neuron_bn_input in = {.x = x->data, .stats = merged, .invstd = invstd,
+    const snn_neuron_bn_input in = {.x = x->data, .x_bf16 = x_bf16, .stats = merged,
+                                    .invstd = invstd,
                                     .gamma = gamma->data, .beta = beta->data,
                                     .residual = residual ? residual->data : NULL,
                                     .v_init = st ? st->v_in->data : NULL,

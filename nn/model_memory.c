@@ -247,7 +247,11 @@ static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
     carried_state(w, n, numel, false, true); /* the carry op advances the state in backward */
     snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
     snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
-    snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
+    /* a conv's output kept as bf16: its copy, made first; the op reads its bits, so its
+     * floats are back in the pool before the spikes are made (nn/module.c,
+     * nn/model_resnet.c) */
+    snn_walk_bf16_round(w, in);
+    snn_walk_bf16_done(w, in);
     if (residual_bn) { /* the residual a batch-norm's output of `residual`, never stored; a
                         * conv output kept as bf16 is kept before the op, which reads its bits */
         snn_walk_param(w, 2.0 * channels, true);
@@ -280,7 +284,6 @@ static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
     double scratch = in_place ? 0.0 : snn_walk_round_up(4.0 * in_numel, w->align);
     if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
     snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
-    snn_walk_bf16_done(w, in);
     return out;
 }
 
@@ -424,13 +427,22 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
     /* the last conv: bottleneck conv3 1x1 planes -> out, basic conv2 3x3 out -> out */
     const int last_in = bottleneck ? planes : out, k = bottleneck ? 1 : 3;
     int h1 = *h, w1 = *wd;
-    const int spikes = y; /* the last conv's input: bits after that conv (keep_bf16) or at the
-                           * block's end (model_resnet.c's block_forward says why) */
+    /* the last conv's input: bits before that conv where it reads bits, else after it (both
+     * where keep_bf16, or where the tail's backward hands over), else at the block's end
+     * (model_resnet.c's block_forward says why) */
+    const int spikes = y;
+    const bool fused = fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
+    const bool pack_early = w->keep_bf16 || (fused && w->one_pass_backward &&
+                                             w->carry != SNN_CARRY_DIFFERENTIABLE);
+    snn_conv2d_dims last_dims = {(int)TN, last_in, *h, *wd, out, k, k, 1, k / 2, *h, *wd};
+    const bool pack_before = pack_early && fused && !w->traces && w->k &&
+                             w->k->conv2d_forward_bits && w->k->conv2d_reads_bits &&
+                             TN <= (double)(1 << 24) && w->k->conv2d_reads_bits(&last_dims);
+    if (pack_before) snn_walk_spikes_done(w, spikes);
     y = conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
     double numel = TN * out * *h * *wd;
-    const bool fused = fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
     if (!fused) y = batchnorm(w, y, numel, out);
-    if (w->keep_bf16) snn_walk_spikes_done(w, spikes);
+    if (pack_early && !pack_before) snn_walk_spikes_done(w, spikes);
     int shortcut = x;
     const bool downsample = stride != 1 || in != out;
     /* a fused tail in training makes the plain shortcut's batch-norm output itself */
@@ -456,7 +468,7 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
         y = snn_walk_record(w, numel, y, shortcut);
         y = neuron(w, y, &c->neuron, numel, TN, out);
     }
-    if (!w->keep_bf16) snn_walk_spikes_done(w, spikes); /* block_forward, at its end */
+    if (!pack_early) snn_walk_spikes_done(w, spikes); /* block_forward, at its end */
     snn_walk_spikes_done(w, x);
     return y;
 }

@@ -110,6 +110,19 @@ bool snn_bf16_keep_applies(const snn_module *reader, const snn_tensor *t)
     return snn_options_keep_bf16(&o);
 }
 
+bool snn_spikes_pack_before_conv(const snn_module *conv, const snn_tensor *t)
+{
+    if (!t || !t->spikes || !t->pooled || t->base || !t->data || conv->ops != &snn_conv2d_ops)
+        return false;
+    if (!snn_plan_options(conv->plan, t->device).pack_spikes) return false;
+    /* what reads the conv's input besides the conv: OTTT's trace, a SynOps count, a trace of
+     * the plan (snn_model_explain) */
+    const snn_conv_impl *c = conv->impl;
+    if (c->trace.on || (conv->plan && conv->plan->synops) || snn_plan_is_tracing(conv))
+        return false;
+    return snn_conv2d_reads_bits(t, conv->params[0].tensor, c->stride, c->pad);
+}
+
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t)
 {
     /* only spikes from the step pool (made with a tape, or by the fused batch-norm op), and

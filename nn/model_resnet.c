@@ -25,6 +25,7 @@
  * model_cnn.c for why that is exact).
  */
 #include "model_internal.h"
+#include "neurons/bn_neuron.h"
 #include "tensor/error.h"
 
 typedef struct block_impl {
@@ -48,17 +49,30 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
      * a rule says so; the conv's output has the rank of its input */
     snn_module *tail[3] = {bn, b->sew ? neuron : NULL, neuron};
     const snn_fusion_rule *fused = snn_plan_fusion(tail, b->sew ? 2 : 3, spikes, NULL);
+    /* in training, the last conv is the last reader of the spikes it reads: the plan keeps
+     * them as bits from there, before the tail's spikes are made, so the tail runs beside two
+     * of the block's float tensors, not three (x, h; not x, the spikes, h). Where the conv
+     * reads bits itself (snn_spikes_pack_before_conv), they are packed before it, so that its
+     * output takes their floats' block: the conv, too, runs beside two (x, h). Where the conv
+     * outputs are kept as bf16, the step pool's peak is this forward's (H200, B = 32, T = 4:
+     * 4.9 -> 3.8 MB an image of pool from packing after the conv). Where the tail's backward
+     * hands its spikes' gradient over to h (a one-pass neuron backward, bn_neuron.c), the
+     * backward holds two as well. Where it does not, the backward takes a third block anyway,
+     * and packing early only changes which blocks the forward leaves in the pool, for the
+     * worse (B = 64: 15.2 -> 16.0 MB an image): at the block's end, below */
+    const snn_model_options options = snn_plan_options(m->plan, x->device);
+    const snn_neuron_layer_impl *tail_neuron = neuron->impl;
+    const snn_neuron_dims tail_dims = spikes ? snn_neuron_dims_of(spikes) : (snn_neuron_dims){0};
+    const bool hands_over = fused && spikes && tail_neuron->carry != SNN_CARRY_DIFFERENTIABLE &&
+                            snn_bn_neuron_one_pass(snn_neuron_kernels_for(spikes->device),
+                                                   &tail_dims);
+    const bool pack_early = snn_options_keep_bf16(&options) || hands_over;
+    const bool pack_before = pack_early && fused && snn_spikes_pack_before_conv(conv, spikes);
+    if (pack_before && snn_spikes_forward_done(m, spikes) != SNN_OK) return NULL;
     snn_tensor *h = fused ? snn_module_forward(conv, spikes)               /* bn is the tail's */
                           : snn_modules_forward(ch + last - 2, 2, spikes);  /* conv -> bn */
-    /* in training, the last conv was the last reader of the spikes it read. Where the conv
-     * outputs are kept as bf16, their fp32 blocks pass through the step pool, whose peak is
-     * then this forward's: the plan keeps the spikes as bits from here, before the tail's
-     * spikes are made (H200, B = 32, T = 4: 4.9 -> 3.8 MB an image of pool). Otherwise the
-     * backward makes the pool's peak, and packing here only changes which blocks the forward
-     * leaves it, for the worse (B = 64: 15.2 -> 16.0 MB an image): at the block's end, below */
-    const snn_model_options options = snn_plan_options(m->plan, x->device);
-    const bool pack_early = snn_options_keep_bf16(&options);
-    if (h && pack_early && snn_spikes_forward_done(m, spikes) != SNN_OK) return NULL;
+    if (h && pack_early && !pack_before && snn_spikes_forward_done(m, spikes) != SNN_OK)
+        return NULL;
     /* a fused tail in training takes the downsample shortcut bn(conv(x)) as the conv's output
      * and that batch-norm, whose output its neurons make as they load it: a step keeps the
      * conv's output (which the batch-norm's backward reads anyway), not the batch-norm's too
@@ -67,7 +81,6 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
      * the conv, which runs as a module here too; a trace notes it under the downsample's name,
      * and the tail with the shortcut's batch-norm as one entry */
     snn_module *shortcut_bn = NULL;
-    const snn_neuron_layer_impl *tail_neuron = neuron->impl;
     if (h && fused && !b->sew && downsample && downsample->n_children == 2 && snn_grad_enabled() &&
         downsample->children[1]->ops == &snn_batchnorm2d_ops && downsample->children[1]->training &&
         tail_neuron->carry == SNN_CARRY_NONE)
@@ -79,25 +92,25 @@ static snn_tensor *block_forward(snn_module *m, snn_tensor *x)
     if (shortcut_bn && !rx) return NULL;
     snn_tensor *shortcut = shortcut_bn ? NULL : downsample ? snn_module_forward(downsample, x) : x;
     snn_tensor *y;
-    /* the fused tail's batch-norm reads the conv's output last: kept as bf16 after it where
-     * the plan says so (autograd/bf16_keep.c); the shortcut conv's output likewise */
+    /* the fused tail's batch-norm reads the conv's output last: kept as bf16 where the plan
+     * says so (autograd/bf16_keep.c), and the shortcut conv's output likewise. The tail reads
+     * their bf16 bits, statistics included: their floats go back to the pool now, before the
+     * tail's forward, which would otherwise hold them beside its spikes at the forward's pool
+     * peak */
     const bool keep_bf16 = fused && snn_bf16_keep_applies(bn, h);
     const bool keep_rx = shortcut_bn && snn_bf16_keep_applies(shortcut_bn, rx);
-    if (keep_bf16 && snn_values_round_bf16(h) != SNN_OK) return NULL;
-    /* the tail reads rx's bf16 bits, statistics included: its floats go back to the pool now,
-     * before the tail's forward (which otherwise holds them at the forward's pool peak) */
+    if (keep_bf16 && (snn_values_round_bf16(h) != SNN_OK || snn_values_keep_bf16(h) != SNN_OK))
+        return NULL;
     if (keep_rx && (snn_values_round_bf16(rx) != SNN_OK || snn_values_keep_bf16(rx) != SNN_OK))
         return NULL;
     if (b->sew) {
         y = fused ? snn_fusion_run(fused, tail, h, NULL) : snn_module_forward(neuron, h);
-        if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
         if (y && fused) snn_values_forward_done(bn, h); /* without a tape */
         y = snn_add(y, shortcut);
         if (snn_plan_is_tracing(m)) snn_plan_trace_sum(m, shortcut, y);
     } else if (fused) {
         y = shortcut_bn ? snn_fusion_run_shortcut_bn(fused, tail, h, rx, downsample)
                         : snn_fusion_run(fused, tail, h, shortcut);
-        if (y && keep_bf16 && snn_values_keep_bf16(h) != SNN_OK) return NULL;
         if (y) snn_values_forward_done(bn, h); /* without a tape */
     } else {
         /* h, the last batch-norm's output (bn2, or bn3 in a bottleneck), feeds only this sum: the

@@ -131,11 +131,16 @@ snn_tensor *snn_modules_forward(snn_module *const *ch, int n, snn_tensor *x)
         snn_tensor *in = x;
         snn_module *reader = ch[i]; /* the module that reads `in` (a fused op's first) */
         /* a conv output made in this list and read by a batch-norm, its only reader: rounded
-         * to bf16 before, kept as bf16 after (autograd/bf16_keep.c) */
+         * to bf16 before, kept as bf16 after (autograd/bf16_keep.c); kept before where the
+         * batch-norm is the first of a fused op, whose kernels read the bits as they are, so
+         * its fp32 block is back in the pool before the op's spikes are made */
         const bool keep_bf16 = in != caller && snn_bf16_keep_applies(reader, in);
         if (keep_bf16 && snn_values_round_bf16(in) != SNN_OK) return NULL;
         /* a rule of the model's plan may run ch[i] and the modules after it as one op */
         const snn_fusion_rule *rule = snn_plan_fusion(ch + i, n - i, x, NULL);
+        if (keep_bf16 && rule && rule->pattern[0] == &snn_batchnorm2d_ops &&
+            snn_values_keep_bf16(in) != SNN_OK)
+            return NULL;
         if (rule) {
             x = snn_fusion_run(rule, ch + i, x, NULL);
             i += rule->length - 1;

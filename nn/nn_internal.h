@@ -168,6 +168,11 @@ snn_tensor *snn_fusion_run(const snn_fusion_rule *rule, snn_module *const *items
  * and reader's plan keeps spikes as bits (option pack_spikes); else nothing. SNN_OK, or the
  * pack's error (out of memory). */
 snn_status snn_spikes_forward_done(const snn_module *reader, snn_tensor *t);
+/* Whether the spikes t, about to be read by Conv2d `conv` as their last forward reader, may be
+ * done with before it (snn_spikes_forward_done): packing is on and the conv reads them as bits
+ * (snn_conv2d_reads_bits), and nothing else reads its input (OTTT's trace, a SynOps count, a
+ * plan trace). The conv's output may then take the block of their floats. */
+bool snn_spikes_pack_before_conv(const snn_module *conv, const snn_tensor *t);
 /* Conv2d `conv` on x takes its output from the step pool (snn_conv2d_to_pool): in training,
  * with a tape where its plan keeps conv outputs as bf16 (option keep_bf16), and without one in
  * a model run at T = 1 (plan->one_step; snn_values_forward_done gives it back). */
