@@ -130,7 +130,8 @@ static __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(E *__restrict_
     }
 }
 
-/* The same copy from spikes kept as bits (the weight gradient's x, autograd/spike_pack.c):
+/* The same copy from spikes kept as bits (the conv's x, autograd/spike_pack.c), for any plane
+ * (bits_to_nhwc_tiled_kernel below takes planes of a multiple of 32 positions):
  * element (n, c, p) is bit offset + (n C + c) HW + p. Bits need no transpose through shared
  * memory: a thread builds the 16 bytes of EPV channels (8 bf16, 4 TF32) of one position from
  * EPV bits and stores them at once, the groups of a position on neighbouring lanes, so a warp
@@ -156,6 +157,48 @@ static __global__ void bits_to_nhwc_kernel(E *__restrict__ dst, const uint32_t *
         for (int j = 0; j < EPV; j++)
             out.e[j] = to_operand(snn_bit_at(bits, first + (int64_t)j * HW), (E *)nullptr);
         *reinterpret_cast<uint4 *>(dst + (size_t)np * C + g * EPV) = out.v;
+    }
+}
+
+/* The same copy from bits where a word holds 32 positions of one channel (HW and the view's
+ * offset multiples of 32): a block takes 32 positions x 64 channels of one image, as
+ * nchw_to_nhwc_kernel does. Its first 64 threads load the tile's 64 words (one per channel)
+ * into shared memory; then each thread builds the 16 bytes of EPV channels of one position
+ * from EPV of those words, the groups of a position on neighbouring lanes. A warp's loads in
+ * bits_to_nhwc_kernel touch eight different words (lines) per instruction, and that many L1
+ * wavefronts, not bytes, bound it (22 us for a layer1 chunk that writes 32 MB, H200); here a
+ * word is loaded once per block. Traffic: 1/8 B read, 2 B (bf16) or 4 B (TF32) written per
+ * element. The word array is padded (c + c / 8) so the groups' reads fall on distinct banks. */
+template <typename E>
+static __global__ void __launch_bounds__(256)
+bits_to_nhwc_tiled_kernel(E *__restrict__ dst, const uint32_t *__restrict__ bits, int64_t offset,
+                          int C, int HW)
+{
+    constexpr int EPV = 16 / (int)sizeof(E), GROUPS = NH_COPY_CHANNELS / EPV;
+    __shared__ uint32_t words[NH_COPY_CHANNELS + NH_COPY_CHANNELS / 8];
+    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
+    const int tid = threadIdx.x;
+    if (tid < NH_COPY_CHANNELS) {
+        const int c = c0 + tid;
+        words[tid + tid / 8] =
+            c < C ? bits[(offset + ((int64_t)n * C + c) * HW + p0) >> 5] : 0u;
+    }
+    __syncthreads();
+    E *d = dst + (size_t)n * HW * C;
+    #pragma unroll
+    for (int item = tid; item < 32 * GROUPS; item += 256) {
+        const int g = item % GROUPS, q = item / GROUPS, c = c0 + g * EPV;
+        if (c >= C) continue; /* C % 32 == 0: a group is all in or all out */
+        union {
+            uint4 v;
+            E e[EPV];
+        } out;
+        #pragma unroll
+        for (int j = 0; j < EPV; j++) {
+            const int w = g * EPV + j;
+            out.e[j] = to_operand((float)((words[w + w / 8] >> q) & 1u), (E *)nullptr);
+        }
+        *reinterpret_cast<uint4 *>(d + (size_t)(p0 + q) * C + c) = out.v;
     }
 }
 
@@ -303,6 +346,15 @@ static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
         const cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             snn_cuda_launch_fail("nchw_to_nhwc_kernel", __FILE__, __LINE__, err,
+                                 grid.x * grid.y * grid.z, 256);
+    } else if (HW % 32 == 0 && src.offset % 32 == 0) { /* a word: 32 positions, one channel */
+        const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
+        const dim3 grid((unsigned)(HW / 32), tiles_c, (unsigned)images);
+        bits_to_nhwc_tiled_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.bits,
+                                                                         src.offset, C, HW);
+        const cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            snn_cuda_launch_fail("bits_to_nhwc_tiled_kernel", __FILE__, __LINE__, err,
                                  grid.x * grid.y * grid.z, 256);
     } else {
         const int total = images * HW * (C / (16 / (int)sizeof(E)));
