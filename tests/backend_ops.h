@@ -15,7 +15,10 @@
  *      copies the inputs to the backend's device, runs the case on its table, copies the results
  *      back and compares every output, and checks that no input changed;
  *   5. prints one row: op, case, backend, mode, worst error ratio, OK or FAIL,
- * and ends with the counts. The exit code is the verdict (ctest reads nothing else).
+ * and ends with the counts. The exit code is the verdict (ctest reads nothing else). An entry
+ * may decline a case (return false, touching nothing: a conv path that does not take the dims);
+ * it must then have left its outputs alone. Run without a filter, every entry the table has
+ * must run some case, and take (not decline) at least one.
  *
  * The comparison. Integer and bit outputs (argmax, packed bits, activity counts, one-hot, the
  * dropout mask, Poisson spikes, spikes) must be equal; the one exception, spikes a fused kernel
