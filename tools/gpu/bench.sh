@@ -19,6 +19,10 @@
 #             --keep-bf16): ms per step and MB per image, the arena's high-water and the pool's
 #             reservation, this tree and the base one after the other ("Memory of a training
 #             step")
+#   ab        bench_train_step's train row, this tree and the base alternated AB_REPEATS (3)
+#             times for each case of AB_CASES ("B:flags" separated by spaces, flags
+#             comma-separated; by default BF16 T = 4 at B = 64 and 256, plain and --keep-bf16),
+#             30 steps each: a before / after pair whose noise the repeats show
 #   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32,
 #             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too)
 #   launches  ncu: each launch of the kernels matching LAUNCH_KERNELS (a regex) over a training
@@ -86,6 +90,21 @@ for stage in "$@"; do
           > "$LOGS/memory_T${T}_B${B}${flags//[ ,-]/_}_$v.txt" 2>&1
         grep -E "^\| train|high-water" "$LOGS/memory_T${T}_B${B}${flags//[ ,-]/_}_$v.txt" |
           summary
+      done
+    done ;;
+  ab)
+    build_base bench_train_step
+    build bench_train_step || exit 1
+    wait
+    gpu_name
+    for rep in $(seq "${AB_REPEATS:-3}"); do
+      for c in ${AB_CASES:-"64: 64:--keep-bf16 256: 256:--keep-bf16"}; do
+        IFS=: read -r B flags <<< "$c"
+        for v in $(variants); do
+          r=$(timeout 100 "$(bin_of $v bench_train_step)" --model resnet18 --precision bf16 \
+              --T 4 --batch "$B" --steps 30 --no-infer ${flags//,/ } 2>&1 | grep -E "^\| train")
+          echo "rep $rep $v B=$B ${flags//,/ } $r" | summary
+        done
       done
     done ;;
   profile)
@@ -168,7 +187,8 @@ for stage in "$@"; do
                        "inference B=1 %s (target <= 2x): %s\n", name[k], tr[k],
                        ok_tr[k] ? "PASS" : "MISS", i1[k], ok_i1[k] ? "PASS" : "MISS" }' "$rows"
     } | tee "$OUT/annsnn.txt" | summary ;;
-  *) echo "bench.sh: unknown stage '$stage' (ops neurons conv step profile ncu sparse annsnn)" >&2
+  *) echo "bench.sh: unknown stage '$stage' (ops neurons conv step memory ab profile launches" \
+          "ncu sparse annsnn)" >&2
      exit 2 ;;
   esac
 done
