@@ -69,16 +69,12 @@ const snn_kernels *snn_conv2d_prepare(const char *fn, snn_tensor *x, snn_tensor 
     const bool bits = bits_ok && x && !x->data && x->spike_bits;
     if ((!bits && snn_check_tensor(fn, "input", x)) || image_layout_of(fn, "input", x, l) ||
         snn_check_rank(fn, "weight", w, 4, "(C_out, C_in, KH, KW)") ||
+        snn_check_like(fn, "input", x, "weight", w, false) ||
         snn_check_dim(fn, "weight", w, 1, l->C, "C_in (input channels)"))
         return NULL;
-    if (w->device != x->device)
-        return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad argument 'weight' (expected a %s tensor "
-                              "like 'input', got a %s tensor); hint: move both to one device "
-                              "with snn_to_device or snn_module_to", fn,
-                              snn_device_name(x->device), snn_device_name(w->device));
     int C_out = (int)w->shape.dim[0];
     if (b && (snn_check_rank(fn, "bias", b, 1, "(C_out)") ||
-              snn_check_same_device(fn, "weight", w, "bias", b) ||
+              snn_check_like(fn, "input", x, "bias", b, false) ||
               snn_check_dim(fn, "bias", b, 0, C_out, "C_out")))
         return NULL;
     if (stride < 1 || pad < 0)

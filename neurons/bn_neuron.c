@@ -277,26 +277,8 @@ static void bn_neuron_backward(snn_node *node)
     snn_step_scratch_release(x->device, mark);
 }
 
-/* The arguments snn_batchnorm_neuron refuses, with the message naming the one at fault. */
-/* That t (named arg) is a tensor on x's device, and (same_shape) of x's shape; x may be kept
- * as bf16, which snn_check_same_device and _shape refuse. */
-static snn_status check_like_x(const char *fn, const char *arg, const snn_tensor *t,
-                               const snn_tensor *x, bool same_shape)
-{
-    if (snn_check_tensor(fn, arg, t)) return snn_last_status();
-    char sx[96], st[96];
-    if (t->device != x->device)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected a %s tensor like "
-                         "'x', got a %s tensor); hint: move both to one device with "
-                         "snn_to_device or snn_module_to", fn, arg, snn_device_name(x->device),
-                         snn_device_name(t->device));
-    if (same_shape && !snn_shape_equal(t->shape, x->shape))
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected shape %s like 'x', "
-                         "got %s)", fn, arg, snn_shape_str(x->shape, sx, sizeof sx),
-                         snn_shape_str(t->shape, st, sizeof st));
-    return SNN_OK;
-}
-
+/* The arguments snn_batchnorm_neuron refuses, with the message naming the one at fault. x may
+ * be kept as bf16 (snn_check_like). */
 snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *const params[4],
                                     float momentum, float eps, snn_tensor *residual,
                                     const snn_neuron_config *cfg, bool repeated)
@@ -320,7 +302,7 @@ snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *c
     for (int i = 0; i < 4; i++)
         if (snn_check_rank(fn, names[i], params[i], 1, "(C)") ||
             snn_check_dim(fn, names[i], params[i], 0, C, "C (input channels)") ||
-            check_like_x(fn, names[i], params[i], x, false) != SNN_OK)
+            snn_check_like(fn, "x", x, names[i], params[i], false))
             return snn_last_status();
     if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad arguments (expected eps > 0 and momentum in "
@@ -329,7 +311,7 @@ snn_status snn_bn_neuron_check_args(const char *fn, snn_tensor *x, snn_tensor *c
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad argument 'x' (training needs more than one "
                          "value per channel to compute a variance, got %lld)", fn,
                          (long long)(x->numel / (C > 0 ? C : 1)));
-    if (residual && check_like_x(fn, "residual", residual, x, true) != SNN_OK)
+    if (residual && snn_check_like(fn, "x", x, "residual", residual, true))
         return snn_last_status();
     if (snn_batchnorm_sync_enabled())
         return snn_error(SNN_ERR_UNSUPPORTED, "%s: the batch-norm is synced across ranks "
@@ -403,7 +385,7 @@ snn_tensor *snn_batchnorm_neuron_bn_residual(snn_tensor *x, const snn_batchnorm_
     for (int i = 0; i < 4; i++)
         if (snn_check_rank(fn, names[i], r_params[i], 1, "(C)") ||
             snn_check_dim(fn, names[i], r_params[i], 0, x->shape.dim[2], "C (input channels)") ||
-            check_like_x(fn, names[i], r_params[i], x, false) != SNN_OK)
+            snn_check_like(fn, "x", x, names[i], r_params[i], false))
             return NULL;
     if (!(r->eps > 0.0f) || !(r->momentum >= 0.0f && r->momentum <= 1.0f))
         return snn_error_null(SNN_ERR_ARGUMENT, "%s: bad arguments (expected r->eps > 0 and "

@@ -72,10 +72,10 @@ int snn_check_rank(const char *fn, const char *arg, const snn_tensor *t, int ndi
     return 1;
 }
 
-int snn_check_same_device(const char *fn, const char *arg_a, const snn_tensor *a,
-                          const char *arg_b, const snn_tensor *b)
+/* b on a's device; two tensors that exist */
+static int device_like(const char *fn, const char *arg_a, const snn_tensor *a, const char *arg_b,
+                       const snn_tensor *b)
 {
-    if (snn_check_tensor(fn, arg_a, a) || snn_check_tensor(fn, arg_b, b)) return 1;
     if (a->device == b->device) return 0;
     snn_error(SNN_ERR_ARGUMENT,
               "%s: bad argument '%s' (expected a %s tensor like '%s', got a %s tensor); "
@@ -84,16 +84,38 @@ int snn_check_same_device(const char *fn, const char *arg_a, const snn_tensor *a
     return 1;
 }
 
-int snn_check_same_shape(const char *fn, const char *arg_a, const snn_tensor *a,
-                         const char *arg_b, const snn_tensor *b)
+/* b of a's shape; two tensors that exist */
+static int shape_like(const char *fn, const char *arg_a, const snn_tensor *a, const char *arg_b,
+                      const snn_tensor *b)
 {
-    if (snn_check_tensor(fn, arg_a, a) || snn_check_tensor(fn, arg_b, b)) return 1;
     if (snn_shape_equal(a->shape, b->shape)) return 0;
     char sa[96], sb[96];
     snn_error(SNN_ERR_ARGUMENT, "%s: bad argument '%s' (expected shape %s like '%s', got %s)", fn,
               arg_b, snn_shape_str(a->shape, sa, sizeof sa), arg_a,
               snn_shape_str(b->shape, sb, sizeof sb));
     return 1;
+}
+
+int snn_check_same_device(const char *fn, const char *arg_a, const snn_tensor *a,
+                          const char *arg_b, const snn_tensor *b)
+{
+    return snn_check_tensor(fn, arg_a, a) || snn_check_tensor(fn, arg_b, b) ||
+           device_like(fn, arg_a, a, arg_b, b);
+}
+
+int snn_check_same_shape(const char *fn, const char *arg_a, const snn_tensor *a,
+                         const char *arg_b, const snn_tensor *b)
+{
+    return snn_check_tensor(fn, arg_a, a) || snn_check_tensor(fn, arg_b, b) ||
+           shape_like(fn, arg_a, a, arg_b, b);
+}
+
+int snn_check_like(const char *fn, const char *arg_a, const snn_tensor *a, const char *arg_b,
+                   const snn_tensor *b, bool same_shape)
+{
+    if (!a) return snn_check_tensor(fn, arg_a, a);
+    return snn_check_tensor(fn, arg_b, b) || device_like(fn, arg_a, a, arg_b, b) ||
+           (same_shape && shape_like(fn, arg_a, a, arg_b, b));
 }
 
 int snn_check_dim(const char *fn, const char *arg, const snn_tensor *t, int dim, int64_t expected,

@@ -62,6 +62,11 @@ int snn_check_same_device(const char *fn, const char *arg_a, const snn_tensor *a
                           const char *arg_b, const snn_tensor *b);
 int snn_check_same_shape(const char *fn, const char *arg_a, const snn_tensor *a,
                          const char *arg_b, const snn_tensor *b);
+/* b on a's device (and, with same_shape, of a's shape), where a may hold its values as bits or
+ * bf16 (spikes packed, a conv output kept as bf16: the ops that read those check a themselves);
+ * b must hold values. */
+int snn_check_like(const char *fn, const char *arg_a, const snn_tensor *a, const char *arg_b,
+                   const snn_tensor *b, bool same_shape);
 int snn_check_dim(const char *fn, const char *arg, const snn_tensor *t, int dim, int64_t expected,
                   const char *what);
 
