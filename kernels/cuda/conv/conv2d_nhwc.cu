@@ -336,26 +336,27 @@ extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
     return make_nh_plan(d, operand_bytes()).bytes;
 }
 
+/* The launch of kernel `name` just made (grid x block threads) failed: say which and abort */
+static void check_launch(const char *name, dim3 grid, int block)
+{
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, block);
+}
+
 template <typename E>
 static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
 {
+    /* the tiled copies: 32 positions x NH_COPY_CHANNELS channels of one image a block */
+    const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
+    const dim3 grid((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
     if (src.x) {
-        const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
-        const dim3 grid((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
         nchw_to_nhwc_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.x, C, HW);
-        const cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess)
-            snn_cuda_launch_fail("nchw_to_nhwc_kernel", __FILE__, __LINE__, err,
-                                 grid.x * grid.y * grid.z, 256);
+        check_launch("nchw_to_nhwc_kernel", grid, 256);
     } else if (HW % 32 == 0 && src.offset % 32 == 0) { /* a word: 32 positions, one channel */
-        const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
-        const dim3 grid((unsigned)(HW / 32), tiles_c, (unsigned)images);
         bits_to_nhwc_tiled_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.bits,
                                                                          src.offset, C, HW);
-        const cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess)
-            snn_cuda_launch_fail("bits_to_nhwc_tiled_kernel", __FILE__, __LINE__, err,
-                                 grid.x * grid.y * grid.z, 256);
+        check_launch("bits_to_nhwc_tiled_kernel", grid, 256);
     } else {
         const int total = images * HW * (C / (16 / (int)sizeof(E)));
         SNN_CUDA_LAUNCH(bits_to_nhwc_kernel<E>, snn_cuda_grid(total, SNN_CUDA_BLOCK),
@@ -390,9 +391,7 @@ static void launch_tiles(void (*kernel)(Args), const char *name, const Args &arg
         *allowed = smem;
     }
     kernel<<<grid, NH_THREADS, smem, snn_cuda_stream()>>>(args);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-        snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, NH_THREADS);
+    check_launch(name, grid, NH_THREADS);
 }
 
 /* The gather kernel's tile for a GEMM: 128 x 128 (128-byte slices where the channels allow:
