@@ -15,6 +15,7 @@
  * Run: ctest --test-dir build -R spike_pack
  */
 #include "spike_pack_check.h"
+#include "tensor/error.h"
 
 static void test_kernels(void)
 {
@@ -92,6 +93,23 @@ static void test_pack_api(void)
     CHECK(dw_floats && test_same_bits(w->grad->data, dw_floats, (long)w->numel));
     free(dw_floats);
     snn_tensor_free(floats);
+    /* an op checks its other arguments against it by device and shape (snn_check_like), which
+     * snn_check_same_device refuses for a tensor without values */
+    snn_tensor *like = snn_full(s->shape, 0.0f, SNN_CPU);
+    snn_tensor *other = snn_full(SNN_SHAPE(2, 3), 0.0f, SNN_CPU);
+    CHECK(snn_check_same_device("test", "s", s, "like", like) == 1);
+    snn_clear_error();
+    CHECK(snn_check_like("test", "s", s, "like", like, true) == 0);
+    CHECK(snn_check_like("test", "s", s, "other", other, false) == 0);
+    CHECK(snn_check_like("test", "s", s, "other", other, true) == 1 &&
+          strstr(snn_last_error(), "'other'") && strstr(snn_last_error(), "like 's'"));
+    snn_clear_error();
+    CHECK(snn_check_like("test", "s", s, "missing", NULL, false) == 1 &&
+          strstr(snn_last_error(), "'missing'"));
+    snn_clear_error();
+    CHECK(snn_check_like("test", "gone", NULL, "like", like, false) == 1 &&
+          strstr(snn_last_error(), "'gone'"));
+    snn_clear_error();
     /* host copies and other forward ops refuse it, naming the argument */
     CHECK(snn_relu(s) == NULL && strstr(snn_last_error(), "'x'") &&
           strstr(snn_last_error(), "snn_spikes_pack"));
