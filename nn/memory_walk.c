@@ -262,26 +262,3 @@ void snn_walk_param(snn_walk *w, double numel, bool trainable)
     if (trainable) w->trainable += numel;
     else w->buffer_groups += 1.0;
 }
-
-/* ---- layers a model file outside nn/model_memory.c walks ------------------------------------ */
-
-int snn_walk_recurrent(snn_walk *w, int in, const snn_neuron_config *n, double T, double N,
-                       double F)
-{
-    const double numel = T * N * F;
-    const double step = snn_walk_round_up(4.0 * N * F, w->align); /* one (N, F) scratch */
-    const bool alif = n->kind == SNN_NEURON_ALIF;
-    snn_walk_param(w, F * F, true);                     /* w_rec */
-    int out = snn_walk_spikes_output(w, numel, in, -1); /* the spikes; w_rec gets no pooled
-                                                         * gradient (a parameter's is OWNED) */
-    snn_walk_constant(w, numel);                        /* spike counts (T N, F) */
-    if (w->training) snn_walk_constant(w, alif ? 2.0 * numel : numel); /* H (and th) */
-    /* forward scratch, given back as the op returns: I[t] and V (and A) */
-    const double forward = (alif ? 3.0 : 2.0) * step;
-    if (w->device + forward > w->forward_peak) w->forward_peak = w->device + forward;
-    /* backward scratch: G_I (T, N, F), G_S, two G_V (and two G_A); the spikes unpacked there if
-     * they were kept as bits */
-    const double backward = snn_walk_round_up(4.0 * numel, w->align) + (alif ? 5.0 : 3.0) * step;
-    snn_walk_backward_scratch(w, backward, out, -1);
-    return out;
-}

@@ -1,6 +1,6 @@
 /*
  * memory_walk.h - the bookkeeping of the memory estimate's walk (internal): the state that
- * nn/model_memory.c's layer walks fill in as they go through a model's layers with shapes only,
+ * nn/memory_layers.c's layers fill in as nn/model_memory.c walks a model with shapes only,
  * and the accounting of each thing an op allocates (nn/memory_walk.c): an output, a tape node,
  * spikes from the step pool and their bits, a backward's scratch; then the replay of the step
  * pool that gives its blocks.
@@ -132,12 +132,5 @@ double snn_walk_gradient_pool_bytes(const snn_walk *w);
  * and its V_out's gradients besides; the pool's blocks are kept from one segment's backward
  * to the next. */
 double snn_walk_segments_pool_bytes(const snn_walk *last, const snn_walk *segment);
-
-/* A recurrent layer (snn_recurrent_multistep, nn/layer_recurrent.c) of F neurons of kind n
- * over (T, N, F) input `in`: its w_rec (F, F), its spikes, spike counts, what it saves for
- * backward (H, and ALIF's threshold), its forward and backward scratch (neurons/recurrent.c
- * lists them). Returns the spikes' id. For a model file's walk (an rsnn's layers). */
-int snn_walk_recurrent(snn_walk *w, int in, const snn_neuron_config *n, double T, double N,
-                       double F);
 
 #endif /* SNN_MEMORY_WALK_H */

@@ -10,8 +10,8 @@
  * How it is computed. The architecture is a function of the configuration (model_cnn.c,
  * model_resnet.c), and the plan a function of the options (nn/plan.h), so the estimate walks
  * the same layers with shapes only, and adds up what each op allocates, as the ops do it
- * (autograd/fn_*.c, neurons/neuron_op.c); this file holds the layers, nn/memory_walk.c the
- * accounting of each allocation:
+ * (autograd/fn_*.c, neurons/neuron_op.c); this file holds the models and the totals,
+ * nn/memory_layers.c the layers, nn/memory_walk.c the accounting of each allocation:
  *
  *   parameters   every weight, bias, batch-norm affine and running statistic, PLIF's w, QCLIP's
  *                step
@@ -89,15 +89,15 @@
  * and the step within a few percent of the arena's measured high-water mark plus the bytes the
  * step pool reserved, never below it (docs/benchmarks.md has the table;
  * tests/test_cuda_memory_estimate.c runs the same probe on CUDA). When an op starts saving more
- * or less, that test says by how much, and this file (with the accounting of each allocation in
- * nn/memory_walk.c) is where to follow.
+ * or less, that test says by how much, and nn/memory_layers.c (that op's layer; the accounting of
+ * each allocation in nn/memory_walk.c) is where to follow.
  *
  * Test: ctest --test-dir build -R memory_estimate
  */
 #include <math.h>
 #include <string.h>
 
-#include "memory_walk.h"
+#include "memory_layers.h"
 #include "model_internal.h"
 #include "kernels/neuron_kernels.h"
 #include "tensor/error.h"
@@ -108,237 +108,6 @@
 #define SNN_CUDA_HEADROOM ((double)(256u << 20))
 #define SNN_CUDA_CONTEXT_SCRATCH ((double)(8u << 20)) /* kernels/cuda/cuda_common.cuh */
 #define SNN_CUDA_BLAS_WORKSPACE ((double)(32u << 20)) /* kernels/cuda/cuda_common.cuh */
-
-/* conv k x k, no bias, on `images` images of (cin, *h, *wd) (tensor `in`); updates *h, *wd to
- * the output. Returns the output's id. */
-static int conv(snn_walk *w, int in, double images, int cin, int cout, int k, int stride, int pad,
-                int *h, int *wd)
-{
-    int ho = (*h + 2 * pad - k) / stride + 1, wo = (*wd + 2 * pad - k) / stride + 1;
-    snn_walk_param(w, (double)cout * cin * k * k, true);
-    if (w->traces) w->trace_numel += images * cin * *h * *wd; /* OTTT: its input's trace */
-    int out = snn_walk_conv_output(w, images * cout * ho * wo, in);
-    /* the same workspace serves forward and backward; ask the device for sizes its planning
-     * arithmetic (int fields) is made for, else take the im2col matrix (C_in K K, images
-     * H_out W_out) as the size: a size that large is refused whatever the exact number. On
-     * CUDA the size depends on the precision and conv path set now (BF16's im2col matrix is
-     * bf16, the implicit-GEMM layers need none), so estimate after snn_set_precision, as the
-     * programs do. */
-    double ws = 4.0 * cin * k * k * images * ho * wo;
-    if (w->k && w->k->conv2d_workspace_bytes && images <= (double)(1 << 24) && ws < 1e12) {
-        snn_conv2d_dims d = {(int)images, cin, *h, *wd, cout, k, k, stride, pad, ho, wo};
-        ws = (double)w->k->conv2d_workspace_bytes(&d);
-        /* dx written over dy (autograd/fn_conv2d.c): the input's gradient takes no block */
-        if (out >= 0 && !w->traces && w->k->conv2d_dx_over_dout)
-            w->hand_over[out] = w->k->conv2d_dx_over_dout(&d);
-    }
-    ws = snn_walk_round_up(ws, w->align);
-    if (ws > w->workspace) w->workspace = ws;
-    /* the workspace, and x unpacked if it is bits by then, on a device whose conv kernels do
-     * not read bits (the CPU; on CUDA only the NCHW implicit GEMM, which TF32 and BF16 take for
-     * no conv fed by spikes, since the channels-last kernel comes first); with OTTT's trace
-     * the backward reads the trace, not x */
-    const bool reads_bits = w->k && w->k->conv2d_backward_bits;
-    snn_walk_backward_scratch(w, ws, reads_bits || w->traces ? -1 : in, -1);
-    if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
-    *h = ho, *wd = wo;
-    return out;
-}
-
-static int batchnorm(snn_walk *w, int in, double numel, int channels)
-{
-    if (w->converted) { /* FirstStepBias: the folded shift, added into a new tensor */
-        snn_walk_param(w, channels, true);
-        return snn_walk_output(w, numel, in, -1);
-    }
-    snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
-    snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
-    /* evaluation: the conv before it writes the batch-norm's output where the rule conv -> bn
-     * runs them as one op (nn/fusion_rules.c), else the batch-norm writes its own */
-    if (!w->training) return w->conv_bn_fused ? in : snn_walk_output(w, numel, in, -1);
-    snn_walk_bf16_round(w, in);      /* a conv's output kept as bf16: its copy, made first */
-    int out = snn_walk_output(w, numel, in, -1);
-    snn_walk_alloc(w, channels);     /* batch mean, 1 / std */
-    snn_walk_alloc(w, channels);
-    snn_walk_backward_scratch(w, 0.0, in, -1); /* x unpacked if kept as bf16 */
-    snn_walk_bf16_done(w, in);
-    return out;
-}
-
-/* What a carrying layer (w->carry, nn/layer_neuron.c) adds, for `numel` elements over the
- * walk's T steps: its state (m = numel / T values, and as many again for ALIF's and ST-BIF's
- * second state), OWNED and kept across steps; an online step's copy of the state that entered
- * where backward reads it (`copy_in`: PLIF, ST-BIF; neurons/carry.c); a segment's state in and
- * out as STEP tensors and their gradients. */
-static void carried_state(snn_walk *w, const snn_neuron_config *n, double numel, bool copy_in,
-                          bool fused)
-{
-    if (w->carry == SNN_CARRY_NONE || snn_neuron_is_ann(n->kind)) return;
-    /* the state ops' nodes beyond the plain op's one: the fused op's batch-norm part (and X,
-     * a view), the node for each state that leaves (the carry op has the plain op's one) */
-    const bool differentiable = w->carry == SNN_CARRY_DIFFERENTIABLE;
-    const double second = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 1.0 : 0.0;
-    if (fused && differentiable) w->host += snn_walk_node_bytes() + snn_walk_struct_bytes();
-    if (differentiable) w->host += (1.0 + second) * snn_walk_node_bytes();
-    /* and the gradients' structs those nodes make in backward: the fused op's X, and for each
-     * state the gradients of V_in and V_out (their data is the step pool's, below) */
-    const double states = n->kind == SNN_NEURON_ALIF || n->kind == SNN_NEURON_STBIF ? 2.0 : 1.0;
-    if (differentiable)
-        w->host += ((fused ? 1.0 : 0.0) + 2.0 * states) * snn_walk_struct_bytes();
-    const double m = numel / w->T;
-    w->state += states * m;
-    w->state_bytes += states * snn_walk_round_up(4.0 * m, w->align);
-    for (int i = 0; i < (int)states; i++) {
-        SNN_ASSERT(w->states < WALK_MAX_STATES);
-        w->state_node[w->states] = w->nodes; /* the neuron op, recorded next */
-        w->state_numel[w->states++] = m;
-    }
-    if (w->carry == SNN_CARRY_CONSTANT) {
-        if (copy_in) snn_walk_constant(w, m);
-        return;
-    }
-    /* V_in's copy and V_out; their gradients come from the step pool (the replay takes V_out's
-     * seeds when backward starts, and V_in's gradient at the layer's node: state_node) */
-    for (int i = 0; i < (int)(2.0 * states); i++) snn_walk_constant(w, m);
-}
-
-/* A multi-step neuron layer over (T, N, C, ...) with `planes` = T N. */
-static int neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel, double planes,
-                  int channels)
-{
-    if (n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_QCLIP) snn_walk_param(w, 1.0, true);
-    /* the ANN activations (snn_relu, snn_qclip): their output alone, no activity, no state */
-    if (snn_neuron_is_ann(n->kind)) return snn_walk_output(w, numel, in, -1);
-    carried_state(w, n, numel, n->kind == SNN_NEURON_PLIF || n->kind == SNN_NEURON_STBIF, false);
-    const bool binary = snn_neuron_spikes_are_binary(n->kind);
-    int out = binary ? snn_walk_spikes_output(w, numel, in, -1)  /* spikes */
-                     : snn_walk_output(w, numel, in, -1);
-    snn_walk_constant(w, planes * channels);     /* spike counts per (t, n, c) plane */
-    snn_walk_backward_scratch(w, 0.0, out, -1);  /* BPTT reads the spikes */
-    if (w->training) { /* H[t] for backward: IF and LIF keep it in their input's memory, a view
-                        * (the builders' neurons consume their inputs: neuron_op.c), except
-                        * the state op (neurons/carry.c), which writes it apart */
-        if ((n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF) &&
-            w->carry == SNN_CARRY_DIFFERENTIABLE)
-            snn_walk_constant(w, numel);
-        else if (n->kind == SNN_NEURON_IF || n->kind == SNN_NEURON_LIF)
-            w->host += snn_walk_struct_bytes();
-        else if (n->kind == SNN_NEURON_ALIF) /* H and the threshold of every step */
-            snn_walk_constant(w, 2.0 * numel);
-        else snn_walk_constant(w, numel);
-    }
-    return out;
-}
-
-/* Whether a training-mode batch-norm -> neuron pair runs as one op (the rules bn -> neuron and
- * bn -> + -> neuron, nn/fusion_rules.c). */
-static bool fuses(const snn_walk *w, const snn_neuron_config *n)
-{
-    return w->training && w->fusion && snn_neuron_takes_bn_input(n->kind);
-}
-
-/* snn_batchnorm_neuron on `in` (residual: the id of the tensor added before the neuron, or -1
- * for none) over (T, N, channels, ...) with `planes` = T N; `in_numel`, in's elements: numel,
- * or numel / T for the repeated stem (snn_batchnorm_neuron_repeat, whose x is one step). */
-static int bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
-                     const snn_neuron_config *n, double numel, double in_numel, double planes,
-                     int channels)
-{
-    carried_state(w, n, numel, false, true); /* the carry op advances the state in backward */
-    snn_walk_param(w, 2.0 * channels, true);   /* weight, bias */
-    snn_walk_param(w, 2.0 * channels + 1.0, false); /* running mean, var; batches */
-    /* a conv's output kept as bf16: its copy, made first; the op reads its bits, so its
-     * floats are back in the pool before the spikes are made (nn/module.c,
-     * nn/model_resnet.c) */
-    snn_walk_bf16_round(w, in);
-    snn_walk_bf16_done(w, in);
-    if (residual_bn) { /* the residual a batch-norm's output of `residual`, never stored; a
-                        * conv output kept as bf16 is kept before the op, which reads its bits */
-        snn_walk_param(w, 2.0 * channels, true);
-        snn_walk_param(w, 2.0 * channels + 1.0, false);
-        snn_walk_bf16_round(w, residual);
-        snn_walk_bf16_done(w, residual);
-    }
-    int out = snn_walk_spikes_output(w, numel, in, residual); /* spikes */
-    snn_walk_constant(w, planes * channels);           /* spike counts per (t, n, c) plane */
-    w->device += snn_walk_bits_bytes(w, numel); /* the spikes' bits, made with them (training) */
-    w->bits_made[out] = true;
-    w->pooled_untaped[out] = true; /* its spikes come from the pool, with a tape or not */
-    for (int bn = 0; bn < (residual_bn ? 2 : 1); bn++) { /* x's batch-norm (and residual's) */
-        snn_walk_alloc(w, 6.0 * channels);             /* (count, mean, M2) per channel, doubles */
-        snn_walk_alloc(w, channels), snn_walk_alloc(w, channels); /* mean, 1 / std */
-    }
-    /* backward: dL/dX (in's shape) in in's gradient, which the batch-norm's backward then
-     * replaces in place (else in scratch), and H where the device has no one-pass kernel
-     * (which then reads the spikes, unpacked if they are bits by then). The kernels read in
-     * as it was kept (floats or bf16) and a packed residual as bits. The repeated stem fuses
-     * only with a one-pass kernel (its rule). */
-    SNN_ASSERT(in_numel == numel || w->one_pass_backward);
-    const bool in_place = w->k && w->k->batchnorm_backward_in_place;
-    /* the one-pass kernel writes dL/dX over dL/dS: the spikes' gradient becomes in's (not
-     * for the differentiable state op, whose three nodes keep X's gradient of their own:
-     * neurons/bn_neuron_carry.c) */
-    if (out >= 0 && in_place && w->one_pass_backward && in_numel == numel &&
-        w->carry != SNN_CARRY_DIFFERENTIABLE)
-        w->hand_over[out] = true;
-    double scratch = in_place ? 0.0 : snn_walk_round_up(4.0 * in_numel, w->align);
-    if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
-    snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
-    return out;
-}
-
-/* A batch-norm, then a neuron layer: one op where they fuse. */
-static int bn_then_neuron(snn_walk *w, int in, const snn_neuron_config *n, double numel,
-                          double planes, int channels)
-{
-    if (fuses(w, n)) return bn_neuron(w, in, -1, false, n, numel, numel, planes, channels);
-    return neuron(w, batchnorm(w, in, numel, channels), n, numel, planes, channels);
-}
-
-static int max_pool(snn_walk *w, int in, double out_numel)
-{
-    int out = snn_walk_output(w, out_numel, in, -1);
-    /* the int32 argmax (a running max-pool's: only for a tape) */
-    if (!w->converted || w->training) snn_walk_alloc(w, out_numel);
-    return out;
-}
-
-static int linear(snn_walk *w, int in, double rows, double in_features, int out_features)
-{
-    snn_walk_param(w, in_features * out_features + out_features, true);
-    if (w->traces) w->trace_numel += rows * in_features; /* OTTT: its input's trace */
-    int out = snn_walk_output(w, rows * out_features, in, -1);
-    if (w->converted) out = snn_walk_output(w, rows * out_features, out, -1); /* + b at t = 0 */
-    return out;
-}
-
-/* Dropout shared over T (snn_dropout_shared) on (T, N, F) with `per_sample` = F: in training
- * the mask (N, F), drawn once for all T steps, and the product x * mask (a node; the mask gets
- * no gradient); in evaluation the op returns its input, allocating nothing. */
-static int dropout(snn_walk *w, int in, double T, double N, double per_sample)
-{
-    if (!w->training) return in;
-    snn_walk_constant(w, N * per_sample);
-    return snn_walk_output(w, T * N * per_sample, in, -1);
-}
-
-/* The classifier both CNNs end with (model_cnn.c's add_classifier): flatten, [dropout], fc1,
- * neuron, [dropout], fc2, [neuron]. `x` is the last pool's output, `flat` its features per
- * sample. Returns the last layer's id. */
-static int classifier(snn_walk *w, int x, const snn_model_config *c, double T, double N,
-                      double flat)
-{
-    const double TN = T * N;
-    const bool dropout_layers = c->dropout > 0.0f;
-    x = snn_walk_view(w, TN * flat, x);
-    if (dropout_layers) x = dropout(w, x, T, N, flat);
-    x = linear(w, x, TN, flat, c->hidden);
-    x = neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
-    if (dropout_layers) x = dropout(w, x, T, N, c->hidden);
-    x = linear(w, x, TN, c->hidden, c->classes);
-    if (c->spiking_readout) x = neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
-    return x;
-}
 
 /* The stem: conv 3x3 + batch-norm, run once on N images and repeated over T (direct
  * encoding), or run on the T N frames (Poisson-encoded, or event frames as they come), then
@@ -356,21 +125,22 @@ static int stem(snn_walk *w, const snn_model_config *c, double T, double N, int 
         snn_walk_constant(w, T * N * c->in_channels * *h * *wd);
     if (!once) images = T * N;
     if (one_step) w->host += snn_walk_struct_bytes(); /* the image seen as (1, N, ...) */
-    int x = conv(w, -1, images, c->in_channels, width, 3, 1, 1, h, wd); /* the input: no grad */
+    /* the input gets no gradient */
+    int x = snn_walk_conv(w, -1, images, c->in_channels, width, 3, 1, 1, h, wd);
     *per_image = (double)width * *h * *wd;
     if (w->converted) /* the bias reshaped to (C, 1, 1): a view */
         w->host += snn_walk_struct_bytes();
-    if (one_step) return bn_then_neuron(w, x, &c->neuron, N * *per_image, N, width);
+    if (one_step) return snn_walk_bn_then_neuron(w, x, &c->neuron, N * *per_image, N, width);
     /* direct encoding at T > 1 where the stem's batch-norm and neurons fuse (the rule "bn ->
      * neuron (repeated stem)": neurons that carry no state, a one-pass backward): the neurons
      * read the one output */
-    if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE && fuses(w, &c->neuron) &&
-        w->one_pass_backward)
-        return bn_neuron(w, x, -1, false, &c->neuron, T * N * *per_image, N * *per_image, T * N,
-                         width);
-    x = batchnorm(w, x, images * *per_image, width);
+    if (c->encoding == SNN_ENCODING_DIRECT && w->carry == SNN_CARRY_NONE &&
+        snn_walk_fuses(w, &c->neuron) && w->one_pass_backward)
+        return snn_walk_bn_neuron(w, x, -1, false, &c->neuron, T * N * *per_image,
+                                  N * *per_image, T * N, width);
+    x = snn_walk_batchnorm(w, x, images * *per_image, width);
     if (once) x = snn_walk_output(w, T * N * *per_image, x, -1); /* repeated, or placed at t = 0 */
-    return neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
+    return snn_walk_neuron(w, x, &c->neuron, T * N * *per_image, T * N, width);
 }
 
 /* Two pools by 2 (floor), as model_cnn.c's builder. Returns the last layer's id. */
@@ -380,12 +150,12 @@ static int walk_cnn(snn_walk *w, const snn_model_config *c, double T, double N)
     double TN = T * N, per_image;
     int x = stem(w, c, T, N, W, &h, &wd, &per_image);
     h /= 2, wd /= 2;
-    x = max_pool(w, x, TN * W * h * wd);
-    x = conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
-    x = bn_then_neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
+    x = snn_walk_max_pool(w, x, TN * W * h * wd);
+    x = snn_walk_conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
+    x = snn_walk_bn_then_neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
     h /= 2, wd /= 2;
-    x = max_pool(w, x, TN * W * h * wd);
-    return classifier(w, x, c, T, N, (double)W * h * wd);
+    x = snn_walk_max_pool(w, x, TN * W * h * wd);
+    return snn_walk_classifier(w, x, c, T, N, (double)W * h * wd);
 }
 
 /* The DVS net (model_cnn.c): conv-BN-neuron-maxpool blocks while the frame is larger than 4x4
@@ -396,14 +166,14 @@ static int walk_dvs_net(snn_walk *w, const snn_model_config *c, double T, double
     double TN = T * N, per_image;
     int x = stem(w, c, T, N, W, &h, &wd, &per_image);
     h /= 2, wd /= 2;
-    x = max_pool(w, x, TN * W * h * wd);
+    x = snn_walk_max_pool(w, x, TN * W * h * wd);
     for (int b = 2; b <= 8 && (h > 4 || wd > 4); b++) {
-        x = conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
-        x = bn_then_neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
+        x = snn_walk_conv(w, x, TN, W, W, 3, 1, 1, &h, &wd);
+        x = snn_walk_bn_then_neuron(w, x, &c->neuron, TN * W * h * wd, TN, W);
         h /= 2, wd /= 2;
-        x = max_pool(w, x, TN * W * h * wd);
+        x = snn_walk_max_pool(w, x, TN * W * h * wd);
     }
-    return classifier(w, x, c, T, N, (double)W * h * wd);
+    return snn_walk_classifier(w, x, c, T, N, (double)W * h * wd);
 }
 
 /* A block (model_resnet.c) on tensor `x`, from `in` channels to `planes` (basic) or 4 x planes
@@ -414,15 +184,15 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
     const int out = bottleneck ? 4 * planes : planes;
     int h0 = *h, w0 = *wd, y = x;
     if (bottleneck) { /* conv1 1x1 in -> planes, conv2 3x3 (stride) planes -> planes */
-        y = conv(w, y, TN, in, planes, 1, 1, 0, h, wd);
-        y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+        y = snn_walk_conv(w, y, TN, in, planes, 1, 1, 0, h, wd);
+        y = snn_walk_bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
         const int spikes1 = y;
-        y = conv(w, y, TN, planes, planes, 3, stride, 1, h, wd);
+        y = snn_walk_conv(w, y, TN, planes, planes, 3, stride, 1, h, wd);
         snn_walk_spikes_done(w, spikes1); /* its one reader, conv2, has run (snn_modules_forward) */
-        y = bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
+        y = snn_walk_bn_then_neuron(w, y, &c->neuron, TN * planes * *h * *wd, TN, planes);
     } else {          /* conv1 3x3 (stride) in -> out */
-        y = conv(w, y, TN, in, out, 3, stride, 1, h, wd);
-        y = bn_then_neuron(w, y, &c->neuron, TN * out * *h * *wd, TN, out);
+        y = snn_walk_conv(w, y, TN, in, out, 3, stride, 1, h, wd);
+        y = snn_walk_bn_then_neuron(w, y, &c->neuron, TN * out * *h * *wd, TN, out);
     }
     /* the last conv: bottleneck conv3 1x1 planes -> out, basic conv2 3x3 out -> out */
     const int last_in = bottleneck ? planes : out, k = bottleneck ? 1 : 3;
@@ -431,7 +201,7 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
      * where keep_bf16, or where the tail's backward hands over), else at the block's end
      * (model_resnet.c's block_forward says why) */
     const int spikes = y;
-    const bool fused = fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
+    const bool fused = snn_walk_fuses(w, &c->neuron); /* the last batch-norm, the sum, the neuron */
     const bool pack_early = w->keep_bf16 || (fused && w->one_pass_backward &&
                                              w->carry != SNN_CARRY_DIFFERENTIABLE);
     snn_conv2d_dims last_dims = {(int)TN, last_in, *h, *wd, out, k, k, 1, k / 2, *h, *wd};
@@ -439,9 +209,9 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
                              w->k->conv2d_forward_bits && w->k->conv2d_reads_bits &&
                              TN <= (double)(1 << 24) && w->k->conv2d_reads_bits(&last_dims);
     if (pack_before) snn_walk_spikes_done(w, spikes);
-    y = conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
+    y = snn_walk_conv(w, y, TN, last_in, out, k, 1, k / 2, &h1, &w1);
     double numel = TN * out * *h * *wd;
-    if (!fused) y = batchnorm(w, y, numel, out);
+    if (!fused) y = snn_walk_batchnorm(w, y, numel, out);
     if (pack_early && !pack_before) snn_walk_spikes_done(w, spikes);
     int shortcut = x;
     const bool downsample = stride != 1 || in != out;
@@ -449,24 +219,24 @@ static int block(snn_walk *w, int x, const snn_model_config *c, double TN, int i
     const bool shortcut_bn = downsample && fused && !sew && w->training &&
                              w->carry == SNN_CARRY_NONE;
     if (downsample) { /* downsample: conv 1x1, batch-norm (, neuron for SEW) */
-        shortcut = conv(w, x, TN, in, out, 1, stride, 0, &h0, &w0);
+        shortcut = snn_walk_conv(w, x, TN, in, out, 1, stride, 0, &h0, &w0);
         if (!shortcut_bn)
-            shortcut = sew ? bn_then_neuron(w, shortcut, &c->neuron, numel, TN, out)
-                           : batchnorm(w, shortcut, numel, out);
+            shortcut = sew ? snn_walk_bn_then_neuron(w, shortcut, &c->neuron, numel, TN, out)
+                           : snn_walk_batchnorm(w, shortcut, numel, out);
     }
     if (sew) {
-        y = fused ? bn_neuron(w, y, -1, false, &c->neuron, numel, numel, TN, out)
-                  : neuron(w, y, &c->neuron, numel, TN, out);
+        y = fused ? snn_walk_bn_neuron(w, y, -1, false, &c->neuron, numel, numel, TN, out)
+                  : snn_walk_neuron(w, y, &c->neuron, numel, TN, out);
         snn_walk_backward_scratch(w, 0.0, y, shortcut);
         y = snn_walk_output(w, numel, y, shortcut); /* the residual addition */
     } else if (fused) {
-        y = bn_neuron(w, y, shortcut, shortcut_bn, &c->neuron, numel, numel, TN, out);
+        y = snn_walk_bn_neuron(w, y, shortcut, shortcut_bn, &c->neuron, numel, numel, TN, out);
     } else {
         /* written over the last batch-norm's output (snn_add_into) */
         w->host += snn_walk_struct_bytes();
         snn_walk_backward_scratch(w, 0.0, y, shortcut);
         y = snn_walk_record(w, numel, y, shortcut);
-        y = neuron(w, y, &c->neuron, numel, TN, out);
+        y = snn_walk_neuron(w, y, &c->neuron, numel, TN, out);
     }
     if (!pack_early) snn_walk_spikes_done(w, spikes); /* block_forward, at its end */
     snn_walk_spikes_done(w, x);
@@ -498,7 +268,7 @@ static int walk_resnet(snn_walk *w, const snn_model_config *c, double T, double 
     x = snn_walk_output(w, TN * in, x, -1);     /* its mean */
     x = snn_walk_view(w, TN * in, x);           /* back to (.., C, 1, 1) */
     x = snn_walk_view(w, TN * in, x);           /* flatten */
-    return linear(w, x, TN, in, c->classes);
+    return snn_walk_linear(w, x, TN, in, c->classes);
 }
 
 snn_status snn_model_memory_estimate(const snn_model_config *c, int batch_size, snn_device device,

@@ -50,7 +50,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "memory_walk.h"
+#include "memory_layers.h"
 #include "model_internal.h"
 #include "tensor/arena.h"
 #include "tensor/error.h"
