@@ -155,15 +155,40 @@ static __device__ __forceinline__ float residual_at(const snn_neuron_bn_input &b
  * word): each warp's __ballot_sync of its spikes, written by lane 0.
  * E elements a thread: ELEMS, or BN_ELEMS with BN, whose residual and channel constants would
  * otherwise take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
-template <bool BN, int E, bool RBN = false>
-static __global__ void __launch_bounds__(BLOCK)
+/* The common neuron fixed at compile time: LIF, the ATan surrogate, hard reset, input decay
+ * (snn-train's default). An instance built with FIXED folds the switches on kind, surrogate,
+ * reset and decay that every element-step otherwise runs (uniform branches, but issued
+ * instructions all the same: the fused neuron backward's layer1 launches are bound by issue,
+ * ~170 instructions an element-step, docs/benchmarks.md), and does the same arithmetic, so
+ * the same bits. params_fixed says whether p is that neuron; the launchers pick the instance. */
+template <bool FIXED>
+static __device__ __forceinline__ snn_neuron_params fixed_params(snn_neuron_params p)
+{
+    if (FIXED) {
+        p.kind = SNN_NEURON_LIF;
+        p.surrogate = SNN_SURROGATE_ATAN;
+        p.soft_reset = false;
+        p.decay_input = true;
+    }
+    return p;
+}
+
+static bool params_fixed(const snn_neuron_params *p)
+{
+    return p->kind == SNN_NEURON_LIF && p->surrogate == SNN_SURROGATE_ATAN && !p->soft_reset &&
+           p->decay_input;
+}
+
+template <bool BN, int E, bool RBN = false, bool FIXED = false>
+static __global__ void __launch_bounds__(BLOCK, FIXED ? 4 : 1)
 lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
                    float *__restrict__ h_seq, float *v_last,
                    float *__restrict__ activity, const float *__restrict__ x,
                    const float *v_init, const float *__restrict__ w, snn_neuron_bn_input bn,
-                   snn_bn_residual rbn, bn_channels ch, snn_neuron_params p, int64_t T, int64_t M,
-                   int64_t planes, int64_t plane)
+                   snn_bn_residual rbn, bn_channels ch, snn_neuron_params p_in, int64_t T,
+                   int64_t M, int64_t planes, int64_t plane)
 {
+    const snn_neuron_params p = fixed_params<FIXED>(p_in);
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, w);
     const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
 
@@ -287,15 +312,17 @@ extern "C" void snn_lif_bn_forward_cuda(float *spike, uint32_t *spike_bits, floa
     /* a carrying layer's state: the kernel's own v_init / v_last (the same instance) */
     const bn_channels ch = bn_channels_make(M, d->plane, d->C);
     uint32_t *bits = ballot ? spike_bits : nullptr;
-    if (residual_by_bn(in))
-        SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS, true>),
-                        snn_neuron_cuda_grid(M, BN_ELEMS), BLOCK, 0, spike, bits, h_seq,
-                        in->v_last, activity, nullptr, in->v_init, nullptr, *in,
-                        *in->residual_bn, ch, *p, T, M, planes, d->plane);
-    else
-        SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS>), snn_neuron_cuda_grid(M, BN_ELEMS),
-                        BLOCK, 0, spike, bits, h_seq, in->v_last, activity, nullptr, in->v_init,
-                        nullptr, *in, snn_bn_residual{}, ch, *p, T, M, planes, d->plane);
+    const unsigned grid = snn_neuron_cuda_grid(M, BN_ELEMS);
+    const snn_bn_residual rbn = residual_by_bn(in) ? *in->residual_bn : snn_bn_residual{};
+#define SNN_LIF_BN_FORWARD(RBN, FIXED)                                                          \
+    SNN_CUDA_LAUNCH((lif_forward_kernel<true, BN_ELEMS, RBN, FIXED>), grid, BLOCK, 0, spike, bits, \
+                    h_seq, in->v_last, activity, nullptr, in->v_init, nullptr, *in, rbn, ch, *p, \
+                    T, M, planes, d->plane)
+    if (residual_by_bn(in) && params_fixed(p)) SNN_LIF_BN_FORWARD(true, true);
+    else if (residual_by_bn(in)) SNN_LIF_BN_FORWARD(true, false);
+    else if (params_fixed(p)) SNN_LIF_BN_FORWARD(false, true);
+    else SNN_LIF_BN_FORWARD(false, false);
+#undef SNN_LIF_BN_FORWARD
     if (spike_bits && !ballot) snn_pack_bits_cuda(spike_bits, spike, T * M);
 }
 
@@ -393,13 +420,14 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
  * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
-template <int TMAX, int E, bool RBN>
+template <int TMAX, int E, bool RBN, bool FIXED = false>
 static __global__ void __launch_bounds__(BLOCK)
 lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
                        const float *dspike, snn_neuron_bn_input bn,
                        snn_bn_residual rbn, bn_channels ch,
-                       snn_neuron_params p, int64_t T, int64_t M)
+                       snn_neuron_params p_in, int64_t T, int64_t M)
 {
+    const snn_neuron_params p = fixed_params<FIXED>(p_in); /* FIXED: the common neuron */
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
     const float dh_dx = snn_lif_dh_dx(&p, k), dh_dv = snn_lif_dh_dv(&p, k);
     const int64_t base = (int64_t)blockIdx.x * (BLOCK * E) + threadIdx.x;
@@ -581,7 +609,10 @@ static void launch_bn_backward(float *dX, float *dresidual, const float *dspike,
                                const bn_channels &ch, const snn_neuron_params *p, int64_t T,
                                int64_t M)
 {
-    if (T <= 4)
+    if (T <= 4 && params_fixed(p))
+        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2, RBN, true>), snn_neuron_cuda_grid(M, 2),
+                        BLOCK, 0, dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+    else if (T <= 4)
         SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2, RBN>), snn_neuron_cuda_grid(M, 2), BLOCK, 0,
                         dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
     else if (T <= 8)
