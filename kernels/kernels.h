@@ -285,6 +285,17 @@ typedef struct snn_kernels {
                                         const uint16_t *x_bf16, const float *gamma,
                                         const float *save_mean, const float *save_invstd, int N,
                                         int C, int HW);
+    /* batchnorm_backward_in_place with its sums given, not taken: sums (C, 3) = (sum dout,
+     * sum dout (x - save_mean), count) over dout = dx, as batchnorm_backward_sums lays them
+     * out. The fused neuron backward makes them on its way through dL/dout in BF16 training
+     * (lif_bn_backward's in->dy_sums, neurons/bn_neuron.c), which saves this op the pass that
+     * reads dout and x once more; with the sums batchnorm_backward_in_place would take, the
+     * same bits as it. */
+    void (*batchnorm_backward_in_place_sums)(float *dx, float *dgamma, float *dbeta,
+                                             const float *x, const uint16_t *x_bf16,
+                                             const float *gamma, const float *save_mean,
+                                             const float *save_invstd, const double *sums, int N,
+                                             int C, int HW);
 
     /* Batch-norm across data-parallel ranks (--sync-bn, distributed/): the training forward and
      * backward above, cut where the ranks exchange per-channel sums. With one rank the pieces

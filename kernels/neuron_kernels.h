@@ -134,6 +134,14 @@ typedef struct snn_neuron_bn_input {
                                        * first) */
     const float *dv_last;             /* (M) backward in: dL/dV_last, or NULL: zero */
     float *dv_init;                   /* (M) backward out: += dL/dV_init */
+    /* (C, 3) backward out, or NULL: the sums batchnorm_backward_sums (kernels/kernels.h)
+     * would take of the batch-norm's dL/dout = dX and x, (sum dX, sum dX (x - mean), count)
+     * per channel over the T N images, made as dX is written (mean: stats' mean rounded to
+     * float, the batch-norm's save_mean), for batchnorm_backward_in_place_sums. Their order of
+     * addition is the kernel's own, so they equal batchnorm_backward_sums's to rounding, not
+     * bit for bit: BF16 training asks for them, fp32 keeps the separate pass
+     * (neurons/bn_neuron.c). Not with x_repeated. */
+    double *dy_sums;
     /* x is (M), not (T, M): every step reads the same x (the stem of a directly encoded
      * image, snn_batchnorm_neuron_repeat: X[t, i] = bn(x[i]) at each t, the repeat over T
      * never written). Backward's dX is then (M) too, the sum over t of dL/dX[t], added in
@@ -164,6 +172,7 @@ typedef void (*snn_neuron_bn_forward_fn)(float *spike, uint32_t *spike_bits, flo
  *   dspike  (T, M)  dL/dS, or NULL
  *   in->dv_last, in->dv_init: the state's gradients, as lif_backward's dv_last and dv_init
  *   in->v_last: V after the last step when not NULL, as lif_bn_forward writes it
+ *   in->dy_sums: the batch-norm backward's sums of dX, when not NULL (see there)
  * with the bits of lif_bn_forward (h_seq) -> fill dX with 0 -> lif_backward -> axpy where one
  * of dspike and in->dv_last is given. Where both are (a differentiable state, in
  * snn_batchnorm_neuron_state, whose spikes and V_out both reach the loss), one recurrence takes

@@ -240,6 +240,15 @@ static void bn_neuron_backward(snn_node *node)
     snn_neuron_bn_input in = {.stats = sv->stats, .invstd = sv->invstd, .gamma = gamma->data,
                               .beta = beta->data, .v_init = sv->v_state, .v_last = sv->v_state,
                               .x_repeated = sv->x_repeated};
+    /* BF16: the batch-norm's sums made by the neuron kernel as it writes dL/dX (see there) */
+    if (dx_whole && snn_bn_neuron_folds_sums(k, snn_neuron_kernels_for(x->device), &sv->dims,
+                                             sv->x_repeated)) {
+        in.dy_sums = snn_step_alloc(fn, 3 * (size_t)sv->dims.C * sizeof(double), x->device);
+        if (!in.dy_sums) {
+            snn_backward_out_of_memory();
+            return;
+        }
+    }
     if (!snn_bn_neuron_read_saved_inputs(fn, x, residual, &in)) return;
     snn_bn_residual r_in;
     if (rx) {
@@ -261,7 +270,11 @@ static void bn_neuron_backward(snn_node *node)
     if (pending >= 0) snn_bn_carry_pending_remove(pending); /* V_last is in the state now */
     /* the batch-norm's backward over the images it normalised: T N, or N repeated */
     const int64_t images = images_of(sv);
-    if (dx_whole) {
+    if (dx_whole && in.dy_sums) {
+        k->batchnorm_backward_in_place_sums(dx_whole, dgamma, dbeta, in.x, in.x_bf16,
+                                            gamma->data, sv->mean, sv->invstd, in.dy_sums,
+                                            (int)images, (int)sv->dims.C, (int)sv->dims.plane);
+    } else if (dx_whole) {
         k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, in.x, in.x_bf16, gamma->data,
                                        sv->mean, sv->invstd, (int)images, (int)sv->dims.C,
                                        (int)sv->dims.plane);

@@ -39,6 +39,7 @@ typedef struct snn_walk {
     bool packing;            /* spikes whose forward readers have run are kept as bits */
     bool keep_bf16;          /* conv outputs read by a batch-norm are kept as bf16 */
     bool one_pass_backward;  /* ... and their backward keeps H in registers (lif_bn_backward) */
+    bool bn_sums_fold;       /* ... and makes the batch-norm's sums (snn_bn_neuron_folds_sums) */
     bool traces;             /* OTTT: each conv and linear layer keeps a trace of its input */
     double trace_numel;      /* ... their elements, OWNED and kept across steps */
     double largest;          /* the largest single device allocation */

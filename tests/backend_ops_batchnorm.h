@@ -223,6 +223,32 @@ static const bo_op op_batchnorm_backward_in_place = {
     "batchnorm_backward_in_place", bo_has_batchnorm_backward_in_place, bn_bwd_in_place_setup,
     bn_bwd_in_place_run, NULL, false, 0};
 
+BO_HAS(batchnorm_backward_in_place_sums)
+/* batchnorm_backward_in_place's buffers, then its sums (C, 3) as the reference takes them of
+ * dout (dx's initial values) and x (rounded where bf16), which both sides are given */
+static void bn_bwd_in_place_sums_setup(bo_case *c)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    bn_bwd_in_place_setup(c); /* dx 0, dgamma 1, dbeta 2, x 3, gamma 4, beta 5, x_bf16 6,
+                               * save_mean 7, save_invstd 8 */
+    const int sums = bo_buffer(c, "sums", BO_F64, BO_IN, BO_EXACT, 3 * (int64_t)p->C);
+    snn_batchnorm_backward_sums_ref(c->buf[sums].init, bo_f32(c, 0), bo_f32(c, 3), bo_f32(c, 7),
+                                    p->N, p->C, p->HW);
+}
+static bool bn_bwd_in_place_sums_run(const bo_case *c, bo_side *s)
+{
+    const bn_params *p = BO_PARAMS(c, bn_params);
+    void **a = s->arg;
+    s->k->batchnorm_backward_in_place_sums(a[0], p->skip & 2 ? NULL : a[1],
+                                           p->skip & 4 ? NULL : a[2], p->bf16 ? NULL : a[3],
+                                           p->bf16 ? a[6] : NULL, p->affine ? a[4] : NULL, a[7],
+                                           a[8], a[9], p->N, p->C, p->HW);
+    return true;
+}
+static const bo_op op_batchnorm_backward_in_place_sums = {
+    "batchnorm_backward_in_place_sums", bo_has_batchnorm_backward_in_place_sums,
+    bn_bwd_in_place_sums_setup, bn_bwd_in_place_sums_run, NULL, false, 0};
+
 BO_HAS(batchnorm_stats)
 /* stats 0, x 1; with bf16, x rounded to bf16 and its bits 2, which both sides read (x NULL):
  * the statistics of a conv output kept as bf16 */
@@ -415,6 +441,9 @@ static void bo_batchnorm_cases(bo_list *l)
         bn_params rounded = *p;
         rounded.bf16 = true;
         bo_add(l, &op_batchnorm_backward_in_place, &rounded, sizeof rounded, "%s, x bf16", dims);
+        bo_add(l, &op_batchnorm_backward_in_place_sums, p, sizeof *p, "%s", dims);
+        bo_add(l, &op_batchnorm_backward_in_place_sums, &rounded, sizeof rounded, "%s, x bf16",
+               dims);
         bo_add(l, &op_batchnorm_stats, p, sizeof *p, "%s", dims);
         bo_add(l, &op_batchnorm_stats, &rounded, sizeof rounded, "%s, x bf16", dims);
         bo_add(l, &op_batchnorm_stats_merge, p, sizeof *p, "%s, %d ranks", dims, p->R);
@@ -430,8 +459,11 @@ static void bo_batchnorm_cases(bo_list *l)
                what[skip]);
         bo_add(l, &op_batchnorm_backward_apply, &p, sizeof p, "N=6 C=8 HW=25 affine, %s NULL",
                what[skip]);
-        if (!(skip & 1)) /* in place, dx is always given */
+        if (!(skip & 1)) { /* in place, dx is always given */
             bo_add(l, &op_batchnorm_backward_in_place, &p, sizeof p,
                    "N=6 C=8 HW=25 affine, %s NULL", what[skip]);
+            bo_add(l, &op_batchnorm_backward_in_place_sums, &p, sizeof p,
+                   "N=6 C=8 HW=25 affine, %s NULL", what[skip]);
+        }
     }
 }

@@ -208,10 +208,11 @@ static const float *input_values(const float *x, const uint16_t *x_bf16, int64_t
 }
 
 /* batchnorm_backward and batchnorm_backward_in_place (dout NULL: dx holds it; then dx is
- * replaced, not added to). */
+ * replaced, not added to); with sums (C, 3) given, pass 1 is not run and they are used
+ * (batchnorm_backward_in_place_sums). */
 static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, const float *x,
                      const uint16_t *x_bf16, const float *gamma, const float *save_mean,
-                     const float *save_invstd, int N, int C, int HW)
+                     const float *save_invstd, const double *sums, int N, int C, int HW)
 {
     const bool in_place = dout == NULL;
     if (in_place) dout = dx;
@@ -225,8 +226,8 @@ static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, 
         float buf[BF16_CHUNK];
 
         /* pass 1: sum dout and sum dout xhat = invstd sum dout (x - mean) */
-        double sum_dy = 0.0, sum_dy_dev = 0.0;
-        for (int n = 0; n < N; n++) {
+        double sum_dy = sums ? sums[3 * c] : 0.0, sum_dy_dev = sums ? sums[3 * c + 1] : 0.0;
+        for (int n = 0; n < (sums ? 0 : N); n++) {
             const int64_t plane = n * plane_stride + (int64_t)c * HW;
             sum_dy += sum_f64(dout + plane, HW);
             double acc[BN_LANES] = {0};
@@ -266,7 +267,7 @@ void snn_batchnorm_backward_cpu(float *dx, float *dgamma, float *dbeta, const fl
                                 const float *save_invstd, int N, int C, int HW)
 {
     if (!dx && !dgamma && !dbeta) return;
-    backward(dx, dgamma, dbeta, dout, x, NULL, gamma, save_mean, save_invstd, N, C, HW);
+    backward(dx, dgamma, dbeta, dout, x, NULL, gamma, save_mean, save_invstd, NULL, N, C, HW);
 }
 
 void snn_batchnorm_backward_in_place_cpu(float *dx, float *dgamma, float *dbeta, const float *x,
@@ -274,7 +275,16 @@ void snn_batchnorm_backward_in_place_cpu(float *dx, float *dgamma, float *dbeta,
                                          const float *save_mean, const float *save_invstd, int N,
                                          int C, int HW)
 {
-    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, N, C, HW);
+    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, NULL, N, C, HW);
+}
+
+void snn_batchnorm_backward_in_place_sums_cpu(float *dx, float *dgamma, float *dbeta,
+                                              const float *x, const uint16_t *x_bf16,
+                                              const float *gamma, const float *save_mean,
+                                              const float *save_invstd, const double *sums, int N,
+                                              int C, int HW)
+{
+    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, sums, N, C, HW);
 }
 
 /* ---- across data-parallel ranks (sync-BN) --------------------------------------------------- */

@@ -51,6 +51,7 @@ const snn_kernels snn_kernels_cpu = {
     .batchnorm_forward_eval = snn_batchnorm_forward_eval_cpu,
     .batchnorm_backward = snn_batchnorm_backward_cpu,
     .batchnorm_backward_in_place = snn_batchnorm_backward_in_place_cpu,
+    .batchnorm_backward_in_place_sums = snn_batchnorm_backward_in_place_sums_cpu,
     .batchnorm_stats = snn_batchnorm_stats_cpu,
     .batchnorm_stats_merge = snn_batchnorm_stats_merge_cpu,
     .batchnorm_normalise = snn_batchnorm_normalise_cpu,

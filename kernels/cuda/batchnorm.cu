@@ -334,11 +334,23 @@ void bn_backward_dx_launch(float *dx, const float *dout, const float *x, const f
     backward_dx_launch<false>(dx, dout, x, NULL, gamma, save_mean, save_invstd, coef, C, HW, n);
 }
 
-/* The reduction, then (when dx is wanted) the elementwise pass: batchnorm_backward and, with dout
- * NULL (dx holds it), batchnorm_backward_in_place. */
+/* One thread per channel: bn_backward_finish_channel from given sums (C, 3): the reduction's
+ * tail, for batchnorm_backward_in_place_sums. */
+static __global__ void batchnorm_backward_sums_channel_kernel(const double *sums, float *dgamma,
+                                                              float *dbeta, float *coef,
+                                                              const float *save_invstd, int C)
+{
+    SNN_GRID_STRIDE_LOOP(c, C)
+        bn_backward_finish_channel((int)c, sums[3 * c], sums[3 * c + 1], (int64_t)sums[3 * c + 2],
+                                   C, save_invstd, dgamma, dbeta, coef);
+}
+
+/* The reduction (or, with sums given, its tail from them), then (when dx is wanted) the
+ * elementwise pass: batchnorm_backward and, with dout NULL (dx holds it),
+ * batchnorm_backward_in_place (and _sums). */
 static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, const float *x,
                      const uint16_t *x_bf16, const float *gamma, const float *save_mean,
-                     const float *save_invstd, int N, int C, int HW)
+                     const float *save_invstd, const double *sums, int N, int C, int HW)
 {
     const int64_t n = (int64_t)N * C * HW;
     if (n <= 0 || (!dx && !dgamma && !dbeta)) return;
@@ -357,7 +369,10 @@ static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, 
     float *coef = dx ? (float *)scratch : NULL;
     double *partial = plan.segments > 1 ? (double *)(scratch + coef_bytes) : NULL;
 
-    if (x)
+    if (sums)
+        SNN_CUDA_LAUNCH(batchnorm_backward_sums_channel_kernel, snn_cuda_grid(C, BN_BLOCK),
+                        BN_BLOCK, 0, sums, dgamma, dbeta, coef, save_invstd, C);
+    else if (x)
         SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel<bn_x_f32>, bn_reduce_grid(C, plan),
                         BN_BLOCK, 0, partial, dgamma, dbeta, coef, dout, bn_x_f32{x}, save_mean,
                         save_invstd, C, HW, plan);
@@ -365,7 +380,7 @@ static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, 
         SNN_CUDA_LAUNCH(batchnorm_backward_reduce_kernel<bn_x_bf16>, bn_reduce_grid(C, plan),
                         BN_BLOCK, 0, partial, dgamma, dbeta, coef, dout, bn_x_bf16{x_bf16},
                         save_mean, save_invstd, C, HW, plan);
-    if (plan.segments > 1)
+    if (!sums && plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_backward_finish_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
                         partial, dgamma, dbeta, coef, save_invstd, C, plan);
     if (!dx) return;
@@ -382,7 +397,7 @@ extern "C" void snn_batchnorm_backward_cuda(float *dx, float *dgamma, float *dbe
                                             const float *save_mean, const float *save_invstd,
                                             int N, int C, int HW)
 {
-    backward(dx, dgamma, dbeta, dout, x, NULL, gamma, save_mean, save_invstd, N, C, HW);
+    backward(dx, dgamma, dbeta, dout, x, NULL, gamma, save_mean, save_invstd, NULL, N, C, HW);
 }
 
 extern "C" void snn_batchnorm_backward_in_place_cuda(float *dx, float *dgamma, float *dbeta,
@@ -391,5 +406,16 @@ extern "C" void snn_batchnorm_backward_in_place_cuda(float *dx, float *dgamma, f
                                                      const float *save_invstd, int N, int C,
                                                      int HW)
 {
-    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, N, C, HW);
+    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, NULL, N, C, HW);
+}
+
+extern "C" void snn_batchnorm_backward_in_place_sums_cuda(float *dx, float *dgamma, float *dbeta,
+                                                          const float *x, const uint16_t *x_bf16,
+                                                          const float *gamma,
+                                                          const float *save_mean,
+                                                          const float *save_invstd,
+                                                          const double *sums, int N, int C,
+                                                          int HW)
+{
+    backward(dx, dgamma, dbeta, NULL, x, x_bf16, gamma, save_mean, save_invstd, sums, N, C, HW);
 }

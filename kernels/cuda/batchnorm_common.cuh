@@ -224,10 +224,18 @@ struct bn_x_bf16 {
     }
 };
 
+/* The float mean of channel c read from merged statistics (C, 3) = (count, mean, M2): the
+ * save_mean the batch-norm wrote, (float) of the double (bn_finish_channel) */
+struct bn_mean_of_stats {
+    const double *stats;
+    __device__ __forceinline__ float operator[](int c) const { return (float)stats[3 * c + 1]; }
+};
+
 /* Sum dout and sum dout (x - mean) over segment s of channel c, in double; every thread of
- * the block gets them. X: a float pointer, bn_x_f32 or bn_x_bf16. */
-template <typename X>
-static __device__ void bn_segment_dy_sums(const float *dout, X x, const float *save_mean, int c,
+ * the block gets them. X: a float pointer, bn_x_f32 or bn_x_bf16; Mean: save_mean (a float
+ * pointer) or bn_mean_of_stats. */
+template <typename X, typename Mean>
+static __device__ void bn_segment_dy_sums(const float *dout, X x, Mean save_mean, int c,
                                           int64_t s, int C, int HW, bn_plan plan,
                                           double *sum_dy_out, double *sum_dy_dev_out)
 {

@@ -146,10 +146,10 @@ extern "C" void snn_batchnorm_normalise_cuda(float *out, const float *x, const d
 /* Block b = (c, s): sum dout and sum dout (x - mean) over the segment; with one segment it
  * writes the channel's sums (sum dout, sum dout (x - mean), M), else partials.
  * Traffic: 8 B read per value.  CPU: snn_batchnorm_backward_sums_cpu. */
+template <typename X, typename Mean>
 static __global__ void batchnorm_backward_sums_kernel(double *partial, double *sums,
-                                                      const float *dout, const float *x,
-                                                      const float *save_mean, int C, int HW,
-                                                      bn_plan plan)
+                                                      const float *dout, X x, Mean save_mean,
+                                                      int C, int HW, bn_plan plan)
 {
     for (int64_t b = blockIdx.x; b < C * plan.segments; b += gridDim.x) {
         const int c = (int)(b / plan.segments);
@@ -181,17 +181,35 @@ static __global__ void batchnorm_backward_sums_finish_kernel(const double *parti
     }
 }
 
-extern "C" void snn_batchnorm_backward_sums_cuda(double *sums, const float *dout, const float *x,
-                                                 const float *save_mean, int N, int C, int HW)
+/* The reduction and its finish over segments, x and the mean given as X and Mean */
+template <typename X, typename Mean>
+static void backward_sums(double *sums, const float *dout, X x, Mean mean, int N, int C, int HW)
 {
     if ((int64_t)N * C * HW <= 0) return;
     const bn_plan plan = make_bn_plan(N, C, HW);
     double *partial = bn_partials(C, plan);
-    SNN_CUDA_LAUNCH(batchnorm_backward_sums_kernel, bn_reduce_grid(C, plan), BN_BLOCK, 0, partial,
-                    sums, dout, x, save_mean, C, HW, plan);
+    SNN_CUDA_LAUNCH((batchnorm_backward_sums_kernel<X, Mean>), bn_reduce_grid(C, plan), BN_BLOCK,
+                    0, partial, sums, dout, x, mean, C, HW, plan);
     if (plan.segments > 1)
         SNN_CUDA_LAUNCH(batchnorm_backward_sums_finish_kernel, snn_cuda_grid(C, BN_BLOCK),
                         BN_BLOCK, 0, partial, sums, C, plan);
+}
+
+extern "C" void snn_batchnorm_backward_sums_cuda(double *sums, const float *dout, const float *x,
+                                                 const float *save_mean, int N, int C, int HW)
+{
+    backward_sums(sums, dout, x, save_mean, N, C, HW);
+}
+
+/* The same sums for the fused batch-norm -> neuron backward where its kernel does not make
+ * them itself (lif.cu, in->dy_sums): x as floats or (x NULL) bf16 bits, the mean from the
+ * merged statistics (C, 3) */
+extern "C" void snn_bn_neuron_dy_sums_cuda(double *sums, const float *dout, const float *x,
+                                           const uint16_t *x_bf16, const double *stats, int N,
+                                           int C, int HW)
+{
+    if (x) backward_sums(sums, dout, x, bn_mean_of_stats{stats}, N, C, HW);
+    else backward_sums(sums, dout, bn_x_bf16{x_bf16}, bn_mean_of_stats{stats}, N, C, HW);
 }
 
 /* One thread per channel: dbeta, dgamma from this rank's sums; coef[c] = mean(dout) and

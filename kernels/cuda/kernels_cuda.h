@@ -188,6 +188,11 @@ void snn_batchnorm_backward_in_place_cuda(float *dx, float *dgamma, float *dbeta
                                           const uint16_t *x_bf16, const float *gamma,
                                           const float *save_mean, const float *save_invstd,
                                           int N, int C, int HW);
+void snn_batchnorm_backward_in_place_sums_cuda(float *dx, float *dgamma, float *dbeta,
+                                               const float *x, const uint16_t *x_bf16,
+                                               const float *gamma, const float *save_mean,
+                                               const float *save_invstd, const double *sums,
+                                               int N, int C, int HW);
 void snn_batchnorm_stats_cuda(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,
                               int HW);
 void snn_batchnorm_stats_merge_cuda(double *merged, float *save_mean, float *save_invstd,
@@ -198,6 +203,8 @@ void snn_batchnorm_normalise_cuda(float *out, const float *x, const double *merg
                                   int N, int C, int HW);
 void snn_batchnorm_backward_sums_cuda(double *sums, const float *dout, const float *x,
                                       const float *save_mean, int N, int C, int HW);
+void snn_bn_neuron_dy_sums_cuda(double *sums, const float *dout, const float *x,
+                                const uint16_t *x_bf16, const double *stats, int N, int C, int HW);
 void snn_batchnorm_backward_apply_cuda(float *dx, float *dgamma, float *dbeta, const float *dout,
                                        const float *x, const float *gamma, const float *save_mean,
                                        const float *save_invstd, const double *local,

@@ -399,6 +399,64 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
     }
 }
 
+/* The batch-norm backward's sums (in->dy_sums: sum dX and sum dX (x - mean) per channel), made
+ * by lif_bn_backward_kernel<.., SUMS> as it writes dX, in two steps, deterministic (no atomics):
+ *   1. each block: every thread's sums over its steps, the warps' by shuffles, then, for each
+ *      group of `group` consecutive elements (a plane, or the block's share of a plane:
+ *      group = min(plane, BLOCK E), which divides both), the sum of its warps in order, in
+ *      float, to partial[e / group] (float2: sum dX, sum dX (x - mean));
+ *   2. dy_sums_finish_kernel: channel c's partials (its N planes' plane / group each) in double.
+ * The whole warp reaches step 1 (no thread returned early), and a warp's 32 elements lie in
+ * one group (group % 32 == 0). Floats inside a block, over at most BLOCK E T values, then
+ * double: BF16 training's sums (fp32 keeps batch-norm's own pass, in double throughout). */
+template <int E>
+static __device__ __forceinline__ void dy_sums_partials(const float (&sum_dy)[E],
+                                                        const float (&sum_dy_dev)[E],
+                                                        float2 *__restrict__ partial, int group,
+                                                        int64_t M)
+{
+    constexpr int WARPS = BLOCK / 32;
+    __shared__ float2 warp_sums[E * WARPS]; /* in element order: j, then the warp */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int j = 0; j < E; j++) {
+        float a = sum_dy[j], b = sum_dy_dev[j];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            a += __shfl_xor_sync(0xffffffffu, a, o);
+            b += __shfl_xor_sync(0xffffffffu, b, o);
+        }
+        if (lane == 0) warp_sums[j * WARPS + warp] = make_float2(a, b);
+    }
+    __syncthreads();
+    const int groups = BLOCK * E / group, warps_a_group = group / 32;
+    if (threadIdx.x < groups) {
+        float a = 0.0f, b = 0.0f;
+        for (int w = threadIdx.x * warps_a_group; w < (threadIdx.x + 1) * warps_a_group; w++)
+            a += warp_sums[w].x, b += warp_sums[w].y;
+        const int64_t q = (int64_t)blockIdx.x * groups + threadIdx.x;
+        if (q * group < M) partial[q] = make_float2(a, b);
+    }
+}
+
+/* Step 2 of dy_sums_partials: block c adds channel c's partials, per_plane = plane / group for
+ * each of the N images' planes (n C + c), in double (a strided share each, then the block's
+ * fixed tree): sums[3 c ..] = (sum dX, sum dX (x - mean), count). */
+static __global__ void dy_sums_finish_kernel(double *sums, const float2 *partial, int64_t N,
+                                             int64_t C, int64_t per_plane, double count)
+{
+    const int64_t c = blockIdx.x;
+    double a = 0.0, b = 0.0;
+    for (int64_t r = threadIdx.x; r < N * per_plane; r += blockDim.x) {
+        const int64_t n = r / per_plane, k = r - n * per_plane;
+        const float2 v = partial[(n * C + c) * per_plane + k];
+        a += (double)v.x, b += (double)v.y;
+    }
+    a = snn_block_sum(a);
+    b = snn_block_sum(b);
+    if (threadIdx.x == 0) sums[3 * c] = a, sums[3 * c + 1] = b, sums[3 * c + 2] = count;
+}
+
 /* BPTT on the batch-norm-fed input (lif_bn_backward), E elements a thread, T <= TMAX steps:
  * every load first (x, the residual, dS and dresidual of all T steps: nothing is stored before
  * them, so all are in flight together), then the forward recurrence from V_init (bn.v_init, or
@@ -420,12 +478,13 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  * Traffic per element and step: read x, the residual and dS, write dX, read-modify-write
  * dresidual: 16-24 B (the unfused sequence: 44 B); once per element V_init, dV_last, dV_init
  * and V_last. The repeated stem: read dS, 4 B a step; x and dX once per element. */
-template <int TMAX, int E, bool RBN, bool FIXED = false>
-static __global__ void __launch_bounds__(BLOCK)
+template <int TMAX, int E, bool RBN, bool FIXED = false, bool SUMS = false>
+static __global__ void __launch_bounds__(BLOCK, SUMS ? 4 : 1)
 lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
                        const float *dspike, snn_neuron_bn_input bn,
                        snn_bn_residual rbn, bn_channels ch,
-                       snn_neuron_params p_in, int64_t T, int64_t M)
+                       snn_neuron_params p_in, int64_t T, int64_t M,
+                       float2 *__restrict__ dy_partial, int dy_group)
 {
     const snn_neuron_params p = fixed_params<FIXED>(p_in); /* FIXED: the common neuron */
     const float k = p.kind == SNN_NEURON_IF ? 1.0f : snn_lif_decay_cuda(p, NULL);
@@ -449,9 +508,11 @@ lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
             gs[t][j] = ok && dspike ? dspike[t * M + i] : 0.0f;
             dr[t][j] = ok && dres ? dres[t * M + i] : 0.0f;
         }
+    float sum_dy[E], sum_dy_dev[E]; /* SUMS: this thread's share of in->dy_sums, element j */
 #pragma unroll
     for (int j = 0; j < E; j++) {
         const int64_t i = base + (int64_t)j * BLOCK;
+        sum_dy[j] = 0.0f, sum_dy_dev[j] = 0.0f;
         if (i >= M) continue;
         const bn_affine a = bn_affine_of(bn, ch, i); /* as lif_forward_kernel<true, BN_ELEMS> */
         float h[TMAX], v = bn.v_init ? bn.v_init[i] : p.v_reset;
@@ -477,6 +538,10 @@ lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
             else dX[t * M + i] = d;
             if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
             gv = gh * dh_dv;
+            if (SUMS) { /* the batch-norm's sums: dL/dout = d, its input xv[t][j] */
+                sum_dy[j] += d;
+                sum_dy_dev[j] += d * (xv[t][j] - a.mean);
+            }
         }
         if (bn.x_repeated) { /* dX = sum over t, from 0 in the order t = 0, 1, ... (as the
                               * repeat's backward adds it: one axpy a step) */
@@ -488,6 +553,7 @@ lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
         }
         if (bn.dv_init) bn.dv_init[i] += gv;
     }
+    if (SUMS) dy_sums_partials<E>(sum_dy, sum_dy_dev, dy_partial, dy_group, M);
 }
 
 /* X[t] of element i: the batch-norm's expression on x, then the residual's add (the rounding of
@@ -603,27 +669,39 @@ lif_bn_backward_chunked_kernel(float *dX, float *__restrict__ dres,
     if (bn.dv_init) bn.dv_init[i] += gv;
 }
 
+/* Where lif_bn_backward_kernel<4, 2, .., SUMS> makes in->dy_sums (dy_sums_partials): up to 4
+ * steps, x not repeated, planes of a multiple of 32 that divide or are divided by the 512
+ * elements of a block, and the partials within the context's scratch. The group; 0: not here. */
+static int dy_sums_group(const snn_neuron_bn_input *in, int64_t T, int64_t M, int64_t plane)
+{
+    const int64_t block = BLOCK * 2, group = plane < block ? plane : block;
+    if (!in->dy_sums || T > 4 || in->x_repeated || plane % 32 != 0 || block % group != 0 ||
+        plane % group != 0 || (size_t)(M / group) * sizeof(float2) > SNN_CUDA_SCRATCH_BYTES)
+        return 0;
+    return (int)group;
+}
+
 template <bool RBN>
 static void launch_bn_backward(float *dX, float *dresidual, const float *dspike,
                                const snn_neuron_bn_input *in, const snn_bn_residual &rbn,
                                const bn_channels &ch, const snn_neuron_params *p, int64_t T,
-                               int64_t M)
+                               int64_t M, float2 *partial, int group)
 {
-    if (T <= 4 && params_fixed(p))
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2, RBN, true>), snn_neuron_cuda_grid(M, 2),
-                        BLOCK, 0, dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
-    else if (T <= 4)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<4, 2, RBN>), snn_neuron_cuda_grid(M, 2), BLOCK, 0,
-                        dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
-    else if (T <= 8)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<8, 1, RBN>), snn_neuron_cuda_grid(M, 1), BLOCK, 0,
-                        dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
-    else if (T <= CHUNK)
-        SNN_CUDA_LAUNCH((lif_bn_backward_kernel<16, 1, RBN>), snn_neuron_cuda_grid(M, 1), BLOCK,
-                        0, dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+#define SNN_LIF_BN_BACKWARD(TMAX, E, FIXED, SUMS)                                                \
+    SNN_CUDA_LAUNCH((lif_bn_backward_kernel<TMAX, E, RBN, FIXED, SUMS>),                         \
+                    snn_neuron_cuda_grid(M, E), BLOCK, 0, dX, dresidual, dspike, *in, rbn, ch,   \
+                    *p, T, M, partial, group)
+    const bool fixed = params_fixed(p), sums = group > 0;
+    if (T <= 4 && fixed && sums) SNN_LIF_BN_BACKWARD(4, 2, true, true);
+    else if (T <= 4 && fixed) SNN_LIF_BN_BACKWARD(4, 2, true, false);
+    else if (T <= 4 && sums) SNN_LIF_BN_BACKWARD(4, 2, false, true);
+    else if (T <= 4) SNN_LIF_BN_BACKWARD(4, 2, false, false);
+    else if (T <= 8) SNN_LIF_BN_BACKWARD(8, 1, false, false);
+    else if (T <= CHUNK) SNN_LIF_BN_BACKWARD(16, 1, false, false);
     else
         SNN_CUDA_LAUNCH(lif_bn_backward_chunked_kernel<RBN>, snn_neuron_cuda_grid(M, 1), BLOCK, 0,
                         dX, dresidual, dspike, *in, rbn, ch, *p, T, M);
+#undef SNN_LIF_BN_BACKWARD
 }
 
 extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const float *dspike,
@@ -635,11 +713,25 @@ extern "C" void snn_lif_bn_backward_cuda(float *dX, float *dresidual, const floa
     const int64_t T = d->T, M = snn_neuron_dims_step(d);
     if (M <= 0 || T <= 0) return;
     const bn_channels ch = bn_channels_make(M, d->plane, d->C);
+    /* in->dy_sums: made on the way where the kernel can (group > 0), else by a pass after */
+    const int group = dy_sums_group(in, T, M, d->plane);
+    float2 *partial =
+        group ? (float2 *)snn_cuda_scratch((size_t)(M / group) * sizeof(float2)) : nullptr;
     /* E TMAX <= 16 values of each loaded tensor a thread; past 16 steps, chunks of 16 */
     if (residual_by_bn(in))
-        launch_bn_backward<true>(dX, dresidual, dspike, in, *in->residual_bn, ch, p, T, M);
+        launch_bn_backward<true>(dX, dresidual, dspike, in, *in->residual_bn, ch, p, T, M,
+                                 partial, group);
     else
-        launch_bn_backward<false>(dX, dresidual, dspike, in, snn_bn_residual{}, ch, p, T, M);
+        launch_bn_backward<false>(dX, dresidual, dspike, in, snn_bn_residual{}, ch, p, T, M,
+                                  partial, group);
+    if (!in->dy_sums) return;
+    const int64_t images = in->x_repeated ? d->N : T * d->N; /* what the batch-norm normalised */
+    if (group)
+        SNN_CUDA_LAUNCH(dy_sums_finish_kernel, (unsigned)d->C, BLOCK, 0, in->dy_sums, partial,
+                        d->N, d->C, d->plane / group, (double)(images * d->plane));
+    else
+        snn_bn_neuron_dy_sums_cuda(in->dy_sums, dX, in->x, in->x_bf16, in->stats, (int)images,
+                                   (int)d->C, (int)d->plane);
 }
 
 /* dw[0] += dL/dk * dk/dw with k = sigmoid(w): dk/dw = k (1 - k), in double as the CPU. */

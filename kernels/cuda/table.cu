@@ -115,6 +115,7 @@ static snn_kernels make_cuda_table(void)
     k.batchnorm_forward_eval = snn_batchnorm_forward_eval_cuda;
     k.batchnorm_backward = snn_batchnorm_backward_cuda;
     k.batchnorm_backward_in_place = snn_batchnorm_backward_in_place_cuda;
+    k.batchnorm_backward_in_place_sums = snn_batchnorm_backward_in_place_sums_cuda;
     k.batchnorm_stats = snn_batchnorm_stats_cuda;
     k.batchnorm_stats_merge = snn_batchnorm_stats_merge_cuda;
     k.batchnorm_normalise = snn_batchnorm_normalise_cuda;

@@ -181,31 +181,56 @@ static float input_value(const float *x, const uint16_t *x_bf16, int64_t i)
     return x ? x[i] : snn_bf16_value(x_bf16[i]);
 }
 
+/* Channel c of the in-place backward from its sums (sum dout, sum dout (x - mean), count):
+ * dbeta, dgamma += from them, then each value of dx (= dout) replaced, as
+ * snn_batchnorm_input_grad_ref adds it to 0 */
+static void in_place_channel(float *dx, float *dgamma, float *dbeta, const float *x,
+                             const uint16_t *x_bf16, const float *gamma, const float *save_mean,
+                             const float *save_invstd, const double sums[3], int c, int N, int C,
+                             int HW)
+{
+    const double mean = (double)save_mean[c], invstd = (double)save_invstd[c];
+    const double sum_dy = sums[0], sum_dy_dev = sums[1], M = sums[2];
+    if (dbeta) dbeta[c] += (float)sum_dy;
+    if (dgamma) dgamma[c] += (float)(sum_dy_dev * invstd);
+    const double a = (gamma ? (double)gamma[c] : 1.0) * invstd;
+    const double sum_dy_xhat = sum_dy_dev * invstd;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < HW; i++) {
+            const int64_t at = plane_at(n, c, C, HW) + i;
+            const double xhat = ((double)input_value(x, x_bf16, at) - mean) * invstd;
+            const double dy = (double)dx[at];
+            dx[at] = 0.0f + (float)(a * (dy - sum_dy / M - xhat * sum_dy_xhat / M));
+        }
+}
+
 void snn_batchnorm_backward_in_place_ref(float *dx, float *dgamma, float *dbeta, const float *x,
                                          const uint16_t *x_bf16, const float *gamma,
                                          const float *save_mean, const float *save_invstd, int N,
                                          int C, int HW)
 {
     for (int c = 0; c < C; c++) {
-        /* the sums of batchnorm_backward over dout (= dx, untouched yet) */
-        const double mean = (double)save_mean[c], invstd = (double)save_invstd[c];
-        double sum_dy = 0.0, sum_dy_dev = 0.0;
+        /* the sums of batchnorm_backward over dout (= dx, untouched yet), then dx from them */
+        const double mean = (double)save_mean[c];
+        double sums[3] = {0.0, 0.0, (double)N * HW};
         for (int n = 0; n < N; n++)
             for (int i = 0; i < HW; i++) {
                 const int64_t at = plane_at(n, c, C, HW) + i;
-                sum_dy += (double)dx[at];
-                sum_dy_dev += (double)dx[at] * ((double)input_value(x, x_bf16, at) - mean);
+                sums[0] += (double)dx[at];
+                sums[1] += (double)dx[at] * ((double)input_value(x, x_bf16, at) - mean);
             }
-        if (dbeta) dbeta[c] += (float)sum_dy;
-        if (dgamma) dgamma[c] += (float)(sum_dy_dev * invstd);
-        /* then each value replaced, as snn_batchnorm_input_grad_ref adds it to 0 */
-        const double a = (gamma ? (double)gamma[c] : 1.0) * invstd;
-        const double sum_dy_xhat = sum_dy_dev * invstd, M = (double)N * HW;
-        for (int n = 0; n < N; n++)
-            for (int i = 0; i < HW; i++) {
-                const int64_t at = plane_at(n, c, C, HW) + i;
-                const double xhat = ((double)input_value(x, x_bf16, at) - mean) * invstd;
-                dx[at] = 0.0f + (float)(a * ((double)dx[at] - sum_dy / M - xhat * sum_dy_xhat / M));
-            }
+        in_place_channel(dx, dgamma, dbeta, x, x_bf16, gamma, save_mean, save_invstd, sums, c, N,
+                         C, HW);
     }
+}
+
+void snn_batchnorm_backward_in_place_sums_ref(float *dx, float *dgamma, float *dbeta,
+                                              const float *x, const uint16_t *x_bf16,
+                                              const float *gamma, const float *save_mean,
+                                              const float *save_invstd, const double *sums, int N,
+                                              int C, int HW)
+{
+    for (int c = 0; c < C; c++)
+        in_place_channel(dx, dgamma, dbeta, x, x_bf16, gamma, save_mean, save_invstd,
+                         sums + 3 * c, c, N, C, HW);
 }

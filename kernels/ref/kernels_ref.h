@@ -95,6 +95,11 @@ void snn_batchnorm_backward_in_place_ref(float *dx, float *dgamma, float *dbeta,
                                          const uint16_t *x_bf16, const float *gamma,
                                          const float *save_mean, const float *save_invstd, int N,
                                          int C, int HW);
+void snn_batchnorm_backward_in_place_sums_ref(float *dx, float *dgamma, float *dbeta,
+                                              const float *x, const uint16_t *x_bf16,
+                                              const float *gamma, const float *save_mean,
+                                              const float *save_invstd, const double *sums, int N,
+                                              int C, int HW);
 
 /* batchnorm_sync.c */
 void snn_batchnorm_stats_ref(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,

@@ -75,6 +75,7 @@ const snn_kernels snn_kernels_ref = {
     .batchnorm_forward_eval = snn_batchnorm_forward_eval_ref,
     .batchnorm_backward = snn_batchnorm_backward_ref,
     .batchnorm_backward_in_place = snn_batchnorm_backward_in_place_ref,
+    .batchnorm_backward_in_place_sums = snn_batchnorm_backward_in_place_sums_ref,
     .batchnorm_stats = snn_batchnorm_stats_ref,
     .batchnorm_stats_merge = snn_batchnorm_stats_merge_ref,
     .batchnorm_normalise = snn_batchnorm_normalise_ref,
