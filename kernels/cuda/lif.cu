@@ -143,18 +143,6 @@ static __device__ __forceinline__ float residual_at(const snn_neuron_bn_input &b
     return 0.0f;
 }
 
-/* Forward: see the file header. Writes spike, h_seq (if not NULL), v_last (if not NULL; may
- * alias v_init: each thread reads its v_init before writing its v_last) and adds the spike
- * counts to activity (if not NULL; zeroed by the launcher). CPU: snn_lif_forward_cpu.
- * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
- * that then writes H[t] to the same address, and no thread reads an address another has
- * written, so neither the read-only load path nor reordering can see a written value.
- * BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
- * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too).
- * spike_bits (BN only; M a multiple of 32, so that a warp's 32 elements of one step are one
- * word): each warp's __ballot_sync of its spikes, written by lane 0.
- * E elements a thread: ELEMS, or BN_ELEMS with BN, whose residual and channel constants would
- * otherwise take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
 /* The common neuron fixed at compile time: LIF, the ATan surrogate, hard reset, input decay
  * (snn-train's default). An instance built with FIXED folds the switches on kind, surrogate,
  * reset and decay that every element-step otherwise runs (uniform branches, but issued
@@ -173,12 +161,39 @@ static __device__ __forceinline__ snn_neuron_params fixed_params(snn_neuron_para
     return p;
 }
 
+/* Whether p is that neuron, with tau a power of two (snn-train's default is 2) so that 1/tau
+ * is exact: then (X - (V - V_reset)) / tau and (X - (V - V_reset)) * (1/tau) are the correctly
+ * rounded values of one real number, the same float, and the charge multiplies (one
+ * instruction) where snn_lif_charge_cuda divides (__fdiv_rn: a dozen, and a branch to its
+ * slow path). */
 static bool params_fixed(const snn_neuron_params *p)
 {
+    int e;
     return p->kind == SNN_NEURON_LIF && p->surrogate == SNN_SURROGATE_ATAN && !p->soft_reset &&
-           p->decay_input;
+           p->decay_input && p->tau > 0.0f && frexpf(p->tau, &e) == 0.5f;
 }
 
+/* H = V + (X - (V - V_reset)) / tau (snn_lif_charge_cuda); FIXED: times k = 1/tau, exact */
+template <bool FIXED>
+static __device__ __forceinline__ float charge(const snn_neuron_params &p, float k, float v,
+                                               float x)
+{
+    if (FIXED) return __fadd_rn(v, __fmul_rn(__fsub_rn(x, __fsub_rn(v, p.v_reset)), k));
+    return snn_lif_charge_cuda(p, k, v, x);
+}
+
+/* Forward: see the file header. Writes spike, h_seq (if not NULL), v_last (if not NULL; may
+ * alias v_init: each thread reads its v_init before writing its v_last) and adds the spike
+ * counts to activity (if not NULL; zeroed by the launcher). CPU: snn_lif_forward_cpu.
+ * h_seq may be x itself (snn_neuron_multistep_consume): every X[t] is read by the one thread
+ * that then writes H[t] to the same address, and no thread reads an address another has
+ * written, so neither the read-only load path nor reordering can see a written value.
+ * BN (lif_bn_forward): X is made from bn (see snn_neuron_bn_input) as it is loaded, x is
+ * unused, and spike may be NULL (backward's recompute of H: then activity is NULL too).
+ * spike_bits (BN only; M a multiple of 32, so that a warp's 32 elements of one step are one
+ * word): each warp's __ballot_sync of its spikes, written by lane 0.
+ * E elements a thread: ELEMS, or BN_ELEMS with BN, whose residual and channel constants would
+ * otherwise take the registers of two blocks an SM (79 a thread at 4: 37% occupancy). */
 template <bool BN, int E, bool RBN = false, bool FIXED = false>
 static __global__ void __launch_bounds__(BLOCK, FIXED ? 4 : 1)
 lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
@@ -245,7 +260,7 @@ lif_forward_kernel(float *__restrict__ spike, uint32_t *__restrict__ spike_bits,
                         if (bn.stats) xin = (xin - a[j].mean) * a[j].scale + a[j].shift;
                         if (has_residual<RBN>(bn)) xin = xin + rv[u][j];
                     }
-                    const float h = snn_lif_charge_cuda(p, k, v[j], xin);
+                    const float h = charge<FIXED>(p, k, v[j], xin);
                     s = snn_lif_fire(&p, h); /* a comparison: nothing to round */
                     if (h_seq) h_seq[off + i] = h;
                     if (!BN || spike) spike[off + i] = s;
@@ -521,7 +536,7 @@ lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
             if (t >= T) break;
             float xin = (xv[t][j] - a.mean) * a.scale + a.shift;
             if (has_residual<RBN>(bn)) xin = xin + rv[t][j];
-            h[t] = snn_lif_charge_cuda(p, k, v, xin);
+            h[t] = charge<FIXED>(p, k, v, xin);
             v = snn_lif_reset_cuda(p, h[t], snn_lif_fire(&p, h[t]));
         }
         if (bn.v_last) bn.v_last[i] = v; /* the deferred carry (may alias v_init: read above) */
