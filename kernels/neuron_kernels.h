@@ -136,11 +136,11 @@ typedef struct snn_neuron_bn_input {
     float *dv_init;                   /* (M) backward out: += dL/dV_init */
     /* (C, 3) backward out, or NULL: the sums batchnorm_backward_sums (kernels/kernels.h)
      * would take of the batch-norm's dL/dout = dX and x, (sum dX, sum dX (x - mean), count)
-     * per channel over the T N images, made as dX is written (mean: stats' mean rounded to
-     * float, the batch-norm's save_mean), for batchnorm_backward_in_place_sums. Their order of
-     * addition is the kernel's own, so they equal batchnorm_backward_sums's to rounding, not
-     * bit for bit: BF16 training asks for them, fp32 keeps the separate pass
-     * (neurons/bn_neuron.c). Not with x_repeated. */
+     * per channel over the images it normalised (T N; N where x_repeated), made as dX is
+     * written (mean: stats' mean rounded to float, the batch-norm's save_mean), for
+     * batchnorm_backward_in_place_sums. Their order of addition is the kernel's own, so they
+     * equal batchnorm_backward_sums's to rounding, not bit for bit: TF32 and BF16 training ask
+     * for them, fp32 keeps the separate pass (neurons/bn_neuron.c). */
     double *dy_sums;
     /* x is (M), not (T, M): every step reads the same x (the stem of a directly encoded
      * image, snn_batchnorm_neuron_repeat: X[t, i] = bn(x[i]) at each t, the repeat over T

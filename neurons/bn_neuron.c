@@ -240,9 +240,8 @@ static void bn_neuron_backward(snn_node *node)
     snn_neuron_bn_input in = {.stats = sv->stats, .invstd = sv->invstd, .gamma = gamma->data,
                               .beta = beta->data, .v_init = sv->v_state, .v_last = sv->v_state,
                               .x_repeated = sv->x_repeated};
-    /* BF16: the batch-norm's sums made by the neuron kernel as it writes dL/dX (see there) */
-    if (dx_whole && snn_bn_neuron_folds_sums(k, snn_neuron_kernels_for(x->device), &sv->dims,
-                                             sv->x_repeated)) {
+    /* TF32 / BF16: the batch-norm's sums made by the neuron kernel as it writes dL/dX */
+    if (dx_whole && snn_bn_neuron_folds_sums(k, snn_neuron_kernels_for(x->device), &sv->dims)) {
         in.dy_sums = snn_step_alloc(fn, 3 * (size_t)sv->dims.C * sizeof(double), x->device);
         if (!in.dy_sums) {
             snn_backward_out_of_memory();

@@ -70,16 +70,15 @@ static inline bool snn_bn_neuron_one_pass(const snn_neuron_kernels *nk, const sn
 
 /* Whether the op's backward has the one-pass kernel make the batch-norm's sums on its way
  * (snn_neuron_bn_input.dy_sums) and the batch-norm's backward take them
- * (batchnorm_backward_in_place_sums), saving that backward's pass over dL/dX and x: in BF16
- * training only, whose sums may differ from batch-norm's own pass in their last bits (fp32
- * keeps that pass and its bits); not for the repeated stem (x_repeated). The memory walk asks
- * the same (nn/memory_layers.c: the sums, 24 B a channel, in the step's scratch). */
+ * (batchnorm_backward_in_place_sums), saving that backward's pass over dL/dX and x: in TF32
+ * and BF16 training, whose sums may differ from batch-norm's own pass in their last bits
+ * (fp32 keeps that pass and its bits). The memory walk asks the same (nn/memory_layers.c: the
+ * sums, 24 B a channel, in the step's scratch). */
 static inline bool snn_bn_neuron_folds_sums(const snn_kernels *k, const snn_neuron_kernels *nk,
-                                            const snn_neuron_dims *d, bool x_repeated)
+                                            const snn_neuron_dims *d)
 {
-    return snn_get_precision() == SNN_PRECISION_BF16 && !x_repeated && k &&
-           k->batchnorm_backward_in_place && k->batchnorm_backward_in_place_sums &&
-           snn_bn_neuron_one_pass(nk, d);
+    return snn_get_precision() != SNN_PRECISION_FP32 && k && k->batchnorm_backward_in_place &&
+           k->batchnorm_backward_in_place_sums && snn_bn_neuron_one_pass(nk, d);
 }
 
 /* The neuron part's backward (bn_neuron.c says what it writes; dX may be dspike where

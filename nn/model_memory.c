@@ -296,7 +296,7 @@ static void walk_step(snn_walk *w, const snn_model_config *c, const snn_model_op
     w->keep_bf16 = snn_options_keep_bf16(o);
     w->one_pass_backward = nk && nk->lif_bn_backward && T <= SNN_NEURON_BN_BACKWARD_MAX_T;
     const snn_neuron_dims steps = {.T = (int64_t)T};
-    w->bn_sums_fold = training && snn_bn_neuron_folds_sums(w->k, nk, &steps, false);
+    w->bn_sums_fold = training && snn_bn_neuron_folds_sums(w->k, nk, &steps);
     w->align = device == SNN_CPU ? 64.0 : 256.0;
     w->carry = carry;
     w->traces = traces;

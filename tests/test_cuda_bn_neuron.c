@@ -18,8 +18,8 @@
  *   6. the repeated stem (snn_batchnorm_neuron_repeat, x_repeated in lif.cu) against
  *      snn_batchnorm2d -> snn_repeat_time -> snn_neuron_multistep on the GPU, bit for bit: the
  *      kernel adds the steps' dL/dX in the repeat's order up to 16 steps.
- *   7. in BF16 training (the batch-norm's sums from the neuron kernel, lif.cu's dy_sums)
- *      against the same op in fp32: the gradients to 1e-5, the forward bit for bit.
+ *   7. in TF32 and BF16 training (the batch-norm's sums from the neuron kernel, lif.cu's
+ *      dy_sums) against the same op in fp32: the gradients to 1e-5, the forward bit for bit.
  * Past 16 steps lif_bn_backward runs in chunks (T = 17 here), a kernel of its own, whose
  * gradients are compared to 1e-5 (chunked(), below); at T = 66 the scratch path's are bit for
  * bit again.
@@ -515,7 +515,7 @@ static void test_model_step_fusion_on_off(void)
     snn_module_free(a), snn_module_free(b);
 }
 
-/* 7. BF16 training: the batch-norm's backward takes the sums the neuron kernel made
+/* 7. TF32 and BF16 training: the batch-norm's backward takes the sums the neuron kernel made
  * (snn_bn_neuron_folds_sums; their order of addition is the kernel's, test_cuda_bn_sums), so
  * the gradients of x, gamma and beta equal the fp32 run's (batch-norm's own pass) to 1e-5 of
  * their largest magnitude; the forward, which the precision does not touch here (no conv), bit
@@ -530,7 +530,8 @@ static void test_bf16_sums_from_the_neuron_kernel(void)
             for (int res = 0; res < 2; res++) {
                 const snn_shape shape = shapes[use[u]];
                 result a = run(SNN_CUDA, true, shape, res, &cfg[c]);
-                CHECK_OK(snn_set_precision(SNN_PRECISION_BF16));
+                /* TF32 for the residual cases, BF16 for the others: the same path */
+                CHECK_OK(snn_set_precision(res ? SNN_PRECISION_TF32 : SNN_PRECISION_BF16));
                 result b = run(SNN_CUDA, true, shape, res, &cfg[c]);
                 CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
                 const bool ok = a.n == b.n && bits(a.spikes, b.spikes, a.n) &&
@@ -538,7 +539,7 @@ static void test_bf16_sums_from_the_neuron_kernel(void)
                                 same(a.dgamma, b.dgamma, a.C, true) &&
                                 same(a.dbeta, b.dbeta, a.C, true) && bits(a.dres, b.dres, a.n);
                 if (!ok)
-                    fprintf(stderr, "  shape %d, config %d, residual %d: bf16 != fp32\n",
+                    fprintf(stderr, "  shape %d, config %d, residual %d: tf32/bf16 != fp32\n",
                             use[u], c, res);
                 CHECK(ok);
                 result_free(&a), result_free(&b);

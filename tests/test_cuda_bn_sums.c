@@ -10,8 +10,8 @@
  *   3. batchnorm_backward_in_place_sums given batchnorm_backward_sums's sums gives
  *      batchnorm_backward_in_place's bits (dx, dgamma, dbeta).
  * Shapes: planes of 2048 and 1024 (several blocks a plane), 256, 64 and 32 (several planes a
- * block, and a last block half past M) where the kernel makes them; planes of 16 and 49, T = 6
- * and the repeated stem, where the pass after it does. x as floats and as bf16; the common
+ * block, and a last block half past M), 16 and 8 (several planes a warp), and the repeated
+ * stem, where the kernel makes them; planes of 49 and 1, T = 6, where the pass after it does. x as floats and as bf16; the common
  * neuron (LIF, ATan: the kernel's fixed instance) and IF; no residual, a residual of floats,
  * and one made by a batch-norm (residual_bn). The op's use of them in BF16 training
  * (neurons/bn_neuron.c) is test_cuda_bn_neuron's case 7. Skipped (exit 77) without a GPU.
@@ -177,11 +177,14 @@ static void test_sums(void)
         {3, 6, 24, 64, false, 2, false, false},
         {2, 5, 7, 32, true, 0, false, true}, /* M = 1120: the last block half past M */
         {4, 3, 16, 64, true, 2, false, true},
+        {4, 8, 16, 16, false, 0, false, true}, /* two planes a warp */
+        {3, 4, 8, 8, true, 1, false, false},
+        {4, 4, 8, 64, true, 0, true, true},    /* the repeated stem */
+        {2, 3, 8, 16, false, 0, true, false},
         /* the pass after the kernel */
-        {4, 8, 16, 16, false, 0, false, true},
         {4, 3, 5, 49, false, 1, false, false},
+        {4, 2, 6, 1, false, 0, false, true},
         {6, 4, 8, 64, false, 0, false, true},
-        {4, 4, 8, 64, true, 0, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
 }

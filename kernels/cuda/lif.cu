@@ -419,10 +419,11 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  *   1. each block: every thread's sums over its steps, the warps' by shuffles, then, for each
  *      group of `group` consecutive elements (a plane, or the block's share of a plane:
  *      group = min(plane, BLOCK E), which divides both), the sum of its warps in order, in
- *      float, to partial[e / group] (float2: sum dX, sum dX (x - mean));
+ *      float, to partial[e / group] (float2: sum dX, sum dX (x - mean)); planes smaller than
+ *      a warp (16, 8, ..., which divide it) by shuffles within their lanes alone;
  *   2. dy_sums_finish_kernel: channel c's partials (its N planes' plane / group each) in double.
  * The whole warp reaches step 1 (no thread returned early), and a warp's 32 elements lie in
- * one group (group % 32 == 0). Floats inside a block, over at most BLOCK E T values, then
+ * one group (group % 32 == 0) or hold whole groups (32 % group == 0). Floats inside a block, over at most BLOCK E T values, then
  * double: BF16 training's sums (fp32 keeps batch-norm's own pass, in double throughout). */
 template <int E>
 static __device__ __forceinline__ void dy_sums_partials(const float (&sum_dy)[E],
@@ -433,6 +434,20 @@ static __device__ __forceinline__ void dy_sums_partials(const float (&sum_dy)[E]
     constexpr int WARPS = BLOCK / 32;
     __shared__ float2 warp_sums[E * WARPS]; /* in element order: j, then the warp */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (group < 32) { /* planes of 16, 8, ...: a warp holds 32 / group of them, each summed by
+                       * its own lanes and written by its first */
+#pragma unroll
+        for (int j = 0; j < E; j++) {
+            float a = sum_dy[j], b = sum_dy_dev[j];
+            for (int o = group / 2; o > 0; o >>= 1) {
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+                b += __shfl_xor_sync(0xffffffffu, b, o);
+            }
+            const int64_t e = (int64_t)blockIdx.x * (BLOCK * E) + j * BLOCK + threadIdx.x;
+            if (lane % group == 0 && e < M) partial[e / group] = make_float2(a, b);
+        }
+        return; /* the whole block takes this branch: no barrier is left waiting */
+    }
 #pragma unroll
     for (int j = 0; j < E; j++) {
         float a = sum_dy[j], b = sum_dy_dev[j];
@@ -553,7 +568,7 @@ lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
             else dX[t * M + i] = d;
             if (dres) dres[t * M + i] = dr[t][j] + 1.0f * d;
             gv = gh * dh_dv;
-            if (SUMS) { /* the batch-norm's sums: dL/dout = d, its input xv[t][j] */
+            if (SUMS && !bn.x_repeated) { /* the batch-norm's sums: dL/dout = d, x xv[t][j] */
                 sum_dy[j] += d;
                 sum_dy_dev[j] += d * (xv[t][j] - a.mean);
             }
@@ -565,6 +580,10 @@ lif_bn_backward_kernel(float *dX, float *__restrict__ dres,
             for (int t = 0; t < TMAX; t++)
                 if (t < T) sum = sum + 1.0f * h[t];
             dX[i] = sum;
+            if (SUMS) { /* the batch-norm's dL/dout is that sum, its input the one x */
+                sum_dy[j] += sum;
+                sum_dy_dev[j] += sum * (xv[0][j] - a.mean);
+            }
         }
         if (bn.dv_init) bn.dv_init[i] += gv;
     }
@@ -685,13 +704,15 @@ lif_bn_backward_chunked_kernel(float *dX, float *__restrict__ dres,
 }
 
 /* Where lif_bn_backward_kernel<4, 2, .., SUMS> makes in->dy_sums (dy_sums_partials): up to 4
- * steps, x not repeated, planes of a multiple of 32 that divide or are divided by the 512
- * elements of a block, and the partials within the context's scratch. The group; 0: not here. */
+ * steps, planes that divide or are divided by the 512 elements of a block and are a multiple
+ * of 32 or divide it (2, 4, ..., 16; 1 would give one partial an element), and the partials
+ * within the context's scratch. The group; 0: not here. */
 static int dy_sums_group(const snn_neuron_bn_input *in, int64_t T, int64_t M, int64_t plane)
 {
     const int64_t block = BLOCK * 2, group = plane < block ? plane : block;
-    if (!in->dy_sums || T > 4 || in->x_repeated || plane % 32 != 0 || block % group != 0 ||
-        plane % group != 0 || (size_t)(M / group) * sizeof(float2) > SNN_CUDA_SCRATCH_BYTES)
+    if (!in->dy_sums || T > 4 || plane < 2 || (plane % 32 != 0 && 32 % plane != 0) ||
+        block % group != 0 || plane % group != 0 ||
+        (size_t)(M / group) * sizeof(float2) > SNN_CUDA_SCRATCH_BYTES)
         return 0;
     return (int)group;
 }
