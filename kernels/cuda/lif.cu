@@ -23,6 +23,13 @@
  *   backward  read dS 4 B and H 4 B, read + write dX 8 B: 16 B (PLIF also reads X, and
  *             H[t-1] once per BSTEPS steps: ~22 B)
  *   plus, once per element, V_init / V_last / dV_init when given.
+ *
+ * Two things make the batch-norm-fed kernels faster than the equations above suggest, both
+ * for their readers to know: the common neuron (LIF, ATan, hard reset, input decay) runs in
+ * instances with those choices fixed at compile time (fixed_params, params_fixed), whose
+ * charge multiplies by 1/tau where tau is a power of two; and in TF32 / BF16 training the
+ * backward also sums dX and dX (x - mean) per channel for the batch-norm's backward
+ * (in->dy_sums: dy_sums_partials, dy_sums_finish_kernel), which then skips its own pass.
  */
 #include "neuron_cuda.cuh"
 #include "tensor/error.h"
