@@ -430,8 +430,9 @@ lif_backward_kernel(float *__restrict__ dx, float *__restrict__ dv_init,
  *      a warp (16, 8, ..., which divide it) by shuffles within their lanes alone;
  *   2. dy_sums_finish_kernel: channel c's partials (its N planes' plane / group each) in double.
  * The whole warp reaches step 1 (no thread returned early), and a warp's 32 elements lie in
- * one group (group % 32 == 0) or hold whole groups (32 % group == 0). Floats inside a block, over at most BLOCK E T values, then
- * double: BF16 training's sums (fp32 keeps batch-norm's own pass, in double throughout). */
+ * one group (group % 32 == 0) or hold whole groups (32 % group == 0). Floats inside a block,
+ * over at most BLOCK E T values, then double: TF32 and BF16 training's sums (fp32 keeps
+ * batch-norm's own pass, in double throughout). */
 template <int E>
 static __device__ __forceinline__ void dy_sums_partials(const float (&sum_dy)[E],
                                                         const float (&sum_dy_dev)[E],
