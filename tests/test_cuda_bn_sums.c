@@ -11,10 +11,11 @@
  *      batchnorm_backward_in_place's bits (dx, dgamma, dbeta).
  * Shapes: planes of 2048 and 1024 (several blocks a plane), 256, 64 and 32 (several planes a
  * block, and a last block half past M), 16 and 8 (several planes a warp), and the repeated
- * stem, where the kernel makes them; planes of 49 and 1, T = 6, where the pass after it does. x as floats and as bf16; the common
- * neuron (LIF, ATan: the kernel's fixed instance) and IF; no residual, a residual of floats,
- * and one made by a batch-norm (residual_bn). The op's use of them in BF16 training
- * (neurons/bn_neuron.c) is test_cuda_bn_neuron's case 7. Skipped (exit 77) without a GPU.
+ * stem, where the kernel makes them; planes of 49 and 1, T = 6, where the pass after it does.
+ * x as floats and as bf16; the common neuron (LIF, ATan: the kernel's fixed instance) and IF;
+ * no residual, a residual of floats, and one made by a batch-norm (residual_bn). The op's use
+ * of them in TF32 and BF16 training (neurons/bn_neuron.c) is test_cuda_bn_neuron's case 7.
+ * Skipped (exit 77) without a GPU.
  *
  *     ctest --test-dir build -R cuda_bn_sums --output-on-failure
  */
