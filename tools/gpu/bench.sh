@@ -22,7 +22,9 @@
 #   ab        bench_train_step's train row, this tree and the base alternated AB_REPEATS (3)
 #             times for each case of AB_CASES ("B:flags" separated by spaces, flags
 #             comma-separated; by default BF16 T = 4 at B = 64 and 256, plain and --keep-bf16),
-#             30 steps each: a before / after pair whose noise the repeats show
+#             30 steps each: a before / after pair whose noise the repeats show. A case's flags
+#             come last, so they may change the precision or T: "256:--precision,tf32",
+#             "32:--T,32,--keep-bf16"
 #   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32,
 #             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too)
 #   launches  ncu: each launch of the kernels matching LAUNCH_KERNELS (a regex) over a training
