@@ -103,13 +103,6 @@ static void dot_dev_lanes(double acc[BN_LANES], const float *dout, const float *
     for (; i < n; i++) acc[0] += (double)dout[i] * ((double)x[i] - mean);
 }
 
-static double sum_dot_dev_f64(const float *dout, const float *x, double mean, int64_t n)
-{
-    double acc[BN_LANES] = {0};
-    dot_dev_lanes(acc, dout, x, mean, n);
-    return combine_lanes(acc);
-}
-
 /* ---- training forward ----------------------------------------------------------------------- */
 
 /*
@@ -207,6 +200,27 @@ static const float *input_values(const float *x, const uint16_t *x_bf16, int64_t
     return buf;
 }
 
+/* Pass 1 of the backward over channel c: sum dout and sum dout (x - mean), plane by plane (x
+ * as floats, or bf16 bits unpacked BF16_CHUNK at a time into buf). */
+static void channel_dy_sums(double out[2], const float *dout, const float *x,
+                            const uint16_t *x_bf16, float mean, int c, int N, int C, int HW,
+                            float *buf)
+{
+    double sum_dy = 0.0, sum_dy_dev = 0.0;
+    for (int n = 0; n < N; n++) {
+        const int64_t plane = ((int64_t)n * C + c) * HW;
+        sum_dy += sum_f64(dout + plane, HW);
+        double acc[BN_LANES] = {0};
+        for (int64_t i = 0; i < HW; i += BF16_CHUNK) {
+            const int64_t len = HW - i < BF16_CHUNK ? HW - i : BF16_CHUNK;
+            const float *xp = input_values(x, x_bf16, plane + i, len, buf);
+            dot_dev_lanes(acc, dout + plane + i, xp, (double)mean, len);
+        }
+        sum_dy_dev += combine_lanes(acc);
+    }
+    out[0] = sum_dy, out[1] = sum_dy_dev;
+}
+
 /* batchnorm_backward and batchnorm_backward_in_place (dout NULL: dx holds it; then dx is
  * replaced, not added to); with sums (C, 3) given, pass 1 is not run and they are used
  * (batchnorm_backward_in_place_sums). */
@@ -225,19 +239,11 @@ static void backward(float *dx, float *dgamma, float *dbeta, const float *dout, 
         const float invstd = save_invstd[c];
         float buf[BF16_CHUNK];
 
-        /* pass 1: sum dout and sum dout xhat = invstd sum dout (x - mean) */
-        double sum_dy = sums ? sums[3 * c] : 0.0, sum_dy_dev = sums ? sums[3 * c + 1] : 0.0;
-        for (int n = 0; n < (sums ? 0 : N); n++) {
-            const int64_t plane = n * plane_stride + (int64_t)c * HW;
-            sum_dy += sum_f64(dout + plane, HW);
-            double acc[BN_LANES] = {0};
-            for (int64_t i = 0; i < HW; i += BF16_CHUNK) {
-                const int64_t len = HW - i < BF16_CHUNK ? HW - i : BF16_CHUNK;
-                const float *xp = input_values(x, x_bf16, plane + i, len, buf);
-                dot_dev_lanes(acc, dout + plane + i, xp, (double)mean, len);
-            }
-            sum_dy_dev += combine_lanes(acc);
-        }
+        /* pass 1 (unless given): sum dout and sum dout xhat = invstd sum dout (x - mean) */
+        double dy_sums[2];
+        if (sums) dy_sums[0] = sums[3 * c], dy_sums[1] = sums[3 * c + 1];
+        else channel_dy_sums(dy_sums, dout, x, x_bf16, mean, c, N, C, HW, buf);
+        const double sum_dy = dy_sums[0], sum_dy_dev = dy_sums[1];
         const double sum_dy_xhat = sum_dy_dev * (double)invstd;
         if (dbeta) dbeta[c] += (float)sum_dy;
         if (dgamma) dgamma[c] += (float)sum_dy_xhat;
@@ -401,19 +407,11 @@ void snn_batchnorm_backward_sums_cpu(double *sums, const float *dout, const floa
                                      const float *save_mean, int N, int C, int HW)
 {
     const int64_t M = (int64_t)N * HW;
-    const int64_t plane_stride = (int64_t)C * HW;
 
 #pragma omp parallel for schedule(static) num_threads(snn_cpu_threads(M * C))
     for (int c = 0; c < C; c++) {
-        double sum_dy = 0.0, sum_dy_dev = 0.0;
-        for (int n = 0; n < N; n++) {
-            const float *dop = dout + n * plane_stride + (int64_t)c * HW;
-            const float *xp = x + n * plane_stride + (int64_t)c * HW;
-            sum_dy += sum_f64(dop, HW);
-            sum_dy_dev += sum_dot_dev_f64(dop, xp, (double)save_mean[c], HW);
-        }
-        sums[3 * c] = sum_dy;
-        sums[3 * c + 1] = sum_dy_dev;
+        float buf[BF16_CHUNK]; /* unused: x is floats */
+        channel_dy_sums(sums + 3 * c, dout, x, NULL, save_mean[c], c, N, C, HW, buf);
         sums[3 * c + 2] = (double)M;
     }
 }
