@@ -151,7 +151,7 @@ typedef struct snn_neuron_bn_input {
     /* The residual as a batch-norm's output (see above), or NULL: read where residual and
      * residual_bits are NULL (stats not NULL, x not repeated). A host pointer: CUDA passes the
      * struct to its kernels as an argument of its own (48 more bytes in this one, passed by
-     * value, cost the T > 16 backward kernel 29 registers, kernels/cuda/lif.cu). */
+     * value, cost the T > 16 backward kernel 29 registers, kernels/cuda/lif_bn_backward.cu). */
     const snn_bn_residual *residual_bn;
 } snn_neuron_bn_input;
 

@@ -23,7 +23,7 @@
  * snn_batchnorm2d -> snn_add_into -> snn_neuron_multistep on the same device, bit for bit
  * (tests/test_bn_neuron.c, test_bn_neuron_carry.c, test_cuda_bn_neuron.c). One exception:
  * CUDA's backward from 17 to SNN_NEURON_BN_BACKWARD_MAX_T steps
- * (lif_bn_backward_chunked_kernel, lif.cu), whose gradients equal them to rounding.
+ * (lif_bn_backward_chunked_kernel, lif_bn_backward.cu), whose gradients equal them to rounding.
  *
  * Backward memory. dL/dX, 4 B per element and step, goes into x's gradient, which x (a conv's
  * output, with no other reader) has not had yet: the batch-norm's backward then replaces it by
@@ -205,7 +205,7 @@ static void bn_neuron_backward(snn_node *node)
     /* x's first gradient (a conv output has no other reader) takes dL/dX, which the
      * batch-norm's backward then replaces by dL/dx in place: no buffer of dL/dX's own. Where
      * the device's one-pass kernel runs, it is the spikes' gradient itself, handed over: the
-     * kernel loads every dL/dS of its elements before it stores their dL/dX (lif.cu) */
+     * kernel loads every dL/dS of its elements before it stores their dL/dX (lif_bn_backward.cu) */
     const bool one_pass = snn_bn_neuron_one_pass(snn_neuron_kernels_for(x->device), &sv->dims);
     float *dx_whole = !k->batchnorm_backward_in_place ? NULL
                       : one_pass && snn_grad_can_hand_over(node->out, x)

@@ -6,8 +6,8 @@
  * that runs in place of the separate ones. Every fused op computes the separate ops' function,
  * in fp32 bit for bit (tests/test_bn_neuron.c, test_bn_neuron_carry.c and
  * test_cuda_bn_neuron.c run models with the rules and without), but for CUDA's fused backward
- * from 17 to 64 steps, equal to rounding (kernels/cuda/lif.cu); what it saves is passes over
- * memory, and memory kept for backward.
+ * from 17 to 64 steps, equal to rounding (kernels/cuda/lif_bn_backward.cu); what it saves is
+ * passes over memory, and memory kept for backward.
  *
  * Who asks, and when. A list of modules (snn_modules_forward: the models' layers, Sequential)
  * asks at each module for the rules that start there; a ResNet block (nn/model_resnet.c) asks

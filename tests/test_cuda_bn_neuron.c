@@ -15,11 +15,13 @@
  *      in snn_neuron_multistep_carry / _state, bit for bit: spikes, the state left, and the
  *      gradients of x, gamma, beta, the residual and V_in; to 1e-5 where dS and dV_last both
  *      reach the one-pass kernel (its one recurrence against the unfused op's two).
- *   6. the repeated stem (snn_batchnorm_neuron_repeat, x_repeated in lif.cu) against
- *      snn_batchnorm2d -> snn_repeat_time -> snn_neuron_multistep on the GPU, bit for bit: the
- *      kernel adds the steps' dL/dX in the repeat's order up to 16 steps.
- *   7. in TF32 and BF16 training (the batch-norm's sums from the neuron kernel, lif.cu's
- *      dy_sums) against the same op in fp32: the gradients to 1e-5, the forward bit for bit.
+ *   6. the repeated stem (snn_batchnorm_neuron_repeat, x_repeated in lif.cu and
+ *      lif_bn_backward.cu) against snn_batchnorm2d -> snn_repeat_time -> snn_neuron_multistep
+ *      on the GPU, bit for bit: the kernel adds the steps' dL/dX in the repeat's order up to
+ *      16 steps.
+ *   7. in TF32 and BF16 training (the batch-norm's sums from the neuron kernel,
+ *      lif_bn_backward.cu's dy_sums) against the same op in fp32: the gradients to 1e-5, the
+ *      forward bit for bit.
  * Past 16 steps lif_bn_backward runs in chunks (T = 17 here), a kernel of its own, whose
  * gradients are compared to 1e-5 (chunked(), below); at T = 66 the scratch path's are bit for
  * bit again.

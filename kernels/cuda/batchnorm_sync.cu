@@ -202,8 +202,8 @@ extern "C" void snn_batchnorm_backward_sums_cuda(double *sums, const float *dout
 }
 
 /* The same sums for the fused batch-norm -> neuron backward where its kernel does not make
- * them itself (lif.cu, in->dy_sums): x as floats or (x NULL) bf16 bits, the mean from the
- * merged statistics (C, 3) */
+ * them itself (lif_bn_backward.cu, in->dy_sums): x as floats or (x NULL) bf16 bits, the mean
+ * from the merged statistics (C, 3) */
 extern "C" void snn_bn_neuron_dy_sums_cuda(double *sums, const float *dout, const float *x,
                                            const uint16_t *x_bf16, const double *stats, int N,
                                            int C, int HW)

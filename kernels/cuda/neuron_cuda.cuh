@@ -203,7 +203,7 @@ static inline unsigned snn_neuron_cuda_grid(int64_t M, int elems = SNN_NEURON_CU
 
 extern "C" {
 
-/* lif.cu */
+/* lif.cu (snn_lif_bn_backward_cuda: lif_bn_backward.cu) */
 void snn_lif_forward_cuda(float *spike, float *h_seq, float *v_last, float *a_last,
                           float *activity, const float *x, const float *v_init,
                           const float *a_init, const float *w, const snn_neuron_params *p,
