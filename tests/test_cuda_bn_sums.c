@@ -1,10 +1,11 @@
 /*
  * test_cuda_bn_sums.c - the batch-norm sums that the fused neuron backward makes on its way
- * (snn_neuron_bn_input.dy_sums: kernels/cuda/lif.cu's dy_sums_partials and
+ * (snn_neuron_bn_input.dy_sums: kernels/cuda/lif_bn_backward.cu's dy_sums_partials and
  * dy_sums_finish_kernel, or the batch-norm's own pass where that kernel cannot), on the GPU:
- *   1. against batchnorm_backward_sums of the dX the same launch wrote and of x as floats, per
- *      channel: sum dX and sum dX (x - mean) within 1e-5 of the sum of their terms' magnitudes
- *      (floats inside a block, then double: kernels/neuron_kernels.h), the count exactly;
+ *   1. against the reference's batchnorm_backward_sums (snn_batchnorm_backward_sums_ref, on
+ *      the host) of the dX the same launch wrote and of x as floats, per channel: sum dX and
+ *      sum dX (x - mean) within 1e-5 of the sum of their terms' magnitudes (floats inside a
+ *      block, then double: kernels/neuron_kernels.h), the count exactly;
  *   2. dX and dresidual bit for bit as the same launch without dy_sums wrote them (the sums
  *      only read);
  *   3. batchnorm_backward_in_place_sums given batchnorm_backward_sums's sums gives
@@ -114,15 +115,15 @@ static void run_case(const sums_case *k)
         expect_exact(what2, dres, h_dres, (size_t)n * sizeof(float));
     }
 
-    /* the sums against batchnorm_backward_sums of that dX and x as floats */
-    double *want = tracked_alloc(3 * C * sizeof(double), SNN_CUDA);
-    gpu->batchnorm_backward_sums(want, dX, dx_f, mean, (int)images, (int)k->C, (int)k->plane);
+    /* the sums against the reference's (kernels/ref/batchnorm_sync.c) of that dX and x as
+     * floats, on the host */
     double *h_got = (double *)tracked_alloc(3 * C * sizeof(double), SNN_CPU);
     double *h_want = (double *)tracked_alloc(3 * C * sizeof(double), SNN_CPU);
     float *h_mean = host_floats(C);
     download(h_got, sums, 3 * C * sizeof(double));
-    download(h_want, want, 3 * C * sizeof(double));
     download(h_mean, mean, C * sizeof(float));
+    snn_batchnorm_backward_sums_ref(h_want, h_dX, x, h_mean, (int)images, (int)k->C,
+                                    (int)k->plane);
     double worst = 0.0;
     for (int64_t c = 0; c < k->C; c++) {
         double scale[2] = {0.0, 0.0}; /* the sums of the terms' magnitudes */
@@ -141,12 +142,15 @@ static void run_case(const sums_case *k)
     }
     CHECK(worst <= 1.0);
     if (!(worst <= 1.0))
-        fprintf(stderr, "FAIL %s: the sums differ from batchnorm_backward_sums's by %.3g of the "
+        fprintf(stderr, "FAIL %s: the sums differ from the reference's by %.3g of the "
                 "tolerance\n", what, worst);
     printf("  %-60s sums within %.3f of the tolerance\n", what, worst);
 
-    /* the in-place backward from those sums is batchnorm_backward_in_place */
+    /* the in-place backward, given the device's own pass's sums, is batchnorm_backward_in_place */
     if (!k->repeated) {
+        double *want = tracked_alloc(3 * C * sizeof(double), SNN_CUDA);
+        gpu->batchnorm_backward_sums(want, dX, dx_f, mean, (int)images, (int)k->C,
+                                     (int)k->plane);
         float *a = dev_floats((size_t)n), *b = dev_floats((size_t)n);
         float *ga = dev_floats(C), *gb = dev_floats(C), *ba = dev_floats(C), *bb = dev_floats(C);
         upload(a, h_dX, (size_t)n * sizeof(float)), upload(b, h_dX, (size_t)n * sizeof(float));
