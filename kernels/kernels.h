@@ -94,6 +94,20 @@ typedef struct snn_bn_eval {
     float eps;
 } snn_bn_eval;
 
+/* A training batch-norm's input gradient not made yet (autograd/grad_deferred.c): the gradient
+ * buffer holds the batch-norm's dL/dout (dX), and dL/dx is what
+ *   batchnorm_backward_in_place_sums(dX, NULL, NULL, x, x_bf16, gamma, save_mean, save_invstd,
+ *                                    sums, N, C, HW)
+ * would write over it. conv2d_backward_bn_dout, for the conv that made x, makes dL/dx as it
+ * reads its dout. */
+typedef struct snn_bn_dout {
+    const float *x;                 /* the batch-norm's input (the conv's output), or NULL: */
+    const uint16_t *x_bf16;         /*   then these are its values, as bfloat16 bits */
+    const float *gamma;             /* may be NULL (affine = False) */
+    const float *save_mean, *save_invstd;
+    const double *sums;             /* (C, 3): sum dX, sum dX (x - mean), count */
+} snn_bn_dout;
+
 typedef struct snn_pool2d_dims {
     int N, C, H, W;           /* input (N, C, H, W) */
     int K, stride, pad;       /* square window */
@@ -228,6 +242,18 @@ typedef struct snn_kernels {
      * that keeps its shape): dx is then written over dout, not added, and the step needs no
      * second buffer of that size. Optional: NULL where never (the reference). */
     bool (*conv2d_dx_over_dout)(const snn_conv2d_dims *d);
+    /* conv2d_backward (or conv2d_backward_bits: x NULL, x_bits given) whose dout is a
+     * batch-norm's input gradient not made yet (snn_bn_dout): dX holds the batch-norm's
+     * dL/dout, and the kernels make dout from it and x as they load it, with the bits of
+     * batchnorm_backward_in_place_sums followed by conv2d_backward. So the batch-norm's pass
+     * that writes dout, and the conv's that reads it, are one (CUDA's channels-last copy).
+     * dx may be dX where conv2d_dx_over_dout says so; dX's values are then gone, else kept.
+     * Returns false, having done nothing, where this conv's kernels cannot (the caller makes
+     * dout first); NULL on a device without it (the CPU). */
+    bool (*conv2d_backward_bn_dout)(float *dx, float *dweight, float *dbias, const float *dX,
+                                    const snn_bn_dout *bn, const float *x,
+                                    const uint32_t *x_bits, const float *weight,
+                                    const snn_conv2d_dims *d, float *workspace);
     /* conv2d_forward, then batchnorm_forward_eval over its output with bn: the same bits as
      * the two calls (eval-mode inference; workspace as conv2d_forward's). A device may fuse
      * them: CUDA's channels-last conv applies the batch-norm in its epilogue, which saves the
@@ -290,7 +316,8 @@ typedef struct snn_kernels {
      * out. The fused neuron backward makes them on its way through dL/dout in BF16 training
      * (lif_bn_backward's in->dy_sums, neurons/bn_neuron.c), which saves this op the pass that
      * reads dout and x once more; with the sums batchnorm_backward_in_place would take, the
-     * same bits as it. */
+     * same bits as it. dx may be NULL here (dgamma and dbeta alone; the conv that made x then
+     * makes dx: conv2d_backward_bn_dout). */
     void (*batchnorm_backward_in_place_sums)(float *dx, float *dgamma, float *dbeta,
                                              const float *x, const uint16_t *x_bf16,
                                              const float *gamma, const float *save_mean,

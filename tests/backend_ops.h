@@ -119,6 +119,7 @@ typedef struct bo_side {
     void *scratch[8];          /* bo_scratch's allocations, freed after the run */
     size_t scratch_bytes[8];
     int nscratch;
+    bo_rounding rounding;      /* how the reference's operands were rounded (bo_side_load) */
 } bo_side;
 
 /* An op: one entry of a table, how to set up its buffers and how to call it. */
@@ -383,6 +384,7 @@ static void bo_side_load(bo_side *s, const bo_case *c, bo_rounding r)
         free(host);
     }
     s->nscratch = 0;
+    s->rounding = r;
 }
 
 /* Copies every buffer back into malloc'd host arrays (out[i]) and frees the device's. */

@@ -239,7 +239,7 @@ static bool bn_bwd_in_place_sums_run(const bo_case *c, bo_side *s)
 {
     const bn_params *p = BO_PARAMS(c, bn_params);
     void **a = s->arg;
-    s->k->batchnorm_backward_in_place_sums(a[0], p->skip & 2 ? NULL : a[1],
+    s->k->batchnorm_backward_in_place_sums(p->skip & 1 ? NULL : a[0], p->skip & 2 ? NULL : a[1],
                                            p->skip & 4 ? NULL : a[2], p->bf16 ? NULL : a[3],
                                            p->bf16 ? a[6] : NULL, p->affine ? a[4] : NULL, a[7],
                                            a[8], a[9], p->N, p->C, p->HW);
@@ -459,11 +459,11 @@ static void bo_batchnorm_cases(bo_list *l)
                what[skip]);
         bo_add(l, &op_batchnorm_backward_apply, &p, sizeof p, "N=6 C=8 HW=25 affine, %s NULL",
                what[skip]);
-        if (!(skip & 1)) { /* in place, dx is always given */
+        if (!(skip & 1)) /* in place, dx holds dout: always given */
             bo_add(l, &op_batchnorm_backward_in_place, &p, sizeof p,
                    "N=6 C=8 HW=25 affine, %s NULL", what[skip]);
-            bo_add(l, &op_batchnorm_backward_in_place_sums, &p, sizeof p,
-                   "N=6 C=8 HW=25 affine, %s NULL", what[skip]);
-        }
+        /* with the sums given, dx may be NULL (dgamma and dbeta alone: grad_deferred.c) */
+        bo_add(l, &op_batchnorm_backward_in_place_sums, &p, sizeof p,
+               "N=6 C=8 HW=25 affine, %s NULL", what[skip]);
     }
 }

@@ -224,6 +224,119 @@ static const bo_op op_conv2d_dx_over_dout = {"conv2d_dx_over_dout", bo_has_conv2
                                              conv_over_setup, conv_over_run, NULL, true,
                                              BO_MMA_CONV};
 
+BO_HAS(conv2d_backward_bn_dout)
+/* conv2d_backward whose dout is made from a training batch-norm's dL/dout (snn_bn_dout). The
+ * reference (which has no such entry) makes dout from dX as the entry documents it (below),
+ * rounds it as the mode's tensor cores take their operands (where the table's copy rounds it),
+ * and runs its conv2d_backward, into a zeroed dx where the table's side writes dx over dX
+ * (conv_bn_params.over). The table's entry must give those gradients, or decline and do
+ * nothing. Buffers: dx 0, dweight 1, dX 2 (the batch-norm's dL/dout), weight 3, x 4 (the
+ * conv's input: floats, or spikes as bits), x_bn 5 (the batch-norm's input, the conv's output:
+ * floats, or 6 its bf16 bits), gamma 7, save_mean 8, save_invstd 9, sums 10 (of dX and x_bn). */
+typedef struct conv_bn_params {
+    snn_conv2d_dims d; /* first: bo_conv_of reads it */
+    bool x_bits;       /* the conv's x: spikes as bits */
+    bool x_bn_bf16;    /* the batch-norm's x: kept as bf16 */
+    bool over;         /* dx written over dX */
+    int skip;          /* bit 0 drops dx, bit 1 dweight */
+} conv_bn_params;
+
+/* dout from dX with the batch-norm's in-place backward's float roundings (kernels/cuda/bn_dx.cuh:
+ * c0, c1 from the sums in double, then t = dX - c0, u = x - mean, dout = a fma(-u, c1, t)):
+ * the floats the entry's copy rounds, so that the reference's operand is the table's, bit for
+ * bit, and the tolerance stays that of the products' order. The reference's own
+ * batchnorm_backward_in_place_sums works in double: a dout a rounding apart would round to
+ * another bf16 here and there, a 2^-8 error the conv then sums (the batch-norm's kernels are
+ * held to that reference by their own cases, backend_ops_batchnorm.h). */
+static void bn_dout_floats(float *dout, const float *dX, const float *x_bn, const float *gamma,
+                           const float *mean, const float *invstd, const double *sums, int N,
+                           int C, int HW)
+{
+    for (int c = 0; c < C; c++) {
+        const float k = invstd[c], a = gamma[c] * k;
+        const double M = sums[3 * c + 2];
+        const float c0 = (float)(sums[3 * c] / M);
+        const float c1 = (float)(sums[3 * c + 1] * (double)k / M * (double)k);
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < HW; i++) {
+                const int64_t at = ((int64_t)n * C + c) * HW + i;
+                const float t = dX[at] - c0, u = x_bn[at] - mean[c];
+                dout[at] = fmaf(a, fmaf(-u, c1, t), 0.0f);
+            }
+    }
+}
+
+static void conv_bn_dout_setup(bo_case *c)
+{
+    const conv_bn_params *p = BO_PARAMS(c, conv_bn_params);
+    const int64_t nx = conv_x_numel(&p->d), ny = conv_out_numel(&p->d);
+    const int C = p->d.C_out, HW = p->d.H_out * p->d.W_out;
+    if (p->over) bo_out(c, "dx", BO_F32, nx, BO_MMA);
+    else bo_acc(c, "dx", nx, BO_MMA);
+    bo_acc(c, "dweight", conv_w_numel(&p->d), BO_MMA);
+    bo_in_uniform(c, "dX", ny, -1.0f, 1.0f);
+    bo_operand(c, bo_in_uniform(c, "weight", conv_w_numel(&p->d), -1.0f, 1.0f));
+    if (p->x_bits) {
+        uint32_t *bits = c->buf[bo_in_words(c, "x_bits", (nx + 31) / 32)].init;
+        if (nx % 32) bits[nx / 32] &= (1u << (nx % 32)) - 1u; /* unused bits 0 (pack_bits) */
+    } else {
+        bo_operand(c, bo_in_levels(c, "x", nx, 2));
+    }
+    float *x_bn = bo_f32(c, bo_in_normal(c, "x_bn", ny, 0.3f, 1.0f));
+    uint16_t *x_bn_bits = c->buf[bo_buffer(c, "x_bn_bf16", BO_U32, BO_IN, BO_EXACT,
+                                           (ny + 1) / 2)].init;
+    if (p->x_bn_bf16)
+        for (int64_t e = 0; e < ny; e++) {
+            x_bn_bits[e] = snn_bf16_bits(x_bn[e]);
+            x_bn[e] = snn_bf16_value(x_bn_bits[e]);
+        }
+    bo_in_uniform(c, "gamma", C, 0.5f, 1.5f);
+    bo_in_uniform(c, "save_mean", C, 0.0f, 0.6f);
+    bo_in_uniform(c, "save_invstd", C, 0.5f, 2.0f);
+    const int sums = bo_buffer(c, "sums", BO_F64, BO_IN, BO_EXACT, 3 * (int64_t)C);
+    snn_batchnorm_backward_sums_ref(c->buf[sums].init, bo_f32(c, 2), x_bn, bo_f32(c, 8),
+                                    p->d.N, C, HW);
+}
+static bool conv_bn_dout_run(const bo_case *c, bo_side *s)
+{
+    const conv_bn_params *p = BO_PARAMS(c, conv_bn_params);
+    void **a = s->arg;
+    const int64_t nx = conv_x_numel(&p->d), ny = conv_out_numel(&p->d);
+    const int C = p->d.C_out, HW = p->d.H_out * p->d.W_out;
+    const float *x_bn = p->x_bn_bf16 ? NULL : a[5];
+    const uint16_t *x_bn_bf16 = p->x_bn_bf16 ? a[6] : NULL;
+    float *dx = p->skip & 1 ? NULL : a[0], *dw = p->skip & 2 ? NULL : a[1];
+    float *ws = bo_scratch(s, s->k->conv2d_workspace_bytes(&p->d));
+    if (!s->is_ref) {
+        if (p->over && !(s->k->conv2d_dx_over_dout && s->k->conv2d_dx_over_dout(&p->d)))
+            return false;
+        const float *dX = a[2];
+        if (p->over) {
+            SNN_ASSERT(nx == ny);
+            s->k->copy(a[0], a[2], (size_t)ny * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+            dX = a[0];
+        }
+        const snn_bn_dout bn = {x_bn, x_bn_bf16, a[7], a[8], a[9], a[10]};
+        return s->k->conv2d_backward_bn_dout(dx, dw, NULL, dX, &bn, p->x_bits ? NULL : a[4],
+                                             p->x_bits ? a[4] : NULL, a[3], &p->d, ws);
+    }
+    float *dout = bo_scratch(s, (size_t)ny * sizeof *dout);
+    bn_dout_floats(dout, a[2], a[5], a[7], a[8], a[9], a[10], p->d.N, C, HW); /* 5: as floats */
+    for (int64_t e = 0; e < ny; e++) dout[e] = bo_round(dout[e], s->rounding);
+    const float *x = a[4];
+    if (p->x_bits) {
+        float *unpacked = bo_scratch(s, (size_t)nx * sizeof *unpacked);
+        s->k->unpack_bits(unpacked, a[4], nx);
+        x = unpacked;
+    }
+    if (p->over && dx) s->k->fill(dx, 0.0f, nx);
+    s->k->conv2d_backward(dx, dw, NULL, dout, x, a[3], &p->d, ws);
+    return true;
+}
+static const bo_op op_conv2d_backward_bn_dout = {
+    "conv2d_backward_bn_dout", bo_has_conv2d_backward_bn_dout, conv_bn_dout_setup,
+    conv_bn_dout_run, NULL, true, BO_MMA_CONV};
+
 BO_HAS(conv2d_forward_bn_eval)
 /* gamma and beta may be NULL (bias = false drops them too here) */
 static void conv_bn_setup(bo_case *c)
@@ -420,6 +533,14 @@ static void bo_conv_cases(bo_list *l)
         c->conv = true;
         c = bo_add(l, &op_conv2d_dx_over_dout, &p, sizeof p, "%s", dims);
         c->conv = true;
+        /* dout from a batch-norm: the conv's x as floats or bits, the batch-norm's x as floats
+         * or bf16, dx added or (where the shape is kept) written over dX */
+        const bool keeps = snn_conv2d_keeps_shape(&d);
+        const conv_bn_params q = {d, spikes, i % 2 == 1, keeps && i % 3 == 0, 0};
+        c = bo_add(l, &op_conv2d_backward_bn_dout, &q, sizeof q, "%s%s%s%s", dims,
+                   q.x_bits ? " x bits" : "", q.x_bn_bf16 ? " x_bn bf16" : "",
+                   q.over ? " dx over dX" : "");
+        c->conv = true;
     }
     /* every combination of NULL gradients, on a small shape and on a channels-last one */
     for (int skip = 1; skip < 8; skip++)
@@ -437,6 +558,13 @@ static void bo_conv_cases(bo_list *l)
                        "N=3 Cin=%d %dx%d Cout=%d k=3x3 s=1 p=1, %s NULL", d.C_in, d.H, d.W,
                        d.C_out, what[skip]);
             c->conv = true;
+            if (skip < 4) { /* (it never takes dbias) */
+                const conv_bn_params q = {d, false, false, false, skip};
+                c = bo_add(l, &op_conv2d_backward_bn_dout, &q, sizeof q,
+                           "N=3 Cin=%d %dx%d Cout=%d k=3x3 s=1 p=1, %s NULL", d.C_in, d.H,
+                           d.W, d.C_out, what[skip]);
+                c->conv = true;
+            }
         }
 
     const snn_pool2d_dims pools[] = {

@@ -40,8 +40,9 @@ typedef struct bo_counts {
 /* Runs case c on the reference (once per operand rounding) and in every mode of be. */
 static void bo_run_case(const bo_backend *be, bo_case *c, bo_counts *counts)
 {
-    bo_side ref = {&snn_kernels_ref, &snn_neuron_kernels_ref, SNN_CPU, true, {0}, {0}, {0}, 0};
-    bo_side dut = {be->k, be->nk, be->device, false, {0}, {0}, {0}, 0};
+    bo_side ref = {&snn_kernels_ref, &snn_neuron_kernels_ref, SNN_CPU, true, {0}, {0}, {0}, 0,
+                   BO_ROUND_NONE};
+    bo_side dut = {be->k, be->nk, be->device, false, {0}, {0}, {0}, 0, BO_ROUND_NONE};
     void *ref_out[BO_ROUNDINGS][BO_MAX_BUFS] = {{0}};
     bool ref_done[BO_ROUNDINGS] = {false};
     bool set_up = false;
@@ -114,7 +115,7 @@ static int bo_main(const bo_backend *be)
             ops[nops++] = c->op;
         }
         if (!bo_env_matches("SNN_TEST_OP", c->op->name)) continue;
-        const bo_side dut = {be->k, be->nk, be->device, false, {0}, {0}, {0}, 0};
+        const bo_side dut = {be->k, be->nk, be->device, false, {0}, {0}, {0}, 0, BO_ROUND_NONE};
         if (!c->op->has(&dut)) {
             counts.skipped++;
             continue;
@@ -131,7 +132,7 @@ static int bo_main(const bo_backend *be)
     /* coverage: with no filter, every entry the table has ran in at least one case */
     const char *only_op = getenv("SNN_TEST_OP"), *only_mode = getenv("SNN_TEST_MODE");
     const bool filtered = (only_op && *only_op) || (only_mode && *only_mode);
-    const bo_side dut = {be->k, be->nk, be->device, false, {0}, {0}, {0}, 0};
+    const bo_side dut = {be->k, be->nk, be->device, false, {0}, {0}, {0}, 0, BO_ROUND_NONE};
     printf("\nentries of the %s table without a case:", be->name);
     int missing = 0;
     for (int o = 0; o < nops; o++)

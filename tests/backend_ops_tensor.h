@@ -16,7 +16,7 @@
 /* Every entry of snn_kernels is a pointer (name, 5 memory functions, 55 kernels): a new entry
  * changes the size, and this assert asks for its cases here, in backend_ops_conv.h or in
  * backend_ops_delay.h. */
-_Static_assert(sizeof(snn_kernels) == 61 * sizeof(void *),
+_Static_assert(sizeof(snn_kernels) == 62 * sizeof(void *),
                "snn_kernels has a new entry: give it cases in tests/backend_ops_*.h");
 
 /* ---- fill, axpy, lerp -------------------------------------------------------------------- */

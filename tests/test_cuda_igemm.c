@@ -12,7 +12,8 @@
  * forward and both gradients, a NULL gradient left untouched; BF16 results differ from TF32
  * ones (bf16 rounds coarser: "BF16" cuBLAS on fp32 operands once ran TF32 kernels, bit for bit
  * the TF32 results); conv2d_forward_bn_eval gives the bits of conv2d_forward then
- * batchnorm_forward_eval on every path and precision; the BF16 column matrix takes half the
+ * batchnorm_forward_eval on every path and precision, and conv2d_backward_bn_dout the bits of
+ * batchnorm_backward_in_place_sums then conv2d_backward; the BF16 column matrix takes half the
  * workspace; the precision switch itself. Shapes: the models' (the Fashion-MNIST CNN, every
  * ResNet-18 stage) and awkward ones (channel counts that fill no tile, a K that ends inside a
  * slice, 5x5, 3x1, stride 3, one image, a batch that the im2col workspace takes in chunks).
@@ -27,6 +28,7 @@
 #include <stdint.h>
 
 #include "cuda_parity.h"
+#include "kernels/ref/kernels_ref.h" /* snn_bf16_bits, snn_bf16_value */
 #include "tensor/error.h"
 #ifdef SNN_WITH_CUDA
 #include "tensor/cuda_options.h"  /* snn_conv_path */
@@ -368,6 +370,108 @@ static void test_conv_bn_eval(void)
     }
 }
 
+/* conv2d_backward_bn_dout (dout made from a batch-norm's dL/dout dX as the channels-last copy
+ * loads it) gives the bits of batchnorm_backward_in_place_sums over dX then conv2d_backward,
+ * both gradients; it takes the dims exactly where the path taken is the channels-last one and
+ * declines elsewhere, touching nothing; dX is left as it was, or (dx over dX, a conv that keeps
+ * its shape) holds dx. The batch-norm's x as floats and as bf16 bits; the conv's x as floats
+ * and as spikes kept as bits. */
+static void test_conv_bn_dout(void)
+{
+    const snn_conv2d_dims shapes[4] = {conv_dims(6, 64, 16, 16, 64, 3, 3, 1, 1),
+                                       conv_dims(4, 32, 9, 9, 64, 3, 3, 2, 1),
+                                       conv_dims(5, 32, 7, 7, 96, 3, 3, 1, 1),
+                                       conv_dims(3, 5, 8, 8, 7, 3, 3, 1, 1)};
+    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
+                                         SNN_PRECISION_BF16};
+    const snn_conv_path paths[3] = {SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_NHWC};
+    for (int i = 0; i < 4; i++) {
+        const snn_conv2d_dims *d = &shapes[i];
+        const int C = d->C_out, HW = d->H_out * d->W_out;
+        const size_t nx = (size_t)d->N * d->C_in * d->H * d->W, ny = (size_t)d->N * C * HW;
+        const size_t nw = (size_t)d->C_out * d->C_in * d->KH * d->KW;
+        const bool keeps = snn_conv2d_keeps_shape(d);
+        float *x_host = integer_host(nx, 2); /* spikes: the conv's x, as floats and as bits */
+        const float *x = dev_copy(x_host, nx), *w = dev_copy(random_host(nw, -1.0f, 1.0f), nw);
+        uint32_t *x_bits = tracked_alloc((nx + 31) / 32 * sizeof(uint32_t), SNN_CUDA);
+        gpu->pack_bits(x_bits, x, (int64_t)nx);
+        const float *dX = dev_copy(random_host(ny, -1.0f, 1.0f), ny);
+        float *x_bn_host = random_host(ny, -1.0f, 1.5f);
+        uint16_t *bf16_host = tracked_alloc(ny * sizeof(uint16_t), SNN_CPU);
+        for (size_t e = 0; e < ny; e++) bf16_host[e] = snn_bf16_bits(x_bn_host[e]);
+        uint16_t *x_bn_bf16 = tracked_alloc(ny * sizeof(uint16_t), SNN_CUDA);
+        upload(x_bn_bf16, bf16_host, ny * sizeof(uint16_t));
+        float *x_bn_rounded = host_floats(ny); /* what x_bn_bf16 holds, as floats */
+        for (size_t e = 0; e < ny; e++) x_bn_rounded[e] = snn_bf16_value(bf16_host[e]);
+        const float *gamma = dev_copy(random_host((size_t)C, 0.5f, 1.5f), (size_t)C);
+        const float *mean = dev_copy(random_host((size_t)C, 0.0f, 0.5f), (size_t)C);
+        const float *invstd = dev_copy(random_host((size_t)C, 0.5f, 2.0f), (size_t)C);
+        double *sums = tracked_alloc(3 * (size_t)C * sizeof(double), SNN_CUDA);
+        float *dout = dev_floats(ny), *dx = dev_floats(nx), *dw = dev_floats(nw);
+        float *dx_want = host_floats(nx), *dw_want = host_floats(nw), *dX_host = host_floats(ny);
+        download(dX_host, dX, ny * sizeof(float));
+        for (int v = 0; v < 4; v++) { /* bit 0: x_bn as bf16; bit 1: the conv's x as bits */
+            const bool bf16 = v & 1, bits = v & 2;
+            const float *x_bn = bf16 ? dev_copy(x_bn_rounded, ny) : dev_copy(x_bn_host, ny);
+            gpu->batchnorm_backward_sums(sums, dX, x_bn, mean, d->N, C, HW);
+            const snn_bn_dout bn = {bf16 ? NULL : x_bn, bf16 ? x_bn_bf16 : NULL, gamma, mean,
+                                    invstd, sums};
+            for (int p = 0; p < 3; p++)
+                for (int k = 0; k < 3; k++)
+                    for (int over = 0; over < 1 + keeps; over++) {
+                        SNN_ASSERT(snn_set_precision(precisions[p]) == SNN_OK);
+                        force_path(paths[k]);
+                        float *ws = tracked_alloc(gpu->conv2d_workspace_bytes(d), SNN_CUDA);
+                        /* the two steps: dout made in place, then the conv's backward */
+                        gpu->copy(dout, dX, ny * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+                        gpu->batchnorm_backward_in_place_sums(dout, NULL, NULL, bf16 ? NULL : x_bn,
+                                                              bf16 ? x_bn_bf16 : NULL, gamma,
+                                                              mean, invstd, sums, d->N, C, HW);
+                        gpu->fill(dx, 0.0f, (int64_t)nx);
+                        gpu->fill(dw, 0.0f, (int64_t)nw);
+                        if (!bits ||
+                            !gpu->conv2d_backward_bits(dx, dw, NULL, dout, x_bits, w, d, ws))
+                            gpu->conv2d_backward(dx, dw, NULL, dout, x, w, d, ws);
+                        download(dx_want, dx, nx * sizeof(float));
+                        download(dw_want, dw, nw * sizeof(float));
+                        /* the one entry: dx added into zeros, or written over a copy of dX */
+                        float *dXc = dout;
+                        gpu->copy(dXc, dX, ny * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+                        gpu->fill(dx, 0.0f, (int64_t)nx);
+                        gpu->fill(dw, 0.0f, (int64_t)nw);
+                        float *into = over ? dXc : dx;
+                        const bool took = gpu->conv2d_backward_bn_dout(
+                            into, dw, NULL, dXc, &bn, bits ? NULL : x, bits ? x_bits : NULL, w,
+                            d, ws);
+                        char what[200];
+                        snprintf(what, sizeof what, "conv2d_backward_bn_dout = bn + conv, %s, "
+                                 "path %s (took %s), N=%d Cin=%d %dx%d Cout=%d s=%d%s%s%s",
+                                 snn_precision_name(precisions[p]),
+                                 k == 0 ? "auto" : path_name(paths[k]), path_name(path_taken(d)),
+                                 d->N, d->C_in, d->H, d->W, C, d->stride,
+                                 bf16 ? ", x_bn bf16" : "", bits ? ", x bits" : "",
+                                 over ? ", dx over dX" : "");
+                        const bool nhwc = path_taken(d) == SNN_CONV_PATH_NHWC;
+                        test_checks++;
+                        if (took != nhwc) {
+                            test_failures++;
+                            fprintf(stderr, "FAIL %s: took %d\n", what, took);
+                        }
+                        if (!took) { /* nothing touched */
+                            expect_exact(what, dXc, dX_host, ny * sizeof(float));
+                            continue;
+                        }
+                        expect_exact(what, into, dx_want, nx * sizeof(float));
+                        expect_exact(what, dw, dw_want, nw * sizeof(float));
+                        if (!over) expect_exact(what, dXc, dX_host, ny * sizeof(float));
+                    }
+        }
+        auto_path();
+        SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+        release_all();
+    }
+}
+
 /* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64
  * through a 5x5 window is 3.4 MB of columns an image in fp32 (78 images a chunk: 78 + 78 + 4)
  * and 1.7 MB in BF16 (157 a chunk, an odd count: its input gradient runs in halves of 79 and
@@ -426,5 +530,6 @@ int main(void)
     RUN(test_conv_chunks);
     RUN(test_conv_nhwc);
     RUN(test_conv_bn_eval);
+    RUN(test_conv_bn_dout);
     return test_finish();
 }

@@ -195,12 +195,12 @@ static __device__ void bn_backward_finish_channel(int c, double sum_dy, double s
                                                   float *dgamma, float *dbeta, float *coef)
 {
     const float invstd = save_invstd[c];
-    const double sum_dy_xhat = sum_dy_dev * (double)invstd;
     if (dbeta) dbeta[c] += (float)sum_dy;
-    if (dgamma) dgamma[c] += (float)sum_dy_xhat;
+    if (dgamma) dgamma[c] += (float)(sum_dy_dev * (double)invstd);
     if (coef) {
-        coef[c] = (float)(sum_dy / (double)M);
-        coef[C + c] = (float)(sum_dy_xhat / (double)M * (double)invstd);
+        const float2 k = bn_dx_coef(sum_dy, sum_dy_dev, M, invstd);
+        coef[c] = k.x;
+        coef[C + c] = k.y;
     }
 }
 
@@ -247,8 +247,8 @@ static __global__ void batchnorm_backward_finish_kernel(const double *partial, f
     }
 }
 
-/* dx += gamma invstd (dout - mean(dout) - (x - mean) k), k = coef[C + c]; IN_PLACE (dout is
- * dx): dx = that, added to 0.
+/* dx += gamma invstd (dout - mean(dout) - (x - mean) k), k = coef[C + c] (bn_dx_value);
+ * IN_PLACE (dout is dx): dx = that, added to 0.
  * Traffic: 12 B read + 4 B read-modify-write per element; in place 8 B read (6 with x as
  * bf16) and 4 B written. CPU: pass 2 of snn_batchnorm_backward_cpu. */
 template <bool IN_PLACE, typename X>
@@ -261,8 +261,8 @@ static __global__ void batchnorm_backward_dx_kernel(float *dx, const float *dout
         int64_t i, c;
         snn_divmod(snn_divmod(k, HW, &i), C, &c);
         const float a = (gamma ? gamma[c] : 1.0f) * save_invstd[c];
-        const float dy = dout[k], base = IN_PLACE ? 0.0f : dx[k];
-        dx[k] = base + a * (dy - coef[c] - (x[k] - save_mean[c]) * coef[C + c]);
+        const float base = IN_PLACE ? 0.0f : dx[k];
+        dx[k] = bn_dx_value(base, a, dout[k], x[k], save_mean[c], coef[c], coef[C + c]);
     }
 }
 
@@ -292,10 +292,10 @@ static __global__ void batchnorm_backward_dx_quads_kernel(float4 *dx, const floa
         const float m = save_mean[c], c0 = coef[c], c1 = coef[q.C + c];
         const float4 dy = dout[k], v = bn_x_quad(x, k);
         float4 d = IN_PLACE ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : dx[k];
-        d.x += a * (dy.x - c0 - (v.x - m) * c1);
-        d.y += a * (dy.y - c0 - (v.y - m) * c1);
-        d.z += a * (dy.z - c0 - (v.z - m) * c1);
-        d.w += a * (dy.w - c0 - (v.w - m) * c1);
+        d.x = bn_dx_value(d.x, a, dy.x, v.x, m, c0, c1);
+        d.y = bn_dx_value(d.y, a, dy.y, v.y, m, c0, c1);
+        d.z = bn_dx_value(d.z, a, dy.z, v.z, m, c0, c1);
+        d.w = bn_dx_value(d.w, a, dy.w, v.w, m, c0, c1);
         dx[k] = d;
     }
 }
@@ -343,6 +343,27 @@ static __global__ void batchnorm_backward_sums_channel_kernel(const double *sums
     SNN_GRID_STRIDE_LOOP(c, C)
         bn_backward_finish_channel((int)c, sums[3 * c], sums[3 * c + 1], (int64_t)sums[3 * c + 2],
                                    C, save_invstd, dgamma, dbeta, coef);
+}
+
+/* One thread per channel: what the channels-last conv's copy of dout needs to make a
+ * batch-norm's dx as it loads (snn_bn_dout): chan[c] = (a, mean, c0, c1), the floats the
+ * in-place backward's bn_dx_value takes (a = gamma invstd; c0, c1 from the sums as
+ * batchnorm_backward_sums_channel_kernel makes them). */
+static __global__ void batchnorm_dout_channel_kernel(float4 *chan, const double *sums,
+                                                     const float *gamma, const float *save_mean,
+                                                     const float *save_invstd, int C)
+{
+    SNN_GRID_STRIDE_LOOP(c, C) {
+        const float2 k = bn_dx_coef(sums[3 * c], sums[3 * c + 1], (int64_t)sums[3 * c + 2],
+                                    save_invstd[c]);
+        chan[c] = make_float4((gamma ? gamma[c] : 1.0f) * save_invstd[c], save_mean[c], k.x, k.y);
+    }
+}
+
+extern "C" void snn_bn_dout_channels_cuda(float *chan, const snn_bn_dout *bn, int C)
+{
+    SNN_CUDA_LAUNCH(batchnorm_dout_channel_kernel, snn_cuda_grid(C, BN_BLOCK), BN_BLOCK, 0,
+                    (float4 *)chan, bn->sums, bn->gamma, bn->save_mean, bn->save_invstd, C);
 }
 
 /* The reduction (or, with sums given, its tail from them), then (when dx is wanted) the

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kernels/chan_merge.h"
+#include "bn_dx.cuh"
 #include "cuda_common.cuh"
 
 #define BN_BLOCK 256
@@ -209,20 +210,6 @@ static __device__ void bn_merge_segments(const double *partial, int64_t c, bn_pl
     *mean_out = mean;
     *M2_out = M2;
 }
-
-/* A batch-norm's input x as backward reads it: fp32 values (bn_x_f32), or a conv output kept
- * as bfloat16 bits (bn_x_bf16, autograd/bf16_keep.c), read without a copy. */
-struct bn_x_f32 {
-    const float *p;
-    __device__ __forceinline__ float operator[](int64_t at) const { return p[at]; }
-};
-struct bn_x_bf16 {
-    const uint16_t *p;
-    __device__ __forceinline__ float operator[](int64_t at) const
-    {
-        return __uint_as_float((uint32_t)p[at] << 16); /* exact: bf16 is fp32's top half */
-    }
-};
 
 /* The float mean of channel c read from merged statistics (C, 3) = (count, mean, M2): the
  * save_mean the batch-norm wrote, (float) of the double (bn_finish_channel) */

@@ -102,6 +102,10 @@ bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias, cons
                                    const uint32_t *x_bits, const float *weight,
                                    const snn_conv2d_dims *d, float *workspace);
 bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d);
+bool snn_conv2d_backward_bn_dout_cuda(float *dx, float *dweight, float *dbias, const float *dX,
+                                      const snn_bn_dout *bn, const float *x,
+                                      const uint32_t *x_bits, const float *weight,
+                                      const snn_conv2d_dims *d, float *workspace);
 bool snn_conv2d_forward_bits_cuda(float *out, const uint32_t *x_bits, const float *weight,
                                   const float *bias, const snn_conv2d_dims *d, float *workspace);
 bool snn_conv2d_reads_bits_cuda(const snn_conv2d_dims *d);
@@ -150,10 +154,13 @@ void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const uint32_t *x_
  * each chunk's dx covers exactly the chunk of dout already copied (channels-last) */
 bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d);
 /* x_bits: x as spikes kept as bits (autograd/spike_pack.c), read where x is NULL; dx == dout
- * where snn_conv2d_nhwc_dx_over_dout: dx is then written, not added */
+ * where snn_conv2d_nhwc_dx_over_dout: dx is then written, not added. bn: dout holds a
+ * batch-norm's dL/dout, whose dL/dx (the conv's dout) the copy of dout makes (snn_bn_dout);
+ * else NULL */
 void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
                                    const uint32_t *x_bits, const float *weight,
-                                   const snn_conv2d_dims *d, void *workspace);
+                                   const snn_bn_dout *bn, const snn_conv2d_dims *d,
+                                   void *workspace);
 
 /* pool2d.cu */
 void snn_max_pool2d_forward_cuda(float *out, int32_t *argmax, const float *x,
@@ -193,6 +200,10 @@ void snn_batchnorm_backward_in_place_sums_cuda(float *dx, float *dgamma, float *
                                                const float *gamma, const float *save_mean,
                                                const float *save_invstd, const double *sums,
                                                int N, int C, int HW);
+/* chan (C, 4) = (gamma invstd, save_mean, c0, c1) per channel from bn's sums: what the conv's
+ * copy of dout needs to make the batch-norm's dx as it loads (bn_dx.cuh, conv2d_nhwc.cu);
+ * chan 16-byte aligned */
+void snn_bn_dout_channels_cuda(float *chan, const snn_bn_dout *bn, int C);
 void snn_batchnorm_stats_cuda(double *stats, const float *x, const uint16_t *x_bf16, int N, int C,
                               int HW);
 void snn_batchnorm_stats_merge_cuda(double *merged, float *save_mean, float *save_invstd,

@@ -193,6 +193,7 @@ static void in_place_channel(float *dx, float *dgamma, float *dbeta, const float
     const double sum_dy = sums[0], sum_dy_dev = sums[1], M = sums[2];
     if (dbeta) dbeta[c] += (float)sum_dy;
     if (dgamma) dgamma[c] += (float)(sum_dy_dev * invstd);
+    if (!dx) return; /* (batchnorm_backward_in_place_sums: dgamma and dbeta alone) */
     const double a = (gamma ? (double)gamma[c] : 1.0) * invstd;
     const double sum_dy_xhat = sum_dy_dev * invstd;
     for (int n = 0; n < N; n++)

@@ -522,7 +522,8 @@ static void backward_any(float *dx, float *dweight, float *dbias, const float *d
         return;
     }
     if (path == SNN_CONV_PATH_NHWC) {
-        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x.x, x.bits, weight, d, workspace);
+        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x.x, x.bits, weight, NULL, d,
+                                      workspace);
         return;
     }
     char *ws = (char *)workspace;
@@ -551,6 +552,22 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
 extern "C" bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d)
 {
     return conv_path_for(d) == SNN_CONV_PATH_NHWC && snn_conv2d_nhwc_dx_over_dout(d);
+}
+
+/* dout made from a batch-norm's dL/dout as the channels-last copy loads it (snn_bn_dout):
+ * that path only; a conv bias (never before a batch-norm) would need dout itself. */
+extern "C" bool snn_conv2d_backward_bn_dout_cuda(float *dx, float *dweight, float *dbias,
+                                                 const float *dX, const snn_bn_dout *bn,
+                                                 const float *x, const uint32_t *x_bits,
+                                                 const float *weight, const snn_conv2d_dims *d,
+                                                 float *workspace)
+{
+    if (dbias || conv_path_for(d) != SNN_CONV_PATH_NHWC) return false;
+    SNN_ASSERT(x || x_bits);
+    SNN_ASSERT(!dx || dx != dX || snn_conv2d_nhwc_dx_over_dout(d));
+    snn_conv2d_nhwc_backward_cuda(dx, dweight, dX, x, x ? NULL : x_bits, weight, bn, d,
+                                  workspace);
+    return true;
 }
 
 /* The weight gradient reads x from its bits as it writes the column matrix or the

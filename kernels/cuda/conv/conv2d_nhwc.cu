@@ -70,6 +70,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "kernels/cuda/bn_dx.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "tensor/cuda_options.h"
 #include "tensor/error.h"
@@ -99,25 +100,18 @@ static __device__ __forceinline__ float to_operand(float v, float *)
  * of one position), the groups of a position on neighbouring lanes. Traffic: 4 B read and
  * 2 B (bf16) or 4 B (TF32) written per element. */
 #define NH_COPY_CHANNELS 64
+typedef float nh_copy_tile[NH_COPY_CHANNELS][33]; /* 33: the reads along a column spread banks */
+
+/* The second half of the tiled copies: the block's tile (channels x positions) of image n,
+ * written channels-last as operands, 16 bytes a thread. */
 template <typename E>
-static __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(E *__restrict__ dst,
-                                                                  const float *__restrict__ src,
-                                                                  int C, int HW)
+static __device__ __forceinline__ void store_tile(E *__restrict__ dst, const nh_copy_tile &tile,
+                                                  int C, int HW, int n, int c0, int p0)
 {
     constexpr int EPV = 16 / (int)sizeof(E), GROUPS = NH_COPY_CHANNELS / EPV;
-    __shared__ float tile[NH_COPY_CHANNELS][33]; /* 33: the reads along a column spread banks */
-    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
-    const int tid = threadIdx.x, tx = tid & 31;
-    const float *s = src + (size_t)n * C * HW;
-    #pragma unroll
-    for (int i = tid >> 5; i < NH_COPY_CHANNELS; i += 8) {
-        const int c = c0 + i, p = p0 + tx;
-        tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
-    }
-    __syncthreads();
     E *d = dst + (size_t)n * HW * C;
     #pragma unroll
-    for (int item = tid; item < 32 * GROUPS; item += 256) {
+    for (int item = threadIdx.x; item < 32 * GROUPS; item += 256) {
         const int g = item % GROUPS, q = item / GROUPS, p = p0 + q, c = c0 + g * EPV;
         if (p >= HW || c >= C) continue; /* C % 32 == 0: a group is all in or all out */
         union {
@@ -128,6 +122,58 @@ static __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(E *__restrict_
         for (int j = 0; j < EPV; j++) out.e[j] = to_operand(tile[g * EPV + j][q], (E *)nullptr);
         *reinterpret_cast<uint4 *>(d + (size_t)p * C + c) = out.v;
     }
+}
+
+template <typename E>
+static __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(E *__restrict__ dst,
+                                                                  const float *__restrict__ src,
+                                                                  int C, int HW)
+{
+    __shared__ nh_copy_tile tile;
+    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
+    const int tid = threadIdx.x, tx = tid & 31;
+    const float *s = src + (size_t)n * C * HW;
+    #pragma unroll
+    for (int i = tid >> 5; i < NH_COPY_CHANNELS; i += 8) {
+        const int c = c0 + i, p = p0 + tx;
+        tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
+    }
+    __syncthreads();
+    store_tile(dst, tile, C, HW, n, c0, p0);
+}
+
+/* The same copy of a dout that is a batch-norm's input gradient not made yet (snn_bn_dout):
+ * each value is made as it is loaded from the batch-norm's dL/dout (dX) and input x,
+ *   dout = a (dX - c0 - (x - mean) c1)          chan[c] = (a, mean, c0, c1)
+ * with the in-place backward's roundings (bn_dx_value; chan from snn_bn_dout_channels_cuda):
+ * the float it would have written, then rounded as nchw_to_nhwc_kernel rounds it. X: bn_x_f32
+ * or bn_x_bf16 (a conv output kept as bf16). Traffic per element: 4 B of dX and 4 B (or 2 B)
+ * of x read, 2 B (bf16) or 4 B (TF32) written; against the batch-norm's pass (dX and x read,
+ * 4 B written) and then the plain copy (4 B read), 8 B less. */
+template <typename E, typename X>
+static __global__ void __launch_bounds__(256)
+bn_dout_to_nhwc_kernel(E *__restrict__ dst, const float *__restrict__ dX, X x,
+                       const float4 *__restrict__ chan, int C, int HW)
+{
+    __shared__ nh_copy_tile tile;
+    __shared__ float4 k[NH_COPY_CHANNELS];
+    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
+    const int tid = threadIdx.x, tx = tid & 31;
+    if (tid < NH_COPY_CHANNELS && c0 + tid < C) k[tid] = chan[c0 + tid];
+    __syncthreads();
+    const int64_t image = (int64_t)n * C * HW;
+    #pragma unroll
+    for (int i = tid >> 5; i < NH_COPY_CHANNELS; i += 8) {
+        const int c = c0 + i, p = p0 + tx;
+        float v = 0.0f;
+        if (c < C && p < HW) {
+            const int64_t at = image + (int64_t)c * HW + p;
+            v = bn_dx_value(0.0f, k[i].x, dX[at], x[at], k[i].y, k[i].z, k[i].w);
+        }
+        tile[i][tx] = v;
+    }
+    __syncthreads();
+    store_tile(dst, tile, C, HW, n, c0, p0);
 }
 
 /* The same copy from spikes kept as bits (the conv's x, autograd/spike_pack.c), for any plane
@@ -344,12 +390,17 @@ static void check_launch(const char *name, dim3 grid, int block)
         snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, block);
 }
 
+/* The tiled copies' grid: 32 positions x NH_COPY_CHANNELS channels of one image a block */
+static dim3 copy_grid(int images, int C, int HW)
+{
+    const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
+    return dim3((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
+}
+
 template <typename E>
 static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
 {
-    /* the tiled copies: 32 positions x NH_COPY_CHANNELS channels of one image a block */
-    const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
-    const dim3 grid((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
+    const dim3 grid = copy_grid(images, C, HW);
     if (src.x) {
         nchw_to_nhwc_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.x, C, HW);
         check_launch("nchw_to_nhwc_kernel", grid, 256);
@@ -362,6 +413,28 @@ static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
         SNN_CUDA_LAUNCH(bits_to_nhwc_kernel<E>, snn_cuda_grid(total, SNN_CUDA_BLOCK),
                         SNN_CUDA_BLOCK, 0, dst, src.bits, src.offset, C, HW, total);
     }
+}
+
+/* dout of images [n0, n0 + images) channels-last: copied, or (bn) made from the batch-norm's
+ * dL/dout (dout) and x as it is loaded (bn_dout_to_nhwc_kernel; chan from
+ * snn_bn_dout_channels_cuda) */
+template <typename E>
+static void dout_to_nhwc(E *dst, const float *dout, const snn_bn_dout *bn, const float4 *chan,
+                         int64_t n0, int images, int C, int P)
+{
+    const int64_t first = n0 * C * P;
+    if (!bn) {
+        to_nhwc<E>(dst, snn_cuda_floats(dout + first), images, C, P);
+        return;
+    }
+    const dim3 grid = copy_grid(images, C, P);
+    if (bn->x)
+        bn_dout_to_nhwc_kernel<E, bn_x_f32><<<grid, 256, 0, snn_cuda_stream()>>>(
+            dst, dout + first, bn_x_f32{bn->x + first}, chan, C, P);
+    else
+        bn_dout_to_nhwc_kernel<E, bn_x_bf16><<<grid, 256, 0, snn_cuda_stream()>>>(
+            dst, dout + first, bn_x_bf16{bn->x_bf16 + first}, chan, C, P);
+    check_launch("bn_dout_to_nhwc_kernel", grid, 256);
 }
 
 /* forward's weight (phase NULL), or one dgrad class's */
@@ -540,7 +613,8 @@ extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const u
 
 template <typename E>
 static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda_input x,
-                          const float *weight, const snn_conv2d_dims *d, void *workspace)
+                          const float *weight, const snn_bn_dout *bn, const snn_conv2d_dims *d,
+                          void *workspace)
 {
     const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
     char *ws = (char *)workspace;
@@ -602,9 +676,15 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
     gw.by_P = snn_fast_divisor_make((uint32_t)P);
     gw.by_Wo = snn_fast_divisor_make((uint32_t)d->W_out);
 
+    /* a batch-norm's dL/dout (bn): its per-channel floats, made once for every chunk */
+    float4 *chan = NULL;
+    if (bn) {
+        chan = (float4 *)snn_cuda_scratch((size_t)d->C_out * sizeof(float4));
+        snn_bn_dout_channels_cuda((float *)chan, bn, d->C_out);
+    }
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
-        to_nhwc<E>(dyh, snn_cuda_floats(dout + (int64_t)n0 * d->C_out * P), chunk, d->C_out, P);
+        dout_to_nhwc<E>(dyh, dout, bn, chan, n0, chunk, d->C_out, P);
         for (int k = 0; dx && k < s * s; k++) {
             const dgrad_phase *f = &phases[k];
             if (f->nh == 0 || f->nw == 0 || f->Hp == 0 || f->Wp == 0) continue;
@@ -643,12 +723,14 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
 
 extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout,
                                               const float *x, const uint32_t *x_bits,
-                                              const float *weight,
+                                              const float *weight, const snn_bn_dout *bn,
                                               const snn_conv2d_dims *d, void *workspace)
 {
     if (d->N <= 0 || (!dx && !dweight)) return;
     SNN_ASSERT(snn_conv2d_nhwc_supports(d));
     const snn_cuda_input in = x ? snn_cuda_floats(x) : snn_cuda_input{nullptr, x_bits, 0};
-    if (operand_bytes() == 4) backward_impl<float>(dx, dweight, dout, in, weight, d, workspace);
-    else backward_impl<bf16>(dx, dweight, dout, in, weight, d, workspace);
+    if (operand_bytes() == 4)
+        backward_impl<float>(dx, dweight, dout, in, weight, bn, d, workspace);
+    else
+        backward_impl<bf16>(dx, dweight, dout, in, weight, bn, d, workspace);
 }
