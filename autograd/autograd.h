@@ -62,6 +62,8 @@ struct snn_node {
     int n_inputs;                             /**< entries used in inputs[] */
     void *saved;                              /**< op-specific state, zeroed, in the step arena */
     snn_node *prev;                           /**< the node recorded before this one */
+    bool takes_deferred_grad;                 /**< its backward takes out's gradient with a
+                                                   step left to do (snn_grad_deferred_bn) */
 };
 
 /** True when grad mode is on (the default) and one of the `n_inputs` tensors in `inputs`
@@ -96,6 +98,30 @@ float *snn_grad_hand_over(snn_tensor *from, snn_tensor *to);
 /** Whether snn_grad_hand_over(from, to) would hand the gradient over, changing nothing: for a
  * caller that must know before it writes into `from`'s gradient. */
 bool snn_grad_can_hand_over(const snn_tensor *from, const snn_tensor *to);
+/* A gradient left with its last step undone, for its reader to finish as it loads
+ * (grad_deferred.c; today one kind: a batch-norm's input gradient, kernels.h snn_bn_dout) */
+struct snn_bn_dout;
+/** For the fused batch-norm -> neuron op: t's gradient holds the batch-norm's dL/dout, from
+ * which `bn` (its pointers valid until the step ends) makes dL/dt; N, C, HW the batch-norm's
+ * dims. The node that made t takes it if it takes_deferred_grad, else it is made before
+ * anything else reads it. False where no more can be recorded: make dL/dt now. */
+bool snn_grad_defer_bn(const snn_tensor *t, const struct snn_bn_dout *bn, int N, int C, int HW);
+/** t's record, where one of dims (N, C, HW) is there, else NULL: for the backward of the node
+ * that made t, which then makes dL/dt as it reads and calls snn_grad_deferred_done(t). */
+const struct snn_bn_dout *snn_grad_deferred_bn(const snn_tensor *t, int N, int C, int HW);
+/** Forgets t's record (its reader made the gradient). */
+void snn_grad_deferred_done(const snn_tensor *t);
+/** Makes t's gradient what its record says, and forgets the record; nothing without one. */
+void snn_grad_settle(const snn_tensor *t);
+/** The records made so far: a backward's walk starts by taking it ... */
+int snn_grad_deferred_mark(void);
+/** ... and ends with snn_grad_settle on each record made since `mark` ... */
+void snn_grad_settle_since(int mark);
+/** ... or, failing, forgets them without making anything. */
+void snn_grad_deferred_drop_since(int mark);
+/** How many records their reader took (snn_grad_deferred_done) since the process started: for
+ * tests that must know the deferred path ran */
+int64_t snn_grad_deferred_taken(void);
 /** For backward functions that allocate scratch: report that it could not be had; snn_backward
  * then returns SNN_ERR_MEMORY naming the node. */
 void snn_backward_out_of_memory(void);

@@ -44,14 +44,18 @@ static snn_status run_tape(const char *fn)
     snn_backward_take_failure();
     snn_grad_ready_plan *ready = NULL;
     if (ready_hook && !(ready = snn_grad_ready_plan_new(fn))) return snn_last_status();
+    const int deferred = snn_grad_deferred_mark(); /* (grad_deferred.c) */
     for (snn_node *node = snn_tape_head; node; node = node->prev) {
         if (node->out->grad) {
+            /* a gradient left half made (grad_deferred.c): made now, unless this node does */
+            if (!node->takes_deferred_grad) snn_grad_settle(node->out);
             /* the pool's profile names its takers (a nested backward's nodes, then this one) */
             const char *outer = snn_step_pool_backward_op(node->op);
             node->backward(node);
             snn_step_pool_backward_op(outer);
             int failed = snn_backward_take_failure();
             if (failed) {
+                snn_grad_deferred_drop_since(deferred);
                 char why[512]; /* the message is rewritten below: copy it first */
                 snprintf(why, sizeof why, "%s", snn_last_error());
                 if (failed == SNN_ERR_MEMORY)
@@ -64,6 +68,7 @@ static snn_status run_tape(const char *fn)
         }
         if (ready) snn_grad_ready_after(ready, node, ready_hook, ready_ctx);
     }
+    snn_grad_settle_since(deferred); /* none in a walk that reached every maker */
     return SNN_OK;
 }
 

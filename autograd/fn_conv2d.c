@@ -9,7 +9,9 @@
  * (conv2d_forward_bits, conv2d_backward_bits), else unpacked for the op.
  * snn_conv2d_traced takes dW against another tensor (OTTT's presynaptic trace) instead of x.
  * snn_conv2d_batchnorm_eval, the conv and an eval-mode batch-norm after it for inference, is
- * fn_conv2d_bn_eval.c.
+ * fn_conv2d_bn_eval.c. dL/dy may arrive as the dL/dout of the fused batch-norm -> neuron op
+ * that reads y, whose last step (dL/dout -> dL/dy) the device's kernels then take as they
+ * read it (conv2d_backward_bn_dout, autograd/grad_deferred.c).
  */
 #include "autograd.h"
 #include "conv2d_args.h"
@@ -22,42 +24,64 @@ typedef struct conv_saved {
     const float *trace;   /* snn_conv2d_traced: what dW is taken against instead of x */
 } conv_saved;
 
+/* The device's backward kernels on dL/dy: as bits where x is kept as bits and the kernels
+ * read them, else x's floats (or the trace). With bn (dL/dy still a batch-norm's dL/dout,
+ * grad_deferred.c) the kernels make dL/dy as they read it where they can; where they cannot,
+ * it is made first. False when x's floats could not be had (reported). */
+static bool run_backward(const snn_kernels *k, snn_node *node, const snn_bn_dout *bn, float *dx,
+                         float *dw, float *db, float *workspace)
+{
+    conv_saved *s = node->saved;
+    snn_tensor *x = node->inputs[0], *w = node->inputs[1], *y = node->out;
+    const float *dout = y->grad->data;
+    const uint32_t *bits = !s->trace && !x->data && k->conv2d_backward_bits ? x->spike_bits
+                                                                             : NULL;
+    if (bits) {
+        if (bn && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, NULL, bits, w->data, &s->dims,
+                                             workspace))
+            return true;
+        snn_grad_settle(y);
+        if (k->conv2d_backward_bits(dx, dw, db, dout, bits, w->data, &s->dims, workspace))
+            return true;
+    }
+    const float *xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
+    if (!xv) return false;
+    if (bn && !bits && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, xv, NULL, w->data,
+                                                  &s->dims, workspace))
+        return true;
+    snn_grad_settle(y);
+    k->conv2d_backward(dx, dw, db, dout, xv, w->data, &s->dims, workspace);
+    return true;
+}
+
 static void conv2d_backward(snn_node *node)
 {
     conv_saved *s = node->saved;
+    const snn_conv2d_dims *d = &s->dims;
     snn_tensor *x = node->inputs[0], *w = node->inputs[1], *b = node->inputs[2], *y = node->out;
     const snn_kernels *k = snn_kernels_for(y->device);
+    /* dL/dy may still be the next batch-norm's dL/dout (node->takes_deferred_grad) */
+    const snn_bn_dout *bn = snn_grad_deferred_bn(y, d->N, d->C_out, d->H_out * d->W_out);
+    if (!bn) snn_grad_settle(y); /* (a record of other dims: none in practice) */
     /* dx over dy where the device's kernels take it (a conv that keeps its shape, on CUDA's
      * channels-last path) and x has no gradient yet: y's gradient becomes x's once the kernel
      * has run, so a basic block's backward holds one activation gradient fewer */
     const bool over = !s->trace && k->conv2d_dx_over_dout && snn_grad_can_hand_over(y, x) &&
-                      k->conv2d_dx_over_dout(&s->dims);
+                      k->conv2d_dx_over_dout(d);
     float *dx = over ? y->grad->data : snn_grad_for(x);
     float *dw = snn_grad_for(w), *db = snn_grad_for(b);
-    if (!dx && !dw && !db) return;
+    if (!dx && !dw && !db) {
+        snn_grad_settle(y); /* (dL/dy as it would have been; nothing here reads it) */
+        return;
+    }
     snn_step_scratch mark = snn_step_scratch_mark(y->device);
-    float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(&s->dims),
+    float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(d),
                                       y->device);
-    if (!workspace) {
+    if (!workspace || !run_backward(k, node, bn, dx, dw, db, workspace)) {
         snn_backward_out_of_memory();
         return;
     }
-    /* x: spikes the model kept as bits (autograd/spike_pack.c) are read as bits where the
-     * device's kernels can, else unpacked for this op. With a trace, the kernel's input is the
-     * trace (dX needs only dY and W: the trace changes dW alone) */
-    if (!s->trace && !x->data && k->conv2d_backward_bits &&
-        k->conv2d_backward_bits(dx, dw, db, y->grad->data, x->spike_bits, w->data, &s->dims,
-                                workspace)) {
-        if (over) snn_grad_hand_over(y, x);
-        snn_step_scratch_release(y->device, mark);
-        return;
-    }
-    const float *xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
-    if (!xv) {
-        snn_backward_out_of_memory();
-        return;
-    }
-    k->conv2d_backward(dx, dw, db, y->grad->data, xv, w->data, &s->dims, workspace);
+    snn_grad_deferred_done(y); /* (where the kernels took it; else it was made first) */
     if (over) snn_grad_hand_over(y, x);
     snn_step_scratch_release(y->device, mark); /* workspace, unpacked x: only during the kernel */
 }
@@ -132,6 +156,7 @@ static snn_tensor *conv2d(const char *fn, snn_tensor *x, const snn_tensor *trace
     if (snn_should_record(3, inputs)) {
         snn_node *node = snn_tape_record(fn, conv2d_backward, y, 3, inputs, sizeof(conv_saved));
         if (!node) return NULL;
+        node->takes_deferred_grad = k->conv2d_backward_bn_dout != NULL;
         *(conv_saved *)node->saved = (conv_saved){d, trace ? trace->data : NULL};
     }
     return y;

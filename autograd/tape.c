@@ -92,6 +92,7 @@ bool snn_grad_can_hand_over(const snn_tensor *from, const snn_tensor *to)
 float *snn_grad_hand_over(snn_tensor *from, snn_tensor *to)
 {
     if (!snn_grad_can_hand_over(from, to)) return NULL;
+    snn_grad_settle(from); /* (a reader of a deferred gradient has made it by now) */
     to->grad = from->grad; /* backward.c gives it back after to's op, not after from's */
     from->grad = NULL;
     return to->grad->data;
@@ -100,6 +101,7 @@ float *snn_grad_hand_over(snn_tensor *from, snn_tensor *to)
 float *snn_grad_for(snn_tensor *t)
 {
     if (!t || !t->requires_grad) return NULL;
+    snn_grad_settle(t); /* a gradient left half made is made before anything adds to it */
     if (!t->grad) {
         if (t->lifetime == SNN_OWNED) {
             snn_tensor_grad(t);

@@ -229,7 +229,20 @@ static void bn_neuron_backward(snn_node *node)
     }
     const int64_t n = x->numel;
     float *drx_whole = r_grads ? snn_grad_unfilled(rx) : NULL; /* likewise for rx (below) */
+    /* TF32 / BF16: the batch-norm's sums made by the neuron kernel as it writes dL/dX. Where
+     * the conv that made x takes a gradient with its last step left (grad_deferred.c), dL/dx
+     * is left to it, and the sums it needs then outlive this backward: taken before the mark */
+    const bool sums = dx_whole && snn_bn_neuron_folds_sums(k, snn_neuron_kernels_for(x->device),
+                                                           &sv->dims);
+    const bool defer = sums && x->grad_fn && x->grad_fn->takes_deferred_grad && !x->retain_grad;
+    const size_t sums_bytes = 3 * (size_t)sv->dims.C * sizeof(double);
+    double *dy_sums = defer ? snn_step_alloc(fn, sums_bytes, x->device) : NULL;
     snn_step_scratch mark = snn_step_scratch_mark(x->device);
+    if (sums && !defer) dy_sums = snn_step_alloc(fn, sums_bytes, x->device);
+    if (sums && !dy_sums) {
+        snn_backward_out_of_memory();
+        return;
+    }
     float *dX = dx_whole ? dx_whole /* x's shape dL/dX */
                          : snn_step_alloc(fn, (size_t)n * sizeof(float), x->device);
     if (!dX) {
@@ -239,15 +252,7 @@ static void bn_neuron_backward(snn_node *node)
     /* the carry op's state: H recomputed from V_init, then V_last left in its place */
     snn_neuron_bn_input in = {.stats = sv->stats, .invstd = sv->invstd, .gamma = gamma->data,
                               .beta = beta->data, .v_init = sv->v_state, .v_last = sv->v_state,
-                              .x_repeated = sv->x_repeated};
-    /* TF32 / BF16: the batch-norm's sums made by the neuron kernel as it writes dL/dX */
-    if (dx_whole && snn_bn_neuron_folds_sums(k, snn_neuron_kernels_for(x->device), &sv->dims)) {
-        in.dy_sums = snn_step_alloc(fn, 3 * (size_t)sv->dims.C * sizeof(double), x->device);
-        if (!in.dy_sums) {
-            snn_backward_out_of_memory();
-            return;
-        }
-    }
+                              .x_repeated = sv->x_repeated, .dy_sums = dy_sums};
     if (!snn_bn_neuron_read_saved_inputs(fn, x, residual, &in)) return;
     snn_bn_residual r_in;
     if (rx) {
@@ -270,9 +275,18 @@ static void bn_neuron_backward(snn_node *node)
     /* the batch-norm's backward over the images it normalised: T N, or N repeated */
     const int64_t images = images_of(sv);
     if (dx_whole && in.dy_sums) {
-        k->batchnorm_backward_in_place_sums(dx_whole, dgamma, dbeta, in.x, in.x_bf16,
-                                            gamma->data, sv->mean, sv->invstd, in.dy_sums,
-                                            (int)images, (int)sv->dims.C, (int)sv->dims.plane);
+        /* dL/dx left to x's conv where x is read from its own memory (not unpacked to scratch,
+         * which the release below gives back): dgamma and dbeta now, dx from the sums later */
+        const snn_bn_dout later = {.x = in.x, .x_bf16 = in.x ? NULL : in.x_bf16,
+                                   .gamma = gamma->data, .save_mean = sv->mean,
+                                   .save_invstd = sv->invstd, .sums = in.dy_sums};
+        const bool left = defer && (in.x ? in.x == x->data : in.x_bf16 == x->bf16) &&
+                          snn_grad_defer_bn(x, &later, (int)images, (int)sv->dims.C,
+                                            (int)sv->dims.plane);
+        k->batchnorm_backward_in_place_sums(left ? NULL : dx_whole, dgamma, dbeta, in.x,
+                                            in.x_bf16, gamma->data, sv->mean, sv->invstd,
+                                            in.dy_sums, (int)images, (int)sv->dims.C,
+                                            (int)sv->dims.plane);
     } else if (dx_whole) {
         k->batchnorm_backward_in_place(dx_whole, dgamma, dbeta, in.x, in.x_bf16, gamma->data,
                                        sv->mean, sv->invstd, (int)images, (int)sv->dims.C,

@@ -22,6 +22,9 @@
  *   7. in TF32 and BF16 training (the batch-norm's sums from the neuron kernel,
  *      lif_bn_backward.cu's dy_sums) against the same op in fp32: the gradients to 1e-5, the
  *      forward bit for bit.
+ *   8. a conv before the op in BF16: the op leaves dL/dy for the conv's channels-last copy to
+ *      make (autograd/grad_deferred.c); the gradients equal those of the step that makes it in
+ *      place first, with a second reader of y and on a plane whose conv takes another path.
  * Past 16 steps lif_bn_backward runs in chunks (T = 17 here), a kernel of its own, whose
  * gradients are compared to 1e-5 (chunked(), below); at T = 66 the scratch path's are bit for
  * bit again.
@@ -548,6 +551,92 @@ static void test_bf16_sums_from_the_neuron_kernel(void)
             }
 }
 
+/* 8. A conv before the op, in BF16 training: the op leaves dL/dy (y, the conv's output) for
+ * the conv to make as its channels-last copy loads it (autograd/grad_deferred.c,
+ * conv2d_backward_bn_dout). The same step with y kept for the user (retain_grad, which keeps
+ * the op from leaving it) makes dL/dy in place first, the old way: the gradients of the conv's
+ * input and weight, gamma and beta are the same. Also where y has a second reader that runs
+ * its backward after the op's (the record is then made by snn_grad_for before that reader
+ * adds its share), and on a 4x4 plane, whose conv takes another path (made by the conv's
+ * backward before its kernels run). snn_grad_deferred_taken counts the records a conv took:
+ * one, on the 32x32 plane with y's one reader, none else. */
+typedef struct conv_step {
+    float *dx, *dw, *dgamma, *dbeta;
+    int64_t nx, nw, C;
+    int64_t taken;
+} conv_step;
+
+static conv_step run_conv_bn(int H, bool keep, bool second_reader)
+{
+    const int64_t T = 2, N = 4, C = 64;
+    snn_neuron_config cfg[3];
+    configs(cfg);
+    const snn_shape shape = SNN_SHAPE(T, N, C, H, H);
+    conv_step r = {0};
+    CHECK_OK(snn_step_begin());
+    snn_tensor *x = step_tensor(shape, 0.0f, 1.0f, 31, SNN_CUDA, true);
+    snn_tensor *w = step_tensor(SNN_SHAPE(C, C, 3, 3), -0.1f, 0.1f, 32, SNN_CUDA, true);
+    snn_tensor *gamma = step_tensor(SNN_SHAPE(C), 0.5f, 1.5f, 33, SNN_CUDA, true);
+    snn_tensor *beta = step_tensor(SNN_SHAPE(C), -0.3f, 0.6f, 34, SNN_CUDA, true);
+    snn_tensor *rm = owned(SNN_SHAPE(C), -0.2f, 0.2f, 35, SNN_CUDA);
+    snn_tensor *rv = owned(SNN_SHAPE(C), 0.5f, 2.0f, 36, SNN_CUDA);
+    snn_tensor *R = step_tensor(shape, -1.0f, 1.0f, 37, SNN_CUDA, false);
+    snn_tensor *y = snn_conv2d(x, w, NULL, 1, 1);
+    CHECK(y != NULL);
+    if (!y) return r;
+    y->retain_grad = keep;
+    /* the second reader is recorded first, so its backward runs after the op's */
+    snn_tensor *other = second_reader ? snn_sum_all(snn_mul(y, R)) : NULL;
+    snn_tensor *s = snn_batchnorm_neuron(y, gamma, beta, rm, rv, 0.1f, 1e-5f, NULL, &cfg[0],
+                                         NULL);
+    CHECK(s != NULL);
+    snn_tensor *loss = s ? snn_sum_all(snn_mul(s, R)) : NULL;
+    if (loss && other) loss = snn_add(loss, other);
+    const int64_t before = snn_grad_deferred_taken();
+    if (loss) CHECK_OK(snn_backward(loss));
+    r.taken = snn_grad_deferred_taken() - before;
+    r.nx = x->numel, r.nw = w->numel, r.C = C;
+    r.dx = test_to_host(x->grad), r.dw = test_to_host(w->grad);
+    r.dgamma = test_to_host(gamma->grad), r.dbeta = test_to_host(beta->grad);
+    snn_step_end();
+    snn_tensor_free(rm), snn_tensor_free(rv);
+    return r;
+}
+
+/* equal values (a -0 and a +0 compare equal: a gradient written over dout or added to zeros) */
+static bool equal(const float *a, const float *b, int64_t n)
+{
+    if (!a || !b) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (!(a[i] == b[i])) return false;
+    return true;
+}
+
+static void test_conv_takes_the_batchnorm_dx(void)
+{
+    CHECK_OK(snn_set_precision(SNN_PRECISION_BF16));
+    const int planes[2] = {32, 4};
+    for (int p = 0; p < 2; p++)
+        for (int second = 0; second < 2; second++) {
+            conv_step left = run_conv_bn(planes[p], false, second);
+            conv_step kept = run_conv_bn(planes[p], true, second);
+            const bool ok = equal(left.dx, kept.dx, left.nx) && equal(left.dw, kept.dw, left.nw) &&
+                            equal(left.dgamma, kept.dgamma, left.C) &&
+                            equal(left.dbeta, kept.dbeta, left.C);
+            const int64_t want = p == 0 && !second ? 1 : 0;
+            if (!ok || left.taken != want || kept.taken != 0)
+                fprintf(stderr, "  %dx%d plane, second reader %d: gradients %s, taken %lld "
+                        "(want %lld) and %lld kept\n", planes[p], planes[p], second,
+                        ok ? "equal" : "DIFFER", (long long)left.taken, (long long)want,
+                        (long long)kept.taken);
+            CHECK(ok);
+            CHECK(left.taken == want && kept.taken == 0);
+            free(left.dx), free(left.dw), free(left.dgamma), free(left.dbeta);
+            free(kept.dx), free(kept.dw), free(kept.dgamma), free(kept.dbeta);
+        }
+    CHECK_OK(snn_set_precision(SNN_PRECISION_FP32));
+}
+
 int main(void)
 {
     test_require_cuda();
@@ -558,5 +647,6 @@ int main(void)
     RUN(test_gpu_repeat_equals_gpu_separate);
     RUN(test_model_step_fusion_on_off);
     RUN(test_bf16_sums_from_the_neuron_kernel);
+    RUN(test_conv_takes_the_batchnorm_dx);
     return test_finish();
 }
