@@ -317,6 +317,10 @@ static void test_conv_nhwc(void)
     conv_shape(conv_dims(3, 32, 16, 8, 32, 3, 3, 1, 1), true, 0, false);
 }
 
+/* The three precisions, for the tests that run every one */
+static const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
+                                            SNN_PRECISION_BF16};
+
 /* conv2d_forward_bn_eval gives the bits of conv2d_forward then batchnorm_forward_eval on every
  * path and in every precision: the channels-last kernel applies the batch-norm in its epilogue
  * (the eval kernel's expression on the value the conv would store), the others run the two. */
@@ -326,8 +330,6 @@ static void test_conv_bn_eval(void)
                                        conv_dims(4, 32, 9, 9, 64, 3, 3, 2, 1),
                                        conv_dims(3, 3, 12, 12, 32, 3, 3, 1, 1),
                                        conv_dims(5, 32, 7, 7, 96, 3, 3, 1, 1)};
-    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
-                                         SNN_PRECISION_BF16};
     const snn_conv_path paths[4] = {SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_IM2COL,
                                     SNN_CONV_PATH_NHWC};
     for (int i = 0; i < 4; i++) {
@@ -382,8 +384,6 @@ static void test_conv_bn_dout(void)
                                        conv_dims(4, 32, 9, 9, 64, 3, 3, 2, 1),
                                        conv_dims(5, 32, 7, 7, 96, 3, 3, 1, 1),
                                        conv_dims(3, 5, 8, 8, 7, 3, 3, 1, 1)};
-    const snn_precision precisions[3] = {SNN_PRECISION_FP32, SNN_PRECISION_TF32,
-                                         SNN_PRECISION_BF16};
     const snn_conv_path paths[3] = {SNN_CONV_PATH_AUTO, SNN_CONV_PATH_IGEMM, SNN_CONV_PATH_NHWC};
     for (int i = 0; i < 4; i++) {
         const snn_conv2d_dims *d = &shapes[i];
