@@ -64,6 +64,7 @@ static snn_status run_tape(const char *fn)
                 return snn_error((snn_status)failed, "%s: the backward of '%s' failed: %s", fn,
                                  node->op, why);
             }
+            snn_grad_settle(node->out); /* a taker that left it: made before it goes back */
             give_back_gradient(node->out);
         }
         if (ready) snn_grad_ready_after(ready, node, ready_hook, ready_ctx);

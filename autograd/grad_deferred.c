@@ -14,7 +14,9 @@
  * needs (snn_bn_dout: x, the statistics, and the sums the neuron kernel made). Whoever reads
  * that gradient next either takes the record or has the step done first (snn_grad_settle, the
  * batch-norm's own in-place kernel, the same bits):
- *   - the node that made x, if it takes records (snn_node.takes_deferred_grad: the conv);
+ *   - the node that made x, if it takes records (snn_node.takes_deferred_grad: the conv),
+ *     which calls snn_grad_deferred_done where its kernels took it (a record it left is made
+ *     right after its backward, before the gradient goes back to the pool);
  *   - any other node that made x: backward.c settles before running it;
  *   - an op that adds into x's gradient (snn_grad_for settles first): a second reader of x;
  *   - the end of the walk settles what it left (snn_grad_settle_since), or a failed walk
