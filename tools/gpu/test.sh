@@ -12,7 +12,8 @@
 #            tree and in .carry/base-src.tgz: for a change that claims to keep the bits, the two
 #            checkpoints (every weight and Adam moment) must be the same bytes; BITS_EXCEPT=REGEX
 #            leaves out the tensors a change alters on purpose (tools/gpu/same_tensors.py);
-#            BITS_FLAGS adds snn-train flags to both runs (e.g. --keep-bf16)
+#            BITS_FLAGS adds snn-train flags to both runs (e.g. --keep-bf16; a run it makes
+#            fail, as --keep-bf16 does in fp32, is reported with snn-train's message)
 #   memory   the memory estimate against the measured step on the GPU, SIGTERM and resume on
 #            CUDA (ctest cuda_memory_estimate, cuda_train), and sizes too large for the GPU
 #            refused before anything is allocated (exit 2, not 137)
@@ -68,6 +69,21 @@ for stage in "${@:-all}"; do
           ${BITS_FLAGS:-} --out /tmp/bits_${v}_$p > "$LOGS/bits_${v}_$p.txt" 2>&1
       done
       log "bits $p: checkpoint.safetensors of this tree against the base"
+      missing=""
+      for v in new base; do
+        [ -f /tmp/bits_${v}_$p/checkpoint.safetensors ] || missing="$missing $v"
+      done
+      if [ -n "$missing" ]; then
+        # a run that wrote no checkpoint (the flags refused in this precision, say
+        # --keep-bf16 in fp32): what it said, in place of a comparison
+        for v in $missing; do
+          why="no base tree to compare against (.carry/base-src.tgz)"
+          [ -f "$LOGS/bits_${v}_$p.txt" ] &&
+            why=$(grep -m1 -E "snn-train:|error" "$LOGS/bits_${v}_$p.txt")
+          echo "   no checkpoint from the $v run (${BITS_FLAGS:-} --precision $p): $why" | summary
+        done
+        continue
+      fi
       python3 tools/gpu/same_tensors.py /tmp/bits_new_$p/checkpoint.safetensors \
         /tmp/bits_base_$p/checkpoint.safetensors ${BITS_EXCEPT:+--except "$BITS_EXCEPT"} 2>&1 |
         summary
