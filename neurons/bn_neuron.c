@@ -28,8 +28,11 @@
  * Backward memory. dL/dX, 4 B per element and step, goes into x's gradient, which x (a conv's
  * output, with no other reader) has not had yet: the batch-norm's backward then replaces it by
  * dL/dx in place (batchnorm_backward_in_place), so dL/dX needs no buffer of its own (else it
- * is scratch from the step arena, given back when the node's backward ends). x is read as the
- * model kept it: floats, or a conv output's bf16 bits (autograd/bf16_keep.c), never unpacked.
+ * is scratch from the step arena, given back when the node's backward ends). Where the conv
+ * that made x can make dL/dx as it reads dL/dX (TF32 / BF16, autograd/grad_deferred.c), that
+ * last step is left to it: the gradient stays dL/dX, with a record of x, the statistics and
+ * the sums. x is read as the model kept it: floats, or a conv output's bf16 bits
+ * (autograd/bf16_keep.c), never unpacked.
  * On CUDA (lif_bn_backward, T <= 64) the recompute and the BPTT are one kernel that keeps H in
  * registers; the CPU, or a longer run, writes H to scratch (4 B per element and step) and runs
  * lif_bn_forward, lif_backward and axpy.
