@@ -44,6 +44,8 @@
  *            fixed order (deterministic)
  *
  * Tiles and shared-memory layouts: conv2d_nhwc_tiles.cuh, which holds the two GEMM kernels.
+ * The copies of x and dout (from floats or bits; dout also from a batch-norm's dL/dout):
+ * conv2d_nhwc_copies.cuh.
  *
  * Rounding: x, dout and w are rounded once, in the copies: to bf16 (to nearest, ties to even),
  * or to TF32 (cvt.rna, as cuBLAS), whose low mantissa bits the tensor cores then ignore;
@@ -70,183 +72,17 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "kernels/cuda/bn_dx.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "tensor/cuda_options.h"
 #include "tensor/error.h"
 #include "kernels/cuda/kernels_cuda.h"
 #include "conv2d_nhwc_tiles.cuh"
+#include "conv2d_nhwc_copies.cuh"
 
 #define NH_CHUNK_BYTES ((size_t)32 << 20)      /* a chunk's channels-last copy of x or dout */
 #define NH_PARTIAL_BUDGET ((size_t)64 << 20)   /* wgrad's split partial sums */
 
-/* An operand element from an fp32 value: bf16 rounded to nearest even, or fp32 rounded to
- * TF32 (to nearest, ties away: cvt.rna, as cuBLAS and conv2d_igemm.cu round), whose low 13
- * bits are then zero, so the tensor cores' truncation changes nothing. */
-static __device__ __forceinline__ bf16 to_operand(float v, bf16 *) { return __float2bfloat16_rn(v); }
-static __device__ __forceinline__ float to_operand(float v, float *)
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-    return __uint_as_float(r);
-}
-
-/* ---- the copies ---------------------------------------------------------------------------- */
-
-/* dst (images, HW, C) = src (images, C, HW) fp32 as operands (to_operand: bf16, or fp32 rounded
- * to TF32). A block of 256 threads moves a tile of 64 channels x 32 positions of one image
- * through shared memory: it reads along positions (a warp reads 128 contiguous bytes of a
- * channel) and writes along channels, each thread 16 bytes (EPV = 8 bf16 or 4 TF32 channels
- * of one position), the groups of a position on neighbouring lanes. Traffic: 4 B read and
- * 2 B (bf16) or 4 B (TF32) written per element. */
-#define NH_COPY_CHANNELS 64
-typedef float nh_copy_tile[NH_COPY_CHANNELS][33]; /* 33: the reads along a column spread banks */
-
-/* The second half of the tiled copies: the block's tile (channels x positions) of image n,
- * written channels-last as operands, 16 bytes a thread. */
-template <typename E>
-static __device__ __forceinline__ void store_tile(E *__restrict__ dst, const nh_copy_tile &tile,
-                                                  int C, int HW, int n, int c0, int p0)
-{
-    constexpr int EPV = 16 / (int)sizeof(E), GROUPS = NH_COPY_CHANNELS / EPV;
-    E *d = dst + (size_t)n * HW * C;
-    #pragma unroll
-    for (int item = threadIdx.x; item < 32 * GROUPS; item += 256) {
-        const int g = item % GROUPS, q = item / GROUPS, p = p0 + q, c = c0 + g * EPV;
-        if (p >= HW || c >= C) continue; /* C % 32 == 0: a group is all in or all out */
-        union {
-            uint4 v;
-            E e[EPV];
-        } out;
-        #pragma unroll
-        for (int j = 0; j < EPV; j++) out.e[j] = to_operand(tile[g * EPV + j][q], (E *)nullptr);
-        *reinterpret_cast<uint4 *>(d + (size_t)p * C + c) = out.v;
-    }
-}
-
-template <typename E>
-static __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(E *__restrict__ dst,
-                                                                  const float *__restrict__ src,
-                                                                  int C, int HW)
-{
-    __shared__ nh_copy_tile tile;
-    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
-    const int tid = threadIdx.x, tx = tid & 31;
-    const float *s = src + (size_t)n * C * HW;
-    #pragma unroll
-    for (int i = tid >> 5; i < NH_COPY_CHANNELS; i += 8) {
-        const int c = c0 + i, p = p0 + tx;
-        tile[i][tx] = c < C && p < HW ? s[(size_t)c * HW + p] : 0.0f;
-    }
-    __syncthreads();
-    store_tile(dst, tile, C, HW, n, c0, p0);
-}
-
-/* The same copy of a dout that is a batch-norm's input gradient not made yet (snn_bn_dout):
- * each value is made as it is loaded from the batch-norm's dL/dout (dX) and input x,
- *   dout = a (dX - c0 - (x - mean) c1)          chan[c] = (a, mean, c0, c1)
- * with the in-place backward's roundings (bn_dx_value; chan from snn_bn_dout_channels_cuda):
- * the float it would have written, then rounded as nchw_to_nhwc_kernel rounds it. X: bn_x_f32
- * or bn_x_bf16 (a conv output kept as bf16). Traffic per element: 4 B of dX and 4 B (or 2 B)
- * of x read, 2 B (bf16) or 4 B (TF32) written; against the batch-norm's pass (dX and x read,
- * 4 B written) and then the plain copy (4 B read), 8 B less. */
-template <typename E, typename X>
-static __global__ void __launch_bounds__(256)
-bn_dout_to_nhwc_kernel(E *__restrict__ dst, const float *__restrict__ dX, X x,
-                       const float4 *__restrict__ chan, int C, int HW)
-{
-    __shared__ nh_copy_tile tile;
-    __shared__ float4 k[NH_COPY_CHANNELS];
-    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
-    const int tid = threadIdx.x, tx = tid & 31;
-    if (tid < NH_COPY_CHANNELS && c0 + tid < C) k[tid] = chan[c0 + tid];
-    __syncthreads();
-    const int64_t image = (int64_t)n * C * HW;
-    #pragma unroll
-    for (int i = tid >> 5; i < NH_COPY_CHANNELS; i += 8) {
-        const int c = c0 + i, p = p0 + tx;
-        float v = 0.0f;
-        if (c < C && p < HW) {
-            const int64_t at = image + (int64_t)c * HW + p;
-            v = bn_dx_value(0.0f, k[i].x, dX[at], x[at], k[i].y, k[i].z, k[i].w);
-        }
-        tile[i][tx] = v;
-    }
-    __syncthreads();
-    store_tile(dst, tile, C, HW, n, c0, p0);
-}
-
-/* The same copy from spikes kept as bits (the conv's x, autograd/spike_pack.c), for any plane
- * (bits_to_nhwc_tiled_kernel below takes planes of a multiple of 32 positions):
- * element (n, c, p) is bit offset + (n C + c) HW + p. Bits need no transpose through shared
- * memory: a thread builds the 16 bytes of EPV channels (8 bf16, 4 TF32) of one position from
- * EPV bits and stores them at once, the groups of a position on neighbouring lanes, so a warp
- * stores whole channel runs. Its loads are words that 32 positions share (L1). Traffic: 1/8 B
- * read, 2 B (bf16) or 4 B (TF32) written per element. Launched with 32-bit indices:
- * NH_CHUNK_BYTES keeps a chunk's copy below 2^31 elements. */
-template <typename E>
-static __global__ void bits_to_nhwc_kernel(E *__restrict__ dst, const uint32_t *__restrict__ bits,
-                                           int64_t offset, int C, int HW, int total_groups)
-{
-    constexpr int EPV = 16 / (int)sizeof(E);
-    const int groups = C / EPV; /* per position */
-    for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total_groups;
-         idx += gridDim.x * blockDim.x) {
-        const int np = idx / groups, g = idx - np * groups; /* np = n HW + p */
-        const int n = np / HW, p = np - n * HW;
-        const int64_t first = offset + ((int64_t)n * C + g * EPV) * HW + p;
-        union {
-            uint4 v;
-            E e[EPV];
-        } out;
-        #pragma unroll
-        for (int j = 0; j < EPV; j++)
-            out.e[j] = to_operand(snn_bit_at(bits, first + (int64_t)j * HW), (E *)nullptr);
-        *reinterpret_cast<uint4 *>(dst + (size_t)np * C + g * EPV) = out.v;
-    }
-}
-
-/* The same copy from bits where a word holds 32 positions of one channel (HW and the view's
- * offset multiples of 32): a block takes 32 positions x 64 channels of one image, as
- * nchw_to_nhwc_kernel does. Its first 64 threads load the tile's 64 words (one per channel)
- * into shared memory; then each thread builds the 16 bytes of EPV channels of one position
- * from EPV of those words, the groups of a position on neighbouring lanes. A warp's loads in
- * bits_to_nhwc_kernel touch eight different words (lines) per instruction, and that many L1
- * wavefronts, not bytes, bound it (22 us for a layer1 chunk that writes 32 MB, H200); here a
- * word is loaded once per block. Traffic: 1/8 B read, 2 B (bf16) or 4 B (TF32) written per
- * element. The word array is padded (c + c / 8) so the groups' reads fall on distinct banks. */
-template <typename E>
-static __global__ void __launch_bounds__(256)
-bits_to_nhwc_tiled_kernel(E *__restrict__ dst, const uint32_t *__restrict__ bits, int64_t offset,
-                          int C, int HW)
-{
-    constexpr int EPV = 16 / (int)sizeof(E), GROUPS = NH_COPY_CHANNELS / EPV;
-    __shared__ uint32_t words[NH_COPY_CHANNELS + NH_COPY_CHANNELS / 8];
-    const int n = blockIdx.z, c0 = blockIdx.y * NH_COPY_CHANNELS, p0 = blockIdx.x * 32;
-    const int tid = threadIdx.x;
-    if (tid < NH_COPY_CHANNELS) {
-        const int c = c0 + tid;
-        words[tid + tid / 8] =
-            c < C ? bits[(offset + ((int64_t)n * C + c) * HW + p0) >> 5] : 0u;
-    }
-    __syncthreads();
-    E *d = dst + (size_t)n * HW * C;
-    #pragma unroll
-    for (int item = tid; item < 32 * GROUPS; item += 256) {
-        const int g = item % GROUPS, q = item / GROUPS, c = c0 + g * EPV;
-        if (c >= C) continue; /* C % 32 == 0: a group is all in or all out */
-        union {
-            uint4 v;
-            E e[EPV];
-        } out;
-        #pragma unroll
-        for (int j = 0; j < EPV; j++) {
-            const int w = g * EPV + j;
-            out.e[j] = to_operand((float)((words[w + w / 8] >> q) & 1u), (E *)nullptr);
-        }
-        *reinterpret_cast<uint4 *>(d + (size_t)(p0 + q) * C + c) = out.v;
-    }
-}
+/* ---- the weight's copy and the input gradient's residue classes ---------------------------- */
 
 /* The weight (C_out, C_in, KH, KW) fp32 as the A operand (to_operand):
  *   forward      wf[co, t, ci] = w[co, ci, t], t = kh KW + kw
@@ -380,61 +216,6 @@ extern "C" bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d)
 extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
     return make_nh_plan(d, operand_bytes()).bytes;
-}
-
-/* The launch of kernel `name` just made (grid x block threads) failed: say which and abort */
-static void check_launch(const char *name, dim3 grid, int block)
-{
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-        snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, block);
-}
-
-/* The tiled copies' grid: 32 positions x NH_COPY_CHANNELS channels of one image a block */
-static dim3 copy_grid(int images, int C, int HW)
-{
-    const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
-    return dim3((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
-}
-
-template <typename E>
-static void to_nhwc(E *dst, snn_cuda_input src, int images, int C, int HW)
-{
-    const dim3 grid = copy_grid(images, C, HW);
-    if (src.x) {
-        nchw_to_nhwc_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.x, C, HW);
-        check_launch("nchw_to_nhwc_kernel", grid, 256);
-    } else if (HW % 32 == 0 && src.offset % 32 == 0) { /* a word: 32 positions, one channel */
-        bits_to_nhwc_tiled_kernel<E><<<grid, 256, 0, snn_cuda_stream()>>>(dst, src.bits,
-                                                                         src.offset, C, HW);
-        check_launch("bits_to_nhwc_tiled_kernel", grid, 256);
-    } else {
-        const int total = images * HW * (C / (16 / (int)sizeof(E)));
-        SNN_CUDA_LAUNCH(bits_to_nhwc_kernel<E>, snn_cuda_grid(total, SNN_CUDA_BLOCK),
-                        SNN_CUDA_BLOCK, 0, dst, src.bits, src.offset, C, HW, total);
-    }
-}
-
-/* dout of images [n0, n0 + images) channels-last: copied, or (bn) made from the batch-norm's
- * dL/dout (dout) and x as it is loaded (bn_dout_to_nhwc_kernel; chan from
- * snn_bn_dout_channels_cuda) */
-template <typename E>
-static void dout_to_nhwc(E *dst, const float *dout, const snn_bn_dout *bn, const float4 *chan,
-                         int64_t n0, int images, int C, int P)
-{
-    const int64_t first = n0 * C * P;
-    if (!bn) {
-        to_nhwc<E>(dst, snn_cuda_floats(dout + first), images, C, P);
-        return;
-    }
-    const dim3 grid = copy_grid(images, C, P);
-    if (bn->x)
-        bn_dout_to_nhwc_kernel<E, bn_x_f32><<<grid, 256, 0, snn_cuda_stream()>>>(
-            dst, dout + first, bn_x_f32{bn->x + first}, chan, C, P);
-    else
-        bn_dout_to_nhwc_kernel<E, bn_x_bf16><<<grid, 256, 0, snn_cuda_stream()>>>(
-            dst, dout + first, bn_x_bf16{bn->x_bf16 + first}, chan, C, P);
-    check_launch("bn_dout_to_nhwc_kernel", grid, 256);
 }
 
 /* forward's weight (phase NULL), or one dgrad class's */
