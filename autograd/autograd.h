@@ -106,9 +106,10 @@ struct snn_bn_dout;
  * dims. The node that made t takes it if it takes_deferred_grad, else it is made before
  * anything else reads it. False where no more can be recorded: make dL/dt now. */
 bool snn_grad_defer_bn(const snn_tensor *t, const struct snn_bn_dout *bn, int N, int C, int HW);
-/** t's record, where one of dims (N, C, HW) is there, else NULL: for the backward of the node
- * that made t, which then makes dL/dt as it reads and calls snn_grad_deferred_done(t). */
-const struct snn_bn_dout *snn_grad_deferred_bn(const snn_tensor *t, int N, int C, int HW);
+/** Whether t has a record of dims (N, C, HW), copied into `out` (may be NULL): for the
+ * backward of the node that made t, which then makes dL/dt as it reads and calls
+ * snn_grad_deferred_done(t). */
+bool snn_grad_deferred_bn(const snn_tensor *t, int N, int C, int HW, struct snn_bn_dout *out);
 /** Forgets t's record (its reader made the gradient). */
 void snn_grad_deferred_done(const snn_tensor *t);
 /** Makes t's gradient what its record says, and forgets the record; nothing without one. */

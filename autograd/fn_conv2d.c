@@ -40,14 +40,15 @@ static bool run_backward(const snn_kernels *k, snn_node *node, const snn_bn_dout
         if (bn && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, NULL, bits, w->data, &s->dims,
                                              workspace))
             return true;
-        snn_grad_settle(y);
+        snn_grad_settle(y); /* declined (a path that cannot): dL/dy made first */
+        bn = NULL;
         if (k->conv2d_backward_bits(dx, dw, db, dout, bits, w->data, &s->dims, workspace))
             return true;
     }
     const float *xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
     if (!xv) return false;
-    if (bn && !bits && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, xv, NULL, w->data,
-                                                  &s->dims, workspace))
+    if (bn && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, xv, NULL, w->data, &s->dims,
+                                         workspace))
         return true;
     snn_grad_settle(y);
     k->conv2d_backward(dx, dw, db, dout, xv, w->data, &s->dims, workspace);
@@ -61,7 +62,9 @@ static void conv2d_backward(snn_node *node)
     snn_tensor *x = node->inputs[0], *w = node->inputs[1], *b = node->inputs[2], *y = node->out;
     const snn_kernels *k = snn_kernels_for(y->device);
     /* dL/dy may still be the next batch-norm's dL/dout (node->takes_deferred_grad) */
-    const snn_bn_dout *bn = snn_grad_deferred_bn(y, d->N, d->C_out, d->H_out * d->W_out);
+    snn_bn_dout record;
+    const snn_bn_dout *bn =
+        snn_grad_deferred_bn(y, d->N, d->C_out, d->H_out * d->W_out, &record) ? &record : NULL;
     if (!bn) snn_grad_settle(y); /* (a record of other dims: none in practice) */
     /* dx over dy where the device's kernels take it (a conv that keeps its shape, on CUDA's
      * channels-last path) and x has no gradient yet: y's gradient becomes x's once the kernel

@@ -67,12 +67,14 @@ bool snn_grad_defer_bn(const snn_tensor *t, const snn_bn_dout *bn, int N, int C,
     return true;
 }
 
-const snn_bn_dout *snn_grad_deferred_bn(const snn_tensor *t, int N, int C, int HW)
+bool snn_grad_deferred_bn(const snn_tensor *t, int N, int C, int HW, snn_bn_dout *out)
 {
     const int i = record_count ? find(t) : -1;
-    if (i < 0) return NULL;
+    if (i < 0) return false;
     const deferred *r = &records[i];
-    return r->N == N && r->C == C && r->HW == HW ? &r->bn : NULL;
+    if (r->N != N || r->C != C || r->HW != HW) return false;
+    if (out) *out = r->bn; /* a copy: settling another record moves this one in the list */
+    return true;
 }
 
 void snn_grad_deferred_done(const snn_tensor *t)

@@ -69,14 +69,14 @@ static void test_record_and_grad_for(void)
 {
     snn_step_begin();
     snn_tensor *t = half_made(), *other = test_uniform(SNN_SHAPE(N, C, HW), 0.0f, 1.0f, 4);
-    CHECK(snn_grad_deferred_bn(t, N, C, HW) != NULL);
-    CHECK(snn_grad_deferred_bn(t, N, C, HW + 1) == NULL); /* other dims */
-    CHECK(snn_grad_deferred_bn(other, N, C, HW) == NULL);
+    CHECK(snn_grad_deferred_bn(t, N, C, HW, NULL));
+    CHECK(!snn_grad_deferred_bn(t, N, C, HW + 1, NULL)); /* other dims */
+    CHECK(!snn_grad_deferred_bn(other, N, C, HW, NULL));
     CHECK(test_same_bits(t->grad->data, dX, NUMEL)); /* nothing made yet */
     const float *g = t->grad->data;
     CHECK(snn_grad_for(t) == g); /* an op about to add into it: made first */
     CHECK(test_same_bits(g, want, NUMEL));
-    CHECK(snn_grad_deferred_bn(t, N, C, HW) == NULL);
+    CHECK(!snn_grad_deferred_bn(t, N, C, HW, NULL));
     snn_grad_settle(t); /* no record: nothing */
     CHECK(test_same_bits(g, want, NUMEL));
     snn_step_end();
@@ -92,10 +92,10 @@ static void test_marks(void)
     snn_tensor *inner = half_made();
     snn_grad_settle_since(mark);
     CHECK(test_same_bits(inner->grad->data, want, NUMEL));
-    CHECK(snn_grad_deferred_bn(inner, N, C, HW) == NULL);
-    CHECK(snn_grad_deferred_bn(outer, N, C, HW) != NULL); /* made before the mark: kept */
+    CHECK(!snn_grad_deferred_bn(inner, N, C, HW, NULL));
+    CHECK(snn_grad_deferred_bn(outer, N, C, HW, NULL)); /* made before the mark: kept */
     snn_grad_deferred_drop_since(start);
-    CHECK(snn_grad_deferred_bn(outer, N, C, HW) == NULL);
+    CHECK(!snn_grad_deferred_bn(outer, N, C, HW, NULL));
     CHECK(test_same_bits(outer->grad->data, dX, NUMEL)); /* dropped, not made */
     CHECK(snn_grad_deferred_mark() == start);
     snn_step_end();
@@ -133,7 +133,7 @@ static int taker_saw;
 static void taker_backward(snn_node *node)
 {
     snn_tensor *y = node->out;
-    taker_saw = snn_grad_deferred_bn(y, N, C, HW) != NULL &&
+    taker_saw = snn_grad_deferred_bn(y, N, C, HW, NULL) &&
                 test_same_bits(y->grad->data, dX, NUMEL);
     if (take) snn_grad_deferred_done(y);
     CHECK(snn_grad_for(node->inputs[0]) != NULL); /* a gradient for x, so its maker runs */
