@@ -28,7 +28,10 @@
 /* An operand element from an fp32 value: bf16 rounded to nearest even, or fp32 rounded to
  * TF32 (to nearest, ties away: cvt.rna, as cuBLAS and conv2d_igemm.cu round), whose low 13
  * bits are then zero, so the tensor cores' truncation changes nothing. */
-static __device__ __forceinline__ bf16 to_operand(float v, bf16 *) { return __float2bfloat16_rn(v); }
+static __device__ __forceinline__ bf16 to_operand(float v, bf16 *)
+{
+    return __float2bfloat16_rn(v);
+}
 static __device__ __forceinline__ float to_operand(float v, float *)
 {
     uint32_t r;
