@@ -92,8 +92,8 @@ int train_option_table(train_options *o, option *table)
         {"--tet-lambda", OPT_FLOAT, &o->tet_lambda,
          "--loss tet: weight of its MSE regulariser pulling each step's outputs to 1"},
         {"--dropout", OPT_FLOAT, &o->dropout,
-         "dropout P, one mask per sample for all T steps: cnn / dvsnet before fc1 and fc2; rsnn "
-         "on each recurrent layer's spikes (0: off)"},
+         "dropout P, one mask per sample for all T steps: cnn / dvsnet before fc1 and fc2; the "
+         "resnets before fc; rsnn on each recurrent layer's spikes (0: off)"},
         {"--train-mode", OPT_STRING, &o->train_mode,
          "bptt (backpropagation through all T steps; memory grows with T), sltt (online: each "
          "step's loss backpropagated at once, memory independent of T) or ottt (sltt with each "

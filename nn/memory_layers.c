@@ -213,7 +213,7 @@ int snn_walk_linear(snn_walk *w, int in, double rows, double in_features, int ou
 /* Dropout shared over T (snn_dropout_shared) on (T, N, F) with `per_sample` = F: in training
  * the mask (N, F), drawn once for all T steps, and the product x * mask (a node; the mask gets
  * no gradient); in evaluation the op returns its input, allocating nothing. */
-static int dropout(snn_walk *w, int in, double T, double N, double per_sample)
+int snn_walk_dropout(snn_walk *w, int in, double T, double N, double per_sample)
 {
     if (!w->training) return in;
     snn_walk_constant(w, N * per_sample);
@@ -226,10 +226,10 @@ int snn_walk_classifier(snn_walk *w, int x, const snn_model_config *c, double T,
     const double TN = T * N;
     const bool dropout_layers = c->dropout > 0.0f;
     x = snn_walk_view(w, TN * flat, x);
-    if (dropout_layers) x = dropout(w, x, T, N, flat);
+    if (dropout_layers) x = snn_walk_dropout(w, x, T, N, flat);
     x = snn_walk_linear(w, x, TN, flat, c->hidden);
     x = snn_walk_neuron(w, x, &c->neuron, TN * c->hidden, TN, c->hidden);
-    if (dropout_layers) x = dropout(w, x, T, N, c->hidden);
+    if (dropout_layers) x = snn_walk_dropout(w, x, T, N, c->hidden);
     x = snn_walk_linear(w, x, TN, c->hidden, c->classes);
     if (c->spiking_readout) x = snn_walk_neuron(w, x, &c->neuron, TN * c->classes, TN, c->classes);
     return x;

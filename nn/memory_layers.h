@@ -38,6 +38,9 @@ int snn_walk_bn_then_neuron(snn_walk *w, int in, const snn_neuron_config *n, dou
 int snn_walk_max_pool(snn_walk *w, int in, double out_numel);
 /* A linear layer with a bias on `rows` rows. */
 int snn_walk_linear(snn_walk *w, int in, double rows, double in_features, int out_features);
+/* Dropout shared over T (snn_dropout_shared) on (T, N, F) `in`, F = `per_sample`: in training
+ * its mask and its product; in evaluation nothing (the op returns its input). */
+int snn_walk_dropout(snn_walk *w, int in, double T, double N, double per_sample);
 /* The classifier both CNNs end with (model_cnn.c's add_classifier): flatten, [dropout], fc1,
  * neuron, [dropout], fc2, [neuron]. `x` is the last pool's output, `flat` its features per
  * sample. Returns the last layer's id. */

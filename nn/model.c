@@ -87,11 +87,6 @@ snn_status snn_model_config_check(const snn_model_config *c)
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) /* NaN fails too */
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'dropout' (expected 0 <= dropout < 1, "
                          "got %g)", fn, (double)c->dropout);
-    if (resnet && c->dropout != 0.0f)
-        return snn_error(SNN_ERR_ARGUMENT, "%s: bad config 'dropout' (the ResNets have no dropout "
-                         "layers: expected 0 for %s, got %g); hint: dropout is the CNN's and the "
-                         "DVS net's classifier option, and the rsnn's", fn,
-                         snn_model_kind_name(c->kind), (double)c->dropout);
     if (snn_neuron_is_ann(c->neuron.kind) &&
         (c->time_steps != 1 || c->encoding != SNN_ENCODING_DIRECT))
         return snn_error(SNN_ERR_ARGUMENT, "%s: bad config (a %s model is an ANN: expected "

@@ -269,6 +269,7 @@ static int walk_resnet(snn_walk *w, const snn_model_config *c, double T, double 
     x = snn_walk_output(w, TN * in, x, -1);     /* its mean */
     x = snn_walk_view(w, TN * in, x);           /* back to (.., C, 1, 1) */
     x = snn_walk_view(w, TN * in, x);           /* flatten */
+    if (c->dropout > 0.0f) x = snn_walk_dropout(w, x, T, N, in);
     return snn_walk_linear(w, x, TN, in, c->classes);
 }
 

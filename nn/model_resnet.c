@@ -5,7 +5,7 @@
  *   layer1: 64w channels;  layer2: 128w, stride 2;  layer3: 256w, stride 2;  layer4: 512w, stride 2
  *           (ResNet-18: 2, 2, 2, 2 basic blocks; ResNet-34: 3, 4, 6, 3 basic blocks;
  *            ResNet-50: 3, 4, 6, 3 bottleneck blocks, whose outputs are 4x wider: 256w .. 2048w)
- *   then:   global average pool -> flatten -> fc -> mean over T
+ *   then:   global average pool -> flatten -> [dropout] -> fc -> mean over T
  *
  * Basic block of the spiking ResNet (SpikingJelly's spiking_resnet: the neuron sits where the
  * ReLU was, after the residual addition):
@@ -189,7 +189,7 @@ static snn_module *block_new(int in, int planes, int stride, bool sew, bool bott
     return m;
 }
 
-/* children: conv1 bn1 sn1 layer1..layer4 avgpool flatten fc */
+/* children: conv1 bn1 sn1 layer1..layer4 avgpool flatten [dropout] fc */
 static snn_tensor *resnet_forward(snn_module *m, snn_tensor *x)
 {
     snn_model_impl *impl = m->impl;
@@ -240,6 +240,11 @@ snn_module *snn_resnet_new(const snn_model_config *c, snn_rng *rng)
     }
     if (s == SNN_OK) s = snn_module_add(m, "avgpool", snn_adaptive_avg_pool_new());
     if (s == SNN_OK) s = snn_module_add(m, "flatten", snn_flatten_new(2, -1));
+    /* config.dropout > 0: one dropout layer on the pooled features, its mask drawn once per
+     * sample for all T steps (as the CNN's classifier, model_cnn.c); it holds no parameters,
+     * so the names and the values drawn for fc are those of a ResNet without it */
+    if (s == SNN_OK && c->dropout > 0.0f)
+        s = snn_module_add(m, "dropout", snn_dropout_shared_new(c->dropout, 0, 1));
     if (s == SNN_OK) s = snn_module_add(m, "fc", snn_linear_new(in, c->classes, true, rng));
     if (s != SNN_OK) {
         snn_module_free(m);

@@ -82,8 +82,9 @@ typedef struct snn_model_config {
                                  fc1 and fc2 (flatten -> dropout -> fc1 -> neuron -> dropout ->
                                  fc2, the PLIF paper's classifier), one mask per sample shared
                                  by every time step (snn_dropout_shared); rsnn: on each
-                                 recurrent layer's spikes (nn/model_rsnn.c); 0 (the default):
-                                 no dropout layers. In [0, 1); the ResNets take only 0 */
+                                 recurrent layer's spikes (nn/model_rsnn.c); ResNets: one layer
+                                 between the average pool and fc, shared over T as well; 0 (the
+                                 default): no dropout layers. In [0, 1) */
 } snn_model_config;
 
 /** The defaults of `kind`: LIF neurons with the ATan surrogate, T = 4, direct encoding; the

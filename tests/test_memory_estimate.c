@@ -89,6 +89,9 @@ static void make_cases(void)
     c = probe_make("cnn w16 T2 N16 dropout eval", SNN_MODEL_SPIKING_CNN, 16, 2, 16, false, 0);
     c.config.dropout = 0.5f;
     add(c);
+    c = probe_make("resnet18 w4 T2 N4 dropout adam", SNN_MODEL_RESNET18, 4, 2, 4, true, 2);
+    c.config.dropout = 0.3f;
+    add(c);
     /* the recurrent SNN (nn/model_rsnn.c): its recurrent layers' spikes, H (ALIF: and the
      * thresholds) and BPTT scratch (snn_walk_recurrent, nn/memory_walk.c) */
     c = probe_make("rsnn h32 T28 N8 lif adam", SNN_MODEL_RSNN, 1, 28, 8, true, 2);
