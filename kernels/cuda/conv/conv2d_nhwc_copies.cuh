@@ -49,8 +49,9 @@ static __device__ __forceinline__ float to_operand(float v, float *)
  * 2 B (bf16) or 4 B (TF32) written per element.
  * A thread issues all its NH_COPY_ROWS loads (of each input) before it uses one: a load under
  * an `if`, used at once, left one load of each in flight per warp, and the copies ran at
- * 2.3-3.0 TB/s of the H200's 4.8 (ncu, layer1 at B = 64). Out of the tile a thread loads the
- * image's first element, which is always there, and does not use it. */
+ * 2.5-3.0 TB/s of the H200's 4.8; loads first, 3.5-4.0 (ncu, layer1 at B = 64;
+ * docs/benchmarks.md). Out of the tile a thread loads the image's first element, which is
+ * always there, and does not use it. */
 #define NH_COPY_CHANNELS 64
 #define NH_COPY_ROWS (NH_COPY_CHANNELS / 8) /* channels a thread loads: 8 warps a block */
 typedef float nh_copy_tile[NH_COPY_CHANNELS][33]; /* 33: the reads along a column spread banks */
