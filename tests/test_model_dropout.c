@@ -48,7 +48,7 @@ static snn_module *build(const snn_model_config *c, uint64_t seed)
     return m;
 }
 
-/* The logits of one forward of m on x (host, N images of the CNN's shape) into out. */
+/* The logits of one forward of m on x (host, N images of the model's shape) into out. */
 static void logits_of(snn_module *m, const float *x, int N, float *out)
 {
     const snn_model_config *c = snn_model_config_of(m);
@@ -269,18 +269,6 @@ done:
     snn_module_free(m);
 }
 
-/* Logits of one forward of a ResNet on N images of its shape (3 x H x W). */
-static void resnet_logits(snn_module *m, const float *x, int N, float *out)
-{
-    const snn_model_config *c = snn_model_config_of(m);
-    snn_step_begin();
-    snn_tensor *t = snn_from_host(SNN_SHAPE(N, c->in_channels, c->height, c->width), x, SNN_CPU);
-    snn_tensor *logits = snn_module_forward(m, t);
-    CHECK(logits != NULL);
-    if (logits) memcpy(out, logits->data, (size_t)logits->numel * sizeof *out);
-    snn_step_end();
-}
-
 static void test_resnet(void)
 {
     snn_model_config c = snn_model_config_default(SNN_MODEL_RESNET18);
@@ -320,20 +308,20 @@ static void test_resnet(void)
      * same again from the same stream */
     snn_module_train(plain, false);
     snn_module_train(with, false);
-    resnet_logits(plain, x, N, a);
-    resnet_logits(with, x, N, b);
+    logits_of(plain, x, N, a);
+    logits_of(with, x, N, b);
     CHECK(same(a, b, (size_t)N * K));
     snn_module_train(plain, true);
     snn_module_train(with, true);
     const uint64_t s0 = snn_model_rng_state(with);
-    resnet_logits(plain, x, N, a);
-    resnet_logits(with, x, N, b);
+    logits_of(plain, x, N, a);
+    logits_of(with, x, N, b);
     CHECK(snn_model_rng_state(with) == snn_hash64(s0));
     CHECK(!same(a, b, (size_t)N * K));
-    resnet_logits(with, x, N, b2);
+    logits_of(with, x, N, b2);
     CHECK(!same(b, b2, (size_t)N * K));
     snn_model_set_rng_state(with, s0);
-    resnet_logits(with, x, N, b2);
+    logits_of(with, x, N, b2);
     CHECK(same(b, b2, (size_t)N * K));
 done:
     snn_module_free(plain);
