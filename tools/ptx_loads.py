@@ -7,8 +7,9 @@ bandwidth however many threads it has (docs/benchmarks.md, "The copies' loads fi
 channels-last copies went from 2.5 to 4.0 TB/s on an H200 when their eight loads were issued
 before the first was used).
 
-    nvcc ... -ptx kernels/cuda/FILE.cu -o FILE.ptx
-    python3 tools/ptx_loads.py FILE.ptx [NAME_REGEX]
+    nvcc -DSNN_WITH_CUDA=1 -I. -Itensor -O3 -DNDEBUG -arch=sm_90 --expt-relaxed-constexpr \
+         -ptx kernels/cuda/lif.cu -o lif.ptx          (from the repository root, as the build)
+    python3 tools/ptx_loads.py lif.ptx [NAME_REGEX]
 
 One row a kernel: its global loads (as written in the PTX, after nvcc's unrolling), and the
 fewest, the median and the most loads in flight at a load's first use. It reads the PTX in
