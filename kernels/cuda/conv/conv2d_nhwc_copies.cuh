@@ -56,8 +56,8 @@ static __device__ __forceinline__ float to_operand(float v, float *)
 #define NH_COPY_ROWS (NH_COPY_CHANNELS / 8) /* channels a thread loads: 8 warps a block */
 typedef float nh_copy_tile[NH_COPY_CHANNELS][33]; /* 33: the reads along a column spread banks */
 
-/* The offset in its image of the element thread `tid` loads in its j-th row, or 0 out of the
- * tile (*in false). C HW < 2^31: a chunk's copy is (NH_CHUNK_BYTES). */
+/* The offset in its image of the element this thread loads in its j-th row, or 0 out of the
+ * tile (*in false). An image's C HW fits 32 bits (copy_grid asserts it). */
 static __device__ __forceinline__ int copy_offset(int j, int c0, int p0, int C, int HW, bool *in)
 {
     const int c = c0 + (threadIdx.x >> 5) + 8 * j, p = p0 + (threadIdx.x & 31);
@@ -228,9 +228,11 @@ static void check_launch(const char *name, dim3 grid, int block)
         snn_cuda_launch_fail(name, __FILE__, __LINE__, err, grid.x * grid.y * grid.z, block);
 }
 
-/* The tiled copies' grid: 32 positions x NH_COPY_CHANNELS channels of one image a block */
+/* The tiled copies' grid: 32 positions x NH_COPY_CHANNELS channels of one image a block. The
+ * kernels index within an image in 32 bits (copy_offset). */
 static dim3 copy_grid(int images, int C, int HW)
 {
+    SNN_ASSERT((int64_t)C * HW <= INT32_MAX);
     const unsigned tiles_c = (unsigned)((C + NH_COPY_CHANNELS - 1) / NH_COPY_CHANNELS);
     return dim3((unsigned)((HW + 31) / 32), tiles_c, (unsigned)images);
 }
