@@ -183,13 +183,18 @@ static __device__ __forceinline__ void store_operand(snn_bf16 *dst, float v)
  * across the warp, in either layout. Traffic: sizeof(T) B (4 or 2) written per col entry (KH KW
  * times the input for stride 1); x is read through L1, each input feeding up to KH KW entries
  * of neighbouring threads. BITS: x is spikes kept as bits (the weight gradient's input,
- * autograd/spike_pack.c), element e at `offset` + e. CPU: the im2col of conv2d.c. */
-template <typename T, bool BITS>
+ * autograd/spike_pack.c), element e at `offset` + e. CPU: the im2col of conv2d.c.
+ * K: the window's side when known at compile time (3, every 3 x 3 conv of the nets), 0 for
+ * any. With K the thread issues its K K loads before it stores one, so they are all in flight
+ * at once: a tap outside the input loads the plane's first element and stores 0 instead.
+ * With K = 0 each load sits under its bounds check and is stored at once, one in flight. */
+template <typename T, bool BITS, int K>
 static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__restrict__ x,
                                             const uint32_t *__restrict__ bits, int64_t offset,
                                             snn_conv2d_dims d, int g, int P, col_layout layout)
 {
-    const int KK = d.KH * d.KW, CK = d.C_in * KK;
+    const int KH = K ? K : d.KH, KW = K ? K : d.KW;
+    const int KK = KH * KW, CK = d.C_in * KK;
     const int total = g * d.C_in * P;
     for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += gridDim.x * blockDim.x) {
@@ -209,16 +214,40 @@ static __global__ void conv2d_im2col_kernel(T *__restrict__ col, const float *__
             dst = col + ((size_t)ci * KK * g + j) * P + p;
             row_step = g * P;
         }
-        for (int kh = 0; kh < d.KH; kh++) {
-            const int ih = ih0 + kh;
-            const bool row_in = ih >= 0 && ih < d.H;
-            for (int kw = 0; kw < d.KW; kw++) {
-                const int iw = iw0 + kw;
-                float v = 0.0f;
-                if (row_in && iw >= 0 && iw < d.W)
-                    v = BITS ? snn_bit_at(bits, e0 + ih * d.W + iw) : plane[ih * d.W + iw];
-                store_operand(dst, v);
+        if constexpr (K > 0) {
+            /* loads first: tap t = kh K + kw at plane offset at[t] (-1 outside the input: it
+             * loads offset 0 and stores 0), the bits' words kept whole until all are loaded */
+            int at[K * K];
+            uint32_t word[K * K];
+            float v[K * K];
+            #pragma unroll
+            for (int t = 0; t < K * K; t++) {
+                const int ih = ih0 + t / K, iw = iw0 + t % K;
+                at[t] = ih >= 0 && ih < d.H && iw >= 0 && iw < d.W ? ih * d.W + iw : -1;
+                const int a = at[t] < 0 ? 0 : at[t];
+                if (BITS) word[t] = bits[(e0 + a) >> 5];
+                else v[t] = plane[a];
+            }
+            #pragma unroll
+            for (int t = 0; t < K * K; t++) {
+                float value = 0.0f;
+                if (at[t] >= 0)
+                    value = BITS ? (float)((word[t] >> ((e0 + at[t]) & 31)) & 1u) : v[t];
+                store_operand(dst, value);
                 dst += row_step;
+            }
+        } else {
+            for (int kh = 0; kh < KH; kh++) {
+                const int ih = ih0 + kh;
+                const bool row_in = ih >= 0 && ih < d.H;
+                for (int kw = 0; kw < KW; kw++) {
+                    const int iw = iw0 + kw;
+                    float v = 0.0f;
+                    if (row_in && iw >= 0 && iw < d.W)
+                        v = BITS ? snn_bit_at(bits, e0 + ih * d.W + iw) : plane[ih * d.W + iw];
+                    store_operand(dst, v);
+                    dst += row_step;
+                }
             }
         }
     }
@@ -247,14 +276,18 @@ static __global__ void conv2d_swap_outer_kernel(T *__restrict__ dst, const float
  * ((ih + pad - kh) / stride, (iw + pad - kw) / stride) when those divide exactly and fall in
  * the output, summing in ascending (kh, kw). Neighbouring threads hold neighbouring iw, so for
  * stride 1 the KH KW reads are coalesced too. STRIDE: 1 or 2 known at compile time (the
- * divisibility tests become a bit test), 0 for any. Traffic: up to KH KW dcol reads + one
- * read-modify-write of dx per input. CPU: the col2im of conv2d.c. */
-template <int STRIDE>
+ * divisibility tests become a bit test), 0 for any. K: the window's side when known at compile
+ * time (3), 0 for any; with K the thread issues its K K loads (a tap that lands on no output
+ * loads its row's first entry) before it adds one, in the same order, so the same sum.
+ * Traffic: up to KH KW dcol reads + one read-modify-write of dx per input. CPU: the col2im of
+ * conv2d.c. */
+template <int STRIDE, int K>
 static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
                                                      const float *__restrict__ dcol,
                                                      snn_conv2d_dims d, int g, int P)
 {
     const int stride = STRIDE ? STRIDE : d.stride;
+    const int KH = K ? K : d.KH, KW = K ? K : d.KW;
     const int row_stride = g * P; /* between consecutive rows (ci, kh, kw) of dcol */
     const int HW = d.H * d.W;
     const int total = g * d.C_in * HW;
@@ -264,20 +297,39 @@ static __global__ void conv2d_backward_col2im_kernel(float *__restrict__ dx,
         const int j = image_channel / d.C_in, ci = image_channel - j * d.C_in;
         const int ih = pix / d.W, iw = pix - ih * d.W;
         /* row (ci, 0, 0) of image j's column block */
-        const float *rows = dcol + (size_t)ci * d.KH * d.KW * row_stride + (size_t)j * P;
+        const float *rows = dcol + (size_t)ci * KH * KW * row_stride + (size_t)j * P;
         float acc = 0.0f;
-        for (int kh = 0; kh < d.KH; kh++, rows += (size_t)d.KW * row_stride) {
-            const int oh_s = ih + d.pad - kh; /* = oh * stride */
-            if (oh_s < 0) break;              /* only gets smaller with kh */
-            const int oh = oh_s / stride;
-            if (oh * stride != oh_s || oh >= d.H_out) continue;
-            const float *row = rows;
-            for (int kw = 0; kw < d.KW; kw++, row += row_stride) {
-                const int ow_s = iw + d.pad - kw;
-                if (ow_s < 0) break;
-                const int ow = ow_s / stride;
-                if (ow * stride != ow_s || ow >= d.W_out) continue;
-                acc += __ldg(row + oh * d.W_out + ow);
+        if constexpr (K > 0) {
+            /* tap t = kh K + kw reads rows[t row_stride + at[t]]; at[t] = -1 where the tap
+             * does not land on an output (it loads at 0 and is not added) */
+            int at[K * K];
+            float v[K * K];
+            #pragma unroll
+            for (int t = 0; t < K * K; t++) {
+                const int oh_s = ih + d.pad - t / K, ow_s = iw + d.pad - t % K;
+                const int oh = oh_s / stride, ow = ow_s / stride;
+                const bool lands = oh_s >= 0 && ow_s >= 0 && oh * stride == oh_s &&
+                                   ow * stride == ow_s && oh < d.H_out && ow < d.W_out;
+                at[t] = lands ? oh * d.W_out + ow : -1;
+                v[t] = __ldg(rows + (size_t)t * row_stride + (lands ? at[t] : 0));
+            }
+            #pragma unroll
+            for (int t = 0; t < K * K; t++)
+                if (at[t] >= 0) acc += v[t];
+        } else {
+            for (int kh = 0; kh < KH; kh++, rows += (size_t)KW * row_stride) {
+                const int oh_s = ih + d.pad - kh; /* = oh * stride */
+                if (oh_s < 0) break;              /* only gets smaller with kh */
+                const int oh = oh_s / stride;
+                if (oh * stride != oh_s || oh >= d.H_out) continue;
+                const float *row = rows;
+                for (int kw = 0; kw < KW; kw++, row += row_stride) {
+                    const int ow_s = iw + d.pad - kw;
+                    if (ow_s < 0) break;
+                    const int ow = ow_s / stride;
+                    if (ow * stride != ow_s || ow >= d.W_out) continue;
+                    acc += __ldg(row + oh * d.W_out + ow);
+                }
             }
         }
         dx[(size_t)idx] += acc;
@@ -291,12 +343,19 @@ static void im2col(T *col, snn_cuda_input x, const snn_conv2d_dims *d, int g, in
                    col_layout layout)
 {
     const unsigned grid = snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK);
-    if (x.x)
-        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
+    const bool k3 = d->KH == 3 && d->KW == 3;
+    if (x.x && k3)
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false, 3>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
                         nullptr, 0, *d, g, P, layout);
+    else if (x.x)
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false, 0>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
+                        nullptr, 0, *d, g, P, layout);
+    else if (k3)
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true, 3>), grid, SNN_CUDA_BLOCK, 0, col,
+                        nullptr, x.bits, x.offset, *d, g, P, layout);
     else
-        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true>), grid, SNN_CUDA_BLOCK, 0, col, nullptr,
-                        x.bits, x.offset, *d, g, P, layout);
+        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true, 0>), grid, SNN_CUDA_BLOCK, 0, col,
+                        nullptr, x.bits, x.offset, *d, g, P, layout);
 }
 
 template <typename T> static void swap_outer(T *dst, const float *src, int A, int B, int P)
@@ -307,10 +366,13 @@ template <typename T> static void swap_outer(T *dst, const float *src, int A, in
 
 static void col2im(float *dx, const float *dcol, const snn_conv2d_dims *d, int g, int P)
 {
+    const bool k3 = d->KH == 3 && d->KW == 3;
     void (*kernel)(float *, const float *, snn_conv2d_dims, int, int) =
-        d->stride == 1 ? conv2d_backward_col2im_kernel<1>
-        : d->stride == 2 ? conv2d_backward_col2im_kernel<2>
-                         : conv2d_backward_col2im_kernel<0>;
+        d->stride == 1 ? (k3 ? conv2d_backward_col2im_kernel<1, 3>
+                             : conv2d_backward_col2im_kernel<1, 0>)
+        : d->stride == 2 ? (k3 ? conv2d_backward_col2im_kernel<2, 3>
+                               : conv2d_backward_col2im_kernel<2, 0>)
+                         : conv2d_backward_col2im_kernel<0, 0>;
     SNN_CUDA_LAUNCH(kernel, snn_cuda_grid((int64_t)g * d->C_in * d->H * d->W, SNN_CUDA_BLOCK),
                     SNN_CUDA_BLOCK, 0, dx, dcol, *d, g, P);
 }
@@ -552,6 +614,12 @@ extern "C" void snn_conv2d_backward_cuda(float *dx, float *dweight, float *dbias
 extern "C" bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d)
 {
     return conv_path_for(d) == SNN_CONV_PATH_NHWC && snn_conv2d_nhwc_dx_over_dout(d);
+}
+
+extern "C" size_t snn_conv2d_dx_over_dout_workspace_bytes_cuda(const snn_conv2d_dims *d)
+{
+    return snn_conv2d_dx_over_dout_cuda(d) ? snn_conv2d_nhwc_over_workspace_bytes_cuda(d)
+                                           : snn_conv2d_workspace_bytes_cuda(d);
 }
 
 /* dout made from a batch-norm's dL/dout as the channels-last copy loads it (snn_bn_dout):
