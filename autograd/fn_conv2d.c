@@ -69,36 +69,23 @@ static void conv2d_backward(snn_node *node)
     /* dx over dy where the device's kernels take it (a conv that keeps its shape, on CUDA's
      * channels-last path) and x has no gradient yet: y's gradient becomes x's once the kernel
      * has run, so a basic block's backward holds one activation gradient fewer */
-    const bool takes_over = !s->trace && k->conv2d_dx_over_dout && k->conv2d_dx_over_dout(d);
-    const bool over = takes_over && snn_grad_can_hand_over(y, x);
+    const bool over = !s->trace && k->conv2d_dx_over_dout && snn_grad_can_hand_over(y, x) &&
+                      k->conv2d_dx_over_dout(d);
     float *dx = over ? y->grad->data : snn_grad_for(x);
     float *dw = snn_grad_for(w), *db = snn_grad_for(b);
     if (!dx && !dw && !db) {
         snn_grad_settle(y); /* (dL/dy as it would have been; nothing here reads it) */
         return;
     }
-    /* x has a gradient already (a block's input, given one by its shortcut) and y's is this
-     * op's alone: dx is still written over dy, then added into x's (one pass over dx more), so
-     * that the kernels keep part of their workspace in dy (kernels.h) and the step's largest
-     * scratch shrinks. The sum is the one the kernels would have made (old + dx, rounded once) */
-    float *dx_add = NULL;
-    if (!over && dx && takes_over && k->conv2d_dx_over_dout_workspace_bytes && y->grad &&
-        y->grad->pooled && !y->retain_grad) {
-        dx_add = dx;
-        dx = y->grad->data;
-    }
     snn_step_scratch mark = snn_step_scratch_mark(y->device);
-    const size_t bytes = dx && dx == y->grad->data && k->conv2d_dx_over_dout_workspace_bytes
-                             ? k->conv2d_dx_over_dout_workspace_bytes(d)
-                             : k->conv2d_workspace_bytes(d);
-    float *workspace = snn_step_alloc("snn_conv2d (backward)", bytes, y->device);
+    float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(d),
+                                      y->device);
     if (!workspace || !run_backward(k, node, bn, dx, dw, db, workspace)) {
         snn_backward_out_of_memory();
         return;
     }
     snn_grad_deferred_done(y); /* (where the kernels took it; else it was made first) */
     if (over) snn_grad_hand_over(y, x);
-    if (dx_add) k->axpy(dx_add, 1.0f, dx, x->numel);
     snn_step_scratch_release(y->device, mark); /* workspace, unpacked x: only during the kernel */
 }
 

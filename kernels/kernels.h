@@ -242,12 +242,6 @@ typedef struct snn_kernels {
      * that keeps its shape): dx is then written over dout, not added, and the step needs no
      * second buffer of that size. Optional: NULL where never (the reference). */
     bool (*conv2d_dx_over_dout)(const snn_conv2d_dims *d);
-    /* The workspace those backwards need when dx is written over dout, at most
-     * conv2d_workspace_bytes(d): once the kernels have read a part of dout, that part of the
-     * buffer is theirs until dx is written there, and a device may keep scratch in it (CUDA's
-     * channels-last path keeps x's channels-last copy there, half the workspace of a 64-channel
-     * layer). Optional: NULL where it is conv2d_workspace_bytes(d). */
-    size_t (*conv2d_dx_over_dout_workspace_bytes)(const snn_conv2d_dims *d);
     /* conv2d_backward (or conv2d_backward_bits: x NULL, x_bits given) whose dout is a
      * batch-norm's input gradient not made yet (snn_bn_dout): dX holds the batch-norm's
      * dL/dout, and the kernels make dout from it and x as they load it, with the bits of

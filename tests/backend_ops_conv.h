@@ -54,17 +54,6 @@ static float *conv_workspace(const bo_case *c, bo_side *s)
     return bo_scratch(s, s->k->conv2d_workspace_bytes(&BO_PARAMS(c, conv_params)->d));
 }
 
-/* The workspace of a backward that writes dx over dout, as autograd/fn_conv2d.c asks for it:
- * conv2d_dx_over_dout_workspace_bytes where the table has it (smaller: part of the scratch
- * lives in dout), so the kernels are held to that size. */
-static float *conv_over_workspace(bo_side *s, const snn_conv2d_dims *d)
-{
-    const snn_kernels *k = s->k;
-    return bo_scratch(s, k->conv2d_dx_over_dout_workspace_bytes
-                             ? k->conv2d_dx_over_dout_workspace_bytes(d)
-                             : k->conv2d_workspace_bytes(d));
-}
-
 BO_HAS(conv2d_forward)
 static void conv_fwd_setup(bo_case *c)
 {
@@ -228,7 +217,7 @@ static bool conv_over_run(const bo_case *c, bo_side *s)
     s->k->copy(s->arg[0], s->arg[3], (size_t)conv_out_numel(&p->d) * sizeof(float),
                SNN_COPY_DEVICE_TO_DEVICE);
     s->k->conv2d_backward(s->arg[0], s->arg[1], s->arg[2], s->arg[0], s->arg[4], s->arg[5], &p->d,
-                          conv_over_workspace(s, &p->d)); /* dbias: read before dx is written */
+                          conv_workspace(c, s)); /* dbias: the table reads dout before dx */
     return true;
 }
 static const bo_op op_conv2d_dx_over_dout = {"conv2d_dx_over_dout", bo_has_conv2d_dx_over_dout,
@@ -317,11 +306,10 @@ static bool conv_bn_dout_run(const bo_case *c, bo_side *s)
     const float *x_bn = p->x_bn_bf16 ? NULL : a[5];
     const uint16_t *x_bn_bf16 = p->x_bn_bf16 ? a[6] : NULL;
     float *dx = p->skip & 1 ? NULL : a[0], *dw = p->skip & 2 ? NULL : a[1];
+    float *ws = bo_scratch(s, s->k->conv2d_workspace_bytes(&p->d));
     if (!s->is_ref) {
         if (p->over && !(s->k->conv2d_dx_over_dout && s->k->conv2d_dx_over_dout(&p->d)))
             return false;
-        float *ws = p->over ? conv_over_workspace(s, &p->d)
-                            : bo_scratch(s, s->k->conv2d_workspace_bytes(&p->d));
         const float *dX = a[2];
         if (p->over) {
             SNN_ASSERT(nx == ny);
@@ -342,8 +330,7 @@ static bool conv_bn_dout_run(const bo_case *c, bo_side *s)
         x = unpacked;
     }
     if (p->over && dx) s->k->fill(dx, 0.0f, nx);
-    s->k->conv2d_backward(dx, dw, NULL, dout, x, a[3], &p->d,
-                          bo_scratch(s, s->k->conv2d_workspace_bytes(&p->d)));
+    s->k->conv2d_backward(dx, dw, NULL, dout, x, a[3], &p->d, ws);
     return true;
 }
 static const bo_op op_conv2d_backward_bn_dout = {

@@ -13,10 +13,9 @@
  * ones (bf16 rounds coarser: "BF16" cuBLAS on fp32 operands once ran TF32 kernels, bit for bit
  * the TF32 results); conv2d_forward_bn_eval gives the bits of conv2d_forward then
  * batchnorm_forward_eval on every path and precision, and conv2d_backward_bn_dout the bits of
- * batchnorm_backward_in_place_sums then conv2d_backward; dx over dout, on a batch taken in
- * chunks, in the smaller workspace conv2d_dx_over_dout_workspace_bytes gives; the BF16 column
- * matrix takes half the workspace; the precision switch itself. Shapes: the models' (the
- * Fashion-MNIST CNN, every ResNet-18 stage) and awkward ones (channel counts that fill no tile, a K that ends inside a
+ * batchnorm_backward_in_place_sums then conv2d_backward; the BF16 column matrix takes half the
+ * workspace; the precision switch itself. Shapes: the models' (the Fashion-MNIST CNN, every
+ * ResNet-18 stage) and awkward ones (channel counts that fill no tile, a K that ends inside a
  * slice, 5x5, 3x1, stride 3, one image, a batch that the im2col workspace takes in chunks).
  *
  * Every path's agreement with the reference kernels (kernels/ref/conv2d.c), on operands rounded
@@ -373,14 +372,6 @@ static void test_conv_bn_eval(void)
     }
 }
 
-/* The workspace a backward takes: with dx written over dout (over), what
- * conv2d_dx_over_dout_workspace_bytes says (autograd/fn_conv2d.c asks the same). */
-static size_t over_workspace_bytes(const snn_conv2d_dims *d, bool over)
-{
-    return over && gpu->conv2d_dx_over_dout(d) ? gpu->conv2d_dx_over_dout_workspace_bytes(d)
-                                               : gpu->conv2d_workspace_bytes(d);
-}
-
 /* conv2d_backward_bn_dout (dout made from a batch-norm's dL/dout dX as the channels-last copy
  * loads it) gives the bits of batchnorm_backward_in_place_sums over dX then conv2d_backward,
  * both gradients; it takes the dims exactly where the path taken is the channels-last one and
@@ -431,10 +422,6 @@ static void test_conv_bn_dout(void)
                         SNN_ASSERT(snn_set_precision(precisions[p]) == SNN_OK);
                         force_path(paths[k]);
                         float *ws = tracked_alloc(gpu->conv2d_workspace_bytes(d), SNN_CUDA);
-                        /* the entry's: over dX, the smaller one, to the byte (sanitizer) */
-                        const size_t entry_bytes = over_workspace_bytes(d, over);
-                        float *ws_entry = over ? tracked_alloc(entry_bytes, SNN_CUDA) : ws;
-                        fill_nan(ws_entry, entry_bytes);
                         /* the two steps: dout made in place, then the conv's backward */
                         gpu->copy(dout, dX, ny * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
                         gpu->batchnorm_backward_in_place_sums(dout, NULL, NULL, bf16 ? NULL : x_bn,
@@ -455,7 +442,7 @@ static void test_conv_bn_dout(void)
                         float *into = over ? dXc : dx;
                         const bool took = gpu->conv2d_backward_bn_dout(
                             into, dw, NULL, dXc, &bn, bits ? NULL : x, bits ? x_bits : NULL, w,
-                            d, ws_entry);
+                            d, ws);
                         char what[200];
                         snprintf(what, sizeof what, "conv2d_backward_bn_dout = bn + conv, %s, "
                                  "path %s (took %s), N=%d Cin=%d %dx%d Cout=%d s=%d%s%s%s",
@@ -483,55 +470,6 @@ static void test_conv_bn_dout(void)
         SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
         release_all();
     }
-}
-
-/* dx over dout on a batch the channels-last path takes in chunks: 260 images of ResNet-18's
- * layer1 conv, two chunks in BF16 and three in TF32. Each chunk's channels-last x lives in that
- * chunk of dout, so the workspace conv2d_dx_over_dout_workspace_bytes gives is smaller by that
- * copy; it is allocated to the byte (under compute-sanitizer an access past it is an error) and
- * starts as NaN. dx and dweight must be the bits of the backward into a dx of its own, with x as
- * floats and as spikes kept as bits. */
-static void test_dx_over_dout_chunks(void)
-{
-    const snn_conv2d_dims d = conv_dims(260, 64, 32, 32, 64, 3, 3, 1, 1);
-    const size_t n = (size_t)d.N * d.C_in * d.H * d.W, nw = (size_t)d.C_out * d.C_in * 9;
-    const float *x = dev_copy(integer_host(n, 2), n), *w = dev_copy(random_host(nw, -1, 1), nw);
-    uint32_t *x_bits = tracked_alloc((n + 31) / 32 * sizeof(uint32_t), SNN_CUDA);
-    gpu->pack_bits(x_bits, x, (int64_t)n);
-    const float *dout = dev_copy(random_host(n, -1.0f, 1.0f), n);
-    float *dx = dev_floats(n), *dw = dev_floats(nw), *over = dev_floats(n);
-    float *dx_want = host_floats(n), *dw_want = host_floats(nw);
-    const snn_precision modes[2] = {SNN_PRECISION_TF32, SNN_PRECISION_BF16};
-    for (int p = 0; p < 2; p++) {
-        SNN_ASSERT(snn_set_precision(modes[p]) == SNN_OK);
-        const size_t full = gpu->conv2d_workspace_bytes(&d);
-        const size_t less = over_workspace_bytes(&d, true);
-        fprintf(stderr, "  %s, 260 x 64 x 32 x 32: workspace %.1f MB, %.1f MB with dx over dout\n",
-                snn_precision_name(modes[p]), full / 1e6, less / 1e6);
-        CHECK(path_taken(&d) == SNN_CONV_PATH_NHWC && gpu->conv2d_dx_over_dout(&d));
-        CHECK(less < full);
-        float *ws = tracked_alloc(full, SNN_CUDA), *ws_over = tracked_alloc(less, SNN_CUDA);
-        for (int bits = 0; bits < 2; bits++) {
-            char what[160];
-            snprintf(what, sizeof what, "dx over dout in chunks, %s, x as %s",
-                     snn_precision_name(modes[p]), bits ? "bits" : "floats");
-            gpu->fill(dx, 0.0f, (int64_t)n);
-            gpu->fill(dw, 0.0f, (int64_t)nw);
-            if (bits) CHECK(gpu->conv2d_backward_bits(dx, dw, NULL, dout, x_bits, w, &d, ws));
-            else gpu->conv2d_backward(dx, dw, NULL, dout, x, w, &d, ws);
-            download(dx_want, dx, n * sizeof(float));
-            download(dw_want, dw, nw * sizeof(float));
-            gpu->copy(over, dout, n * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
-            gpu->fill(dw, 0.0f, (int64_t)nw);
-            fill_nan(ws_over, less);
-            if (bits) CHECK(gpu->conv2d_backward_bits(over, dw, NULL, over, x_bits, w, &d, ws_over));
-            else gpu->conv2d_backward(over, dw, NULL, over, x, w, &d, ws_over);
-            expect_exact(what, over, dx_want, n * sizeof(float));
-            expect_exact(what, dw, dw_want, nw * sizeof(float));
-        }
-    }
-    SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
-    release_all();
 }
 
 /* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64
@@ -593,6 +531,5 @@ int main(void)
     RUN(test_conv_nhwc);
     RUN(test_conv_bn_eval);
     RUN(test_conv_bn_dout);
-    RUN(test_dx_over_dout_chunks);
     return test_finish();
 }

@@ -37,7 +37,6 @@ const snn_kernels snn_kernels_cpu = {
     .conv2d_forward_bn_eval = snn_conv2d_forward_bn_eval_cpu,
     .conv2d_backward = snn_conv2d_backward_cpu,
     .conv2d_dx_over_dout = snn_conv2d_dx_over_dout_cpu,
-    .conv2d_dx_over_dout_workspace_bytes = NULL, /* optional (kernels.h): the same workspace */
     .max_pool2d_forward = snn_max_pool2d_forward_cpu,
     .max_pool2d_backward = snn_max_pool2d_backward_cpu,
     .avg_pool2d_forward = snn_avg_pool2d_forward_cpu,

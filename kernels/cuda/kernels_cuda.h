@@ -102,7 +102,6 @@ bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias, cons
                                    const uint32_t *x_bits, const float *weight,
                                    const snn_conv2d_dims *d, float *workspace);
 bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d);
-size_t snn_conv2d_dx_over_dout_workspace_bytes_cuda(const snn_conv2d_dims *d);
 bool snn_conv2d_backward_bn_dout_cuda(float *dx, float *dweight, float *dbias, const float *dX,
                                       const snn_bn_dout *bn, const float *x,
                                       const uint32_t *x_bits, const float *weight,
@@ -146,8 +145,6 @@ static inline int snn_conv2d_split_k(int K, int slice, int max_splits, int *k_pe
  * multiples of 32), the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d);
 size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
-/* the backward's when dx is written over dout: x's channels-last copy lives in dout's buffer */
-size_t snn_conv2d_nhwc_over_workspace_bytes_cuda(const snn_conv2d_dims *d);
 /* x_bits: x as spikes kept as bits, read where x is NULL (by the channels-last copy) */
 void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const uint32_t *x_bits,
                                   const float *weight, const float *bias,

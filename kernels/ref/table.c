@@ -62,7 +62,6 @@ const snn_kernels snn_kernels_ref = {
     .conv2d_backward_bits = NULL, /* optional (kernels.h): autograd unpacks the bits instead */
     .conv2d_backward = snn_conv2d_backward_ref,
     .conv2d_dx_over_dout = NULL, /* optional (kernels.h): dx gets a buffer of its own */
-    .conv2d_dx_over_dout_workspace_bytes = NULL,
     .conv2d_forward_bn_eval = snn_conv2d_forward_bn_eval_ref,
     .max_pool2d_forward = snn_max_pool2d_forward_ref,
     .max_pool2d_backward = snn_max_pool2d_backward_ref,

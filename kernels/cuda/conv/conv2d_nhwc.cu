@@ -152,7 +152,7 @@ static dgrad_phase make_dgrad_phase(const snn_conv2d_dims *d, int ph, int pw)
 
 /* What the workspace size and the launches derive from the dims and the element size (2: bf16,
  * 4: TF32). Workspace: the packed weight, then xh and dyh of one chunk, then wgrad's partial
- * sums; a backward that writes dx over dout keeps xh in dout's buffer and has no xh here. */
+ * sums. */
 struct nh_plan {
     int G;                /* images per chunk */
     int wgrad_splits;     /* S */
@@ -216,13 +216,6 @@ extern "C" bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d)
 extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
     return make_nh_plan(d, operand_bytes()).bytes;
-}
-
-/* dx over dout: each chunk's xh lives in that chunk of dout (backward_impl), not here */
-extern "C" size_t snn_conv2d_nhwc_over_workspace_bytes_cuda(const snn_conv2d_dims *d)
-{
-    const nh_plan plan = make_nh_plan(d, operand_bytes());
-    return plan.bytes - plan.x_bytes;
 }
 
 /* forward's weight (phase NULL), or one dgrad class's */
@@ -405,20 +398,13 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
                           void *workspace)
 {
     const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
-    const int KK = d->KH * d->KW, HW = d->H * d->W, P = d->H_out * d->W_out;
-    const int CK = d->C_in * KK, s = d->stride;
-    /* dx over dout (snn_conv2d_nhwc_dx_over_dout): a chunk's dout is copied to dyh first, and
-     * nothing reads that chunk of dout again. So its buffer holds the chunk's xh (C_in HW E
-     * bytes an image, at most the C_out P floats there) for the weight gradient, which runs
-     * before the one stride-1 class writes the chunk's dx over it; dx is written, not added.
-     * The workspace then has no xh (snn_conv2d_nhwc_over_workspace_bytes_cuda). */
-    const bool over = dx && dx == dout;
-    SNN_ASSERT(!over || snn_conv2d_nhwc_dx_over_dout(d));
     char *ws = (char *)workspace;
     E *wd = (E *)ws;
-    E *xh = over ? NULL : (E *)(ws + plan.weight_bytes);
-    E *dyh = (E *)(ws + plan.weight_bytes + (over ? 0 : plan.x_bytes));
-    float *partial = (float *)((char *)dyh + plan.dy_bytes);
+    E *xh = (E *)(ws + plan.weight_bytes);
+    E *dyh = (E *)(ws + plan.weight_bytes + plan.x_bytes);
+    float *partial = (float *)(ws + plan.weight_bytes + plan.x_bytes + plan.dy_bytes);
+    const int KK = d->KH * d->KW, HW = d->H * d->W, P = d->H_out * d->W_out;
+    const int CK = d->C_in * KK, s = d->stride;
 
     /* dgrad: the gather kernel on dout, once per residue class of dx mod the stride (one class
      * at stride 1), each with its own taps packed at its place in wd (dgrad_phase) */
@@ -437,6 +423,11 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
                 at += (size_t)d->C_in * f->nh * f->nw * d->C_out;
             }
     }
+    /* dx over dout (snn_conv2d_nhwc_dx_over_dout): a chunk's dout is copied to dyh before the
+     * one stride-1 class writes the same images' dx there, and nothing reads that chunk of dout
+     * again; so dx is written, not added */
+    const bool over = dx && dx == dout;
+    SNN_ASSERT(!over || snn_conv2d_nhwc_dx_over_dout(d));
     nh_gather gd = {};
     gd.B = dyh;
     gd.accumulate = over ? 0 : 1;
@@ -451,6 +442,7 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
 
     nh_wgrad gw = {};
     gw.dy = dyh;
+    gw.x = xh;
     gw.M = d->C_out;
     gw.N = CK;
     gw.C_in = d->C_in;
@@ -474,25 +466,6 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
         dout_to_nhwc<E>(dyh, dout, bn, chan, n0, chunk, d->C_out, P);
-        /* the weight gradient, then the input gradient (over: in that order) */
-        if (dweight) {
-            E *xh_chunk = over ? (E *)(dx + (int64_t)n0 * d->C_in * HW) : xh;
-            to_nhwc<E>(xh_chunk, x.advanced((int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
-            gw.x = xh_chunk;
-            gw.K = chunk * P;
-            const int used = snn_conv2d_split_k(gw.K, plan.wgrad_bk, plan.wgrad_splits,
-                                                &gw.k_per_split);
-            if (used > 1) {
-                gw.dw = partial;
-                gw.split_stride = (int64_t)d->C_out * CK;
-                launch_wgrad<E>(gw, used);
-                snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
-            } else {
-                gw.dw = dweight;
-                gw.split_stride = 0;
-                launch_wgrad<E>(gw, 1);
-            }
-        }
         for (int k = 0; dx && k < s * s; k++) {
             const dgrad_phase *f = &phases[k];
             if (f->nh == 0 || f->nw == 0 || f->Hp == 0 || f->Wp == 0) continue;
@@ -509,6 +482,22 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
             gd.C = dx + (int64_t)n0 * d->C_in * HW;
             gd.N = chunk * f->Hp * f->Wp;
             launch_gather<E>(gd);
+        }
+        if (dweight) {
+            to_nhwc<E>(xh, x.advanced((int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
+            gw.K = chunk * P;
+            const int used = snn_conv2d_split_k(gw.K, plan.wgrad_bk, plan.wgrad_splits,
+                                                &gw.k_per_split);
+            if (used > 1) {
+                gw.dw = partial;
+                gw.split_stride = (int64_t)d->C_out * CK;
+                launch_wgrad<E>(gw, used);
+                snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
+            } else {
+                gw.dw = dweight;
+                gw.split_stride = 0;
+                launch_wgrad<E>(gw, 1);
+            }
         }
     }
 }
