@@ -91,7 +91,7 @@ struct bn_walk {
  * BN_UNROLL reads in flight instead of one (one read per thread left the reductions far below
  * the bandwidth: docs/benchmarks.md, "Where a step's time goes"). The order of use() is the
  * walk's, so the sums keep their bits. */
-#define BN_UNROLL 8
+#define BN_UNROLL 4
 template <typename Load, typename Use>
 static __device__ __forceinline__ void bn_walk_all(int64_t begin, int64_t end, int64_t C,
                                                    int64_t c, int HW, Load load, Use use)
