@@ -616,12 +616,6 @@ extern "C" bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d)
     return conv_path_for(d) == SNN_CONV_PATH_NHWC && snn_conv2d_nhwc_dx_over_dout(d);
 }
 
-extern "C" size_t snn_conv2d_dx_over_dout_workspace_bytes_cuda(const snn_conv2d_dims *d)
-{
-    return snn_conv2d_dx_over_dout_cuda(d) ? snn_conv2d_nhwc_over_workspace_bytes_cuda(d)
-                                           : snn_conv2d_workspace_bytes_cuda(d);
-}
-
 /* dout made from a batch-norm's dL/dout as the channels-last copy loads it (snn_bn_dout):
  * that path only; a conv bias (never before a batch-norm) would need dout itself. */
 extern "C" bool snn_conv2d_backward_bn_dout_cuda(float *dx, float *dweight, float *dbias,
