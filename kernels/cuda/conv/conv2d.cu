@@ -342,20 +342,14 @@ template <typename T>
 static void im2col(T *col, snn_cuda_input x, const snn_conv2d_dims *d, int g, int P,
                    col_layout layout)
 {
-    const unsigned grid = snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK);
     const bool k3 = d->KH == 3 && d->KW == 3;
-    if (x.x && k3)
-        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false, 3>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
-                        nullptr, 0, *d, g, P, layout);
-    else if (x.x)
-        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, false, 0>), grid, SNN_CUDA_BLOCK, 0, col, x.x,
-                        nullptr, 0, *d, g, P, layout);
-    else if (k3)
-        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true, 3>), grid, SNN_CUDA_BLOCK, 0, col,
-                        nullptr, x.bits, x.offset, *d, g, P, layout);
-    else
-        SNN_CUDA_LAUNCH((conv2d_im2col_kernel<T, true, 0>), grid, SNN_CUDA_BLOCK, 0, col,
-                        nullptr, x.bits, x.offset, *d, g, P, layout);
+    void (*kernel)(T *, const float *, const uint32_t *, int64_t, snn_conv2d_dims, int, int,
+                   col_layout) =
+        x.x ? (k3 ? conv2d_im2col_kernel<T, false, 3> : conv2d_im2col_kernel<T, false, 0>)
+            : (k3 ? conv2d_im2col_kernel<T, true, 3> : conv2d_im2col_kernel<T, true, 0>);
+    /* a float view carries no bits (snn_cuda_input): each kernel reads the one it takes */
+    SNN_CUDA_LAUNCH(kernel, snn_cuda_grid((int64_t)g * d->C_in * P, SNN_CUDA_BLOCK),
+                    SNN_CUDA_BLOCK, 0, col, x.x, x.bits, x.offset, *d, g, P, layout);
 }
 
 template <typename T> static void swap_outer(T *dst, const float *src, int A, int B, int P)
