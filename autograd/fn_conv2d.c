@@ -27,15 +27,25 @@ typedef struct conv_saved {
 /* The device's backward kernels on dL/dy: as bits where x is kept as bits and the kernels
  * read them, else x's floats (or the trace). With bn (dL/dy still a batch-norm's dL/dout,
  * grad_deferred.c) the kernels make dL/dy as they read it where they can; where they cannot,
- * it is made first. False when x's floats could not be had (reported). */
+ * it is made first. `consume`: dL/dy is this op's alone, so the kernels that take it as theirs
+ * (conv2d_backward_consuming, in the smaller workspace) go first. False when x's floats could
+ * not be had (reported). */
 static bool run_backward(const snn_kernels *k, snn_node *node, const snn_bn_dout *bn, float *dx,
-                         float *dw, float *db, float *workspace)
+                         float *dw, float *db, float *workspace, bool consume)
 {
     conv_saved *s = node->saved;
     snn_tensor *x = node->inputs[0], *w = node->inputs[1], *y = node->out;
     const float *dout = y->grad->data;
     const uint32_t *bits = !s->trace && !x->data && k->conv2d_backward_bits ? x->spike_bits
                                                                              : NULL;
+    const float *xv = NULL;
+    if (consume) {
+        if (!bits && !(xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x)))
+            return false;
+        if (k->conv2d_backward_consuming(dx, dw, db, y->grad->data, bn, xv, bits, w->data,
+                                         &s->dims, workspace))
+            return true; /* (declined: the workspace is the full one, kernels.h) */
+    }
     if (bits) {
         if (bn && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, NULL, bits, w->data, &s->dims,
                                              workspace))
@@ -45,7 +55,7 @@ static bool run_backward(const snn_kernels *k, snn_node *node, const snn_bn_dout
         if (k->conv2d_backward_bits(dx, dw, db, dout, bits, w->data, &s->dims, workspace))
             return true;
     }
-    const float *xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
+    if (!xv) xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
     if (!xv) return false;
     if (bn && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, xv, NULL, w->data, &s->dims,
                                          workspace))
@@ -77,10 +87,17 @@ static void conv2d_backward(snn_node *node)
         snn_grad_settle(y); /* (dL/dy as it would have been; nothing here reads it) */
         return;
     }
+    /* dL/dy is this op's alone (pooled, not retained): where the device's kernels can keep
+     * scratch in it once read, their workspace is smaller (the largest of a step: layer2.0's
+     * first conv's x copy on CUDA's channels-last path). Not with a conv bias before a
+     * batch-norm (never in practice), whose dbias needs dL/dy itself. */
+    const bool consume = k->conv2d_backward_consuming && y->grad->pooled && !y->retain_grad &&
+                         !(bn && db);
+    const size_t bytes = consume ? k->conv2d_backward_consuming_workspace_bytes(d)
+                                 : k->conv2d_workspace_bytes(d);
     snn_step_scratch mark = snn_step_scratch_mark(y->device);
-    float *workspace = snn_step_alloc("snn_conv2d (backward)", k->conv2d_workspace_bytes(d),
-                                      y->device);
-    if (!workspace || !run_backward(k, node, bn, dx, dw, db, workspace)) {
+    float *workspace = snn_step_alloc("snn_conv2d (backward)", bytes, y->device);
+    if (!workspace || !run_backward(k, node, bn, dx, dw, db, workspace, consume)) {
         snn_backward_out_of_memory();
         return;
     }

@@ -254,6 +254,22 @@ typedef struct snn_kernels {
                                     const snn_bn_dout *bn, const float *x,
                                     const uint32_t *x_bits, const float *weight,
                                     const snn_conv2d_dims *d, float *workspace);
+    /* The conv's backward where the caller gives dout up (a conv's dL/dy that nothing reads
+     * after this backward): once the kernels have read a part of dout, that part of the buffer
+     * is theirs, and they may keep scratch there (CUDA's channels-last path keeps x's
+     * channels-last copy in it, the largest part of a wide layer's workspace). dout's values
+     * are gone after. The workspace is conv2d_backward_consuming_workspace_bytes(d), at most
+     * conv2d_workspace_bytes(d). Otherwise conv2d_backward_bn_dout's semantics: bn NULL (dout
+     * is dL/dy) or a batch-norm's record (dout is its dL/dout; then dbias is NULL, as a conv
+     * bias never comes before a batch-norm), x as floats or (x NULL) as bits, dx may be dout
+     * where conv2d_dx_over_dout says so. Returns false, having done nothing, where these
+     * kernels cannot; the workspace bytes are then conv2d_workspace_bytes(d)'s, so the caller
+     * can go the other entries' way with it. Optional: NULL where no device gains by it. */
+    bool (*conv2d_backward_consuming)(float *dx, float *dweight, float *dbias, float *dout,
+                                      const snn_bn_dout *bn, const float *x,
+                                      const uint32_t *x_bits, const float *weight,
+                                      const snn_conv2d_dims *d, float *workspace);
+    size_t (*conv2d_backward_consuming_workspace_bytes)(const snn_conv2d_dims *d);
     /* conv2d_forward, then batchnorm_forward_eval over its output with bn: the same bits as
      * the two calls (eval-mode inference; workspace as conv2d_forward's). A device may fuse
      * them: CUDA's channels-last conv applies the batch-norm in its epilogue, which saves the

@@ -22,13 +22,17 @@ int snn_walk_conv(snn_walk *w, int in, double images, int cin, int cout, int k, 
      * CUDA the size depends on the precision and conv path set now (BF16's im2col matrix is
      * bf16, the implicit-GEMM layers need none), so estimate after snn_set_precision, as the
      * programs do. */
-    double ws = 4.0 * cin * k * k * images * ho * wo;
+    double ws = 4.0 * cin * k * k * images * ho * wo, ws_consuming = -1.0;
     if (w->k && w->k->conv2d_workspace_bytes && images <= (double)(1 << 24) && ws < 1e12) {
         snn_conv2d_dims d = {(int)images, cin, *h, *wd, cout, k, k, stride, pad, ho, wo};
         ws = (double)w->k->conv2d_workspace_bytes(&d);
         /* dx written over dy (autograd/fn_conv2d.c): the input's gradient takes no block */
         if (out >= 0 && !w->traces && w->k->conv2d_dx_over_dout)
             w->hand_over[out] = w->k->conv2d_dx_over_dout(&d);
+        /* the backward consumes dy where nothing else reads it (its gradient not retained,
+         * decided when the largest scratch is read): a workspace that may be smaller */
+        if (out >= 0 && w->k->conv2d_backward_consuming_workspace_bytes)
+            ws_consuming = (double)w->k->conv2d_backward_consuming_workspace_bytes(&d);
     }
     ws = snn_walk_round_up(ws, w->align);
     if (ws > w->workspace) w->workspace = ws;
@@ -38,6 +42,9 @@ int snn_walk_conv(snn_walk *w, int in, double images, int cin, int cout, int k, 
      * the backward reads the trace, not x */
     const bool reads_bits = w->k && w->k->conv2d_backward_bits;
     snn_walk_backward_scratch(w, ws, reads_bits || w->traces ? -1 : in, -1);
+    if (ws_consuming >= 0.0)
+        snn_walk_backward_scratch_consuming(w, out,
+                                            snn_walk_round_up(ws_consuming, w->align));
     if (w->device + ws > w->forward_peak) w->forward_peak = w->device + ws;
     *h = ho, *wd = wo;
     return out;

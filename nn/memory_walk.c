@@ -40,9 +40,19 @@ void snn_walk_backward_scratch(snn_walk *w, double bytes, int u0, int u1)
     if (!w->training) return;
     SNN_ASSERT(w->scratches < WALK_MAX_SCRATCH);
     w->scratch_bytes[w->scratches] = bytes;
+    w->scratch_consuming_bytes[w->scratches] = bytes;
+    w->scratch_node[w->scratches] = -1;
     w->scratch_unpacks[w->scratches][0] = u0;
     w->scratch_unpacks[w->scratches][1] = u1;
     w->scratches++;
+}
+
+void snn_walk_backward_scratch_consuming(snn_walk *w, int node, double bytes)
+{
+    if (!w->training || node < 0) return;
+    SNN_ASSERT(w->scratches > 0);
+    w->scratch_node[w->scratches - 1] = node;
+    w->scratch_consuming_bytes[w->scratches - 1] = bytes;
 }
 
 /* The largest backward scratch, with the unpacked inputs. */
@@ -50,7 +60,9 @@ double snn_walk_largest_backward_scratch(const snn_walk *w)
 {
     double most = 0.0;
     for (int i = 0; i < w->scratches; i++) {
-        double bytes = w->scratch_bytes[i];
+        const int n = w->scratch_node[i];
+        double bytes = n >= 0 && !w->retained[n] ? w->scratch_consuming_bytes[i]
+                                                 : w->scratch_bytes[i];
         for (int j = 0; j < 2; j++) {
             const int t = w->scratch_unpacks[i][j];
             if (t >= 0 && w->packed[t]) bytes += snn_walk_round_up(4.0 * w->numel[t], w->align);

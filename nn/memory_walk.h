@@ -77,9 +77,12 @@ typedef struct snn_walk {
     int events;
     int event_id[WALK_MAX_NODES];
     bool event_take[WALK_MAX_NODES];
-    /* backward scratch: bytes of its own, plus up to two inputs unpacked if they are bits then */
+    /* backward scratch: bytes of its own, plus up to two inputs unpacked if they are bits then;
+     * consuming_bytes instead where node scratch_node's gradient (-1: none) is not retained (a
+     * conv's backward that consumes dy keeps part of its workspace there: fn_conv2d.c) */
     int scratches;
-    double scratch_bytes[WALK_MAX_SCRATCH];
+    double scratch_bytes[WALK_MAX_SCRATCH], scratch_consuming_bytes[WALK_MAX_SCRATCH];
+    int scratch_node[WALK_MAX_SCRATCH];
     int scratch_unpacks[WALK_MAX_SCRATCH][2];
 } snn_walk;
 
@@ -122,7 +125,11 @@ int snn_walk_view(snn_walk *w, double numel, int in);
 /* A backward that takes `bytes` of scratch and reads tensors u0 and u1 (ids, or -1), which it
  * unpacks (4 B an element, autograd/spike_pack.c) if they are bits (or bf16) by then. */
 void snn_walk_backward_scratch(snn_walk *w, double bytes, int u0, int u1);
-/* The largest backward scratch, with the unpacked inputs. */
+/* The last backward scratch takes `bytes` instead where node `node`'s gradient is not retained
+ * (it is then the backward's to write over). */
+void snn_walk_backward_scratch_consuming(snn_walk *w, int node, double bytes);
+/* The largest backward scratch, with the unpacked inputs (a node's smaller one where its
+ * gradient is not retained). */
 double snn_walk_largest_backward_scratch(const snn_walk *w);
 /* The bytes the step pool holds after the step (the replay in nn/memory_walk.c). */
 double snn_walk_gradient_pool_bytes(const snn_walk *w);

@@ -420,13 +420,13 @@ static snn_status estimate(const char *fn, const snn_model_config *c,
                              : snn_walk_gradient_pool_bytes(&w);
     /* the online step seeds the scaled loss of each time step (1/K of it), one block more */
     if (carry == SNN_CARRY_CONSTANT) out->gradient_pool += snn_walk_round_up(4.0, 256.0);
-    /* training: backward runs the largest workspace (a conv's, or a fused batch-norm ->
-     * neuron's scratch) with everything the forward made held;
+    /* training: backward runs the largest scratch (a conv's workspace, or a fused batch-norm ->
+     * neuron's) with everything the forward made held, unless a conv's forward held more (a
+     * conv whose backward keeps part of its workspace in dy: kernels.h);
      * eval: the workspace is given back after each conv, so the high-water is the larger of the
      * end of the forward and a conv's moment (the first convs' are the largest: little is held) */
-    const double backward = snn_walk_largest_backward_scratch(&w);
-    const double scratch = w.workspace > backward ? w.workspace : backward;
-    const double arena = w.training ? w.device + scratch
+    const double backward = w.device + snn_walk_largest_backward_scratch(&w);
+    const double arena = w.training ? (w.forward_peak > backward ? w.forward_peak : backward)
                                     : (w.forward_peak > w.device ? w.forward_peak : w.device);
     out->step = arena + out->gradient_pool + (device == SNN_CPU ? w.host : 0.0);
     if (device == SNN_CPU) {

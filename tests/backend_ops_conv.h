@@ -224,6 +224,45 @@ static const bo_op op_conv2d_dx_over_dout = {"conv2d_dx_over_dout", bo_has_conv2
                                              conv_over_setup, conv_over_run, NULL, true,
                                              BO_MMA_CONV};
 
+BO_HAS(conv2d_backward_consuming)
+/* conv2d_backward_consuming (dout given up) without a batch-norm: the table's side copies dout
+ * into a buffer it gives up, dx itself where the shape is kept and over is asked (dx written,
+ * not added), and runs the entry in its own workspace size (NaN-filled: an entry that kept x's
+ * copy outside dout, or wrote past it, fails or is the sanitizer's); the reference runs its
+ * conv2d_backward. Buffers as conv2d_backward's (dx written where over). The entry declines
+ * where its kernels cannot, doing nothing. Its bits against conv2d_backward(_bits,
+ * _bn_dout) with x as bits and a batch-norm's record: tests/test_cuda_igemm.c. */
+typedef struct conv_consume_params {
+    conv_params conv; /* first: BO_PARAMS(c, conv_params) reads it */
+    bool over;
+} conv_consume_params;
+static void conv_consume_setup(bo_case *c)
+{
+    const conv_consume_params *p = BO_PARAMS(c, conv_consume_params);
+    if (p->over) conv_over_setup(c);
+    else conv_bwd_setup(c);
+}
+static bool conv_consume_run(const bo_case *c, bo_side *s)
+{
+    const conv_consume_params *p = BO_PARAMS(c, conv_consume_params);
+    const snn_conv2d_dims *d = &p->conv.d;
+    if (s->is_ref) {
+        if (p->over) s->k->fill(s->arg[0], 0.0f, conv_x_numel(d));
+        conv_backward_on(c, s, s->arg[4]);
+        return true;
+    }
+    if (p->over && !s->k->conv2d_dx_over_dout(d)) return false;
+    const size_t ny = (size_t)conv_out_numel(d);
+    float *dout = p->over ? s->arg[0] : bo_scratch(s, ny * sizeof(float));
+    s->k->copy(dout, s->arg[3], ny * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+    float *ws = bo_scratch(s, s->k->conv2d_backward_consuming_workspace_bytes(d));
+    return s->k->conv2d_backward_consuming(p->over ? dout : s->arg[0], s->arg[1], s->arg[2],
+                                           dout, NULL, s->arg[4], NULL, s->arg[5], d, ws);
+}
+static const bo_op op_conv2d_backward_consuming = {
+    "conv2d_backward_consuming", bo_has_conv2d_backward_consuming, conv_consume_setup,
+    conv_consume_run, NULL, true, BO_MMA_CONV};
+
 BO_HAS(conv2d_backward_bn_dout)
 /* conv2d_backward whose dout is made from a training batch-norm's dL/dout (snn_bn_dout). The
  * reference (which has no such entry) makes dout from dX as the entry documents it (below),
@@ -532,6 +571,10 @@ static void bo_conv_cases(bo_list *l)
         c = bo_add(l, &op_conv2d_backward_bits, &p, sizeof p, "%s", dims);
         c->conv = true;
         c = bo_add(l, &op_conv2d_dx_over_dout, &p, sizeof p, "%s", dims);
+        c->conv = true;
+        const conv_consume_params u = {p, snn_conv2d_keeps_shape(&d) && i % 2 == 0};
+        c = bo_add(l, &op_conv2d_backward_consuming, &u, sizeof u, "%s%s", dims,
+                   u.over ? " dx over dout" : "");
         c->conv = true;
         /* dout from a batch-norm: the conv's x as floats or bits, the batch-norm's x as floats
          * or bf16, dx added or (where the shape is kept) written over dX */

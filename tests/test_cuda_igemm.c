@@ -13,9 +13,10 @@
  * ones (bf16 rounds coarser: "BF16" cuBLAS on fp32 operands once ran TF32 kernels, bit for bit
  * the TF32 results); conv2d_forward_bn_eval gives the bits of conv2d_forward then
  * batchnorm_forward_eval on every path and precision, and conv2d_backward_bn_dout the bits of
- * batchnorm_backward_in_place_sums then conv2d_backward; the BF16 column matrix takes half the
- * workspace; the precision switch itself. Shapes: the models' (the Fashion-MNIST CNN, every
- * ResNet-18 stage) and awkward ones (channel counts that fill no tile, a K that ends inside a
+ * batchnorm_backward_in_place_sums then conv2d_backward, and conv2d_backward_consuming (x's
+ * copy kept in the dout it is given) the bits of those entries; the BF16 column matrix takes
+ * half the workspace; the precision switch itself. Shapes: the models' (the Fashion-MNIST
+ * CNN, every ResNet-18 stage) and awkward ones (channel counts that fill no tile, a K that ends inside a
  * slice, 5x5, 3x1, stride 3, one image, a batch that the im2col workspace takes in chunks).
  *
  * Every path's agreement with the reference kernels (kernels/ref/conv2d.c), on operands rounded
@@ -472,6 +473,100 @@ static void test_conv_bn_dout(void)
     }
 }
 
+/* conv2d_backward_consuming (dout given up: the channels-last path keeps x's copy in it where
+ * it fits) gives the bits of the entries that keep dout: conv2d_backward (x as floats),
+ * conv2d_backward_bits (x as bits) and conv2d_backward_bn_dout (dout made from a batch-norm's
+ * dL/dout), dx added into a start or, where the shape is kept, written over dout; in the
+ * workspace conv2d_backward_consuming_workspace_bytes gives, allocated to the byte and
+ * NaN-filled (under compute-sanitizer an access past it is an error). Shapes: layer1 on 260
+ * images (two chunks in BF16, three in TF32), layer2.0's first conv (stride 2, 64 -> 128
+ * channels: a step's largest backward workspace) and its 1 x 1 shortcut, and channels that
+ * triple. In BF16 every x copy fits in dout, and the workspace is smaller; in TF32 the copy of
+ * a conv that halves the plane and doubles the channels does not, and it is the full one. */
+static void test_conv_consuming(void)
+{
+    const snn_conv2d_dims shapes[4] = {conv_dims(260, 64, 32, 32, 64, 3, 3, 1, 1),
+                                       conv_dims(6, 64, 32, 32, 128, 3, 3, 2, 1),
+                                       conv_dims(6, 64, 32, 32, 128, 1, 1, 2, 0),
+                                       conv_dims(5, 32, 7, 7, 96, 3, 3, 1, 1)};
+    const snn_precision modes[2] = {SNN_PRECISION_TF32, SNN_PRECISION_BF16};
+    for (int i = 0; i < 4; i++) {
+        const snn_conv2d_dims *d = &shapes[i];
+        const int C = d->C_out, HW = d->H_out * d->W_out;
+        const size_t nx = (size_t)d->N * d->C_in * d->H * d->W, ny = (size_t)d->N * C * HW;
+        const size_t nw = (size_t)d->C_out * d->C_in * d->KH * d->KW;
+        const bool keeps = snn_conv2d_keeps_shape(d);
+        const float *x = dev_copy(integer_host(nx, 2), nx);
+        const float *w = dev_copy(random_host(nw, -1.0f, 1.0f), nw);
+        uint32_t *x_bits = tracked_alloc((nx + 31) / 32 * sizeof(uint32_t), SNN_CUDA);
+        gpu->pack_bits(x_bits, x, (int64_t)nx);
+        const float *dX = dev_copy(random_host(ny, -1.0f, 1.0f), ny);
+        const float *dx0 = dev_copy(random_host(nx, -1.0f, 1.0f), nx); /* dx's start */
+        const float *x_bn = dev_copy(random_host(ny, -1.0f, 1.5f), ny);
+        const float *gamma = dev_copy(random_host((size_t)C, 0.5f, 1.5f), (size_t)C);
+        const float *mean = dev_copy(random_host((size_t)C, 0.0f, 0.5f), (size_t)C);
+        const float *invstd = dev_copy(random_host((size_t)C, 0.5f, 2.0f), (size_t)C);
+        double *sums = tracked_alloc(3 * (size_t)C * sizeof(double), SNN_CUDA);
+        gpu->batchnorm_backward_sums(sums, dX, x_bn, mean, d->N, C, HW);
+        const snn_bn_dout record = {x_bn, NULL, gamma, mean, invstd, sums};
+        float *dx = dev_floats(nx), *dw = dev_floats(nw), *given = dev_floats(ny);
+        float *dx_want = host_floats(nx), *dw_want = host_floats(nw);
+        for (int m = 0; m < 2; m++) {
+            SNN_ASSERT(snn_set_precision(modes[m]) == SNN_OK);
+            const size_t full = gpu->conv2d_workspace_bytes(d);
+            const size_t less = gpu->conv2d_backward_consuming_workspace_bytes(d);
+            fprintf(stderr, "  %s, N=%d Cin=%d %dx%d Cout=%d k=%d s=%d: workspace %.1f MB, %.1f "
+                    "MB consuming dout\n", snn_precision_name(modes[m]), d->N, d->C_in, d->H,
+                    d->W, C, d->KH, d->stride, full / 1e6, less / 1e6);
+            CHECK(path_taken(d) == SNN_CONV_PATH_NHWC);
+            CHECK(modes[m] == SNN_PRECISION_BF16 || i == 0 || i == 3 ? less < full
+                                                                       : less == full);
+            float *ws = tracked_alloc(full, SNN_CUDA), *ws_less = tracked_alloc(less, SNN_CUDA);
+            for (int v = 0; v < 4; v++) { /* bit 0: x as bits; bit 1: a batch-norm's record */
+                if (i == 0 && (v == 1 || v == 2)) continue; /* the big one: two of the four */
+                const bool bits = v & 1;
+                const snn_bn_dout *bn = v & 2 ? &record : NULL;
+                for (int over = 0; over < 1 + keeps; over++) {
+                    char what[200];
+                    snprintf(what, sizeof what, "conv2d_backward_consuming, %s, N=%d Cin=%d "
+                             "%dx%d Cout=%d k=%d s=%d%s%s%s", snn_precision_name(modes[m]),
+                             d->N, d->C_in, d->H, d->W, C, d->KH, d->stride,
+                             bits ? ", x bits" : "", bn ? ", bn" : "",
+                             over ? ", dx over dout" : "");
+                    /* the entries that keep dout, into dx from its start (0 for over) */
+                    if (over) gpu->fill(dx, 0.0f, (int64_t)nx);
+                    else gpu->copy(dx, dx0, nx * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+                    gpu->fill(dw, 0.0f, (int64_t)nw);
+                    bool took = true;
+                    if (bn)
+                        took = gpu->conv2d_backward_bn_dout(dx, dw, NULL, dX, bn,
+                                                            bits ? NULL : x,
+                                                            bits ? x_bits : NULL, w, d, ws);
+                    else if (bits)
+                        took = gpu->conv2d_backward_bits(dx, dw, NULL, dX, x_bits, w, d, ws);
+                    else
+                        gpu->conv2d_backward(dx, dw, NULL, dX, x, w, d, ws);
+                    CHECK(took);
+                    download(dx_want, dx, nx * sizeof(float));
+                    download(dw_want, dw, nw * sizeof(float));
+                    /* the entry on a copy of dX it may overwrite */
+                    gpu->copy(given, dX, ny * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+                    gpu->copy(dx, dx0, nx * sizeof(float), SNN_COPY_DEVICE_TO_DEVICE);
+                    gpu->fill(dw, 0.0f, (int64_t)nw);
+                    fill_nan(ws_less, less);
+                    CHECK(gpu->conv2d_backward_consuming(over ? given : dx, dw, NULL, given, bn,
+                                                         bits ? NULL : x, bits ? x_bits : NULL,
+                                                         w, d, ws_less));
+                    expect_exact(what, over ? given : dx, dx_want, nx * sizeof(float));
+                    expect_exact(what, dw, dw_want, nw * sizeof(float));
+                }
+            }
+        }
+        SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+        release_all();
+    }
+}
+
 /* A batch the im2col workspace (256 MiB) takes in several chunks: 160 images of 8 x 64 x 64
  * through a 5x5 window is 3.4 MB of columns an image in fp32 (78 images a chunk: 78 + 78 + 4)
  * and 1.7 MB in BF16 (157 a chunk, an odd count: its input gradient runs in halves of 79 and
@@ -531,5 +626,6 @@ int main(void)
     RUN(test_conv_nhwc);
     RUN(test_conv_bn_eval);
     RUN(test_conv_bn_dout);
+    RUN(test_conv_consuming);
     return test_finish();
 }

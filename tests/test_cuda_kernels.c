@@ -23,7 +23,8 @@ static void test_table_complete(void)
     HAS(expand_dim); HAS(gemm); HAS(bias_forward); HAS(bias_backward);
     HAS(conv2d_workspace_bytes); HAS(conv2d_forward); HAS(conv2d_backward);
     HAS(conv2d_forward_bits); HAS(conv2d_reads_bits); HAS(conv2d_backward_bits);
-    HAS(conv2d_dx_over_dout); HAS(conv2d_forward_bn_eval);
+    HAS(conv2d_dx_over_dout); HAS(conv2d_backward_consuming);
+    HAS(conv2d_backward_consuming_workspace_bytes); HAS(conv2d_forward_bn_eval);
     HAS(max_pool2d_forward);
     HAS(max_pool2d_backward);
     HAS(avg_pool2d_forward); HAS(avg_pool2d_backward); HAS(batchnorm_forward_train);

@@ -102,6 +102,11 @@ bool snn_conv2d_backward_bits_cuda(float *dx, float *dweight, float *dbias, cons
                                    const uint32_t *x_bits, const float *weight,
                                    const snn_conv2d_dims *d, float *workspace);
 bool snn_conv2d_dx_over_dout_cuda(const snn_conv2d_dims *d);
+bool snn_conv2d_backward_consuming_cuda(float *dx, float *dweight, float *dbias, float *dout,
+                                        const snn_bn_dout *bn, const float *x,
+                                        const uint32_t *x_bits, const float *weight,
+                                        const snn_conv2d_dims *d, float *workspace);
+size_t snn_conv2d_backward_consuming_workspace_bytes_cuda(const snn_conv2d_dims *d);
 bool snn_conv2d_backward_bn_dout_cuda(float *dx, float *dweight, float *dbias, const float *dX,
                                       const snn_bn_dout *bn, const float *x,
                                       const uint32_t *x_bits, const float *weight,
@@ -145,6 +150,7 @@ static inline int snn_conv2d_split_k(int K, int slice, int max_splits, int *k_pe
  * multiples of 32), the same semantics as the conv2d entries (dbias is conv2d.cu's) */
 bool snn_conv2d_nhwc_supports(const snn_conv2d_dims *d);
 size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d);
+size_t snn_conv2d_nhwc_consuming_workspace_bytes_cuda(const snn_conv2d_dims *d);
 /* x_bits: x as spikes kept as bits, read where x is NULL (by the channels-last copy) */
 void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const uint32_t *x_bits,
                                   const float *weight, const float *bias,
@@ -156,9 +162,10 @@ bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d);
 /* x_bits: x as spikes kept as bits (autograd/spike_pack.c), read where x is NULL; dx == dout
  * where snn_conv2d_nhwc_dx_over_dout: dx is then written, not added. bn: dout holds a
  * batch-norm's dL/dout, whose dL/dx (the conv's dout) the copy of dout makes (snn_bn_dout);
- * else NULL */
-void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, const float *x,
-                                   const uint32_t *x_bits, const float *weight,
+ * else NULL. consumed: dout itself where the caller gives it up (x's copy may then live in it,
+ * in the smaller workspace snn_conv2d_nhwc_consuming_workspace_bytes_cuda), else NULL */
+void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout, float *consumed,
+                                   const float *x, const uint32_t *x_bits, const float *weight,
                                    const snn_bn_dout *bn, const snn_conv2d_dims *d,
                                    void *workspace);
 

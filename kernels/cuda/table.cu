@@ -103,6 +103,9 @@ static snn_kernels make_cuda_table(void)
     k.conv2d_reads_bits = snn_conv2d_reads_bits_cuda;
     k.conv2d_backward_bits = snn_conv2d_backward_bits_cuda;
     k.conv2d_dx_over_dout = snn_conv2d_dx_over_dout_cuda;
+    k.conv2d_backward_consuming = snn_conv2d_backward_consuming_cuda;
+    k.conv2d_backward_consuming_workspace_bytes =
+        snn_conv2d_backward_consuming_workspace_bytes_cuda;
     k.conv2d_backward_bn_dout = snn_conv2d_backward_bn_dout_cuda;
     k.max_pool2d_forward = snn_max_pool2d_forward_cuda;
     k.max_pool2d_backward = snn_max_pool2d_backward_cuda;

@@ -578,7 +578,7 @@ static void backward_any(float *dx, float *dweight, float *dbias, const float *d
         return;
     }
     if (path == SNN_CONV_PATH_NHWC) {
-        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, x.x, x.bits, weight, NULL, d,
+        snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, NULL, x.x, x.bits, weight, NULL, d,
                                       workspace);
         return;
     }
@@ -621,9 +621,35 @@ extern "C" bool snn_conv2d_backward_bn_dout_cuda(float *dx, float *dweight, floa
     if (dbias || conv_path_for(d) != SNN_CONV_PATH_NHWC) return false;
     SNN_ASSERT(x || x_bits);
     SNN_ASSERT(!dx || dx != dX || snn_conv2d_nhwc_dx_over_dout(d));
-    snn_conv2d_nhwc_backward_cuda(dx, dweight, dX, x, x ? NULL : x_bits, weight, bn, d,
+    snn_conv2d_nhwc_backward_cuda(dx, dweight, dX, NULL, x, x ? NULL : x_bits, weight, bn, d,
                                   workspace);
     return true;
+}
+
+/* dout given up: on the channels-last path, whose backward keeps x's copy in it where it fits
+ * (conv2d_nhwc.cu); dbias, where asked, from dout before anything is written there. Other paths
+ * decline, and their workspace is the full one. */
+extern "C" bool snn_conv2d_backward_consuming_cuda(float *dx, float *dweight, float *dbias,
+                                                   float *dout, const snn_bn_dout *bn,
+                                                   const float *x, const uint32_t *x_bits,
+                                                   const float *weight, const snn_conv2d_dims *d,
+                                                   float *workspace)
+{
+    if (conv_path_for(d) != SNN_CONV_PATH_NHWC) return false;
+    SNN_ASSERT((x || x_bits) && !(bn && dbias));
+    SNN_ASSERT(!dx || dx != dout || snn_conv2d_nhwc_dx_over_dout(d));
+    if (d->N <= 0 || d->C_out <= 0) return true;
+    if (dbias) snn_bias_backward_cuda(dbias, dout, d->N, d->C_out, d->H_out * d->W_out);
+    snn_conv2d_nhwc_backward_cuda(dx, dweight, dout, dout, x, x ? NULL : x_bits, weight, bn, d,
+                                  workspace);
+    return true;
+}
+
+extern "C" size_t snn_conv2d_backward_consuming_workspace_bytes_cuda(const snn_conv2d_dims *d)
+{
+    return conv_path_for(d) == SNN_CONV_PATH_NHWC
+               ? snn_conv2d_nhwc_consuming_workspace_bytes_cuda(d)
+               : snn_conv2d_workspace_bytes_cuda(d);
 }
 
 /* The weight gradient reads x from its bits as it writes the column matrix or the

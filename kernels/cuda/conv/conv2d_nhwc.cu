@@ -152,12 +152,14 @@ static dgrad_phase make_dgrad_phase(const snn_conv2d_dims *d, int ph, int pw)
 
 /* What the workspace size and the launches derive from the dims and the element size (2: bf16,
  * 4: TF32). Workspace: the packed weight, then xh and dyh of one chunk, then wgrad's partial
- * sums. */
+ * sums; a backward that consumes dout keeps xh in dout's buffer where it fits there
+ * (x_in_dout) and has no xh here. */
 struct nh_plan {
     int G;                /* images per chunk */
     int wgrad_splits;     /* S */
     int wgrad_bk;         /* pixels per wgrad slice: 64 (bf16) or 32 (TF32), 128 bytes a row */
     size_t weight_bytes, x_bytes, dy_bytes, partial_floats, bytes;
+    bool x_in_dout;       /* an image's xh (C_in H W E bytes) fits in its fp32 dout (C_out P) */
 };
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -188,6 +190,7 @@ static nh_plan make_nh_plan(const snn_conv2d_dims *d, int elem)
     plan.partial_floats = plan.wgrad_splits > 1 ? (size_t)(plan.wgrad_splits * dw) : 0;
     plan.bytes = plan.weight_bytes + plan.x_bytes + plan.dy_bytes +
                  plan.partial_floats * sizeof(float);
+    plan.x_in_dout = HW * d->C_in * elem <= P * d->C_out * (int64_t)sizeof(float);
     return plan;
 }
 
@@ -216,6 +219,12 @@ extern "C" bool snn_conv2d_nhwc_dx_over_dout(const snn_conv2d_dims *d)
 extern "C" size_t snn_conv2d_nhwc_workspace_bytes_cuda(const snn_conv2d_dims *d)
 {
     return make_nh_plan(d, operand_bytes()).bytes;
+}
+
+extern "C" size_t snn_conv2d_nhwc_consuming_workspace_bytes_cuda(const snn_conv2d_dims *d)
+{
+    const nh_plan plan = make_nh_plan(d, operand_bytes());
+    return plan.x_in_dout ? plan.bytes - plan.x_bytes : plan.bytes;
 }
 
 /* forward's weight (phase NULL), or one dgrad class's */
@@ -393,16 +402,22 @@ extern "C" void snn_conv2d_nhwc_forward_cuda(float *out, const float *x, const u
 }
 
 template <typename E>
-static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda_input x,
-                          const float *weight, const snn_bn_dout *bn, const snn_conv2d_dims *d,
-                          void *workspace)
+static void backward_impl(float *dx, float *dweight, const float *dout, float *consumed,
+                          snn_cuda_input x, const float *weight, const snn_bn_dout *bn,
+                          const snn_conv2d_dims *d, void *workspace)
 {
     const nh_plan plan = make_nh_plan(d, (int)sizeof(E));
+    /* dout consumed (the caller gives it up): once a chunk of dout is copied to dyh nothing
+     * reads it again, so the chunk's xh lives there (C_in HW E bytes an image within the
+     * C_out P floats) for the weight gradient, which runs before the input gradient, in case
+     * that writes dx over it; the workspace then has no xh */
+    const bool x_in_dout = consumed && plan.x_in_dout;
+    SNN_ASSERT(!consumed || consumed == dout);
     char *ws = (char *)workspace;
     E *wd = (E *)ws;
-    E *xh = (E *)(ws + plan.weight_bytes);
-    E *dyh = (E *)(ws + plan.weight_bytes + plan.x_bytes);
-    float *partial = (float *)(ws + plan.weight_bytes + plan.x_bytes + plan.dy_bytes);
+    E *xh = x_in_dout ? NULL : (E *)(ws + plan.weight_bytes);
+    E *dyh = (E *)(ws + plan.weight_bytes + (x_in_dout ? 0 : plan.x_bytes));
+    float *partial = (float *)((char *)dyh + plan.dy_bytes);
     const int KK = d->KH * d->KW, HW = d->H * d->W, P = d->H_out * d->W_out;
     const int CK = d->C_in * KK, s = d->stride;
 
@@ -442,7 +457,6 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
 
     nh_wgrad gw = {};
     gw.dy = dyh;
-    gw.x = xh;
     gw.M = d->C_out;
     gw.N = CK;
     gw.C_in = d->C_in;
@@ -466,6 +480,25 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
     for (int n0 = 0; n0 < d->N; n0 += plan.G) {
         const int chunk = std::min(plan.G, d->N - n0);
         dout_to_nhwc<E>(dyh, dout, bn, chan, n0, chunk, d->C_out, P);
+        /* the weight gradient, then the input gradient (x_in_dout or dx over dout: that order) */
+        if (dweight) {
+            E *xh_chunk = x_in_dout ? (E *)(consumed + (int64_t)n0 * d->C_out * P) : xh;
+            to_nhwc<E>(xh_chunk, x.advanced((int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
+            gw.x = xh_chunk;
+            gw.K = chunk * P;
+            const int used = snn_conv2d_split_k(gw.K, plan.wgrad_bk, plan.wgrad_splits,
+                                                &gw.k_per_split);
+            if (used > 1) {
+                gw.dw = partial;
+                gw.split_stride = (int64_t)d->C_out * CK;
+                launch_wgrad<E>(gw, used);
+                snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
+            } else {
+                gw.dw = dweight;
+                gw.split_stride = 0;
+                launch_wgrad<E>(gw, 1);
+            }
+        }
         for (int k = 0; dx && k < s * s; k++) {
             const dgrad_phase *f = &phases[k];
             if (f->nh == 0 || f->nw == 0 || f->Hp == 0 || f->Wp == 0) continue;
@@ -483,35 +516,20 @@ static void backward_impl(float *dx, float *dweight, const float *dout, snn_cuda
             gd.N = chunk * f->Hp * f->Wp;
             launch_gather<E>(gd);
         }
-        if (dweight) {
-            to_nhwc<E>(xh, x.advanced((int64_t)n0 * d->C_in * HW), chunk, d->C_in, HW);
-            gw.K = chunk * P;
-            const int used = snn_conv2d_split_k(gw.K, plan.wgrad_bk, plan.wgrad_splits,
-                                                &gw.k_per_split);
-            if (used > 1) {
-                gw.dw = partial;
-                gw.split_stride = (int64_t)d->C_out * CK;
-                launch_wgrad<E>(gw, used);
-                snn_conv2d_split_sum_cuda(dweight, partial, (int64_t)d->C_out * CK, used);
-            } else {
-                gw.dw = dweight;
-                gw.split_stride = 0;
-                launch_wgrad<E>(gw, 1);
-            }
-        }
     }
 }
 
 extern "C" void snn_conv2d_nhwc_backward_cuda(float *dx, float *dweight, const float *dout,
-                                              const float *x, const uint32_t *x_bits,
-                                              const float *weight, const snn_bn_dout *bn,
-                                              const snn_conv2d_dims *d, void *workspace)
+                                              float *consumed, const float *x,
+                                              const uint32_t *x_bits, const float *weight,
+                                              const snn_bn_dout *bn, const snn_conv2d_dims *d,
+                                              void *workspace)
 {
     if (d->N <= 0 || (!dx && !dweight)) return;
     SNN_ASSERT(snn_conv2d_nhwc_supports(d));
     const snn_cuda_input in = x ? snn_cuda_floats(x) : snn_cuda_input{nullptr, x_bits, 0};
     if (operand_bytes() == 4)
-        backward_impl<float>(dx, dweight, dout, in, weight, bn, d, workspace);
+        backward_impl<float>(dx, dweight, dout, consumed, in, weight, bn, d, workspace);
     else
-        backward_impl<bf16>(dx, dweight, dout, in, weight, bn, d, workspace);
+        backward_impl<bf16>(dx, dweight, dout, consumed, in, weight, bn, d, workspace);
 }
