@@ -182,11 +182,13 @@ int snn_walk_bn_neuron(snn_walk *w, int in, int residual, bool residual_bn,
         w->hand_over[out] = true;
     double scratch = in_place ? 0.0 : snn_walk_round_up(4.0 * in_numel, w->align);
     if (!w->one_pass_backward) scratch += snn_walk_round_up(4.0 * numel, w->align);
-    /* TF32 / BF16: the batch-norm's sums, (C, 3) doubles, which the one-pass kernel makes
-     * (kept to the step's end where the conv before takes dL/dx, autograd/grad_deferred.c:
-     * 0.1 MB for a ResNet-18, counted here as scratch) */
-    if (w->bn_sums_fold && in_place)
-        scratch += snn_walk_round_up(24.0 * channels, w->align);
+    /* TF32 / BF16: the batch-norm's sums, (C, 3) doubles, which the one-pass kernel makes,
+     * kept to the step's end where the conv before takes dL/dx (autograd/grad_deferred.c):
+     * 0.1 MB for a ResNet-18 in all, counted as held from here on, since a backward moment
+     * before the last (a conv's workspace, the largest once the convs consume dL/dy) holds
+     * those of every layer after it */
+    if (w->bn_sums_fold && in_place && w->training)
+        w->device += snn_walk_round_up(24.0 * channels, w->align);
     snn_walk_backward_scratch(w, scratch, w->one_pass_backward ? -1 : out, in_place ? -1 : in);
     return out;
 }
