@@ -482,7 +482,10 @@ static void test_conv_bn_dout(void)
  * images (two chunks in BF16, three in TF32), layer2.0's first conv (stride 2, 64 -> 128
  * channels: a step's largest backward workspace) and its 1 x 1 shortcut, and channels that
  * triple. In BF16 every x copy fits in dout, and the workspace is smaller; in TF32 the copy of
- * a conv that halves the plane and doubles the channels does not, and it is the full one. */
+ * a conv that halves the plane and doubles the channels does not, and it is the full one.
+ * The last three are too few images for the channels-last path to pay (conv_path.cu), so they
+ * run it forced; on the path they would take, the entry declines before it writes anything
+ * and its workspace is the full one. */
 static void test_conv_consuming(void)
 {
     const snn_conv2d_dims shapes[4] = {conv_dims(260, 64, 32, 32, 64, 3, 3, 1, 1),
@@ -513,6 +516,15 @@ static void test_conv_consuming(void)
         float *dx_want = host_floats(nx), *dw_want = host_floats(nw);
         for (int m = 0; m < 2; m++) {
             SNN_ASSERT(snn_set_precision(modes[m]) == SNN_OK);
+            if (i > 0) { /* the path these dims take on their own: declined, the full workspace */
+                auto_path();
+                CHECK(path_taken(d) != SNN_CONV_PATH_NHWC);
+                CHECK(gpu->conv2d_backward_consuming_workspace_bytes(d) ==
+                      gpu->conv2d_workspace_bytes(d));
+                CHECK(!gpu->conv2d_backward_consuming(dx, dw, NULL, given, NULL, x, NULL, w, d,
+                                                      NULL));
+                force_path(SNN_CONV_PATH_NHWC);
+            }
             const size_t full = gpu->conv2d_workspace_bytes(d);
             const size_t less = gpu->conv2d_backward_consuming_workspace_bytes(d);
             fprintf(stderr, "  %s, N=%d Cin=%d %dx%d Cout=%d k=%d s=%d: workspace %.1f MB, %.1f "
@@ -563,6 +575,7 @@ static void test_conv_consuming(void)
             }
         }
         SNN_ASSERT(snn_set_precision(SNN_PRECISION_FP32) == SNN_OK);
+        auto_path();
         release_all();
     }
 }
