@@ -13,8 +13,9 @@
 #   recipe       one recipe run of the CNN (docs/results.md): RECIPE_T (8), RECIPE_EPOCHS (60),
 #                RECIPE_DROPOUT (0.3), RECIPE_NAME (cnn_t8); SIGTERM at RECIPE_SECONDS (570)
 #                saves a checkpoint and keeps the finished epochs
-#   jobs         single-GPU runs side by side, the i-th line of JOBS_FILE on GPU i, each stopped
-#                by SIGTERM at JOBS_SECONDS (540) and resumed by the next call on a warm machine
+#   jobs         single-GPU runs side by side, the k-th line of JOBS_FILE on GPU k mod the GPUs
+#                (after the lines before it there), all stopped by SIGTERM at JOBS_SECONDS (540)
+#                and resumed by the next call on a warm machine
 #   jobsparse    snn-sparse on the finished jobs named in JOBS_SPARSE: GPU, then this host's CPU
 #   sparse       ResNet-18 (width 64, T = 4, TF32, SPARSE_EPOCHS: 1) at each LAMBDA of
 #                SPARSE_LAMBDAS (0), then snn-sparse dense against sparse on SPARSE_DEVICES
@@ -91,22 +92,31 @@ for stage in "$@"; do
     cifar
     deadline=$(( $(date +%s) + ${JOBS_SECONDS:-540} ))
     ngpu=$(nvidia-smi -L | wc -l); threads=$(( $(nproc) / ngpu )); (( threads < 1 )) && threads=1
-    gpu=0
+    # job k of the file runs on GPU k mod ngpu, after the jobs before it on that GPU: each GPU's
+    # jobs are one chain in the background, each job given the time left to the deadline
+    names=(); flagss=()
     while IFS='|' read -r name flags; do
       name=$(echo $name)  # trimmed
       [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
-      (( gpu >= ngpu )) && { echo "   $name: no GPU left ($ngpu here)" | summary; continue; }
-      dir=build-gpu/jobs/$name; mkdir -p "$dir"; left=$(( deadline - $(date +%s) ))
+      names+=("$name"); flagss+=("$flags")
+    done < "${JOBS_FILE:-tools/jobs/recipes_x4.jobs}"
+    run_job() { # run_job GPU NAME FLAGS: one job, resumed from its checkpoint where it has one
+      local gpu=$1 name=$2 flags=$3 dir=build-gpu/jobs/$2 left resume ck
+      mkdir -p "$dir"; left=$(( deadline - $(date +%s) ))
       if [ -f "$dir/done" ] || (( left < 30 )); then
-        echo "   $name: finished or under 30 s left" | summary; gpu=$(( gpu + 1 )); continue; fi
+        echo "   $name: finished or under 30 s left" | summary; return; fi
       resume=""; ck=$dir/out/checkpoint.safetensors; [ -f "$ck" ] && resume="--resume $ck"
       log "job $name on GPU $gpu, $threads threads, $left s: snn-train $flags $resume"
       echo "== segment $(date -u +%FT%TZ), $left s${resume:+, resumed}" >> "$dir/log"
-      ( CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM $left build-gpu/bin/snn-train --device cuda \
-          $flags --threads $threads --out "$dir/out" $resume < /dev/null >> "$dir/log" 2>&1 &&
-          touch "$dir/done" ) &
-      gpu=$(( gpu + 1 ))
-    done < "${JOBS_FILE:-tools/jobs/recipes_x4.jobs}"
+      CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM $left build-gpu/bin/snn-train --device cuda \
+        $flags --threads $threads --out "$dir/out" $resume < /dev/null >> "$dir/log" 2>&1 &&
+        touch "$dir/done"
+    }
+    for (( gpu = 0; gpu < ngpu && gpu < ${#names[@]}; gpu++ )); do
+      ( for (( k = gpu; k < ${#names[@]}; k += ngpu )); do
+          run_job $gpu "${names[k]}" "${flagss[k]}"
+        done ) &
+    done
     wait
     for dir in build-gpu/jobs/*/; do
       name=$(basename "$dir")
