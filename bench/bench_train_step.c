@@ -6,7 +6,7 @@
  *
  *   build/bin/bench_train_step [--device cuda] [--model resnet18|sew-resnet18|cnn] [--T 4]
  *                              [--batch 16,64,128,256] [--steps 20] [--width 64]
- *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer]
+ *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer] [--no-train]
  *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
  *                              [--conv-path auto|igemm|im2col|nhwc] [--no-fusion]
  *                              [--no-spike-packing] [--keep-bf16]
@@ -295,7 +295,8 @@ int main(int argc, char **argv)
     const char *batches = "64,128", *precision_name = "fp32", *neuron = "lif";
     const char *infer_batches = "1,64", *conv_path = "auto", *train_mode = "bptt";
     int T = 4, steps = 20, width = 0, sltt_k = 0, time_checkpoint = 0;
-    bool no_infer = false, memory = false, tf32 = false, no_fusion = false, no_packing = false;
+    bool no_infer = false, no_train = false, memory = false, tf32 = false, no_fusion = false;
+    bool no_packing = false;
     bool keep_bf16 = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
         {"--neuron", OPT_STRING, &neuron, "lif, plif, if, stbif, ...; relu: the same model as an ANN (T = 1)"},
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
+        {"--no-train", OPT_FLAG, &no_train, "inference only (for profilers): no training batch"},
         {"--no-fusion", OPT_FLAG, &no_fusion,
          "no fusion rules: batch-norm -> neuron as separate ops (the model option fuse)"},
         {"--no-spike-packing", OPT_FLAG, &no_packing,
@@ -349,6 +351,10 @@ int main(int argc, char **argv)
     if (T < 1 || steps < 1 || width < 0) {
         fprintf(stderr, "bench_train_step: bad --T %d, --steps %d or --width %d (expected >= 1, "
                 ">= 1, >= 0)\n", T, steps, width);
+        return 2;
+    }
+    if (no_train && no_infer) {
+        fprintf(stderr, "bench_train_step: --no-train and --no-infer leave nothing to time\n");
         return 2;
     }
     const int infer = !no_infer;
@@ -442,7 +448,7 @@ int main(int argc, char **argv)
     char list[64];
     snprintf(list, sizeof list, "%s", batches);
     int first_batch = 0;
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    for (char *tok = no_train ? NULL : strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int batch = atoi(tok);
         if (!first_batch) first_batch = batch;
         snn_arena_release_all(); /* this batch's peak alone: the arenas start again from empty */
