@@ -437,8 +437,9 @@ int main(int argc, char **argv)
     }
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
-    /* one step at batch 1 first, so that the Adam moments exist before memory is measured */
-    time_steps(model, opt, device, 1, 1, true, &c, &rng, NULL, NULL);
+    /* one step at batch 1 first, so that the Adam moments exist before memory is measured
+     * (none with --no-train: a profile of inference then sees inference's kernels alone) */
+    if (!no_train) time_steps(model, opt, device, 1, 1, true, &c, &rng, NULL, NULL);
     printf("peak MB: the most device memory held in the first steps (the step arena reserved in one "
            "block from the memory estimate, as snn-train does); steady MB: the most held over the "
            "timed steps; MB / image: steady, above the model's own state (%.0f MB)\n",

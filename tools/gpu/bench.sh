@@ -28,8 +28,8 @@
 #   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32,
 #             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too)
 #   inferprofile  ncu: GPU time per kernel of BF16 inference at B = 64 (bench_train_step
-#             --no-train: 3 + 2 eager forwards, then 3 + 2 replays of its CUDA Graph); the table's
-#             totals over all ten forwards (a kernel launched once a forward shows 10 calls)
+#             --no-train: 3 + 2 eager forwards, the graph's first forward, then 3 + 2 replays of
+#             its CUDA Graph); the table's totals over those eleven forwards
 #   launches  ncu: each launch of the kernels matching LAUNCH_KERNELS (a regex) over a training
 #             step at B = 64 (LAUNCH_PRECISION: bf16, LAUNCH_FLAGS added): time, DRAM bytes,
 #             bandwidth, occupancy, the longest LAUNCH_ROWS (40) first (tools/ncu_launches.py)
@@ -130,11 +130,11 @@ for stage in "$@"; do
   inferprofile)
     build bench_train_step || exit 1
     gpu_name
-    log "ncu: GPU time per kernel, BF16 inference at B = 64, T = 4 (10 forwards: divide by 10)"
+    log "ncu: GPU time per kernel, BF16 inference at B = 64, T = 4 (11 forwards: divide by 11)"
     timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum \
       --print-summary per-kernel build-gpu/bin/bench_train_step --no-train --infer-batch 64 \
       --steps 2 --precision bf16 > "$LOGS/ncu_infer.txt" 2>&1
-    python3 tools/ncu_summary.py "$LOGS/ncu_infer.txt" 10 2>&1 | tee "$OUT/profile_infer.txt" |
+    python3 tools/ncu_summary.py "$LOGS/ncu_infer.txt" 11 2>&1 | tee "$OUT/profile_infer.txt" |
       summary
     grep -E "^\| infer" "$LOGS/ncu_infer.txt" | summary ;;
   launches)
