@@ -7,6 +7,7 @@
  *   build/bin/bench_train_step [--device cuda] [--model resnet18|sew-resnet18|cnn] [--T 4]
  *                              [--batch 16,64,128,256] [--steps 20] [--width 64]
  *                              [--precision fp32|tf32|bf16] [--memory] [--no-infer] [--no-train]
+ *                              [--no-warmup]
  *                              [--neuron lif|relu|stbif|...] [--infer-batch 1,64]
  *                              [--conv-path auto|igemm|im2col|nhwc] [--no-fusion]
  *                              [--no-spike-packing] [--keep-bf16]
@@ -296,7 +297,7 @@ int main(int argc, char **argv)
     const char *infer_batches = "1,64", *conv_path = "auto", *train_mode = "bptt";
     int T = 4, steps = 20, width = 0, sltt_k = 0, time_checkpoint = 0;
     bool no_infer = false, no_train = false, memory = false, tf32 = false, no_fusion = false;
-    bool no_packing = false;
+    bool no_packing = false, no_warmup = false;
     bool keep_bf16 = false;
     option table[] = {
         {"--device", OPT_STRING, &device_name, "cpu, cuda"},
@@ -311,6 +312,8 @@ int main(int argc, char **argv)
         {"--memory", OPT_FLAG, &memory, "print what one training step holds, by op"},
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
         {"--no-train", OPT_FLAG, &no_train, "inference only (for profilers): no training batch"},
+        {"--no-warmup", OPT_FLAG, &no_warmup,
+         "no training step at batch 1 before the first batch (for profilers: every step profiled is then one of --batch; the Adam moments are made in its first warm-up step)"},
         {"--no-fusion", OPT_FLAG, &no_fusion,
          "no fusion rules: batch-norm -> neuron as separate ops (the model option fuse)"},
         {"--no-spike-packing", OPT_FLAG, &no_packing,
@@ -438,8 +441,8 @@ int main(int argc, char **argv)
     if (resnet18) printf("one training step: %.2f GFLOP per image (convolutions and classifier, x3 for backward)\n",
                          gflop_per_image);
     /* one step at batch 1 first, so that the Adam moments exist before memory is measured
-     * (none with --no-train: a profile of inference then sees inference's kernels alone) */
-    if (!no_train) time_steps(model, opt, device, 1, 1, true, &c, &rng, NULL, NULL);
+     * (none with --no-train or --no-warmup: a profile then sees the steps asked for alone) */
+    if (!no_train && !no_warmup) time_steps(model, opt, device, 1, 1, true, &c, &rng, NULL, NULL);
     printf("peak MB: the most device memory held in the first steps (the step arena reserved in one "
            "block from the memory estimate, as snn-train does); steady MB: the most held over the "
            "timed steps; MB / image: steady, above the model's own state (%.0f MB)\n",

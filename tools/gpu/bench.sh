@@ -120,10 +120,12 @@ for stage in "$@"; do
     for v in $(variants); do
       log "ncu: GPU time per kernel over one training step (B = 64, T = 4, $p" \
           "${PROFILE_FLAGS:-}), $v"
-      # 3 warm-up steps + 1 timed step, training only: the totals divided by 4 are one step
+      # 3 warm-up steps + 1 timed step, training only, and no batch-1 step before them
+      # (--no-warmup; the tables of docs/benchmarks.md before the sixteenth session also held
+      # that step's four steps at batch 1): the totals divided by 4 are one step
       timeout 500 ncu --clock-control none --metrics gpu__time_duration.sum \
         --print-summary per-kernel "$(bin_of $v bench_train_step)" --batch 64 --steps 1 \
-        --no-infer --precision $p ${PROFILE_FLAGS:-} > "$LOGS/ncu_$v.txt" 2>&1
+        --no-infer --no-warmup --precision $p ${PROFILE_FLAGS:-} > "$LOGS/ncu_$v.txt" 2>&1
       python3 tools/ncu_summary.py "$LOGS/ncu_$v.txt" 4 2>&1 | tee "$OUT/profile_${p}_$v.txt" |
         summary
     done ;;
