@@ -313,7 +313,9 @@ int main(int argc, char **argv)
         {"--no-infer", OPT_FLAG, &no_infer, "training steps only (for profilers)"},
         {"--no-train", OPT_FLAG, &no_train, "inference only (for profilers): no training batch"},
         {"--no-warmup", OPT_FLAG, &no_warmup,
-         "no training step at batch 1 before the first batch (for profilers: every step profiled is then one of --batch; the Adam moments are made in its first warm-up step)"},
+         "no training step at batch 1 before the first batch (for profilers: every step profiled is "
+         "then one of --batch; the Adam moments are made in its first warm-up step, so the first "
+         "batch's memory columns count them)"},
         {"--no-fusion", OPT_FLAG, &no_fusion,
          "no fusion rules: batch-norm -> neuron as separate ops (the model option fuse)"},
         {"--no-spike-packing", OPT_FLAG, &no_packing,
