@@ -24,6 +24,13 @@ typedef struct conv_saved {
     const float *trace;   /* snn_conv2d_traced: what dW is taken against instead of x */
 } conv_saved;
 
+/* What the weight gradient is taken against: the trace where there is one, else x's saved
+ * values (NULL when they could not be had: reported) */
+static const float *weight_grad_input(const conv_saved *s, snn_tensor *x)
+{
+    return s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
+}
+
 /* The device's backward kernels on dL/dy: as bits where x is kept as bits and the kernels
  * read them, else x's floats (or the trace). With bn (dL/dy still a batch-norm's dL/dout,
  * grad_deferred.c) the kernels make dL/dy as they read it where they can; where they cannot,
@@ -40,8 +47,7 @@ static bool run_backward(const snn_kernels *k, snn_node *node, const snn_bn_dout
                                                                              : NULL;
     const float *xv = NULL;
     if (consume) {
-        if (!bits && !(xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x)))
-            return false;
+        if (!bits && !(xv = weight_grad_input(s, x))) return false;
         if (k->conv2d_backward_consuming(dx, dw, db, y->grad->data, bn, xv, bits, w->data,
                                          &s->dims, workspace))
             return true; /* (declined: the workspace is the full one, kernels.h) */
@@ -55,7 +61,7 @@ static bool run_backward(const snn_kernels *k, snn_node *node, const snn_bn_dout
         if (k->conv2d_backward_bits(dx, dw, db, dout, bits, w->data, &s->dims, workspace))
             return true;
     }
-    if (!xv) xv = s->trace ? s->trace : snn_saved_values("snn_conv2d (backward)", x);
+    if (!xv) xv = weight_grad_input(s, x);
     if (!xv) return false;
     if (bn && k->conv2d_backward_bn_dout(dx, dw, db, dout, bn, xv, NULL, w->data, &s->dims,
                                          workspace))

@@ -373,6 +373,28 @@ static void test_conv_bn_eval(void)
     }
 }
 
+/* The operands of a conv backward test on the device: x (N, C_in, H, W) as spikes (0 or 1),
+ * as floats and as bits, and w (C_out, C_in, KH, KW) in [-1, 1); with the element counts of
+ * x, y (N, C_out, H_out, W_out) and w. */
+typedef struct spike_operands {
+    size_t nx, ny, nw;
+    const float *x, *w;
+    uint32_t *x_bits;
+} spike_operands;
+
+static spike_operands spike_operands_new(const snn_conv2d_dims *d)
+{
+    spike_operands o;
+    o.nx = (size_t)d->N * d->C_in * d->H * d->W;
+    o.ny = (size_t)d->N * d->C_out * d->H_out * d->W_out;
+    o.nw = (size_t)d->C_out * d->C_in * d->KH * d->KW;
+    o.x = dev_copy(integer_host(o.nx, 2), o.nx);
+    o.w = dev_copy(random_host(o.nw, -1.0f, 1.0f), o.nw);
+    o.x_bits = tracked_alloc((o.nx + 31) / 32 * sizeof(uint32_t), SNN_CUDA);
+    gpu->pack_bits(o.x_bits, o.x, (int64_t)o.nx);
+    return o;
+}
+
 /* conv2d_backward_bn_dout (dout made from a batch-norm's dL/dout dX as the channels-last copy
  * loads it) gives the bits of batchnorm_backward_in_place_sums over dX then conv2d_backward,
  * both gradients; it takes the dims exactly where the path taken is the channels-last one and
@@ -389,13 +411,11 @@ static void test_conv_bn_dout(void)
     for (int i = 0; i < 4; i++) {
         const snn_conv2d_dims *d = &shapes[i];
         const int C = d->C_out, HW = d->H_out * d->W_out;
-        const size_t nx = (size_t)d->N * d->C_in * d->H * d->W, ny = (size_t)d->N * C * HW;
-        const size_t nw = (size_t)d->C_out * d->C_in * d->KH * d->KW;
+        const spike_operands o = spike_operands_new(d);
+        const size_t nx = o.nx, ny = o.ny, nw = o.nw;
+        const float *x = o.x, *w = o.w;
+        const uint32_t *x_bits = o.x_bits;
         const bool keeps = snn_conv2d_keeps_shape(d);
-        float *x_host = integer_host(nx, 2); /* spikes: the conv's x, as floats and as bits */
-        const float *x = dev_copy(x_host, nx), *w = dev_copy(random_host(nw, -1.0f, 1.0f), nw);
-        uint32_t *x_bits = tracked_alloc((nx + 31) / 32 * sizeof(uint32_t), SNN_CUDA);
-        gpu->pack_bits(x_bits, x, (int64_t)nx);
         const float *dX = dev_copy(random_host(ny, -1.0f, 1.0f), ny);
         float *x_bn_host = random_host(ny, -1.0f, 1.5f);
         uint16_t *bf16_host = tracked_alloc(ny * sizeof(uint16_t), SNN_CPU);
@@ -496,13 +516,11 @@ static void test_conv_consuming(void)
     for (int i = 0; i < 4; i++) {
         const snn_conv2d_dims *d = &shapes[i];
         const int C = d->C_out, HW = d->H_out * d->W_out;
-        const size_t nx = (size_t)d->N * d->C_in * d->H * d->W, ny = (size_t)d->N * C * HW;
-        const size_t nw = (size_t)d->C_out * d->C_in * d->KH * d->KW;
+        const spike_operands o = spike_operands_new(d);
+        const size_t nx = o.nx, ny = o.ny, nw = o.nw;
+        const float *x = o.x, *w = o.w;
+        const uint32_t *x_bits = o.x_bits;
         const bool keeps = snn_conv2d_keeps_shape(d);
-        const float *x = dev_copy(integer_host(nx, 2), nx);
-        const float *w = dev_copy(random_host(nw, -1.0f, 1.0f), nw);
-        uint32_t *x_bits = tracked_alloc((nx + 31) / 32 * sizeof(uint32_t), SNN_CUDA);
-        gpu->pack_bits(x_bits, x, (int64_t)nx);
         const float *dX = dev_copy(random_host(ny, -1.0f, 1.0f), ny);
         const float *dx0 = dev_copy(random_host(nx, -1.0f, 1.0f), nx); /* dx's start */
         const float *x_bn = dev_copy(random_host(ny, -1.0f, 1.5f), ny);
