@@ -26,7 +26,8 @@
 #             come last, so they may change the precision or T: "256:--precision,tf32",
 #             "32:--T,32,--keep-bf16"
 #   profile   ncu: GPU time per kernel over a training step at B = 64 (PROFILE_PRECISION: fp32,
-#             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too)
+#             PROFILE_FLAGS added; PROFILE_BASE=1 profiles the base tree too, which must know
+#             bench_train_step --no-warmup: 3873c61 or later)
 #   inferprofile  ncu: GPU time per kernel of BF16 inference at B = 64 (bench_train_step
 #             --no-train: 3 + 2 eager forwards, the graph's first forward, then 3 + 2 replays of
 #             its CUDA Graph); the table's totals over those eleven forwards
